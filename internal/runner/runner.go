@@ -1,0 +1,112 @@
+// Package runner defines how cadre reaches an agent: one small interface that
+// every backend (agent CLIs, model APIs, exec, script) implements, and an
+// explicit registry of backend types.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/event"
+)
+
+// Caps says what a runner can do, so the engine can refuse a role a runner
+// cannot serve instead of discovering it mid-run.
+type Caps struct {
+	EditsFiles  bool // the agent changes files in the working tree itself
+	ReportsCost bool // usage comes with a cost from the backend (else estimated or none)
+	ModelChoice bool // the model can be chosen per step
+	Streams     bool // progress arrives while the step runs
+}
+
+// Invocation is one agent step as the runner sees it.
+type Invocation struct {
+	Role        string
+	Item        string // item id (task file stem, issue number)
+	Step        string // stable step id
+	Attempt     int    // nth invocation of this role for this item, 1-based
+	Reask       bool   // this is the corrective re-ask after an unusable reply
+	Prompt      string
+	Dir         string // working tree the agent works in
+	ContextPath string // SPEC §6 context file
+	OutputPath  string // where the agent may write its Markdown result
+	LogPath     string // raw transcript of the process
+	Model       string
+	Timeout     time.Duration
+}
+
+// Result is what a finished agent process produced.
+type Result struct {
+	ExitCode   int
+	Output     string // final reply text (stdout for exec)
+	StderrTail string
+	Usage      event.Usage
+	SessionID  string
+}
+
+// Runner reaches one agent backend.
+type Runner interface {
+	Name() string
+	Capabilities() Caps
+	// Run performs the invocation. A non-zero exit is reported in Result, not
+	// as an error; err means the agent could not be run at all, or ctx ended.
+	Run(ctx context.Context, inv Invocation) (Result, error)
+}
+
+// Settings are a named runner instance's configuration (cadre.yaml runners.NAME).
+type Settings struct {
+	Name     string
+	Command  string
+	Args     []string
+	Env      []string // names of variables passed through to the agent
+	URL      string
+	Model    string
+	Scenario string
+	BaseDir  string // directory relative paths in the settings are resolved against
+}
+
+// Factory builds a runner of one type from its settings.
+type Factory func(s Settings) (Runner, error)
+
+// Registry maps runner type names to factories. It is built explicitly in one
+// place (no init-time registration), so the set of backends is easy to read.
+type Registry struct {
+	types map[string]Factory
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{types: map[string]Factory{}} }
+
+// Register adds a runner type. Registering a name twice is a programming
+// error, so it panics.
+func (r *Registry) Register(typ string, f Factory) {
+	if _, dup := r.types[typ]; dup {
+		panic(fmt.Sprintf("runner type %q registered twice", typ))
+	}
+	r.types[typ] = f
+}
+
+// Types lists the registered type names, sorted.
+func (r *Registry) Types() []string {
+	out := make([]string, 0, len(r.types))
+	for k := range r.types {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ErrUnknown is wrapped by New when the type is not registered.
+var ErrUnknown = errors.New("unknown runner")
+
+// New builds a runner instance of type typ.
+func (r *Registry) New(typ string, s Settings) (Runner, error) {
+	f, ok := r.types[typ]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknown, typ, r.Types())
+	}
+	return f(s)
+}
