@@ -1,0 +1,188 @@
+// Package role holds cadre's roles: named prompt templates (embedded Markdown,
+// overridable per repository in .cadre/roles/NAME.md) that say WHAT an agent
+// does, independent of the runner that reaches it.
+package role
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/template"
+)
+
+//go:embed roles/*.md
+var builtin embed.FS
+
+// Role is one prompt template.
+type Role struct {
+	Name        string
+	Description string
+	Output      string // what the role produces
+	Source      string // "built-in" or the override file
+	Text        string // template body
+}
+
+// Data is what a role template can refer to.
+type Data struct {
+	Role        string
+	Item        string
+	Title       string
+	TaskFile    string
+	WorkDir     string
+	ContextPath string
+	OutputPath  string
+	Inputs      []string
+	Review      string
+	Signature   string
+	Automated   bool // the engine owns the task file: the agent reports by signal only
+}
+
+// Registry is the set of roles available to a run.
+type Registry struct {
+	roles map[string]Role
+}
+
+// ErrUnknown is wrapped when a role does not exist.
+var ErrUnknown = errors.New("unknown role")
+
+// Load returns the built-in roles, overridden or extended by NAME.md files in
+// dir (dir may not exist).
+func Load(dir string) (*Registry, error) {
+	r := &Registry{roles: map[string]Role{}}
+	entries, err := fs.ReadDir(builtin, "roles")
+	if err != nil {
+		return nil, fmt.Errorf("read built-in roles: %w", err)
+	}
+	for _, e := range entries {
+		data, err := builtin.ReadFile("roles/" + e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("read built-in role %s: %w", e.Name(), err)
+		}
+		if err := r.add(e.Name(), "built-in", data); err != nil {
+			return nil, err
+		}
+	}
+	if dir == "" {
+		return r, nil
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.md"))
+	if err != nil {
+		return nil, fmt.Errorf("list roles in %s: %w", dir, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read role: %w", err)
+		}
+		if err := r.add(filepath.Base(f), f, data); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *Registry) add(file, source string, data []byte) error {
+	name := strings.TrimSuffix(file, ".md")
+	ro := Role{Name: name, Source: source}
+	text := strings.ReplaceAll(string(data), "\r\n", "\n")
+	if rest, ok := strings.CutPrefix(text, "---\n"); ok {
+		head, body, found := strings.Cut(rest, "\n---\n")
+		if !found {
+			return fmt.Errorf("%s:1: role header is not closed by a \"---\" line", source)
+		}
+		for _, line := range strings.Split(head, "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			switch strings.TrimSpace(k) {
+			case "description":
+				ro.Description = strings.TrimSpace(v)
+			case "output":
+				ro.Output = strings.TrimSpace(v)
+			}
+		}
+		text = body
+	}
+	ro.Text = text
+	if _, err := parse(ro); err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	r.roles[name] = ro
+	return nil
+}
+
+// Get returns the named role.
+func (r *Registry) Get(name string) (Role, error) {
+	ro, ok := r.roles[name]
+	if !ok {
+		return Role{}, fmt.Errorf("%w %q (see cadre roles list)", ErrUnknown, name)
+	}
+	return ro, nil
+}
+
+// List returns every role, sorted by name.
+func (r *Registry) List() []Role {
+	out := make([]Role, 0, len(r.roles))
+	for _, ro := range r.roles {
+		out = append(out, ro)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Render builds the prompt of role name for d.
+func (r *Registry) Render(name string, d Data) (string, error) {
+	ro, err := r.Get(name)
+	if err != nil {
+		return "", err
+	}
+	t, err := parse(ro)
+	if err != nil {
+		return "", fmt.Errorf("role %s: %w", name, err)
+	}
+	d.Role = name
+	var b bytes.Buffer
+	if err := t.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("render role %s: %w", name, err)
+	}
+	return strings.TrimSpace(b.String()) + "\n", nil
+}
+
+// partials are shared by every role: how to list inputs, the automated-mode
+// rule and the SIGNAL BLOCK the engine parses.
+const partials = `
+{{define "inputs"}}{{if .Inputs}}
+
+Earlier steps' results (read them):
+{{range .Inputs}}- {{.}}
+{{end}}{{end}}{{end}}
+{{define "automated"}}{{if .Automated}}
+You run under cadre's automated runner: do NOT edit the task file's frontmatter (stage, mode, agent,
+attempts) and do not commit; the runner owns every state change. Report your result only with the
+SIGNAL BLOCK below.{{end}}{{end}}
+{{define "signal"}}
+End your reply with this block, filled in (the runner reads only this block):
+
+### SIGNAL BLOCK
+- Agent: {{.Role}}
+- Result: SUCCESS | FAIL | PLAN_CREATED | PASS | INSUFFICIENT
+- Loop Summary: <one line>
+- Confidence: <0-10>
+- Next: <role | Human | Done>
+- Context: <what the next agent must know>
+{{- if eq .Role "auditor" "code-reviewer" "judge"}}
+- Rating: <0-10>{{end}}
+**Signature**: {{if .Signature}}{{.Signature}}{{else}}<goal>:<loop>:<step>{{end}}
+{{end}}`
+
+func parse(ro Role) (*template.Template, error) {
+	t, err := template.New(ro.Name).Option("missingkey=error").Parse(partials)
+	if err != nil {
+		return nil, err
+	}
+	return t.Parse(ro.Text)
+}

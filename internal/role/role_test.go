@@ -1,0 +1,79 @@
+package role
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBuiltinsRender(t *testing.T) {
+	r, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"planner", "coder", "auditor"} {
+		p, err := r.Render(name, Data{Item: "t1", Title: "Add x", TaskFile: "/r/tasks/t1.md", ContextPath: "/c.json", OutputPath: "/o.md", WorkDir: "/r", Automated: true, Inputs: []string{"/in/plan.md"}})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, want := range []string{"### SIGNAL BLOCK", "- Agent: " + name, "/c.json", "/o.md", "/in/plan.md", "do NOT edit the task file's frontmatter"} {
+			if !strings.Contains(p, want) {
+				t.Errorf("%s prompt lacks %q", name, want)
+			}
+		}
+		if got := strings.Contains(p, "- Rating:"); got != (name == "auditor") {
+			t.Errorf("%s prompt asks for Rating = %v", name, got)
+		}
+	}
+}
+
+func TestCoderSeesReviewOnlyAfterRejection(t *testing.T) {
+	r, _ := Load("")
+	p, _ := r.Render("coder", Data{Item: "t", Review: "/runs/r/review.md"})
+	if !strings.Contains(p, "/runs/r/review.md") {
+		t.Error("review path missing")
+	}
+	p, _ = r.Render("coder", Data{Item: "t"})
+	if strings.Contains(p, "last audit rejected") {
+		t.Error("review text without a review")
+	}
+	p, _ = r.Render("coder", Data{Item: "t", Automated: false})
+	if strings.Contains(p, "automated runner") {
+		t.Error("automated instruction without Automated")
+	}
+}
+
+func TestOverrideAndUnknown(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "coder.md"), []byte("---\ndescription: mine\n---\nDo {{.Item}}.\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "poet.md"), []byte("Write a poem about {{.Title}}.\n"), 0o644)
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := r.Render("coder", Data{Item: "x"})
+	if p != "Do x.\n" {
+		t.Errorf("override prompt = %q", p)
+	}
+	if ro, _ := r.Get("coder"); ro.Description != "mine" || ro.Source != filepath.Join(dir, "coder.md") {
+		t.Errorf("override role = %+v", ro)
+	}
+	if _, err := r.Get("poet"); err != nil {
+		t.Error(err)
+	}
+	if _, err := r.Get("nobody"); !errors.Is(err, ErrUnknown) {
+		t.Errorf("unknown role error = %v", err)
+	}
+}
+
+func TestBadOverrideNamesFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "bad.md")
+	os.WriteFile(f, []byte("Hello {{.Item\n"), 0o644)
+	_, err := Load(dir)
+	if err == nil || !strings.Contains(err.Error(), f) {
+		t.Errorf("error = %v, want it to name %s", err, f)
+	}
+}
