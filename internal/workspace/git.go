@@ -1,0 +1,182 @@
+// Package workspace is cadre's only door to git: repository checks, dirty
+// trees, commits with step trailers. It shells out to the git binary with
+// argv lists (never a shell string), repository hooks disabled and the
+// caller's GIT_* variables scrubbed, so an item's text can never become a
+// git option and a hook can never run on cadre's behalf.
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// StateDir is cadre's directory at the repository root; it never reaches a commit.
+const StateDir = ".cadre"
+
+// TrailerKey marks a commit with the step that made it, so a crash between
+// committing and journaling is detected instead of committing twice.
+const TrailerKey = "Cadre-Step"
+
+// Repo is a git working tree.
+type Repo struct {
+	Dir string // top level of the working tree
+}
+
+// ErrNotRepo is wrapped when a directory is not inside a git working tree.
+var ErrNotRepo = errors.New("not a git repository")
+
+// Open finds the working tree that contains dir.
+func Open(ctx context.Context, dir string) (*Repo, error) {
+	out, err := git(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (run cadre inside a git checkout, or git init first)", dir, ErrNotRepo)
+	}
+	return &Repo{Dir: strings.TrimSpace(out)}, nil
+}
+
+// Git runs git with args in the working tree and returns its stdout.
+func (r *Repo) Git(ctx context.Context, args ...string) (string, error) {
+	return git(ctx, r.Dir, args...)
+}
+
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	full := append([]string{"-c", "core.hooksPath=" + os.DevNull, "-c", "core.quotePath=false"}, args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Dir = dir
+	cmd.Env = cleanEnv(os.Environ())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		return stdout.String(), fmt.Errorf("git %s: %w: %s", args[0], err, msg)
+	}
+	return stdout.String(), nil
+}
+
+// cleanEnv drops GIT_* variables (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE …)
+// that would point cadre's git calls somewhere else.
+func cleanEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GIT_") && !strings.HasPrefix(kv, "GIT_AUTHOR_") && !strings.HasPrefix(kv, "GIT_COMMITTER_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// ExcludeState makes sure .cadre/ is ignored by this repository through
+// info/exclude, so state never shows as a change and is never staged.
+func (r *Repo) ExcludeState(ctx context.Context) error {
+	p, err := r.Git(ctx, "rev-parse", "--git-path", "info/exclude")
+	if err != nil {
+		return err
+	}
+	path := strings.TrimSpace(p)
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(r.Dir, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	line := "/" + StateDir + "/"
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(l) == line {
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	if len(data) > 0 && !bytes.HasSuffix(data, []byte("\n")) {
+		data = append(data, '\n')
+	}
+	data = append(data, line+"\n"...)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Dirty lists the paths with uncommitted changes (untracked files included).
+func (r *Repo) Dirty(ctx context.Context) ([]string, error) {
+	out, err := r.Git(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	fields := strings.Split(out, "\x00")
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if len(f) < 4 {
+			continue
+		}
+		paths = append(paths, f[3:])
+		if f[0] == 'R' || f[0] == 'C' {
+			i++ // the rename's source follows
+		}
+	}
+	return paths, nil
+}
+
+// FindStepCommit returns the commit reachable from HEAD whose Cadre-Step
+// trailer is step, or "" when there is none.
+func (r *Repo) FindStepCommit(ctx context.Context, step string) (string, error) {
+	if _, err := r.Git(ctx, "rev-parse", "--verify", "-q", "HEAD"); err != nil {
+		return "", nil // no commits yet
+	}
+	out, err := r.Git(ctx, "log", "--fixed-strings", "--grep", TrailerKey+": "+step,
+		"--format=%H%x00%(trailers:key="+TrailerKey+",valueonly,separator=%x00)%x01")
+	if err != nil {
+		return "", err
+	}
+	for _, rec := range strings.Split(out, "\x01") {
+		parts := strings.Split(strings.TrimSpace(rec), "\x00")
+		for _, v := range parts[1:] {
+			if strings.TrimSpace(v) == step {
+				return parts[0], nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// ErrStateStaged is returned when cadre's state directory would be committed.
+var ErrStateStaged = errors.New("refusing to commit cadre state")
+
+// CommitAll stages every change and commits it with message and a Cadre-Step
+// trailer, after checking that nothing under .cadre/ is staged.
+func (r *Repo) CommitAll(ctx context.Context, message, step string) (string, error) {
+	if _, err := r.Git(ctx, "add", "-A", "--", "."); err != nil {
+		return "", err
+	}
+	staged, err := r.Git(ctx, "diff", "--cached", "--name-only", "-z")
+	if err != nil {
+		return "", err
+	}
+	for _, p := range strings.Split(staged, "\x00") {
+		if p == StateDir || strings.HasPrefix(p, StateDir+"/") {
+			return "", fmt.Errorf("%w: %s is staged (is %s/ in .gitignore or info/exclude?)", ErrStateStaged, p, StateDir)
+		}
+	}
+	args := []string{"commit", "--quiet", "--allow-empty", "--no-verify", "-m", message, "-m", TrailerKey + ": " + step}
+	if name, _ := r.Git(ctx, "config", "user.email"); strings.TrimSpace(name) == "" {
+		args = append([]string{"-c", "user.name=cadre", "-c", "user.email=cadre@localhost"}, args...)
+	}
+	if _, err := r.Git(ctx, args...); err != nil {
+		return "", err
+	}
+	sha, err := r.Git(ctx, "rev-parse", "HEAD")
+	return strings.TrimSpace(sha), err
+}

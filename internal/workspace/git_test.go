@@ -1,0 +1,135 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func newRepo(t *testing.T) *Repo {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	r, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func write(t *testing.T, path, s string) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenNotRepo(t *testing.T) {
+	_, err := Open(context.Background(), t.TempDir())
+	if !errors.Is(err, ErrNotRepo) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestDirtyAndExclude(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, ".cadre", "cadre.db"), "x")
+	write(t, filepath.Join(r.Dir, "a b.txt"), "x")
+	write(t, filepath.Join(r.Dir, "sub", "c.txt"), "x")
+	if err := r.ExcludeState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ExcludeState(ctx); err != nil { // idempotent
+		t.Fatal(err)
+	}
+	got, err := r.Dirty(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a b.txt", "sub/c.txt"}, got); diff != "" {
+		t.Error(diff)
+	}
+	ex, _ := os.ReadFile(filepath.Join(r.Dir, ".git", "info", "exclude"))
+	if strings.Count(string(ex), "/.cadre/") != 1 {
+		t.Errorf("exclude = %q", ex)
+	}
+}
+
+func TestCommitAllIsFoundByTrailer(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	if sha, err := r.FindStepCommit(ctx, "t/commit"); err != nil || sha != "" {
+		t.Fatalf("empty repo: %q %v", sha, err)
+	}
+	r.ExcludeState(ctx)
+	write(t, filepath.Join(r.Dir, "f.txt"), "1")
+	write(t, filepath.Join(r.Dir, ".cadre", "x"), "state")
+	sha, err := r.CommitAll(ctx, "cadre: task t", "t/commit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.Dir, "g.txt"), "2")
+	if _, err := r.CommitAll(ctx, "cadre: task t2", "t/commit2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.FindStepCommit(ctx, "t/commit"); got != sha {
+		t.Errorf("FindStepCommit = %q, want %q", got, sha)
+	}
+	if got, _ := r.FindStepCommit(ctx, "t/comm"); got != "" {
+		t.Errorf("prefix matched commit %q", got)
+	}
+	files, _ := r.Git(ctx, "ls-tree", "-r", "--name-only", "HEAD")
+	if strings.Contains(files, ".cadre") {
+		t.Errorf("state committed: %s", files)
+	}
+	if d, _ := r.Dirty(ctx); len(d) != 0 {
+		t.Errorf("dirty after commit: %v", d)
+	}
+}
+
+func TestCommitRefusesStagedState(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t) // no ExcludeState: .cadre would be staged
+	write(t, filepath.Join(r.Dir, ".cadre", "cadre.db"), "x")
+	if _, err := r.CommitAll(ctx, "m", "s"); !errors.Is(err, ErrStateStaged) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestHooksDoNotRun(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	marker := filepath.Join(t.TempDir(), "hook-ran")
+	write(t, filepath.Join(r.Dir, ".git", "hooks", "pre-commit"), "#!/bin/sh\ntouch "+marker+"\n")
+	os.Chmod(filepath.Join(r.Dir, ".git", "hooks", "pre-commit"), 0o755)
+	write(t, filepath.Join(r.Dir, "f"), "x")
+	if _, err := r.CommitAll(ctx, "m", "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("repository hook ran")
+	}
+}
+
+func TestGitEnvScrubbed(t *testing.T) {
+	r := newRepo(t)
+	t.Setenv("GIT_DIR", "/nonexistent")
+	if _, err := Open(context.Background(), r.Dir); err != nil {
+		t.Errorf("GIT_DIR leaked into cadre's git: %v", err)
+	}
+	if _, err := r.Dirty(context.Background()); err != nil {
+		t.Errorf("GIT_DIR leaked into cadre's git: %v", err)
+	}
+}
