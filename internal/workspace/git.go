@@ -46,7 +46,7 @@ func (r *Repo) Git(ctx context.Context, args ...string) (string, error) {
 }
 
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	full := append([]string{"-c", "core.hooksPath=" + os.DevNull, "-c", "core.quotePath=false"}, args...)
+	full := append([]string{"-c", "core.hooksPath=" + os.DevNull, "-c", "core.quotePath=false", "-c", "maintenance.auto=false", "-c", "gc.auto=0"}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = dir
 	cmd.Env = cleanEnv(os.Environ())
@@ -155,8 +155,9 @@ func (r *Repo) FindStepCommit(ctx context.Context, step string) (string, error) 
 // ErrStateStaged is returned when cadre's state directory would be committed.
 var ErrStateStaged = errors.New("refusing to commit cadre state")
 
-// CommitAll stages every change and commits it with message and a Cadre-Step
-// trailer, after checking that nothing under .cadre/ is staged.
+// CommitAll stages every change and commits it with message and, unless step
+// is empty, a Cadre-Step trailer, after checking that nothing under .cadre/
+// is staged.
 func (r *Repo) CommitAll(ctx context.Context, message, step string) (string, error) {
 	if _, err := r.Git(ctx, "add", "-A", "--", "."); err != nil {
 		return "", err
@@ -170,7 +171,10 @@ func (r *Repo) CommitAll(ctx context.Context, message, step string) (string, err
 			return "", fmt.Errorf("%w: %s is staged (is %s/ in .gitignore or info/exclude?)", ErrStateStaged, p, StateDir)
 		}
 	}
-	args := []string{"commit", "--quiet", "--allow-empty", "--no-verify", "-m", message, "-m", TrailerKey + ": " + step}
+	args := []string{"commit", "--quiet", "--allow-empty", "--no-verify", "-m", message}
+	if step != "" {
+		args = append(args, "-m", TrailerKey+": "+step)
+	}
 	if name, _ := r.Git(ctx, "config", "user.email"); strings.TrimSpace(name) == "" {
 		args = append([]string{"-c", "user.name=cadre", "-c", "user.email=cadre@localhost"}, args...)
 	}
@@ -179,4 +183,15 @@ func (r *Repo) CommitAll(ctx context.Context, message, step string) (string, err
 	}
 	sha, err := r.Git(ctx, "rev-parse", "HEAD")
 	return strings.TrimSpace(sha), err
+}
+
+// Init creates a new repository in dir on branch.
+func Init(ctx context.Context, dir, branch string) (*Repo, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	if _, err := git(ctx, dir, "init", "--quiet", "--initial-branch", branch); err != nil {
+		return nil, err
+	}
+	return Open(ctx, dir)
 }

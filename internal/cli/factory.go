@@ -1,0 +1,159 @@
+// Package cli is cadre's command line: one file per command, each a
+// NewCmdX(f) constructor, an options struct and a runX(ctx, opts) function,
+// sharing the explicit dependencies of a Factory.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/role"
+	"github.com/cadre-dev/cadre/internal/runner"
+	execrunner "github.com/cadre-dev/cadre/internal/runner/exec"
+	"github.com/cadre-dev/cadre/internal/runner/script"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// IOStreams are a command's standard streams.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer // machine output (--json) and tables
+	ErrOut io.Writer // human progress and errors
+}
+
+// Factory holds the dependencies every command draws on, built once.
+type Factory struct {
+	IO     IOStreams
+	Getenv func(string) string
+	Dir    func() (string, error) // current directory
+	// Runners returns the registry of runner types.
+	Runners func() *runner.Registry
+	// Crash is called at the engine's named crash points.
+	Crash func(point string)
+}
+
+// NewFactory returns the production factory.
+func NewFactory() *Factory {
+	return &Factory{
+		IO:      IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		Getenv:  os.Getenv,
+		Dir:     os.Getwd,
+		Runners: Registry,
+		Crash:   crashFromEnv(os.Getenv("CADRE_CRASH_AT")),
+	}
+}
+
+// Registry lists every runner type cadre has, in one place.
+func Registry() *runner.Registry {
+	r := runner.NewRegistry()
+	r.Register("exec", execrunner.New)
+	r.Register("script", script.New)
+	return r
+}
+
+// crashFromEnv returns a crash hook for CADRE_CRASH_AT=POINT[:N]: the
+// process SIGKILLs itself the Nth time (default 1st) it reaches POINT. It
+// exists so tests can prove resume after a crash at any journal point.
+func crashFromEnv(spec string) func(string) {
+	if spec == "" {
+		return func(string) {}
+	}
+	point, nth, _ := strings.Cut(spec, ":")
+	n, err := strconv.Atoi(nth)
+	if err != nil || n < 1 {
+		n = 1
+	}
+	seen := 0
+	return func(p string) {
+		if p != point {
+			return
+		}
+		if seen++; seen == n {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+	}
+}
+
+// exitError carries an exit code with the error that caused it.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErr marks err as a usage, config or pre-flight error (exit 2).
+func usageErr(err error) error { return &exitError{code: 2, err: err} }
+
+// silentExit ends the command with code and no further message.
+type silentExit int
+
+func (s silentExit) Error() string { return fmt.Sprintf("exit %d", int(s)) }
+
+// workspaceCtx is what commands working on a repository need.
+type workspaceCtx struct {
+	root string
+	cfg  config.Config
+}
+
+// repoRoot finds the repository around the current directory.
+func (f *Factory) repoRoot(ctx context.Context) (string, error) {
+	dir, err := f.Dir()
+	if err != nil {
+		return "", err
+	}
+	repo, err := workspace.Open(ctx, dir)
+	if err != nil {
+		return "", usageErr(err)
+	}
+	return repo.Dir, nil
+}
+
+// workspace loads the repository root and its cadre.yaml.
+func (f *Factory) workspace(ctx context.Context) (workspaceCtx, error) {
+	root, err := f.repoRoot(ctx)
+	if err != nil {
+		return workspaceCtx{}, err
+	}
+	cfg, err := config.Load(filepath.Join(root, "cadre.yaml"), f.Getenv)
+	if err != nil {
+		return workspaceCtx{}, usageErr(relPath(err, root))
+	}
+	return workspaceCtx{root: root, cfg: cfg}, nil
+}
+
+func relPath(err error, root string) error {
+	msg := strings.ReplaceAll(err.Error(), root+string(filepath.Separator), "")
+	return errors.New(msg)
+}
+
+func openStore(ctx context.Context, root string) (*store.Store, error) {
+	return store.Open(ctx, filepath.Join(root, workspace.StateDir, "cadre.db"))
+}
+
+// newEngine wires an engine for ws, publishing to sinks.
+func (f *Factory) newEngine(ctx context.Context, ws workspaceCtx, st *store.Store, sinks ...event.Sink) (*engine.Engine, error) {
+	roles, err := role.Load(filepath.Join(ws.root, workspace.StateDir, "roles"))
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	bus := event.NewBus(nil, append([]event.Sink{storeSink(st)}, sinks...)...)
+	e, err := engine.New(ctx, engine.Deps{Root: ws.root, Config: ws.cfg, Store: st, Roles: roles, Runners: f.Runners(), Bus: bus, Crash: f.Crash})
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	return e, nil
+}

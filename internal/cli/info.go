@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-dev/cadre/internal/role"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// NewCmdVersion builds cadre version.
+func NewCmdVersion(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print cadre's version",
+		Long:    "Print cadre's version and the Go toolchain it was built with." + exitStatusSimple,
+		Example: "  cadre version",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintf(f.IO.Out, "cadre %s (%s %s/%s)\n", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return nil
+		},
+	}
+}
+
+// NewCmdRoles builds cadre roles list|show.
+func NewCmdRoles(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "roles [list|show NAME]",
+		Short: "List roles, or show one role's prompt template",
+		Long: `Roles say WHAT an agent does; each is a Markdown prompt template. Built-in roles can be
+overridden, and new ones added, with .cadre/roles/NAME.md in the repository.` + exitStatusSimple,
+		Example: `  cadre roles list
+  cadre roles show auditor`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return listRoles(cmd, f) },
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use: "list", Short: "List roles", Args: cobra.NoArgs,
+		Long:    "List every role with its description and source." + exitStatusSimple,
+		Example: "  cadre roles list",
+		RunE:    func(cmd *cobra.Command, args []string) error { return listRoles(cmd, f) },
+	}, &cobra.Command{
+		Use: "show NAME", Short: "Show a role's prompt template", Args: cobra.ExactArgs(1),
+		Long:    "Print a role's description, output contract and prompt template." + exitStatusSimple,
+		Example: "  cadre roles show coder",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg, err := loadRoles(cmd, f)
+			if err != nil {
+				return err
+			}
+			ro, err := reg.Get(args[0])
+			if err != nil {
+				return usageErr(err)
+			}
+			fmt.Fprintf(f.IO.Out, "# %s (%s)\n%s\nOutput: %s\n\n%s", ro.Name, ro.Source, ro.Description, ro.Output, ro.Text)
+			return nil
+		},
+	})
+	return cmd
+}
+
+// loadRoles reads the built-in roles plus the repository's overrides when
+// run inside a repository.
+func loadRoles(cmd *cobra.Command, f *Factory) (*role.Registry, error) {
+	dir := ""
+	if root, err := f.repoRoot(cmd.Context()); err == nil {
+		dir = filepath.Join(root, workspace.StateDir, "roles")
+	}
+	reg, err := role.Load(dir)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	return reg, nil
+}
+
+func listRoles(cmd *cobra.Command, f *Factory) error {
+	reg, err := loadRoles(cmd, f)
+	if err != nil {
+		return err
+	}
+	for _, ro := range reg.List() {
+		src := ""
+		if ro.Source != "built-in" {
+			src = " [" + ro.Source + "]"
+		}
+		fmt.Fprintf(f.IO.Out, "%-24s %s%s\n", ro.Name, ro.Description, src)
+	}
+	return nil
+}
+
+// NewCmdRunners builds cadre runners list.
+func NewCmdRunners(f *Factory) *cobra.Command {
+	list := func(cmd *cobra.Command, args []string) error {
+		reg := f.Runners()
+		fmt.Fprintln(f.IO.Out, "TYPES")
+		for _, t := range reg.Types() {
+			fmt.Fprintf(f.IO.Out, "  %s\n", t)
+		}
+		ws, err := f.workspace(cmd.Context())
+		if err != nil || len(ws.cfg.Runners) == 0 {
+			return nil
+		}
+		fmt.Fprintln(f.IO.Out, "CONFIGURED (cadre.yaml)")
+		for name, rc := range ws.cfg.Runners {
+			detail := strings.TrimSpace(rc.Command + " " + strings.Join(rc.Args, " "))
+			if rc.Scenario != "" {
+				detail = "scenario " + rc.Scenario
+			}
+			fmt.Fprintf(f.IO.Out, "  %-16s type=%-8s %s\n", name, ws.cfg.RunnerType(name), detail)
+		}
+		return nil
+	}
+	cmd := &cobra.Command{
+		Use:     "runners [list]",
+		Short:   "List runner types and the runners configured in cadre.yaml",
+		Long:    "Runners say HOW an agent is reached: an agent CLI, a model API, any command (exec) or a scenario (script)." + exitStatusSimple,
+		Example: "  cadre runners list",
+		Args:    cobra.NoArgs,
+		RunE:    list,
+	}
+	cmd.AddCommand(&cobra.Command{Use: "list", Short: "List runners", Args: cobra.NoArgs,
+		Long: "List runner types and configured runner instances." + exitStatusSimple, Example: "  cadre runners list", RunE: list})
+	return cmd
+}

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+)
+
+// ResumeOptions are the arguments of cadre resume.
+type ResumeOptions struct {
+	Run  string
+	JSON bool
+}
+
+// NewCmdResume builds cadre resume.
+func NewCmdResume(f *Factory, runF func(context.Context, *Factory, *ResumeOptions) error) *cobra.Command {
+	opts := &ResumeOptions{}
+	cmd := &cobra.Command{
+		Use:   "resume [RUN]",
+		Short: "Continue the latest (or given) run; completed steps are never re-run",
+		Long: `Continue a run that was interrupted, stopped or killed. Steps the journal records as
+completed are replayed from their recorded results, never run again; a commit already made
+is found by its Cadre-Step trailer and not repeated.` + exitStatusRunning,
+		Example: `  cadre resume                      # the latest run
+  cadre resume 20261122-101500-ab12 # a given run`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Run = args[0]
+			}
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return runResume(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
+	return cmd
+}
+
+func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
+	ws, err := f.workspace(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, ws.root)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	e, err := f.newEngine(ctx, ws, st, f.eventSink(opts.JSON))
+	if err != nil {
+		return err
+	}
+	sum, err := e.Resume(ctx, opts.Run)
+	return finishRun(f, sum, err, opts.JSON)
+}

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
+var Version = "dev"
+
+const exitStatusRunning = `
+EXIT STATUS
+  0    every item completed
+  1    an item failed or the run hard-stopped
+  2    usage, config or pre-flight error (nothing was started)
+  3    the run is paused waiting for a human
+  130  interrupted or stopped (resumable with cadre resume)`
+
+const exitStatusSimple = `
+EXIT STATUS
+  0  success
+  2  usage or config error`
+
+// NewCmdRoot builds the cadre command tree.
+func NewCmdRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "cadre",
+		Short: "Resolve issues and task files with a fleet of AI coding agents",
+		Long: `cadre drives AI coding agents (agent CLIs, model APIs, any command) through role-based
+workflows on task files: plan, code, audit, commit. Every step is journaled, so an
+interrupted run resumes without repeating paid work.`,
+		Example: `  cadre demo                 # see it work, nothing to install
+  cadre run --in-place       # run every task under tasks/
+  cadre status               # what the last run did`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr(err) })
+	root.AddCommand(NewCmdRun(f, nil), NewCmdResume(f, nil), NewCmdStop(f, nil), NewCmdStatus(f, nil),
+		NewCmdDemo(f, nil), NewCmdVersion(f), NewCmdRoles(f), NewCmdRunners(f))
+	return root
+}
+
+// Main runs cadre with os.Args and returns the process exit code.
+func Main() int {
+	return Execute(NewFactory(), os.Args[1:])
+}
+
+// Execute runs the command line args with f and returns the exit code.
+func Execute(f *Factory, args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := NewCmdRoot(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return report(f, err)
+}
+
+// report prints err as one line and maps it to an exit code.
+func report(f *Factory, err error) int {
+	if err == nil {
+		return 0
+	}
+	var se silentExit
+	if errors.As(err, &se) {
+		return int(se)
+	}
+	code := 1
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+	case errors.Is(err, engine.ErrPreflight), errors.Is(err, engine.ErrNothingToResume):
+		code = 2
+	case errors.Is(err, context.Canceled):
+		code = 130
+	case isUsage(err):
+		code = 2
+	}
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	msg = strings.TrimPrefix(msg, engine.ErrPreflight.Error()+": ")
+	fmt.Fprintln(f.IO.ErrOut, "cadre: "+msg)
+	return code
+}
+
+// isUsage recognises cobra's own argument errors.
+func isUsage(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}

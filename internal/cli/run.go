@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/store"
+)
+
+// RunOptions are the flags and arguments of cadre run.
+type RunOptions struct {
+	Targets  []string
+	Workflow string
+	Runner   string
+	Model    string
+	Column   string
+	Timeout  time.Duration
+	InPlace  bool
+	JSON     bool
+}
+
+// NewCmdRun builds cadre run; runF replaces the run function in tests.
+func NewCmdRun(f *Factory, runF func(context.Context, *Factory, *RunOptions) error) *cobra.Command {
+	opts := &RunOptions{}
+	cmd := &cobra.Command{
+		Use:   "run [flags] [TARGET...]",
+		Short: "Run task files through their workflow",
+		Long: `Run task files (or directories of them) through the runner workflow: planner, coder and
+auditor by stage, with the engine owning every frontmatter change. With no TARGET, every
+task file under tasks_dir runs.` + exitStatusRunning,
+		Example: `  cadre run --in-place                     # every task under tasks/, in this checkout
+  cadre run --in-place tasks/add-login.md  # one task
+  cadre run --in-place --column code       # every task now in stage code
+  cadre run --in-place --json | jq .type   # machine-readable events`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Targets = args
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return runRun(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Workflow, "workflow", "", "workflow to run (task files: runner)")
+	fl.StringVar(&opts.Runner, "runner", "", "default runner for every role (per-role settings win)")
+	fl.StringVar(&opts.Model, "model", "", "default model for every role (per-role settings win)")
+	fl.StringVar(&opts.Column, "column", "", "run every task currently in `STAGE`")
+	fl.DurationVar(&opts.Timeout, "timeout", 0, "per agent step (default defaults.timeout)")
+	fl.BoolVar(&opts.InPlace, "in-place", false, "work in the current checkout, one task after another")
+	fl.BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
+	return cmd
+}
+
+func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
+	ws, err := f.workspace(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, ws.root)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	e, err := f.newEngine(ctx, ws, st, f.eventSink(opts.JSON))
+	if err != nil {
+		return err
+	}
+	sum, err := e.Start(ctx, engine.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
+		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace})
+	return finishRun(f, sum, err, opts.JSON)
+}
+
+// eventSink is the --json printer or the line printer.
+func (f *Factory) eventSink(asJSON bool) event.Sink {
+	if asJSON {
+		return jsonSink(f.IO.Out)
+	}
+	return lineSink(f.IO.ErrOut)
+}
+
+// finishRun prints the run's outcome and maps it to the exit code.
+func finishRun(f *Factory, sum engine.Summary, err error, asJSON bool) error {
+	if sum.Run == "" {
+		return err
+	}
+	if !asJSON {
+		printSummary(f.IO.ErrOut, sum)
+	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(f.IO.ErrOut, "cadre: interrupted; continue with: cadre resume %s\n", sum.Run)
+		return silentExit(130)
+	}
+	if err != nil {
+		return err
+	}
+	switch sum.Status {
+	case store.RunCompleted:
+		return nil
+	case store.RunStopped, store.RunInterrupted:
+		fmt.Fprintf(f.IO.ErrOut, "cadre: run %s stopped; continue with: cadre resume %s\n", sum.Run, sum.Run)
+		return silentExit(130)
+	case store.RunPaused:
+		return silentExit(3)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "cadre: run %s %s: %s\n", sum.Run, sum.Status, sum.Reason)
+	return silentExit(1)
+}
+
+// printSummary writes the table of items: task, final stage, attempts,
+// steps, tokens, cost.
+func printSummary(w io.Writer, sum engine.Summary) {
+	fmt.Fprintf(w, "\nrun %s: %s\n", sum.Run, sum.Status)
+	fmt.Fprintf(w, "%-24s %-10s %-9s %8s %5s %14s %9s\n", "TASK", "STAGE", "STATUS", "ATTEMPTS", "STEPS", "TOKENS(in/out)", "COST")
+	for _, it := range sum.Items {
+		fmt.Fprintf(w, "%-24s %-10s %-9s %8d %5d %14s %9s\n", it.ID, it.Stage, it.Status, it.Attempts, it.Steps,
+			fmt.Sprintf("%d/%d", it.Usage.InputTokens, it.Usage.OutputTokens), fmt.Sprintf("$%.4f", it.Usage.CostUSD))
+	}
+	fmt.Fprintf(w, "%-24s %-10s %-9s %8s %5s %14s %9s\n", "total", "", "", "", "",
+		fmt.Sprintf("%d/%d", sum.Usage.InputTokens, sum.Usage.OutputTokens), fmt.Sprintf("$%.4f", sum.Usage.CostUSD))
+}

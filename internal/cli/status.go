@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// StatusOptions are the arguments of cadre status.
+type StatusOptions struct {
+	Run  string
+	JSON bool
+}
+
+// NewCmdStatus builds cadre status.
+func NewCmdStatus(f *Factory, runF func(context.Context, *Factory, *StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status [RUN] [--json]",
+		Short: "Show a run's items: stage, current step, attempts, tokens, cost",
+		Long:  `Show the latest run (or RUN) as recorded in the journal. Safe while a run is going on.` + exitStatusSimple,
+		Example: `  cadre status
+  cadre status --json | jq '.items[] | {id, stage}'`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Run = args[0]
+			}
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return runStatus(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON on stdout")
+	return cmd
+}
+
+// statusJSON is the --json shape of cadre status.
+type statusJSON struct {
+	Run     string           `json:"run"`
+	Status  string           `json:"status"`
+	Active  bool             `json:"active"`
+	Started time.Time        `json:"started"`
+	Elapsed string           `json:"elapsed"`
+	Usage   any              `json:"usage"`
+	Items   []statusItemJSON `json:"items"`
+}
+
+type statusItemJSON struct {
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Stage       string `json:"stage"`
+	Status      string `json:"status"`
+	CurrentStep string `json:"current_step,omitempty"`
+	Attempts    int    `json:"attempts"`
+	Steps       int    `json:"steps"`
+	Usage       any    `json:"usage"`
+	Error       string `json:"error,omitempty"`
+}
+
+func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
+	root, err := f.repoRoot(ctx)
+	if err != nil {
+		return err
+	}
+	dbPath := filepath.Join(root, workspace.StateDir, "cadre.db")
+	if _, err := os.Stat(dbPath); err != nil {
+		return usageErr(fmt.Errorf("no runs yet in %s (start one with cadre run)", root))
+	}
+	st, err := store.Open(ctx, dbPath)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	id := opts.Run
+	if id == "" {
+		r, err := st.LatestRun(ctx)
+		if errors.Is(err, store.ErrNotFound) {
+			return usageErr(fmt.Errorf("no runs yet in %s (start one with cadre run)", root))
+		} else if err != nil {
+			return err
+		}
+		id = r.ID
+	}
+	sum, err := engine.Summarize(ctx, st, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return usageErr(fmt.Errorf("no run %q (cadre status shows the latest)", id))
+	} else if err != nil {
+		return err
+	}
+	active, _, _ := engine.ReadLock(filepath.Join(root, workspace.StateDir))
+	end := sum.Updated
+	if active == id {
+		end = time.Now()
+	}
+	elapsed := end.Sub(sum.Started).Round(time.Second).String()
+	if opts.JSON {
+		out := statusJSON{Run: id, Status: sum.Status, Active: active == id, Started: sum.Started, Elapsed: elapsed, Usage: sum.Usage}
+		for _, it := range sum.Items {
+			out.Items = append(out.Items, statusItemJSON{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: it.Status,
+				CurrentStep: it.CurrentStep, Attempts: it.Attempts, Steps: it.Steps, Usage: it.Usage, Error: it.Reason})
+		}
+		enc := json.NewEncoder(f.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	state := sum.Status
+	if active == id {
+		state += " (active)"
+	}
+	fmt.Fprintf(f.IO.Out, "run %s: %s, elapsed %s, tokens %d/%d, cost $%.4f\n", id, state, elapsed,
+		sum.Usage.InputTokens, sum.Usage.OutputTokens, sum.Usage.CostUSD)
+	fmt.Fprintf(f.IO.Out, "%-24s %-10s %-9s %-30s %8s %5s %14s %9s\n", "ITEM", "STAGE", "STATUS", "CURRENT STEP", "ATTEMPTS", "STEPS", "TOKENS(in/out)", "COST")
+	for _, it := range sum.Items {
+		cur := it.CurrentStep
+		if cur == "" {
+			cur = "-"
+		}
+		fmt.Fprintf(f.IO.Out, "%-24s %-10s %-9s %-30s %8d %5d %14s %9s\n", it.ID, it.Stage, it.Status, cur, it.Attempts, it.Steps,
+			fmt.Sprintf("%d/%d", it.Usage.InputTokens, it.Usage.OutputTokens), fmt.Sprintf("$%.4f", it.Usage.CostUSD))
+		if it.Reason != "" {
+			fmt.Fprintf(f.IO.Out, "  %s\n", it.Reason)
+		}
+	}
+	return nil
+}

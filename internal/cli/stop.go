@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// StopOptions are the arguments of cadre stop.
+type StopOptions struct {
+	Run string
+	Now bool
+}
+
+// NewCmdStop builds cadre stop.
+func NewCmdStop(f *Factory, runF func(context.Context, *Factory, *StopOptions) error) *cobra.Command {
+	opts := &StopOptions{}
+	cmd := &cobra.Command{
+		Use:   "stop [RUN] [--now]",
+		Short: "Stop the active run: start no new step (--now also cancels running steps)",
+		Long: `Ask the active run (or RUN) to stop. By default running steps finish and no new step
+starts; with --now the running agents are cancelled (their process groups are killed). Either
+way the run can be continued with cadre resume.` + exitStatusSimple,
+		Example: `  cadre stop        # graceful
+  cadre stop --now  # cancel running agents too`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Run = args[0]
+			}
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return runStop(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Now, "now", false, "also cancel running steps")
+	return cmd
+}
+
+func runStop(ctx context.Context, f *Factory, opts *StopOptions) error {
+	root, err := f.repoRoot(ctx)
+	if err != nil {
+		return err
+	}
+	stateDir := filepath.Join(root, workspace.StateDir)
+	run, pid, ok := engine.ReadLock(stateDir)
+	if !ok {
+		return usageErr(fmt.Errorf("no active run in %s", root))
+	}
+	if opts.Run != "" && opts.Run != run {
+		return usageErr(fmt.Errorf("run %s is not active (the active run is %s)", opts.Run, run))
+	}
+	if err := engine.RequestStop(stateDir, run); err != nil {
+		return err
+	}
+	if opts.Now {
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+			return fmt.Errorf("signal run %s (pid %d): %w", run, pid, err)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "cadre: cancelling run %s (pid %d)\n", run, pid)
+		return nil
+	}
+	fmt.Fprintf(f.IO.ErrOut, "cadre: run %s will stop after its running step\n", run)
+	return nil
+}

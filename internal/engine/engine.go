@@ -1,0 +1,491 @@
+// Package engine runs a run: it loads items, drives each through its
+// workflow's pure state machine, and performs the machine's decisions as
+// journaled effects (agent steps, commits), so that a resumed run replays
+// what completed and redoes only what did not.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/role"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// ErrPreflight is wrapped by every error found before a run starts
+// (bad targets, task files, runners, dirty tree): nothing was changed.
+var ErrPreflight = errors.New("pre-flight")
+
+// ErrNothingToResume is wrapped when there is no run to resume.
+var ErrNothingToResume = errors.New("nothing to resume")
+
+// Options say what to run; they are stored with the run so resume can redo them.
+type Options struct {
+	Targets  []string      `json:"targets,omitempty"`
+	Column   string        `json:"column,omitempty"`
+	Workflow string        `json:"workflow,omitempty"`
+	Runner   string        `json:"runner,omitempty"`
+	Model    string        `json:"model,omitempty"`
+	Timeout  time.Duration `json:"timeout,omitempty"`
+	InPlace  bool          `json:"in_place,omitempty"`
+}
+
+// Deps are the engine's explicit dependencies.
+type Deps struct {
+	Root    string // repository top level
+	Config  config.Config
+	Store   *store.Store
+	Roles   *role.Registry
+	Runners *runner.Registry
+	Bus     *event.Bus
+	PID     int
+	// Crash, when set, is called at named points of the journal protocol;
+	// tests make it kill the process there (see CrashPoints).
+	Crash func(point string)
+}
+
+// Crash points, in the order a step meets them.
+const (
+	CrashStepStarted  = "step-started"  // after a step's start is journaled
+	CrashAgentExited  = "agent-exited"  // after the agent exits, before its result is journaled
+	CrashCommitted    = "committed"     // after a commit, before it is journaled
+	CrashBetweenItems = "between-items" // after one item ended, before the next starts
+)
+
+// CrashPoints lists every named crash point.
+var CrashPoints = []string{CrashStepStarted, CrashAgentExited, CrashCommitted, CrashBetweenItems}
+
+// Engine runs and resumes runs in one repository.
+type Engine struct {
+	d    Deps
+	repo *workspace.Repo
+}
+
+// New returns an engine for d.Root, which must be a git working tree.
+func New(ctx context.Context, d Deps) (*Engine, error) {
+	repo, err := workspace.Open(ctx, d.Root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	if d.Crash == nil {
+		d.Crash = func(string) {}
+	}
+	if d.PID == 0 {
+		d.PID = os.Getpid()
+	}
+	d.Root = repo.Dir
+	return &Engine{d: d, repo: repo}, nil
+}
+
+// StateDir is the repository's .cadre directory.
+func (e *Engine) StateDir() string { return filepath.Join(e.d.Root, workspace.StateDir) }
+
+// Summary is the outcome of a run.
+type Summary struct {
+	Run      string
+	Status   string // a store run status
+	Reason   string // why the run stopped, when it did not complete
+	Items    []ItemSummary
+	Usage    event.Usage
+	Duration time.Duration
+	Started  time.Time
+	Updated  time.Time
+}
+
+// ItemSummary is one item's outcome.
+type ItemSummary struct {
+	ID, Title, Stage, Status, Reason string
+	CurrentStep                      string
+	Attempts, Steps                  int
+	Usage                            event.Usage
+}
+
+// NewRunID returns a sortable, readable run id.
+func NewRunID(now time.Time) string {
+	var b [2]byte
+	rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// Start begins a new run of opts.
+func (e *Engine) Start(ctx context.Context, opts Options) (Summary, error) {
+	if err := e.repo.ExcludeState(ctx); err != nil {
+		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	items, err := e.loadTargets(opts)
+	if err != nil {
+		return Summary{}, err
+	}
+	if err := e.checkRunners(opts); err != nil {
+		return Summary{}, err
+	}
+	runID := NewRunID(time.Now())
+	lk, err := acquireLock(e.StateDir(), runID, e.d.PID, e.warn(runID))
+	if err != nil {
+		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	defer lk.release()
+	if dirty, err := e.repo.Dirty(ctx); err != nil {
+		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
+	} else if len(dirty) > 0 {
+		return Summary{}, fmt.Errorf("%w: the working tree has uncommitted changes (%s): commit, stash or discard them first (leftovers of a failed run?)", ErrPreflight, listFiles(dirty))
+	}
+	optsJSON, _ := json.Marshal(opts)
+	if err := e.d.Store.CreateRun(ctx, store.Run{ID: runID, Repo: e.d.Root, Workflow: workflowName(opts), Options: optsJSON, PID: e.d.PID}); err != nil {
+		return Summary{}, err
+	}
+	for _, t := range items {
+		if err := e.d.Store.AddItem(ctx, store.Item{RunID: runID, ID: t.ID, Source: "task", Ref: t.Path, Title: t.Title,
+			InitStage: t.Stage, InitAttempts: t.Attempts, Stage: t.Stage, Attempts: t.Attempts}); err != nil {
+			return Summary{}, err
+		}
+	}
+	return e.execute(ctx, runID, opts, false)
+}
+
+// Resume continues run runID, or the latest run when runID is empty.
+func (e *Engine) Resume(ctx context.Context, runID string) (Summary, error) {
+	var r store.Run
+	var err error
+	if runID == "" {
+		r, err = e.d.Store.LatestRun(ctx)
+	} else {
+		r, err = e.d.Store.GetRun(ctx, runID)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		if runID == "" {
+			return Summary{}, fmt.Errorf("%w: no run recorded in %s", ErrNothingToResume, e.StateDir())
+		}
+		return Summary{}, fmt.Errorf("%w: no run %q (see cadre status)", ErrNothingToResume, runID)
+	}
+	if err != nil {
+		return Summary{}, err
+	}
+	if r.Status == store.RunCompleted {
+		return Summary{}, fmt.Errorf("%w: run %s already completed", ErrNothingToResume, r.ID)
+	}
+	var opts Options
+	if err := json.Unmarshal(r.Options, &opts); err != nil {
+		return Summary{}, fmt.Errorf("run %s: options: %w", r.ID, err)
+	}
+	if err := e.checkRunners(opts); err != nil {
+		return Summary{}, err
+	}
+	lk, err := acquireLock(e.StateDir(), r.ID, e.d.PID, e.warn(r.ID))
+	if err != nil {
+		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	defer lk.release()
+	os.Remove(e.stopPath(r.ID))
+	return e.execute(ctx, r.ID, opts, true)
+}
+
+func workflowName(o Options) string {
+	if o.Workflow == "" {
+		return "runner"
+	}
+	return o.Workflow
+}
+
+func (e *Engine) warn(run string) func(string) {
+	return func(msg string) { e.d.Bus.Publish(event.Event{Run: run, Type: event.Warning, Message: msg}) }
+}
+
+func listFiles(paths []string) string {
+	const show = 5
+	if len(paths) <= show {
+		return strings.Join(paths, ", ")
+	}
+	return strings.Join(paths[:show], ", ") + fmt.Sprintf(" and %d more", len(paths)-show)
+}
+
+// loadTargets reads the task files a run works on, in dependency order.
+func (e *Engine) loadTargets(opts Options) ([]*taskfile.Task, error) {
+	if w := workflowName(opts); w != "runner" {
+		return nil, fmt.Errorf("%w: --workflow %s: unknown workflow for task files (available: runner)", ErrPreflight, w)
+	}
+	if opts.Column != "" && !validStage(opts.Column) {
+		return nil, fmt.Errorf("%w: --column %q: unknown stage (want one of %s)", ErrPreflight, opts.Column, strings.Join(taskfile.Stages, ", "))
+	}
+	targets := opts.Targets
+	if len(targets) == 0 {
+		targets = []string{filepath.Join(e.d.Root, e.d.Config.TasksDir)}
+	}
+	var paths []string
+	for _, t := range targets {
+		fi, err := os.Stat(t)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: no such task file or directory", ErrPreflight, t)
+		}
+		if !fi.IsDir() {
+			paths = append(paths, t)
+			continue
+		}
+		found, err := taskfile.Find(t)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+		}
+		paths = append(paths, found...)
+	}
+	seen := map[string]string{}
+	var tasks []*taskfile.Task
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+		}
+		if rel, err := filepath.Rel(e.d.Root, abs); err != nil || strings.HasPrefix(rel, "..") {
+			return nil, fmt.Errorf("%w: %s is outside the repository %s", ErrPreflight, p, e.d.Root)
+		}
+		t, err := taskfile.Load(abs)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrPreflight, relErr(err, e.d.Root))
+		}
+		if prev, dup := seen[t.ID]; dup {
+			if prev == abs {
+				continue
+			}
+			return nil, fmt.Errorf("%w: task id %q is used by both %s and %s: rename one", ErrPreflight, t.ID, prev, abs)
+		}
+		seen[t.ID] = abs
+		if opts.Column != "" && t.Stage != opts.Column {
+			continue
+		}
+		tasks = append(tasks, t)
+	}
+	if len(tasks) == 0 {
+		what := "no task files found in " + strings.Join(targets, ", ")
+		if opts.Column != "" {
+			what = fmt.Sprintf("no task in stage %s", opts.Column)
+		}
+		return nil, fmt.Errorf("%w: %s", ErrPreflight, what)
+	}
+	return orderByDeps(tasks)
+}
+
+// relErr shortens absolute paths in a task file error to repository-relative ones.
+func relErr(err error, root string) string {
+	return strings.ReplaceAll(err.Error(), root+string(filepath.Separator), "")
+}
+
+func validStage(s string) bool {
+	for _, st := range taskfile.Stages {
+		if st == s {
+			return true
+		}
+	}
+	return false
+}
+
+// orderByDeps sorts tasks so each comes after the tasks it depends on;
+// ties keep file order. A cycle is a pre-flight error naming its tasks.
+func orderByDeps(tasks []*taskfile.Task) ([]*taskfile.Task, error) {
+	index := map[string]*taskfile.Task{}
+	for _, t := range tasks {
+		index[t.ID] = t
+	}
+	var out []*taskfile.Task
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(t *taskfile.Task, path []string) error
+	visit = func(t *taskfile.Task, path []string) error {
+		switch state[t.ID] {
+		case 1:
+			return fmt.Errorf("%w: tasks depend on each other in a cycle: %s", ErrPreflight, strings.Join(append(path, t.ID), " → "))
+		case 2:
+			return nil
+		}
+		state[t.ID] = 1
+		for _, d := range t.DependsOn {
+			if dep, ok := index[d]; ok {
+				if err := visit(dep, append(path, t.ID)); err != nil {
+					return err
+				}
+			}
+		}
+		state[t.ID] = 2
+		out = append(out, t)
+		return nil
+	}
+	for _, t := range tasks {
+		if err := visit(t, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// runnerFor resolves the runner name and model for role under opts.
+func (e *Engine) runnerFor(opts Options, roleName string) (string, string) {
+	name, model := e.d.Config.RoleRunner(roleName)
+	if _, perRole := e.d.Config.Roles[roleName]; !perRole || e.d.Config.Roles[roleName].Runner == "" {
+		if opts.Runner != "" {
+			name = opts.Runner
+		}
+	}
+	if opts.Model != "" && (e.d.Config.Roles[roleName].Model == "") {
+		model = opts.Model
+	}
+	return name, model
+}
+
+// checkRunners builds every runner the workflow's roles need, so a missing
+// or misconfigured runner stops the run before anything starts.
+func (e *Engine) checkRunners(opts Options) error {
+	for _, r := range []string{workflow.RolePlanner, workflow.RoleCoder, workflow.RoleAuditor} {
+		if _, err := e.d.Roles.Get(r); err != nil {
+			return fmt.Errorf("%w: %w", ErrPreflight, err)
+		}
+		name, _ := e.runnerFor(opts, r)
+		if _, err := e.newRunner(name); err != nil {
+			return fmt.Errorf("%w: role %s: %w", ErrPreflight, r, err)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) newRunner(name string) (runner.Runner, error) {
+	rc := e.d.Config.Runners[name]
+	typ := e.d.Config.RunnerType(name)
+	rn, err := e.d.Runners.New(typ, runner.Settings{Name: name, Command: rc.Command, Args: rc.Args, Env: rc.Env,
+		URL: rc.URL, Model: rc.Model, Scenario: rc.Scenario, BaseDir: e.d.Root})
+	if errors.Is(err, runner.ErrUnknown) {
+		return nil, fmt.Errorf("unknown runner %q: define it under runners: in cadre.yaml or use one of %s", name, strings.Join(e.d.Runners.Types(), ", "))
+	}
+	return rn, err
+}
+
+func (e *Engine) stopPath(run string) string {
+	return filepath.Join(e.StateDir(), "runs", run, "stop")
+}
+
+// RequestStop asks run to start no new step; a running step finishes.
+func RequestStop(stateDir, run string) error {
+	p := filepath.Join(stateDir, "runs", run, "stop")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("request stop: %w", err)
+	}
+	return os.WriteFile(p, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
+}
+
+func (e *Engine) stopRequested(run string) bool {
+	_, err := os.Stat(e.stopPath(run))
+	return err == nil
+}
+
+// execute drives every item of a run, in order, until one hard-stops.
+func (e *Engine) execute(ctx context.Context, runID string, opts Options, resumed bool) (Summary, error) {
+	start := time.Now()
+	if err := e.d.Store.SetRunStatus(ctx, runID, store.RunRunning, e.d.PID); err != nil {
+		return Summary{}, err
+	}
+	e.d.Bus.Publish(event.Event{Run: runID, Type: event.RunStarted, Message: map[bool]string{false: "started", true: "resumed"}[resumed]})
+	items, err := e.d.Store.Items(ctx, runID)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum := Summary{Run: runID, Status: store.RunCompleted}
+	for i, it := range items {
+		if i > 0 {
+			e.d.Crash(CrashBetweenItems)
+		}
+		if it.Status == "completed" || it.Status == "skipped" {
+			continue
+		}
+		out, err := e.runItem(ctx, runID, opts, it)
+		if err != nil {
+			return e.finish(ctx, runID, sum, start, err)
+		}
+		if out.stop != "" {
+			sum.Status, sum.Reason = out.stop, out.reason
+			break
+		}
+	}
+	return e.finish(ctx, runID, sum, start, nil)
+}
+
+// finish records the run's end and builds its summary.
+func (e *Engine) finish(ctx context.Context, runID string, sum Summary, start time.Time, runErr error) (Summary, error) {
+	if runErr != nil {
+		sum.Status = store.RunFailed
+		sum.Reason = runErr.Error()
+		if ctx.Err() != nil {
+			sum.Status, sum.Reason = store.RunInterrupted, "interrupted"
+		}
+	}
+	// The run's end is recorded even when ctx is cancelled.
+	bg := context.WithoutCancel(ctx)
+	if err := e.d.Store.SetRunStatus(bg, runID, sum.Status, e.d.PID); err != nil && runErr == nil {
+		runErr = err
+	}
+	full, err := Summarize(bg, e.d.Store, runID)
+	if err == nil {
+		full.Status, full.Reason = sum.Status, sum.Reason
+		sum = full
+	}
+	sum.Duration = time.Since(start)
+	e.d.Bus.Publish(event.Event{Run: runID, Type: event.RunCompleted, Message: sum.Status, Error: sum.Reason, Usage: &sum.Usage})
+	if ctx.Err() != nil {
+		return sum, ctx.Err()
+	}
+	return sum, runErr
+}
+
+// Summarize reads a run's outcome from the journal.
+func Summarize(ctx context.Context, st *store.Store, runID string) (Summary, error) {
+	r, err := st.GetRun(ctx, runID)
+	if err != nil {
+		return Summary{}, err
+	}
+	items, err := st.Items(ctx, runID)
+	if err != nil {
+		return Summary{}, err
+	}
+	steps, err := st.Steps(ctx, runID)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum := Summary{Run: runID, Status: r.Status, Started: r.StartedAt, Updated: r.UpdatedAt}
+	byItem := map[string]*ItemSummary{}
+	for _, it := range items {
+		sum.Items = append(sum.Items, ItemSummary{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: it.Status, Reason: it.Error,
+			Attempts: it.Attempts, CurrentStep: it.CurrentStep})
+	}
+	for i := range sum.Items {
+		byItem[sum.Items[i].ID] = &sum.Items[i]
+	}
+	for _, st := range steps {
+		is := byItem[st.ItemID]
+		if is == nil || st.Kind != "agent" {
+			continue
+		}
+		is.Steps++
+		u := fromStoreUsage(st.Usage)
+		is.Usage = is.Usage.Add(u)
+		sum.Usage = sum.Usage.Add(u)
+	}
+	return sum, nil
+}
+
+func fromStoreUsage(u store.Usage) event.Usage {
+	return event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, CostEstimated: u.CostEstimated}
+}
+
+func toStoreUsage(u event.Usage) store.Usage {
+	return store.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, CostEstimated: u.CostEstimated}
+}

@@ -1,0 +1,496 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/role"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/signal"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// itemOutcome says whether the run goes on after an item.
+type itemOutcome struct {
+	stop   string // "" go on; else the run status to end with
+	reason string
+}
+
+// itemRun is the working state of one item.
+type itemRun struct {
+	run    string
+	opts   Options
+	it     store.Item
+	task   *taskfile.Task
+	dir    string // where the agents work
+	outDir string // .cadre/runs/<run>/items/<item>
+	// written is the frontmatter last written, to skip redundant writes.
+	written map[string]string
+}
+
+func (e *Engine) publish(ir *itemRun, ev event.Event) {
+	ev.Run, ev.Item = ir.run, ir.it.ID
+	e.d.Bus.Publish(ev)
+}
+
+func strp(s string) *string { return &s }
+
+// runItem drives one item through the runner workflow from the state the run
+// first saw, replaying journaled steps and running the rest.
+func (e *Engine) runItem(ctx context.Context, runID string, opts Options, it store.Item) (itemOutcome, error) {
+	task, err := taskfile.Load(it.Ref)
+	if err != nil {
+		msg := relErr(err, e.d.Root)
+		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp("failed"), Error: &msg})
+		return itemOutcome{stop: store.RunFailed, reason: msg}, nil
+	}
+	ir := &itemRun{run: runID, opts: opts, it: it, task: task, dir: e.d.Root,
+		outDir: filepath.Join(e.StateDir(), "runs", runID, "items", it.ID), written: map[string]string{}}
+	lim := workflow.Limits{AuditPassRating: e.d.Config.Limits.AuditPassRating, MaxAttempts: e.d.Config.Limits.MaxAttempts}
+
+	s := workflow.Initial(it.ID, it.InitStage, it.InitAttempts)
+	if reason := e.unmetDeps(task); reason != "" {
+		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp("skipped"), Error: &reason})
+		e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + reason})
+		return itemOutcome{}, nil
+	}
+	s, d := e.next(lim, ir, s, workflow.Event{Kind: workflow.Start})
+	if d.Kind == workflow.Skip {
+		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp("skipped"), Error: &d.Reason})
+		e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + d.Reason})
+		return itemOutcome{}, nil
+	}
+	e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp("running")})
+	e.publish(ir, event.Event{Type: event.TaskStarted, Stage: s.Stage, Message: task.Title})
+	for {
+		if err := e.syncFrontmatter(ctx, ir, s, d); err != nil {
+			return itemOutcome{}, err
+		}
+		switch d.Kind {
+		case workflow.RunStep:
+			ev, err := e.step(ctx, ir, s, d.Step)
+			if err != nil {
+				return itemOutcome{}, err
+			}
+			s, d = e.next(lim, ir, s, ev)
+		case workflow.Complete:
+			if err := e.commit(ctx, ir); err != nil {
+				return e.failItem(ctx, ir, s, err.Error())
+			}
+			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp("completed"), Stage: strp(s.Stage), Attempts: &s.Attempts, CurrentStep: strp("")})
+			e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: s.Stage})
+			return itemOutcome{}, nil
+		case workflow.HardStop:
+			return e.failItem(ctx, ir, s, d.Reason)
+		case workflow.Stopped:
+			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp("stopped"), Stage: strp(s.Stage), Attempts: &s.Attempts})
+			e.publish(ir, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Message: d.Reason})
+			return itemOutcome{stop: store.RunStopped, reason: "stopped by request"}, nil
+		default:
+			return itemOutcome{}, fmt.Errorf("item %s: unexpected decision %v", it.ID, d.Kind)
+		}
+	}
+}
+
+// next feeds ev to the state machine, first telling it about a stop request.
+func (e *Engine) next(lim workflow.Limits, ir *itemRun, s workflow.State, ev workflow.Event) (workflow.State, workflow.Decision) {
+	if !s.Stopping && e.stopRequested(ir.run) {
+		s, _ = workflow.Next(lim, s, workflow.Event{Kind: workflow.Stop})
+	}
+	return workflow.Next(lim, s, ev)
+}
+
+func (e *Engine) failItem(ctx context.Context, ir *itemRun, s workflow.State, reason string) (itemOutcome, error) {
+	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp("failed"), Stage: strp(s.Stage), Attempts: &s.Attempts, Error: &reason})
+	e.publish(ir, event.Event{Type: event.TaskFailed, Stage: s.Stage, Error: reason})
+	e.publish(ir, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Error: reason})
+	return itemOutcome{stop: store.RunFailed, reason: reason}, nil
+}
+
+// unmetDeps names the dependencies of t that are not completed, if any.
+func (e *Engine) unmetDeps(t *taskfile.Task) string {
+	var missing []string
+	for _, d := range t.DependsOn {
+		dep, err := taskfile.Load(filepath.Join(filepath.Dir(t.Path), d+".md"))
+		if err != nil || dep.Stage != workflow.StageCompleted {
+			missing = append(missing, d)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "waits for " + strings.Join(missing, ", ") + " to be completed"
+}
+
+// syncFrontmatter writes the task file's stage, mode, agent and attempts to
+// match the state: the engine, not the agent, owns them.
+func (e *Engine) syncFrontmatter(ctx context.Context, ir *itemRun, s workflow.State, d workflow.Decision) error {
+	want := []taskfile.Field{{Key: "stage", Value: s.Stage}, {Key: "attempts", Value: s.Attempts}}
+	if d.Kind == workflow.RunStep {
+		want = append(want, taskfile.Field{Key: "mode", Value: d.Step.Mode}, taskfile.Field{Key: "agent", Value: d.Step.Role})
+	}
+	var set []taskfile.Field
+	for _, f := range want {
+		v := fmt.Sprint(f.Value)
+		if ir.written[f.Key] != v {
+			set = append(set, f)
+			ir.written[f.Key] = v
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	if err := taskfile.Update(ir.task.Path, set); err != nil {
+		return fmt.Errorf("update task %s: %w", ir.it.ID, err)
+	}
+	return e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Stage: strp(s.Stage), Attempts: &s.Attempts})
+}
+
+// stepFiles are the SPEC §6 paths of one step.
+func (ir *itemRun) stepFiles(id string) (ctxPath, outPath, logPath string) {
+	stem := strings.TrimPrefix(id, ir.it.ID+"/")
+	stem = strings.NewReplacer("/", "-", "#", "-").Replace(stem)
+	return filepath.Join(ir.outDir, "contexts", stem+".json"),
+		filepath.Join(ir.outDir, "outputs", stem+".md"),
+		filepath.Join(ir.outDir, "logs", stem+".log")
+}
+
+// contextFile is the SPEC §6 context file.
+type contextFile struct {
+	SchemaVersion int            `json:"schemaVersion"`
+	Agent         string         `json:"agent"`
+	IssueNumber   *int           `json:"issueNumber"`
+	ProjectName   string         `json:"projectName"`
+	Repository    string         `json:"repository"`
+	WorktreePath  string         `json:"worktreePath"`
+	Phase         string         `json:"phase"`
+	TaskID        string         `json:"taskId"`
+	Config        contextConfig  `json:"config"`
+	InputFiles    []string       `json:"inputFiles"`
+	OutputPath    string         `json:"outputPath"`
+	Payload       map[string]any `json:"payload"`
+}
+
+type contextConfig struct {
+	Commands map[string]string `json:"commands"`
+}
+
+// step performs one agent step, or replays it from the journal when it
+// already completed. The returned error is only for ctx cancellation or a
+// journal failure; agent failures become a StepFailed event.
+func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st workflow.Step) (workflow.Event, error) {
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, st.ID); err == nil && rec.Status == store.StepCompleted {
+		return replayed(st, rec), nil
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return workflow.Event{}, err
+	}
+	runnerName, model := e.runnerFor(ir.opts, st.Role)
+	rn, err := e.newRunner(runnerName)
+	if err != nil {
+		return workflow.Event{Kind: workflow.StepFailed, Role: st.Role, Reason: err.Error()}, nil
+	}
+	ctxPath, outPath, logPath := ir.stepFiles(st.ID)
+	cmds := e.d.Config.Commands
+	project := e.d.Config.Project
+	if project == "" {
+		project = filepath.Base(e.d.Root)
+	}
+	payload := map[string]any{"taskFile": ir.task.Path, "title": ir.task.Title, "stage": st.Stage, "attempts": s.Attempts,
+		"contexts": ir.task.Contexts}
+	if st.Review != "" {
+		payload["review"] = st.Review
+	}
+	cf := contextFile{SchemaVersion: 1, Agent: st.Role, ProjectName: project, Repository: e.d.Config.Repository,
+		WorktreePath: ir.dir, Phase: st.Stage, TaskID: ir.it.ID,
+		Config:     contextConfig{Commands: map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}},
+		InputFiles: append([]string{}, st.Inputs...), OutputPath: outPath, Payload: payload}
+	if err := writeJSON(ctxPath, cf); err != nil {
+		return workflow.Event{}, err
+	}
+	prompt, err := e.d.Roles.Render(st.Role, role.Data{Item: ir.it.ID, Title: ir.task.Title, TaskFile: ir.task.Path,
+		WorkDir: ir.dir, ContextPath: ctxPath, OutputPath: outPath, Inputs: st.Inputs, Review: st.Review, Automated: true})
+	if err != nil {
+		return workflow.Event{Kind: workflow.StepFailed, Role: st.Role, Reason: err.Error()}, nil
+	}
+	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: st.ID, Role: st.Role, Runner: runnerName, Model: model, Kind: "agent", OutputPath: outPath}
+	if err := e.d.Store.StartStep(ctx, rec); err != nil {
+		return workflow.Event{}, err
+	}
+	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{CurrentStep: strp(st.ID)})
+	base := event.Event{Stage: st.Stage, Role: st.Role, Step: st.ID, Runner: runnerName, Model: model}
+	ev := base
+	ev.Type = event.StageStarted
+	e.publish(ir, ev)
+	ev.Type = event.StepStarted
+	e.publish(ir, ev)
+	e.d.Crash(CrashStepStarted)
+
+	timeout := ir.opts.Timeout
+	if timeout == 0 {
+		timeout = time.Duration(e.d.Config.Defaults.Timeout)
+	}
+	inv := runner.Invocation{Role: st.Role, Item: ir.it.ID, Step: st.ID, Attempt: st.Attempt, Prompt: prompt, Dir: ir.dir,
+		ContextPath: ctxPath, OutputPath: outPath, LogPath: logPath, Model: model, Timeout: timeout}
+	os.Remove(outPath) // a failed earlier try must not pass for this one's output
+	sig, output, usage, failure, err := e.invoke(ctx, rn, inv)
+	if err != nil {
+		return workflow.Event{}, err
+	}
+	e.d.Crash(CrashAgentExited)
+	rec.Usage = toStoreUsage(usage)
+	if failure != "" {
+		rec.Status, rec.Error = store.StepFailed, failure
+		if err := e.d.Store.FinishStep(context.WithoutCancel(ctx), rec); err != nil {
+			return workflow.Event{}, err
+		}
+		ev := base
+		ev.Type, ev.Error, ev.Usage = event.StepFailed, failure, &usage
+		e.publish(ir, ev)
+		return workflow.Event{Kind: workflow.StepFailed, Role: st.Role, Reason: failure}, nil
+	}
+	if st.Role == workflow.RoleAuditor && sig.Rating != nil {
+		accepted := *sig.Rating >= e.d.Config.Limits.AuditPassRating
+		if err := taskfile.SetReview(ir.task.Path, *sig.Rating, accepted, reviewText(output)); err != nil {
+			return workflow.Event{}, fmt.Errorf("write review of %s: %w", ir.it.ID, err)
+		}
+	}
+	rec.Status = store.StepCompleted
+	rec.Signal, _ = json.Marshal(sig)
+	if err := e.d.Store.FinishStep(ctx, rec); err != nil {
+		return workflow.Event{}, err
+	}
+	ev = base
+	ev.Type, ev.Usage = event.StepCompleted, &usage
+	e.publish(ir, ev)
+	ev.Type, ev.Usage = event.StageCompleted, nil
+	ev.Message = sig.LoopSummary
+	e.publish(ir, ev)
+	return workflow.Event{Kind: workflow.StepDone, Role: st.Role, Result: string(sig.Result), Rating: sig.Rating,
+		Summary: sig.LoopSummary, Output: outPath}, nil
+}
+
+// replayed turns a journaled completed step back into the event it produced.
+func replayed(st workflow.Step, rec store.Step) workflow.Event {
+	var sig signal.Signal
+	json.Unmarshal(rec.Signal, &sig)
+	return workflow.Event{Kind: workflow.StepDone, Role: st.Role, Result: string(sig.Result), Rating: sig.Rating,
+		Summary: sig.LoopSummary, Output: rec.OutputPath}
+}
+
+// invoke runs the agent, reads its output and signal, and re-asks once when
+// the reply has no usable SIGNAL BLOCK. failure is the step's error message
+// when the step failed; err is only for ctx cancellation.
+func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invocation) (sig signal.Signal, output string, usage event.Usage, failure string, err error) {
+	for ask := 0; ask < 2; ask++ {
+		res, rerr := rn.Run(ctx, inv)
+		usage = usage.Add(res.Usage)
+		if ctx.Err() != nil {
+			return sig, "", usage, "", ctx.Err()
+		}
+		if rerr != nil {
+			return sig, "", usage, fmt.Sprintf("%s: %v", inv.Role, rerr), nil
+		}
+		output, err = collectOutput(inv.OutputPath, res.Output)
+		if err != nil {
+			return sig, "", usage, "", err
+		}
+		var perr error
+		sig, perr = signal.Parse(output)
+		if perr == nil {
+			perr = workflow.Usable(inv.Role, sig.Rating)
+		}
+		// An auditor that exits non-zero but rated the work is an audit
+		// failure, not a crash (seed 001).
+		if res.ExitCode != 0 && !(perr == nil && inv.Role == workflow.RoleAuditor) {
+			return sig, output, usage, fmt.Sprintf("%s exited with code %d%s (see %s)", inv.Role, res.ExitCode, tail(res.StderrTail), inv.LogPath), nil
+		}
+		if perr == nil {
+			return sig, output, usage, "", nil
+		}
+		if ask == 1 {
+			if errors.Is(perr, signal.ErrNoBlock) {
+				return sig, output, usage, fmt.Sprintf("no SIGNAL BLOCK in %s output (see %s)", inv.Role, inv.OutputPath), nil
+			}
+			return sig, output, usage, fmt.Sprintf("unusable SIGNAL BLOCK in %s output: %v (see %s)", inv.Role, perr, inv.OutputPath), nil
+		}
+		inv.Reask = true
+		inv.Prompt += fmt.Sprintf("\n\nYour previous reply could not be used: %v. Reply again and end it with the SIGNAL BLOCK exactly as specified above.\n", perr)
+	}
+	return sig, output, usage, "unreachable", nil
+}
+
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 200 {
+		s = s[len(s)-200:]
+	}
+	return ": " + s
+}
+
+// collectOutput settles the step's output file: the agent's own file when it
+// wrote one (with the reply's signal block appended when only the reply has
+// it), else the reply itself.
+func collectOutput(path, reply string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err == nil && len(strings.TrimSpace(string(data))) > 0 {
+		out := string(data)
+		if _, perr := signal.Parse(out); errors.Is(perr, signal.ErrNoBlock) {
+			if _, rerr := signal.Parse(reply); rerr == nil {
+				out = strings.TrimRight(out, "\n") + "\n\n" + reply
+				if err := writeFileAtomic(path, []byte(out)); err != nil {
+					return "", err
+				}
+			}
+		}
+		return out, nil
+	}
+	if err := writeFileAtomic(path, []byte(reply)); err != nil {
+		return "", err
+	}
+	return reply, nil
+}
+
+// reviewText is the auditor's output without its SIGNAL BLOCK.
+func reviewText(output string) string {
+	lines := strings.Split(output, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(strings.ToUpper(lines[i]), "SIGNAL BLOCK") {
+			lines = lines[:i]
+			break
+		}
+	}
+	text := strings.TrimSpace(strings.Join(lines, "\n"))
+	text = strings.TrimSpace(strings.TrimSuffix(text, "```"))
+	return demoteHeadings(text, 3)
+}
+
+// demoteHeadings shifts Markdown headings so the highest is at level min:
+// the review lives under "## Review" and must not open sections of its own
+// at that level (the next review would not replace them).
+func demoteHeadings(text string, min int) string {
+	lines := strings.Split(text, "\n")
+	top := 7
+	fence := false
+	for _, l := range lines {
+		if strings.HasPrefix(l, "```") {
+			fence = !fence
+		}
+		if n := headingLevel(l); !fence && n > 0 && n < top {
+			top = n
+		}
+	}
+	if top >= min {
+		return text
+	}
+	shift := strings.Repeat("#", min-top)
+	fence = false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "```") {
+			fence = !fence
+		}
+		if !fence && headingLevel(l) > 0 {
+			lines[i] = shift + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func headingLevel(line string) int {
+	n := 0
+	for n < len(line) && line[n] == '#' {
+		n++
+	}
+	if n == 0 || n > 6 || n >= len(line) || line[n] != ' ' {
+		return 0
+	}
+	return n
+}
+
+// commit commits a completed task in place, once: a commit already carrying
+// the step's trailer (a crash after committing) is adopted, not repeated.
+func (e *Engine) commit(ctx context.Context, ir *itemRun) error {
+	id := ir.it.ID + "/commit"
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, id); err == nil && rec.Status == store.StepCompleted {
+		return nil
+	}
+	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: id, Kind: "commit"}
+	if err := e.d.Store.StartStep(ctx, rec); err != nil {
+		return err
+	}
+	sha, err := e.repo.FindStepCommit(ctx, id)
+	if err != nil {
+		return err
+	}
+	if sha == "" {
+		sha, err = e.repo.CommitAll(ctx, commitMessage(ir.task), id)
+		if err != nil {
+			rec.Status, rec.Error = store.StepFailed, err.Error()
+			e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
+			return fmt.Errorf("commit %s: %w", ir.it.ID, err)
+		}
+		e.d.Crash(CrashCommitted)
+	}
+	rec.Status = store.StepCompleted
+	rec.Result, _ = json.Marshal(map[string]string{"commit": sha})
+	return e.d.Store.FinishStep(ctx, rec)
+}
+
+// commitMessage names the task; the title is untrusted text, so it is
+// reduced to one short line (it travels as one argv element, never a shell).
+func commitMessage(t *taskfile.Task) string {
+	title := strings.Join(strings.Fields(t.Title), " ")
+	if r := []rune(title); len(r) > 60 {
+		title = string(r[:60]) + "…"
+	}
+	return fmt.Sprintf("cadre: complete task %s: %s", t.ID, title)
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(data, '\n'))
+}
+
+// writeFileAtomic writes path through a synced temp file and a rename, so a
+// crash leaves the old or the new content, never a torn file.
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, werr := f.Write(data)
+	if err := f.Sync(); werr == nil {
+		werr = err
+	}
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
