@@ -1,0 +1,214 @@
+// Package config reads cadre.yaml, the project's settings file.
+//
+// Every key is optional. Values come from three layers, later ones winning:
+// the built-in defaults (Default), the file, and environment variables named
+// CADRE_<SECTION>_<KEY> (CADRE_<KEY> for top-level keys). Command-line flags
+// are applied by the caller on top of the result.
+//
+// Decoding is strict: an unknown key, a value of the wrong type or a value
+// out of range is reported as a single line naming the file, the line and the
+// key path (or the environment variable), with what was wanted.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// Config is the merged content of cadre.yaml.
+type Config struct {
+	Project    string `yaml:"project"`
+	Repository string `yaml:"repository"` // owner/repo; empty means infer from the origin remote
+	BaseBranch string `yaml:"base_branch"`
+	TasksDir   string `yaml:"tasks_dir"`
+
+	Commands Commands `yaml:"commands"`
+	Defaults Defaults `yaml:"defaults"`
+
+	// Roles holds per-role overrides keyed by role name; a role not listed
+	// uses Defaults.
+	Roles map[string]RoleConfig `yaml:"roles"`
+	// Runners holds per-runner settings keyed by runner name. A name that is
+	// not a built-in runner names an instance of the built-in in Type.
+	Runners map[string]RunnerConfig `yaml:"runners"`
+
+	Limits  Limits  `yaml:"limits"`
+	GitHub  GitHub  `yaml:"github"`
+	Sandbox Sandbox `yaml:"sandbox"`
+}
+
+// Commands are the project's shell commands; an empty one is skipped.
+type Commands struct {
+	Install string `yaml:"install"`
+	Build   string `yaml:"build"`
+	Test    string `yaml:"test"`
+	Lint    string `yaml:"lint"`
+}
+
+// Defaults apply to every role without its own entry in Config.Roles.
+type Defaults struct {
+	Runner   string   `yaml:"runner"`
+	Model    string   `yaml:"model"`    // empty: the runner's own default
+	Workflow string   `yaml:"workflow"` // for GitHub issues and prompts
+	Timeout  Duration `yaml:"timeout"`  // per agent step
+}
+
+// RoleConfig chooses how one role is reached.
+type RoleConfig struct {
+	Runner string `yaml:"runner"` // "auto" lets the model selector choose
+	Model  string `yaml:"model"`
+}
+
+// RunnerConfig holds the settings of one runner. Which fields matter depends
+// on the runner type; the runner packages check their own.
+type RunnerConfig struct {
+	Type     string   `yaml:"type"` // built-in runner type; empty: the entry's name
+	Command  string   `yaml:"command"`
+	Args     []string `yaml:"args"`
+	Env      []string `yaml:"env"` // names of variables passed through to the agent
+	URL      string   `yaml:"url"`
+	Model    string   `yaml:"model"`
+	Scenario string   `yaml:"scenario"`
+	Timeout  Duration `yaml:"timeout"` // zero: Defaults.Timeout
+}
+
+// Limits bound a run.
+type Limits struct {
+	ParallelIssues          int     `yaml:"parallel_issues"`
+	ParallelAgents          int     `yaml:"parallel_agents"`
+	BudgetUSD               float64 `yaml:"budget_usd"` // 0 means no limit
+	AuditPassRating         int     `yaml:"audit_pass_rating"`
+	MaxAttempts             int     `yaml:"max_attempts"`
+	MaxReviewRounds         int     `yaml:"max_review_rounds"`
+	EscalateBelowConfidence int     `yaml:"escalate_below_confidence"`
+	MaxInsufficientLoops    int     `yaml:"max_insufficient_loops"`
+}
+
+// GitHub configures the GitHub forge.
+type GitHub struct {
+	TokenEnv string   `yaml:"token_env"` // name of the variable holding the token
+	APIURL   string   `yaml:"api_url"`
+	Labels   []string `yaml:"labels"` // added to every pull request
+	Draft    bool     `yaml:"draft"`  // open pull requests as drafts
+}
+
+// Sandbox configures agent process isolation.
+type Sandbox struct {
+	Mode    string `yaml:"mode"`    // none | bwrap
+	Network string `yaml:"network"` // allow | deny | model-only
+}
+
+// Duration is a time.Duration written in YAML and environment variables as
+// Go duration text such as "20m" or "90s".
+type Duration time.Duration
+
+// String formats d like time.Duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes d as duration text, so encoders emit "20m0s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads duration text such as "20m".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%s, got %q", wantDuration, b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Default returns the settings used when cadre.yaml sets nothing.
+func Default() Config {
+	return Config{
+		BaseBranch: "main",
+		TasksDir:   "tasks",
+		Defaults: Defaults{
+			Runner:   "claude",
+			Workflow: "auto",
+			Timeout:  Duration(20 * time.Minute),
+		},
+		Roles:   map[string]RoleConfig{},
+		Runners: map[string]RunnerConfig{},
+		Limits: Limits{
+			ParallelIssues:          3,
+			ParallelAgents:          3,
+			BudgetUSD:               0,
+			AuditPassRating:         8,
+			MaxAttempts:             2,
+			MaxReviewRounds:         2,
+			EscalateBelowConfidence: 5,
+			MaxInsufficientLoops:    5,
+		},
+		GitHub: GitHub{
+			TokenEnv: "GITHUB_TOKEN",
+			APIURL:   "https://api.github.com/",
+		},
+		Sandbox: Sandbox{Mode: "none", Network: "allow"},
+	}
+}
+
+// Load reads the file at path, applies environment overrides and validates
+// the result. A missing file is not an error: the defaults apply. getenv is
+// os.Getenv in production and a map lookup in tests; nil means no variables.
+func Load(path string, getenv func(string) string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data, getenv)
+}
+
+// Parse decodes data as the content of the file called name (used in error
+// messages), then applies environment overrides and validates, like Load.
+func Parse(name string, data []byte, getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	cfg := Default()
+	l := newLoader(name)
+	if err := l.decodeFile(data, &cfg); err != nil {
+		return Config{}, err
+	}
+	if err := l.applyEnv(&cfg, getenv); err != nil {
+		return Config{}, err
+	}
+	if err := l.validate(&cfg); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// RunnerType returns the built-in runner type behind name: the Type of its
+// entry in Runners, or name itself when there is no entry or it has no type.
+func (c Config) RunnerType(name string) string {
+	if t := c.Runners[name].Type; t != "" {
+		return t
+	}
+	return name
+}
+
+// RoleRunner returns the runner and model for role. The runner is the role's
+// own, else Defaults.Runner. The model is the role's own; else
+// Defaults.Model when the runner is the default one (a model name rarely
+// fits another runner); else the runner entry's model; else empty, which
+// leaves the choice to the runner.
+func (c Config) RoleRunner(role string) (runner, model string) {
+	rc := c.Roles[role]
+	runner = rc.Runner
+	if runner == "" {
+		runner = c.Defaults.Runner
+	}
+	switch {
+	case rc.Model != "":
+		model = rc.Model
+	case runner == c.Defaults.Runner && c.Defaults.Model != "":
+		model = c.Defaults.Model
+	default:
+		model = c.Runners[runner].Model
+	}
+	return runner, model
+}

@@ -1,0 +1,107 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// envKey is one setting that an environment variable can override.
+type envKey struct {
+	path string // key path in the file, e.g. "limits.max_attempts"
+	v    reflect.Value
+}
+
+// envName returns the environment variable that overrides the key at path:
+// "CADRE_" followed by the path upper-cased with "." and "-" as "_", so
+// "limits.max_attempts" is CADRE_LIMITS_MAX_ATTEMPTS.
+func envName(path string) string {
+	return "CADRE_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(path))
+}
+
+// envKeys lists every scalar or list setting outside the roles and runners
+// maps, in file order, bound to its place in cfg.
+func envKeys(cfg *Config) []envKey {
+	var keys []envKey
+	root := reflect.ValueOf(cfg).Elem()
+	for _, f := range fieldsOf(root.Type()) {
+		v := root.Field(f.index)
+		switch {
+		case v.Kind() == reflect.Map:
+			// Named entries have no fixed variable names.
+		case v.Kind() == reflect.Struct && v.Type() != durationType:
+			for _, g := range fieldsOf(v.Type()) {
+				keys = append(keys, envKey{path: f.name + "." + g.name, v: v.Field(g.index)})
+			}
+		default:
+			keys = append(keys, envKey{path: f.name, v: v})
+		}
+	}
+	return keys
+}
+
+// applyEnv overrides settings from the environment. An empty variable
+// counts as unset.
+func (l *loader) applyEnv(cfg *Config, getenv func(string) string) error {
+	for _, k := range envKeys(cfg) {
+		name := envName(k.path)
+		s := getenv(name)
+		if s == "" {
+			continue
+		}
+		if err := setText(k.v, strings.TrimSpace(s)); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		l.fromEnv[k.path] = name
+	}
+	return nil
+}
+
+// setText stores s, written as in an environment variable, into v. Lists
+// are comma-separated.
+func setText(v reflect.Value, s string) error {
+	if v.Type() == durationType {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("%s, got %q", wantDuration, s)
+		}
+		v.SetInt(int64(d))
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Int:
+		i, err := strconv.ParseInt(s, 10, 0)
+		if err != nil {
+			return fmt.Errorf("%s, got %q", wantInt, s)
+		}
+		v.SetInt(i)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%s, got %q", wantNumber, s)
+		}
+		v.SetFloat(f)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("%s, got %q", wantBool, s)
+		}
+		v.SetBool(b)
+	case reflect.Slice:
+		var items []string
+		for item := range strings.SplitSeq(s, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
+			}
+		}
+		v.Set(reflect.ValueOf(items))
+	default:
+		return fmt.Errorf("cannot be set from the environment")
+	}
+	return nil
+}

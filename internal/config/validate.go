@@ -1,0 +1,142 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// validate checks the merged settings. Errors point at where the bad value
+// came from: the file line, or the environment variable.
+func (l *loader) validate(c *Config) error {
+	checks := []struct {
+		path string
+		bad  string // empty when the value is fine
+	}{
+		{"repository", repoProblem(c.Repository)},
+		{"base_branch", nonEmpty(c.BaseBranch, "a branch name")},
+		{"tasks_dir", nonEmpty(c.TasksDir, "a directory")},
+		{"defaults.runner", nonEmpty(c.Defaults.Runner, "a runner name")},
+		{"defaults.workflow", nonEmpty(c.Defaults.Workflow, "a workflow name")},
+		{"defaults.timeout", positive(c.Defaults.Timeout)},
+		{"limits.parallel_issues", atLeast(c.Limits.ParallelIssues, 1)},
+		{"limits.parallel_agents", atLeast(c.Limits.ParallelAgents, 1)},
+		{"limits.budget_usd", budgetProblem(c.Limits.BudgetUSD)},
+		{"limits.audit_pass_rating", rating(c.Limits.AuditPassRating)},
+		{"limits.max_attempts", atLeast(c.Limits.MaxAttempts, 1)},
+		{"limits.max_review_rounds", atLeast(c.Limits.MaxReviewRounds, 0)},
+		{"limits.escalate_below_confidence", rating(c.Limits.EscalateBelowConfidence)},
+		{"limits.max_insufficient_loops", atLeast(c.Limits.MaxInsufficientLoops, 0)},
+		{"github.api_url", urlProblem(c.GitHub.APIURL)},
+		{"sandbox.mode", oneOf(c.Sandbox.Mode, "none", "bwrap")},
+		{"sandbox.network", oneOf(c.Sandbox.Network, "allow", "deny", "model-only")},
+	}
+	for _, ck := range checks {
+		if ck.bad != "" {
+			return l.invalid(ck.path, ck.bad)
+		}
+	}
+	for i, label := range c.GitHub.Labels {
+		if strings.TrimSpace(label) == "" {
+			return l.invalid(fmt.Sprintf("github.labels[%d]", i), `want a label name, got ""`)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Runners)) {
+		r := c.Runners[name]
+		path := "runners." + name
+		if _, given := l.origin[path+".timeout"]; given {
+			if bad := positive(r.Timeout); bad != "" {
+				return l.invalid(path+".timeout", bad)
+			}
+		}
+		if r.URL != "" {
+			if bad := urlProblem(r.URL); bad != "" {
+				return l.invalid(path+".url", bad)
+			}
+		}
+	}
+	return nil
+}
+
+// invalid formats a validation error for the key at path.
+func (l *loader) invalid(path, msg string) error {
+	if name, ok := l.fromEnv[path]; ok {
+		return fmt.Errorf("%s: %s", name, msg)
+	}
+	if where, ok := l.origin[path]; ok {
+		return fmt.Errorf("%s: %s: %s", where, path, msg)
+	}
+	return fmt.Errorf("%s: %s", path, msg)
+}
+
+func nonEmpty(s, what string) string {
+	if strings.TrimSpace(s) == "" {
+		return fmt.Sprintf("want %s, got %q", what, s)
+	}
+	return ""
+}
+
+func positive(d Duration) string {
+	if d <= 0 {
+		return fmt.Sprintf("want a duration above zero, got %q", d.String())
+	}
+	return ""
+}
+
+func atLeast(n, least int) string {
+	if n < least {
+		return fmt.Sprintf("want %d or more, got %d", least, n)
+	}
+	return ""
+}
+
+func rating(n int) string {
+	if n < 0 || n > 10 {
+		return fmt.Sprintf("want 0 to 10, got %d", n)
+	}
+	return ""
+}
+
+func budgetProblem(f float64) string {
+	if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Sprintf("want 0 (no limit) or more, got %v", f)
+	}
+	return ""
+}
+
+func oneOf(s string, allowed ...string) string {
+	if slices.Contains(allowed, s) {
+		return ""
+	}
+	return fmt.Sprintf("want %s, got %q", orList(allowed), s)
+}
+
+// orList writes "a, b or c".
+func orList(words []string) string {
+	if len(words) == 1 {
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+func repoProblem(s string) string {
+	if s == "" {
+		return ""
+	}
+	owner, name, ok := strings.Cut(s, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") || strings.ContainsAny(s, " \t:") {
+		return fmt.Sprintf("want owner/repo, got %q", s)
+	}
+	return ""
+}
+
+func urlProblem(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Sprintf("want an http:// or https:// URL, got %q", s)
+	}
+	return ""
+}
