@@ -17,6 +17,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/signal"
 )
 
 // Scenario is a script runner's whole behaviour.
@@ -310,30 +311,6 @@ func apply(ctx context.Context, dir string, a Action, log *strings.Builder) erro
 
 // format writes the block in SPEC §5's form.
 func (s Signal) format(role string) string {
-	var b strings.Builder
-	b.WriteString("\n### SIGNAL BLOCK\n")
-	fmt.Fprintf(&b, "- Agent: %s\n", role)
-	fmt.Fprintf(&b, "- Result: %s\n", s.Result)
-	if s.Summary != "" {
-		fmt.Fprintf(&b, "- Loop Summary: %s\n", s.Summary)
-	}
-	if s.Confidence != nil {
-		fmt.Fprintf(&b, "- Confidence: %d\n", *s.Confidence)
-	}
-	if s.Next != "" {
-		fmt.Fprintf(&b, "- Next: %s\n", s.Next)
-	}
-	if s.Context != "" {
-		fmt.Fprintf(&b, "- Context: %s\n", s.Context)
-	}
-	if s.Rating != nil {
-		fmt.Fprintf(&b, "- Rating: %d\n", *s.Rating)
-	}
-	if s.Verdict != "" {
-		fmt.Fprintf(&b, "- Verdict: %s\n", s.Verdict)
-	}
-	if s.Signature != "" {
-		fmt.Fprintf(&b, "**Signature**: %s\n", s.Signature)
-	}
-	return b.String()
+	return "\n" + signal.Format(signal.Signal{Agent: role, Result: signal.Result(s.Result), LoopSummary: s.Summary,
+		Confidence: s.Confidence, Next: s.Next, Context: s.Context, Rating: s.Rating, Verdict: s.Verdict, Signature: s.Signature})
 }

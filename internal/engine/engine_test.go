@@ -1,0 +1,519 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/role"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/store"
+)
+
+// agentFunc is what the fake agent does for one invocation.
+type agentFunc func(inv runner.Invocation) runner.Result
+
+// fakeRunner is an in-process runner whose behaviour each test scripts.
+type fakeRunner struct {
+	mu    sync.Mutex
+	calls []string // step ids, in order (re-asks suffixed with "+reask")
+	do    agentFunc
+}
+
+func (f *fakeRunner) Name() string              { return "fake" }
+func (f *fakeRunner) Capabilities() runner.Caps { return runner.Caps{EditsFiles: true} }
+func (f *fakeRunner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
+	f.mu.Lock()
+	id := inv.Step
+	if inv.Reask {
+		id += "+reask"
+	}
+	f.calls = append(f.calls, id)
+	f.mu.Unlock()
+	return f.do(inv), nil
+}
+
+func signalText(role, result string, rating int) string {
+	s := fmt.Sprintf("done\n\n### SIGNAL BLOCK\n- Agent: %s\n- Result: %s\n- Confidence: 9\n", role, result)
+	if rating >= 0 {
+		s += fmt.Sprintf("- Rating: %d\n", rating)
+	}
+	return s
+}
+
+// passAll writes a file as coder and passes every audit.
+func passAll(inv runner.Invocation) runner.Result {
+	switch inv.Role {
+	case "coder":
+		os.WriteFile(filepath.Join(inv.Dir, inv.Item+".txt"), []byte(inv.Step+"\n"), 0o644)
+		return runner.Result{Output: signalText("coder", "SUCCESS", -1), Usage: event.Usage{InputTokens: 10, OutputTokens: 2, CostUSD: 0.01}}
+	case "auditor":
+		return runner.Result{Output: signalText("auditor", "PASS", 9)}
+	}
+	return runner.Result{Output: signalText(inv.Role, "PLAN_CREATED", -1)}
+}
+
+type env struct {
+	t      *testing.T
+	root   string
+	st     *store.Store
+	fake   *fakeRunner
+	events []event.Event
+	eng    *Engine
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// newEnv makes a repository with the given task files (name → stage) and an
+// engine whose every role uses the fake runner.
+func newEnv(t *testing.T, do agentFunc, tasks ...[2]string) *env {
+	t.Helper()
+	root := t.TempDir()
+	git(t, root, "init", "-q", "-b", "main")
+	git(t, root, "config", "user.email", "t@example.com")
+	git(t, root, "config", "user.name", "T")
+	os.MkdirAll(filepath.Join(root, "tasks"), 0o755)
+	for _, tk := range tasks {
+		body := fmt.Sprintf("---\nstage: %s\nattempts: 0\ncustom: keep-me\n---\n# Task %s\n\n## Goal\nDo %s.\n", tk[1], tk[0], tk[0])
+		os.WriteFile(filepath.Join(root, "tasks", tk[0]+".md"), []byte(body), 0o644)
+	}
+	git(t, root, "add", "-A")
+	git(t, root, "commit", "-qm", "init", "--allow-empty")
+	os.WriteFile(filepath.Join(root, ".git", "info", "exclude"), []byte("/.cadre/\n"), 0o644)
+	st, err := store.Open(context.Background(), filepath.Join(root, ".cadre", "cadre.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := &env{t: t, root: root, st: st, fake: &fakeRunner{do: do}}
+	cfg := config.Default()
+	cfg.Defaults.Runner = "fake"
+	reg := runner.NewRegistry()
+	reg.Register("fake", func(runner.Settings) (runner.Runner, error) { return e.fake, nil })
+	roles, err := role.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := event.NewBus(nil, event.SinkFunc(func(ev event.Event) { e.events = append(e.events, ev) }))
+	e.eng, err = New(context.Background(), Deps{Root: root, Config: cfg, Store: st, Roles: roles, Runners: reg, Bus: bus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) task(id string) *taskfile.Task {
+	e.t.Helper()
+	tk, err := taskfile.Load(filepath.Join(e.root, "tasks", id+".md"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tk
+}
+
+// seq lists "type role" of the events of one item.
+func (e *env) seq(item string, types ...string) []string {
+	want := map[string]bool{}
+	for _, t := range types {
+		want[t] = true
+	}
+	var out []string
+	for _, ev := range e.events {
+		if ev.Item == item && want[ev.Type] {
+			out = append(out, strings.TrimSpace(ev.Type+" "+ev.Role))
+		}
+	}
+	return out
+}
+
+func (e *env) commits() []string {
+	out := strings.TrimSpace(git(e.t, e.root, "log", "--format=%s"))
+	return strings.Split(out, "\n")
+}
+
+func TestCodeStageTaskRunsCoderThenAuditor(t *testing.T) {
+	e := newEnv(t, passAll, [2]string{"a", "code"})
+	sum, err := e.eng.Start(context.Background(), Options{InPlace: true})
+	if err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("run: %v %+v", err, sum)
+	}
+	if diff := cmp.Diff([]string{"a/code/coder#1", "a/audit/auditor#1"}, e.fake.calls); diff != "" {
+		t.Error(diff)
+	}
+	want := []string{"taskStarted", "stageStarted coder", "stageCompleted coder", "stageStarted auditor", "stageCompleted auditor", "taskCompleted"}
+	if diff := cmp.Diff(want, e.seq("a", event.TaskStarted, event.StageStarted, event.StageCompleted, event.TaskCompleted)); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func TestPlanStageTaskRunsPlannerCoderAuditor(t *testing.T) {
+	e := newEnv(t, passAll, [2]string{"a", "plan"})
+	if _, err := e.eng.Start(context.Background(), Options{InPlace: true}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a/plan/planner#1", "a/code/coder#1", "a/audit/auditor#1"}, e.fake.calls); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func TestAuditPassMarksTaskCompletedAndCommits(t *testing.T) {
+	e := newEnv(t, passAll, [2]string{"a", "code"}, [2]string{"b", "code"})
+	if _, err := e.eng.Start(context.Background(), Options{InPlace: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		tk := e.task(id)
+		if tk.Stage != "completed" || tk.Agent != "auditor" || tk.Mode != "audit" {
+			t.Errorf("%s frontmatter = %s/%s/%s", id, tk.Stage, tk.Mode, tk.Agent)
+		}
+		if !strings.Contains(tk.Body, "**Rating: 9/10**") || !strings.Contains(tk.Body, "**Verdict: ACCEPTED**") {
+			t.Errorf("%s review missing:\n%s", id, tk.Body)
+		}
+	}
+	raw, _ := os.ReadFile(filepath.Join(e.root, "tasks", "a.md"))
+	if !strings.Contains(string(raw), "custom: keep-me") {
+		t.Error("unknown frontmatter key lost")
+	}
+	if diff := cmp.Diff([]string{"cadre: complete task b: Task b", "cadre: complete task a: Task a", "init"}, e.commits()); diff != "" {
+		t.Error(diff)
+	}
+	if trailer := git(t, e.root, "log", "-1", "--format=%(trailers:key=Cadre-Step,valueonly)"); strings.TrimSpace(trailer) != "b/commit" {
+		t.Errorf("trailer = %q", trailer)
+	}
+	if files := git(t, e.root, "ls-tree", "-r", "--name-only", "HEAD"); strings.Contains(files, ".cadre") {
+		t.Errorf(".cadre committed:\n%s", files)
+	}
+	if out := git(t, e.root, "status", "--porcelain"); out != "" {
+		t.Errorf("tree dirty after run: %s", out)
+	}
+}
+
+func TestAuditFailOnceSendsTaskBackToCode(t *testing.T) {
+	var coderReview string
+	audits := 0
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Role == "coder" && inv.Attempt == 2 {
+			coderReview = inv.Prompt
+		}
+		if inv.Role == "auditor" {
+			audits++
+			if audits == 1 {
+				return runner.Result{Output: "## Findings\nwrong text\n" + signalText("auditor", "INSUFFICIENT", 5)}
+			}
+		}
+		return passAll(inv)
+	}, [2]string{"a", "code"})
+	if _, err := e.eng.Start(context.Background(), Options{InPlace: true}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a/code/coder#1", "a/audit/auditor#1", "a/code/coder#2", "a/audit/auditor#2"}, e.fake.calls); diff != "" {
+		t.Error(diff)
+	}
+	if !strings.Contains(coderReview, "outputs/audit-auditor-1.md") {
+		t.Errorf("second coder prompt does not point at the review:\n%s", coderReview)
+	}
+	tk := e.task("a")
+	if tk.Stage != "completed" || tk.Attempts != 1 {
+		t.Errorf("frontmatter %s/%d", tk.Stage, tk.Attempts)
+	}
+	if strings.Contains(tk.Body, "wrong text") || strings.Count(tk.Body, "## Review") != 1 {
+		t.Errorf("review not replaced:\n%s", tk.Body)
+	}
+}
+
+func TestAuditFailTwiceStopsRunnerAndLeavesTaskInAudit(t *testing.T) {
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Role == "auditor" {
+			return runner.Result{Output: signalText("auditor", "INSUFFICIENT", 3)}
+		}
+		return passAll(inv)
+	}, [2]string{"a", "code"}, [2]string{"b", "code"})
+	sum, err := e.eng.Start(context.Background(), Options{InPlace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != store.RunFailed {
+		t.Errorf("status %s", sum.Status)
+	}
+	tk := e.task("a")
+	if tk.Stage != "audit" || tk.Attempts != 2 {
+		t.Errorf("frontmatter %s/%d, want audit/2", tk.Stage, tk.Attempts)
+	}
+	if !strings.Contains(tk.Body, "**Verdict: REJECTED**") {
+		t.Error("rejecting review not written")
+	}
+	if st := git(t, e.root, "status", "--porcelain"); !strings.Contains(st, "a.txt") {
+		t.Errorf("coder's change not left uncommitted: %q", st)
+	}
+	if len(e.commits()) != 1 {
+		t.Errorf("commits: %v", e.commits())
+	}
+	if got := e.seq("b", event.TaskStarted); len(got) != 0 {
+		t.Error("runner went on to the next task after a hard stop")
+	}
+	if got := e.seq("a", event.TaskFailed, event.RunnerStopped); len(got) != 2 {
+		t.Errorf("events %v", got)
+	}
+}
+
+func TestAgentCrashStopsRunnerImmediately(t *testing.T) {
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Role == "coder" {
+			return runner.Result{ExitCode: 1, StderrTail: "boom", Output: signalText("coder", "SUCCESS", -1)}
+		}
+		return passAll(inv)
+	}, [2]string{"a", "plan"}, [2]string{"b", "code"})
+	sum, err := e.eng.Start(context.Background(), Options{InPlace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != store.RunFailed || !strings.Contains(sum.Reason, "coder exited with code 1: boom") {
+		t.Errorf("summary %s %q", sum.Status, sum.Reason)
+	}
+	if diff := cmp.Diff([]string{"a/plan/planner#1", "a/code/coder#1"}, e.fake.calls); diff != "" {
+		t.Error(diff)
+	}
+	if e.task("a").Stage != "code" {
+		t.Errorf("stage %s", e.task("a").Stage)
+	}
+}
+
+func TestStopCancelsBeforeNextStage(t *testing.T) {
+	var e *env
+	e = newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Step == "a/code/coder#1" {
+			if err := RequestStop(e.eng.StateDir(), e.events[0].Run); err != nil {
+				t.Error(err)
+			}
+		}
+		return passAll(inv)
+	}, [2]string{"a", "code"}, [2]string{"b", "code"})
+	sum, err := e.eng.Start(context.Background(), Options{InPlace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != store.RunStopped {
+		t.Errorf("status %s", sum.Status)
+	}
+	if diff := cmp.Diff([]string{"a/code/coder#1"}, e.fake.calls); diff != "" {
+		t.Error(diff)
+	}
+	// Resume finishes the run without repeating the coder.
+	e.fake.calls = nil
+	sum, err = e.eng.Resume(context.Background(), "")
+	if err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("resume: %v %s", err, sum.Status)
+	}
+	if diff := cmp.Diff([]string{"a/audit/auditor#1", "b/code/coder#1", "b/audit/auditor#1"}, e.fake.calls); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func TestMissingSignalIsAskedOnceThenFails(t *testing.T) {
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Role == "coder" {
+			return runner.Result{Output: "I changed things."}
+		}
+		return passAll(inv)
+	}, [2]string{"a", "code"})
+	sum, _ := e.eng.Start(context.Background(), Options{InPlace: true})
+	if diff := cmp.Diff([]string{"a/code/coder#1", "a/code/coder#1+reask"}, e.fake.calls); diff != "" {
+		t.Error(diff)
+	}
+	if !strings.Contains(sum.Reason, "no SIGNAL BLOCK in coder output (see ") || sum.Status != store.RunFailed {
+		t.Errorf("reason %q status %s", sum.Reason, sum.Status)
+	}
+}
+
+func TestReaskRecoversAndUsageIsSummed(t *testing.T) {
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Role == "auditor" && !inv.Reask {
+			return runner.Result{Output: "looks fine", Usage: event.Usage{InputTokens: 100}}
+		}
+		r := passAll(inv)
+		r.Usage.InputTokens += 1
+		return r
+	}, [2]string{"a", "audit"})
+	sum, err := e.eng.Start(context.Background(), Options{InPlace: true})
+	if err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("%v %s %s", err, sum.Status, sum.Reason)
+	}
+	if sum.Usage.InputTokens != 101 {
+		t.Errorf("usage %+v, want both asks counted", sum.Usage)
+	}
+}
+
+func TestRatingOutOfRangeFailsStep(t *testing.T) {
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Role == "auditor" {
+			return runner.Result{Output: signalText("auditor", "PASS", 11)}
+		}
+		return passAll(inv)
+	}, [2]string{"a", "code"})
+	sum, _ := e.eng.Start(context.Background(), Options{InPlace: true})
+	if sum.Status != store.RunFailed || !strings.Contains(sum.Reason, "11") || !strings.Contains(sum.Reason, "Rating") {
+		t.Errorf("status %s reason %q", sum.Status, sum.Reason)
+	}
+}
+
+func TestAgentWrittenOutputFileWins(t *testing.T) {
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Role == "auditor" {
+			os.WriteFile(inv.OutputPath, []byte("### Review by file\nall good\n"+signalText("auditor", "PASS", 10)), 0o644)
+			return runner.Result{Output: "ignored reply"}
+		}
+		return passAll(inv)
+	}, [2]string{"a", "audit"})
+	if _, err := e.eng.Start(context.Background(), Options{InPlace: true}); err != nil {
+		t.Fatal(err)
+	}
+	if body := e.task("a").Body; !strings.Contains(body, "Review by file") || !strings.Contains(body, "Rating: 10/10") {
+		t.Errorf("review from the output file missing:\n%s", body)
+	}
+}
+
+type crash struct{ point string }
+
+// TestResumeAfterCrashRepeatsNoCompletedStep crashes the engine (a panic in
+// the crash hook stands in for SIGKILL here; the testscript suite kills the
+// real binary) at every point, resumes, and compares with a clean run.
+func TestResumeAfterCrashRepeatsNoCompletedStep(t *testing.T) {
+	clean := newEnv(t, passAll, [2]string{"a", "code"}, [2]string{"b", "plan"})
+	if _, err := clean.eng.Start(context.Background(), Options{InPlace: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, point := range CrashPoints {
+		t.Run(point, func(t *testing.T) {
+			e := newEnv(t, passAll, [2]string{"a", "code"}, [2]string{"b", "plan"})
+			armed := true
+			e.eng.d.Crash = func(p string) {
+				if p == point && armed {
+					armed = false
+					panic(crash{p})
+				}
+			}
+			func() {
+				defer func() {
+					if r := recover(); r == nil {
+						t.Fatal("no crash")
+					} else if _, ok := r.(crash); !ok {
+						panic(r)
+					}
+				}()
+				e.eng.Start(context.Background(), Options{InPlace: true})
+			}()
+			before := len(e.fake.calls)
+			sum, err := e.eng.Resume(context.Background(), "")
+			if err != nil || sum.Status != store.RunCompleted {
+				t.Fatalf("resume: %v %s %s", err, sum.Status, sum.Reason)
+			}
+			seen := map[string]int{}
+			for _, c := range e.fake.calls {
+				seen[c]++
+			}
+			for id, n := range seen {
+				// Only a step whose result was not journaled may run again.
+				if n > 1 && point != CrashAgentExited {
+					t.Errorf("step %s ran %d times", id, n)
+				}
+			}
+			if point == CrashAgentExited && len(e.fake.calls) != len(clean.fake.calls)+1 {
+				t.Errorf("calls %v (before resume %d)", e.fake.calls, before)
+			}
+			if diff := cmp.Diff(clean.commits(), e.commits()); diff != "" {
+				t.Errorf("commits differ from a clean run: %s", diff)
+			}
+		})
+	}
+}
+
+func TestPreflightErrors(t *testing.T) {
+	t.Run("dirty tree names files", func(t *testing.T) {
+		e := newEnv(t, passAll, [2]string{"a", "code"})
+		os.WriteFile(filepath.Join(e.root, "left.txt"), []byte("x"), 0o644)
+		_, err := e.eng.Start(context.Background(), Options{InPlace: true})
+		if !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), "left.txt") {
+			t.Errorf("err = %v", err)
+		}
+		if _, err := e.st.LatestRun(context.Background()); !errors.Is(err, store.ErrNotFound) {
+			t.Error("a run was recorded despite the failed pre-flight")
+		}
+	})
+	cases := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"missing task", Options{Targets: []string{"tasks/nope.md"}}, "tasks/nope.md: no such task file"},
+		{"unknown column", Options{Column: "cod"}, `--column "cod": unknown stage`},
+		{"empty column", Options{Column: "audit"}, "no task in stage audit"},
+		{"unknown workflow", Options{Workflow: "zzz"}, "unknown workflow"},
+		{"unknown runner", Options{Runner: "nosuch"}, `unknown runner "nosuch"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, passAll, [2]string{"a", "code"})
+			for i, tg := range c.opts.Targets {
+				c.opts.Targets[i] = filepath.Join(e.root, tg)
+			}
+			_, err := e.eng.Start(context.Background(), c.opts)
+			if !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+	t.Run("dependency cycle", func(t *testing.T) {
+		e := newEnv(t, passAll)
+		os.WriteFile(filepath.Join(e.root, "tasks", "x.md"), []byte("---\nstage: code\ndepends_on: [y]\n---\n"), 0o644)
+		os.WriteFile(filepath.Join(e.root, "tasks", "y.md"), []byte("---\nstage: code\ndepends_on: [x]\n---\n"), 0o644)
+		git(t, e.root, "add", "-A")
+		git(t, e.root, "commit", "-qm", "tasks")
+		_, err := e.eng.Start(context.Background(), Options{})
+		if !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), "x → y → x") {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+func TestDependenciesRunFirst(t *testing.T) {
+	e := newEnv(t, passAll)
+	os.WriteFile(filepath.Join(e.root, "tasks", "a.md"), []byte("---\nstage: code\ndepends_on: [b]\n---\n# A\n"), 0o644)
+	os.WriteFile(filepath.Join(e.root, "tasks", "b.md"), []byte("---\nstage: code\n---\n# B\n"), 0o644)
+	git(t, e.root, "add", "-A")
+	git(t, e.root, "commit", "-qm", "tasks")
+	if _, err := e.eng.Start(context.Background(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.fake.calls) != 4 || !strings.HasPrefix(e.fake.calls[0], "b/") {
+		t.Errorf("calls %v: b must run before a", e.fake.calls)
+	}
+}
+
+func TestDemoteHeadings(t *testing.T) {
+	in := "## Summary\ntext\n### Sub\n```\n## not a heading\n```\n#hashtag"
+	want := "### Summary\ntext\n#### Sub\n```\n## not a heading\n```\n#hashtag"
+	if got := demoteHeadings(in, 3); got != want {
+		t.Errorf("got %q", got)
+	}
+	if got := demoteHeadings("### ok\n", 3); got != "### ok\n" {
+		t.Errorf("changed already-deep headings: %q", got)
+	}
+}
