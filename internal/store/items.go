@@ -1,0 +1,172 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Item statuses.
+const (
+	ItemPending   = "pending"
+	ItemRunning   = "running"
+	ItemCompleted = "completed"
+	ItemFailed    = "failed"
+	ItemStopped   = "stopped"
+	ItemPaused    = "paused"
+	ItemSkipped   = "skipped"
+)
+
+func validItemStatus(s string) bool {
+	switch s {
+	case ItemPending, ItemRunning, ItemCompleted, ItemFailed, ItemStopped, ItemPaused, ItemSkipped:
+		return true
+	}
+	return false
+}
+
+const itemStatusHint = "want pending, running, completed, failed, stopped, paused or skipped"
+
+// Item is one unit of work within a run.
+type Item struct {
+	RunID, ID, Source, Ref, Title string // Source "task"; Ref = task file path
+	InitStage                     string // stage when the run first saw the item (resume replays from here)
+	InitAttempts                  int    // attempts when the run first saw the item
+	Stage, Status                 string // Status: pending|running|completed|failed|stopped|paused|skipped
+	Attempts                      int
+	CurrentStep                   string
+	Error                         string
+	UpdatedAt                     time.Time
+}
+
+// ItemUpdate changes some fields of an item; nil fields are left unchanged.
+type ItemUpdate struct {
+	Stage, Status, CurrentStep, Error *string
+	Attempts                          *int
+}
+
+// AddItem records an item of a run. An empty Status means pending. If the
+// run already has an item with this id the call changes nothing, so the
+// item's Init* fields keep the state the run first saw.
+func (s *Store) AddItem(ctx context.Context, it Item) error {
+	if it.RunID == "" || it.ID == "" {
+		return fmt.Errorf("add item %q to run %q: run id and item id are required", it.ID, it.RunID)
+	}
+	if it.Status == "" {
+		it.Status = ItemPending
+	}
+	if !validItemStatus(it.Status) {
+		return fmt.Errorf("add item %s: unknown status %q (%s)", it.ID, it.Status, itemStatusHint)
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO items
+		(run_id, id, source, ref, title, init_stage, init_attempts, stage, status, attempts, current_step, error, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run_id, id) DO NOTHING`,
+		it.RunID, it.ID, it.Source, it.Ref, it.Title, it.InitStage, it.InitAttempts,
+		it.Stage, it.Status, it.Attempts, it.CurrentStep, it.Error, fmtTime(s.orNow(it.UpdatedAt)))
+	if isForeignKey(err) {
+		return fmt.Errorf("add item %s: run %s %w", it.ID, it.RunID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("add item %s: %w", it.ID, err)
+	}
+	return nil
+}
+
+// UpdateItem applies u to the item and stamps UpdatedAt; ErrNotFound when
+// the item does not exist.
+func (s *Store) UpdateItem(ctx context.Context, runID, id string, u ItemUpdate) error {
+	sets := []string{"updated_at = ?"}
+	args := []any{fmtTime(s.now())}
+	set := func(col string, v any) {
+		sets = append(sets, col+" = ?")
+		args = append(args, v)
+	}
+	if u.Stage != nil {
+		set("stage", *u.Stage)
+	}
+	if u.Status != nil {
+		if !validItemStatus(*u.Status) {
+			return fmt.Errorf("update item %s: unknown status %q (%s)", id, *u.Status, itemStatusHint)
+		}
+		set("status", *u.Status)
+	}
+	if u.CurrentStep != nil {
+		set("current_step", *u.CurrentStep)
+	}
+	if u.Error != nil {
+		set("error", *u.Error)
+	}
+	if u.Attempts != nil {
+		set("attempts", *u.Attempts)
+	}
+	args = append(args, runID, id)
+	res, err := s.w.ExecContext(ctx,
+		`UPDATE items SET `+strings.Join(sets, ", ")+` WHERE run_id = ? AND id = ?`, args...)
+	if err != nil {
+		return fmt.Errorf("update item %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("update item %s: %w", id, err)
+	} else if n == 0 {
+		return fmt.Errorf("update item %s of run %s: %w", id, runID, ErrNotFound)
+	}
+	return nil
+}
+
+// GetItem returns one item of a run, or ErrNotFound.
+func (s *Store) GetItem(ctx context.Context, runID, id string) (Item, error) {
+	it, err := scanItem(s.r.QueryRowContext(ctx,
+		`SELECT `+itemColumns+` FROM items WHERE run_id = ? AND id = ?`, runID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Item{}, fmt.Errorf("get item %s of run %s: %w", id, runID, ErrNotFound)
+	}
+	if err != nil {
+		return Item{}, fmt.Errorf("get item %s: %w", id, err)
+	}
+	return it, nil
+}
+
+// Items returns the items of a run in the order they were added (none for
+// an unknown run).
+func (s *Store) Items(ctx context.Context, runID string) ([]Item, error) {
+	rows, err := s.r.QueryContext(ctx,
+		`SELECT `+itemColumns+` FROM items WHERE run_id = ? ORDER BY seq`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list items of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var items []Item
+	for rows.Next() {
+		it, err := scanItem(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list items of run %s: %w", runID, err)
+		}
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list items of run %s: %w", runID, err)
+	}
+	return items, nil
+}
+
+const itemColumns = `run_id, id, source, ref, title, init_stage, init_attempts, stage, status, attempts, current_step, error, updated_at`
+
+func scanItem(row rowScanner) (Item, error) {
+	var (
+		it      Item
+		updated string
+	)
+	if err := row.Scan(&it.RunID, &it.ID, &it.Source, &it.Ref, &it.Title, &it.InitStage, &it.InitAttempts,
+		&it.Stage, &it.Status, &it.Attempts, &it.CurrentStep, &it.Error, &updated); err != nil {
+		return Item{}, err
+	}
+	var err error
+	if it.UpdatedAt, err = parseTime(updated); err != nil {
+		return Item{}, err
+	}
+	return it, nil
+}

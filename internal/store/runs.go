@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Run statuses. Completed and failed are terminal; the others can be resumed.
+const (
+	RunRunning     = "running"
+	RunCompleted   = "completed"
+	RunFailed      = "failed"
+	RunStopped     = "stopped"
+	RunPaused      = "paused"
+	RunInterrupted = "interrupted"
+)
+
+func validRunStatus(s string) bool {
+	switch s {
+	case RunRunning, RunCompleted, RunFailed, RunStopped, RunPaused, RunInterrupted:
+		return true
+	}
+	return false
+}
+
+func terminalRunStatus(s string) bool { return s == RunCompleted || s == RunFailed }
+
+// Run is one execution of a workflow over a set of items.
+type Run struct {
+	ID, Repo, Workflow, Status string          // Status: running|completed|failed|stopped|paused|interrupted
+	Options                    json.RawMessage // how the run was started, so resume can redo it
+	PID                        int
+	StartedAt, UpdatedAt       time.Time
+	EndedAt                    *time.Time
+}
+
+// CreateRun records a new run. An empty Status means running; zero
+// StartedAt/UpdatedAt mean now.
+func (s *Store) CreateRun(ctx context.Context, r Run) error {
+	if r.ID == "" {
+		return errors.New("create run: empty run id")
+	}
+	if r.Status == "" {
+		r.Status = RunRunning
+	}
+	if !validRunStatus(r.Status) {
+		return fmt.Errorf("create run %s: unknown status %q (want running, completed, failed, stopped, paused or interrupted)", r.ID, r.Status)
+	}
+	opts, err := jsonArg("options", r.Options)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	started := s.orNow(r.StartedAt)
+	updated := started
+	if !r.UpdatedAt.IsZero() {
+		updated = r.UpdatedAt.UTC()
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO runs
+		(id, repo, workflow, status, options, pid, started_at, updated_at, ended_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Repo, r.Workflow, r.Status, opts, r.PID,
+		fmtTime(started), fmtTime(updated), fmtTimePtr(r.EndedAt))
+	if isUnique(err) {
+		return fmt.Errorf("create run %s: a run with this id already exists", r.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// SetRunStatus sets a run's status and pid and stamps UpdatedAt. A terminal
+// status (completed, failed) sets EndedAt; any other clears it, since the
+// run is live again.
+func (s *Store) SetRunStatus(ctx context.Context, id, status string, pid int) error {
+	if !validRunStatus(status) {
+		return fmt.Errorf("set run %s status: unknown status %q (want running, completed, failed, stopped, paused or interrupted)", id, status)
+	}
+	now := fmtTime(s.now())
+	var ended any
+	if terminalRunStatus(status) {
+		ended = now
+	}
+	res, err := s.w.ExecContext(ctx,
+		`UPDATE runs SET status = ?, pid = ?, updated_at = ?, ended_at = ? WHERE id = ?`,
+		status, pid, now, ended, id)
+	if err != nil {
+		return fmt.Errorf("set run %s status: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("set run %s status: %w", id, err)
+	} else if n == 0 {
+		return fmt.Errorf("set run %s status: run %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+const runColumns = `id, repo, workflow, status, options, pid, started_at, updated_at, ended_at`
+
+// GetRun returns the run with the given id, or ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("get run %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// LatestRun returns the most recently started run, or ErrNotFound when the
+// journal has none.
+func (s *Store) LatestRun(ctx context.Context) (Run, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx,
+		`SELECT `+runColumns+` FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1`))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("latest run: no runs: %w", ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("latest run: %w", err)
+	}
+	return r, nil
+}
+
+func scanRun(row rowScanner) (Run, error) {
+	var (
+		r                Run
+		opts, ended      sql.NullString
+		started, updated string
+	)
+	if err := row.Scan(&r.ID, &r.Repo, &r.Workflow, &r.Status, &opts, &r.PID, &started, &updated, &ended); err != nil {
+		return Run{}, err
+	}
+	r.Options = jsonCol(opts)
+	var err error
+	if r.StartedAt, err = parseTime(started); err != nil {
+		return Run{}, err
+	}
+	if r.UpdatedAt, err = parseTime(updated); err != nil {
+		return Run{}, err
+	}
+	if r.EndedAt, err = parseTimePtr(ended); err != nil {
+		return Run{}, err
+	}
+	return r, nil
+}

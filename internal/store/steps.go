@@ -1,0 +1,225 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Step statuses.
+const (
+	StepStarted   = "started"
+	StepCompleted = "completed"
+	StepFailed    = "failed"
+)
+
+// Usage is what a step (or a run, summed) consumed.
+type Usage struct {
+	InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens int64
+	CostUSD                                                      float64
+	CostEstimated                                                bool // cost came from a price table, not the provider
+}
+
+// Step is one journaled effect: a role invocation or a deterministic action.
+type Step struct {
+	RunID, ItemID, ID         string // ID is stable, e.g. "task-a/code/coder#2"
+	Role, Runner, Model, Kind string // Kind: agent|commit|command
+	Status                    string // started|completed|failed
+	Tries                     int    // times started
+	ExitCode                  int
+	OutputPath                string
+	Signal                    json.RawMessage // parsed signal as JSON (may be nil)
+	Result                    json.RawMessage // free JSON for deterministic steps, e.g. {"commit":"<sha>"}
+	Usage                     Usage
+	Error                     string
+	StartedAt                 time.Time
+	EndedAt                   *time.Time
+}
+
+// StartStep records that a step is starting. A new step is inserted as
+// started with Tries 1; an existing step that did not complete is set back
+// to started, its Tries incremented and its previous outcome cleared (the
+// usage of earlier tries still counts in Totals). Starting a completed step
+// returns ErrCompleted: its work must not be done again. A zero StartedAt
+// means now; Status and Tries of st are ignored.
+func (s *Store) StartStep(ctx context.Context, st Step) error {
+	if st.RunID == "" || st.ID == "" {
+		return fmt.Errorf("start step %q of run %q: run id and step id are required", st.ID, st.RunID)
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO steps
+		(run_id, id, item_id, role, runner, model, kind, status, tries, output_path, started_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'started', 1, ?, ?)
+		ON CONFLICT (run_id, id) DO UPDATE SET
+			item_id = excluded.item_id, role = excluded.role, runner = excluded.runner,
+			model = excluded.model, kind = excluded.kind,
+			status = 'started', tries = tries + 1,
+			exit_code = 0, output_path = excluded.output_path, signal = NULL, result = NULL,
+			input_tokens = 0, output_tokens = 0, cache_read_tokens = 0, cache_write_tokens = 0,
+			cost_usd = 0, cost_estimated = 0, error = '',
+			started_at = excluded.started_at, ended_at = NULL
+		WHERE status <> 'completed'`,
+		st.RunID, st.ID, st.ItemID, st.Role, st.Runner, st.Model, st.Kind, st.OutputPath,
+		fmtTime(s.orNow(st.StartedAt)))
+	if isForeignKey(err) {
+		return fmt.Errorf("start step %s: run %s %w", st.ID, st.RunID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("start step %s: %w", st.ID, err)
+	}
+	// The upsert's WHERE skips completed steps, which changes no row.
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("start step %s: %w", st.ID, err)
+	} else if n == 0 {
+		return fmt.Errorf("start step %s: %w", st.ID, ErrCompleted)
+	}
+	return nil
+}
+
+// FinishStep records a step's outcome: Status (completed or failed),
+// ExitCode, OutputPath (kept from StartStep when empty), Signal, Result,
+// Usage, Error and EndedAt (now when nil). The step must have been started
+// and not already completed (ErrNotFound, ErrCompleted).
+func (s *Store) FinishStep(ctx context.Context, st Step) error {
+	if st.Status != StepCompleted && st.Status != StepFailed {
+		return fmt.Errorf("finish step %s: status %q must be completed or failed", st.ID, st.Status)
+	}
+	signal, err := jsonArg("signal", st.Signal)
+	if err != nil {
+		return fmt.Errorf("finish step %s: %w", st.ID, err)
+	}
+	result, err := jsonArg("result", st.Result)
+	if err != nil {
+		return fmt.Errorf("finish step %s: %w", st.ID, err)
+	}
+	ended := s.now()
+	if st.EndedAt != nil {
+		ended = st.EndedAt.UTC()
+	}
+	u := st.Usage
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var (
+			status string
+			tries  int
+		)
+		err := tx.QueryRowContext(ctx, `SELECT status, tries FROM steps WHERE run_id = ? AND id = ?`,
+			st.RunID, st.ID).Scan(&status, &tries)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("step of run %s %w (start it first)", st.RunID, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if status == StepCompleted {
+			return ErrCompleted
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE steps SET
+			status = ?, exit_code = ?, output_path = COALESCE(NULLIF(?, ''), output_path),
+			signal = ?, result = ?,
+			input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
+			cost_usd = ?, cost_estimated = ?, error = ?, ended_at = ?
+			WHERE run_id = ? AND id = ?`,
+			st.Status, st.ExitCode, st.OutputPath, signal, result,
+			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
+			u.CostUSD, u.CostEstimated, st.Error, fmtTime(ended),
+			st.RunID, st.ID); err != nil {
+			return err
+		}
+		// Keyed by try, so finishing the same try twice replaces rather
+		// than double-counts.
+		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO step_usage
+			(run_id, step_id, try, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_estimated)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			st.RunID, st.ID, tries, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
+			u.CostUSD, u.CostEstimated)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("finish step %s: %w", st.ID, err)
+	}
+	return nil
+}
+
+const stepColumns = `run_id, item_id, id, role, runner, model, kind, status, tries, exit_code, output_path,
+	signal, result, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_estimated,
+	error, started_at, ended_at`
+
+// GetStep returns one step of a run, or ErrNotFound.
+func (s *Store) GetStep(ctx context.Context, runID, id string) (Step, error) {
+	st, err := scanStep(s.r.QueryRowContext(ctx,
+		`SELECT `+stepColumns+` FROM steps WHERE run_id = ? AND id = ?`, runID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Step{}, fmt.Errorf("get step %s of run %s: %w", id, runID, ErrNotFound)
+	}
+	if err != nil {
+		return Step{}, fmt.Errorf("get step %s: %w", id, err)
+	}
+	return st, nil
+}
+
+// Steps returns the steps of a run in the order they were first started
+// (none for an unknown run).
+func (s *Store) Steps(ctx context.Context, runID string) ([]Step, error) {
+	rows, err := s.r.QueryContext(ctx,
+		`SELECT `+stepColumns+` FROM steps WHERE run_id = ? ORDER BY seq`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list steps of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var steps []Step
+	for rows.Next() {
+		st, err := scanStep(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list steps of run %s: %w", runID, err)
+		}
+		steps = append(steps, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list steps of run %s: %w", runID, err)
+	}
+	return steps, nil
+}
+
+// Totals sums the usage of every finished try (completed or failed) of the
+// run's steps, including earlier failed tries of steps later retried.
+// CostEstimated is true when any summed cost was estimated.
+func (s *Store) Totals(ctx context.Context, runID string) (Usage, error) {
+	var u Usage
+	err := s.r.QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+		COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0),
+		COALESCE(SUM(cost_usd), 0), COALESCE(MAX(cost_estimated), 0)
+		FROM step_usage WHERE run_id = ?`, runID).
+		Scan(&u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.CostUSD, &u.CostEstimated)
+	if err != nil {
+		return Usage{}, fmt.Errorf("usage totals of run %s: %w", runID, err)
+	}
+	return u, nil
+}
+
+func scanStep(row rowScanner) (Step, error) {
+	var (
+		st             Step
+		signal, result sql.NullString
+		started        string
+		ended          sql.NullString
+	)
+	if err := row.Scan(&st.RunID, &st.ItemID, &st.ID, &st.Role, &st.Runner, &st.Model, &st.Kind, &st.Status,
+		&st.Tries, &st.ExitCode, &st.OutputPath, &signal, &result,
+		&st.Usage.InputTokens, &st.Usage.OutputTokens, &st.Usage.CacheReadTokens, &st.Usage.CacheWriteTokens,
+		&st.Usage.CostUSD, &st.Usage.CostEstimated, &st.Error, &started, &ended); err != nil {
+		return Step{}, err
+	}
+	st.Signal = jsonCol(signal)
+	st.Result = jsonCol(result)
+	var err error
+	if st.StartedAt, err = parseTime(started); err != nil {
+		return Step{}, err
+	}
+	if st.EndedAt, err = parseTimePtr(ended); err != nil {
+		return Step{}, err
+	}
+	return st, nil
+}
