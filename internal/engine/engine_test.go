@@ -73,9 +73,13 @@ type env struct {
 	eng    *Engine
 }
 
+func execGit(dir string, args ...string) ([]byte, error) {
+	return exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+}
+
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	out, err := execGit(dir, args...)
 	if err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}

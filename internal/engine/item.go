@@ -468,8 +468,10 @@ func writeJSON(path string, v any) error {
 	return writeFileAtomic(path, append(data, '\n'))
 }
 
-// writeFileAtomic writes path through a synced temp file and a rename, so a
-// crash leaves the old or the new content, never a torn file.
+// writeFileAtomic writes path through a temp file and a rename, so a process
+// crash leaves the old or the new content, never a torn file. It does not
+// fsync: these are cadre's own step files, rewritten whenever their step runs
+// again, and the journal (not these files) says what completed.
 func writeFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
@@ -479,9 +481,6 @@ func writeFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	_, werr := f.Write(data)
-	if err := f.Sync(); werr == nil {
-		werr = err
-	}
 	if err := f.Close(); werr == nil {
 		werr = err
 	}

@@ -58,13 +58,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open store: create directory: %w", err)
 	}
 
-	// FULL synchronous: the journal is what stops paid work being redone,
-	// so a commit must survive power loss, not only a process crash; the
-	// fsync cost is negligible next to an agent step.
+	// NORMAL synchronous in WAL mode: a committed transaction survives a
+	// process crash (SIGKILL included), which is what resume relies on; only
+	// an OS crash or power loss can drop the last transactions, and then the
+	// steps they recorded simply run again. FULL would fsync every one of the
+	// handful of writes around each step and dominate the engine's overhead.
 	common := []string{
 		"busy_timeout(" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) + ")",
 		"foreign_keys(1)",
-		"synchronous(FULL)",
+		"synchronous(NORMAL)",
 	}
 	// IMMEDIATE transactions take the write lock at BEGIN, so a transaction
 	// never has to upgrade from read to write, which fails at once with

@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/role"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/store"
+)
+
+// timedRunner is an instant agent that records when each call began and
+// ended, so the gaps between calls measure the engine's own overhead.
+type timedRunner struct {
+	mu    sync.Mutex
+	spans []span
+}
+
+type span struct {
+	item       string
+	start, end time.Time
+}
+
+func (r *timedRunner) Name() string               { return "instant" }
+func (r *timedRunner) Capabilities() runner.Caps { return runner.Caps{} }
+func (r *timedRunner) Run(_ context.Context, inv runner.Invocation) (runner.Result, error) {
+	start := time.Now()
+	res := passAll(inv)
+	r.mu.Lock()
+	r.spans = append(r.spans, span{inv.Item, start, time.Now()})
+	r.mu.Unlock()
+	return res, nil
+}
+
+// BenchmarkInPlaceRun100 runs 100 code-stage tasks in place (coder, auditor,
+// commit each) with an instant agent. It reports the median and p90 engine
+// overhead between two agent steps of one task (journal, context file,
+// prompt, frontmatter, events), the mean wall time per step including each
+// task's commit, and the process's peak RSS.
+func BenchmarkInPlaceRun100(b *testing.B) {
+	const tasks = 100
+	var gaps []time.Duration
+	var perStep []float64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		root := b.TempDir()
+		gitB(b, root, "init", "-q", "-b", "main")
+		gitB(b, root, "config", "user.email", "b@example.com")
+		gitB(b, root, "config", "user.name", "B")
+		os.MkdirAll(filepath.Join(root, "tasks"), 0o755)
+		for n := range tasks {
+			os.WriteFile(filepath.Join(root, "tasks", fmt.Sprintf("t%03d.md", n)), []byte(fmt.Sprintf("---\nstage: code\nattempts: 0\n---\n# Task %d\n", n)), 0o644)
+		}
+		gitB(b, root, "add", "-A")
+		gitB(b, root, "commit", "-qm", "init")
+		st, err := store.Open(context.Background(), filepath.Join(root, ".cadre", "cadre.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tr := &timedRunner{}
+		reg := runner.NewRegistry()
+		reg.Register("instant", func(runner.Settings) (runner.Runner, error) { return tr, nil })
+		cfg := config.Default()
+		cfg.Defaults.Runner = "instant"
+		roles, _ := role.Load("")
+		eng, err := New(context.Background(), Deps{Root: root, Config: cfg, Store: st, Roles: roles, Runners: reg, Bus: event.NewBus(nil, storeSinkForBench(st))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		sum, err := eng.Start(context.Background(), Options{InPlace: true})
+		wall := time.Since(start)
+		b.StopTimer()
+		if err != nil || sum.Status != store.RunCompleted {
+			b.Fatalf("run: %v %s %s", err, sum.Status, sum.Reason)
+		}
+		if len(tr.spans) != 2*tasks {
+			b.Fatalf("%d agent steps, want %d", len(tr.spans), 2*tasks)
+		}
+		for j := 1; j < len(tr.spans); j++ {
+			if tr.spans[j].item == tr.spans[j-1].item {
+				gaps = append(gaps, tr.spans[j].start.Sub(tr.spans[j-1].end))
+			}
+		}
+		perStep = append(perStep, float64(wall.Microseconds())/1000/float64(len(tr.spans)))
+		st.Close()
+		b.StartTimer()
+	}
+	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+	b.ReportMetric(float64(gaps[len(gaps)/2].Microseconds())/1000, "ms-overhead-median")
+	b.ReportMetric(float64(gaps[len(gaps)*9/10].Microseconds())/1000, "ms-overhead-p90")
+	var mean float64
+	for _, v := range perStep {
+		mean += v
+	}
+	b.ReportMetric(mean/float64(len(perStep)), "ms-wall/step")
+	b.ReportMetric(peakRSSMB(), "MB-peak-rss")
+}
+
+func storeSinkForBench(st *store.Store) event.Sink {
+	return event.SinkFunc(func(e event.Event) {
+		st.AppendEvent(context.Background(), store.Event{RunID: e.Run, Time: e.Time, Type: e.Type, ItemID: e.Item, Data: []byte("{}")})
+	})
+}
+
+func gitB(b *testing.B, dir string, args ...string) {
+	b.Helper()
+	if out, err := execGit(dir, args...); err != nil {
+		b.Fatalf("git %v: %v %s", args, err, out)
+	}
+}
+
+// peakRSSMB reads the process's peak resident set size (VmHWM).
+func peakRSSMB() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return float64(kb) / 1024
+		}
+	}
+	return 0
+}
