@@ -1,0 +1,230 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// WorktreesDir holds one worktree per item, under the state directory.
+const WorktreesDir = "worktrees"
+
+// BranchPrefix starts every branch cadre creates.
+const BranchPrefix = "cadre/"
+
+const maxSlug = 40
+
+// Slug turns untrusted text (an issue title) into a short branch-safe word
+// list: lower-case ASCII letters, digits and single dashes, at most 40
+// bytes, cut at a dash. Anything else (punctuation, control and bidi
+// characters, non-ASCII letters, option-like prefixes, dots) becomes a
+// separator, so no title can smuggle a git option, a path component or a
+// ref keyword into a branch name.
+func Slug(title string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(title) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+			if b.Len() > maxSlug+1 {
+				break
+			}
+			continue
+		}
+		dash = true
+	}
+	s := b.String()
+	if len(s) > maxSlug {
+		s = s[:maxSlug]
+		if i := strings.LastIndexByte(s, '-'); i > maxSlug/2 {
+			s = s[:i]
+		}
+	}
+	return strings.Trim(s, "-")
+}
+
+var itemIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// CheckItemID accepts ids that are safe as a path component, a branch
+// component and a step id prefix: letters, digits, '.', '_', '-', not
+// starting with a dot or dash, no "..", at most 100 bytes.
+func CheckItemID(id string) error {
+	if !utf8.ValidString(id) || !itemIDRE.MatchString(id) || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") {
+		return fmt.Errorf("item id %q is not usable: use letters, digits, '.', '_' or '-' (not leading, no \"..\", at most 100)", id)
+	}
+	return nil
+}
+
+// BranchName is the branch of an item: cadre/<item>-<slug of title>.
+func BranchName(item, title string) string {
+	name := BranchPrefix + strings.ToLower(item)
+	if s := Slug(title); s != "" {
+		name += "-" + s
+	}
+	return name
+}
+
+// ErrDirtyWorktree is wrapped when an item's leftover worktree has
+// uncommitted changes that the current run does not own.
+var ErrDirtyWorktree = errors.New("leftover worktree has uncommitted changes")
+
+// Worktrees creates and finds item worktrees of one repository. Creating
+// worktrees is serialised: concurrent `git worktree add` calls contend for
+// the same administrative files.
+type Worktrees struct {
+	repo *Repo
+	dir  string // <root>/.cadre/worktrees
+	mu   sync.Mutex
+}
+
+// NewWorktrees manages the item worktrees of repo.
+func NewWorktrees(repo *Repo) *Worktrees {
+	return &Worktrees{repo: repo, dir: filepath.Join(repo.Dir, StateDir, WorktreesDir)}
+}
+
+// Path is where item's worktree lives.
+func (w *Worktrees) Path(item string) string { return filepath.Join(w.dir, item) }
+
+// Ensure returns the worktree of item on branch, creating it from base when
+// it does not exist. An existing worktree is reused; if it has uncommitted
+// changes and allowDirty is false, Ensure fails with ErrDirtyWorktree naming
+// the files (they are leftovers of an earlier run, not this one's work).
+func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, allowDirty bool) (*Repo, error) {
+	if err := CheckItemID(item); err != nil {
+		return nil, err
+	}
+	if _, err := w.repo.Git(ctx, "check-ref-format", "--branch", branch); err != nil {
+		return nil, fmt.Errorf("branch name %q for item %s is not valid: %w", branch, item, err)
+	}
+	path := w.Path(item)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := os.Stat(filepath.Join(path, ".git")); err == nil {
+		wt := &Repo{Dir: path}
+		cur, err := wt.Git(ctx, "rev-parse", "--abbrev-ref", "HEAD")
+		if err != nil {
+			return nil, fmt.Errorf("worktree %s: %w", path, err)
+		}
+		if strings.TrimSpace(cur) != branch {
+			return nil, fmt.Errorf("worktree %s is on branch %s, not %s: remove it with cadre worktrees prune --force", path, strings.TrimSpace(cur), branch)
+		}
+		if !allowDirty {
+			dirty, err := wt.Dirty(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if len(dirty) > 0 {
+				return nil, fmt.Errorf("%w in %s (%s): commit or discard them, or remove it with cadre worktrees prune --force", ErrDirtyWorktree, path, listPaths(dirty))
+			}
+		}
+		return wt, nil
+	}
+	if err := os.MkdirAll(w.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", w.dir, err)
+	}
+	// A stale registration (the directory was deleted by hand) would make
+	// worktree add refuse the path.
+	if _, err := w.repo.Git(ctx, "worktree", "prune"); err != nil {
+		return nil, err
+	}
+	args := []string{"worktree", "add", "--quiet"}
+	if _, err := w.repo.Git(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err == nil {
+		args = append(args, "--", path, branch) // resume: the branch has the item's commits
+	} else {
+		args = append(args, "-b", branch, "--", path, base)
+	}
+	if _, err := w.repo.Git(ctx, args...); err != nil {
+		return nil, fmt.Errorf("create worktree for %s: %w", item, err)
+	}
+	return &Repo{Dir: path}, nil
+}
+
+func listPaths(paths []string) string {
+	const show = 5
+	if len(paths) <= show {
+		return strings.Join(paths, ", ")
+	}
+	return strings.Join(paths[:show], ", ") + fmt.Sprintf(" and %d more", len(paths)-show)
+}
+
+// Worktree describes one item worktree.
+type Worktree struct {
+	Item   string
+	Path   string
+	Branch string
+	Dirty  []string
+	Ahead  int  // commits on the branch not in base
+	Merged bool // the branch's commits are all in base
+}
+
+// List describes every item worktree, relative to base.
+func (w *Worktrees) List(ctx context.Context, base string) ([]Worktree, error) {
+	out, err := w.repo.Git(ctx, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, err
+	}
+	var list []Worktree
+	var cur *Worktree
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "worktree "):
+			p := strings.TrimPrefix(line, "worktree ")
+			cur = nil
+			if filepath.Dir(p) == w.dir {
+				list = append(list, Worktree{Item: filepath.Base(p), Path: p})
+				cur = &list[len(list)-1]
+			}
+		case strings.HasPrefix(line, "branch ") && cur != nil:
+			cur.Branch = strings.TrimPrefix(strings.TrimPrefix(line, "branch "), "refs/heads/")
+		}
+	}
+	for i := range list {
+		wt := &Repo{Dir: list[i].Path}
+		if _, err := os.Stat(list[i].Path); err != nil {
+			continue
+		}
+		list[i].Dirty, _ = wt.Dirty(ctx)
+		if list[i].Branch == "" {
+			continue
+		}
+		n, err := w.repo.Git(ctx, "rev-list", "--count", base+".."+list[i].Branch)
+		if err == nil {
+			fmt.Sscan(strings.TrimSpace(n), &list[i].Ahead)
+		}
+		list[i].Merged = err == nil && list[i].Ahead == 0
+	}
+	return list, nil
+}
+
+// Remove deletes an item's worktree (its branch stays unless deleteBranch).
+func (w *Worktrees) Remove(ctx context.Context, wt Worktree, force, deleteBranch bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	args := []string{"worktree", "remove"}
+	if force {
+		args = append(args, "--force")
+	}
+	if _, err := w.repo.Git(ctx, append(args, "--", wt.Path)...); err != nil {
+		return err
+	}
+	if deleteBranch && wt.Branch != "" {
+		flag := "-d"
+		if force {
+			flag = "-D"
+		}
+		if _, err := w.repo.Git(ctx, "branch", flag, "--", wt.Branch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
