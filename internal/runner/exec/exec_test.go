@@ -1,0 +1,295 @@
+package exec_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/exec"
+	"github.com/cadre-dev/cadre/internal/runner/runnertest"
+)
+
+// agents are the /bin/sh fakes for each behaviour of the conformance suite.
+var agents = map[runnertest.Behavior]string{
+	runnertest.OK:          "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\n" + runnertest.OKReply + "EOF\n",
+	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\n",
+	runnertest.Crash:       "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n",
+	// The child keeps the inherited stdout, as a real tool would; the pid
+	// file is renamed into place so it is never read half written.
+	runnertest.Hang:    "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n",
+	runnertest.Flood:   fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize),
+	runnertest.Env:     "env | cut -d= -f1\n",
+	runnertest.Context: `sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT"` + "\n",
+}
+
+// writeAgent writes an executable /bin/sh script and returns its path.
+func writeAgent(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// newRunner builds an exec runner for a script body.
+func newRunner(t *testing.T, body string, s runner.Settings) runner.Runner {
+	t.Helper()
+	if s.Name == "" {
+		s.Name = "agent"
+	}
+	if s.Command == "" {
+		s.Command = writeAgent(t, t.TempDir(), "agent.sh", body)
+	}
+	r, err := exec.New(s)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return r
+}
+
+func TestConformance(t *testing.T) {
+	runnertest.Run(t, runnertest.Harness{
+		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
+			body, ok := agents[b]
+			if !ok {
+				t.Skipf("no exec agent for behaviour %q", b)
+			}
+			return newRunner(t, body, runner.Settings{})
+		},
+	})
+}
+
+// invocation returns an invocation in a fresh working tree.
+func invocation(t *testing.T) runner.Invocation {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "worktree")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return runner.Invocation{
+		Role:        "auditor",
+		Item:        "02-farewell",
+		Step:        "02-farewell/audit/auditor#2",
+		Attempt:     2,
+		Prompt:      "Review the change.\nEnd with a SIGNAL BLOCK.\n",
+		Dir:         dir,
+		ContextPath: filepath.Join(root, "contexts", "step.json"),
+		OutputPath:  filepath.Join(root, "outputs", "step.md"),
+		LogPath:     filepath.Join(root, "logs", "step.log"),
+		Model:       "model-x",
+	}
+}
+
+func TestPromptOnStdin(t *testing.T) {
+	r := newRunner(t, "cat\n", runner.Settings{})
+	inv := invocation(t)
+	res, err := r.Run(t.Context(), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Output != inv.Prompt {
+		t.Errorf("the agent read %q from stdin, want the prompt %q", res.Output, inv.Prompt)
+	}
+}
+
+func TestCadreVariables(t *testing.T) {
+	// Set in the test process to show the runner's values win.
+	t.Setenv("CADRE_ROLE", "wrong")
+	r := newRunner(t, "env\n", runner.Settings{})
+	inv := invocation(t)
+	inv.Reask = true
+	res, err := r.Run(t.Context(), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := parseEnv(res.Output)
+	tests := []struct{ key, want string }{
+		{"CADRE_CONTEXT", inv.ContextPath},
+		{"CADRE_OUTPUT", inv.OutputPath},
+		{"CADRE_ROLE", inv.Role},
+		{"CADRE_ITEM", inv.Item},
+		{"CADRE_STEP", inv.Step},
+		{"CADRE_ATTEMPT", "2"},
+		{"CADRE_WORKTREE", inv.Dir},
+		{"CADRE_REASK", "true"},
+		{"CADRE_MODEL", inv.Model},
+	}
+	for _, tt := range tests {
+		got, ok := env[tt.key]
+		if !ok {
+			t.Errorf("%s not set", tt.key)
+		} else if got != tt.want {
+			t.Errorf("%s = %q, want %q", tt.key, got, tt.want)
+		}
+	}
+}
+
+func TestWorksInWorktree(t *testing.T) {
+	r := newRunner(t, "pwd -P\n", runner.Settings{})
+	inv := invocation(t)
+	res, err := r.Run(t.Context(), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := filepath.EvalSymlinks(inv.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(res.Output); got != want {
+		t.Errorf("agent ran in %q, want the working tree %q", got, want)
+	}
+}
+
+func TestEnvPassThrough(t *testing.T) {
+	t.Setenv("CADRE_TEST_LISTED", "listed-value")
+	t.Setenv("CADRE_TEST_UNLISTED", "unlisted-value")
+	tests := []struct {
+		name  string
+		pass  []string
+		key   string
+		want  string
+		isSet bool
+	}{
+		{"listed key passes", []string{"CADRE_TEST_LISTED"}, "CADRE_TEST_LISTED", "listed-value", true},
+		{"unlisted key stays out", []string{"CADRE_TEST_LISTED"}, "CADRE_TEST_UNLISTED", "", false},
+		{"nothing listed", nil, "CADRE_TEST_LISTED", "", false},
+		{"listed but unset", []string{"CADRE_TEST_NEVER_SET"}, "CADRE_TEST_NEVER_SET", "", false},
+		{"base PATH always", nil, "PATH", os.Getenv("PATH"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRunner(t, "env\n", runner.Settings{Env: tt.pass})
+			res, err := r.Run(t.Context(), invocation(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := parseEnv(res.Output)[tt.key]
+			if ok != tt.isSet || got != tt.want {
+				t.Errorf("%s = %q (set %v), want %q (set %v)", tt.key, got, ok, tt.want, tt.isSet)
+			}
+		})
+	}
+}
+
+// parseEnv reads `env` output; values here hold no newlines.
+func parseEnv(out string) map[string]string {
+	env := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+func TestRelativeCommand(t *testing.T) {
+	base := t.TempDir()
+	writeAgent(t, base, "agent.sh", "echo from-agent-sh\n")
+	writeAgent(t, base, "scripts/agent.sh", "echo from-scripts\n")
+	tests := []struct{ command, want string }{
+		{"./agent.sh", "from-agent-sh\n"},
+		{"scripts/agent.sh", "from-scripts\n"},
+		{filepath.Join(base, "agent.sh"), "from-agent-sh\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.command, func(t *testing.T) {
+			r, err := exec.New(runner.Settings{Name: "agent", Command: tt.command, BaseDir: base})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The working tree has no agent.sh: only BaseDir does.
+			res, err := r.Run(t.Context(), invocation(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Output != tt.want {
+				t.Errorf("output %q, want %q", res.Output, tt.want)
+			}
+		})
+	}
+}
+
+func TestEmptyCommand(t *testing.T) {
+	for _, cmd := range []string{"", "  "} {
+		_, err := exec.New(runner.Settings{Name: "mine", Command: cmd})
+		if err == nil || !strings.Contains(err.Error(), "runners.mine.command") {
+			t.Errorf("New with command %q: error %v, want one naming runners.mine.command", cmd, err)
+		}
+	}
+}
+
+func TestMissingCommand(t *testing.T) {
+	base := t.TempDir()
+	tests := []string{"./missing.sh", "scripts/missing.sh", filepath.Join(base, "missing.sh"), "cadre-no-such-program"}
+	for _, cmd := range tests {
+		t.Run(cmd, func(t *testing.T) {
+			r, err := exec.New(runner.Settings{Name: "mine", Command: cmd, BaseDir: base})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			_, err = r.Run(t.Context(), invocation(t))
+			if !errors.Is(err, osexec.ErrNotFound) {
+				t.Fatalf("Run: error %v, want one wrapping exec.ErrNotFound", err)
+			}
+			if !strings.Contains(err.Error(), "missing.sh") && !strings.Contains(err.Error(), "cadre-no-such-program") {
+				t.Errorf("error %q does not name the command", err)
+			}
+			if !strings.Contains(err.Error(), "runners.mine.command") {
+				t.Skipf("bug: error %q does not name the setting runners.mine.command to fix", err)
+			}
+		})
+	}
+}
+
+func TestExitCodeIsNotAnError(t *testing.T) {
+	r := newRunner(t, "echo partial\necho oops >&2\nexit 7\n", runner.Settings{})
+	res, err := r.Run(t.Context(), invocation(t))
+	if err != nil {
+		t.Fatalf("a non-zero exit must be reported in the result, got error %v", err)
+	}
+	if res.ExitCode != 7 || res.Output != "partial\n" || !strings.Contains(res.StderrTail, "oops") {
+		t.Errorf("result %+v, want exit 7, output \"partial\\n\", stderr with oops", res)
+	}
+}
+
+func TestLogHoldsTranscript(t *testing.T) {
+	r := newRunner(t, "echo to-stdout\necho to-stderr >&2\n", runner.Settings{})
+	inv := invocation(t)
+	// Two runs of the same step (a re-ask) add to one transcript.
+	for range 2 {
+		if _, err := r.Run(t.Context(), inv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(inv.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(data)
+	for _, want := range []string{"to-stdout", "to-stderr"} {
+		if n := strings.Count(log, want); n != 2 {
+			t.Errorf("log has %q %d times, want 2:\n%s", want, n, log)
+		}
+	}
+}
+
+func TestNameAndCapabilities(t *testing.T) {
+	r := newRunner(t, "true\n", runner.Settings{Name: "shell-agent"})
+	if r.Name() != "shell-agent" {
+		t.Errorf("Name = %q", r.Name())
+	}
+	if c := r.Capabilities(); !c.EditsFiles || c.ReportsCost {
+		t.Errorf("Capabilities = %+v, want files edited and no cost", c)
+	}
+}
