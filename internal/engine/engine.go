@@ -14,7 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
@@ -42,6 +45,12 @@ type Options struct {
 	Model    string        `json:"model,omitempty"`
 	Timeout  time.Duration `json:"timeout,omitempty"`
 	InPlace  bool          `json:"in_place,omitempty"`
+	// Parallel is how many items run at once in worktree mode (0: limits.parallel_issues).
+	Parallel int `json:"parallel,omitempty"`
+	// Agents is how many agent steps of one item run at once (0: limits.parallel_agents).
+	Agents int `json:"agents,omitempty"`
+	// BudgetUSD stops new steps once the run has spent this much (0: limits.budget_usd).
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
 }
 
 // Deps are the engine's explicit dependencies.
@@ -73,6 +82,7 @@ var CrashPoints = []string{CrashStepStarted, CrashAgentExited, CrashCommitted, C
 type Engine struct {
 	d    Deps
 	repo *workspace.Repo
+	wts  *workspace.Worktrees
 }
 
 // New returns an engine for d.Root, which must be a git working tree.
@@ -88,7 +98,7 @@ func New(ctx context.Context, d Deps) (*Engine, error) {
 		d.PID = os.Getpid()
 	}
 	d.Root = repo.Dir
-	return &Engine{d: d, repo: repo}, nil
+	return &Engine{d: d, repo: repo, wts: workspace.NewWorktrees(repo)}, nil
 }
 
 // StateDir is the repository's .cadre directory.
@@ -139,10 +149,16 @@ func (e *Engine) Start(ctx context.Context, opts Options) (Summary, error) {
 		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
 	defer lk.release()
-	if dirty, err := e.repo.Dirty(ctx); err != nil {
-		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
-	} else if len(dirty) > 0 {
-		return Summary{}, fmt.Errorf("%w: the working tree has uncommitted changes (%s): commit, stash or discard them first (leftovers of a failed run?)", ErrPreflight, listFiles(dirty))
+	if opts.InPlace {
+		// In place, the agents write in this checkout: leftovers of a failed
+		// run would be committed with the next task.
+		if dirty, err := e.repo.Dirty(ctx); err != nil {
+			return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
+		} else if len(dirty) > 0 {
+			return Summary{}, fmt.Errorf("%w: the working tree has uncommitted changes (%s): commit, stash or discard them first (leftovers of a failed run?)", ErrPreflight, listFiles(dirty))
+		}
+	} else if _, err := e.repo.Git(ctx, "rev-parse", "--verify", "-q", e.d.Config.BaseBranch+"^{commit}"); err != nil {
+		return Summary{}, fmt.Errorf("%w: base_branch %q has no commit to branch from: set base_branch in cadre.yaml (or commit first)", ErrPreflight, e.d.Config.BaseBranch)
 	}
 	optsJSON, _ := json.Marshal(opts)
 	if err := e.d.Store.CreateRun(ctx, store.Run{ID: runID, Repo: e.d.Root, Workflow: workflowName(opts), Options: optsJSON, PID: e.d.PID}); err != nil {
@@ -157,8 +173,19 @@ func (e *Engine) Start(ctx context.Context, opts Options) (Summary, error) {
 	return e.execute(ctx, runID, opts, false)
 }
 
+// ResumeOverrides change a stored run's options on resume.
+type ResumeOverrides struct {
+	BudgetUSD *float64
+	Parallel  int
+}
+
 // Resume continues run runID, or the latest run when runID is empty.
 func (e *Engine) Resume(ctx context.Context, runID string) (Summary, error) {
+	return e.ResumeWith(ctx, runID, ResumeOverrides{})
+}
+
+// ResumeWith continues a run with some options changed (a higher budget).
+func (e *Engine) ResumeWith(ctx context.Context, runID string, ov ResumeOverrides) (Summary, error) {
 	var r store.Run
 	var err error
 	if runID == "" {
@@ -181,6 +208,12 @@ func (e *Engine) Resume(ctx context.Context, runID string) (Summary, error) {
 	var opts Options
 	if err := json.Unmarshal(r.Options, &opts); err != nil {
 		return Summary{}, fmt.Errorf("run %s: options: %w", r.ID, err)
+	}
+	if ov.BudgetUSD != nil {
+		opts.BudgetUSD = *ov.BudgetUSD
+	}
+	if ov.Parallel > 0 {
+		opts.Parallel = ov.Parallel
 	}
 	if err := e.checkRunners(opts); err != nil {
 		return Summary{}, err
@@ -254,6 +287,9 @@ func (e *Engine) loadTargets(opts Options) ([]*taskfile.Task, error) {
 		t, err := taskfile.Load(abs)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s", ErrPreflight, relErr(err, e.d.Root))
+		}
+		if err := workspace.CheckItemID(t.ID); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w: rename the file", ErrPreflight, relErr(errors.New(abs), e.d.Root), err)
 		}
 		if prev, dup := seen[t.ID]; dup {
 			if prev == abs {
@@ -386,7 +422,9 @@ func (e *Engine) stopRequested(run string) bool {
 	return err == nil
 }
 
-// execute drives every item of a run, in order, until one hard-stops.
+// execute drives the items of a run: one after another in place, or up to
+// Parallel at once in their own worktrees. A hard stop halts the whole run:
+// no item starts a new step after it.
 func (e *Engine) execute(ctx context.Context, runID string, opts Options, resumed bool) (Summary, error) {
 	start := time.Now()
 	if err := e.d.Store.SetRunStatus(ctx, runID, store.RunRunning, e.d.PID); err != nil {
@@ -397,24 +435,146 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 	if err != nil {
 		return Summary{}, err
 	}
-	sum := Summary{Run: runID, Status: store.RunCompleted}
+	rs := &runState{id: runID, opts: opts, resumed: resumed, done: map[string]chan struct{}{}, ok: map[string]bool{}}
+	for _, it := range items {
+		rs.done[it.ID] = make(chan struct{})
+	}
+	parallel := opts.Parallel
+	if parallel <= 0 {
+		parallel = e.d.Config.Limits.ParallelIssues
+	}
+	if opts.InPlace || parallel < 1 {
+		parallel = 1
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
 	for i, it := range items {
-		if i > 0 {
+		if i > 0 && parallel == 1 {
+			// Sequential runs wait for the previous item before the crash
+			// point, so "between items" means what it says.
+			<-rs.done[items[i-1].ID]
 			e.d.Crash(CrashBetweenItems)
 		}
-		if it.Status == "completed" || it.Status == "skipped" {
+		if rs.halted() != "" {
+			close(rs.done[it.ID])
 			continue
 		}
-		out, err := e.runItem(ctx, runID, opts, it)
-		if err != nil {
-			return e.finish(ctx, runID, sum, start, err)
+		g.Go(func() error {
+			defer close(rs.done[it.ID])
+			if it.Status == store.ItemCompleted || it.Status == store.ItemSkipped {
+				rs.markOK(it.ID, it.Status == store.ItemCompleted)
+				return nil
+			}
+			if reason := rs.waitDeps(gctx, it.ID, e.depsOf(it)); reason != "" {
+				e.d.Store.UpdateItem(gctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemSkipped), Error: &reason})
+				e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.Warning, Message: "skipped: " + reason})
+				return nil
+			}
+			if rs.halted() != "" {
+				return nil
+			}
+			out, err := e.runItem(gctx, rs, it)
+			if err != nil {
+				return err
+			}
+			rs.markOK(it.ID, out.completed)
+			if out.failed {
+				rs.fail(out.reason)
+			}
+			if out.halt != "" {
+				rs.halt(out.halt, out.reason)
+			}
+			return nil
+		})
+	}
+	err = g.Wait()
+	sum := Summary{Run: runID, Status: store.RunCompleted}
+	switch {
+	case rs.halted() != "":
+		sum.Status, sum.Reason = rs.halted(), rs.haltReason
+	case rs.failed != "":
+		sum.Status, sum.Reason = store.RunFailed, rs.failed
+	}
+	return e.finish(ctx, runID, sum, start, err)
+}
+
+// runState is what the items of one run share.
+type runState struct {
+	id      string
+	opts    Options
+	resumed bool
+	done    map[string]chan struct{} // closed when an item ends (or is never started)
+
+	mu         sync.Mutex
+	ok         map[string]bool // item completed
+	haltStatus string
+	haltReason string
+	failed     string // first item failure that did not halt the run
+}
+
+func (rs *runState) markOK(id string, ok bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.ok[id] = ok
+}
+
+// halt stops the run with status; the first halt wins, a failure over a stop.
+func (rs *runState) halt(status, reason string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.haltStatus == "" || (status == store.RunFailed && rs.haltStatus != store.RunFailed) {
+		rs.haltStatus, rs.haltReason = status, reason
+	}
+}
+
+func (rs *runState) halted() string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.haltStatus
+}
+
+func (rs *runState) fail(reason string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.failed == "" {
+		rs.failed = reason
+	}
+}
+
+// waitDeps blocks until the item's dependencies in this run have ended and
+// says why the item cannot go on, if it cannot.
+func (rs *runState) waitDeps(ctx context.Context, item string, deps []string) string {
+	var missing []string
+	for _, d := range deps {
+		ch, inRun := rs.done[d]
+		if !inRun {
+			continue
 		}
-		if out.stop != "" {
-			sum.Status, sum.Reason = out.stop, out.reason
-			break
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return "cancelled"
+		}
+		rs.mu.Lock()
+		ok := rs.ok[d]
+		rs.mu.Unlock()
+		if !ok {
+			missing = append(missing, d)
 		}
 	}
-	return e.finish(ctx, runID, sum, start, nil)
+	if len(missing) > 0 {
+		return "depends on " + strings.Join(missing, ", ") + ", which did not complete"
+	}
+	return ""
+}
+
+// depsOf reads an item's dependencies from its task file.
+func (e *Engine) depsOf(it store.Item) []string {
+	t, err := taskfile.Load(it.Ref)
+	if err != nil {
+		return nil
+	}
+	return t.DependsOn
 }
 
 // finish records the run's end and builds its summary.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -394,59 +395,159 @@ func TestAgentWrittenOutputFileWins(t *testing.T) {
 	}
 }
 
-type crash struct{ point string }
+// callLog is an agent that appends each step id to a file outside the
+// repository, so calls are counted across processes.
+type callLog struct{ path string }
 
-// TestResumeAfterCrashRepeatsNoCompletedStep crashes the engine (a panic in
-// the crash hook stands in for SIGKILL here; the testscript suite kills the
-// real binary) at every point, resumes, and compares with a clean run.
-func TestResumeAfterCrashRepeatsNoCompletedStep(t *testing.T) {
-	clean := newEnv(t, passAll, [2]string{"a", "code"}, [2]string{"b", "plan"})
-	if _, err := clean.eng.Start(context.Background(), Options{InPlace: true}); err != nil {
+func (c callLog) Name() string               { return "log" }
+func (c callLog) Capabilities() runner.Caps { return runner.Caps{EditsFiles: true} }
+func (c callLog) Run(_ context.Context, inv runner.Invocation) (runner.Result, error) {
+	f, err := os.OpenFile(c.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	fmt.Fprintln(f, inv.Step)
+	f.Close()
+	return passAll(inv), nil
+}
+
+// TestHelperCrashingRun is not a test: TestResumeAfterCrash runs the test
+// binary through it as a separate cadre process that SIGKILLs itself at a
+// crash point.
+func TestHelperCrashingRun(t *testing.T) {
+	root := os.Getenv("CADRE_HELPER_ROOT")
+	if root == "" {
+		t.Skip("helper process only")
+	}
+	st, err := store.Open(context.Background(), filepath.Join(root, ".cadre", "cadre.db"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, point := range CrashPoints {
-		t.Run(point, func(t *testing.T) {
-			e := newEnv(t, passAll, [2]string{"a", "code"}, [2]string{"b", "plan"})
-			armed := true
-			e.eng.d.Crash = func(p string) {
-				if p == point && armed {
-					armed = false
-					panic(crash{p})
-				}
+	reg := runner.NewRegistry()
+	reg.Register("log", func(runner.Settings) (runner.Runner, error) { return callLog{os.Getenv("CADRE_HELPER_CALLS")}, nil })
+	cfg := config.Default()
+	cfg.Defaults.Runner = "log"
+	roles, _ := role.Load("")
+	point := os.Getenv("CADRE_HELPER_CRASH")
+	eng, err := New(context.Background(), Deps{Root: root, Config: cfg, Store: st, Roles: roles, Runners: reg,
+		Bus: event.NewBus(nil), Crash: func(p string) {
+			if p == point {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
 			}
-			func() {
-				defer func() {
-					if r := recover(); r == nil {
-						t.Fatal("no crash")
-					} else if _, ok := r.(crash); !ok {
-						panic(r)
-					}
-				}()
-				e.eng.Start(context.Background(), Options{InPlace: true})
-			}()
-			before := len(e.fake.calls)
-			sum, err := e.eng.Resume(context.Background(), "")
-			if err != nil || sum.Status != store.RunCompleted {
-				t.Fatalf("resume: %v %s %s", err, sum.Status, sum.Reason)
-			}
-			seen := map[string]int{}
-			for _, c := range e.fake.calls {
-				seen[c]++
-			}
-			for id, n := range seen {
-				// Only a step whose result was not journaled may run again.
-				if n > 1 && point != CrashAgentExited {
-					t.Errorf("step %s ran %d times", id, n)
-				}
-			}
-			if point == CrashAgentExited && len(e.fake.calls) != len(clean.fake.calls)+1 {
-				t.Errorf("calls %v (before resume %d)", e.fake.calls, before)
-			}
-			if diff := cmp.Diff(clean.commits(), e.commits()); diff != "" {
-				t.Errorf("commits differ from a clean run: %s", diff)
-			}
-		})
+		}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	inPlace := os.Getenv("CADRE_HELPER_INPLACE") == "1"
+	if os.Getenv("CADRE_HELPER_MODE") == "resume" {
+		_, err = eng.Resume(context.Background(), "")
+	} else {
+		_, err = eng.Start(context.Background(), Options{InPlace: inPlace, Parallel: 1})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResumeAfterCrash kills a real engine process at every crash point,
+// resumes it, and compares commits and agent calls with an uninterrupted run.
+func TestResumeAfterCrash(t *testing.T) {
+	for _, inPlace := range []bool{true, false} {
+		mode := map[bool]string{true: "in-place", false: "worktrees"}[inPlace]
+		run := func(t *testing.T, root, calls, crashAt, how string) error {
+			cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperCrashingRun$")
+			cmd.Env = append(os.Environ(), "CADRE_HELPER_ROOT="+root, "CADRE_HELPER_CALLS="+calls,
+				"CADRE_HELPER_CRASH="+crashAt, "CADRE_HELPER_MODE="+how, "CADRE_HELPER_INPLACE="+map[bool]string{true: "1"}[inPlace])
+			out, err := cmd.CombinedOutput()
+			if err != nil && crashAt == "" {
+				t.Logf("%s", out)
+			}
+			return err
+		}
+		tasks := [][2]string{{"a", "code"}, {"b", "plan"}}
+		clean := newEnv(t, passAll, tasks...)
+		cleanCalls := filepath.Join(t.TempDir(), "calls")
+		if err := run(t, clean.root, cleanCalls, "", "start"); err != nil {
+			t.Fatalf("%s clean run: %v", mode, err)
+		}
+		want, _ := os.ReadFile(cleanCalls)
+		for _, point := range CrashPoints {
+			t.Run(mode+"/"+point, func(t *testing.T) {
+				e := newEnv(t, passAll, tasks...)
+				calls := filepath.Join(t.TempDir(), "calls")
+				if err := run(t, e.root, calls, point, "start"); err == nil {
+					t.Fatal("the run did not crash")
+				}
+				if err := run(t, e.root, calls, "", "resume"); err != nil {
+					t.Fatalf("resume: %v", err)
+				}
+				got, _ := os.ReadFile(calls)
+				seen := map[string]int{}
+				for _, c := range strings.Fields(string(got)) {
+					seen[c]++
+				}
+				repeated := 0
+				for id, n := range seen {
+					if n > 1 {
+						repeated++
+						// Only a step whose result was never journaled may run again.
+						if point != CrashAgentExited || n != 2 {
+							t.Errorf("step %s ran %d times", id, n)
+						}
+					}
+				}
+				if point == CrashAgentExited && repeated != 1 {
+					t.Errorf("%d steps repeated, want exactly the one killed before its record", repeated)
+				}
+				if diff := cmp.Diff(strings.Fields(string(want)), uniq(strings.Fields(string(got)))); diff != "" {
+					t.Errorf("agent calls differ from a clean run: %s", diff)
+				}
+				for _, branch := range branchesOf(t, clean, inPlace) {
+					if diff := cmp.Diff(logOf(t, clean.root, branch), logOf(t, e.root, branch)); diff != "" {
+						t.Errorf("%s: commits differ from a clean run: %s", branch, diff)
+					}
+				}
+				sum, err := Summarize(context.Background(), e.st, lastRun(t, e.st))
+				if err != nil || sum.Status != store.RunCompleted {
+					t.Errorf("journal: %v %s", err, sum.Status)
+				}
+			})
+		}
+	}
+}
+
+func uniq(in []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func branchesOf(t *testing.T, e *env, inPlace bool) []string {
+	if inPlace {
+		return []string{"main"}
+	}
+	return strings.Fields(git(t, e.root, "for-each-ref", "--format=%(refname:short)", "refs/heads/cadre/"))
+}
+
+// logOf lists a branch's commits as subject + changed files, which must be
+// equal between runs (hashes differ by time).
+func logOf(t *testing.T, root, branch string) string {
+	return git(t, root, "log", "--format=%s%n%(trailers:key=Cadre-Step)", "--name-only", branch)
+}
+
+func lastRun(t *testing.T, st *store.Store) string {
+	r, err := st.LatestRun(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.ID
 }
 
 func TestPreflightErrors(t *testing.T) {

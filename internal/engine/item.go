@@ -17,22 +17,28 @@ import (
 	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
+	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
-// itemOutcome says whether the run goes on after an item.
+// itemOutcome is how an item ended, and whether the run goes on.
 type itemOutcome struct {
-	stop   string // "" go on; else the run status to end with
-	reason string
+	completed bool
+	failed    bool   // the item failed (the run ends failed)
+	halt      string // non-empty: stop the whole run with this status
+	reason    string
 }
 
 // itemRun is the working state of one item.
 type itemRun struct {
 	run    string
+	rs     *runState
 	opts   Options
 	it     store.Item
 	task   *taskfile.Task
-	dir    string // where the agents work
-	outDir string // .cadre/runs/<run>/items/<item>
+	repo   *workspace.Repo // the tree the agents work in
+	dir    string          // its directory
+	outDir string          // .cadre/runs/<run>/items/<item>
+	agents chan struct{}   // bounds this item's concurrent agent steps
 	// written is the frontmatter last written, to skip redundant writes.
 	written map[string]string
 }
@@ -46,30 +52,44 @@ func strp(s string) *string { return &s }
 
 // runItem drives one item through the runner workflow from the state the run
 // first saw, replaying journaled steps and running the rest.
-func (e *Engine) runItem(ctx context.Context, runID string, opts Options, it store.Item) (itemOutcome, error) {
+func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (itemOutcome, error) {
+	runID := rs.id
 	task, err := taskfile.Load(it.Ref)
 	if err != nil {
 		msg := relErr(err, e.d.Root)
-		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp("failed"), Error: &msg})
-		return itemOutcome{stop: store.RunFailed, reason: msg}, nil
+		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &msg})
+		return itemOutcome{failed: true, reason: msg}, nil
 	}
-	ir := &itemRun{run: runID, opts: opts, it: it, task: task, dir: e.d.Root,
-		outDir: filepath.Join(e.StateDir(), "runs", runID, "items", it.ID), written: map[string]string{}}
+	agents := rs.opts.Agents
+	if agents <= 0 {
+		agents = e.d.Config.Limits.ParallelAgents
+	}
+	ir := &itemRun{run: runID, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root,
+		outDir: filepath.Join(e.StateDir(), "runs", runID, "items", it.ID), written: map[string]string{},
+		agents: make(chan struct{}, max(agents, 1))}
 	lim := workflow.Limits{AuditPassRating: e.d.Config.Limits.AuditPassRating, MaxAttempts: e.d.Config.Limits.MaxAttempts}
 
 	s := workflow.Initial(it.ID, it.InitStage, it.InitAttempts)
-	if reason := e.unmetDeps(task); reason != "" {
-		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp("skipped"), Error: &reason})
+	if reason := e.unmetDeps(task, rs); reason != "" {
+		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemSkipped), Error: &reason})
 		e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + reason})
 		return itemOutcome{}, nil
 	}
 	s, d := e.next(lim, ir, s, workflow.Event{Kind: workflow.Start})
 	if d.Kind == workflow.Skip {
-		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp("skipped"), Error: &d.Reason})
+		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemSkipped), Error: &d.Reason})
 		e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + d.Reason})
-		return itemOutcome{}, nil
+		return itemOutcome{completed: s.Stage == workflow.StageCompleted}, nil
 	}
-	e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp("running")})
+	if !rs.opts.InPlace && d.Kind == workflow.RunStep {
+		if err := e.provision(ctx, ir); err != nil {
+			msg := err.Error()
+			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &msg})
+			e.publish(ir, event.Event{Type: event.TaskFailed, Stage: s.Stage, Error: msg})
+			return itemOutcome{failed: true, reason: msg}, nil
+		}
+	}
+	e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)})
 	e.publish(ir, event.Event{Type: event.TaskStarted, Stage: s.Stage, Message: task.Title})
 	for {
 		if err := e.syncFrontmatter(ctx, ir, s, d); err != nil {
@@ -77,6 +97,11 @@ func (e *Engine) runItem(ctx context.Context, runID string, opts Options, it sto
 		}
 		switch d.Kind {
 		case workflow.RunStep:
+			if reason := e.overBudget(ctx, ir, d.Step.ID); reason != "" {
+				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &reason})
+				e.publish(ir, event.Event{Type: event.ItemPaused, Stage: s.Stage, Message: reason})
+				return itemOutcome{halt: store.RunPaused, reason: reason}, nil
+			}
 			ev, err := e.step(ctx, ir, s, d.Step)
 			if err != nil {
 				return itemOutcome{}, err
@@ -86,40 +111,96 @@ func (e *Engine) runItem(ctx context.Context, runID string, opts Options, it sto
 			if err := e.commit(ctx, ir); err != nil {
 				return e.failItem(ctx, ir, s, err.Error())
 			}
-			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp("completed"), Stage: strp(s.Stage), Attempts: &s.Attempts, CurrentStep: strp("")})
+			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp(s.Stage), Attempts: &s.Attempts, CurrentStep: strp("")})
 			e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: s.Stage})
-			return itemOutcome{}, nil
+			return itemOutcome{completed: true}, nil
 		case workflow.HardStop:
 			return e.failItem(ctx, ir, s, d.Reason)
 		case workflow.Stopped:
-			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp("stopped"), Stage: strp(s.Stage), Attempts: &s.Attempts})
+			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemStopped), Stage: strp(s.Stage), Attempts: &s.Attempts})
+			reason := "stopped by request"
+			status := store.RunStopped
+			if h := rs.halted(); h != "" {
+				status, reason = h, rs.haltReason
+			}
 			e.publish(ir, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Message: d.Reason})
-			return itemOutcome{stop: store.RunStopped, reason: "stopped by request"}, nil
+			return itemOutcome{halt: status, reason: reason}, nil
 		default:
 			return itemOutcome{}, fmt.Errorf("item %s: unexpected decision %v", it.ID, d.Kind)
 		}
 	}
 }
 
-// next feeds ev to the state machine, first telling it about a stop request.
+// next feeds ev to the state machine, first telling it about a stop
+// request or a halt of the run by another item.
 func (e *Engine) next(lim workflow.Limits, ir *itemRun, s workflow.State, ev workflow.Event) (workflow.State, workflow.Decision) {
-	if !s.Stopping && e.stopRequested(ir.run) {
+	if !s.Stopping && (e.stopRequested(ir.run) || ir.rs.halted() != "") {
 		s, _ = workflow.Next(lim, s, workflow.Event{Kind: workflow.Stop})
 	}
 	return workflow.Next(lim, s, ev)
 }
 
+// failItem ends an item on a hard stop, which halts the whole run.
 func (e *Engine) failItem(ctx context.Context, ir *itemRun, s workflow.State, reason string) (itemOutcome, error) {
-	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp("failed"), Stage: strp(s.Stage), Attempts: &s.Attempts, Error: &reason})
+	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp(s.Stage), Attempts: &s.Attempts, Error: &reason})
 	e.publish(ir, event.Event{Type: event.TaskFailed, Stage: s.Stage, Error: reason})
 	e.publish(ir, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Error: reason})
-	return itemOutcome{stop: store.RunFailed, reason: reason}, nil
+	return itemOutcome{failed: true, halt: store.RunFailed, reason: reason}, nil
 }
 
-// unmetDeps names the dependencies of t that are not completed, if any.
-func (e *Engine) unmetDeps(t *taskfile.Task) string {
+// provision gives an item its worktree on its own branch. A leftover
+// worktree with uncommitted changes is refused unless this run already
+// worked on the item (then the changes are its own, e.g. after a crash).
+func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
+	owned := false
+	if ir.rs.resumed {
+		steps, err := e.d.Store.Steps(ctx, ir.run)
+		if err != nil {
+			return err
+		}
+		for _, st := range steps {
+			owned = owned || st.ItemID == ir.it.ID
+		}
+	}
+	branch := workspace.BranchName(ir.it.ID, ir.task.Title)
+	wt, err := e.wts.Ensure(ctx, ir.it.ID, branch, e.d.Config.BaseBranch, owned)
+	if err != nil {
+		return fmt.Errorf("item %s refused: %w", ir.it.ID, err)
+	}
+	ir.repo, ir.dir = wt, wt.Dir
+	return nil
+}
+
+// overBudget says why no new step may start, when the run's spending has
+// reached its budget; a step the journal has as completed is replayed free.
+func (e *Engine) overBudget(ctx context.Context, ir *itemRun, step string) string {
+	budget := ir.opts.BudgetUSD
+	if budget <= 0 {
+		budget = e.d.Config.Limits.BudgetUSD
+	}
+	if budget <= 0 {
+		return ""
+	}
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, step); err == nil && rec.Status == store.StepCompleted {
+		return ""
+	}
+	tot, err := e.d.Store.Totals(ctx, ir.run)
+	if err != nil || tot.CostUSD < budget {
+		return ""
+	}
+	reason := fmt.Sprintf("budget reached: spent $%.4f of $%.2f; continue with cadre resume --budget-usd N", tot.CostUSD, budget)
+	ir.rs.halt(store.RunPaused, reason)
+	return reason
+}
+
+// unmetDeps names the dependencies of t outside this run that are not
+// completed, if any (dependencies inside the run are awaited instead).
+func (e *Engine) unmetDeps(t *taskfile.Task, rs *runState) string {
 	var missing []string
 	for _, d := range t.DependsOn {
+		if _, inRun := rs.done[d]; inRun {
+			continue
+		}
 		dep, err := taskfile.Load(filepath.Join(filepath.Dir(t.Path), d+".md"))
 		if err != nil || dep.Stage != workflow.StageCompleted {
 			missing = append(missing, d)
@@ -220,6 +301,12 @@ func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st wor
 		WorkDir: ir.dir, ContextPath: ctxPath, OutputPath: outPath, Inputs: st.Inputs, Review: st.Review, Automated: true})
 	if err != nil {
 		return workflow.Event{Kind: workflow.StepFailed, Role: st.Role, Reason: err.Error()}, nil
+	}
+	select {
+	case ir.agents <- struct{}{}:
+		defer func() { <-ir.agents }()
+	case <-ctx.Done():
+		return workflow.Event{}, ctx.Err()
 	}
 	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: st.ID, Role: st.Role, Runner: runnerName, Model: model, Kind: "agent", OutputPath: outPath}
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
@@ -432,12 +519,12 @@ func (e *Engine) commit(ctx context.Context, ir *itemRun) error {
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
 		return err
 	}
-	sha, err := e.repo.FindStepCommit(ctx, id)
+	sha, err := ir.repo.FindStepCommit(ctx, id)
 	if err != nil {
 		return err
 	}
 	if sha == "" {
-		sha, err = e.repo.CommitAll(ctx, commitMessage(ir.task), id)
+		sha, err = ir.repo.CommitAll(ctx, commitMessage(ir.task), id)
 		if err != nil {
 			rec.Status, rec.Error = store.StepFailed, err.Error()
 			e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)

@@ -5,8 +5,10 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -74,6 +76,9 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		Timeout: inv.Timeout,
 	})
 	out := runner.Result{ExitCode: res.ExitCode, Output: string(res.Stdout), StderrTail: res.StderrTail}
+	if errors.Is(err, osexec.ErrNotFound) {
+		return out, fmt.Errorf("runner %s: %w: install it or fix runners.%s.command", r.name, err, r.name)
+	}
 	if err != nil {
 		return out, fmt.Errorf("runner %s: %w", r.name, err)
 	}

@@ -246,7 +246,7 @@ func TestMissingCommand(t *testing.T) {
 				t.Errorf("error %q does not name the command", err)
 			}
 			if !strings.Contains(err.Error(), "runners.mine.command") {
-				t.Skipf("bug: error %q does not name the setting runners.mine.command to fix", err)
+				t.Errorf("error %q does not name the setting runners.mine.command to fix", err)
 			}
 		})
 	}

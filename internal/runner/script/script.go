@@ -230,23 +230,44 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 }
 
 // confine resolves a scenario path inside the working tree; a path that
-// escapes it (absolute, .., or through a symlink) is refused.
+// escapes it (absolute, "..", or through a symlink anywhere along the way,
+// including the file itself or a directory that MkdirAll would extend) is
+// refused.
 func confine(dir, p string) (string, error) {
 	if p == "" || filepath.IsAbs(p) {
 		return "", fmt.Errorf("path %q must be relative to the working tree", p)
 	}
 	full := filepath.Join(dir, p)
-	rel, err := filepath.Rel(dir, full)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if !inside(dir, full) {
 		return "", fmt.Errorf("path %q leaves the working tree", p)
 	}
-	if real, err := filepath.EvalSymlinks(filepath.Dir(full)); err == nil {
-		root, _ := filepath.EvalSymlinks(dir)
-		if r, err := filepath.Rel(root, real); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-			return "", fmt.Errorf("path %q leaves the working tree through a symlink", p)
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("working tree: %w", err)
+	}
+	// The longest existing prefix decides where new files and directories
+	// will really land; EvalSymlinks resolves every link in it.
+	existing := full
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
 		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			break
+		}
+		existing = parent
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil || !inside(root, real) {
+		return "", fmt.Errorf("path %q leaves the working tree through a symlink", p)
 	}
 	return full, nil
+}
+
+func inside(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func apply(ctx context.Context, dir string, a Action, log *strings.Builder) error {
