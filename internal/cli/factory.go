@@ -140,6 +140,11 @@ func relPath(err error, root string) error {
 	return errors.New(msg)
 }
 
+func hasJournal(root string) bool {
+	_, err := os.Stat(filepath.Join(root, workspace.StateDir, "cadre.db"))
+	return err == nil
+}
+
 func openStore(ctx context.Context, root string) (*store.Store, error) {
 	return store.Open(ctx, filepath.Join(root, workspace.StateDir, "cadre.db"))
 }

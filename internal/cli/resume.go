@@ -4,12 +4,16 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cadre-dev/cadre/internal/engine"
 )
 
 // ResumeOptions are the arguments of cadre resume.
 type ResumeOptions struct {
-	Run  string
-	JSON bool
+	Run      string
+	Budget   float64
+	Parallel int
+	JSON     bool
 }
 
 // NewCmdResume builds cadre resume.
@@ -22,7 +26,8 @@ func NewCmdResume(f *Factory, runF func(context.Context, *Factory, *ResumeOption
 completed are replayed from their recorded results, never run again; a commit already made
 is found by its Cadre-Step trailer and not repeated.` + exitStatusRunning,
 		Example: `  cadre resume                      # the latest run
-  cadre resume 20261122-101500-ab12 # a given run`,
+  cadre resume 20261122-101500-ab12 # a given run
+  cadre resume --budget-usd 20      # a run paused at its budget, with a higher one`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -35,6 +40,8 @@ is found by its Cadre-Step trailer and not repeated.` + exitStatusRunning,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
+	cmd.Flags().Float64Var(&opts.Budget, "budget-usd", -1, "a new budget for the run (`X` dollars; 0 = no limit)")
+	cmd.Flags().IntVar(&opts.Parallel, "parallel", 0, "items at once (default: as the run started)")
 	return cmd
 }
 
@@ -52,6 +59,11 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 	if err != nil {
 		return err
 	}
-	sum, err := e.Resume(ctx, opts.Run)
+	var ov engine.ResumeOverrides
+	if opts.Budget >= 0 {
+		ov.BudgetUSD = &opts.Budget
+	}
+	ov.Parallel = opts.Parallel
+	sum, err := e.ResumeWith(ctx, opts.Run, ov)
 	return finishRun(f, sum, err, opts.JSON)
 }

@@ -23,6 +23,9 @@ type RunOptions struct {
 	Column   string
 	Timeout  time.Duration
 	InPlace  bool
+	Parallel int
+	Agents   int
+	Budget   float64
 	JSON     bool
 }
 
@@ -34,8 +37,16 @@ func NewCmdRun(f *Factory, runF func(context.Context, *Factory, *RunOptions) err
 		Short: "Run task files through their workflow",
 		Long: `Run task files (or directories of them) through the runner workflow: planner, coder and
 auditor by stage, with the engine owning every frontmatter change. With no TARGET, every
-task file under tasks_dir runs.` + exitStatusRunning,
-		Example: `  cadre run --in-place                     # every task under tasks/, in this checkout
+task file under tasks_dir runs.
+
+By default each item works in its own git worktree (.cadre/worktrees/<item>) on its own
+branch (cadre/<item>-<title>), up to --parallel items at once; the task files in this
+checkout are the board: cadre updates their frontmatter and commits nothing here. With
+--in-place the tasks run one after another in this checkout, each committed when it
+completes.` + exitStatusRunning,
+		Example: `  cadre run                                # every task under tasks/, each in its worktree
+  cadre run --parallel 5 --budget-usd 10   # five at once, stop starting steps at $10
+  cadre run --in-place                     # one after another, in this checkout
   cadre run --in-place tasks/add-login.md  # one task
   cadre run --in-place --column code       # every task now in stage code
   cadre run --in-place --json | jq .type   # machine-readable events`,
@@ -54,11 +65,17 @@ task file under tasks_dir runs.` + exitStatusRunning,
 	fl.StringVar(&opts.Column, "column", "", "run every task currently in `STAGE`")
 	fl.DurationVar(&opts.Timeout, "timeout", 0, "per agent step (default defaults.timeout)")
 	fl.BoolVar(&opts.InPlace, "in-place", false, "work in the current checkout, one task after another")
+	fl.IntVar(&opts.Parallel, "parallel", 0, "items at once (default limits.parallel_issues)")
+	fl.IntVar(&opts.Agents, "agents", 0, "agent steps at once inside one item (default limits.parallel_agents)")
+	fl.Float64Var(&opts.Budget, "budget-usd", 0, "stop starting new steps once the run has spent `X` dollars")
 	fl.BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
 	return cmd
 }
 
 func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
+	if opts.Parallel < 0 || opts.Agents < 0 || opts.Budget < 0 {
+		return usageErr(fmt.Errorf("--parallel, --agents and --budget-usd must not be negative"))
+	}
 	ws, err := f.workspace(ctx)
 	if err != nil {
 		return err
@@ -73,7 +90,8 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return err
 	}
 	sum, err := e.Start(ctx, engine.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
-		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace})
+		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
+		Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget})
 	return finishRun(f, sum, err, opts.JSON)
 }
 
@@ -107,6 +125,7 @@ func finishRun(f *Factory, sum engine.Summary, err error, asJSON bool) error {
 		fmt.Fprintf(f.IO.ErrOut, "cadre: run %s stopped; continue with: cadre resume %s\n", sum.Run, sum.Run)
 		return silentExit(130)
 	case store.RunPaused:
+		fmt.Fprintf(f.IO.ErrOut, "cadre: run %s paused: %s\n", sum.Run, sum.Reason)
 		return silentExit(3)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "cadre: run %s %s: %s\n", sum.Run, sum.Status, sum.Reason)

@@ -3,16 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
-	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -70,33 +67,17 @@ type statusItemJSON struct {
 }
 
 func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
-	root, err := f.repoRoot(ctx)
-	if err != nil {
-		return err
-	}
-	dbPath := filepath.Join(root, workspace.StateDir, "cadre.db")
-	if _, err := os.Stat(dbPath); err != nil {
-		return usageErr(fmt.Errorf("no runs yet in %s (start one with cadre run)", root))
-	}
-	st, err := store.Open(ctx, dbPath)
+	st, id, err := f.openRun(ctx, opts.Run)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	id := opts.Run
-	if id == "" {
-		r, err := st.LatestRun(ctx)
-		if errors.Is(err, store.ErrNotFound) {
-			return usageErr(fmt.Errorf("no runs yet in %s (start one with cadre run)", root))
-		} else if err != nil {
-			return err
-		}
-		id = r.ID
-	}
 	sum, err := engine.Summarize(ctx, st, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return usageErr(fmt.Errorf("no run %q (cadre status shows the latest)", id))
-	} else if err != nil {
+	if err != nil {
+		return err
+	}
+	root, err := f.repoRoot(ctx)
+	if err != nil {
 		return err
 	}
 	active, _, _ := engine.ReadLock(filepath.Join(root, workspace.StateDir))

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/store"
+)
+
+// ReportOptions are the arguments of cadre report.
+type ReportOptions struct {
+	Run  string
+	By   string
+	JSON bool
+}
+
+// NewCmdReport builds cadre report.
+func NewCmdReport(f *Factory, runF func(context.Context, *Factory, *ReportOptions) error) *cobra.Command {
+	opts := &ReportOptions{}
+	cmd := &cobra.Command{
+		Use:   "report [RUN] [--by role|runner|model|item] [--json]",
+		Short: "Tokens, cost and time of a run's agent steps, grouped",
+		Long:  `Account for the latest run (or RUN): agent steps, failures, tokens, cost and agent time, grouped by role, runner, model or item.` + exitStatusSimple,
+		Example: `  cadre report
+  cadre report --by runner
+  cadre report --by item --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Run = args[0]
+			}
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return runReport(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.By, "by", "role", "group by role, runner, model or item")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON on stdout")
+	return cmd
+}
+
+func runReport(ctx context.Context, f *Factory, opts *ReportOptions) error {
+	st, id, err := f.openRun(ctx, opts.Run)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rows, err := engine.Report(ctx, st, id, opts.By)
+	if err != nil {
+		return usageErr(err)
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(f.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"run": id, "by": opts.By, "rows": rows})
+	}
+	fmt.Fprintf(f.IO.Out, "run %s by %s\n", id, opts.By)
+	fmt.Fprintf(f.IO.Out, "%-24s %5s %6s %10s %10s %12s %10s\n", "KEY", "STEPS", "FAILED", "IN", "OUT", "COST", "TIME")
+	var tot engine.ReportRow
+	for _, r := range rows {
+		fmt.Fprintf(f.IO.Out, "%-24s %5d %6d %10d %10d %12s %10s\n", r.Key, r.Steps, r.Failed, r.Usage.InputTokens, r.Usage.OutputTokens, cost(r.Usage.CostUSD, r.Usage.CostEstimated), r.Duration.Round(time.Millisecond))
+		tot.Steps += r.Steps
+		tot.Failed += r.Failed
+		tot.Usage = tot.Usage.Add(r.Usage)
+		tot.Duration += r.Duration
+	}
+	fmt.Fprintf(f.IO.Out, "%-24s %5d %6d %10d %10d %12s %10s\n", "total", tot.Steps, tot.Failed, tot.Usage.InputTokens, tot.Usage.OutputTokens, cost(tot.Usage.CostUSD, tot.Usage.CostEstimated), tot.Duration.Round(time.Millisecond))
+	return nil
+}
+
+// cost formats dollars, marking estimated figures with "~".
+func cost(usd float64, estimated bool) string {
+	if estimated {
+		return fmt.Sprintf("~$%.4f", usd)
+	}
+	return fmt.Sprintf("$%.4f", usd)
+}
+
+// openRun opens the journal and resolves the run id (latest when empty).
+func (f *Factory) openRun(ctx context.Context, id string) (*store.Store, string, error) {
+	root, err := f.repoRoot(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if !hasJournal(root) {
+		return nil, "", usageErr(fmt.Errorf("no runs yet in %s (start one with cadre run)", root))
+	}
+	st, err := openStore(ctx, root)
+	if err != nil {
+		return nil, "", err
+	}
+	if id == "" {
+		r, err := st.LatestRun(ctx)
+		if err != nil {
+			st.Close()
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, "", usageErr(fmt.Errorf("no runs yet in %s (start one with cadre run)", root))
+			}
+			return nil, "", err
+		}
+		return st, r.ID, nil
+	}
+	if _, err := st.GetRun(ctx, id); err != nil {
+		st.Close()
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, "", usageErr(fmt.Errorf("no run %q (cadre status shows the latest)", id))
+		}
+		return nil, "", err
+	}
+	return st, id, nil
+}

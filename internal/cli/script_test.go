@@ -1,0 +1,139 @@
+package cli_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/cadre-dev/cadre/internal/cli"
+)
+
+// TestMain lets the test binary act as the cadre command inside scripts.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"cadre": func() { os.Exit(cli.Main()) },
+	})
+}
+
+// TestScript runs the end-to-end scripts in testdata/script against the
+// cadre binary. Each script builds its own git repository under $WORK.
+func TestScript(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup:               setupScript,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"initrepo": cmdInitRepo,
+			"exits":    cmdExits,
+			"waitfile": cmdWaitFile,
+		},
+	})
+}
+
+// setupScript gives every script a private HOME with a git identity, so
+// commits work and no user or system git configuration leaks in.
+func setupScript(env *testscript.Env) error {
+	home, err := os.MkdirTemp("", "cadre-script-home-")
+	if err != nil {
+		return err
+	}
+	env.Defer(func() { os.RemoveAll(home) })
+	gitconfig := "[user]\n\tname = Cadre Test\n\temail = test@example.com\n" +
+		"[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644); err != nil {
+		return err
+	}
+	env.Setenv("HOME", home)
+	env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	// A process that stays alive for the whole script, for lock tests.
+	env.Setenv("LIVE_PID", strconv.Itoa(os.Getpid()))
+	return nil
+}
+
+// cmdInitRepo makes DIR (default: the current directory) a git repository
+// and commits everything in it.
+//
+//	initrepo [DIR]
+func cmdInitRepo(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! initrepo")
+	}
+	if len(args) > 1 {
+		ts.Fatalf("usage: initrepo [DIR]")
+	}
+	dir := "."
+	if len(args) == 1 {
+		dir = args[0]
+	}
+	dir = ts.MkAbs(dir)
+	for _, argv := range [][]string{
+		{"init", "--quiet", "--initial-branch", "main"},
+		{"add", "-A"},
+		{"commit", "--quiet", "--no-verify", "-m", "initial commit"},
+	} {
+		cmd := exec.Command("git", argv...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HOME="+ts.Getenv("HOME"), "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			ts.Fatalf("git %v in %s: %v\n%s", argv, dir, err, out)
+		}
+	}
+}
+
+// cmdExits runs a program and checks its exact exit code, which `! exec`
+// cannot tell apart (SPEC §2 gives 1, 2, 3 and 130 different meanings).
+// Its stdout and stderr are then available to stdout/stderr.
+//
+//	exits CODE PROG [ARGS...]
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! exits")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: CODE %q is not a number", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdWaitFile blocks until FILE exists: it lets a script act while a
+// background command is at a known point, without guessing a delay. It
+// gives up after a generous limit so a broken run fails instead of hanging.
+//
+//	waitfile FILE
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	path := ts.MkAbs(args[0])
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfile: %s did not appear", args[0])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// WorktreesOptions are the arguments of cadre worktrees.
+type WorktreesOptions struct {
+	Prune bool
+	Force bool
+}
+
+// NewCmdWorktrees builds cadre worktrees list|prune.
+func NewCmdWorktrees(f *Factory, runF func(context.Context, *Factory, *WorktreesOptions) error) *cobra.Command {
+	run := func(opts *WorktreesOptions) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return runWorktrees(cmd.Context(), f, opts)
+		}
+	}
+	listOpts, pruneOpts := &WorktreesOptions{}, &WorktreesOptions{Prune: true}
+	cmd := &cobra.Command{
+		Use:   "worktrees [list|prune]",
+		Short: "List or prune the items' worktrees",
+		Long: `Each item works in .cadre/worktrees/<item> on branch cadre/<item>-<title>. list shows
+them with their branch, commits not yet in base_branch, and uncommitted files.` + exitStatusSimple,
+		Example: `  cadre worktrees list
+  cadre worktrees prune           # remove worktrees with nothing unmerged
+  cadre worktrees prune --force   # remove every worktree (branches with commits are kept)`,
+		Args: cobra.NoArgs,
+		RunE: run(listOpts),
+	}
+	prune := &cobra.Command{
+		Use:   "prune [--force]",
+		Short: "Remove worktrees whose work is merged or empty",
+		Long: `Remove the worktrees (and branches) of items whose branch has no commit outside
+base_branch and no uncommitted change. Worktrees with unmerged commits or uncommitted changes
+are kept unless --force; even then their branches (and commits) are kept.` + exitStatusSimple,
+		Example: "  cadre worktrees prune",
+		Args:    cobra.NoArgs,
+		RunE:    run(pruneOpts),
+	}
+	prune.Flags().BoolVar(&pruneOpts.Force, "force", false, "also remove worktrees with unmerged or uncommitted work")
+	cmd.AddCommand(&cobra.Command{Use: "list", Short: "List item worktrees", Args: cobra.NoArgs,
+		Long: "List item worktrees." + exitStatusSimple, Example: "  cadre worktrees list", RunE: run(listOpts)}, prune)
+	return cmd
+}
+
+func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error {
+	ws, err := f.workspace(ctx)
+	if err != nil {
+		return err
+	}
+	repo, err := workspace.Open(ctx, ws.root)
+	if err != nil {
+		return usageErr(err)
+	}
+	wts := workspace.NewWorktrees(repo)
+	list, err := wts.List(ctx, ws.cfg.BaseBranch)
+	if err != nil {
+		return err
+	}
+	if !opts.Prune {
+		if len(list) == 0 {
+			fmt.Fprintln(f.IO.ErrOut, "no item worktrees")
+			return nil
+		}
+		fmt.Fprintf(f.IO.Out, "%-24s %-40s %6s %s\n", "ITEM", "BRANCH", "AHEAD", "UNCOMMITTED")
+		for _, wt := range list {
+			fmt.Fprintf(f.IO.Out, "%-24s %-40s %6d %s\n", wt.Item, wt.Branch, wt.Ahead, dirtySummary(wt.Dirty))
+		}
+		return nil
+	}
+	if run, pid, active := engine.ReadLock(filepath.Join(ws.root, workspace.StateDir)); active {
+		return usageErr(fmt.Errorf("run %s (pid %d) is active and may be using its worktrees: stop it first", run, pid))
+	}
+	for _, wt := range list {
+		unmerged := wt.Ahead > 0 && !wt.Merged
+		if (unmerged || len(wt.Dirty) > 0) && !opts.Force {
+			fmt.Fprintf(f.IO.ErrOut, "kept %s: %d unmerged commit(s), %s (use --force)\n", wt.Item, wt.Ahead, dirtySummary(wt.Dirty))
+			continue
+		}
+		if err := wts.Remove(ctx, wt, opts.Force, !unmerged); err != nil {
+			return fmt.Errorf("prune %s: %w", wt.Item, err)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "removed %s\n", wt.Path)
+	}
+	return nil
+}
+
+func dirtySummary(paths []string) string {
+	switch len(paths) {
+	case 0:
+		return "-"
+	case 1, 2, 3:
+		return strings.Join(paths, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(paths[:3], ", "), len(paths)-3)
+}

@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/store"
+)
+
+// ReportRow is the account of one group of agent steps.
+type ReportRow struct {
+	Key      string        `json:"key"`
+	Steps    int           `json:"steps"`
+	Failed   int           `json:"failed"`
+	Usage    event.Usage   `json:"usage"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// ReportKeys are the groupings Report accepts.
+var ReportKeys = []string{"role", "runner", "model", "item"}
+
+// Report groups a run's agent steps by role, runner, model or item, sorted
+// by cost then name.
+func Report(ctx context.Context, st *store.Store, runID, by string) ([]ReportRow, error) {
+	key := map[string]func(store.Step) string{
+		"role":   func(s store.Step) string { return s.Role },
+		"runner": func(s store.Step) string { return s.Runner },
+		"model":  func(s store.Step) string { return s.Model },
+		"item":   func(s store.Step) string { return s.ItemID },
+	}[by]
+	if key == nil {
+		return nil, fmt.Errorf("--by %q: want one of role, runner, model, item", by)
+	}
+	steps, err := st.Steps(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	rows := map[string]*ReportRow{}
+	for _, s := range steps {
+		if s.Kind != "agent" {
+			continue
+		}
+		k := key(s)
+		if k == "" {
+			k = "(default)"
+		}
+		r := rows[k]
+		if r == nil {
+			r = &ReportRow{Key: k}
+			rows[k] = r
+		}
+		r.Steps++
+		if s.Status == store.StepFailed {
+			r.Failed++
+		}
+		r.Usage = r.Usage.Add(fromStoreUsage(s.Usage))
+		if s.EndedAt != nil {
+			r.Duration += s.EndedAt.Sub(s.StartedAt)
+		}
+	}
+	out := make([]ReportRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Usage.CostUSD != out[j].Usage.CostUSD {
+			return out[i].Usage.CostUSD > out[j].Usage.CostUSD
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out, nil
+}
