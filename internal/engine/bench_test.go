@@ -32,7 +32,7 @@ type span struct {
 	start, end time.Time
 }
 
-func (r *timedRunner) Name() string               { return "instant" }
+func (r *timedRunner) Name() string              { return "instant" }
 func (r *timedRunner) Capabilities() runner.Caps { return runner.Caps{} }
 func (r *timedRunner) Run(_ context.Context, inv runner.Invocation) (runner.Result, error) {
 	start := time.Now()

@@ -399,7 +399,7 @@ func TestAgentWrittenOutputFileWins(t *testing.T) {
 // repository, so calls are counted across processes.
 type callLog struct{ path string }
 
-func (c callLog) Name() string               { return "log" }
+func (c callLog) Name() string              { return "log" }
 func (c callLog) Capabilities() runner.Caps { return runner.Caps{EditsFiles: true} }
 func (c callLog) Run(_ context.Context, inv runner.Invocation) (runner.Result, error) {
 	f, err := os.OpenFile(c.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
