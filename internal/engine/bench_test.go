@@ -138,3 +138,61 @@ func peakRSSMB() float64 {
 	}
 	return 0
 }
+
+// BenchmarkFleet100 runs 100 items at once through coder → auditor → commit,
+// each in its own worktree on its own branch, with an instant agent. It
+// reports wall time, agent steps per second and the process's peak RSS.
+func BenchmarkFleet100(b *testing.B) {
+	for _, parallel := range []int{4, 8} {
+		b.Run(fmt.Sprintf("parallel=%d", parallel), func(b *testing.B) {
+			const items = 100
+			var wall time.Duration
+			steps := 0
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				root := b.TempDir()
+				gitB(b, root, "init", "-q", "-b", "main")
+				gitB(b, root, "config", "user.email", "b@example.com")
+				gitB(b, root, "config", "user.name", "B")
+				os.MkdirAll(filepath.Join(root, "tasks"), 0o755)
+				os.MkdirAll(filepath.Join(root, "src"), 0o755)
+				for n := range 50 {
+					os.WriteFile(filepath.Join(root, "src", fmt.Sprintf("f%02d.go", n)), []byte("package src\n"), 0o644)
+				}
+				for n := range items {
+					os.WriteFile(filepath.Join(root, "tasks", fmt.Sprintf("t%03d.md", n)), []byte(fmt.Sprintf("---\nstage: code\nattempts: 0\n---\n# Task %d\n", n)), 0o644)
+				}
+				gitB(b, root, "add", "-A")
+				gitB(b, root, "commit", "-qm", "init")
+				st, err := store.Open(context.Background(), filepath.Join(root, ".cadre", "cadre.db"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				tr := &timedRunner{}
+				reg := runner.NewRegistry()
+				reg.Register("instant", func(runner.Settings) (runner.Runner, error) { return tr, nil })
+				cfg := config.Default()
+				cfg.Defaults.Runner = "instant"
+				roles, _ := role.Load("")
+				eng, err := New(context.Background(), Deps{Root: root, Config: cfg, Store: st, Roles: roles, Runners: reg, Bus: event.NewBus(nil, storeSinkForBench(st))})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				start := time.Now()
+				sum, err := eng.Start(context.Background(), Options{Parallel: parallel})
+				wall += time.Since(start)
+				b.StopTimer()
+				if err != nil || sum.Status != store.RunCompleted {
+					b.Fatalf("run: %v %s %s", err, sum.Status, sum.Reason)
+				}
+				steps += len(tr.spans)
+				st.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(wall.Seconds()/float64(b.N), "s-wall")
+			b.ReportMetric(float64(steps)/wall.Seconds(), "steps/s")
+			b.ReportMetric(peakRSSMB(), "MB-peak-rss")
+		})
+	}
+}

@@ -393,6 +393,25 @@ func (e *Engine) checkRunners(opts Options) error {
 	return nil
 }
 
+// runner returns the run's instance of the named runner, building it on
+// first use (a script runner parses its scenario once, not per step).
+func (rs *runState) runner(e *Engine, name string) (runner.Runner, error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r, ok := rs.runners[name]; ok {
+		return r, nil
+	}
+	r, err := e.newRunner(name)
+	if err != nil {
+		return nil, err
+	}
+	if rs.runners == nil {
+		rs.runners = map[string]runner.Runner{}
+	}
+	rs.runners[name] = r
+	return r, nil
+}
+
 func (e *Engine) newRunner(name string) (runner.Runner, error) {
 	rc := e.d.Config.Runners[name]
 	typ := e.d.Config.RunnerType(name)
@@ -506,7 +525,8 @@ type runState struct {
 	done    map[string]chan struct{} // closed when an item ends (or is never started)
 
 	mu         sync.Mutex
-	ok         map[string]bool // item completed
+	runners    map[string]runner.Runner // built once per run, by name
+	ok         map[string]bool          // item completed
 	haltStatus string
 	haltReason string
 	failed     string // first item failure that did not halt the run

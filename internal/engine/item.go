@@ -275,7 +275,7 @@ func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st wor
 		return workflow.Event{}, err
 	}
 	runnerName, model := e.runnerFor(ir.opts, st.Role)
-	rn, err := e.newRunner(runnerName)
+	rn, err := ir.rs.runner(e, runnerName)
 	if err != nil {
 		return workflow.Event{Kind: workflow.StepFailed, Role: st.Role, Reason: err.Error()}, nil
 	}

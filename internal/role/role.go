@@ -26,6 +26,8 @@ type Role struct {
 	Output      string // what the role produces
 	Source      string // "built-in" or the override file
 	Text        string // template body
+
+	tmpl *template.Template // parsed once, when loaded
 }
 
 // Data is what a role template can refer to.
@@ -108,9 +110,11 @@ func (r *Registry) add(file, source string, data []byte) error {
 		text = body
 	}
 	ro.Text = text
-	if _, err := parse(ro); err != nil {
+	t, err := parse(ro)
+	if err != nil {
 		return fmt.Errorf("%s: %w", source, err)
 	}
+	ro.tmpl = t
 	r.roles[name] = ro
 	return nil
 }
@@ -140,13 +144,9 @@ func (r *Registry) Render(name string, d Data) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t, err := parse(ro)
-	if err != nil {
-		return "", fmt.Errorf("role %s: %w", name, err)
-	}
 	d.Role = name
 	var b bytes.Buffer
-	if err := t.Execute(&b, d); err != nil {
+	if err := ro.tmpl.Execute(&b, d); err != nil {
 		return "", fmt.Errorf("render role %s: %w", name, err)
 	}
 	return strings.TrimSpace(b.String()) + "\n", nil

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // StateDir is cadre's directory at the repository root; it never reaches a commit.
@@ -26,6 +27,28 @@ const TrailerKey = "Cadre-Step"
 // Repo is a git working tree.
 type Repo struct {
 	Dir string // top level of the working tree
+
+	idOnce   sync.Once
+	identity []string // -c options naming a committer when git has none
+}
+
+// child is another working tree of the same repository (a worktree); it
+// shares the repository's configuration, so the identity check carries over.
+func (r *Repo) child(dir string) *Repo {
+	c := &Repo{Dir: dir}
+	c.idOnce.Do(func() { c.identity = r.committer() })
+	return c
+}
+
+// committer returns the -c options that give commits an author when the
+// repository and user configuration name none.
+func (r *Repo) committer() []string {
+	r.idOnce.Do(func() {
+		if email, _ := r.Git(context.Background(), "config", "user.email"); strings.TrimSpace(email) == "" {
+			r.identity = []string{"-c", "user.name=cadre", "-c", "user.email=cadre@localhost"}
+		}
+	})
+	return r.identity
 }
 
 // ErrNotRepo is wrapped when a directory is not inside a git working tree.
@@ -133,12 +156,12 @@ func (r *Repo) Dirty(ctx context.Context) ([]string, error) {
 // FindStepCommit returns the commit reachable from HEAD whose Cadre-Step
 // trailer is step, or "" when there is none.
 func (r *Repo) FindStepCommit(ctx context.Context, step string) (string, error) {
-	if _, err := r.Git(ctx, "rev-parse", "--verify", "-q", "HEAD"); err != nil {
-		return "", nil // no commits yet
-	}
 	out, err := r.Git(ctx, "log", "--fixed-strings", "--grep", TrailerKey+": "+step,
 		"--format=%H%x00%(trailers:key="+TrailerKey+",valueonly,separator=%x00)%x01")
 	if err != nil {
+		if _, herr := r.Git(ctx, "rev-parse", "--verify", "-q", "HEAD"); herr != nil {
+			return "", nil // no commits yet
+		}
 		return "", err
 	}
 	for _, rec := range strings.Split(out, "\x01") {
@@ -175,9 +198,7 @@ func (r *Repo) CommitAll(ctx context.Context, message, step string) (string, err
 	if step != "" {
 		args = append(args, "-m", TrailerKey+": "+step)
 	}
-	if name, _ := r.Git(ctx, "config", "user.email"); strings.TrimSpace(name) == "" {
-		args = append([]string{"-c", "user.name=cadre", "-c", "user.email=cadre@localhost"}, args...)
-	}
+	args = append(append([]string(nil), r.committer()...), args...)
 	if _, err := r.Git(ctx, args...); err != nil {
 		return "", err
 	}

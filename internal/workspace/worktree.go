@@ -110,7 +110,7 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, allow
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, err := os.Stat(filepath.Join(path, ".git")); err == nil {
-		wt := &Repo{Dir: path}
+		wt := w.repo.child(path)
 		cur, err := wt.Git(ctx, "rev-parse", "--abbrev-ref", "HEAD")
 		if err != nil {
 			return nil, fmt.Errorf("worktree %s: %w", path, err)
@@ -132,21 +132,28 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, allow
 	if err := os.MkdirAll(w.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", w.dir, err)
 	}
-	// A stale registration (the directory was deleted by hand) would make
-	// worktree add refuse the path.
-	if _, err := w.repo.Git(ctx, "worktree", "prune"); err != nil {
-		return nil, err
+	// Try the common case first (a new branch) and fall back, so a fresh
+	// worktree costs one git process: the branch may exist (resume), or a
+	// stale registration may remain (the directory was deleted by hand).
+	add := func() error {
+		_, err := w.repo.Git(ctx, "worktree", "add", "--quiet", "-b", branch, "--", path, base)
+		if err == nil {
+			return nil
+		}
+		if _, verr := w.repo.Git(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); verr == nil {
+			_, err = w.repo.Git(ctx, "worktree", "add", "--quiet", "--", path, branch)
+		}
+		return err
 	}
-	args := []string{"worktree", "add", "--quiet"}
-	if _, err := w.repo.Git(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); err == nil {
-		args = append(args, "--", path, branch) // resume: the branch has the item's commits
-	} else {
-		args = append(args, "-b", branch, "--", path, base)
+	if err := add(); err != nil {
+		if _, perr := w.repo.Git(ctx, "worktree", "prune"); perr != nil {
+			return nil, perr
+		}
+		if err := add(); err != nil {
+			return nil, fmt.Errorf("create worktree for %s: %w", item, err)
+		}
 	}
-	if _, err := w.repo.Git(ctx, args...); err != nil {
-		return nil, fmt.Errorf("create worktree for %s: %w", item, err)
-	}
-	return &Repo{Dir: path}, nil
+	return w.repo.child(path), nil
 }
 
 func listPaths(paths []string) string {
