@@ -188,7 +188,7 @@ func (e *Engine) overBudget(ctx context.Context, ir *itemRun, step string) strin
 	if err != nil || tot.CostUSD < budget {
 		return ""
 	}
-	reason := fmt.Sprintf("budget reached: spent $%.4f of $%.2f; continue with cadre resume --budget-usd N", tot.CostUSD, budget)
+	reason := fmt.Sprintf("budget reached: spent $%.4f of $%.4f; continue with cadre resume --budget-usd N", tot.CostUSD, budget)
 	ir.rs.halt(store.RunPaused, reason)
 	return reason
 }
