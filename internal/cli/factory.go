@@ -5,7 +5,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -135,10 +134,22 @@ func (f *Factory) workspace(ctx context.Context) (workspaceCtx, error) {
 	return workspaceCtx{root: root, cfg: cfg}, nil
 }
 
+// relPath shortens the repository's absolute paths in err's message to
+// relative ones, keeping err in the chain for exit-code decisions.
 func relPath(err error, root string) error {
-	msg := strings.ReplaceAll(err.Error(), root+string(filepath.Separator), "")
-	return errors.New(msg)
+	if err == nil {
+		return nil
+	}
+	return &relError{msg: strings.ReplaceAll(err.Error(), root+string(filepath.Separator), ""), err: err}
 }
+
+type relError struct {
+	msg string
+	err error
+}
+
+func (e *relError) Error() string { return e.msg }
+func (e *relError) Unwrap() error { return e.err }
 
 func hasJournal(root string) bool {
 	_, err := os.Stat(filepath.Join(root, workspace.StateDir, "cadre.db"))

@@ -57,7 +57,14 @@ overridden, and new ones added, with .cadre/roles/NAME.md in the repository.` + 
 			if err != nil {
 				return usageErr(err)
 			}
-			fmt.Fprintf(f.IO.Out, "# %s (%s)\n%s\nOutput: %s\n\n%s", ro.Name, ro.Source, ro.Description, ro.Output, ro.Text)
+			// Render with placeholders, so the user sees the prompt an agent
+			// gets (with the shared SIGNAL BLOCK), not template markup.
+			prompt, err := reg.Render(ro.Name, role.Data{Item: "<item>", Title: "<title>", TaskFile: "<task file>",
+				WorkDir: "<working tree>", ContextPath: "<context file>", OutputPath: "<output file>", Automated: true})
+			if err != nil {
+				return usageErr(err)
+			}
+			fmt.Fprintf(f.IO.Out, "# %s (%s)\n%s\nOutput: %s\n\n%s", ro.Name, ro.Source, ro.Description, ro.Output, prompt)
 			return nil
 		},
 	})

@@ -65,5 +65,5 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 	}
 	ov.Parallel = opts.Parallel
 	sum, err := e.ResumeWith(ctx, opts.Run, ov)
-	return finishRun(f, sum, err, opts.JSON)
+	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 }

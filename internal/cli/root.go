@@ -37,7 +37,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		Short: "Resolve issues and task files with a fleet of AI coding agents",
 		Long: `cadre drives AI coding agents (agent CLIs, model APIs, any command) through role-based
 workflows on task files: plan, code, audit, commit. Every step is journaled, so an
-interrupted run resumes without repeating paid work.`,
+interrupted run resumes without repeating paid work.` + exitStatusRunning,
 		Example: `  cadre demo                 # see it work, nothing to install
   cadre run --in-place       # run every task under tasks/
   cadre status               # what the last run did`,
@@ -49,6 +49,17 @@ interrupted run resumes without repeating paid work.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr(err) })
 	root.AddCommand(NewCmdRun(f, nil), NewCmdResume(f, nil), NewCmdStop(f, nil), NewCmdStatus(f, nil),
 		NewCmdDemo(f, nil), NewCmdReport(f, nil), NewCmdWorktrees(f, nil), NewCmdVersion(f), NewCmdRoles(f), NewCmdRunners(f))
+	// cobra's completion command is kept, with the EXIT STATUS every
+	// command documents.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Long += "\n" + exitStatusSimple
+			for _, sub := range c.Commands() {
+				sub.Long += "\n" + exitStatusSimple
+			}
+		}
+	}
 	return root
 }
 

@@ -92,7 +92,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	sum, err := e.Start(ctx, engine.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
 		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
 		Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget})
-	return finishRun(f, sum, err, opts.JSON)
+	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 }
 
 // eventSink is the --json printer or the line printer.

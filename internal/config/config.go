@@ -38,6 +38,20 @@ type Config struct {
 	Limits  Limits  `yaml:"limits"`
 	GitHub  GitHub  `yaml:"github"`
 	Sandbox Sandbox `yaml:"sandbox"`
+
+	// where maps a key path to where its value was set, for errors found
+	// after loading (an unknown runner name, say).
+	where map[string]string
+}
+
+// Where names the place a key path got its value, for a one-line error:
+// "cadre.yaml:3: defaults.runner", "CADRE_DEFAULTS_RUNNER", or the bare key
+// path when the value is a default.
+func (c Config) Where(path string) string {
+	if w, ok := c.where[path]; ok {
+		return w
+	}
+	return path
 }
 
 // Commands are the project's shell commands; an empty one is skipped.
@@ -178,6 +192,13 @@ func Parse(name string, data []byte, getenv func(string) string) (Config, error)
 	}
 	if err := l.validate(&cfg); err != nil {
 		return Config{}, err
+	}
+	cfg.where = map[string]string{}
+	for path, at := range l.origin {
+		cfg.where[path] = at + ": " + path
+	}
+	for path, env := range l.fromEnv {
+		cfg.where[path] = env
 	}
 	return cfg, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // env returns a getenv backed by m.
@@ -31,7 +32,7 @@ func TestDefault(t *testing.T) {
 		GitHub:  GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/"},
 		Sandbox: Sandbox{Mode: "none", Network: "allow"},
 	}
-	if diff := cmp.Diff(want, Default()); diff != "" {
+	if diff := cmp.Diff(want, Default(), ignoreWhere); diff != "" {
 		t.Errorf("Default() mismatch (-want +got):\n%s", diff)
 	}
 	// Each call gives fresh maps, so callers may edit theirs.
@@ -75,7 +76,7 @@ func TestParseSpecExample(t *testing.T) {
 		GitHub:  GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Labels: []string{}, Draft: false},
 		Sandbox: Sandbox{Mode: "none", Network: "allow"},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreWhere); diff != "" {
 		t.Errorf("Parse(spec example) mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -129,7 +130,7 @@ func TestParseValues(t *testing.T) {
 			}
 			want := Default()
 			tt.edit(&want)
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := cmp.Diff(want, got, ignoreWhere); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -330,7 +331,7 @@ func TestEnvOverrides(t *testing.T) {
 			}
 			want, _ := Parse("cadre.yaml", []byte(file), nil)
 			tt.edit(&want)
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := cmp.Diff(want, got, ignoreWhere); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -397,7 +398,7 @@ func TestLoad(t *testing.T) {
 		}
 		want := Default()
 		want.Project = "p"
-		if diff := cmp.Diff(want, got); diff != "" {
+		if diff := cmp.Diff(want, got, ignoreWhere); diff != "" {
 			t.Errorf("mismatch (-want +got):\n%s", diff)
 		}
 	})
@@ -573,5 +574,31 @@ func TestAliasExpansionIsBounded(t *testing.T) {
 	want := "more than 10000 alias expansions; write the values out"
 	if err == nil || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("error = %v, want one ending %q", err, want)
+	}
+}
+
+// ignoreWhere leaves out the positions Config records for later errors;
+// TestWhere checks them.
+var ignoreWhere = cmpopts.IgnoreUnexported(Config{})
+
+func TestWhere(t *testing.T) {
+	cfg, err := Parse("cadre.yaml", []byte("project: p\ndefaults:\n  runner: mine\nroles:\n  coder: {runner: x}\n"), func(k string) string {
+		if k == "CADRE_DEFAULTS_MODEL" {
+			return "m"
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"defaults.runner":     "cadre.yaml:3: defaults.runner",
+		"roles.coder.runner":  "cadre.yaml:5: roles.coder.runner",
+		"defaults.model":      "CADRE_DEFAULTS_MODEL",
+		"limits.max_attempts": "limits.max_attempts",
+	} {
+		if got := cfg.Where(path); got != want {
+			t.Errorf("Where(%q) = %q, want %q", path, got, want)
+		}
 	}
 }

@@ -262,7 +262,7 @@ func (e *Engine) loadTargets(opts Options) ([]*taskfile.Task, error) {
 	for _, t := range targets {
 		fi, err := os.Stat(t)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: no such task file or directory", ErrPreflight, t)
+			return nil, fmt.Errorf("%w: %s: no such task file or directory", ErrPreflight, relErr(errors.New(t), e.d.Root))
 		}
 		if !fi.IsDir() {
 			paths = append(paths, t)
@@ -304,7 +304,7 @@ func (e *Engine) loadTargets(opts Options) ([]*taskfile.Task, error) {
 		tasks = append(tasks, t)
 	}
 	if len(tasks) == 0 {
-		what := "no task files found in " + strings.Join(targets, ", ")
+		what := relErr(errors.New("no task files found in "+strings.Join(targets, ", ")), e.d.Root)
 		if opts.Column != "" {
 			what = fmt.Sprintf("no task in stage %s", opts.Column)
 		}
@@ -364,18 +364,23 @@ func orderByDeps(tasks []*taskfile.Task) ([]*taskfile.Task, error) {
 	return out, nil
 }
 
-// runnerFor resolves the runner name and model for role under opts.
-func (e *Engine) runnerFor(opts Options, roleName string) (string, string) {
-	name, model := e.d.Config.RoleRunner(roleName)
-	if _, perRole := e.d.Config.Roles[roleName]; !perRole || e.d.Config.Roles[roleName].Runner == "" {
-		if opts.Runner != "" {
-			name = opts.Runner
-		}
+// runnerFor resolves the runner name and model for role under opts, and
+// where the name came from (for errors): a per-role setting wins over
+// --runner, which wins over defaults.runner.
+func (e *Engine) runnerFor(opts Options, roleName string) (name, model, from string) {
+	name, model = e.d.Config.RoleRunner(roleName)
+	rc := e.d.Config.Roles[roleName]
+	from = e.d.Config.Where("defaults.runner")
+	switch {
+	case rc.Runner != "":
+		from = e.d.Config.Where("roles." + roleName + ".runner")
+	case opts.Runner != "":
+		name, from = opts.Runner, "--runner"
 	}
-	if opts.Model != "" && (e.d.Config.Roles[roleName].Model == "") {
+	if opts.Model != "" && rc.Model == "" {
 		model = opts.Model
 	}
-	return name, model
+	return name, model, from
 }
 
 // checkRunners builds every runner the workflow's roles need, so a missing
@@ -385,9 +390,9 @@ func (e *Engine) checkRunners(opts Options) error {
 		if _, err := e.d.Roles.Get(r); err != nil {
 			return fmt.Errorf("%w: %w", ErrPreflight, err)
 		}
-		name, _ := e.runnerFor(opts, r)
+		name, _, from := e.runnerFor(opts, r)
 		if _, err := e.newRunner(name); err != nil {
-			return fmt.Errorf("%w: role %s: %w", ErrPreflight, r, err)
+			return fmt.Errorf("%w: %s: %w", ErrPreflight, from, err)
 		}
 	}
 	return nil
@@ -418,7 +423,7 @@ func (e *Engine) newRunner(name string) (runner.Runner, error) {
 	rn, err := e.d.Runners.New(typ, runner.Settings{Name: name, Command: rc.Command, Args: rc.Args, Env: rc.Env,
 		URL: rc.URL, Model: rc.Model, Scenario: rc.Scenario, BaseDir: e.d.Root})
 	if errors.Is(err, runner.ErrUnknown) {
-		return nil, fmt.Errorf("unknown runner %q: define it under runners: in cadre.yaml or use one of %s", name, strings.Join(e.d.Runners.Types(), ", "))
+		return nil, fmt.Errorf("unknown runner %q: define it under runners: in cadre.yaml or use one of %s", typ, strings.Join(e.d.Runners.Types(), ", "))
 	}
 	return rn, err
 }
@@ -608,6 +613,13 @@ func (e *Engine) finish(ctx context.Context, runID string, sum Summary, start ti
 	}
 	// The run's end is recorded even when ctx is cancelled.
 	bg := context.WithoutCancel(ctx)
+	if items, err := e.d.Store.Items(bg, runID); err == nil {
+		for _, it := range items {
+			if it.Status == store.ItemRunning {
+				e.d.Store.UpdateItem(bg, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)})
+			}
+		}
+	}
 	if err := e.d.Store.SetRunStatus(bg, runID, sum.Status, e.d.PID); err != nil && runErr == nil {
 		runErr = err
 	}

@@ -274,7 +274,7 @@ func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st wor
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return workflow.Event{}, err
 	}
-	runnerName, model := e.runnerFor(ir.opts, st.Role)
+	runnerName, model, _ := e.runnerFor(ir.opts, st.Role)
 	rn, err := ir.rs.runner(e, runnerName)
 	if err != nil {
 		return workflow.Event{Kind: workflow.StepFailed, Role: st.Role, Reason: err.Error()}, nil
@@ -327,7 +327,6 @@ func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st wor
 	}
 	inv := runner.Invocation{Role: st.Role, Item: ir.it.ID, Step: st.ID, Attempt: st.Attempt, Prompt: prompt, Dir: ir.dir,
 		ContextPath: ctxPath, OutputPath: outPath, LogPath: logPath, Model: model, Timeout: timeout}
-	os.Remove(outPath) // a failed earlier try must not pass for this one's output
 	sig, output, usage, failure, err := e.invoke(ctx, rn, inv)
 	if err != nil {
 		return workflow.Event{}, err
@@ -378,6 +377,9 @@ func replayed(st workflow.Step, rec store.Step) workflow.Event {
 // when the step failed; err is only for ctx cancellation.
 func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invocation) (sig signal.Signal, output string, usage event.Usage, failure string, err error) {
 	for ask := 0; ask < 2; ask++ {
+		// Each ask starts without an output file, so the file read after it
+		// is this ask's (the re-ask's answer, not the first one's copy).
+		os.Remove(inv.OutputPath)
 		res, rerr := rn.Run(ctx, inv)
 		usage = usage.Add(res.Usage)
 		if ctx.Err() != nil {

@@ -185,7 +185,9 @@ func enter(s State, stage string) (State, Decision) {
 }
 
 func done(lim Limits, s State, ev Event) (State, Decision) {
-	if ev.Result == "FAIL" {
+	// An auditor's FAIL is a rejecting audit, decided by its rating below;
+	// any other role's FAIL means it could not do its work.
+	if ev.Result == "FAIL" && ev.Role != RoleAuditor {
 		return s, Decision{Kind: HardStop, Reason: fmt.Sprintf("%s reported FAIL: %s", ev.Role, ev.Summary)}
 	}
 	if ev.Output != "" {

@@ -37,6 +37,8 @@ func TestNextTable(t *testing.T) {
 		{"audit without rating hard-stops", State{Item: "t", Stage: StageAudit}, Event{Kind: StepDone, Role: RoleAuditor}, HardStop, "", StageAudit, 0},
 		{"agent crash hard-stops at once", State{Item: "t", Stage: StageCode}, Event{Kind: StepFailed, Role: RoleCoder, Reason: "exit 1"}, HardStop, "", StageCode, 0},
 		{"coder FAIL hard-stops", State{Item: "t", Stage: StageCode}, Event{Kind: StepDone, Role: RoleCoder, Result: "FAIL"}, HardStop, "", StageCode, 0},
+		{"planner FAIL hard-stops", State{Item: "t", Stage: StagePlan}, Event{Kind: StepDone, Role: RolePlanner, Result: "FAIL"}, HardStop, "", StagePlan, 0},
+		{"auditor FAIL with low rating is an audit failure", State{Item: "t", Stage: StageAudit, Visits: [3]int{0, 1, 1}}, Event{Kind: StepDone, Role: RoleAuditor, Result: "FAIL", Rating: rating(3)}, RunStep, "t/code/coder#2", StageCode, 1},
 		{"stop waits for the running step", State{Item: "t", Stage: StageCode}, Event{Kind: Stop}, Wait, "", StageCode, 0},
 		{"stopping starts no new stage", State{Item: "t", Stage: StageCode, Stopping: true}, Event{Kind: StepDone, Role: RoleCoder}, Stopped, "", StageCode, 0},
 		{"stopping before start", State{Item: "t", Stage: StagePlan, Stopping: true}, Event{Kind: Start}, Stopped, "", StagePlan, 0},
