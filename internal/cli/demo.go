@@ -90,10 +90,11 @@ func runDemo(ctx context.Context, f *Factory, opts *DemoOptions) error {
 		return err
 	}
 	defer st.Close()
-	e, err := f.newEngine(ctx, ws, st, f.eventSink(opts.JSON))
+	e, flush, err := f.newEngine(ctx, ws, st, f.eventSink(opts.JSON))
 	if err != nil {
 		return err
 	}
+	defer flush()
 	sum, err := e.Start(ctx, engine.Options{InPlace: true})
 	if sum.Run != "" && !opts.JSON {
 		fmt.Fprintf(f.IO.ErrOut, "\nsee what happened: cd %s && git log --oneline && cadre status\n", dir)

@@ -160,16 +160,19 @@ func openStore(ctx context.Context, root string) (*store.Store, error) {
 	return store.Open(ctx, filepath.Join(root, workspace.StateDir, "cadre.db"))
 }
 
-// newEngine wires an engine for ws, publishing to sinks.
-func (f *Factory) newEngine(ctx context.Context, ws workspaceCtx, st *store.Store, sinks ...event.Sink) (*engine.Engine, error) {
+// newEngine wires an engine for ws, publishing to sinks and to the journal.
+// The returned function flushes the journal; call it before closing st.
+func (f *Factory) newEngine(ctx context.Context, ws workspaceCtx, st *store.Store, sinks ...event.Sink) (*engine.Engine, func(), error) {
 	roles, err := role.Load(filepath.Join(ws.root, workspace.StateDir, "roles"))
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, nil, usageErr(err)
 	}
-	bus := event.NewBus(nil, append([]event.Sink{storeSink(st)}, sinks...)...)
+	journal := engine.NewJournalSink(st)
+	bus := event.NewBus(nil, append([]event.Sink{journal}, sinks...)...)
 	e, err := engine.New(ctx, engine.Deps{Root: ws.root, Config: ws.cfg, Store: st, Roles: roles, Runners: f.Runners(), Bus: bus, Crash: f.Crash})
 	if err != nil {
-		return nil, usageErr(err)
+		journal.Close()
+		return nil, nil, usageErr(err)
 	}
-	return e, nil
+	return e, journal.Close, nil
 }

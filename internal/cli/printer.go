@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,19 +8,7 @@ import (
 	"sync"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/store"
 )
-
-// storeSink journals every event.
-func storeSink(st *store.Store) event.Sink {
-	return event.SinkFunc(func(e event.Event) {
-		data, err := json.Marshal(e)
-		if err != nil {
-			return
-		}
-		st.AppendEvent(context.Background(), store.Event{RunID: e.Run, Time: e.Time, Type: e.Type, ItemID: e.Item, Data: data})
-	})
-}
 
 // jsonSink prints one JSON object per event (SPEC §8).
 func jsonSink(w io.Writer) event.Sink {

@@ -55,10 +55,11 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		return err
 	}
 	defer st.Close()
-	e, err := f.newEngine(ctx, ws, st, f.eventSink(opts.JSON))
+	e, flush, err := f.newEngine(ctx, ws, st, f.eventSink(opts.JSON))
 	if err != nil {
 		return err
 	}
+	defer flush()
 	var ov engine.ResumeOverrides
 	if opts.Budget >= 0 {
 		ov.BudgetUSD = &opts.Budget

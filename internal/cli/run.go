@@ -85,10 +85,11 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return err
 	}
 	defer st.Close()
-	e, err := f.newEngine(ctx, ws, st, f.eventSink(opts.JSON))
+	e, flush, err := f.newEngine(ctx, ws, st, f.eventSink(opts.JSON))
 	if err != nil {
 		return err
 	}
+	defer flush()
 	sum, err := e.Start(ctx, engine.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
 		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
 		Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget})

@@ -68,13 +68,14 @@ func BenchmarkInPlaceRun100(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		journal := NewJournalSink(st)
 		tr := &timedRunner{}
 		reg := runner.NewRegistry()
 		reg.Register("instant", func(runner.Settings) (runner.Runner, error) { return tr, nil })
 		cfg := config.Default()
 		cfg.Defaults.Runner = "instant"
 		roles, _ := role.Load("")
-		eng, err := New(context.Background(), Deps{Root: root, Config: cfg, Store: st, Roles: roles, Runners: reg, Bus: event.NewBus(nil, storeSinkForBench(st))})
+		eng, err := New(context.Background(), Deps{Root: root, Config: cfg, Store: st, Roles: roles, Runners: reg, Bus: event.NewBus(nil, journal)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -95,6 +96,7 @@ func BenchmarkInPlaceRun100(b *testing.B) {
 			}
 		}
 		perStep = append(perStep, float64(wall.Microseconds())/1000/float64(len(tr.spans)))
+		journal.Close()
 		st.Close()
 		b.StartTimer()
 	}
@@ -107,12 +109,6 @@ func BenchmarkInPlaceRun100(b *testing.B) {
 	}
 	b.ReportMetric(mean/float64(len(perStep)), "ms-wall/step")
 	b.ReportMetric(peakRSSMB(), "MB-peak-rss")
-}
-
-func storeSinkForBench(st *store.Store) event.Sink {
-	return event.SinkFunc(func(e event.Event) {
-		st.AppendEvent(context.Background(), store.Event{RunID: e.Run, Time: e.Time, Type: e.Type, ItemID: e.Item, Data: []byte("{}")})
-	})
 }
 
 func gitB(b *testing.B, dir string, args ...string) {
@@ -168,13 +164,14 @@ func BenchmarkFleet100(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				journal := NewJournalSink(st)
 				tr := &timedRunner{}
 				reg := runner.NewRegistry()
 				reg.Register("instant", func(runner.Settings) (runner.Runner, error) { return tr, nil })
 				cfg := config.Default()
 				cfg.Defaults.Runner = "instant"
 				roles, _ := role.Load("")
-				eng, err := New(context.Background(), Deps{Root: root, Config: cfg, Store: st, Roles: roles, Runners: reg, Bus: event.NewBus(nil, storeSinkForBench(st))})
+				eng, err := New(context.Background(), Deps{Root: root, Config: cfg, Store: st, Roles: roles, Runners: reg, Bus: event.NewBus(nil, journal)})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -187,6 +184,7 @@ func BenchmarkFleet100(b *testing.B) {
 					b.Fatalf("run: %v %s %s", err, sum.Status, sum.Reason)
 				}
 				steps += len(tr.spans)
+				journal.Close()
 				st.Close()
 				b.StartTimer()
 			}

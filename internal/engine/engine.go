@@ -665,6 +665,9 @@ func Summarize(ctx context.Context, st *store.Store, runID string) (Summary, err
 			continue
 		}
 		is.Steps++
+		if st.Status == store.StepStarted && is.Status == store.ItemRunning {
+			is.CurrentStep = st.ID // the journal's last started step is the running one
+		}
 		u := fromStoreUsage(st.Usage)
 		is.Usage = is.Usage.Add(u)
 		sum.Usage = sum.Usage.Add(u)

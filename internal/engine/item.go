@@ -312,7 +312,6 @@ func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st wor
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
 		return workflow.Event{}, err
 	}
-	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{CurrentStep: strp(st.ID)})
 	base := event.Event{Stage: st.Stage, Role: st.Role, Step: st.ID, Runner: runnerName, Model: model}
 	ev := base
 	ev.Type = event.StageStarted
@@ -441,14 +440,14 @@ func collectOutput(path, reply string) (string, error) {
 		if _, perr := signal.Parse(out); errors.Is(perr, signal.ErrNoBlock) {
 			if _, rerr := signal.Parse(reply); rerr == nil {
 				out = strings.TrimRight(out, "\n") + "\n\n" + reply
-				if err := writeFileAtomic(path, []byte(out)); err != nil {
+				if err := writeStepFile(path, []byte(out)); err != nil {
 					return "", err
 				}
 			}
 		}
 		return out, nil
 	}
-	if err := writeFileAtomic(path, []byte(reply)); err != nil {
+	if err := writeStepFile(path, []byte(reply)); err != nil {
 		return "", err
 	}
 	return reply, nil
@@ -554,31 +553,22 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(data, '\n'))
+	return writeStepFile(path, append(data, '\n'))
 }
 
-// writeFileAtomic writes path through a temp file and a rename, so a process
-// crash leaves the old or the new content, never a torn file. It does not
-// fsync: these are cadre's own step files, rewritten whenever their step runs
-// again, and the journal (not these files) says what completed.
-func writeFileAtomic(path string, data []byte) error {
+// writeStepFile writes one of cadre's own step files (context, output).
+// No temp file, rename or fsync: the file is rewritten whenever its step
+// runs again, and the journal, not this file, says whether the step
+// completed, so a torn write after a crash is never read as a result.
+func writeStepFile(path string, data []byte) error {
+	if err := os.WriteFile(path, data, 0o644); err == nil {
+		return nil
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := f.Write(data)
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, werr)
 	}
 	return nil
 }

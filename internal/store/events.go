@@ -22,23 +22,35 @@ type Event struct {
 // AppendEvent adds an event to the journal. A zero Time means now; Seq is
 // ignored.
 func (s *Store) AppendEvent(ctx context.Context, e Event) error {
-	if e.RunID == "" || e.Type == "" {
-		return fmt.Errorf("append event %q of run %q: run id and event type are required", e.Type, e.RunID)
+	return s.AppendEvents(ctx, []Event{e})
+}
+
+// AppendEvents adds events to the journal in one transaction, in order:
+// all of them or none.
+func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
+	for _, e := range events {
+		if e.RunID == "" || e.Type == "" {
+			return fmt.Errorf("append event %q of run %q: run id and event type are required", e.Type, e.RunID)
+		}
 	}
-	data, err := jsonArg("data", e.Data)
-	if err != nil {
-		return fmt.Errorf("append event %s: %w", e.Type, err)
-	}
-	_, err = s.w.ExecContext(ctx,
-		`INSERT INTO events (run_id, time, type, item_id, data) VALUES (?, ?, ?, ?, ?)`,
-		e.RunID, fmtTime(s.orNow(e.Time)), e.Type, e.ItemID, data)
-	if isForeignKey(err) {
-		return fmt.Errorf("append event %s: run %s %w", e.Type, e.RunID, ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("append event %s: %w", e.Type, err)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, e := range events {
+			data, err := jsonArg("data", e.Data)
+			if err != nil {
+				return fmt.Errorf("append event %s: %w", e.Type, err)
+			}
+			_, err = tx.ExecContext(ctx,
+				`INSERT INTO events (run_id, time, type, item_id, data) VALUES (?, ?, ?, ?, ?)`,
+				e.RunID, fmtTime(s.orNow(e.Time)), e.Type, e.ItemID, data)
+			if isForeignKey(err) {
+				return fmt.Errorf("append event %s: run %s %w", e.Type, e.RunID, ErrNotFound)
+			}
+			if err != nil {
+				return fmt.Errorf("append event %s: %w", e.Type, err)
+			}
+		}
+		return nil
+	})
 }
 
 // Events returns the run's events with sequence number above afterSeq, in
