@@ -512,9 +512,33 @@ func TestResumeAfterCrash(t *testing.T) {
 				if err != nil || sum.Status != store.RunCompleted {
 					t.Errorf("journal: %v %s", err, sum.Status)
 				}
+				if diff := cmp.Diff(journalOf(t, clean.st), journalOf(t, e.st)); diff != "" {
+					t.Errorf("journal differs from a clean run: %s", diff)
+				}
 			})
 		}
 	}
+}
+
+// journalOf lists a run's steps as "id kind status", and its items' final
+// stage and status: what must match between a crashed-and-resumed run and
+// an uninterrupted one (tries and times may differ).
+func journalOf(t *testing.T, st *store.Store) []string {
+	ctx := context.Background()
+	run := lastRun(t, st)
+	steps, err := st.Steps(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range steps {
+		out = append(out, fmt.Sprintf("%s %s %s", s.ID, s.Kind, s.Status))
+	}
+	items, _ := st.Items(ctx, run)
+	for _, it := range items {
+		out = append(out, fmt.Sprintf("item %s %s %s %d", it.ID, it.Stage, it.Status, it.Attempts))
+	}
+	return out
 }
 
 func uniq(in []string) []string {
