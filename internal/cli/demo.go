@@ -76,7 +76,7 @@ func runDemo(ctx context.Context, f *Factory, opts *DemoOptions) error {
 	if err := repo.ExcludeState(ctx); err != nil {
 		return err
 	}
-	if _, err := repo.CommitAll(ctx, "Sample repository for the cadre demo", ""); err != nil {
+	if _, err := repo.CommitAll(ctx, "Sample repository for the cadre demo", workspace.Mark{}); err != nil {
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "cadre demo: sample repository in %s\n", dir)

@@ -17,6 +17,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/script"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -136,8 +137,9 @@ func peakRSSMB() float64 {
 }
 
 // BenchmarkFleet100 runs 100 items at once through coder → auditor → commit,
-// each in its own worktree on its own branch, with an instant agent. It
-// reports wall time, agent steps per second and the process's peak RSS.
+// each in its own worktree on its own branch, with the script runner as an
+// instant agent. It reports wall time, agent steps per second and the
+// process's peak RSS.
 func BenchmarkFleet100(b *testing.B) {
 	for _, parallel := range []int{4, 8} {
 		b.Run(fmt.Sprintf("parallel=%d", parallel), func(b *testing.B) {
@@ -158,6 +160,7 @@ func BenchmarkFleet100(b *testing.B) {
 				for n := range items {
 					os.WriteFile(filepath.Join(root, "tasks", fmt.Sprintf("t%03d.md", n)), []byte(fmt.Sprintf("---\nstage: code\nattempts: 0\n---\n# Task %d\n", n)), 0o644)
 				}
+				os.WriteFile(filepath.Join(root, "scenario.yaml"), []byte(fleetScenario), 0o644)
 				gitB(b, root, "add", "-A")
 				gitB(b, root, "commit", "-qm", "init")
 				st, err := store.Open(context.Background(), filepath.Join(root, ".cadre", "cadre.db"))
@@ -165,11 +168,11 @@ func BenchmarkFleet100(b *testing.B) {
 					b.Fatal(err)
 				}
 				journal := NewJournalSink(st)
-				tr := &timedRunner{}
 				reg := runner.NewRegistry()
-				reg.Register("instant", func(runner.Settings) (runner.Runner, error) { return tr, nil })
+				reg.Register("script", script.New)
 				cfg := config.Default()
 				cfg.Defaults.Runner = "instant"
+				cfg.Runners = map[string]config.RunnerConfig{"instant": {Type: "script", Scenario: "scenario.yaml"}}
 				roles, _ := role.Load("")
 				eng, err := New(context.Background(), Deps{Root: root, Config: cfg, Store: st, Roles: roles, Runners: reg, Bus: event.NewBus(nil, journal)})
 				if err != nil {
@@ -183,10 +186,15 @@ func BenchmarkFleet100(b *testing.B) {
 				if err != nil || sum.Status != store.RunCompleted {
 					b.Fatalf("run: %v %s %s", err, sum.Status, sum.Reason)
 				}
-				steps += len(tr.spans)
+				for _, it := range sum.Items {
+					steps += it.Steps
+				}
 				journal.Close()
 				st.Close()
 				b.StartTimer()
+			}
+			if steps != 2*items*b.N {
+				b.Fatalf("%d agent steps, want %d", steps, 2*items*b.N)
 			}
 			b.ReportMetric(wall.Seconds()/float64(b.N), "s-wall")
 			b.ReportMetric(float64(steps)/wall.Seconds(), "steps/s")
@@ -194,3 +202,14 @@ func BenchmarkFleet100(b *testing.B) {
 		})
 	}
 }
+
+const fleetScenario = `rules:
+  - role: coder
+    actions:
+      - write: {path: src/change.go, content: "package src\n\nconst Done = true\n"}
+    signal: {result: SUCCESS, confidence: 9}
+    usage: {input_tokens: 1000, output_tokens: 100, cost_usd: 0.001}
+  - role: auditor
+    signal: {result: PASS, confidence: 9, rating: 9}
+    usage: {input_tokens: 1000, output_tokens: 100, cost_usd: 0.001}
+`

@@ -513,19 +513,23 @@ func headingLevel(line string) int {
 // the step's trailer (a crash after committing) is adopted, not repeated.
 func (e *Engine) commit(ctx context.Context, ir *itemRun) error {
 	id := ir.it.ID + "/commit"
-	if rec, err := e.d.Store.GetStep(ctx, ir.run, id); err == nil && rec.Status == store.StepCompleted {
+	prev, err := e.d.Store.GetStep(ctx, ir.run, id)
+	if err == nil && prev.Status == store.StepCompleted {
 		return nil
 	}
+	tried := err == nil // started before: a crash may have left its commit unrecorded
 	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: id, Kind: "commit"}
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
 		return err
 	}
-	sha, err := ir.repo.FindStepCommit(ctx, id)
-	if err != nil {
-		return err
+	sha := ""
+	if tried {
+		if sha, err = ir.repo.FindStepCommit(ctx, workspace.Mark{Step: id, Run: ir.run}); err != nil {
+			return err
+		}
 	}
 	if sha == "" {
-		sha, err = ir.repo.CommitAll(ctx, commitMessage(ir.task), id)
+		sha, err = ir.repo.CommitAll(ctx, commitMessage(ir.task), workspace.Mark{Step: id, Run: ir.run})
 		if err != nil {
 			rec.Status, rec.Error = store.StepFailed, err.Error()
 			e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)

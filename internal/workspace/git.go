@@ -20,9 +20,20 @@ import (
 // StateDir is cadre's directory at the repository root; it never reaches a commit.
 const StateDir = ".cadre"
 
-// TrailerKey marks a commit with the step that made it, so a crash between
-// committing and journaling is detected instead of committing twice.
-const TrailerKey = "Cadre-Step"
+// Trailer keys mark a commit with the run and step that made it, so a crash
+// between committing and journaling is detected instead of committing
+// twice. The run is part of the mark: a later run of the same task makes a
+// new commit with the same step id.
+const (
+	TrailerKey    = "Cadre-Step"
+	RunTrailerKey = "Cadre-Run"
+)
+
+// Mark identifies the effect a commit belongs to.
+type Mark struct {
+	Step string
+	Run  string
+}
 
 // Repo is a git working tree.
 type Repo struct {
@@ -153,23 +164,29 @@ func (r *Repo) Dirty(ctx context.Context) ([]string, error) {
 	return paths, nil
 }
 
-// FindStepCommit returns the commit reachable from HEAD whose Cadre-Step
-// trailer is step, or "" when there is none.
-func (r *Repo) FindStepCommit(ctx context.Context, step string) (string, error) {
-	out, err := r.Git(ctx, "log", "--fixed-strings", "--grep", TrailerKey+": "+step,
-		"--format=%H%x00%(trailers:key="+TrailerKey+",valueonly,separator=%x00)%x01")
+// FindStepCommit returns the commit reachable from HEAD whose trailers are
+// mark's run and step, or "" when there is none.
+func (r *Repo) FindStepCommit(ctx context.Context, mark Mark) (string, error) {
+	out, err := r.Git(ctx, "log", "--fixed-strings", "--grep", TrailerKey+": "+mark.Step,
+		"--format=%H%x00%(trailers:key="+TrailerKey+",valueonly,separator=%x02)%x00%(trailers:key="+RunTrailerKey+",valueonly,separator=%x02)%x01")
 	if err != nil {
 		if _, herr := r.Git(ctx, "rev-parse", "--verify", "-q", "HEAD"); herr != nil {
 			return "", nil // no commits yet
 		}
 		return "", err
 	}
+	has := func(list, want string) bool {
+		for _, v := range strings.Split(list, "\x02") {
+			if strings.TrimSpace(v) == want {
+				return true
+			}
+		}
+		return false
+	}
 	for _, rec := range strings.Split(out, "\x01") {
 		parts := strings.Split(strings.TrimSpace(rec), "\x00")
-		for _, v := range parts[1:] {
-			if strings.TrimSpace(v) == step {
-				return parts[0], nil
-			}
+		if len(parts) == 3 && has(parts[1], mark.Step) && has(parts[2], mark.Run) {
+			return parts[0], nil
 		}
 	}
 	return "", nil
@@ -178,10 +195,10 @@ func (r *Repo) FindStepCommit(ctx context.Context, step string) (string, error) 
 // ErrStateStaged is returned when cadre's state directory would be committed.
 var ErrStateStaged = errors.New("refusing to commit cadre state")
 
-// CommitAll stages every change and commits it with message and, unless step
-// is empty, a Cadre-Step trailer, after checking that nothing under .cadre/
-// is staged.
-func (r *Repo) CommitAll(ctx context.Context, message, step string) (string, error) {
+// CommitAll stages every change and commits it with message and mark's
+// trailers (none for a zero mark), after checking that nothing under
+// .cadre/ is staged.
+func (r *Repo) CommitAll(ctx context.Context, message string, mark Mark) (string, error) {
 	if _, err := r.Git(ctx, "add", "-A", "--", "."); err != nil {
 		return "", err
 	}
@@ -195,8 +212,8 @@ func (r *Repo) CommitAll(ctx context.Context, message, step string) (string, err
 		}
 	}
 	args := []string{"commit", "--quiet", "--allow-empty", "--no-verify", "-m", message}
-	if step != "" {
-		args = append(args, "-m", TrailerKey+": "+step)
+	if mark.Step != "" {
+		args = append(args, "-m", TrailerKey+": "+mark.Step+"\n"+RunTrailerKey+": "+mark.Run)
 	}
 	args = append(append([]string(nil), r.committer()...), args...)
 	if _, err := r.Git(ctx, args...); err != nil {

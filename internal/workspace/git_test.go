@@ -70,25 +70,34 @@ func TestDirtyAndExclude(t *testing.T) {
 func TestCommitAllIsFoundByTrailer(t *testing.T) {
 	ctx := context.Background()
 	r := newRepo(t)
-	if sha, err := r.FindStepCommit(ctx, "t/commit"); err != nil || sha != "" {
+	mark := Mark{Step: "t/commit", Run: "r1"}
+	if sha, err := r.FindStepCommit(ctx, mark); err != nil || sha != "" {
 		t.Fatalf("empty repo: %q %v", sha, err)
 	}
 	r.ExcludeState(ctx)
 	write(t, filepath.Join(r.Dir, "f.txt"), "1")
 	write(t, filepath.Join(r.Dir, ".cadre", "x"), "state")
-	sha, err := r.CommitAll(ctx, "cadre: task t", "t/commit")
+	sha, err := r.CommitAll(ctx, "cadre: task t", mark)
 	if err != nil {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(r.Dir, "g.txt"), "2")
-	if _, err := r.CommitAll(ctx, "cadre: task t2", "t/commit2"); err != nil {
+	if _, err := r.CommitAll(ctx, "cadre: task t2", Mark{Step: "t/commit2", Run: "r1"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := r.FindStepCommit(ctx, "t/commit"); got != sha {
+	if got, _ := r.FindStepCommit(ctx, mark); got != sha {
 		t.Errorf("FindStepCommit = %q, want %q", got, sha)
 	}
-	if got, _ := r.FindStepCommit(ctx, "t/comm"); got != "" {
+	if got, _ := r.FindStepCommit(ctx, Mark{Step: "t/comm", Run: "r1"}); got != "" {
 		t.Errorf("prefix matched commit %q", got)
+	}
+	// The same step in a later run is a new effect.
+	if got, _ := r.FindStepCommit(ctx, Mark{Step: "t/commit", Run: "r2"}); got != "" {
+		t.Errorf("another run's commit matched: %q", got)
+	}
+	body, _ := r.Git(ctx, "log", "-1", "--format=%B", sha)
+	if !strings.Contains(body, "Cadre-Step: t/commit\nCadre-Run: r1") {
+		t.Errorf("trailers: %q", body)
 	}
 	files, _ := r.Git(ctx, "ls-tree", "-r", "--name-only", "HEAD")
 	if strings.Contains(files, ".cadre") {
@@ -103,7 +112,7 @@ func TestCommitRefusesStagedState(t *testing.T) {
 	ctx := context.Background()
 	r := newRepo(t) // no ExcludeState: .cadre would be staged
 	write(t, filepath.Join(r.Dir, ".cadre", "cadre.db"), "x")
-	if _, err := r.CommitAll(ctx, "m", "s"); !errors.Is(err, ErrStateStaged) {
+	if _, err := r.CommitAll(ctx, "m", Mark{Step: "s", Run: "r"}); !errors.Is(err, ErrStateStaged) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -115,7 +124,7 @@ func TestHooksDoNotRun(t *testing.T) {
 	write(t, filepath.Join(r.Dir, ".git", "hooks", "pre-commit"), "#!/bin/sh\ntouch "+marker+"\n")
 	os.Chmod(filepath.Join(r.Dir, ".git", "hooks", "pre-commit"), 0o755)
 	write(t, filepath.Join(r.Dir, "f"), "x")
-	if _, err := r.CommitAll(ctx, "m", "s"); err != nil {
+	if _, err := r.CommitAll(ctx, "m", Mark{Step: "s", Run: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(marker); err == nil {

@@ -71,7 +71,7 @@ func TestWorktreeEnsureReuseAndDirty(t *testing.T) {
 	ctx := context.Background()
 	r := newRepo(t)
 	write(t, filepath.Join(r.Dir, "f.txt"), "base\n")
-	if _, err := r.CommitAll(ctx, "base", ""); err != nil {
+	if _, err := r.CommitAll(ctx, "base", Mark{}); err != nil {
 		t.Fatal(err)
 	}
 	r.ExcludeState(ctx)
@@ -97,7 +97,7 @@ func TestWorktreeEnsureReuseAndDirty(t *testing.T) {
 	if _, err := w.Ensure(ctx, "a", "cadre/a-x", "main", true); err != nil {
 		t.Errorf("owned dirty reuse: %v", err)
 	}
-	if _, err := wt.CommitAll(ctx, "work", "a/commit"); err != nil {
+	if _, err := wt.CommitAll(ctx, "work", Mark{Step: "a/commit", Run: "r"}); err != nil {
 		t.Fatal(err)
 	}
 	// Deleted by hand: recreated on the existing branch, keeping its commit.
@@ -106,7 +106,7 @@ func TestWorktreeEnsureReuseAndDirty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sha, _ := wt2.FindStepCommit(ctx, "a/commit"); sha == "" {
+	if sha, _ := wt2.FindStepCommit(ctx, Mark{Step: "a/commit", Run: "r"}); sha == "" {
 		t.Error("recreated worktree lost the branch's commit")
 	}
 	if _, err := w.Ensure(ctx, "a", "cadre/a-other", "main", false); err == nil {
@@ -121,13 +121,13 @@ func TestWorktreeListAndRemove(t *testing.T) {
 	ctx := context.Background()
 	r := newRepo(t)
 	write(t, filepath.Join(r.Dir, "f.txt"), "base\n")
-	r.CommitAll(ctx, "base", "")
+	r.CommitAll(ctx, "base", Mark{})
 	r.ExcludeState(ctx)
 	w := NewWorktrees(r)
 	empty, _ := w.Ensure(ctx, "empty", "cadre/empty", "main", false)
 	work, _ := w.Ensure(ctx, "work", "cadre/work", "main", false)
 	write(t, filepath.Join(work.Dir, "g.txt"), "x")
-	work.CommitAll(ctx, "work", "")
+	work.CommitAll(ctx, "work", Mark{})
 	list, err := w.List(ctx, "main")
 	if err != nil || len(list) != 2 {
 		t.Fatalf("list %+v %v", list, err)
