@@ -38,6 +38,8 @@ type Config struct {
 	Limits  Limits  `yaml:"limits"`
 	GitHub  GitHub  `yaml:"github"`
 	Sandbox Sandbox `yaml:"sandbox"`
+	// Prices override or extend the built-in price table, by model name.
+	Prices map[string]Price `yaml:"prices"`
 
 	// where maps a key path to where its value was set, for errors found
 	// after loading (an unknown runner name, say).
@@ -99,6 +101,16 @@ type Limits struct {
 	MaxReviewRounds         int     `yaml:"max_review_rounds"`
 	EscalateBelowConfidence int     `yaml:"escalate_below_confidence"`
 	MaxInsufficientLoops    int     `yaml:"max_insufficient_loops"`
+	MaxIterations           int     `yaml:"max_iterations"` // seed 003 moa: architect → executor → critic rounds
+}
+
+// Price is what a model costs per million tokens, for runners whose backend
+// reports tokens but no cost (the cost is then marked estimated).
+type Price struct {
+	InputPerMTok      float64 `yaml:"input_per_mtok"`
+	OutputPerMTok     float64 `yaml:"output_per_mtok"`
+	CacheReadPerMTok  float64 `yaml:"cache_read_per_mtok"`
+	CacheWritePerMTok float64 `yaml:"cache_write_per_mtok"`
 }
 
 // GitHub configures the GitHub forge.
@@ -147,6 +159,7 @@ func Default() Config {
 		},
 		Roles:   map[string]RoleConfig{},
 		Runners: map[string]RunnerConfig{},
+		Prices:  map[string]Price{},
 		Limits: Limits{
 			ParallelIssues:          3,
 			ParallelAgents:          3,
@@ -156,6 +169,7 @@ func Default() Config {
 			MaxReviewRounds:         2,
 			EscalateBelowConfidence: 5,
 			MaxInsufficientLoops:    5,
+			MaxIterations:           3,
 		},
 		GitHub: GitHub{
 			TokenEnv: "GITHUB_TOKEN",

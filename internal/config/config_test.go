@@ -25,9 +25,10 @@ func TestDefault(t *testing.T) {
 		Defaults:   Defaults{Runner: "claude", Workflow: "auto", Timeout: Duration(20 * time.Minute)},
 		Roles:      map[string]RoleConfig{},
 		Runners:    map[string]RunnerConfig{},
+		Prices:     map[string]Price{},
 		Limits: Limits{
 			ParallelIssues: 3, ParallelAgents: 3, BudgetUSD: 0, AuditPassRating: 8, MaxAttempts: 2,
-			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5,
+			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5, MaxIterations: 3,
 		},
 		GitHub:  GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/"},
 		Sandbox: Sandbox{Mode: "none", Network: "allow"},
@@ -69,9 +70,10 @@ func TestParseSpecExample(t *testing.T) {
 			"my-agent": {Type: "exec", Command: "./scripts/agent.sh", Args: []string{}},
 			"fake":     {Type: "script", Scenario: "testdata/scenario.yaml"},
 		},
+		Prices: map[string]Price{},
 		Limits: Limits{
 			ParallelIssues: 3, ParallelAgents: 3, BudgetUSD: 0, AuditPassRating: 8, MaxAttempts: 2,
-			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5,
+			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5, MaxIterations: 3,
 		},
 		GitHub:  GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Labels: []string{}, Draft: false},
 		Sandbox: Sandbox{Mode: "none", Network: "allow"},

@@ -30,6 +30,7 @@ func (l *loader) validate(c *Config) error {
 		{"limits.max_review_rounds", atLeast(c.Limits.MaxReviewRounds, 0)},
 		{"limits.escalate_below_confidence", rating(c.Limits.EscalateBelowConfidence)},
 		{"limits.max_insufficient_loops", atLeast(c.Limits.MaxInsufficientLoops, 0)},
+		{"limits.max_iterations", atLeast(c.Limits.MaxIterations, 1)},
 		{"github.api_url", urlProblem(c.GitHub.APIURL)},
 		{"sandbox.mode", oneOf(c.Sandbox.Mode, "none", "bwrap")},
 		{"sandbox.network", oneOf(c.Sandbox.Network, "allow", "deny", "model-only")},

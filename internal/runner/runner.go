@@ -36,15 +36,22 @@ type Invocation struct {
 	LogPath     string // raw transcript of the process
 	Model       string
 	Timeout     time.Duration
+	// Session, when set, is a backend session to continue (a resumed retry
+	// of the same step); runners that cannot resume ignore it.
+	Session string
+	// Progress, when set, receives one-line progress notes while the step
+	// runs (a tool call, a message); it must not block.
+	Progress func(note string)
 }
 
 // Result is what a finished agent process produced.
 type Result struct {
 	ExitCode   int
-	Output     string // final reply text (stdout for exec)
+	Output     string // final reply text (stdout for exec, the CLI's final result text)
 	StderrTail string
-	Usage      event.Usage
-	SessionID  string
+	Usage      event.Usage // Usage.CostEstimated marks a cost computed from the price table
+	SessionID  string      // the backend's session/thread id, for a resumed retry
+	Model      string      // the model that answered, when the backend says
 }
 
 // Runner reaches one agent backend.

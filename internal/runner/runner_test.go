@@ -3,7 +3,9 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 )
 
 type nop struct{ name string }
@@ -32,4 +34,17 @@ func TestRegistry(t *testing.T) {
 		}
 	}()
 	r.Register("a", nil)
+}
+
+func TestErrorKind(t *testing.T) {
+	err := fmt.Errorf("step: %w", &Error{Kind: KindRateLimit, Runner: "claude", RetryAfter: 3 * time.Second, Msg: "429"})
+	if KindOf(err) != KindRateLimit {
+		t.Errorf("KindOf = %q", KindOf(err))
+	}
+	if got := err.Error(); got != "step: runner claude: rate-limit: 429 (retry after 3s)" {
+		t.Errorf("message %q", got)
+	}
+	if KindOf(errors.New("plain")) != "" {
+		t.Error("plain error classified")
+	}
 }
