@@ -1,0 +1,554 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cadre-dev/cadre/internal/signal"
+)
+
+// The interpreter runs a Def for one item. It decides everything from the
+// outcomes its Exec returns and does no I/O itself, so it is deterministic:
+// run again over a journal that replays completed steps, it asks for the
+// same steps with the same ids and continues where the journal ends. That
+// is how resume works, and how table tests drive every rule with a fake.
+
+// Exec performs the interpreter's effects.
+type Exec interface {
+	// Agent runs one agent step (or replays it from the journal).
+	Agent(ctx context.Context, c AgentCall) (Outcome, error)
+	// Action runs one deterministic step (or replays it).
+	Action(ctx context.Context, c ActionCall) (Outcome, error)
+	// Human returns a human's answer to an escalation, or an error
+	// wrapping ErrPaused while there is none.
+	Human(ctx context.Context, c HumanCall) (Answer, error)
+	// Warn reports something the user should know; the run goes on.
+	Warn(msg string)
+}
+
+// AgentCall is one agent step.
+type AgentCall struct {
+	ID        string // stable: <item>/<phase>[/<task>]/<role>#<n>
+	Role      string
+	Workflow  string
+	Phase     string
+	Task      *signal.PlanTask // the plan task, inside foreach
+	Inputs    []string         // outputs of earlier steps this one should read
+	Note      string           // hand-off from the previous agent or a human
+	Signature string           // goal:loop:step (seed 002)
+	Round     int              // loop round, 1-based; 0 outside loops
+}
+
+// ActionCall is one deterministic step.
+type ActionCall struct {
+	ID    string
+	Kind  string // baseline | checks | commit | answer
+	Phase string
+	Task  *signal.PlanTask
+	Text  string // the answer, for "answer"
+	// Owned, for a task's commit while other tasks work in the same tree:
+	// files that other unfinished tasks declared, which this commit must
+	// leave alone.
+	Others []string
+}
+
+// Outcome is what a step produced.
+type Outcome struct {
+	Failed      bool   // the step failed (crash, no signal, FAIL result, ...)
+	Reason      string // why, when Failed
+	Signal      signal.Signal
+	Output      string   // path of the step's output file
+	Text        string   // the output's text (plans and triage are read from it)
+	Regressions []string // checks: commands that pass at the baseline and fail now
+}
+
+// HumanCall is an escalation to a human.
+type HumanCall struct {
+	ID     string // stable, like step ids
+	Step   string // the step whose low confidence asked for it
+	Role   string
+	Reason string
+}
+
+// Answer is a human's decision.
+type Answer struct {
+	Approved bool
+	Note     string
+}
+
+// ErrPaused is wrapped when the item waits for a human.
+var ErrPaused = errors.New("waiting for a human")
+
+// Item results.
+const (
+	ResultCompleted  = "completed"
+	ResultFailed     = "failed"
+	ResultIncomplete = "incomplete" // a loop ran out of rounds with exhausted: incomplete
+	ResultAnswered   = "answered"   // quick: answered, no code change
+)
+
+// Result is how an item's workflow ended.
+type Result struct {
+	Status        string
+	Reason        string
+	PhaseFailures []string // non-critical phases that failed, "phase: reason"
+}
+
+// FlowLimits are the cadre.yaml limits the interpreter uses.
+type FlowLimits struct {
+	AuditPassRating         int
+	EscalateBelowConfidence int
+	MaxReviewRounds         int
+	MaxInsufficientLoops    int
+	MaxIterations           int
+	MaxAttempts             int
+	ParallelAgents          int
+}
+
+func (l FlowLimits) bound(s string) int {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n
+	}
+	switch s {
+	case "max_review_rounds":
+		return l.MaxReviewRounds
+	case "max_insufficient_loops":
+		return l.MaxInsufficientLoops
+	case "max_iterations":
+		return l.MaxIterations
+	case "max_attempts":
+		return l.MaxAttempts
+	}
+	return 1
+}
+
+// Interp runs workflow definitions for one item.
+type Interp struct {
+	Item  string
+	Defs  *Registry
+	Exec  Exec
+	Lim   FlowLimits
+	Roles func(string) bool // role exists, for triage's custom sequences
+
+	mu       sync.Mutex
+	counters map[string]int
+	plan     *signal.Plan
+	pending  map[string][]string // unfinished plan tasks → their declared files
+}
+
+// scope is what a sequence of steps shares: the outputs so far, the last
+// outcome and the hand-off note.
+type scope struct {
+	wf, phase string
+	task      *signal.PlanTask
+	inputs    []string
+	last      Outcome
+	note      string
+	round     int
+	index     int // position of the step within its loop round, for signatures
+	escalate  bool
+}
+
+// failure is a step or node failure inside a phase.
+type failure struct{ reason string }
+
+func (f *failure) Error() string { return f.reason }
+
+// incomplete ends the item at once as incomplete.
+type incomplete struct{ reason string }
+
+func (e *incomplete) Error() string { return e.reason }
+
+// routedEnd ends the item with the result of a routed workflow.
+type routedEnd struct{ res Result }
+
+func (e *routedEnd) Error() string { return e.res.Reason }
+
+// Run executes def to its end. The error is only for ctx cancellation or a
+// pause for a human (wrapping ErrPaused); workflow failures are in Result.
+func (in *Interp) Run(ctx context.Context, def *Def) (Result, error) {
+	in.counters = map[string]int{}
+	sc := &scope{wf: def.Name, escalate: def.Escalate}
+	return in.runDef(ctx, def, sc)
+}
+
+func (in *Interp) runDef(ctx context.Context, def *Def, sc *scope) (Result, error) {
+	res := Result{Status: ResultCompleted}
+	for _, p := range def.Phases {
+		psc := *sc
+		psc.phase = p.Name
+		err := in.seq(ctx, p.Steps, &psc)
+		sc.inputs, sc.last, sc.note = psc.inputs, psc.last, psc.note
+		var f *failure
+		var inc *incomplete
+		var re *routedEnd
+		switch {
+		case err == nil:
+		case errors.As(err, &re):
+			re.res.PhaseFailures = append(res.PhaseFailures, re.res.PhaseFailures...)
+			return re.res, nil
+		case errors.As(err, &inc):
+			return Result{Status: ResultIncomplete, Reason: inc.reason, PhaseFailures: res.PhaseFailures}, nil
+		case errors.As(err, &f):
+			if p.Critical {
+				return Result{Status: ResultFailed, Reason: fmt.Sprintf("phase %s: %s", p.Name, f.reason), PhaseFailures: res.PhaseFailures}, nil
+			}
+			res.PhaseFailures = append(res.PhaseFailures, p.Name+": "+f.reason)
+			in.Exec.Warn(fmt.Sprintf("non-critical phase %s failed: %s", p.Name, f.reason))
+		default:
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// id returns the next stable id for a step of kind (a role or an action).
+func (in *Interp) id(sc *scope, kind string) string {
+	key := in.Item + "/" + sc.phase
+	if sc.task != nil {
+		key += "/" + sc.task.ID
+	}
+	key += "/" + kind
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.counters[key]++
+	return fmt.Sprintf("%s#%d", key, in.counters[key])
+}
+
+func (in *Interp) seq(ctx context.Context, nodes []Node, sc *scope) error {
+	for _, n := range nodes {
+		if err := in.node(ctx, n, sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (in *Interp) node(ctx context.Context, n Node, sc *scope) error {
+	switch {
+	case n.Role != "":
+		return in.agent(ctx, n.Role, sc)
+	case len(n.Parallel) > 0:
+		return in.parallel(ctx, n.Parallel, sc)
+	case n.ForEach != "":
+		return in.forEach(ctx, n.Do, sc)
+	case n.Loop != nil:
+		return in.loop(ctx, n.Loop, sc)
+	case n.Run == "routed":
+		return in.routed(ctx, sc)
+	default:
+		return in.action(ctx, n.Run, sc)
+	}
+}
+
+func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
+	sc.index++
+	call := AgentCall{ID: in.id(sc, role), Role: role, Workflow: sc.wf, Phase: sc.phase, Task: sc.task,
+		Inputs: append([]string(nil), sc.inputs...), Note: sc.note, Round: sc.round,
+		Signature: fmt.Sprintf("1:%d:%d", max(sc.round, 1), sc.index)}
+	out, err := in.Exec.Agent(ctx, call)
+	if err != nil {
+		return err
+	}
+	sc.last = out
+	if out.Failed {
+		return &failure{fmt.Sprintf("%s: %s", role, out.Reason)}
+	}
+	if out.Output != "" {
+		sc.inputs = append(sc.inputs, out.Output)
+	}
+	sc.note = out.Signal.Context
+	if role == "implementation-planner" || role == "adjudicator" {
+		if err := in.takePlan(role, out); err != nil {
+			return err
+		}
+	}
+	if out.Signal.Result == signal.Fail && !reviewer(role) {
+		return &failure{fmt.Sprintf("%s reported FAIL: %s", role, out.Signal.LoopSummary)}
+	}
+	if c := out.Signal.Confidence; sc.escalate && c != nil && *c < in.Lim.EscalateBelowConfidence {
+		ans, err := in.Exec.Human(ctx, HumanCall{ID: call.ID + "/human", Step: call.ID, Role: role,
+			Reason: fmt.Sprintf("%s's confidence %d is below %d", role, *c, in.Lim.EscalateBelowConfidence)})
+		if err != nil {
+			return err
+		}
+		if !ans.Approved {
+			return &failure{"rejected by a human: " + ans.Note}
+		}
+		if ans.Note != "" {
+			sc.note = "Human feedback: " + ans.Note + "\n\n" + sc.note
+		}
+	}
+	return nil
+}
+
+// reviewer roles judge work: their FAIL is a verdict for a gate, not a
+// failure to do their job.
+func reviewer(role string) bool {
+	switch role {
+	case "code-reviewer", "critic", "judge", "gatekeeper", "verifier", "auditor", "comparator":
+		return true
+	}
+	return false
+}
+
+// takePlan reads the plan from the planner's output; the adjudicator may
+// replace it with a corrected one.
+func (in *Interp) takePlan(role string, out Outcome) error {
+	p, err := signal.ParsePlan(out.Text)
+	if err != nil {
+		if role == "adjudicator" && errors.Is(err, signal.ErrNoJSON) {
+			return nil // kept the planner's plan
+		}
+		return &failure{fmt.Sprintf("%s: %v (see %s)", role, err, out.Output)}
+	}
+	in.mu.Lock()
+	in.plan = &p
+	in.mu.Unlock()
+	return nil
+}
+
+func (in *Interp) action(ctx context.Context, kind string, sc *scope) error {
+	call := ActionCall{ID: in.id(sc, kind), Kind: kind, Phase: sc.phase, Task: sc.task}
+	if kind == "answer" {
+		t, err := signal.ParseTriage(sc.last.Text)
+		if err != nil || t.Answer == nil {
+			return &failure{"no direct answer from the triage role (run quick through --workflow auto)"}
+		}
+		call.Text = *t.Answer
+	}
+	if kind == "commit" && sc.task != nil {
+		call.Others = in.othersFiles(sc.task.ID)
+	}
+	out, err := in.Exec.Action(ctx, call)
+	if err != nil {
+		return err
+	}
+	sc.last = out
+	if out.Failed {
+		return &failure{fmt.Sprintf("%s: %s", kind, out.Reason)}
+	}
+	if kind == "checks" && len(out.Regressions) > 0 {
+		data, _ := json.Marshal(map[string]any{"regressions": out.Regressions})
+		sc.note = string(data)
+	}
+	if out.Output != "" {
+		sc.inputs = append(sc.inputs, out.Output)
+	}
+	return nil
+}
+
+func (in *Interp) parallel(ctx context.Context, nodes []Node, sc *scope) error {
+	scopes := make([]*scope, len(nodes))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, n := range nodes {
+		branch := *sc
+		branch.inputs = append([]string(nil), sc.inputs...)
+		scopes[i] = &branch
+		g.Go(func() error { return in.node(gctx, n, scopes[i]) })
+	}
+	err := g.Wait()
+	// Outputs join in definition order, whatever order the branches ended in.
+	for _, b := range scopes {
+		sc.inputs = appendNew(sc.inputs, b.inputs)
+		sc.last = b.last
+	}
+	return err
+}
+
+func appendNew(dst, src []string) []string {
+	for _, s := range src {
+		if !contains(dst, s) {
+			dst = append(dst, s)
+		}
+	}
+	return dst
+}
+
+// forEach runs body once per plan task, in dependency waves, the tasks of a
+// wave at once (the Exec bounds concurrent agent steps).
+func (in *Interp) forEach(ctx context.Context, body []Node, sc *scope) error {
+	in.mu.Lock()
+	plan := in.plan
+	in.mu.Unlock()
+	if plan == nil {
+		return &failure{"no implementation plan to fan out"}
+	}
+	waves, err := plan.Waves()
+	if err != nil {
+		return &failure{err.Error()}
+	}
+	in.mu.Lock()
+	in.pending = map[string][]string{}
+	for _, t := range plan.Tasks {
+		in.pending[t.ID] = t.Files
+	}
+	in.mu.Unlock()
+	for _, wave := range waves {
+		base := len(sc.inputs)
+		scopes := make([]*scope, len(wave))
+		g, gctx := errgroup.WithContext(ctx)
+		for i := range wave {
+			t := wave[i]
+			tsc := *sc
+			tsc.task = &t
+			tsc.inputs = append([]string(nil), sc.inputs...)
+			tsc.note = ""
+			scopes[i] = &tsc
+			g.Go(func() error {
+				err := in.seq(gctx, body, scopes[i])
+				in.mu.Lock()
+				delete(in.pending, t.ID)
+				in.mu.Unlock()
+				if f := (*failure)(nil); errors.As(err, &f) {
+					return &failure{fmt.Sprintf("task %s: %s", t.ID, f.reason)}
+				}
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		for _, ts := range scopes {
+			sc.inputs = appendNew(sc.inputs, ts.inputs[base:])
+		}
+	}
+	return nil
+}
+
+// othersFiles lists the files declared by the plan's other unfinished tasks.
+func (in *Interp) othersFiles(task string) []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var out []string
+	for id, files := range in.pending {
+		if id != task {
+			out = append(out, files...)
+		}
+	}
+	return out
+}
+
+func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
+	betweens := 0
+	for round := 1; ; round++ {
+		rsc := *sc
+		rsc.round, rsc.index = round, 0
+		err := in.seq(ctx, l.Do, &rsc)
+		sc.inputs, sc.last, sc.note = rsc.inputs, rsc.last, rsc.note
+		if err != nil {
+			return err
+		}
+		if in.gate(l.Until, sc.last) {
+			return nil
+		}
+		exhausted := false
+		if l.Max != "" {
+			exhausted = round >= in.Lim.bound(l.Max)
+		} else {
+			exhausted = betweens >= in.Lim.bound(l.MaxBetween)
+		}
+		if exhausted {
+			reason := fmt.Sprintf("%s not reached after %d round(s)", l.Until, round)
+			switch l.Exhausted {
+			case "continue":
+				in.Exec.Warn(reason + "; going on")
+				return nil
+			case "incomplete":
+				return &incomplete{reason}
+			}
+			return &failure{reason}
+		}
+		if len(l.Between) > 0 {
+			betweens++
+			bsc := *sc
+			bsc.round, bsc.index = round, len(l.Do)
+			err := in.seq(ctx, l.Between, &bsc)
+			sc.inputs, sc.last, sc.note = bsc.inputs, bsc.last, bsc.note
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (in *Interp) gate(until string, out Outcome) bool {
+	switch until {
+	case "verdict-pass":
+		return out.Signal.Verdict == signal.VerdictPass
+	case "result-pass":
+		return out.Signal.Result == signal.Pass
+	case "rating-pass":
+		return out.Signal.Rating != nil && *out.Signal.Rating >= in.Lim.AuditPassRating
+	case "checks-pass":
+		return len(out.Regressions) == 0 && !out.Failed
+	}
+	return false
+}
+
+// routed runs what the triage role chose: quick answers, a known workflow
+// runs, valid roles run as a custom sequence, anything else falls back to
+// standard with a warning.
+func (in *Interp) routed(ctx context.Context, sc *scope) error {
+	t, err := signal.ParseTriage(sc.last.Text)
+	name := t.Workflow
+	if err != nil {
+		in.Exec.Warn(fmt.Sprintf("triage gave no usable decision (%v); running standard", err))
+		name = "standard"
+	}
+	var def *Def
+	switch d, ok := in.Defs.Get(name); {
+	case name == "quick":
+		def = d
+	case ok && name != "auto":
+		def = d
+	case len(t.Roles) > 0 && in.allRoles(t.Roles):
+		def = customDef(t.Roles)
+	default:
+		if err == nil {
+			in.Exec.Warn(fmt.Sprintf("triage chose %q, which is neither a workflow nor a list of known roles; running standard", t.Workflow))
+		}
+		def, _ = in.Defs.Get("standard")
+	}
+	if def == nil {
+		return &failure{"no workflow to route to"}
+	}
+	sub := *sc
+	sub.wf, sub.escalate = def.Name, def.Escalate
+	res, err := in.runDef(ctx, def, &sub)
+	if err != nil {
+		return err
+	}
+	if def.Name == "quick" && res.Status == ResultCompleted {
+		res.Status = ResultAnswered
+	}
+	return &routedEnd{res}
+}
+
+func (in *Interp) allRoles(roles []string) bool {
+	for _, r := range roles {
+		if in.Roles == nil || !in.Roles(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// customDef is triage's CUSTOM workflow: its roles in order, then a commit.
+func customDef(roles []string) *Def {
+	d := &Def{Name: "custom", Description: "roles chosen by triage: " + strings.Join(roles, ", ")}
+	p := Phase{Name: "work", Critical: true}
+	for _, r := range roles {
+		p.Steps = append(p.Steps, Node{Role: r})
+	}
+	p.Steps = append(p.Steps, Node{Run: "commit"})
+	d.Phases = []Phase{p}
+	return d
+}

@@ -1,0 +1,532 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cadre-dev/cadre/internal/signal"
+)
+
+// fakeExec plays scripted outcomes and records every call.
+type fakeExec struct {
+	mu       sync.Mutex
+	calls    []string // "role" or "run:kind", with "@task" inside foreach
+	ids      []string
+	notes    map[string]string // step id → note it got
+	warnings []string
+	agent    func(c AgentCall, n int) Outcome // n: how many times this role ran before (per task)
+	action   func(c ActionCall) Outcome
+	human    func(c HumanCall) (Answer, error)
+	seen     map[string]int
+}
+
+func newFake() *fakeExec {
+	return &fakeExec{notes: map[string]string{}, seen: map[string]int{}}
+}
+
+func (f *fakeExec) Agent(_ context.Context, c AgentCall) (Outcome, error) {
+	f.mu.Lock()
+	name := c.Role
+	if c.Task != nil {
+		name += "@" + c.Task.ID
+	}
+	f.calls = append(f.calls, name)
+	f.ids = append(f.ids, c.ID)
+	f.notes[c.ID] = c.Note
+	n := f.seen[name]
+	f.seen[name]++
+	f.mu.Unlock()
+	if f.agent != nil {
+		return f.agent(c, n), nil
+	}
+	return okOutcome(c.Role), nil
+}
+
+func (f *fakeExec) Action(_ context.Context, c ActionCall) (Outcome, error) {
+	f.mu.Lock()
+	name := "run:" + c.Kind
+	if c.Task != nil {
+		name += "@" + c.Task.ID
+	}
+	f.calls = append(f.calls, name)
+	f.ids = append(f.ids, c.ID)
+	f.mu.Unlock()
+	if f.action != nil {
+		return f.action(c), nil
+	}
+	return Outcome{}, nil
+}
+
+func (f *fakeExec) Human(_ context.Context, c HumanCall) (Answer, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, "human")
+	f.mu.Unlock()
+	if f.human != nil {
+		return f.human(c)
+	}
+	return Answer{}, fmt.Errorf("item waits: %w", ErrPaused)
+}
+
+func (f *fakeExec) Warn(msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.warnings = append(f.warnings, msg)
+}
+
+const twoTaskPlan = "```json\n" + `{"tasks":[{"id":"a","files":["a.go"]},{"id":"b","files":["b.go"],"depends_on":["a"]}]}` + "\n```"
+
+func okOutcome(role string) Outcome {
+	o := Outcome{Output: "/out/" + role + ".md", Signal: signal.Signal{Agent: role, Result: signal.Success, Confidence: signal.Int(9)}}
+	switch role {
+	case "implementation-planner":
+		o.Text = twoTaskPlan
+		o.Signal.Result = signal.PlanCreated
+	case "code-reviewer":
+		o.Signal.Verdict = signal.VerdictPass
+		o.Signal.Rating = signal.Int(9)
+	case "judge", "critic":
+		o.Signal.Result = signal.Pass
+		o.Signal.Rating = signal.Int(9)
+	case "triage":
+		o.Text = "```json\n{\"workflow\":\"standard\",\"roles\":[\"architect\",\"executor\",\"critic\"],\"reasoning\":\"r\",\"answer\":null}\n```"
+	}
+	return o
+}
+
+var testLim = FlowLimits{AuditPassRating: 8, EscalateBelowConfidence: 5, MaxReviewRounds: 2, MaxInsufficientLoops: 3, MaxIterations: 2, MaxAttempts: 2, ParallelAgents: 3}
+
+func defs(t *testing.T) *Registry {
+	t.Helper()
+	r, err := LoadDefs("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func runWF(t *testing.T, name string, f *fakeExec) (Result, error) {
+	t.Helper()
+	r := defs(t)
+	d, ok := r.Get(name)
+	if !ok {
+		t.Fatalf("no workflow %s", name)
+	}
+	in := &Interp{Item: "42", Defs: r, Exec: f, Lim: testLim, Roles: func(s string) bool { return s != "nobody" }}
+	return in.Run(context.Background(), d)
+}
+
+func TestCadreWorkflowHappyPath(t *testing.T) {
+	f := newFake()
+	res, err := runWF(t, "cadre", f)
+	if err != nil || res.Status != ResultCompleted || len(res.PhaseFailures) != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	// The two analysts run in parallel: either order.
+	first := f.calls[:2]
+	if !(first[0] == "issue-analyst" && first[1] == "codebase-scout") && !(first[1] == "issue-analyst" && first[0] == "codebase-scout") {
+		t.Errorf("phase 1 = %v", first)
+	}
+	want := []string{"implementation-planner", "adjudicator", "run:baseline",
+		"code-writer@a", "test-writer@a", "code-reviewer@a", "run:commit@a",
+		"code-writer@b", "test-writer@b", "code-reviewer@b", "run:commit@b",
+		"run:checks", "pr-composer"}
+	if diff := cmp.Diff(want, f.calls[2:]); diff != "" {
+		t.Error(diff)
+	}
+	if !contains(f.ids, "42/implementation/a/code-writer#1") || !contains(f.ids, "42/analysis/issue-analyst#1") {
+		t.Errorf("ids %v", f.ids)
+	}
+}
+
+func TestReviewRounds(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		passAt      int // reviewer run (0-based) that passes; -1 never
+		wantStatus  string
+		wantFixes   int
+		wantReviews int
+	}{
+		{"pass first", 0, ResultCompleted, 0, 1},
+		{"pass after one fix", 1, ResultCompleted, 1, 2},
+		{"pass after two fixes", 2, ResultCompleted, 2, 3},
+		{"never passes: critical failure", -1, ResultFailed, 2, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake()
+			f.agent = func(c AgentCall, n int) Outcome {
+				o := okOutcome(c.Role)
+				if c.Role == "code-reviewer" && c.Task.ID == "a" && n != tt.passAt {
+					o.Signal.Verdict = signal.VerdictNeedsFixes
+				}
+				return o
+			}
+			res, _ := runWF(t, "cadre", f)
+			if res.Status != tt.wantStatus {
+				t.Errorf("status %s (%s)", res.Status, res.Reason)
+			}
+			if got := f.seen["fix-surgeon@a"]; got != tt.wantFixes {
+				t.Errorf("fix-surgeon ran %d times", got)
+			}
+			if got := f.seen["code-reviewer@a"]; got != tt.wantReviews {
+				t.Errorf("reviewer ran %d times", got)
+			}
+			if tt.passAt < 0 {
+				if !strings.Contains(res.Reason, "phase implementation: task a: verdict-pass not reached after 3 round(s)") {
+					t.Errorf("reason %q", res.Reason)
+				}
+				if f.seen["code-writer@b"] != 0 || f.seen["pr-composer"] != 0 {
+					t.Error("the pipeline went on after a critical failure")
+				}
+			}
+		})
+	}
+}
+
+func TestCriticalAndNonCriticalPhases(t *testing.T) {
+	t.Run("analysis failure aborts", func(t *testing.T) {
+		f := newFake()
+		f.agent = func(c AgentCall, n int) Outcome {
+			if c.Role == "codebase-scout" {
+				return Outcome{Failed: true, Reason: "exit 1"}
+			}
+			return okOutcome(c.Role)
+		}
+		res, _ := runWF(t, "cadre", f)
+		if res.Status != ResultFailed || !strings.Contains(res.Reason, "phase analysis: codebase-scout: exit 1") || f.seen["implementation-planner"] != 0 {
+			t.Errorf("%+v %v", res, f.calls)
+		}
+	})
+	t.Run("regressions that stay are recorded, pr still composed", func(t *testing.T) {
+		f := newFake()
+		f.action = func(c ActionCall) Outcome {
+			if c.Kind == "checks" {
+				return Outcome{Regressions: []string{"test"}}
+			}
+			return Outcome{}
+		}
+		res, _ := runWF(t, "cadre", f)
+		if res.Status != ResultCompleted || len(res.PhaseFailures) != 1 || !strings.HasPrefix(res.PhaseFailures[0], "integration: checks-pass not reached after 3") {
+			t.Errorf("%+v", res)
+		}
+		if f.seen["integration-checker"] != 2 || f.seen["pr-composer"] != 1 {
+			t.Errorf("calls %v", f.calls)
+		}
+		if !strings.Contains(f.notes[f.ids[indexOf(f.calls, "integration-checker")]], `"regressions":["test"]`) {
+			t.Error("the integration-checker did not get the regressions")
+		}
+	})
+	t.Run("regression fixed in the second round", func(t *testing.T) {
+		f := newFake()
+		checks := 0
+		f.action = func(c ActionCall) Outcome {
+			if c.Kind == "checks" {
+				checks++
+				if checks == 1 {
+					return Outcome{Regressions: []string{"build"}}
+				}
+			}
+			return Outcome{}
+		}
+		res, _ := runWF(t, "cadre", f)
+		if res.Status != ResultCompleted || len(res.PhaseFailures) != 0 || checks != 2 {
+			t.Errorf("%+v checks %d", res, checks)
+		}
+	})
+	t.Run("pr-composer failure is recorded", func(t *testing.T) {
+		f := newFake()
+		f.agent = func(c AgentCall, n int) Outcome {
+			if c.Role == "pr-composer" {
+				return Outcome{Failed: true, Reason: "no SIGNAL BLOCK"}
+			}
+			return okOutcome(c.Role)
+		}
+		res, _ := runWF(t, "cadre", f)
+		if res.Status != ResultCompleted || len(res.PhaseFailures) != 1 || len(f.warnings) != 1 {
+			t.Errorf("%+v %v", res, f.warnings)
+		}
+	})
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestPlanning(t *testing.T) {
+	for _, tt := range []struct{ name, plan, adj, want string }{
+		{"no plan json", "I will do it.", "", "implementation-planner: plan: no ```json block"},
+		{"cycle", "```json\n{\"tasks\":[{\"id\":\"x\",\"depends_on\":[\"y\"]},{\"id\":\"y\",\"depends_on\":[\"x\"]}]}\n```", "", "cycle: x, y"},
+		{"unknown dependency", "```json\n{\"tasks\":[{\"id\":\"x\",\"depends_on\":[\"q\"]}]}\n```", "", `depends on unknown task "q"`},
+		{"adjudicator replaces the plan", twoTaskPlan, "```json\n{\"tasks\":[{\"id\":\"only\"}]}\n```", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake()
+			f.agent = func(c AgentCall, n int) Outcome {
+				o := okOutcome(c.Role)
+				if c.Role == "implementation-planner" {
+					o.Text = tt.plan
+				}
+				if c.Role == "adjudicator" && tt.adj != "" {
+					o.Text = tt.adj
+				}
+				return o
+			}
+			res, _ := runWF(t, "cadre", f)
+			if tt.want == "" {
+				if res.Status != ResultCompleted || f.seen["code-writer@only"] != 1 || f.seen["code-writer@a"] != 0 {
+					t.Errorf("%+v %v", res, f.calls)
+				}
+				return
+			}
+			if res.Status != ResultFailed || !strings.Contains(res.Reason, "phase planning") || !strings.Contains(res.Reason, tt.want) {
+				t.Errorf("%+v", res)
+			}
+		})
+	}
+}
+
+func TestFanOutWavesAndOwnership(t *testing.T) {
+	f := newFake()
+	var mu sync.Mutex
+	others := map[string][]string{}
+	f.agent = func(c AgentCall, n int) Outcome {
+		o := okOutcome(c.Role)
+		if c.Role == "implementation-planner" {
+			o.Text = "```json\n" + `{"tasks":[{"id":"a","files":["a.go"]},{"id":"b","files":["b.go"]},{"id":"c","files":["c.go"],"depends_on":["a","b"]}]}` + "\n```"
+		}
+		return o
+	}
+	f.action = func(c ActionCall) Outcome {
+		if c.Kind == "commit" {
+			mu.Lock()
+			others[c.Task.ID] = append([]string(nil), c.Others...)
+			mu.Unlock()
+		}
+		return Outcome{}
+	}
+	if res, _ := runWF(t, "cadre", f); res.Status != ResultCompleted {
+		t.Fatalf("%+v", res)
+	}
+	// c runs only after both a and b committed.
+	ic := indexOf(f.calls, "code-writer@c")
+	if ic < indexOf(f.calls, "run:commit@a") || ic < indexOf(f.calls, "run:commit@b") {
+		t.Errorf("c started before its dependencies ended: %v", f.calls)
+	}
+	// A task's commit leaves the files of unfinished tasks alone; c is last.
+	if !contains(others["a"], "c.go") || contains(others["a"], "a.go") || len(others["c"]) != 0 {
+		t.Errorf("others %v", others)
+	}
+}
+
+func TestLoopWorkflow(t *testing.T) {
+	t.Run("insufficient then pass, planner gets the discrepancy", func(t *testing.T) {
+		f := newFake()
+		f.agent = func(c AgentCall, n int) Outcome {
+			o := okOutcome(c.Role)
+			if c.Role == "judge" && n < 2 {
+				o.Signal.Result = signal.Insufficient
+				o.Signal.Context = fmt.Sprintf("discrepancy %d", n)
+			}
+			return o
+		}
+		res, _ := runWF(t, "loop", f)
+		want := []string{"planner", "actor", "judge", "planner", "actor", "judge", "planner", "actor", "judge", "run:commit"}
+		if diff := cmp.Diff(want, f.calls); diff != "" || res.Status != ResultCompleted {
+			t.Errorf("%s %+v", diff, res)
+		}
+		if f.notes["42/loop/planner#2"] != "discrepancy 0" || f.notes["42/loop/planner#3"] != "discrepancy 1" {
+			t.Errorf("notes %v", f.notes)
+		}
+	})
+	t.Run("max consecutive insufficient is incomplete", func(t *testing.T) {
+		f := newFake()
+		f.agent = func(c AgentCall, n int) Outcome {
+			o := okOutcome(c.Role)
+			if c.Role == "judge" {
+				o.Signal.Result = signal.Insufficient
+			}
+			return o
+		}
+		res, _ := runWF(t, "loop", f)
+		if res.Status != ResultIncomplete || f.seen["judge"] != 3 || f.seen["run:commit"] != 0 {
+			t.Errorf("%+v %v", res, f.calls)
+		}
+	})
+	t.Run("low confidence pauses for a human", func(t *testing.T) {
+		f := newFake()
+		f.agent = func(c AgentCall, n int) Outcome {
+			o := okOutcome(c.Role)
+			if c.Role == "actor" {
+				o.Signal.Confidence = signal.Int(4)
+			}
+			return o
+		}
+		_, err := runWF(t, "loop", f)
+		if !errors.Is(err, ErrPaused) || f.calls[len(f.calls)-1] != "human" {
+			t.Errorf("err %v calls %v", err, f.calls)
+		}
+	})
+	t.Run("approved with a note goes on and hands the note over", func(t *testing.T) {
+		f := newFake()
+		f.agent = func(c AgentCall, n int) Outcome {
+			o := okOutcome(c.Role)
+			if c.Role == "actor" && n == 0 {
+				o.Signal.Confidence = signal.Int(2)
+			}
+			return o
+		}
+		f.human = func(c HumanCall) (Answer, error) {
+			if c.ID != "42/loop/actor#1/human" {
+				t.Errorf("human id %s", c.ID)
+			}
+			return Answer{Approved: true, Note: "use the v2 API"}, nil
+		}
+		res, _ := runWF(t, "loop", f)
+		if res.Status != ResultCompleted || !strings.HasPrefix(f.notes["42/loop/judge#1"], "Human feedback: use the v2 API") {
+			t.Errorf("%+v %q", res, f.notes["42/loop/judge#1"])
+		}
+	})
+	t.Run("rejected fails the item", func(t *testing.T) {
+		f := newFake()
+		f.agent = func(c AgentCall, n int) Outcome {
+			o := okOutcome(c.Role)
+			o.Signal.Confidence = signal.Int(1)
+			return o
+		}
+		f.human = func(HumanCall) (Answer, error) { return Answer{Note: "wrong goal"}, nil }
+		res, _ := runWF(t, "loop", f)
+		if res.Status != ResultFailed || !strings.Contains(res.Reason, "rejected by a human: wrong goal") {
+			t.Errorf("%+v", res)
+		}
+	})
+	t.Run("confidence does not escalate outside escalating workflows", func(t *testing.T) {
+		f := newFake()
+		f.agent = func(c AgentCall, n int) Outcome {
+			o := okOutcome(c.Role)
+			o.Signal.Confidence = signal.Int(1)
+			return o
+		}
+		res, err := runWF(t, "standard", f)
+		if err != nil || res.Status != ResultCompleted || contains(f.calls, "human") {
+			t.Errorf("%+v %v", res, err)
+		}
+	})
+}
+
+func TestSignatures(t *testing.T) {
+	f := newFake()
+	sigs := map[string]string{}
+	f.agent = func(c AgentCall, n int) Outcome {
+		sigs[c.ID] = c.Signature
+		o := okOutcome(c.Role)
+		if c.Role == "judge" && n == 0 {
+			o.Signal.Result = signal.Insufficient
+		}
+		return o
+	}
+	runWF(t, "loop", f)
+	want := map[string]string{"42/loop/planner#1": "1:1:1", "42/loop/actor#1": "1:1:2", "42/loop/judge#1": "1:1:3", "42/loop/planner#2": "1:2:1", "42/loop/judge#2": "1:2:3"}
+	for id, sig := range want {
+		if sigs[id] != sig {
+			t.Errorf("%s signature %q, want %q", id, sigs[id], sig)
+		}
+	}
+}
+
+func TestMoA(t *testing.T) {
+	f := newFake()
+	f.agent = func(c AgentCall, n int) Outcome {
+		o := okOutcome(c.Role)
+		if c.Role == "critic" {
+			o.Signal.Result = signal.Insufficient
+		}
+		return o
+	}
+	res, _ := runWF(t, "moa", f)
+	if res.Status != ResultFailed || f.seen["critic"] != testLim.MaxIterations || f.seen["architect"] != testLim.MaxIterations {
+		t.Errorf("%+v %v", res, f.calls)
+	}
+}
+
+func TestTriageRouting(t *testing.T) {
+	for _, tt := range []struct {
+		name, triage string
+		want         []string
+		status       string
+		warn         bool
+	}{
+		{"quick answers", `{"workflow":"QUICK","roles":[],"reasoning":"math","answer":"4"}`, []string{"triage", "run:answer"}, ResultAnswered, false},
+		{"standard", `{"workflow":"standard","roles":[],"reasoning":"","answer":null}`, []string{"triage", "architect", "executor", "critic", "run:commit"}, ResultCompleted, false},
+		{"debug", `{"workflow":"debug","roles":[],"reasoning":"","answer":null}`, []string{"triage", "debugger", "executor", "verifier", "run:commit"}, ResultCompleted, false},
+		{"custom roles", `{"workflow":"CUSTOM","roles":["researcher","executor"],"reasoning":"","answer":null}`, []string{"triage", "researcher", "executor", "run:commit"}, ResultCompleted, false},
+		{"unknown role falls back", `{"workflow":"weird","roles":["nobody"],"reasoning":"","answer":null}`, []string{"triage", "architect", "executor", "critic", "run:commit"}, ResultCompleted, true},
+		{"invalid json falls back", `not json`, []string{"triage", "architect", "executor", "critic", "run:commit"}, ResultCompleted, true},
+		{"quick without answer fails", `{"workflow":"quick","roles":[],"reasoning":"","answer":null}`, []string{"triage"}, ResultFailed, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake()
+			f.agent = func(c AgentCall, n int) Outcome {
+				o := okOutcome(c.Role)
+				if c.Role == "triage" {
+					o.Text = tt.triage
+				}
+				return o
+			}
+			res, err := runWF(t, "auto", f)
+			if err != nil || res.Status != tt.status {
+				t.Errorf("%+v %v", res, err)
+			}
+			if diff := cmp.Diff(tt.want, f.calls); diff != "" {
+				t.Error(diff)
+			}
+			if (len(f.warnings) > 0) != tt.warn {
+				t.Errorf("warnings %v", f.warnings)
+			}
+		})
+	}
+}
+
+func TestIDsAreDeterministic(t *testing.T) {
+	run := func() []string {
+		f := newFake()
+		f.agent = func(c AgentCall, n int) Outcome {
+			o := okOutcome(c.Role)
+			if c.Role == "code-reviewer" && n == 0 {
+				o.Signal.Verdict = signal.VerdictNeedsFixes
+			}
+			return o
+		}
+		runWF(t, "cadre", f)
+		var sorted []string
+		sorted = append(sorted, f.ids...)
+		return sortStrings(sorted)
+	}
+	a, b := run(), run()
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Error(diff)
+	}
+	if !contains(a, "42/implementation/a/code-reviewer#2") || !contains(a, "42/implementation/a/fix-surgeon#1") {
+		t.Errorf("ids %v", a)
+	}
+}
+
+func sortStrings(s []string) []string {
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s
+}
