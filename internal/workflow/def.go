@@ -18,8 +18,8 @@ var builtinDefs embed.FS
 
 // Def is a declarative workflow: phases of steps over roles.
 type Def struct {
-	Name        string  `yaml:"name"`
-	Description string  `yaml:"description"`
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
 	// Escalate pauses the item for a human when an agent's Confidence is
 	// below limits.escalate_below_confidence (seed 002).
 	Escalate bool    `yaml:"escalate"`
