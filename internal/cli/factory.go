@@ -21,6 +21,7 @@ import (
 	execrunner "github.com/cadre-dev/cadre/internal/runner/exec"
 	"github.com/cadre-dev/cadre/internal/runner/script"
 	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -151,6 +152,23 @@ type relError struct {
 func (e *relError) Error() string { return e.msg }
 func (e *relError) Unwrap() error { return e.err }
 
+// loadWorkflows reads the built-in workflows and the repository's own
+// (.cadre/workflows), checking their roles against roles.
+func loadWorkflows(root string, roles *role.Registry) (*workflow.Registry, error) {
+	dir := ""
+	if root != "" {
+		dir = filepath.Join(root, workspace.StateDir, "workflows")
+	}
+	flows, err := workflow.LoadDefs(dir, func(name string) bool {
+		_, err := roles.Get(name)
+		return err == nil
+	})
+	if err != nil {
+		return nil, usageErr(relPath(err, root))
+	}
+	return flows, nil
+}
+
 func hasJournal(root string) bool {
 	_, err := os.Stat(filepath.Join(root, workspace.StateDir, "cadre.db"))
 	return err == nil
@@ -167,9 +185,14 @@ func (f *Factory) newEngine(ctx context.Context, ws workspaceCtx, st *store.Stor
 	if err != nil {
 		return nil, nil, usageErr(err)
 	}
+	flows, err := loadWorkflows(ws.root, roles)
+	if err != nil {
+		return nil, nil, err
+	}
 	journal := engine.NewJournalSink(st)
 	bus := event.NewBus(nil, append([]event.Sink{journal}, sinks...)...)
-	e, err := engine.New(ctx, engine.Deps{Root: ws.root, Config: ws.cfg, Store: st, Roles: roles, Runners: f.Runners(), Bus: bus, Crash: f.Crash})
+	e, err := engine.New(ctx, engine.Deps{Root: ws.root, Config: ws.cfg, Store: st, Roles: roles, Runners: f.Runners(),
+		Workflows: flows, Bus: bus, Crash: f.Crash})
 	if err != nil {
 		journal.Close()
 		return nil, nil, usageErr(err)

@@ -60,7 +60,9 @@ type Deps struct {
 	Store   *store.Store
 	Roles   *role.Registry
 	Runners *runner.Registry
-	Bus     *event.Bus
+	// Workflows are the declarative workflows (built-in and .cadre/workflows).
+	Workflows *workflow.Registry
+	Bus       *event.Bus
 	PID     int
 	// Crash, when set, is called at named points of the journal protocol;
 	// tests make it kill the process there (see CrashPoints).
@@ -96,6 +98,13 @@ func New(ctx context.Context, d Deps) (*Engine, error) {
 	}
 	if d.PID == 0 {
 		d.PID = os.Getpid()
+	}
+	if d.Workflows == nil {
+		flows, err := workflow.LoadDefs("", nil)
+		if err != nil {
+			return nil, err
+		}
+		d.Workflows = flows
 	}
 	d.Root = repo.Dir
 	return &Engine{d: d, repo: repo, wts: workspace.NewWorktrees(repo)}, nil
@@ -248,8 +257,10 @@ func listFiles(paths []string) string {
 
 // loadTargets reads the task files a run works on, in dependency order.
 func (e *Engine) loadTargets(opts Options) ([]*taskfile.Task, error) {
-	if w := workflowName(opts); w != "runner" {
-		return nil, fmt.Errorf("%w: --workflow %s: unknown workflow for task files (available: runner)", ErrPreflight, w)
+	if w := opts.Workflow; w != "" && w != workflow.RunnerWorkflow {
+		if _, ok := e.d.Workflows.Get(w); !ok {
+			return nil, fmt.Errorf("%w: --workflow %s: unknown workflow (available: runner, %s)", ErrPreflight, w, strings.Join(e.d.Workflows.Names(), ", "))
+		}
 	}
 	if opts.Column != "" && !validStage(opts.Column) {
 		return nil, fmt.Errorf("%w: --column %q: unknown stage (want one of %s)", ErrPreflight, opts.Column, strings.Join(taskfile.Stages, ", "))
@@ -298,6 +309,11 @@ func (e *Engine) loadTargets(opts Options) ([]*taskfile.Task, error) {
 			return nil, fmt.Errorf("%w: task id %q is used by both %s and %s: rename one", ErrPreflight, t.ID, prev, abs)
 		}
 		seen[t.ID] = abs
+		if w := t.Workflow; w != "" && w != workflow.RunnerWorkflow && opts.Workflow == "" {
+			if _, ok := e.d.Workflows.Get(w); !ok {
+				return nil, fmt.Errorf("%w: %s: workflow %q is unknown (available: runner, %s)", ErrPreflight, relErr(errors.New(abs), e.d.Root), w, strings.Join(e.d.Workflows.Names(), ", "))
+			}
+		}
 		if opts.Column != "" && t.Stage != opts.Column {
 			continue
 		}
@@ -383,19 +399,38 @@ func (e *Engine) runnerFor(opts Options, roleName string) (name, model, from str
 	return name, model, from
 }
 
-// checkRunners builds every runner the workflow's roles need, so a missing
-// or misconfigured runner stops the run before anything starts.
+// checkRunners builds every runner a role may use, so a missing or
+// misconfigured runner stops the run before anything starts.
 func (e *Engine) checkRunners(opts Options) error {
-	for _, r := range []string{workflow.RolePlanner, workflow.RoleCoder, workflow.RoleAuditor} {
-		if _, err := e.d.Roles.Get(r); err != nil {
-			return fmt.Errorf("%w: %w", ErrPreflight, err)
+	checked := map[string]bool{}
+	for _, ro := range e.d.Roles.List() {
+		name, _, from := e.runnerFor(opts, ro.Name)
+		if checked[name] {
+			continue
 		}
-		name, _, from := e.runnerFor(opts, r)
+		checked[name] = true
 		if _, err := e.newRunner(name); err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrPreflight, from, err)
 		}
 	}
 	return nil
+}
+
+// trip stops every new step on a runner for the rest of the run.
+func (rs *runState) trip(name, why string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.tripped == nil {
+		rs.tripped = map[string]string{}
+	}
+	rs.tripped[name] = why
+}
+
+// broken says why a runner takes no new step in this run, if it does not.
+func (rs *runState) broken(name string) string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.tripped[name]
 }
 
 // runner returns the run's instance of the named runner, building it on
@@ -505,6 +540,9 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 			if out.failed {
 				rs.fail(out.reason)
 			}
+			if out.paused {
+				rs.pause(out.reason)
+			}
 			if out.halt != "" {
 				rs.halt(out.halt, out.reason)
 			}
@@ -518,6 +556,8 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 		sum.Status, sum.Reason = rs.halted(), rs.haltReason
 	case rs.failed != "":
 		sum.Status, sum.Reason = store.RunFailed, rs.failed
+	case rs.paused != "":
+		sum.Status, sum.Reason = store.RunPaused, rs.paused
 	}
 	return e.finish(ctx, runID, sum, start, err)
 }
@@ -531,10 +571,20 @@ type runState struct {
 
 	mu         sync.Mutex
 	runners    map[string]runner.Runner // built once per run, by name
+	tripped    map[string]string        // runners stopped by the circuit breaker, with why
 	ok         map[string]bool          // item completed
 	haltStatus string
 	haltReason string
 	failed     string // first item failure that did not halt the run
+	paused     string // first item that waits (for a human or a runner)
+}
+
+func (rs *runState) pause(reason string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.paused == "" {
+		rs.paused = reason
+	}
 }
 
 func (rs *runState) markOK(id string, ok bool) {

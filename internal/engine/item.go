@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 // itemOutcome is how an item ended, and whether the run goes on.
 type itemOutcome struct {
 	completed bool
+	paused    bool // the item waits (for a human, or a runner's quota)
 	failed    bool   // the item failed (the run ends failed)
 	halt      string // non-empty: stop the whole run with this status
 	reason    string
@@ -39,6 +41,9 @@ type itemRun struct {
 	dir    string          // its directory
 	outDir string          // .cadre/runs/<run>/items/<item>
 	agents chan struct{}   // bounds this item's concurrent agent steps
+	cycle  *cycleLog       // current_cycle.md
+	// boardMu serialises task-file writes of parallel steps of one item.
+	boardMu sync.Mutex
 	// written is the frontmatter last written, to skip redundant writes.
 	written map[string]string
 }
@@ -75,6 +80,34 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 		e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + reason})
 		return itemOutcome{}, nil
 	}
+	ir.cycle = newCycleLog(filepath.Join(ir.outDir, "current_cycle.md"), cycleID(e.StateDir(), time.Now()),
+		task.Title, fmt.Sprintf("- stage: %s, attempts: %d\n- task file: %s", it.InitStage, it.InitAttempts, task.Path), task.Contexts)
+	if name := e.workflowOf(rs.opts, task); name != workflow.RunnerWorkflow {
+		switch it.InitStage {
+		case workflow.StageCompleted, workflow.StageBacklog, workflow.StageFailed:
+			reason := "stage " + it.InitStage + ": nothing to do"
+			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemSkipped), Error: &reason})
+			e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + reason})
+			return itemOutcome{completed: it.InitStage == workflow.StageCompleted}, nil
+		}
+		def, ok := e.d.Workflows.Get(name)
+		if !ok {
+			msg := fmt.Sprintf("unknown workflow %q (see cadre workflows list)", name)
+			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &msg})
+			return itemOutcome{failed: true, reason: msg}, nil
+		}
+		if !rs.opts.InPlace {
+			if err := e.provision(ctx, ir); err != nil {
+				msg := err.Error()
+				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &msg})
+				e.publish(ir, event.Event{Type: event.TaskFailed, Error: msg})
+				return itemOutcome{failed: true, reason: msg}, nil
+			}
+		}
+		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)})
+		e.publish(ir, event.Event{Type: event.TaskStarted, Message: task.Title + " (" + name + ")"})
+		return e.runFlow(ctx, ir, def)
+	}
 	s, d := e.next(lim, ir, s, workflow.Event{Kind: workflow.Start})
 	if d.Kind == workflow.Skip {
 		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemSkipped), Error: &d.Reason})
@@ -103,6 +136,12 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 				return itemOutcome{halt: store.RunPaused, reason: reason}, nil
 			}
 			ev, err := e.step(ctx, ir, s, d.Step)
+			var pe *pausedError
+			if errors.As(err, &pe) {
+				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &pe.reason})
+				e.publish(ir, event.Event{Type: event.ItemPaused, Stage: s.Stage, Message: pe.reason})
+				return itemOutcome{paused: true, reason: pe.reason}, nil
+			}
 			if err != nil {
 				return itemOutcome{}, err
 			}
@@ -112,6 +151,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 				return e.failItem(ctx, ir, s, err.Error())
 			}
 			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp(s.Stage), Attempts: &s.Attempts, CurrentStep: strp("")})
+			ir.cycle.archive(e.StateDir(), time.Now(), task.Title, 0, "")
 			e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: s.Stage})
 			return itemOutcome{completed: true}, nil
 		case workflow.HardStop:
@@ -142,6 +182,7 @@ func (e *Engine) next(lim workflow.Limits, ir *itemRun, s workflow.State, ev wor
 
 // failItem ends an item on a hard stop, which halts the whole run.
 func (e *Engine) failItem(ctx context.Context, ir *itemRun, s workflow.State, reason string) (itemOutcome, error) {
+	ir.cycle.archive(e.StateDir(), time.Now(), ir.task.Title, 0, "_failed")
 	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp(s.Stage), Attempts: &s.Attempts, Error: &reason})
 	e.publish(ir, event.Event{Type: event.TaskFailed, Stage: s.Stage, Error: reason})
 	e.publish(ir, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Error: reason})
@@ -265,54 +306,132 @@ type contextConfig struct {
 	Commands map[string]string `json:"commands"`
 }
 
-// step performs one agent step, or replays it from the journal when it
-// already completed. The returned error is only for ctx cancellation or a
-// journal failure; agent failures become a StepFailed event.
-func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st workflow.Step) (workflow.Event, error) {
-	if rec, err := e.d.Store.GetStep(ctx, ir.run, st.ID); err == nil && rec.Status == store.StepCompleted {
-		return replayed(st, rec), nil
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return workflow.Event{}, err
+// pausedError stops an item until it is resumed (a runner's quota).
+type pausedError struct{ reason string }
+
+func (e *pausedError) Error() string { return e.reason }
+
+// workflowOf names the workflow an item runs: --workflow, else the task
+// file's own, else the task-file stage pipeline.
+func (e *Engine) workflowOf(opts Options, t *taskfile.Task) string {
+	switch {
+	case opts.Workflow != "":
+		return opts.Workflow
+	case t.Workflow != "":
+		return t.Workflow
 	}
-	runnerName, model, _ := e.runnerFor(ir.opts, st.Role)
+	return workflow.RunnerWorkflow
+}
+
+// agentSpec is one agent step, whatever the workflow.
+type agentSpec struct {
+	ID, Role, Phase string
+	Workflow        string
+	Attempt         int // the n of the step id
+	Inputs          []string
+	Review          string // runner workflow: the rejecting audit the coder addresses
+	Note            string // hand-off note (judge's discrepancy, human feedback)
+	Signature       string
+	TaskID          string         // context file taskId
+	Payload         map[string]any // context file payload additions
+	PayloadJSON     string         // step data shown in the prompt (a plan task)
+}
+
+// agentOut is a finished (or replayed) agent step.
+type agentOut struct {
+	sig     signal.Signal
+	output  string // output file
+	text    string // its content
+	failure string // non-empty when the step failed
+	paused  string // non-empty when the step could not run for now (quota)
+	usage   event.Usage
+}
+
+// stepAttempt reads the n of a step id "...#n".
+func stepAttempt(id string) int {
+	n := 0
+	if i := strings.LastIndexByte(id, '#'); i >= 0 {
+		fmt.Sscan(id[i+1:], &n)
+	}
+	return max(n, 1)
+}
+
+// agentStep performs one agent step, or replays it from the journal when it
+// already completed. The error is only for ctx cancellation or a journal
+// failure; agent failures are in agentOut.failure.
+func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agentOut, error) {
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, sp.ID); err == nil && rec.Status == store.StepCompleted {
+		var out agentOut
+		json.Unmarshal(rec.Signal, &out.sig)
+		out.output = rec.OutputPath
+		if data, err := os.ReadFile(rec.OutputPath); err == nil {
+			out.text = string(data)
+		}
+		ir.cycle.add(sp, out)
+		return out, nil
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return agentOut{}, err
+	}
+	runnerName, model, _ := e.runnerFor(ir.opts, sp.Role)
+	if why := ir.rs.broken(runnerName); why != "" {
+		return agentOut{paused: "runner " + runnerName + " is stopped for this run: " + why}, nil
+	}
 	rn, err := ir.rs.runner(e, runnerName)
 	if err != nil {
-		return workflow.Event{Kind: workflow.StepFailed, Role: st.Role, Reason: err.Error()}, nil
+		return agentOut{failure: err.Error()}, nil
 	}
-	ctxPath, outPath, logPath := ir.stepFiles(st.ID)
+	ctxPath, outPath, logPath := ir.stepFiles(sp.ID)
 	cmds := e.d.Config.Commands
 	project := e.d.Config.Project
 	if project == "" {
 		project = filepath.Base(e.d.Root)
 	}
-	payload := map[string]any{"taskFile": ir.task.Path, "title": ir.task.Title, "stage": st.Stage, "attempts": s.Attempts,
-		"contexts": ir.task.Contexts}
-	if st.Review != "" {
-		payload["review"] = st.Review
+	payload := map[string]any{"taskFile": ir.task.Path, "title": ir.task.Title, "contexts": ir.task.Contexts, "workflow": sp.Workflow}
+	for k, v := range sp.Payload {
+		payload[k] = v
 	}
-	cf := contextFile{SchemaVersion: 1, Agent: st.Role, ProjectName: project, Repository: e.d.Config.Repository,
-		WorktreePath: ir.dir, Phase: st.Stage, TaskID: ir.it.ID,
+	if sp.Review != "" {
+		payload["review"] = sp.Review
+	}
+	if sp.Note != "" {
+		payload["note"] = sp.Note
+	}
+	cf := contextFile{SchemaVersion: 1, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository,
+		WorktreePath: ir.dir, Phase: sp.Phase, TaskID: sp.TaskID,
 		Config:     contextConfig{Commands: map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}},
-		InputFiles: append([]string{}, st.Inputs...), OutputPath: outPath, Payload: payload}
+		InputFiles: append([]string{}, sp.Inputs...), OutputPath: outPath, Payload: payload}
 	if err := writeJSON(ctxPath, cf); err != nil {
-		return workflow.Event{}, err
+		return agentOut{}, err
 	}
-	prompt, err := e.d.Roles.Render(st.Role, role.Data{Item: ir.it.ID, Title: ir.task.Title, TaskFile: ir.task.Path,
-		WorkDir: ir.dir, ContextPath: ctxPath, OutputPath: outPath, Inputs: st.Inputs, Review: st.Review, Automated: true})
+	inline := !rn.Capabilities().EditsFiles
+	data := role.Data{Item: ir.it.ID, Title: ir.task.Title, TaskFile: ir.task.Path, WorkDir: ir.dir,
+		ContextPath: ctxPath, OutputPath: outPath, Inputs: sp.Inputs, Review: sp.Review, Automated: true,
+		Workflow: sp.Workflow, Phase: sp.Phase, Body: ir.task.Body, Inline: inline, Payload: sp.PayloadJSON,
+		Note: sp.Note, Signature: sp.Signature}
+	if inline {
+		for _, in := range sp.Inputs {
+			b, _ := os.ReadFile(in)
+			data.InputTexts = append(data.InputTexts, string(b))
+		}
+	}
+	prompt, err := e.d.Roles.Render(sp.Role, data)
 	if err != nil {
-		return workflow.Event{Kind: workflow.StepFailed, Role: st.Role, Reason: err.Error()}, nil
+		return agentOut{failure: err.Error()}, nil
 	}
 	select {
 	case ir.agents <- struct{}{}:
 		defer func() { <-ir.agents }()
 	case <-ctx.Done():
-		return workflow.Event{}, ctx.Err()
+		return agentOut{}, ctx.Err()
 	}
-	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: st.ID, Role: st.Role, Runner: runnerName, Model: model, Kind: "agent", OutputPath: outPath}
+	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: sp.ID, Role: sp.Role, Runner: runnerName, Model: model, Kind: "agent", OutputPath: outPath}
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
-		return workflow.Event{}, err
+		return agentOut{}, err
 	}
-	base := event.Event{Stage: st.Stage, Role: st.Role, Step: st.ID, Runner: runnerName, Model: model}
+	base := event.Event{Stage: sp.Phase, Phase: sp.Phase, Role: sp.Role, Step: sp.ID, Runner: runnerName, Model: model}
+	if sp.Workflow != workflow.RunnerWorkflow {
+		base.Stage = ""
+	}
 	ev := base
 	ev.Type = event.StageStarted
 	e.publish(ir, ev)
@@ -324,34 +443,42 @@ func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st wor
 	if timeout == 0 {
 		timeout = time.Duration(e.d.Config.Defaults.Timeout)
 	}
-	inv := runner.Invocation{Role: st.Role, Item: ir.it.ID, Step: st.ID, Attempt: st.Attempt, Prompt: prompt, Dir: ir.dir,
+	inv := runner.Invocation{Role: sp.Role, Item: ir.it.ID, Step: sp.ID, Attempt: sp.Attempt, Prompt: prompt, Dir: ir.dir,
 		ContextPath: ctxPath, OutputPath: outPath, LogPath: logPath, Model: model, Timeout: timeout}
-	sig, output, usage, failure, err := e.invoke(ctx, rn, inv)
+	sig, output, usage, failure, kind, err := e.invoke(ctx, rn, inv)
 	if err != nil {
-		return workflow.Event{}, err
+		return agentOut{}, err
 	}
 	e.d.Crash(CrashAgentExited)
 	rec.Usage = toStoreUsage(usage)
 	if failure != "" {
 		rec.Status, rec.Error = store.StepFailed, failure
 		if err := e.d.Store.FinishStep(context.WithoutCancel(ctx), rec); err != nil {
-			return workflow.Event{}, err
+			return agentOut{}, err
 		}
 		ev := base
 		ev.Type, ev.Error, ev.Usage = event.StepFailed, failure, &usage
 		e.publish(ir, ev)
-		return workflow.Event{Kind: workflow.StepFailed, Role: st.Role, Reason: failure}, nil
+		out := agentOut{failure: failure, usage: usage, output: outPath, text: output}
+		if kind == runner.KindQuota {
+			// The circuit breaker: no step starts on this runner for the
+			// rest of the run; this item pauses, resumable later.
+			ir.rs.trip(runnerName, failure)
+			e.publish(ir, event.Event{Type: event.Warning, Runner: runnerName, Message: "quota or spend limit reached: no new step starts on runner " + runnerName})
+			out.paused = "runner " + runnerName + " hit a quota or spend limit: " + failure
+		}
+		return out, nil
 	}
-	if st.Role == workflow.RoleAuditor && sig.Rating != nil {
+	if sp.Role == workflow.RoleAuditor && sp.Workflow == workflow.RunnerWorkflow && sig.Rating != nil {
 		accepted := *sig.Rating >= e.d.Config.Limits.AuditPassRating
 		if err := taskfile.SetReview(ir.task.Path, *sig.Rating, accepted, reviewText(output)); err != nil {
-			return workflow.Event{}, fmt.Errorf("write review of %s: %w", ir.it.ID, err)
+			return agentOut{}, fmt.Errorf("write review of %s: %w", ir.it.ID, err)
 		}
 	}
 	rec.Status = store.StepCompleted
 	rec.Signal, _ = json.Marshal(sig)
 	if err := e.d.Store.FinishStep(ctx, rec); err != nil {
-		return workflow.Event{}, err
+		return agentOut{}, err
 	}
 	ev = base
 	ev.Type, ev.Usage = event.StepCompleted, &usage
@@ -359,22 +486,34 @@ func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st wor
 	ev.Type, ev.Usage = event.StageCompleted, nil
 	ev.Message = sig.LoopSummary
 	e.publish(ir, ev)
-	return workflow.Event{Kind: workflow.StepDone, Role: st.Role, Result: string(sig.Result), Rating: sig.Rating,
-		Summary: sig.LoopSummary, Output: outPath}, nil
+	out := agentOut{sig: sig, output: outPath, text: output, usage: usage}
+	ir.cycle.add(sp, out)
+	return out, nil
 }
 
-// replayed turns a journaled completed step back into the event it produced.
-func replayed(st workflow.Step, rec store.Step) workflow.Event {
-	var sig signal.Signal
-	json.Unmarshal(rec.Signal, &sig)
-	return workflow.Event{Kind: workflow.StepDone, Role: st.Role, Result: string(sig.Result), Rating: sig.Rating,
-		Summary: sig.LoopSummary, Output: rec.OutputPath}
+// step runs one step of the runner workflow and turns its outcome into the
+// state machine's event.
+func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st workflow.Step) (workflow.Event, error) {
+	out, err := e.agentStep(ctx, ir, agentSpec{ID: st.ID, Role: st.Role, Phase: st.Stage, Workflow: workflow.RunnerWorkflow,
+		Attempt: st.Attempt, Inputs: st.Inputs, Review: st.Review, TaskID: ir.it.ID,
+		Payload: map[string]any{"stage": st.Stage, "attempts": s.Attempts}})
+	if err != nil {
+		return workflow.Event{}, err
+	}
+	if out.paused != "" {
+		return workflow.Event{}, &pausedError{out.paused}
+	}
+	if out.failure != "" {
+		return workflow.Event{Kind: workflow.StepFailed, Role: st.Role, Reason: out.failure}, nil
+	}
+	return workflow.Event{Kind: workflow.StepDone, Role: st.Role, Result: string(out.sig.Result), Rating: out.sig.Rating,
+		Summary: out.sig.LoopSummary, Output: out.output}, nil
 }
 
 // invoke runs the agent, reads its output and signal, and re-asks once when
 // the reply has no usable SIGNAL BLOCK. failure is the step's error message
 // when the step failed; err is only for ctx cancellation.
-func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invocation) (sig signal.Signal, output string, usage event.Usage, failure string, err error) {
+func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invocation) (sig signal.Signal, output string, usage event.Usage, failure string, kind runner.Kind, err error) {
 	for ask := 0; ask < 2; ask++ {
 		// Each ask starts without an output file, so the file read after it
 		// is this ask's (the re-ask's answer, not the first one's copy).
@@ -382,14 +521,14 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		res, rerr := rn.Run(ctx, inv)
 		usage = usage.Add(res.Usage)
 		if ctx.Err() != nil {
-			return sig, "", usage, "", ctx.Err()
+			return sig, "", usage, "", "", ctx.Err()
 		}
 		if rerr != nil {
-			return sig, "", usage, fmt.Sprintf("%s: %v", inv.Role, rerr), nil
+			return sig, "", usage, fmt.Sprintf("%s: %v", inv.Role, rerr), runner.KindOf(rerr), nil
 		}
 		output, err = collectOutput(inv.OutputPath, res.Output)
 		if err != nil {
-			return sig, "", usage, "", err
+			return sig, "", usage, "", "", err
 		}
 		var perr error
 		sig, perr = signal.Parse(output)
@@ -399,21 +538,21 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		// An auditor that exits non-zero but rated the work is an audit
 		// failure, not a crash (seed 001).
 		if res.ExitCode != 0 && !(perr == nil && inv.Role == workflow.RoleAuditor) {
-			return sig, output, usage, fmt.Sprintf("%s exited with code %d%s (see %s)", inv.Role, res.ExitCode, tail(res.StderrTail), inv.LogPath), nil
+			return sig, output, usage, fmt.Sprintf("%s exited with code %d%s (see %s)", inv.Role, res.ExitCode, tail(res.StderrTail), inv.LogPath), "", nil
 		}
 		if perr == nil {
-			return sig, output, usage, "", nil
+			return sig, output, usage, "", "", nil
 		}
 		if ask == 1 {
 			if errors.Is(perr, signal.ErrNoBlock) {
-				return sig, output, usage, fmt.Sprintf("no SIGNAL BLOCK in %s output (see %s)", inv.Role, inv.OutputPath), nil
+				return sig, output, usage, fmt.Sprintf("no SIGNAL BLOCK in %s output (see %s)", inv.Role, inv.OutputPath), "", nil
 			}
-			return sig, output, usage, fmt.Sprintf("unusable SIGNAL BLOCK in %s output: %v (see %s)", inv.Role, perr, inv.OutputPath), nil
+			return sig, output, usage, fmt.Sprintf("unusable SIGNAL BLOCK in %s output: %v (see %s)", inv.Role, perr, inv.OutputPath), "", nil
 		}
 		inv.Reask = true
 		inv.Prompt += fmt.Sprintf("\n\nYour previous reply could not be used: %v. Reply again and end it with the SIGNAL BLOCK exactly as specified above.\n", perr)
 	}
-	return sig, output, usage, "unreachable", nil
+	return sig, output, usage, "unreachable", "", nil
 }
 
 func tail(s string) string {
@@ -558,6 +697,30 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return writeStepFile(path, append(data, '\n'))
+}
+
+// writeFileAtomic writes path through a synced temp file and a rename, for
+// files people keep (archives): a crash leaves the old or the new content.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, werr := f.Write(data)
+	if err := f.Sync(); werr == nil {
+		werr = err
+	}
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
 }
 
 // writeStepFile writes one of cadre's own step files (context, output).

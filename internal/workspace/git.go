@@ -199,8 +199,23 @@ var ErrStateStaged = errors.New("refusing to commit cadre state")
 // trailers (none for a zero mark), after checking that nothing under
 // .cadre/ is staged.
 func (r *Repo) CommitAll(ctx context.Context, message string, mark Mark) (string, error) {
+	return r.CommitExcept(ctx, message, mark, nil)
+}
+
+// CommitExcept is CommitAll leaving the paths in except (and their changes)
+// out of the commit, for work that belongs to someone else.
+func (r *Repo) CommitExcept(ctx context.Context, message string, mark Mark, except []string) (string, error) {
 	if _, err := r.Git(ctx, "add", "-A", "--", "."); err != nil {
 		return "", err
+	}
+	if len(except) > 0 {
+		args := append([]string{"reset", "--quiet", "--"}, except...)
+		if _, err := r.Git(ctx, args...); err != nil {
+			// A path that never existed makes reset fail; unstage one by one.
+			for _, p := range except {
+				r.Git(ctx, "reset", "--quiet", "--", p)
+			}
+		}
 	}
 	staged, err := r.Git(ctx, "diff", "--cached", "--name-only", "-z")
 	if err != nil {

@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// cycleLog is an item's current_cycle.md in seed 002's schema: the goal,
+// the starting state, the context documents, then every agent's output and
+// SIGNAL BLOCK by iteration. It is rebuilt from the start on resume (replayed
+// steps append again), so it always shows the whole item.
+type cycleLog struct {
+	mu     sync.Mutex
+	path   string
+	b      strings.Builder
+	iter   int
+	closed bool
+}
+
+// newCycleLog starts the log of an item.
+func newCycleLog(path, id, goal, state string, docs []string) *cycleLog {
+	c := &cycleLog{path: path}
+	fmt.Fprintf(&c.b, "# Cycle: %s\n\n## Goal\n%s\n\n## Current State\n%s\n\n## Context Docs\n", id, goal, state)
+	if len(docs) == 0 {
+		c.b.WriteString("- (none)\n")
+	}
+	for _, d := range docs {
+		fmt.Fprintf(&c.b, "- %s\n", d)
+	}
+	c.b.WriteString("\n---\n")
+	c.flush()
+	return c
+}
+
+// add appends an agent's output under its iteration.
+func (c *cycleLog) add(sp agentSpec, out agentOut) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	iter := max(sp.Attempt, 1)
+	if r := roundOf(sp.Signature); r > 0 {
+		iter = r
+	}
+	if iter != c.iter {
+		if c.iter != 0 {
+			c.b.WriteString("\n---\n")
+		}
+		fmt.Fprintf(&c.b, "\n## Iteration %d\n", iter)
+		c.iter = iter
+	}
+	text := strings.TrimSpace(out.text)
+	if text == "" {
+		text = "(no output)"
+	}
+	fmt.Fprintf(&c.b, "\n### %s Output\n<!-- step %s -->\n%s\n", titleCase(sp.Role), sp.ID, text)
+	c.flush()
+}
+
+// roundOf reads the loop number of a goal:loop:step signature.
+func roundOf(sig string) int {
+	parts := strings.Split(sig, ":")
+	if len(parts) != 3 {
+		return 0
+	}
+	n := 0
+	fmt.Sscan(parts[1], &n)
+	return n
+}
+
+func titleCase(role string) string {
+	words := strings.Split(role, "-")
+	for i, w := range words {
+		if w != "" {
+			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+func (c *cycleLog) flush() {
+	if err := writeStepFile(c.path, []byte(c.b.String())); err != nil {
+		return // the cycle log is a record; losing it loses no work
+	}
+}
+
+// archive copies the log to .cadre/archive under seed 002's timestamp-based
+// name (or PR-based when pr > 0), with suffix "" | "_incomplete" | "_failed".
+func (c *cycleLog) archive(stateDir string, now time.Time, title string, pr int, suffix string) (string, error) {
+	if c == nil {
+		return "", nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name := ArchiveName(now, title, pr, suffix)
+	dir := filepath.Join(stateDir, "archive")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	// Two items ending in the same second with the same title must not
+	// overwrite each other.
+	for i := 2; ; i++ {
+		if _, err := os.Stat(path); err != nil {
+			break
+		}
+		path = filepath.Join(dir, strings.TrimSuffix(name, ".md")+fmt.Sprintf("-%d.md", i))
+	}
+	return path, writeFileAtomic(path, []byte(c.b.String()))
+}
+
+// ArchiveName is seed 002's archive file name: YYYYMMDD_HHMMSS_<slug>.md, or
+// <pr>_<slug>.md once the work has a pull request, with an optional suffix.
+func ArchiveName(now time.Time, title string, pr int, suffix string) string {
+	slug := workspace.Slug(title)
+	if slug == "" {
+		slug = "item"
+	}
+	if pr > 0 {
+		return fmt.Sprintf("%d_%s%s.md", pr, slug, suffix)
+	}
+	return fmt.Sprintf("%s_%s%s.md", now.UTC().Format("20060102_150405"), slug, suffix)
+}
+
+// cycleID numbers cycles per day: YYYY-MM-DD-NNN, NNN one more than the
+// cycles already archived that day.
+func cycleID(stateDir string, now time.Time) string {
+	day := now.UTC().Format("20060102")
+	entries, _ := os.ReadDir(filepath.Join(stateDir, "archive"))
+	var n int
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if strings.HasPrefix(name, day+"_") {
+			n++
+		}
+	}
+	return fmt.Sprintf("%s-%03d", now.UTC().Format("2006-01-02"), n+1)
+}

@@ -1,0 +1,310 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// runFlow drives an item through a declarative workflow: the interpreter
+// decides, flowExec performs (and replays) the steps.
+func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (itemOutcome, error) {
+	lim := e.d.Config.Limits
+	fx := &flowExec{e: e, ir: ir}
+	in := &workflow.Interp{Item: ir.it.ID, Defs: e.d.Workflows, Exec: fx, Roles: e.roleExists,
+		Lim: workflow.FlowLimits{AuditPassRating: lim.AuditPassRating, EscalateBelowConfidence: lim.EscalateBelowConfidence,
+			MaxReviewRounds: lim.MaxReviewRounds, MaxInsufficientLoops: lim.MaxInsufficientLoops,
+			MaxIterations: lim.MaxIterations, MaxAttempts: lim.MaxAttempts, ParallelAgents: lim.ParallelAgents}}
+	e.setBoard(ir, map[string]any{"stage": "code", "mode": def.Name})
+	res, err := in.Run(ctx, def)
+	if fx.paused != "" {
+		err = fmt.Errorf("%s: %w", fx.paused, workflow.ErrPaused)
+	}
+	switch {
+	case errors.Is(err, workflow.ErrPaused):
+		reason := strings.TrimSuffix(err.Error(), ": "+workflow.ErrPaused.Error())
+		e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &reason})
+		e.publish(ir, event.Event{Type: event.ItemPaused, Message: reason})
+		return itemOutcome{paused: true, reason: reason}, nil
+	case err != nil:
+		return itemOutcome{}, err
+	}
+	now := time.Now()
+	switch res.Status {
+	case workflow.ResultCompleted, workflow.ResultAnswered:
+		e.setBoard(ir, map[string]any{"stage": "completed"})
+		e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp("completed"),
+			Error: strp(strings.Join(res.PhaseFailures, "; "))})
+		ir.cycle.archive(e.StateDir(), now, ir.task.Title, 0, "")
+		e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: "completed", Message: res.Status})
+		return itemOutcome{completed: true}, nil
+	}
+	suffix := "_failed"
+	if res.Status == workflow.ResultIncomplete {
+		suffix = "_incomplete"
+	}
+	e.setBoard(ir, map[string]any{"stage": "failed"})
+	reason := res.Status + ": " + res.Reason
+	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp("failed"), Error: &reason})
+	ir.cycle.archive(e.StateDir(), now, ir.task.Title, 0, suffix)
+	e.publish(ir, event.Event{Type: event.TaskFailed, Error: reason})
+	return itemOutcome{failed: true, reason: ir.it.ID + ": " + reason}, nil
+}
+
+// setBoard writes task-file frontmatter for a workflow item (only cadre
+// writes it), skipping values already written.
+func (e *Engine) setBoard(ir *itemRun, fields map[string]any) {
+	ir.boardMu.Lock()
+	defer ir.boardMu.Unlock()
+	var set []taskfile.Field
+	for _, k := range []string{"stage", "mode", "agent"} {
+		if v, ok := fields[k]; ok && ir.written[k] != fmt.Sprint(v) {
+			set = append(set, taskfile.Field{Key: k, Value: v})
+			ir.written[k] = fmt.Sprint(v)
+		}
+	}
+	if len(set) > 0 {
+		if err := taskfile.Update(ir.task.Path, set); err != nil {
+			e.publish(ir, event.Event{Type: event.Warning, Message: "update task file: " + err.Error()})
+		}
+	}
+}
+
+func (e *Engine) roleExists(name string) bool {
+	_, err := e.d.Roles.Get(name)
+	return err == nil
+}
+
+// flowExec performs the interpreter's steps for one item.
+type flowExec struct {
+	e        *Engine
+	ir       *itemRun
+	baseline map[string]int // command → exit code before the work
+	paused   string
+}
+
+// Agent runs (or replays) an agent step.
+func (fx *flowExec) Agent(ctx context.Context, c workflow.AgentCall) (workflow.Outcome, error) {
+	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepAttempt(c.ID),
+		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature}
+	if c.Task != nil {
+		data, _ := json.MarshalIndent(c.Task, "", "  ")
+		sp.TaskID, sp.PayloadJSON = c.Task.ID, string(data)
+		sp.Payload = map[string]any{"task": c.Task}
+	}
+	fx.e.setBoard(fx.ir, map[string]any{"agent": c.Role})
+	out, err := fx.e.agentStep(ctx, fx.ir, sp)
+	if err != nil {
+		return workflow.Outcome{}, err
+	}
+	if out.paused != "" {
+		fx.paused = out.paused
+		return workflow.Outcome{}, fmt.Errorf("%s: %w", out.paused, workflow.ErrPaused)
+	}
+	return workflow.Outcome{Failed: out.failure != "", Reason: out.failure, Signal: out.sig, Output: out.output, Text: out.text}, nil
+}
+
+// Warn publishes a warning event.
+func (fx *flowExec) Warn(msg string) {
+	fx.e.publish(fx.ir, event.Event{Type: event.Warning, Message: msg})
+}
+
+// actionResult is the journaled result of a deterministic step.
+type actionResult struct {
+	Commit      string         `json:"commit,omitempty"`
+	Exits       map[string]int `json:"exits,omitempty"`
+	Regressions []string       `json:"regressions,omitempty"`
+	Output      string         `json:"output,omitempty"`
+	Approved    *bool          `json:"approved,omitempty"`
+	Note        string         `json:"note,omitempty"`
+}
+
+// Action runs (or replays) a deterministic step.
+func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow.Outcome, error) {
+	e, ir := fx.e, fx.ir
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, c.ID); err == nil && rec.Status == store.StepCompleted {
+		var r actionResult
+		json.Unmarshal(rec.Result, &r)
+		if c.Kind == "baseline" {
+			fx.baseline = r.Exits
+		}
+		return workflow.Outcome{Regressions: r.Regressions, Output: r.Output}, nil
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return workflow.Outcome{}, err
+	}
+	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: c.ID, Kind: c.Kind}
+	prev, perr := e.d.Store.GetStep(ctx, ir.run, c.ID)
+	tried := perr == nil && prev.Tries > 0
+	if err := e.d.Store.StartStep(ctx, rec); err != nil {
+		return workflow.Outcome{}, err
+	}
+	e.publish(ir, event.Event{Type: event.StepStarted, Phase: c.Phase, Step: c.ID, Message: c.Kind})
+	var r actionResult
+	var failure string
+	switch c.Kind {
+	case "baseline", "checks":
+		exits, out := fx.runChecks(ctx, c.ID)
+		if ctx.Err() != nil {
+			return workflow.Outcome{}, ctx.Err()
+		}
+		r.Exits, r.Output = exits, out
+		if c.Kind == "baseline" {
+			fx.baseline = exits
+		} else {
+			for _, name := range commandNames {
+				if code, ran := exits[name]; ran && code != 0 && fx.baseline[name] == 0 {
+					r.Regressions = append(r.Regressions, name)
+				}
+			}
+		}
+	case "commit":
+		sha, err := fx.commit(ctx, c, tried)
+		if err != nil {
+			failure = err.Error()
+		}
+		r.Commit = sha
+	case "answer":
+		_, out, _ := ir.stepFiles(c.ID)
+		if err := writeStepFile(out, []byte(c.Text+"\n")); err != nil {
+			failure = err.Error()
+		}
+		r.Output = out
+		e.publish(ir, event.Event{Type: event.Warning, Message: "answer: " + oneLine(c.Text)})
+	default:
+		failure = "unknown action " + c.Kind
+	}
+	if failure != "" {
+		rec.Status, rec.Error = store.StepFailed, failure
+		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
+		e.publish(ir, event.Event{Type: event.StepFailed, Phase: c.Phase, Step: c.ID, Error: failure})
+		return workflow.Outcome{Failed: true, Reason: failure}, nil
+	}
+	rec.Status = store.StepCompleted
+	rec.Result, _ = json.Marshal(r)
+	if err := e.d.Store.FinishStep(ctx, rec); err != nil {
+		return workflow.Outcome{}, err
+	}
+	e.publish(ir, event.Event{Type: event.StepCompleted, Phase: c.Phase, Step: c.ID, Message: c.Kind})
+	return workflow.Outcome{Regressions: r.Regressions, Output: r.Output}, nil
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+var commandNames = []string{"install", "build", "test", "lint"}
+
+// runChecks runs the project's configured commands in the item's tree and
+// writes a Markdown summary (the integration-checker's input).
+func (fx *flowExec) runChecks(ctx context.Context, id string) (map[string]int, string) {
+	e, ir := fx.e, fx.ir
+	cmds := e.d.Config.Commands
+	byName := map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}
+	_, outPath, logPath := ir.stepFiles(id)
+	os.MkdirAll(filepath.Dir(logPath), 0o755)
+	log, _ := os.Create(logPath)
+	defer log.Close()
+	exits := map[string]int{}
+	var sum strings.Builder
+	fmt.Fprintf(&sum, "# Checks (%s)\n\n| command | exit | baseline |\n| --- | --- | --- |\n", id)
+	timeout := time.Duration(e.d.Config.Defaults.Timeout)
+	for _, name := range commandNames {
+		line := byName[name]
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		fmt.Fprintf(log, "$ %s\n", line)
+		// The commands come from cadre.yaml, written by the repository's
+		// owner, so they run through the shell as written.
+		res, _ := proc.Run(ctx, proc.Spec{Path: "/bin/sh", Args: []string{"-c", line}, Dir: ir.dir,
+			Env: proc.MinimalEnv(os.LookupEnv, nil, nil), Log: log, Timeout: timeout})
+		exits[name] = res.ExitCode
+		base := "-"
+		if b, ok := fx.baseline[name]; ok {
+			base = fmt.Sprint(b)
+		}
+		fmt.Fprintf(&sum, "| `%s` (%s) | %d | %s |\n", line, name, res.ExitCode, base)
+	}
+	fmt.Fprintf(&sum, "\nFull output: %s\n", logPath)
+	writeStepFile(outPath, []byte(sum.String()))
+	return exits, outPath
+}
+
+// commit commits the item's changes once. A plan task's commit leaves alone
+// the files other unfinished tasks declared, so parallel tasks in one tree
+// do not commit each other's work.
+func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried bool) (string, error) {
+	ir := fx.ir
+	mark := workspace.Mark{Step: c.ID, Run: ir.run}
+	if tried {
+		if sha, err := ir.repo.FindStepCommit(ctx, mark); err != nil || sha != "" {
+			return sha, err
+		}
+	}
+	msg := commitMessage(ir.task)
+	if c.Task != nil {
+		msg = fmt.Sprintf("cadre: %s task %s: %s", ir.it.ID, c.Task.ID, oneLine(c.Task.Title))
+	}
+	sha, err := ir.repo.CommitExcept(ctx, msg, mark, c.Others)
+	if err != nil {
+		return "", err
+	}
+	fx.e.d.Crash(CrashCommitted)
+	return sha, nil
+}
+
+// Human returns the recorded answer to an escalation, or records that the
+// item waits for one.
+func (fx *flowExec) Human(ctx context.Context, c workflow.HumanCall) (workflow.Answer, error) {
+	e, ir := fx.e, fx.ir
+	rec, err := e.d.Store.GetStep(ctx, ir.run, c.ID)
+	if err == nil && rec.Status == store.StepCompleted {
+		var r actionResult
+		json.Unmarshal(rec.Result, &r)
+		return workflow.Answer{Approved: r.Approved != nil && *r.Approved, Note: r.Note}, nil
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return workflow.Answer{}, err
+	}
+	if err != nil {
+		if err := e.d.Store.StartStep(ctx, store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: c.ID, Role: c.Role, Kind: "human"}); err != nil {
+			return workflow.Answer{}, err
+		}
+	}
+	return workflow.Answer{}, fmt.Errorf("%s; answer with cadre approve %s %s [--reject] [--note TEXT]: %w", c.Reason, ir.run, ir.it.ID, workflow.ErrPaused)
+}
+
+// Approve answers an item's waiting escalation.
+func Approve(ctx context.Context, st *store.Store, run, item string, approved bool, note string) (string, error) {
+	steps, err := st.Steps(ctx, run)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range steps {
+		if s.ItemID == item && s.Kind == "human" && s.Status == store.StepStarted {
+			s.Status = store.StepCompleted
+			s.Result, _ = json.Marshal(actionResult{Approved: &approved, Note: note})
+			if err := st.FinishStep(ctx, s); err != nil {
+				return "", err
+			}
+			return s.ID, nil
+		}
+	}
+	return "", fmt.Errorf("item %s of run %s is not waiting for a human", item, run)
+}
