@@ -63,7 +63,7 @@ type Deps struct {
 	// Workflows are the declarative workflows (built-in and .cadre/workflows).
 	Workflows *workflow.Registry
 	Bus       *event.Bus
-	PID     int
+	PID       int
 	// Crash, when set, is called at named points of the journal protocol;
 	// tests make it kill the process there (see CrashPoints).
 	Crash func(point string)

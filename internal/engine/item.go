@@ -2,13 +2,13 @@ package engine
 
 import (
 	"context"
-	"sync"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
@@ -24,7 +24,7 @@ import (
 // itemOutcome is how an item ended, and whether the run goes on.
 type itemOutcome struct {
 	completed bool
-	paused    bool // the item waits (for a human, or a runner's quota)
+	paused    bool   // the item waits (for a human, or a runner's quota)
 	failed    bool   // the item failed (the run ends failed)
 	halt      string // non-empty: stop the whole run with this status
 	reason    string
