@@ -74,8 +74,17 @@ overridden, and new ones added, with .cadre/roles/NAME.md in the repository.` + 
 // loadRoles reads the built-in roles plus the repository's overrides when
 // run inside a repository.
 func loadRoles(cmd *cobra.Command, f *Factory) (*role.Registry, error) {
+	root := ""
+	if r, err := f.repoRoot(cmd.Context()); err == nil {
+		root = r
+	}
+	return loadRolesAt(root)
+}
+
+// loadRolesAt reads the built-in roles and the repository's overrides.
+func loadRolesAt(root string) (*role.Registry, error) {
 	dir := ""
-	if root, err := f.repoRoot(cmd.Context()); err == nil {
+	if root != "" {
 		dir = filepath.Join(root, workspace.StateDir, "roles")
 	}
 	reg, err := role.Load(dir)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
@@ -93,11 +94,14 @@ type flowExec struct {
 	ir       *itemRun
 	baseline map[string]int // command → exit code before the work
 	paused   string
+
+	mu     sync.Mutex
+	visits map[string]int // role → invocations so far
 }
 
 // Agent runs (or replays) an agent step.
 func (fx *flowExec) Agent(ctx context.Context, c workflow.AgentCall) (workflow.Outcome, error) {
-	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepAttempt(c.ID),
+	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: fx.visit(c.Role),
 		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature}
 	if c.Task != nil {
 		data, _ := json.MarshalIndent(c.Task, "", "  ")
@@ -114,6 +118,19 @@ func (fx *flowExec) Agent(ctx context.Context, c workflow.AgentCall) (workflow.O
 		return workflow.Outcome{}, fmt.Errorf("%s: %w", out.paused, workflow.ErrPaused)
 	}
 	return workflow.Outcome{Failed: out.failure != "", Reason: out.failure, Signal: out.sig, Output: out.output, Text: out.text}, nil
+}
+
+// visit counts the item's invocations of a role: a step's attempt number
+// as runners see it (CADRE_ATTEMPT, the script runner's attempt), so a
+// role's second plan task is its attempt 2.
+func (fx *flowExec) visit(role string) int {
+	fx.mu.Lock()
+	defer fx.mu.Unlock()
+	if fx.visits == nil {
+		fx.visits = map[string]int{}
+	}
+	fx.visits[role]++
+	return fx.visits[role]
 }
 
 // Warn publishes a warning event.

@@ -347,14 +347,6 @@ type agentOut struct {
 	usage   event.Usage
 }
 
-// stepAttempt reads the n of a step id "...#n".
-func stepAttempt(id string) int {
-	n := 0
-	if i := strings.LastIndexByte(id, '#'); i >= 0 {
-		fmt.Sscan(id[i+1:], &n)
-	}
-	return max(n, 1)
-}
 
 // agentStep performs one agent step, or replays it from the journal when it
 // already completed. The error is only for ctx cancellation or a journal

@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// NewCmdWorkflows builds cadre workflows list|show.
+func NewCmdWorkflows(f *Factory) *cobra.Command {
+	list := func(cmd *cobra.Command, args []string) error {
+		flows, err := f.workflows(cmd.Context())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(f.IO.Out, "%-10s %s\n", "runner", "Seed 001's stage pipeline for task files: planner, coder, auditor by stage; the default for task files.")
+		for _, name := range flows.Names() {
+			d, _ := flows.Get(name)
+			src := ""
+			if d.Source != "built-in" {
+				src = " [" + d.Source + "]"
+			}
+			fmt.Fprintf(f.IO.Out, "%-10s %s%s\n", name, d.Description, src)
+		}
+		return nil
+	}
+	cmd := &cobra.Command{
+		Use:   "workflows [list|show NAME]",
+		Short: "List workflows, or show one's phases and steps",
+		Long: `Workflows are declarative graphs of steps over roles: phases (critical or not), loops with a
+gate and a bound, fan-out over the plan's tasks, deterministic steps (checks, commit) and human
+escalation. Built-in ones can be overridden, and new ones added, with .cadre/workflows/NAME.yaml.` + exitStatusSimple,
+		Example: `  cadre workflows list
+  cadre workflows show cadre`,
+		Args: cobra.NoArgs,
+		RunE: list,
+	}
+	cmd.AddCommand(&cobra.Command{Use: "list", Short: "List workflows", Args: cobra.NoArgs,
+		Long: "List every workflow with its description." + exitStatusSimple, Example: "  cadre workflows list", RunE: list},
+		&cobra.Command{Use: "show NAME", Short: "Show a workflow's phases and steps", Args: cobra.ExactArgs(1),
+			Long: "Print a workflow's phases, steps, loops and gates." + exitStatusSimple, Example: "  cadre workflows show loop",
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if args[0] == workflow.RunnerWorkflow {
+					fmt.Fprintln(f.IO.Out, "runner (built-in): from plan: planner → coder → auditor; from code: coder → auditor; from audit: auditor.\n"+
+						"Rating ≥ limits.audit_pass_rating completes the task; lower sends it back to the coder with the review;\n"+
+						"limits.max_attempts failed audits stop the run with the task left in audit.")
+					return nil
+				}
+				flows, err := f.workflows(cmd.Context())
+				if err != nil {
+					return err
+				}
+				d, ok := flows.Get(args[0])
+				if !ok {
+					return usageErr(fmt.Errorf("unknown workflow %q (see cadre workflows list)", args[0]))
+				}
+				fmt.Fprint(f.IO.Out, describeWorkflow(d))
+				return nil
+			}})
+	return cmd
+}
+
+// workflows loads the workflows of the repository around the current
+// directory, or the built-ins outside one.
+func (f *Factory) workflows(ctx context.Context) (*workflow.Registry, error) {
+	root := ""
+	if r, err := f.repoRoot(ctx); err == nil {
+		root = r
+	}
+	roles, err := loadRolesAt(root)
+	if err != nil {
+		return nil, err
+	}
+	return loadWorkflows(root, roles)
+}
+
+// describeWorkflow renders a definition as an indented outline.
+func describeWorkflow(d *workflow.Def) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s)\n%s\n", d.Name, d.Source, d.Description)
+	if d.Escalate {
+		b.WriteString("escalates to a human when an agent's confidence is below limits.escalate_below_confidence\n")
+	}
+	for i, p := range d.Phases {
+		crit := "non-critical"
+		if p.Critical {
+			crit = "critical"
+		}
+		fmt.Fprintf(&b, "\nphase %d: %s (%s)\n", i+1, p.Name, crit)
+		writeNodes(&b, p.Steps, "  ")
+	}
+	return b.String()
+}
+
+func writeNodes(b *strings.Builder, nodes []workflow.Node, ind string) {
+	for _, n := range nodes {
+		switch {
+		case n.Role != "":
+			fmt.Fprintf(b, "%s- %s\n", ind, n.Role)
+		case len(n.Parallel) > 0:
+			fmt.Fprintf(b, "%s- in parallel:\n", ind)
+			writeNodes(b, n.Parallel, ind+"    ")
+		case n.ForEach != "":
+			fmt.Fprintf(b, "%s- for each task of the plan (dependency order, independent tasks in parallel):\n", ind)
+			writeNodes(b, n.Do, ind+"    ")
+		case n.Loop != nil:
+			bound := "max " + n.Loop.Max + " rounds"
+			if n.Loop.MaxBetween != "" {
+				bound = "max " + n.Loop.MaxBetween + " fix rounds"
+			}
+			ex := n.Loop.Exhausted
+			if ex == "" {
+				ex = "fail"
+			}
+			fmt.Fprintf(b, "%s- loop until %s (%s; then %s):\n", ind, n.Loop.Until, bound, ex)
+			writeNodes(b, n.Loop.Do, ind+"    ")
+			if len(n.Loop.Between) > 0 {
+				fmt.Fprintf(b, "%s  between rounds:\n", ind)
+				writeNodes(b, n.Loop.Between, ind+"    ")
+			}
+		default:
+			fmt.Fprintf(b, "%s- run %s (%s)\n", ind, n.Run, workflow.Actions[n.Run])
+		}
+	}
+}
+
+// ApproveOptions are the arguments of cadre approve.
+type ApproveOptions struct {
+	Run, Item string
+	Reject    bool
+	Note      string
+}
+
+// NewCmdApprove builds cadre approve.
+func NewCmdApprove(f *Factory, runF func(context.Context, *Factory, *ApproveOptions) error) *cobra.Command {
+	opts := &ApproveOptions{}
+	cmd := &cobra.Command{
+		Use:   "approve RUN ITEM [--reject] [--note TEXT]",
+		Short: "Answer an item's escalation to a human",
+		Long: `An item whose agent reported low confidence waits for a human. approve lets it go on (the
+note is handed to the next agent); --reject fails it. Then continue the run with cadre resume.` + exitStatusSimple,
+		Example: `  cadre approve 20261122-101500-ab12 42 --note "use the v2 API"
+  cadre approve 20261122-101500-ab12 42 --reject --note "wrong goal"`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Run, opts.Item = args[0], args[1]
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return runApprove(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Reject, "reject", false, "reject: the item fails")
+	cmd.Flags().StringVar(&opts.Note, "note", "", "feedback handed to the next agent")
+	return cmd
+}
+
+func runApprove(ctx context.Context, f *Factory, opts *ApproveOptions) error {
+	st, run, err := f.openRun(ctx, opts.Run)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	step, err := engine.Approve(ctx, st, run, opts.Item, !opts.Reject, opts.Note)
+	if err != nil {
+		return usageErr(err)
+	}
+	verb := "approved"
+	if opts.Reject {
+		verb = "rejected"
+	}
+	fmt.Fprintf(f.IO.ErrOut, "cadre: %s %s; continue with: cadre resume %s\n", verb, step, run)
+	return nil
+}
