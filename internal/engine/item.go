@@ -347,7 +347,6 @@ type agentOut struct {
 	usage   event.Usage
 }
 
-
 // agentStep performs one agent step, or replays it from the journal when it
 // already completed. The error is only for ctx cancellation or a journal
 // failure; agent failures are in agentOut.failure.
