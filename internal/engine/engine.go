@@ -82,9 +82,10 @@ var CrashPoints = []string{CrashStepStarted, CrashAgentExited, CrashCommitted, C
 
 // Engine runs and resumes runs in one repository.
 type Engine struct {
-	d    Deps
-	repo *workspace.Repo
-	wts  *workspace.Worktrees
+	d          Deps
+	repo       *workspace.Repo
+	wts        *workspace.Worktrees
+	criticOnce sync.Once
 }
 
 // New returns an engine for d.Root, which must be a git working tree.
@@ -390,6 +391,15 @@ func (e *Engine) runnerFor(opts Options, roleName string) (name, model, from str
 	switch {
 	case rc.Runner != "":
 		from = e.d.Config.Where("roles." + roleName + ".runner")
+	case roleName == "critic" && e.d.Config.Roles["architect"].Runner != "":
+		// Seed 003: the critic defaults to the architect's backend; a
+		// separate critic judges better, so say so once.
+		name, model = e.d.Config.RoleRunner("architect")
+		from = e.d.Config.Where("roles.architect.runner")
+		e.criticOnce.Do(func() {
+			e.d.Bus.Publish(event.Event{Type: event.Warning, Role: "critic",
+				Message: "roles.critic is not configured: the critic uses the architect's runner " + name + " (a separate critic judges better)"})
+		})
 	case opts.Runner != "":
 		name, from = opts.Runner, "--runner"
 	}

@@ -646,3 +646,26 @@ func TestDemoteHeadings(t *testing.T) {
 		t.Errorf("changed already-deep headings: %q", got)
 	}
 }
+
+func TestCriticFallsBackToArchitectRunner(t *testing.T) {
+	e := newEnv(t, passAll, [2]string{"a", "code"})
+	e.eng.d.Config.Roles = map[string]config.RoleConfig{"architect": {Runner: "arch-runner", Model: "big"}}
+	name, model, from := e.eng.runnerFor(Options{}, "critic")
+	if name != "arch-runner" || model != "big" || from != "roles.architect.runner" {
+		t.Errorf("critic runner %s/%s from %s", name, model, from)
+	}
+	e.eng.runnerFor(Options{}, "critic")
+	warned := 0
+	for _, ev := range e.events {
+		if ev.Type == event.Warning && ev.Role == "critic" {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("%d warnings, want one", warned)
+	}
+	e.eng.d.Config.Roles["critic"] = config.RoleConfig{Runner: "crit"}
+	if name, _, _ := e.eng.runnerFor(Options{}, "critic"); name != "crit" {
+		t.Errorf("configured critic runner ignored: %s", name)
+	}
+}

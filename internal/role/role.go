@@ -166,9 +166,11 @@ func (r *Registry) Render(name string, d Data) (string, error) {
 	// Untrusted text must not be able to close the fence it is put in.
 	d.Body = defang(d.Body)
 	d.Note = defang(d.Note)
-	for i := range d.InputTexts {
-		d.InputTexts[i] = defang(d.InputTexts[i])
+	texts := make([]string, len(d.InputTexts))
+	for i, t := range d.InputTexts {
+		texts[i] = defang(t) // a copy: the caller's slice stays as it was
 	}
+	d.InputTexts = texts
 	var b bytes.Buffer
 	if err := ro.tmpl.Execute(&b, d); err != nil {
 		return "", fmt.Errorf("render role %s: %w", name, err)
@@ -221,7 +223,8 @@ You run under cadre's automated runner: do NOT edit the task file's frontmatter 
 attempts) and do not commit; the runner owns every state change. Report your result only with the
 SIGNAL BLOCK below.{{end}}{{end}}
 {{define "signal"}}
-End your reply with this block, filled in (the runner reads only this block):
+End your reply with this block, filled in (the runner reads only this block). Give your honest
+Confidence: below 5 asks a human to look before the work goes on.
 
 ### SIGNAL BLOCK
 - Agent: {{.Role}}
