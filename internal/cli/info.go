@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -107,39 +106,4 @@ func listRoles(cmd *cobra.Command, f *Factory) error {
 		fmt.Fprintf(f.IO.Out, "%-24s %s%s\n", ro.Name, ro.Description, src)
 	}
 	return nil
-}
-
-// NewCmdRunners builds cadre runners list.
-func NewCmdRunners(f *Factory) *cobra.Command {
-	list := func(cmd *cobra.Command, args []string) error {
-		reg := f.Runners()
-		fmt.Fprintln(f.IO.Out, "TYPES")
-		for _, t := range reg.Types() {
-			fmt.Fprintf(f.IO.Out, "  %s\n", t)
-		}
-		ws, err := f.workspace(cmd.Context())
-		if err != nil || len(ws.cfg.Runners) == 0 {
-			return nil
-		}
-		fmt.Fprintln(f.IO.Out, "CONFIGURED (cadre.yaml)")
-		for name, rc := range ws.cfg.Runners {
-			detail := strings.TrimSpace(rc.Command + " " + strings.Join(rc.Args, " "))
-			if rc.Scenario != "" {
-				detail = "scenario " + rc.Scenario
-			}
-			fmt.Fprintf(f.IO.Out, "  %-16s type=%-8s %s\n", name, ws.cfg.RunnerType(name), detail)
-		}
-		return nil
-	}
-	cmd := &cobra.Command{
-		Use:     "runners [list]",
-		Short:   "List runner types and the runners configured in cadre.yaml",
-		Long:    "Runners say HOW an agent is reached: an agent CLI, a model API, any command (exec) or a scenario (script)." + exitStatusSimple,
-		Example: "  cadre runners list",
-		Args:    cobra.NoArgs,
-		RunE:    list,
-	}
-	cmd.AddCommand(&cobra.Command{Use: "list", Short: "List runners", Args: cobra.NoArgs,
-		Long: "List runner types and configured runner instances." + exitStatusSimple, Example: "  cadre runners list", RunE: list})
-	return cmd
 }

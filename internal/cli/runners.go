@@ -1,0 +1,370 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/runner/anthropic"
+	"github.com/cadre-dev/cadre/internal/runner/ollama"
+	"github.com/cadre-dev/cadre/internal/runner/openai"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// RunnersCheckOptions are the arguments of cadre runners check.
+type RunnersCheckOptions struct {
+	// Strict fails the command when a runner cadre.yaml uses is missing.
+	Strict bool
+}
+
+// NewCmdRunners builds cadre runners list|check.
+func NewCmdRunners(f *Factory) *cobra.Command {
+	list := func(cmd *cobra.Command, args []string) error { return listRunners(cmd.Context(), f) }
+	cmd := &cobra.Command{
+		Use:     "runners [list|check]",
+		Short:   "List runner types and the runners configured in cadre.yaml, or check they can run",
+		Long:    "Runners say HOW an agent is reached: an agent CLI, a model API, any command (exec) or a scenario (script)." + exitStatusSimple,
+		Example: "  cadre runners list\n  cadre runners check",
+		Args:    cobra.NoArgs,
+		RunE:    list,
+	}
+	cmd.AddCommand(&cobra.Command{Use: "list", Short: "List runners", Args: cobra.NoArgs,
+		Long: "List runner types and configured runner instances." + exitStatusSimple, Example: "  cadre runners list", RunE: list})
+
+	opts := &RunnersCheckOptions{}
+	check := &cobra.Command{
+		Use:   "check [--strict]",
+		Short: "Check that each runner's CLI, API key or file is there",
+		Long: `For every runner type and every runner configured in cadre.yaml, say whether it can run:
+agent CLIs (claude, codex, gemini, opencode, aider) are looked up on PATH and asked their
+--version, and a missing one is shown with the command that installs it; model APIs
+(anthropic, openai, ollama) show their base URL and whether their API key variable is set;
+exec runners show whether their command is found, script runners whether their scenario is.
+USED marks the runners cadre.yaml names (runners, defaults.runner, roles.*.runner).
+
+STATUS is ready, missing (something to install or configure), or - (a type that only
+works once configured, such as exec).
+
+EXIT STATUS
+  0  the report was printed, whatever it says
+  1  with --strict: a runner marked USED is missing
+  2  usage or config error`,
+		Example: `  cadre runners check
+  cadre runners check --strict     # in CI: fail when a runner in use is missing`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runRunnersCheck(cmd.Context(), f, opts) },
+	}
+	check.Flags().BoolVar(&opts.Strict, "strict", false, "exit 1 when a runner that cadre.yaml uses is missing")
+	cmd.AddCommand(check)
+	return cmd
+}
+
+func listRunners(ctx context.Context, f *Factory) error {
+	reg := f.Runners()
+	fmt.Fprintln(f.IO.Out, "TYPES")
+	for _, t := range reg.Types() {
+		fmt.Fprintf(f.IO.Out, "  %s\n", t)
+	}
+	ws, err := f.workspace(ctx)
+	if err != nil || len(ws.cfg.Runners) == 0 {
+		return nil
+	}
+	fmt.Fprintln(f.IO.Out, "CONFIGURED (cadre.yaml)")
+	for name, rc := range ws.cfg.Runners {
+		detail := strings.TrimSpace(rc.Command + " " + strings.Join(rc.Args, " "))
+		if rc.Scenario != "" {
+			detail = "scenario " + rc.Scenario
+		}
+		fmt.Fprintf(f.IO.Out, "  %-16s type=%-8s %s\n", name, ws.cfg.RunnerType(name), detail)
+	}
+	return nil
+}
+
+// Runner check statuses.
+const (
+	statusReady   = "ready"
+	statusMissing = "missing"
+	statusNone    = "-"
+)
+
+// runnerCheck is one line of cadre runners check.
+type runnerCheck struct {
+	name, typ string
+	used      bool
+	status    string
+	detail    string
+}
+
+// agentCLI returns the program an agent CLI runner type runs and the
+// command that installs it.
+func agentCLI(typ string) (program, install string, ok bool) {
+	switch typ {
+	case "claude":
+		return "claude", "npm install -g @anthropic-ai/claude-code", true
+	case "codex":
+		return "codex", "npm install -g @openai/codex", true
+	case "gemini":
+		return "gemini", "npm install -g @google/gemini-cli", true
+	case "opencode":
+		return "opencode", "npm install -g opencode-ai", true
+	case "aider":
+		return "aider", "pipx install aider-chat", true
+	}
+	return "", "", false
+}
+
+// modelAPI returns a model-API runner type's default base URL and API key
+// variable (none for ollama).
+func modelAPI(typ string) (url, keyEnv string, ok bool) {
+	switch typ {
+	case "anthropic":
+		return anthropic.DefaultURL, anthropic.DefaultKeyEnv, true
+	case "openai":
+		return openai.DefaultURL, openai.DefaultKeyEnv, true
+	case "ollama":
+		return ollama.DefaultURL, "", true
+	}
+	return "", "", false
+}
+
+// versionTimeout bounds `CLI --version`: a Node CLI starts in well under
+// a second, and a hung one must not hang the check.
+const versionTimeout = 10 * time.Second
+
+func runRunnersCheck(ctx context.Context, f *Factory, opts *RunnersCheckOptions) error {
+	var cfg config.Config
+	root := ""
+	if r, err := f.repoRoot(ctx); err == nil {
+		ws, err := f.workspace(ctx)
+		if err != nil {
+			return err
+		}
+		root, cfg = r, ws.cfg
+	} else if !errors.Is(err, workspace.ErrNotRepo) {
+		return err
+	}
+	types := f.Runners().Types()
+	checks := planChecks(types, cfg, root != "")
+
+	var wg sync.WaitGroup
+	for i := range checks {
+		wg.Go(func() { checkRunner(ctx, f, &checks[i], cfg, root, types) })
+	}
+	wg.Wait()
+
+	out := f.IO.Out
+	fmt.Fprintf(out, "%-16s %-10s %-4s %-8s %s\n", "RUNNER", "TYPE", "USED", "STATUS", "DETAIL")
+	var missing []string
+	for _, c := range checks {
+		used := ""
+		if c.used {
+			used = "yes"
+			if c.status == statusMissing {
+				missing = append(missing, c.name)
+			}
+		}
+		fmt.Fprintf(out, "%-16s %-10s %-4s %-8s %s\n", c.name, c.typ, used, c.status, c.detail)
+	}
+	if root == "" {
+		fmt.Fprintln(f.IO.ErrOut, "not in a git checkout: showing the built-in runner types only")
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "missing runners that cadre.yaml uses: %s\n", strings.Join(missing, ", "))
+		if opts.Strict {
+			return silentExit(1)
+		}
+	}
+	return nil
+}
+
+// planChecks lists the runners to check: every registered type and every
+// configured instance, by name, each marked when the configuration uses it.
+func planChecks(types []string, cfg config.Config, inRepo bool) []runnerCheck {
+	used := map[string]bool{}
+	if inRepo {
+		for name := range cfg.Runners {
+			used[name] = true
+		}
+		used[cfg.Defaults.Runner] = true
+		for _, rc := range cfg.Roles {
+			if rc.Runner != "" && rc.Runner != "auto" {
+				used[rc.Runner] = true
+			}
+		}
+	}
+	names := slices.Clone(types)
+	for name := range used {
+		if name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	checks := make([]runnerCheck, 0, len(names))
+	for _, name := range names {
+		typ := name
+		if inRepo {
+			typ = cfg.RunnerType(name)
+		}
+		checks = append(checks, runnerCheck{name: name, typ: typ, used: used[name]})
+	}
+	return checks
+}
+
+// checkRunner fills in c's status and detail.
+func checkRunner(ctx context.Context, f *Factory, c *runnerCheck, cfg config.Config, root string, types []string) {
+	rc, configured := cfg.Runners[c.name]
+	where := "runners." + c.name
+	if !slices.Contains(types, c.typ) {
+		c.status = statusMissing
+		c.detail = fmt.Sprintf("unknown runner type %q (known: %s): fix %s.type or the runner's name", c.typ, strings.Join(types, ", "), where)
+		return
+	}
+	if program, install, ok := agentCLI(c.typ); ok {
+		setting := ""
+		if rc.Command != "" {
+			program, setting = rc.Command, " ("+where+".command)"
+		}
+		path, found := findProgram(program, f.Getenv("PATH"), root)
+		if !found {
+			c.status, c.detail = statusMissing, fmt.Sprintf("%s not found on PATH%s; install: %s", program, setting, install)
+			return
+		}
+		version, err := programVersion(ctx, f, path)
+		if err != nil {
+			c.status, c.detail = statusMissing, fmt.Sprintf("%s: %v; reinstall: %s", path, err, install)
+			return
+		}
+		c.status, c.detail = statusReady, fmt.Sprintf("%s (%s)", version, path)
+		return
+	}
+	if url, keyEnv, ok := modelAPI(c.typ); ok {
+		c.status, c.detail = checkModelAPI(f, c.typ, rc, url, keyEnv, where)
+		return
+	}
+	switch {
+	case rc.Command != "":
+		if path, found := findProgram(rc.Command, f.Getenv("PATH"), root); found {
+			c.status, c.detail = statusReady, "command "+path
+		} else {
+			c.status, c.detail = statusMissing, fmt.Sprintf("%s not found (%s.command): install it or fix the path", rc.Command, where)
+		}
+	case rc.Scenario != "":
+		path := rc.Scenario
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(root, path)
+		}
+		if _, err := os.Stat(path); err == nil {
+			c.status, c.detail = statusReady, "scenario "+rc.Scenario
+		} else {
+			c.status, c.detail = statusMissing, fmt.Sprintf("scenario %s not found (%s.scenario)", rc.Scenario, where)
+		}
+	case configured:
+		c.status, c.detail = statusMissing, fmt.Sprintf("%s has neither command nor scenario: set the one its type %s needs", where, c.typ)
+	case c.typ == "exec":
+		c.status, c.detail = statusNone, "runs any command once configured: runners.NAME: {type: exec, command: ./agent.sh}"
+	case c.typ == "script":
+		c.status, c.detail = statusNone, "plays a scenario file once configured: runners.NAME: {type: script, scenario: FILE}"
+	default:
+		c.status, c.detail = statusNone, "nothing to check"
+	}
+}
+
+// checkModelAPI reports a model-API runner's base URL and API key. The key
+// is needed at the vendor's own URL; another server gets it only if set.
+func checkModelAPI(f *Factory, typ string, rc config.RunnerConfig, defURL, keyEnv, where string) (status, detail string) {
+	url := rc.URL
+	if url == "" {
+		url = defURL
+	}
+	if len(rc.Env) > 0 && rc.Env[0] != "" {
+		keyEnv = rc.Env[0]
+	}
+	model := ""
+	if rc.Model != "" {
+		model = ", model " + rc.Model
+	}
+	switch {
+	case keyEnv == "":
+		return statusReady, "url " + url + model
+	case f.Getenv(keyEnv) != "":
+		return statusReady, fmt.Sprintf("url %s, %s is set%s", url, keyEnv, model)
+	case strings.TrimRight(url, "/") != defURL && typ != "ollama":
+		return statusReady, fmt.Sprintf("url %s, %s not set (sent only when set)%s", url, keyEnv, model)
+	}
+	return statusMissing, fmt.Sprintf("url %s, %s is not set: export your API key in it (or name another variable in %s.env)%s", url, keyEnv, where, model)
+}
+
+// findProgram resolves a command as the runner will: a path with a slash
+// against the repository root, a bare name on pathList.
+func findProgram(name, pathList, root string) (string, bool) {
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(root, name)
+		}
+		return name, isExecutable(name)
+	}
+	for _, dir := range filepath.SplitList(pathList) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		if p := filepath.Join(dir, name); isExecutable(p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// programVersion runs `path --version` in a minimal environment and returns
+// the first line it prints.
+func programVersion(ctx context.Context, f *Factory, path string) (string, error) {
+	lookup := func(k string) (string, bool) {
+		v := f.Getenv(k)
+		return v, v != ""
+	}
+	res, err := proc.Run(ctx, proc.Spec{Path: path, Args: []string{"--version"}, Env: proc.MinimalEnv(lookup, nil, nil),
+		Timeout: versionTimeout, Grace: time.Second, MaxStdout: 64 << 10})
+	if err != nil {
+		return "", fmt.Errorf("--version: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return "", fmt.Errorf("--version exited %d%s", res.ExitCode, tailNote(res.StderrTail))
+	}
+	for _, text := range []string{string(res.Stdout), res.StderrTail} {
+		for line := range strings.Lines(text) {
+			if line = strings.TrimSpace(line); line != "" {
+				if len(line) > 80 {
+					line = line[:80] + "…"
+				}
+				return line, nil
+			}
+		}
+	}
+	return "version unknown", nil
+}
+
+// tailNote is the last line of a stderr tail, for a one-line message.
+func tailNote(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return ": " + s
+}

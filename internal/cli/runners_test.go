@@ -1,0 +1,221 @@
+package cli_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cadre-dev/cadre/internal/cli"
+	"github.com/cadre-dev/cadre/internal/runner"
+)
+
+// allTypes is a registry with every built-in runner type; the check looks
+// at types and settings only, so the factories are never called.
+func allTypes() *runner.Registry {
+	reg := runner.NewRegistry()
+	for _, typ := range []string{"claude", "codex", "gemini", "opencode", "aider", "anthropic", "openai", "ollama", "exec", "script"} {
+		reg.Register(typ, func(runner.Settings) (runner.Runner, error) { return nil, errors.New("not built in this test") })
+	}
+	return reg
+}
+
+// writeExe writes an executable shell script.
+func writeExe(t *testing.T, path, script string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gitRepo makes a git checkout holding files.
+func gitRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("git", "init", "--quiet", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// runCadre runs cadre args in dir with only vars in its environment.
+func runCadre(t *testing.T, dir string, vars map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	f := &cli.Factory{
+		IO:      cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		Getenv:  func(k string) string { return vars[k] },
+		Dir:     func() (string, error) { return dir, nil },
+		Runners: allTypes,
+		Crash:   func(string) {},
+	}
+	code = cli.Execute(f, args)
+	return code, out.String(), errOut.String()
+}
+
+// rows parses the check's table into its lines by runner name.
+func rows(t *testing.T, out string) map[string]string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "RUNNER") {
+		t.Fatalf("no table header in:\n%s", out)
+	}
+	m := map[string]string{}
+	for _, l := range lines[1:] {
+		m[strings.Fields(l)[0]] = l
+	}
+	return m
+}
+
+const checkConfig = `defaults: {runner: claude}
+roles:
+  planner: {runner: api}
+  judge: {runner: auto}
+runners:
+  api: {type: anthropic, env: [WORK_KEY], model: claude-haiku-4-5}
+  local: {type: openai, url: "http://127.0.0.1:8000/v1"}
+  agent: {type: exec, command: ./scripts/agent.sh}
+  fake: {type: script, scenario: scenario.yaml}
+  cx: {type: codex, command: codex-beta}
+`
+
+func TestRunnersCheck(t *testing.T) {
+	bin := t.TempDir()
+	writeExe(t, filepath.Join(bin, "claude"), "echo '2.0.14 (Claude Code)'\n")
+	writeExe(t, filepath.Join(bin, "codex"), "echo 'codex-cli 0.46.0'; echo 'more text'\n")
+	writeExe(t, filepath.Join(bin, "gemini"), "echo 'env: node: No such file or directory' >&2; exit 127\n")
+	// Found on PATH but not executable: not a usable CLI.
+	if err := os.WriteFile(filepath.Join(bin, "aider"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo := gitRepo(t, map[string]string{"cadre.yaml": checkConfig})
+	writeExe(t, filepath.Join(repo, "scripts", "agent.sh"), "cat\n")
+	vars := map[string]string{"PATH": bin, "WORK_KEY": "sk-ant-secret-value"}
+
+	code, out, stderr := runCadre(t, repo, vars, "runners", "check")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 without --strict; stderr: %s", code, stderr)
+	}
+	got := rows(t, out)
+	tests := []struct {
+		name   string
+		used   bool
+		status string
+		detail []string
+	}{
+		{"claude", true, "ready", []string{"2.0.14 (Claude Code)", filepath.Join(bin, "claude")}},
+		{"codex", false, "ready", []string{"codex-cli 0.46.0"}},
+		{"cx", true, "missing", []string{"codex-beta not found on PATH (runners.cx.command); install: npm install -g @openai/codex"}},
+		{"gemini", false, "missing", []string{"--version exited 127: env: node: No such file or directory", "npm install -g @google/gemini-cli"}},
+		{"opencode", false, "missing", []string{"opencode not found on PATH; install: npm install -g opencode-ai"}},
+		{"aider", false, "missing", []string{"install: pipx install aider-chat"}},
+		{"anthropic", false, "missing", []string{"url https://api.anthropic.com", "ANTHROPIC_API_KEY is not set"}},
+		{"api", true, "ready", []string{"url https://api.anthropic.com", "WORK_KEY is set", "model claude-haiku-4-5"}},
+		{"openai", false, "missing", []string{"OPENAI_API_KEY is not set"}},
+		{"local", true, "ready", []string{"url http://127.0.0.1:8000/v1", "OPENAI_API_KEY not set (sent only when set)"}},
+		{"ollama", false, "ready", []string{"url http://127.0.0.1:11434"}},
+		{"agent", true, "ready", []string{filepath.Join(repo, "scripts", "agent.sh")}},
+		{"fake", true, "missing", []string{"scenario scenario.yaml not found (runners.fake.scenario)"}},
+		{"exec", false, "-", []string{"type: exec"}},
+		{"script", false, "-", []string{"type: script"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			line, ok := got[tt.name]
+			if !ok {
+				t.Fatalf("no line for %s in:\n%s", tt.name, out)
+			}
+			f := strings.Fields(line)
+			used, status := len(f) > 3 && f[2] == "yes", f[2]
+			if used {
+				status = f[3]
+			}
+			if used != tt.used || status != tt.status {
+				t.Errorf("used %v status %s, want %v %s: %q", used, status, tt.used, tt.status, line)
+			}
+			for _, d := range tt.detail {
+				if !strings.Contains(line, d) {
+					t.Errorf("line %q lacks %q", line, d)
+				}
+			}
+		})
+	}
+	if len(got) != len(tests) {
+		t.Errorf("%d runners listed, want %d:\n%s", len(got), len(tests), out)
+	}
+	if strings.Contains(out, "sk-ant-secret-value") {
+		t.Errorf("the API key's value is in the output:\n%s", out)
+	}
+	if !strings.Contains(stderr, "missing runners that cadre.yaml uses: cx, fake") {
+		t.Errorf("stderr %q does not name the missing runners in use", stderr)
+	}
+}
+
+func TestRunnersCheckStrict(t *testing.T) {
+	bin := t.TempDir()
+	writeExe(t, filepath.Join(bin, "claude"), "echo 2.0.14\n")
+	tests := []struct {
+		name     string
+		config   string
+		wantCode int
+	}{
+		{"default runner found", "defaults: {runner: claude}\n", 0},
+		{"unused missing runners do not count", "defaults: {runner: ollama}\n", 0},
+		{"default runner missing", "defaults: {runner: codex}\n", 1},
+		{"role runner missing", "roles:\n  judge: {runner: gemini}\n", 1},
+		{"configured runner of an unknown type", "runners:\n  mine: {type: cursor, command: cursor}\n", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := gitRepo(t, map[string]string{"cadre.yaml": tt.config})
+			code, out, stderr := runCadre(t, repo, map[string]string{"PATH": bin}, "runners", "check", "--strict")
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, out, stderr)
+			}
+		})
+	}
+}
+
+func TestRunnersCheckOutsideRepo(t *testing.T) {
+	code, out, stderr := runCadre(t, t.TempDir(), map[string]string{"PATH": t.TempDir()}, "runners", "check", "--strict")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0: nothing is configured outside a checkout; stderr: %s", code, stderr)
+	}
+	got := rows(t, out)
+	if len(got) != 10 || !strings.Contains(got["claude"], "npm install -g @anthropic-ai/claude-code") {
+		t.Errorf("want the 10 built-in types with install hints, got:\n%s", out)
+	}
+	if !strings.Contains(stderr, "not in a git checkout") {
+		t.Errorf("stderr %q does not say why only built-ins are shown", stderr)
+	}
+}
+
+func TestRunnersCheckBadConfig(t *testing.T) {
+	repo := gitRepo(t, map[string]string{"cadre.yaml": "runners:\n  api: {type: anthropic, url: 'not a url'}\n"})
+	code, _, stderr := runCadre(t, repo, nil, "runners", "check")
+	if code != 2 || !strings.Contains(stderr, "runners.api.url") {
+		t.Errorf("exit %d stderr %q, want 2 naming runners.api.url", code, stderr)
+	}
+}
+
+func TestRunnersListStays(t *testing.T) {
+	repo := gitRepo(t, map[string]string{"cadre.yaml": checkConfig})
+	for _, args := range [][]string{{"runners"}, {"runners", "list"}} {
+		code, out, stderr := runCadre(t, repo, nil, args...)
+		if code != 0 || !strings.Contains(out, "TYPES\n  aider\n") || !strings.Contains(out, "CONFIGURED (cadre.yaml)") ||
+			!strings.Contains(out, "type=exec") {
+			t.Errorf("%v: exit %d, stdout:\n%s\nstderr: %s", args, code, out, stderr)
+		}
+	}
+}

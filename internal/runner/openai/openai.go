@@ -1,0 +1,332 @@
+// Package openai is the runner for OpenAI's Chat Completions API and any
+// server that speaks it (vLLM, llama.cpp, LM Studio, OpenRouter, a gateway):
+// POST {url}/v1/chat/completions. The rendered prompt goes as one user
+// message; the reply comes back with the token usage the server reports.
+// It serves text-only roles: the model reads and edits no files, so the
+// engine inlines what the role needs in the prompt.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/price"
+	"github.com/cadre-dev/cadre/internal/runner/retry"
+)
+
+// Defaults for a runner with no settings.
+const (
+	DefaultURL    = "https://api.openai.com"
+	DefaultKeyEnv = "OPENAI_API_KEY"
+	DefaultModel  = "gpt-4.1"
+)
+
+// Deps are the runner's outside dependencies; the zero value is production.
+type Deps struct {
+	// Client sends the requests; nil means a client without an overall
+	// timeout, since the step's own timeout bounds each request.
+	Client *http.Client
+	// Getenv reads the API key when a step runs; nil means os.Getenv.
+	Getenv func(string) string
+	// Prices turns the tokens the API reports into an estimated cost (it
+	// reports none); nil means the built-in list prices, without the
+	// config's overrides.
+	Prices *price.Table
+	// Now dates a retry-after given as an HTTP date; nil means time.Now.
+	Now func() time.Time
+}
+
+// completions sends each step to a Chat Completions endpoint.
+type completions struct {
+	name     string
+	endpoint string
+	model    string
+	keyEnv   string
+	// keyed says the endpoint is OpenAI's own, which always needs a key;
+	// another server (often local) is sent one only if set.
+	keyed bool
+	d     Deps
+}
+
+// New builds a runner from its settings: URL (default DefaultURL; a URL
+// already ending in /v1, as many servers document theirs, is used as is),
+// Model (default DefaultModel; a step's model wins) and Env[0], the
+// variable holding the API key (default DefaultKeyEnv).
+func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, Deps{}) }
+
+// NewWith is New with explicit dependencies.
+func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
+	raw := s.URL
+	if raw == "" {
+		raw = DefaultURL
+	}
+	base, err := baseURL(s.Name, raw, DefaultURL)
+	if err != nil {
+		return nil, err
+	}
+	endpoint := base + "/v1/chat/completions"
+	if strings.HasSuffix(base, "/v1") {
+		endpoint = base + "/chat/completions"
+	}
+	r := &completions{name: s.Name, endpoint: endpoint, model: s.Model, keyEnv: DefaultKeyEnv,
+		keyed: base == DefaultURL || base == DefaultURL+"/v1", d: d}
+	if r.model == "" {
+		r.model = DefaultModel
+	}
+	if len(s.Env) > 0 && s.Env[0] != "" {
+		r.keyEnv = s.Env[0]
+	}
+	if r.d.Client == nil {
+		r.d.Client = &http.Client{}
+	}
+	if r.d.Getenv == nil {
+		r.d.Getenv = os.Getenv
+	}
+	if r.d.Now == nil {
+		r.d.Now = time.Now
+	}
+	return r, nil
+}
+
+// estimate adds the cost of u from the price table, marked estimated; a
+// model the table does not know keeps a cost of 0, unmarked.
+func (r *completions) estimate(model string, u event.Usage) event.Usage {
+	if cost, ok := r.d.Prices.Estimate(model, u); ok {
+		u.CostUSD, u.CostEstimated = cost, true
+	}
+	return u
+}
+
+// Name returns the configured instance name.
+func (r *completions) Name() string { return r.name }
+
+// Capabilities: text only, any model, cost estimated from tokens.
+func (r *completions) Capabilities() runner.Caps { return runner.Caps{ModelChoice: true} }
+
+type request struct {
+	Model    string    `json:"model"`
+	Messages []message `json:"messages"`
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type response struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+			Refusal *string `json:"refusal"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+}
+
+// Run sends the prompt and returns the reply. An error the server answers
+// with is a *runner.Error of the matching kind.
+func (r *completions) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
+	if inv.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, inv.Timeout)
+		defer cancel()
+	}
+	model := inv.Model
+	if model == "" {
+		model = r.model
+	}
+	log, err := openLog(inv.LogPath)
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
+	}
+	defer log.Close()
+	key := r.d.Getenv(r.keyEnv)
+	if key == "" && r.keyed {
+		fmt.Fprintf(log, "not sent: %s is not set\n", r.keyEnv)
+		return runner.Result{}, &runner.Error{Kind: runner.KindAuth, Runner: r.name,
+			Msg: fmt.Sprintf("%s is not set: export your OpenAI API key in it, or name another variable in runners.%s.env", r.keyEnv, r.name)}
+	}
+	h := http.Header{}
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+	fmt.Fprintf(log, "POST %s model=%s prompt=%d bytes\n", r.endpoint, model, len(inv.Prompt))
+	if inv.Progress != nil {
+		inv.Progress(fmt.Sprintf("asking %s", model))
+	}
+	start := time.Now()
+	ans, err := post(ctx, r.d.Client, r.endpoint, h, request{Model: model,
+		Messages: []message{{Role: "user", Content: inv.Prompt}}})
+	if err != nil {
+		err = failed(ctx, r.name, inv.Timeout, err)
+		fmt.Fprintf(log, "failed: %s\n", brief(err.Error(), key))
+		return runner.Result{}, err
+	}
+	fmt.Fprintf(log, "HTTP %d in %s\n", ans.status, time.Since(start).Round(time.Millisecond))
+	if ans.status != http.StatusOK {
+		fmt.Fprintf(log, "%s\n", brief(string(ans.body), key))
+		return runner.Result{}, r.classify(ans, key)
+	}
+	var resp response
+	if err := json.Unmarshal(ans.body, &resp); err != nil || len(resp.Choices) == 0 {
+		what := "no choices, not a Chat Completions reply"
+		if err != nil {
+			what = "malformed JSON: " + err.Error()
+		}
+		fmt.Fprintf(log, "%s\n", brief(string(ans.body), key))
+		return runner.Result{}, &runner.Error{Kind: runner.KindBackend, Runner: r.name,
+			Msg: fmt.Sprintf("%s answered with %s; is runners.%s.url an OpenAI-compatible server?", r.endpoint, what, r.name)}
+	}
+	choice := resp.Choices[0]
+	var text string
+	switch m := choice.Message; {
+	case m.Content != nil:
+		text = *m.Content
+	case m.Refusal != nil:
+		text = *m.Refusal
+	}
+	if resp.Model != "" {
+		model = resp.Model
+	}
+	// The API counts cached prompt tokens inside prompt_tokens; cadre keeps
+	// them apart, so a price table charges each token once.
+	u := resp.Usage
+	cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens)
+	usage := r.estimate(model, event.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens,
+		CacheReadTokens: cached})
+	fmt.Fprintf(log, "model=%s finish_reason=%s tokens prompt=%d (cached %d) completion=%d\n",
+		model, choice.FinishReason, u.PromptTokens, cached, u.CompletionTokens)
+	logText(log, text)
+	res := runner.Result{Output: capReply(text), Usage: usage, Model: model}
+	if choice.FinishReason == "length" {
+		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.name,
+			Msg: "the reply was cut off at the model's output limit before it finished"}
+	}
+	return res, nil
+}
+
+// apiError is the body of an error answer. OpenAI sends an object; some
+// compatible servers send a bare string.
+type apiError struct {
+	Error json.RawMessage `json:"error"`
+}
+
+type errorObject struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    any    `json:"code"` // a string at OpenAI, a number at some servers
+}
+
+// classify maps an error answer to a *runner.Error. insufficient_quota
+// comes as a 429 like a rate limit, but waiting will not lift it.
+func (r *completions) classify(ans answer, key string) *runner.Error {
+	var e apiError
+	var obj errorObject
+	if json.Unmarshal(ans.body, &e) == nil && len(e.Error) > 0 {
+		if json.Unmarshal(e.Error, &obj) != nil {
+			json.Unmarshal(e.Error, &obj.Message)
+		}
+	}
+	msg := obj.Message
+	if msg == "" {
+		msg = string(ans.body)
+	}
+	code := ""
+	if c, ok := obj.Code.(string); ok {
+		code = c
+	}
+	detail := fmt.Sprintf("HTTP %d", ans.status)
+	if kind := firstNonEmpty(code, obj.Type); kind != "" {
+		detail += " " + kind
+	}
+	if m := brief(msg, key); m != "" {
+		detail += ": " + m
+	}
+	re := &runner.Error{Kind: runner.KindBackend, Runner: r.name, Msg: detail}
+	lower := strings.ToLower(msg)
+	switch {
+	case ans.status == http.StatusPaymentRequired || code == "insufficient_quota" || obj.Type == "insufficient_quota" ||
+		code == "billing_hard_limit_reached" || containsAny(lower, "exceeded your current quota", "billing", "credit"):
+		re.Kind = runner.KindQuota
+	case ans.status == http.StatusUnauthorized || ans.status == http.StatusForbidden || code == "invalid_api_key":
+		re.Kind = runner.KindAuth
+		re.Msg += fmt.Sprintf(" (check the key in %s)", r.keyEnv)
+	case ans.status == http.StatusTooManyRequests || code == "rate_limit_exceeded" ||
+		(ans.status == http.StatusServiceUnavailable && strings.Contains(lower, "overloaded")):
+		re.Kind = runner.KindRateLimit
+		re.RetryAfter = retry.After(ans.header, r.d.Now())
+		if re.RetryAfter == 0 {
+			re.RetryAfter = resetAfter(ans.header)
+		}
+	case code == "context_length_exceeded" || strings.Contains(lower, "maximum context length"):
+		re.Kind = runner.KindTurnLimit
+	}
+	return re
+}
+
+// resetAfter reads OpenAI's x-ratelimit-reset-requests and -tokens ("1s",
+// "6m0s", "20ms"; plain seconds at some servers): the wait for the limit
+// that is used up, or the longer one when the headers do not say which.
+func resetAfter(h http.Header) time.Duration {
+	var spent, longest time.Duration
+	for _, limit := range []string{"requests", "tokens"} {
+		d := parseReset(h.Get("X-Ratelimit-Reset-" + limit))
+		longest = max(longest, d)
+		if strings.TrimSpace(h.Get("X-Ratelimit-Remaining-"+limit)) == "0" {
+			spent = max(spent, d)
+		}
+	}
+	if spent > 0 {
+		return spent
+	}
+	return longest
+}
+
+func parseReset(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 && s < 1e9 {
+		return time.Duration(s * float64(time.Second))
+	}
+	return 0
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
