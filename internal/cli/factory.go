@@ -18,6 +18,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/claude"
 	execrunner "github.com/cadre-dev/cadre/internal/runner/exec"
 	"github.com/cadre-dev/cadre/internal/runner/script"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -59,6 +60,7 @@ func Registry() *runner.Registry {
 	r := runner.NewRegistry()
 	r.Register("exec", execrunner.New)
 	r.Register("script", script.New)
+	r.Register("claude", claude.New)
 	return r
 }
 
