@@ -1,0 +1,381 @@
+// Package aider runs Aider headless: `aider --message=… --yes-always
+// --no-auto-commits --no-stream --no-pretty`, in the item's working tree.
+// Aider edits the files itself and leaves committing to cadre; its history
+// files go to /dev/null and it does not touch .gitignore, so the only changes
+// in the tree are the agent's.
+//
+// Aider writes plain text, so the reply is its whole stdout and progress is
+// the lines that say what it did. Tokens and cost come from its
+// `Tokens: 4.3k sent, 187 received. Cost: $0.02 message, $0.02 session.`
+// lines: tokens summed, the cost the last session figure (reported by
+// Aider, rounded as Aider prints it). Aider keeps no resumable session.
+// Authentication, rate-limit, quota and context-window errors it prints are
+// returned as a *runner.Error unless a later model call succeeded.
+package aider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/runner"
+)
+
+const (
+	defaultCommand = "aider"
+	installHint    = "python -m pip install aider-install && aider-install"
+	// maxArgPrompt keeps the prompt well under Linux's 128 KiB limit on one
+	// argument; a longer prompt goes in a --message-file.
+	maxArgPrompt = 100 << 10
+)
+
+// defaultEnv is passed through when the settings list no variables: the
+// provider keys and endpoint Aider reads most often.
+var defaultEnv = []string{
+	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_API_BASE",
+	"GEMINI_API_KEY", "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY",
+}
+
+// Runner runs one Aider process per step.
+type Runner struct {
+	name    string
+	command string
+	args    []string
+	pass    []string
+	url     string
+	model   string
+	lookup  func(string) (string, bool)
+}
+
+// New builds an aider runner. Command defaults to "aider"; a relative path is
+// resolved against BaseDir. Env lists the variables passed through (default:
+// common provider keys); URL, when set, is passed as --openai-api-base (for
+// an OpenAI-compatible server); Model is the default --model; Args are added
+// after cadre's own flags.
+func New(s runner.Settings) (runner.Runner, error) {
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("runners.%s.url %q is not an http(s) URL: set it like https://host:port/v1", s.Name, s.URL)
+		}
+	}
+	cmd := strings.TrimSpace(s.Command)
+	if cmd == "" {
+		cmd = defaultCommand
+	}
+	if strings.Contains(cmd, "/") && !filepath.IsAbs(cmd) && s.BaseDir != "" {
+		cmd = filepath.Join(s.BaseDir, cmd)
+	}
+	pass := s.Env
+	if len(pass) == 0 {
+		pass = defaultEnv
+	}
+	return &Runner{name: s.Name, command: cmd, args: s.Args, pass: pass, url: s.URL, model: s.Model, lookup: os.LookupEnv}, nil
+}
+
+// Name returns the configured instance name.
+func (r *Runner) Name() string { return r.name }
+
+// Capabilities: Aider edits files, reports its cost, takes a model per step
+// and prints what it does as it goes.
+func (r *Runner) Capabilities() runner.Caps {
+	return runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}
+}
+
+// Run runs Aider on inv.Prompt in inv.Dir.
+func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
+	log, err := openLog(inv.LogPath)
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
+	}
+	defer log.Close()
+	msgFile := ""
+	if len(inv.Prompt) > maxArgPrompt {
+		if msgFile, err = writeMessage(inv.Prompt); err != nil {
+			return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
+		}
+		defer os.Remove(msgFile)
+	}
+	args := r.argv(inv, msgFile)
+	fmt.Fprintf(log, "$ %s\n", commandLine(r.command, args, inv.Prompt))
+	p := &parser{progress: inv.Progress}
+	res, err := proc.Run(ctx, proc.Spec{
+		Path:    r.command,
+		Args:    args,
+		Dir:     inv.Dir,
+		Env:     proc.MinimalEnv(r.lookup, r.pass, cadreVars(inv)),
+		Log:     log,
+		Timeout: inv.Timeout,
+		OnLine:  p.line,
+	})
+	out := runner.Result{
+		ExitCode:   res.ExitCode,
+		Output:     string(res.Stdout),
+		StderrTail: res.StderrTail,
+		Usage:      p.total(),
+		Model:      p.model,
+	}
+	if out.Model == "" {
+		out.Model = r.modelFor(inv)
+	}
+	if errors.Is(err, osexec.ErrNotFound) {
+		return out, fmt.Errorf("runner %s: %w: install it (%s) or fix runners.%s.command", r.name, err, installHint, r.name)
+	}
+	if err != nil {
+		return out, fmt.Errorf("runner %s: %w", r.name, err)
+	}
+	if p.failure != nil {
+		p.failure.Runner = r.name
+		return out, p.failure
+	}
+	return out, nil
+}
+
+func (r *Runner) modelFor(inv runner.Invocation) string {
+	if inv.Model != "" {
+		return inv.Model
+	}
+	return r.model
+}
+
+// argv builds the CLI's arguments. msgFile, when set, holds a prompt too
+// long for one argument.
+func (r *Runner) argv(inv runner.Invocation, msgFile string) []string {
+	args := []string{
+		"--yes-always", "--no-auto-commits", "--no-stream", "--no-pretty",
+		// Keep the working tree to the agent's own changes, and the run to
+		// the prompt: no .gitignore edits, history files, update checks,
+		// release notes, analytics or URL scraping.
+		"--no-gitignore", "--input-history-file", os.DevNull, "--chat-history-file", os.DevNull,
+		"--no-check-update", "--no-show-release-notes", "--no-analytics", "--no-detect-urls",
+	}
+	if m := r.modelFor(inv); m != "" {
+		args = append(args, "--model", m)
+	}
+	if r.url != "" {
+		args = append(args, "--openai-api-base", r.url)
+	}
+	// Aider reads only the files it is given: add the context read-only.
+	if inv.ContextPath != "" {
+		args = append(args, "--read", inv.ContextPath)
+	}
+	args = append(args, r.args...)
+	if msgFile != "" {
+		return append(args, "--message-file", msgFile)
+	}
+	// The "=" form keeps a prompt starting with "-" from reading as a flag.
+	return append(args, "--message="+inv.Prompt)
+}
+
+// writeMessage writes a long prompt to a private temporary file.
+func writeMessage(prompt string) (string, error) {
+	f, err := os.CreateTemp("", "cadre-aider-*.md")
+	if err != nil {
+		return "", fmt.Errorf("write message file: %w", err)
+	}
+	_, werr := f.WriteString(prompt)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("write message file: %w", err)
+	}
+	return f.Name(), nil
+}
+
+// parser reads Aider's output lines as they arrive.
+type parser struct {
+	progress    func(string)
+	model       string
+	usage       event.Usage
+	sessionCost float64 // the last "$N session" figure, cumulative
+	sawSession  bool
+	messageCost float64 // the sum of the "$N message" figures
+	failure     *runner.Error
+}
+
+var (
+	modelLine = regexp.MustCompile(`^(?:Main model|Model): (\S+)`)
+	tokenPart = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)(k?) (sent|cache write|cache hit|received)$`)
+	costPart  = regexp.MustCompile(`\$([0-9]+(?:\.[0-9]+)?) message(?:, \$([0-9]+(?:\.[0-9]+)?) session)?`)
+)
+
+// line handles one line of output from either stream.
+func (p *parser) line(_, line string) {
+	line = strings.TrimSpace(line)
+	switch {
+	case line == "":
+	case strings.HasPrefix(line, "Tokens: "):
+		p.tokens(line)
+		p.note(line)
+		// A model call succeeded: errors before it were retried away.
+		p.failure = nil
+	case strings.HasPrefix(line, "Applied edit to "), strings.HasPrefix(line, "Retrying in "):
+		p.note(line)
+	default:
+		if m := modelLine.FindStringSubmatch(line); m != nil && p.model == "" {
+			p.model = m[1]
+			return
+		}
+		p.error(line)
+	}
+}
+
+// tokens reads "Tokens: 4.3k sent, 1.5k cache write, 2.1k cache hit, 187
+// received. Cost: $0.02 message, $0.02 session."
+func (p *parser) tokens(line string) {
+	counts, cost, _ := strings.Cut(strings.TrimPrefix(line, "Tokens: "), " Cost: ")
+	for _, part := range strings.Split(strings.TrimSuffix(counts, "."), ", ") {
+		m := tokenPart.FindStringSubmatch(part)
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.ParseFloat(m[1], 64)
+		if m[2] == "k" {
+			n *= 1000
+		}
+		v := int64(n + 0.5)
+		switch m[3] {
+		case "sent":
+			p.usage.InputTokens += v
+		case "cache write":
+			p.usage.CacheWriteTokens += v
+		case "cache hit":
+			p.usage.CacheReadTokens += v
+		case "received":
+			p.usage.OutputTokens += v
+		}
+	}
+	if m := costPart.FindStringSubmatch(cost); m != nil {
+		msg, _ := strconv.ParseFloat(m[1], 64)
+		p.messageCost += msg
+		if m[2] != "" {
+			p.sessionCost, _ = strconv.ParseFloat(m[2], 64)
+			p.sawSession = true
+		}
+	}
+}
+
+// total is the usage with Aider's cost: its session total when it printed
+// one, else the sum of the per-message costs.
+func (p *parser) total() event.Usage {
+	u := p.usage
+	u.CostUSD = p.messageCost
+	if p.sawSession {
+		u.CostUSD = p.sessionCost
+	}
+	return u
+}
+
+// error notes an error Aider printed. The exception line of litellm names
+// the kind; Aider's own explanation line counts only when no exception line
+// came first (its rate-limit advice mentions quotas, which is no quota).
+func (p *parser) error(line string) {
+	l := strings.ToLower(line)
+	var kind runner.Kind
+	switch {
+	case strings.Contains(line, "litellm.AuthenticationError"):
+		kind = runner.KindAuth
+	case strings.Contains(line, "litellm.RateLimitError"):
+		kind = runner.KindRateLimit
+		if containsAny(l, "insufficient_quota", "exceeded your current quota", "credit balance", "billing") {
+			kind = runner.KindQuota
+		}
+	case strings.Contains(line, "litellm.") && strings.Contains(l, "credit balance is too low"):
+		kind = runner.KindQuota
+	case strings.Contains(line, "litellm.ContextWindowExceededError"), strings.Contains(line, "has hit a token limit"):
+		kind = runner.KindTurnLimit
+	case strings.Contains(line, "litellm.") && containsAny(l, "overloaded"):
+		kind = runner.KindRateLimit
+	case p.failure == nil && strings.Contains(line, "not able to authenticate you"):
+		kind = runner.KindAuth
+	case p.failure == nil && strings.Contains(line, "has rate limited you"):
+		kind = runner.KindRateLimit
+	default:
+		return
+	}
+	p.failure = &runner.Error{Kind: kind, Msg: short(line, msgMax)}
+}
+
+func (p *parser) note(s string) {
+	if p.progress != nil {
+		p.progress(short(s, noteMax))
+	}
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// Lengths of a progress note and of an error message, in characters.
+const (
+	noteMax = 120
+	msgMax  = 400
+)
+
+// short makes one line of at most n characters.
+func short(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// cadreVars are the variables of SPEC §9's exec runner, set for CLI agents
+// too so their shell tools can find the step's files.
+func cadreVars(inv runner.Invocation) map[string]string {
+	return map[string]string{
+		"CADRE_CONTEXT":  inv.ContextPath,
+		"CADRE_OUTPUT":   inv.OutputPath,
+		"CADRE_ROLE":     inv.Role,
+		"CADRE_ITEM":     inv.Item,
+		"CADRE_STEP":     inv.Step,
+		"CADRE_ATTEMPT":  strconv.Itoa(inv.Attempt),
+		"CADRE_WORKTREE": inv.Dir,
+	}
+}
+
+// commandLine renders the command for the log, with the prompt elided.
+func commandLine(cmd string, args []string, prompt string) string {
+	parts := []string{cmd}
+	for _, a := range args {
+		if a == "--message="+prompt {
+			parts = append(parts, fmt.Sprintf("--message=<prompt, %d bytes>", len(prompt)))
+			continue
+		}
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
+			a = strconv.Quote(a)
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// openLog opens the step's transcript for appending (a re-ask adds to it).
+func openLog(path string) (*os.File, error) {
+	if path == "" {
+		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create log dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open step log: %w", err)
+	}
+	return f, nil
+}

@@ -1,0 +1,353 @@
+package aider
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/runnertest"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// feed runs the parser over a recorded transcript, line by line, as proc
+// would hand it over.
+func feed(t *testing.T, name string) (*parser, []string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var notes []string
+	p := &parser{progress: func(n string) { notes = append(notes, n) }}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		p.line("stdout", sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return p, notes
+}
+
+func TestParseTranscripts(t *testing.T) {
+	tests := []struct {
+		file  string
+		usage event.Usage
+		model string
+		kind  runner.Kind
+		msg   string
+		notes []string
+	}{
+		{
+			file:  "success.txt",
+			usage: event.Usage{InputTokens: 4300, CacheWriteTokens: 1500, CacheReadTokens: 2100, OutputTokens: 187, CostUSD: 0.02},
+			model: "anthropic/claude-sonnet-4-5-20250929",
+			notes: []string{"Tokens: 4.3k sent, 1.5k cache write, 2.1k cache hit, 187 received. Cost: $0.02 message, $0.02 session.", "Applied edit to hello.txt"},
+		},
+		{
+			// The rate limit was retried away: the run succeeded.
+			file:  "rate-limit-recovered.txt",
+			usage: event.Usage{InputTokens: 12000, OutputTokens: 310, CostUSD: 0.0181},
+			model: "gpt-5",
+			notes: []string{"Retrying in 0.2 seconds..."},
+		},
+		{file: "auth.txt", model: "anthropic/claude-sonnet-4-5-20250929", kind: runner.KindAuth, msg: "invalid x-api-key"},
+		{file: "rate-limit.txt", model: "anthropic/claude-sonnet-4-5-20250929", kind: runner.KindRateLimit, msg: "litellm.RateLimitError"},
+		{file: "quota.txt", model: "gpt-5", kind: runner.KindQuota, msg: "exceeded your current quota"},
+		{file: "turn-limit.txt", model: "anthropic/claude-sonnet-4-5-20250929", kind: runner.KindTurnLimit, msg: "has hit a token limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			p, notes := feed(t, tt.file)
+			if diff := cmp.Diff(tt.usage, p.total(), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+				t.Errorf("usage mismatch (-want +got):\n%s", diff)
+			}
+			if p.model != tt.model {
+				t.Errorf("model = %q, want %q", p.model, tt.model)
+			}
+			e := p.failure
+			switch {
+			case tt.kind == "" && e != nil:
+				t.Errorf("failure = %v, want none", e)
+			case tt.kind != "" && e == nil:
+				t.Errorf("no failure, want kind %s", tt.kind)
+			case e != nil && (e.Kind != tt.kind || !strings.Contains(e.Msg, tt.msg)):
+				t.Errorf("failure = %s %q, want %s containing %q", e.Kind, e.Msg, tt.kind, tt.msg)
+			}
+			for _, n := range tt.notes {
+				if !slices.Contains(notes, n) {
+					t.Errorf("notes %q lack %q", notes, n)
+				}
+			}
+		})
+	}
+}
+
+func TestTokensLine(t *testing.T) {
+	tests := []struct {
+		lines []string
+		want  event.Usage
+	}{
+		{[]string{"Tokens: 950 sent, 12 received."}, event.Usage{InputTokens: 950, OutputTokens: 12}},
+		{[]string{"Tokens: 12k sent, 1.1k received. Cost: $0.0031 message, $0.0031 session."}, event.Usage{InputTokens: 12000, OutputTokens: 1100, CostUSD: 0.0031}},
+		// Two model calls: tokens add up, the session figure is the total.
+		{[]string{
+			"Tokens: 2.0k sent, 100 received. Cost: $0.01 message, $0.01 session.",
+			"Tokens: 3.0k sent, 200 received. Cost: $0.02 message, $0.03 session.",
+		}, event.Usage{InputTokens: 5000, OutputTokens: 300, CostUSD: 0.03}},
+		// Without a session figure the message costs add up.
+		{[]string{
+			"Tokens: 1k sent, 1 received. Cost: $0.25 message.",
+			"Tokens: 1k sent, 1 received. Cost: $0.50 message.",
+		}, event.Usage{InputTokens: 2000, OutputTokens: 2, CostUSD: 0.75}},
+	}
+	for _, tt := range tests {
+		p := &parser{}
+		for _, l := range tt.lines {
+			p.line("stdout", l)
+		}
+		if diff := cmp.Diff(tt.want, p.total(), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+			t.Errorf("%q: usage mismatch (-want +got):\n%s", tt.lines, diff)
+		}
+	}
+}
+
+// fakes are /bin/sh stand-ins for the CLI, one per conformance behaviour.
+var fakes = map[runnertest.Behavior]string{
+	runnertest.OK: "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\nAider v0.86.1\nMain model: fake-model with diff edit format\n" +
+		runnertest.OKReply + fmt.Sprintf("\nTokens: %d sent, %d received. Cost: $%g message, $%g session.\n",
+		runnertest.OKUsage.InputTokens, runnertest.OKUsage.OutputTokens, runnertest.OKUsage.CostUSD, runnertest.OKUsage.CostUSD) + "EOF\n",
+	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\necho wrote the output file\n",
+	runnertest.Crash:       "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n",
+	runnertest.Hang:        "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n",
+	runnertest.Flood:       fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize),
+	runnertest.Env:         "env | cut -d= -f1\n",
+	runnertest.Context:     `sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT"` + "\n",
+}
+
+// writeFake writes an executable /bin/sh script and returns its path.
+func writeFake(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "aider")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
+	t.Helper()
+	if s.Name == "" {
+		s.Name = "aider"
+	}
+	s.Command = writeFake(t, body)
+	r, err := New(s)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return r
+}
+
+func TestConformance(t *testing.T) {
+	runnertest.Run(t, runnertest.Harness{
+		Usage: true,
+		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
+			body, ok := fakes[b]
+			if !ok {
+				t.Skipf("no fake aider for behaviour %q", b)
+			}
+			return newFake(t, body, runner.Settings{})
+		},
+	})
+}
+
+func invocation(t *testing.T) runner.Invocation {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "tree")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return runner.Invocation{
+		Role: "coder", Item: "07-sample", Step: "07-sample/code/coder#1", Attempt: 1,
+		Prompt:      "Do the work.\n",
+		Dir:         dir,
+		ContextPath: filepath.Join(root, "run", "contexts", "s.json"),
+		OutputPath:  filepath.Join(root, "run", "outputs", "s.md"),
+		LogPath:     filepath.Join(root, "run", "logs", "s.log"),
+	}
+}
+
+func TestArgv(t *testing.T) {
+	base := []string{"--yes-always", "--no-auto-commits", "--no-stream", "--no-pretty",
+		"--no-gitignore", "--input-history-file", os.DevNull, "--chat-history-file", os.DevNull,
+		"--no-check-update", "--no-show-release-notes", "--no-analytics", "--no-detect-urls"}
+	tests := []struct {
+		name    string
+		s       runner.Settings
+		inv     runner.Invocation
+		msgFile string
+		want    []string
+	}{
+		{"defaults", runner.Settings{}, runner.Invocation{Prompt: "Fix it."}, "",
+			slices.Concat(base, []string{"--message=Fix it."})},
+		{"model, url, context, extra args; no session to resume",
+			runner.Settings{Model: "gpt-5", URL: "http://127.0.0.1:9/v1", Args: []string{"--edit-format", "whole"}},
+			runner.Invocation{Prompt: "-h", Model: "o3", Session: "ignored", ContextPath: "/w/run/c.json"}, "",
+			slices.Concat(base, []string{"--model", "o3", "--openai-api-base", "http://127.0.0.1:9/v1", "--read", "/w/run/c.json",
+				"--edit-format", "whole", "--message=-h"})},
+		{"long prompt in a message file", runner.Settings{Model: "gpt-5"}, runner.Invocation{Prompt: "long"}, "/tmp/m.md",
+			slices.Concat(base, []string{"--model", "gpt-5", "--message-file", "/tmp/m.md"})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := New(tt.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, r.(*Runner).argv(tt.inv, tt.msgFile)); diff != "" {
+				t.Errorf("argv mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLongPrompt checks a prompt too long for one argument reaches Aider
+// whole through the message file, which is removed afterwards.
+func TestLongPrompt(t *testing.T) {
+	r := newFake(t, `while [ "$#" -gt 0 ]; do
+  if [ "$1" = --message-file ]; then cp "$2" prompt.out; echo "$2" > file.out; fi
+  shift
+done
+`, runner.Settings{})
+	inv := invocation(t)
+	inv.Prompt = strings.Repeat("a long prompt\n", maxArgPrompt/10)
+	if _, err := r.Run(t.Context(), inv); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(inv.Dir, "prompt.out"))
+	if err != nil || string(got) != inv.Prompt {
+		t.Fatalf("message file held %d bytes (%v), want the %d-byte prompt", len(got), err, len(inv.Prompt))
+	}
+	name, _ := os.ReadFile(filepath.Join(inv.Dir, "file.out"))
+	if _, err := os.Stat(strings.TrimSpace(string(name))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("message file %s left behind: %v", name, err)
+	}
+}
+
+// TestEnv checks the exact environment the CLI starts with.
+func TestEnv(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "key-from-parent")
+	t.Setenv("CADRE_TEST_MINE", "mine")
+	t.Setenv(runnertest.SecretEnv, "hunter2")
+	cadre := []string{"CADRE_ATTEMPT", "CADRE_CONTEXT", "CADRE_ITEM", "CADRE_OUTPUT", "CADRE_ROLE", "CADRE_STEP", "CADRE_WORKTREE"}
+	tests := []struct {
+		name string
+		s    runner.Settings
+		keys []string
+	}{
+		{"default pass-through", runner.Settings{}, []string{"OPENAI_API_KEY"}},
+		{"declared keys replace the defaults", runner.Settings{Env: []string{"CADRE_TEST_MINE"}}, []string{"CADRE_TEST_MINE"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newFake(t, "tr '\\0' '\\n' < /proc/$$/environ > env.out\n", tt.s)
+			inv := invocation(t)
+			if _, err := r.Run(t.Context(), inv); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(filepath.Join(inv.Dir, "env.out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				if k, _, ok := strings.Cut(line, "="); ok {
+					got = append(got, k)
+				}
+			}
+			want := slices.Concat(cadre, tt.keys)
+			for _, k := range []string{"PATH", "HOME", "LANG", "TERM"} {
+				if _, ok := os.LookupEnv(k); ok {
+					want = append(want, k)
+				}
+			}
+			slices.Sort(want)
+			slices.Sort(got)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRunReportsErrors(t *testing.T) {
+	tests := []struct {
+		file string
+		kind runner.Kind
+	}{
+		{"auth.txt", runner.KindAuth},
+		{"rate-limit.txt", runner.KindRateLimit},
+		{"quota.txt", runner.KindQuota},
+		{"turn-limit.txt", runner.KindTurnLimit},
+		{"success.txt", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			abs, err := filepath.Abs(filepath.Join("testdata", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var notes []string
+			r := newFake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Name: "ad"})
+			inv := invocation(t)
+			inv.Progress = func(n string) { notes = append(notes, n) }
+			res, err := r.Run(t.Context(), inv)
+			if !strings.HasPrefix(res.Output, "Aider v0.86.1") || res.Model == "" {
+				t.Errorf("Output = %.40q, Model = %q; want Aider's stdout and model", res.Output, res.Model)
+			}
+			if tt.kind == "" {
+				if err != nil || !strings.Contains(res.Output, "### SIGNAL BLOCK") || res.Usage.CostUSD != 0.02 || len(notes) == 0 {
+					t.Errorf("err = %v, Usage = %+v, notes %q; want the reply, Aider's cost and notes", err, res.Usage, notes)
+				}
+				return
+			}
+			var re *runner.Error
+			if !errors.As(err, &re) || re.Kind != tt.kind || re.Runner != "ad" {
+				t.Fatalf("err = %v, want a *runner.Error of kind %s from runner ad", err, tt.kind)
+			}
+		})
+	}
+}
+
+func TestNewAndMissingCLI(t *testing.T) {
+	if _, err := New(runner.Settings{Name: "ad", URL: "localhost"}); err == nil || !strings.Contains(err.Error(), "runners.ad.url") {
+		t.Errorf("New with a bad URL: %v, want an error naming runners.ad.url", err)
+	}
+	r, err := New(runner.Settings{Name: "ad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.(*Runner).command; got != "aider" {
+		t.Errorf("default command %q, want aider", got)
+	}
+	if c := r.Capabilities(); !c.EditsFiles || !c.ReportsCost || !c.ModelChoice || !c.Streams {
+		t.Errorf("Capabilities = %+v", c)
+	}
+	r, _ = New(runner.Settings{Name: "ad", Command: "cadre-no-such-aider"})
+	_, err = r.Run(t.Context(), invocation(t))
+	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.ad.command") || !strings.Contains(err.Error(), installHint) {
+		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.ad.command and the install hint", err)
+	}
+}

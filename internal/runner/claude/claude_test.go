@@ -1,0 +1,517 @@
+package claude
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/runnertest"
+	"github.com/google/go-cmp/cmp"
+)
+
+// feed runs the parser over a recorded transcript, line by line, as proc
+// would hand it over.
+func feed(t *testing.T, name string) (*parser, []string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var notes []string
+	p := &parser{progress: func(n string) { notes = append(notes, n) }}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		p.line("stdout", sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return p, notes
+}
+
+func TestParseTranscripts(t *testing.T) {
+	const sid = "4f1c2a9e-7b3d-4e0f-9a51-2c8d6e1b7f30"
+	tests := []struct {
+		file      string
+		sid       string // session id, when not the synthetic transcripts' one
+		output    string // prefix of the reply
+		usage     event.Usage
+		model     string
+		kind      runner.Kind
+		msg       string   // substring of the error message
+		notes     []string // progress notes that must appear
+		noteCount int
+	}{
+		{
+			file:   "success.jsonl",
+			output: "Added hello.txt with the greeting",
+			// The result's totals, not the sum of the assistant messages.
+			usage:     event.Usage{InputTokens: 18, OutputTokens: 379, CacheReadTokens: 46550, CacheWriteTokens: 5850, CostUSD: 0.0421337},
+			model:     "claude-sonnet-4-5-20250929",
+			notes:     []string{"session started (claude-sonnet-4-5-20250929)", "Write /home/dev/proj/.cadre/worktrees/07-sample/hello.txt", "Bash go test ./..."},
+			noteCount: 5,
+		},
+		{
+			file:   "auth.jsonl",
+			output: "Invalid API key",
+			model:  "claude-sonnet-4-5-20250929",
+			kind:   runner.KindAuth,
+			msg:    "Invalid API key · Please run /login",
+		},
+		{
+			file:   "rate-limit.jsonl",
+			output: "API Error: 429",
+			model:  "claude-sonnet-4-5-20250929",
+			kind:   runner.KindRateLimit,
+			msg:    "rate limit",
+			notes:  []string{"retrying the API call"},
+		},
+		{
+			file:   "overloaded.jsonl",
+			output: "API Error: 529",
+			model:  "claude-sonnet-4-5-20250929",
+			kind:   runner.KindRateLimit,
+			msg:    "Overloaded",
+		},
+		{
+			file:   "quota.jsonl",
+			output: "You've hit your session limit",
+			model:  "claude-sonnet-4-5-20250929",
+			kind:   runner.KindQuota,
+			msg:    "resets 4:50pm",
+		},
+		{
+			file:   "credit.jsonl",
+			output: "Credit balance is too low",
+			model:  "claude-sonnet-4-5-20250929",
+			kind:   runner.KindQuota,
+		},
+		{
+			file:  "turn-limit.jsonl",
+			usage: event.Usage{InputTokens: 8, OutputTokens: 128, CacheReadTokens: 28096, CacheWriteTokens: 4216, CostUSD: 0.0187},
+			model: "claude-sonnet-4-5-20250929",
+			kind:  runner.KindTurnLimit,
+			msg:   "3 turns",
+			notes: []string{"Edit /home/dev/proj/.cadre/worktrees/07-sample/main.go"},
+		},
+		// Recorded from the real CLI against cadre modelsim.
+		{
+			file:   "real-write.jsonl",
+			sid:    "3bdd7eb4-c6fb-42f1-8102-0da09db58387",
+			output: "Created hello.txt with the greeting.",
+			usage:  event.Usage{InputTokens: 2500, OutputTokens: 100, CacheReadTokens: 100, CostUSD: 0.01202},
+			model:  "claude-opus-5-5",
+			notes:  []string{"session started (claude-opus-5-5)", "says: I will create the file.", "Write /tmp/TestRealCLIClaudewrite3829468602/001/repo/hello.txt"},
+		},
+		{
+			file:   "real-rate-limit.jsonl",
+			sid:    "36a892d3-18c8-482d-a4fa-67208b99244d",
+			output: "API Error: Request rejected (429)",
+			model:  "claude-opus-5-5",
+			kind:   runner.KindRateLimit,
+			msg:    "modelsim: rate limit reached",
+		},
+		{
+			file:   "real-max-turns.jsonl",
+			sid:    "29f93281-b44b-43c8-9e68-7e6590e06cf9",
+			output: "I will create the file.",
+			usage:  event.Usage{InputTokens: 1200, OutputTokens: 40, CacheReadTokens: 100, CostUSD: 0.00562},
+			model:  "claude-opus-5-5",
+			kind:   runner.KindTurnLimit,
+			msg:    "Reached maximum number of turns (1)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			if tt.sid == "" {
+				tt.sid = sid
+			}
+			p, notes := feed(t, tt.file)
+			res := p.result()
+			if !strings.HasPrefix(res.Output, tt.output) {
+				t.Errorf("Output = %q, want prefix %q", res.Output, tt.output)
+			}
+			if diff := cmp.Diff(tt.usage, res.Usage); diff != "" {
+				t.Errorf("Usage mismatch (-want +got):\n%s", diff)
+			}
+			if res.SessionID != tt.sid {
+				t.Errorf("SessionID = %q, want %q", res.SessionID, tt.sid)
+			}
+			if res.Model != tt.model {
+				t.Errorf("Model = %q, want %q", res.Model, tt.model)
+			}
+			e := p.failure()
+			switch {
+			case tt.kind == "" && e != nil:
+				t.Errorf("failure = %v, want none", e)
+			case tt.kind != "" && e == nil:
+				t.Errorf("no failure, want kind %s", tt.kind)
+			case e != nil && (e.Kind != tt.kind || !strings.Contains(e.Msg, tt.msg)):
+				t.Errorf("failure = %s %q, want %s containing %q", e.Kind, e.Msg, tt.kind, tt.msg)
+			}
+			for _, n := range tt.notes {
+				if !slices.Contains(notes, n) {
+					t.Errorf("notes %q lack %q", notes, n)
+				}
+			}
+			if tt.noteCount > 0 && len(notes) != tt.noteCount {
+				t.Errorf("%d notes %q, want %d", len(notes), notes, tt.noteCount)
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		status int
+		code   string
+		msg    string
+		want   runner.Kind
+	}{
+		{401, "", "API Error: 401", runner.KindAuth},
+		{0, "authentication_failed", "", runner.KindAuth},
+		{0, "", "OAuth token has expired. Please obtain a new token", runner.KindAuth},
+		{429, "rate_limit", "Claude AI usage limit reached|1793720400", runner.KindQuota},
+		{0, "", "You've hit your limit · resets 3pm", runner.KindQuota},
+		{402, "", "", runner.KindQuota},
+		{429, "", "API Error: 429", runner.KindRateLimit},
+		{0, "", "API Error: 529 Overloaded", runner.KindRateLimit},
+		{400, "", "API Error: 400 prompt is too long: 210000 tokens > 200000 maximum", runner.KindTurnLimit},
+		{500, "", "API Error: 500 Internal server error", runner.KindBackend},
+	}
+	for _, tt := range tests {
+		if got := classify(tt.status, tt.code, tt.msg); got != tt.want {
+			t.Errorf("classify(%d, %q, %q) = %s, want %s", tt.status, tt.code, tt.msg, got, tt.want)
+		}
+	}
+}
+
+// resultLine is a result event carrying text and usage.
+func resultLine(text string, u event.Usage) string {
+	b, err := json.Marshal(map[string]any{
+		"type": "result", "subtype": "success", "is_error": false, "num_turns": 2,
+		"result": text, "session_id": "fake-session", "total_cost_usd": u.CostUSD,
+		"usage": map[string]int64{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+const initLine = `{"type":"system","subtype":"init","session_id":"fake-session","model":"claude-fake-1"}`
+
+// fakes are /bin/sh stand-ins for the CLI, one per conformance behaviour.
+var fakes = map[runnertest.Behavior]string{
+	runnertest.OK: "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\n" + initLine + "\n" +
+		resultLine(runnertest.OKReply, runnertest.OKUsage) + "\nEOF\n",
+	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\n" +
+		"echo '" + resultLine("wrote the output file", event.Usage{}) + "'\n",
+	runnertest.Crash: "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n",
+	runnertest.Hang:  "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n",
+	runnertest.Flood: fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize),
+	runnertest.Env: "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" +
+		`printf '{"type":"result","subtype":"success","is_error":false,"result":"%s"}\n' "$names"` + "\n",
+	runnertest.Context: `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" +
+		`printf '{"type":"result","subtype":"success","is_error":false,"result":"%s"}\n' "$id"` + "\n",
+}
+
+// writeFake writes an executable /bin/sh script and returns its path.
+func writeFake(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
+	t.Helper()
+	if s.Name == "" {
+		s.Name = "claude"
+	}
+	s.Command = writeFake(t, body)
+	r, err := New(s)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return r
+}
+
+func TestConformance(t *testing.T) {
+	runnertest.Run(t, runnertest.Harness{
+		Usage: true,
+		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
+			body, ok := fakes[b]
+			if !ok {
+				t.Skipf("no fake claude for behaviour %q", b)
+			}
+			return newFake(t, body, runner.Settings{})
+		},
+	})
+}
+
+// invocation is a step whose context and output files are outside its
+// working tree, as in worktree mode.
+func invocation(t *testing.T) runner.Invocation {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "tree")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return runner.Invocation{
+		Role: "coder", Item: "07-sample", Step: "07-sample/code/coder#1", Attempt: 1,
+		Prompt:      "Do the work.\n",
+		Dir:         dir,
+		ContextPath: filepath.Join(root, "run", "contexts", "s.json"),
+		OutputPath:  filepath.Join(root, "run", "outputs", "s.md"),
+		LogPath:     filepath.Join(root, "run", "logs", "s.log"),
+	}
+}
+
+func TestArgv(t *testing.T) {
+	base := []string{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--allowedTools", "Bash"}
+	inv := runner.Invocation{
+		Prompt: "Fix it.", Dir: "/w/tree",
+		ContextPath: "/w/run/contexts/s.json", OutputPath: "/w/run/outputs/s.md",
+	}
+	long := strings.Repeat("x", maxArgPrompt+1)
+	tests := []struct {
+		name      string
+		s         runner.Settings
+		edit      func(*runner.Invocation)
+		want      []string
+		wantStdin string
+	}{
+		{
+			name: "defaults",
+			want: append(slices.Clone(base), "--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs", "--", "Fix it."),
+		},
+		{
+			name: "settings model",
+			s:    runner.Settings{Model: "sonnet"},
+			want: append(slices.Clone(base), "--model", "sonnet", "--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs", "--", "Fix it."),
+		},
+		{
+			name: "step model wins, session resumed, extra args last",
+			s:    runner.Settings{Model: "sonnet", Args: []string{"--max-turns", "30"}, URL: "http://127.0.0.1:9"},
+			edit: func(inv *runner.Invocation) { inv.Model = "opus"; inv.Session = "sess-1" },
+			want: append(slices.Clone(base), "--model", "opus", "--resume", "sess-1",
+				"--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs", "--max-turns", "30", "--", "Fix it."),
+		},
+		{
+			name: "files inside the tree need no extra dirs",
+			edit: func(inv *runner.Invocation) {
+				inv.ContextPath = "/w/tree/.cadre/c.json"
+				inv.OutputPath = "/w/tree/.cadre/o.md"
+			},
+			want: append(slices.Clone(base), "--", "Fix it."),
+		},
+		{
+			name: "a prompt like an option stays the prompt",
+			edit: func(inv *runner.Invocation) { inv.Prompt = "--help"; inv.ContextPath, inv.OutputPath = "", "" },
+			want: append(slices.Clone(base), "--", "--help"),
+		},
+		{
+			name:      "long prompt on stdin",
+			edit:      func(inv *runner.Invocation) { inv.Prompt = long; inv.ContextPath, inv.OutputPath = "", "" },
+			want:      slices.Clone(base),
+			wantStdin: long,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := New(tt.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := inv
+			if tt.edit != nil {
+				tt.edit(&in)
+			}
+			args, stdin := r.(*Runner).argv(in)
+			if diff := cmp.Diff(tt.want, args); diff != "" {
+				t.Errorf("argv mismatch (-want +got):\n%s", diff)
+			}
+			var got string
+			if stdin != nil {
+				b, _ := io.ReadAll(stdin)
+				got = string(b)
+			}
+			if got != tt.wantStdin {
+				t.Errorf("stdin has %d bytes, want %d", len(got), len(tt.wantStdin))
+			}
+		})
+	}
+}
+
+// TestEnv checks the exact environment the CLI starts with.
+func TestEnv(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "key-from-parent")
+	t.Setenv("ANTHROPIC_BASE_URL", "http://parent.invalid")
+	t.Setenv("CADRE_TEST_MINE", "mine")
+	t.Setenv(runnertest.SecretEnv, "hunter2")
+	cadre := []string{"CADRE_ATTEMPT", "CADRE_CONTEXT", "CADRE_ITEM", "CADRE_OUTPUT", "CADRE_ROLE", "CADRE_STEP", "CADRE_WORKTREE"}
+	tests := []struct {
+		name string
+		s    runner.Settings
+		keys []string          // besides the base and CADRE_* keys
+		vals map[string]string // values to check
+	}{
+		{
+			name: "default pass-through",
+			keys: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"},
+			vals: map[string]string{"ANTHROPIC_API_KEY": "key-from-parent", "ANTHROPIC_BASE_URL": "http://parent.invalid"},
+		},
+		{
+			name: "declared keys replace the defaults",
+			s:    runner.Settings{Env: []string{"CADRE_TEST_MINE"}},
+			keys: []string{"CADRE_TEST_MINE"},
+			vals: map[string]string{"CADRE_TEST_MINE": "mine"},
+		},
+		{
+			name: "url sets the base URL",
+			s:    runner.Settings{URL: "http://127.0.0.1:8080"},
+			keys: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"},
+			vals: map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The shell's own environment as the CLI received it.
+			r := newFake(t, "tr '\\0' '\\n' < /proc/$$/environ > env.out\n", tt.s)
+			inv := invocation(t)
+			if _, err := r.Run(t.Context(), inv); err != nil {
+				t.Fatal(err)
+			}
+			env := readEnv(t, filepath.Join(inv.Dir, "env.out"))
+			want := append(slices.Clone(cadre), tt.keys...)
+			for _, k := range []string{"PATH", "HOME", "LANG", "TERM"} {
+				if _, ok := os.LookupEnv(k); ok {
+					want = append(want, k)
+				}
+			}
+			slices.Sort(want)
+			got := make([]string, 0, len(env))
+			for k := range env {
+				got = append(got, k)
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
+			}
+			for k, v := range tt.vals {
+				if env[k] != v {
+					t.Errorf("%s = %q, want %q", k, env[k], v)
+				}
+			}
+			if env["CADRE_CONTEXT"] != inv.ContextPath || env["CADRE_WORKTREE"] != inv.Dir {
+				t.Errorf("CADRE_CONTEXT/CADRE_WORKTREE = %q/%q", env["CADRE_CONTEXT"], env["CADRE_WORKTREE"])
+			}
+		})
+	}
+}
+
+func readEnv(t *testing.T, path string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// TestRunReportsErrors runs a fake CLI that replays a recorded failure and
+// checks the classified error and the partial result reach the caller.
+func TestRunReportsErrors(t *testing.T) {
+	tests := []struct {
+		file string
+		exit int
+		kind runner.Kind
+	}{
+		{"auth.jsonl", 1, runner.KindAuth},
+		{"rate-limit.jsonl", 1, runner.KindRateLimit},
+		{"quota.jsonl", 1, runner.KindQuota},
+		{"turn-limit.jsonl", 1, runner.KindTurnLimit},
+		{"success.jsonl", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			abs, err := filepath.Abs(filepath.Join("testdata", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var notes []string
+			r := newFake(t, fmt.Sprintf("cat %q\nexit %d\n", abs, tt.exit), runner.Settings{Name: "cc"})
+			inv := invocation(t)
+			inv.Progress = func(n string) { notes = append(notes, n) }
+			res, err := r.Run(t.Context(), inv)
+			if res.ExitCode != tt.exit || res.SessionID == "" {
+				t.Errorf("ExitCode = %d, SessionID = %q; want %d and the session", res.ExitCode, res.SessionID, tt.exit)
+			}
+			if len(notes) == 0 {
+				t.Error("no progress notes")
+			}
+			if tt.kind == "" {
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				return
+			}
+			var re *runner.Error
+			if !errors.As(err, &re) || re.Kind != tt.kind || re.Runner != "cc" {
+				t.Fatalf("err = %v, want a *runner.Error of kind %s from runner cc", err, tt.kind)
+			}
+			log, _ := os.ReadFile(inv.LogPath)
+			if !strings.Contains(string(log), `"type":"result"`) || !strings.Contains(string(log), "<prompt, 13 bytes>") {
+				t.Errorf("log lacks the transcript or the command line:\n%.300s", log)
+			}
+		})
+	}
+}
+
+func TestNewAndMissingCLI(t *testing.T) {
+	if _, err := New(runner.Settings{Name: "cc", URL: "localhost:8080"}); err == nil || !strings.Contains(err.Error(), "runners.cc.url") {
+		t.Errorf("New with a bad URL: %v, want an error naming runners.cc.url", err)
+	}
+	r, err := New(runner.Settings{Name: "cc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.(*Runner).command; got != "claude" {
+		t.Errorf("default command %q, want claude", got)
+	}
+	if c := r.Capabilities(); !c.EditsFiles || !c.ReportsCost || !c.ModelChoice || !c.Streams {
+		t.Errorf("Capabilities = %+v", c)
+	}
+	r, err = New(runner.Settings{Name: "cc", Command: "bin/claude", BaseDir: "/repo"})
+	if err != nil || r.(*Runner).command != "/repo/bin/claude" {
+		t.Errorf("relative command resolved to %q (%v), want /repo/bin/claude", r.(*Runner).command, err)
+	}
+	r, _ = New(runner.Settings{Name: "cc", Command: "cadre-no-such-claude"})
+	_, err = r.Run(t.Context(), invocation(t))
+	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.cc.command") || !strings.Contains(err.Error(), installHint) {
+		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.cc.command and the install hint", err)
+	}
+}

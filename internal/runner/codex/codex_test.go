@@ -1,0 +1,490 @@
+package codex
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/price"
+	"github.com/cadre-dev/cadre/internal/runner/runnertest"
+	"github.com/google/go-cmp/cmp"
+)
+
+// feed runs the parser over a recorded transcript, line by line, as proc
+// would hand it over.
+func feed(t *testing.T, name string) (*parser, []string) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var notes []string
+	p := &parser{progress: func(n string) { notes = append(notes, n) }}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		p.line("stdout", sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return p, notes
+}
+
+func TestParseTranscripts(t *testing.T) {
+	const tid = "0199a213-81c0-7800-8aa1-bbab2a035a53"
+	tests := []struct {
+		file   string
+		tid    string // thread id, when not the synthetic transcripts' one
+		output string // prefix of the reply
+		usage  event.Usage
+		kind   runner.Kind
+		msg    string // substring of the error message
+		retry  time.Duration
+		notes  []string
+	}{
+		{
+			file:   "success.jsonl",
+			output: "Created hello.txt and ran the tests.",
+			usage:  event.Usage{InputTokens: 315, CacheReadTokens: 24448, OutputTokens: 1222},
+			notes: []string{"thread started", "run bash -lc ls", "edit /home/dev/proj/.cadre/worktrees/07-sample/hello.txt",
+				"run bash -lc 'go test ./...'", "says: Created hello.txt and ran the tests."},
+		},
+		{
+			file:   "reconnect.jsonl",
+			output: "All done.",
+			usage:  event.Usage{InputTokens: 11200, OutputTokens: 310},
+		},
+		{file: "auth.jsonl", kind: runner.KindAuth, msg: "Incorrect API key provided"},
+		{file: "rate-limit.jsonl", kind: runner.KindRateLimit, msg: "Rate limit reached", retry: 4450 * time.Millisecond, notes: []string{"run bash -lc 'rg TODO'"}},
+		{file: "quota.jsonl", kind: runner.KindQuota, msg: "usage limit"},
+		{file: "turn-limit.jsonl", kind: runner.KindTurnLimit, msg: "context window"},
+		// Recorded from the real CLI against cadre modelsim.
+		{
+			file: "real-write.jsonl", tid: "01a205e7-eae2-7a41-8d18-693cb4fa0955",
+			output: "Created hello.txt with the greeting.",
+			usage:  event.Usage{InputTokens: 2400, CacheReadTokens: 100, OutputTokens: 100},
+			notes: []string{"thread started", "warning: Model metadata for `modelsim` not found. Defaulting to fallback metadata; this can degrade performance and cau…",
+				"says: I will create the file.", "edit /tmp/TestRealCLICodexwrite2076679194/001/repo/hello.txt"},
+		},
+		{
+			file: "real-code-mode.jsonl", tid: "01a205e7-f7f8-7543-8e5b-ff09d2ee71ba",
+			output: "Created hello.txt with the greeting.",
+			usage:  event.Usage{InputTokens: 2400, CacheReadTokens: 100, OutputTokens: 100},
+		},
+		{
+			file: "real-rate-limit.jsonl", tid: "01a205e7-f174-7c31-893d-e8f8aeb59cc1",
+			kind: runner.KindRateLimit, msg: "429 Too Many Requests",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			if tt.tid == "" {
+				tt.tid = tid
+			}
+			p, notes := feed(t, tt.file)
+			if !strings.HasPrefix(p.lastMessage, tt.output) {
+				t.Errorf("reply = %q, want prefix %q", p.lastMessage, tt.output)
+			}
+			if diff := cmp.Diff(tt.usage, p.usage); diff != "" {
+				t.Errorf("usage mismatch (-want +got):\n%s", diff)
+			}
+			if p.threadID != tt.tid {
+				t.Errorf("thread = %q, want %q", p.threadID, tt.tid)
+			}
+			e := p.failure()
+			switch {
+			case tt.kind == "" && e != nil:
+				t.Errorf("failure = %v, want none", e)
+			case tt.kind != "" && e == nil:
+				t.Errorf("no failure, want kind %s", tt.kind)
+			case e != nil && (e.Kind != tt.kind || !strings.Contains(e.Msg, tt.msg) || e.RetryAfter != tt.retry):
+				t.Errorf("failure = %s %q after %s, want %s containing %q after %s", e.Kind, e.Msg, e.RetryAfter, tt.kind, tt.msg, tt.retry)
+			}
+			for _, n := range tt.notes {
+				if !slices.Contains(notes, n) {
+					t.Errorf("notes %q lack %q", notes, n)
+				}
+			}
+		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	tests := []struct {
+		msg  string
+		want time.Duration
+	}{
+		{"Please try again in 3.29s. Visit", 3290 * time.Millisecond},
+		{"please try again in 20ms", 20 * time.Millisecond},
+		{"Retry after 2 minutes", 2 * time.Minute},
+		{"try again in 4 days 10 hours", 0},
+		{"try again at 3:28 PM", 0},
+		{"", 0},
+	}
+	for _, tt := range tests {
+		if got := retryAfter(tt.msg); got != tt.want {
+			t.Errorf("retryAfter(%q) = %s, want %s", tt.msg, got, tt.want)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		msg  string
+		want runner.Kind
+	}{
+		{"Missing environment variable: `OPENAI_API_KEY`.", runner.KindAuth},
+		{"unexpected status 401 Unauthorized: ", runner.KindAuth},
+		{"Quota exceeded. Check your plan and billing details.", runner.KindQuota},
+		{"exceeded retry limit, last status: 429 Too Many Requests, request id: abc", runner.KindRateLimit},
+		{"Your input exceeds the context window of this model.", runner.KindTurnLimit},
+		{"unexpected status 500 Internal Server Error", runner.KindBackend},
+	}
+	for _, tt := range tests {
+		if got := classify(tt.msg); got != tt.want {
+			t.Errorf("classify(%q) = %s, want %s", tt.msg, got, tt.want)
+		}
+	}
+}
+
+// events renders JSONL events.
+func events(evs ...map[string]any) string {
+	var b strings.Builder
+	for _, e := range evs {
+		j, err := json.Marshal(e)
+		if err != nil {
+			panic(err)
+		}
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func message(text string) map[string]any {
+	return map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_9", "type": "agent_message", "text": text}}
+}
+
+var started = map[string]any{"type": "thread.started", "thread_id": "fake-thread"}
+
+// fakes are /bin/sh stand-ins for the CLI, one per conformance behaviour.
+var fakes = map[runnertest.Behavior]string{
+	runnertest.OK: "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\n" + events(started, message(runnertest.OKReply),
+		map[string]any{"type": "turn.completed", "usage": map[string]int64{
+			"input_tokens": runnertest.OKUsage.InputTokens, "cached_input_tokens": 0, "output_tokens": runnertest.OKUsage.OutputTokens}}) + "EOF\n",
+	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\ncat <<'EOF'\n" +
+		events(started, message("wrote the output file")) + "EOF\n",
+	runnertest.Crash: "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n",
+	runnertest.Hang:  "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n",
+	runnertest.Flood: fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize),
+	runnertest.Env: "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" +
+		`printf '{"type":"item.completed","item":{"type":"agent_message","text":"%s"}}\n' "$names"` + "\n",
+	runnertest.Context: `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" +
+		`printf '{"type":"item.completed","item":{"type":"agent_message","text":"%s"}}\n' "$id"` + "\n",
+}
+
+// writeFake writes an executable /bin/sh script and returns its path.
+func writeFake(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "codex")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newFake(t *testing.T, body string, s runner.Settings, prices *price.Table) runner.Runner {
+	t.Helper()
+	if s.Name == "" {
+		s.Name = "codex"
+	}
+	s.Command = writeFake(t, body)
+	r, err := WithPrices(prices)(s)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return r
+}
+
+func TestConformance(t *testing.T) {
+	runnertest.Run(t, runnertest.Harness{
+		Usage: true,
+		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
+			body, ok := fakes[b]
+			if !ok {
+				t.Skipf("no fake codex for behaviour %q", b)
+			}
+			return newFake(t, body, runner.Settings{}, nil)
+		},
+	})
+}
+
+// invocation is a step whose context and output files are outside its
+// working tree, as in worktree mode.
+func invocation(t *testing.T) runner.Invocation {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "tree")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return runner.Invocation{
+		Role: "coder", Item: "07-sample", Step: "07-sample/code/coder#1", Attempt: 1,
+		Prompt:      "Do the work.\n",
+		Dir:         dir,
+		ContextPath: filepath.Join(root, "run", "contexts", "s.json"),
+		OutputPath:  filepath.Join(root, "run", "outputs", "s.md"),
+		LogPath:     filepath.Join(root, "run", "logs", "s.log"),
+	}
+}
+
+func TestArgv(t *testing.T) {
+	base := []string{"exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write"}
+	dirs := []string{"--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs"}
+	inv := runner.Invocation{
+		Prompt: "Fix it.", Dir: "/w/tree",
+		ContextPath: "/w/run/contexts/s.json", OutputPath: "/w/run/outputs/s.md",
+	}
+	long := strings.Repeat("x", maxArgPrompt+1)
+	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	tests := []struct {
+		name      string
+		s         runner.Settings
+		edit      func(*runner.Invocation)
+		want      []string
+		wantStdin string
+	}{
+		{
+			name: "defaults",
+			want: cat(base, dirs, []string{"--", "Fix it."}),
+		},
+		{
+			name: "settings model",
+			s:    runner.Settings{Model: "gpt-5-codex"},
+			want: cat(base, []string{"--model", "gpt-5-codex"}, dirs, []string{"--", "Fix it."}),
+		},
+		{
+			name: "step model, url provider, extra args, resumed thread",
+			s:    runner.Settings{Model: "gpt-5-codex", URL: "http://127.0.0.1:9/v1", Args: []string{"-c", `model_reasoning_effort="high"`}},
+			edit: func(inv *runner.Invocation) { inv.Model = "gpt-5"; inv.Session = "thread-1" },
+			want: cat(base, []string{"--model", "gpt-5"}, dirs, []string{
+				"-c", `model_provider="cadre"`,
+				"-c", `model_providers.cadre.name="cadre"`,
+				"-c", `model_providers.cadre.base_url="http://127.0.0.1:9/v1"`,
+				"-c", `model_providers.cadre.wire_api="responses"`,
+				"-c", `model_providers.cadre.env_key="OPENAI_API_KEY"`,
+				"-c", `model_reasoning_effort="high"`,
+				"resume", "thread-1", "--", "Fix it."}),
+		},
+		{
+			name: "a sandbox in the args replaces cadre's",
+			s:    runner.Settings{Args: []string{"--dangerously-bypass-approvals-and-sandbox"}},
+			edit: func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "", "" },
+			want: []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--", "Fix it."},
+		},
+		{
+			name: "files inside the tree",
+			edit: func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "/w/tree/c.json", "/w/tree/sub/o.md" },
+			want: cat(base, []string{"--", "Fix it."}),
+		},
+		{
+			name:      "long prompt on stdin",
+			edit:      func(inv *runner.Invocation) { inv.Prompt = long; inv.ContextPath, inv.OutputPath = "", "" },
+			want:      cat(base, []string{"-"}),
+			wantStdin: long,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := New(tt.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := inv
+			if tt.edit != nil {
+				tt.edit(&in)
+			}
+			args, stdin := r.(*Runner).argv(in)
+			if diff := cmp.Diff(tt.want, args); diff != "" {
+				t.Errorf("argv mismatch (-want +got):\n%s", diff)
+			}
+			var got string
+			if stdin != nil {
+				b, _ := io.ReadAll(stdin)
+				got = string(b)
+			}
+			if got != tt.wantStdin {
+				t.Errorf("stdin has %d bytes, want %d", len(got), len(tt.wantStdin))
+			}
+		})
+	}
+}
+
+// TestEnv checks the exact environment the CLI starts with.
+func TestEnv(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "key-from-parent")
+	t.Setenv("CODEX_HOME", "/codex-home")
+	t.Setenv("CADRE_TEST_MINE", "mine")
+	t.Setenv(runnertest.SecretEnv, "hunter2")
+	cadre := []string{"CADRE_ATTEMPT", "CADRE_CONTEXT", "CADRE_ITEM", "CADRE_OUTPUT", "CADRE_ROLE", "CADRE_STEP", "CADRE_WORKTREE"}
+	tests := []struct {
+		name string
+		s    runner.Settings
+		keys []string
+	}{
+		{"default pass-through", runner.Settings{}, []string{"CODEX_HOME", "OPENAI_API_KEY"}},
+		{"declared keys replace the defaults", runner.Settings{Env: []string{"CADRE_TEST_MINE"}}, []string{"CADRE_TEST_MINE"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newFake(t, "tr '\\0' '\\n' < /proc/$$/environ > env.out\n", tt.s, nil)
+			inv := invocation(t)
+			if _, err := r.Run(t.Context(), inv); err != nil {
+				t.Fatal(err)
+			}
+			env := readEnv(t, filepath.Join(inv.Dir, "env.out"))
+			want := slices.Concat(cadre, tt.keys)
+			for _, k := range []string{"PATH", "HOME", "LANG", "TERM"} {
+				if _, ok := os.LookupEnv(k); ok {
+					want = append(want, k)
+				}
+			}
+			slices.Sort(want)
+			got := make([]string, 0, len(env))
+			for k := range env {
+				got = append(got, k)
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func readEnv(t *testing.T, path string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// TestRunEstimatesCost replays the recorded success and checks the cost is
+// estimated from the price table, the project's prices winning.
+func TestRunEstimatesCost(t *testing.T) {
+	abs, err := filepath.Abs("testdata/success.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := event.Usage{InputTokens: 315, CacheReadTokens: 24448, OutputTokens: 1222}
+	builtin, _ := price.Estimate("gpt-5-codex", usage)
+	tests := []struct {
+		name      string
+		model     string
+		prices    *price.Table
+		want      float64
+		estimated bool
+	}{
+		{"built-in price", "gpt-5-codex", nil, builtin, true},
+		{"project price", "gpt-5-codex", price.New(map[string]config.Price{"gpt-5-codex": {InputPerMTok: 1e6, OutputPerMTok: 1e6, CacheReadPerMTok: 1e6}}), 315 + 24448 + 1222, true},
+		{"unknown model", "mystery-model", nil, 0, false},
+		{"no model", "", nil, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newFake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Model: tt.model}, tt.prices)
+			res, err := r.Run(t.Context(), invocation(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Usage.CostEstimated != tt.estimated || math.Abs(res.Usage.CostUSD-tt.want) > 1e-9 {
+				t.Errorf("cost = %v (estimated %v), want %v (estimated %v)", res.Usage.CostUSD, res.Usage.CostEstimated, tt.want, tt.estimated)
+			}
+			if res.Model != tt.model || res.SessionID != "0199a213-81c0-7800-8aa1-bbab2a035a53" {
+				t.Errorf("Model = %q, SessionID = %q", res.Model, res.SessionID)
+			}
+			if !strings.HasPrefix(res.Output, "Created hello.txt") {
+				t.Errorf("Output = %q", res.Output)
+			}
+		})
+	}
+}
+
+// TestRunReportsErrors runs a fake CLI that replays a recorded failure and
+// checks the classified error and the partial result reach the caller.
+func TestRunReportsErrors(t *testing.T) {
+	tests := []struct {
+		file string
+		kind runner.Kind
+	}{
+		{"auth.jsonl", runner.KindAuth},
+		{"rate-limit.jsonl", runner.KindRateLimit},
+		{"quota.jsonl", runner.KindQuota},
+		{"turn-limit.jsonl", runner.KindTurnLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			abs, err := filepath.Abs(filepath.Join("testdata", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var notes []string
+			r := newFake(t, fmt.Sprintf("cat %q\nexit 1\n", abs), runner.Settings{Name: "cx"}, nil)
+			inv := invocation(t)
+			inv.Progress = func(n string) { notes = append(notes, n) }
+			res, err := r.Run(t.Context(), inv)
+			var re *runner.Error
+			if !errors.As(err, &re) || re.Kind != tt.kind || re.Runner != "cx" {
+				t.Fatalf("err = %v, want a *runner.Error of kind %s from runner cx", err, tt.kind)
+			}
+			if res.ExitCode != 1 || res.SessionID == "" || len(notes) == 0 {
+				t.Errorf("ExitCode = %d, SessionID = %q, %d notes; want 1, the thread, notes", res.ExitCode, res.SessionID, len(notes))
+			}
+		})
+	}
+}
+
+func TestNewAndMissingCLI(t *testing.T) {
+	if _, err := New(runner.Settings{Name: "cx", URL: "127.0.0.1:8080/v1"}); err == nil || !strings.Contains(err.Error(), "runners.cx.url") {
+		t.Errorf("New with a bad URL: %v, want an error naming runners.cx.url", err)
+	}
+	r, err := New(runner.Settings{Name: "cx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.(*Runner).command; got != "codex" {
+		t.Errorf("default command %q, want codex", got)
+	}
+	if c := r.Capabilities(); !c.EditsFiles || c.ReportsCost || !c.ModelChoice || !c.Streams {
+		t.Errorf("Capabilities = %+v", c)
+	}
+	r, _ = New(runner.Settings{Name: "cx", Command: "cadre-no-such-codex"})
+	_, err = r.Run(t.Context(), invocation(t))
+	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.cx.command") || !strings.Contains(err.Error(), installHint) {
+		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.cx.command and the install hint", err)
+	}
+}

@@ -1,0 +1,461 @@
+// Package opencode runs OpenCode headless: `opencode run --format json`, in
+// the item's working tree, with file edits and shell commands allowed
+// (OPENCODE_PERMISSION) so the agent can work there unattended.
+//
+// The prompt goes on stdin: `opencode run` joins its message arguments and
+// quotes those holding spaces, which would change the prompt. Progress comes
+// from the tool_use and text events; the reply is the text of the last step;
+// tokens and cost are the sums over the step_finish events (the cost is
+// OpenCode's own); the session id is the session to continue. An error event
+// is returned as a *runner.Error of the matching kind.
+package opencode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/runner"
+)
+
+const (
+	defaultCommand = "opencode"
+	installHint    = "npm install -g opencode-ai"
+	// permission lets the agent edit files and run commands without asking:
+	// in `opencode run` nobody is there to answer, and a question is denied.
+	permission = `{"edit":"allow","bash":"allow"}`
+)
+
+// defaultEnv is passed through when the settings list no variables: the
+// provider keys OpenCode reads most often, and its config file.
+var defaultEnv = []string{
+	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY",
+	"GOOGLE_GENERATIVE_AI_API_KEY", "OPENROUTER_API_KEY", "OPENCODE_CONFIG",
+}
+
+// Runner runs one OpenCode process per step.
+type Runner struct {
+	name    string
+	command string
+	args    []string
+	pass    []string
+	url     string
+	model   string
+	lookup  func(string) (string, bool)
+}
+
+// New builds an opencode runner. Command defaults to "opencode"; a relative
+// path is resolved against BaseDir. Env lists the variables passed through
+// (default: common provider keys); Model is the default --model, written
+// provider/model; URL, when set, becomes the base URL of that model's
+// provider (so it needs a Model with a provider); Args are added after
+// cadre's own flags.
+func New(s runner.Settings) (runner.Runner, error) {
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("runners.%s.url %q is not an http(s) URL: set it like https://host:port/v1", s.Name, s.URL)
+		}
+		if providerOf(s.Model) == "" {
+			return nil, fmt.Errorf("runners.%s.url needs runners.%s.model written provider/model (e.g. anthropic/claude-sonnet-4-5): the URL is that provider's", s.Name, s.Name)
+		}
+	}
+	cmd := strings.TrimSpace(s.Command)
+	if cmd == "" {
+		cmd = defaultCommand
+	}
+	if strings.Contains(cmd, "/") && !filepath.IsAbs(cmd) && s.BaseDir != "" {
+		cmd = filepath.Join(s.BaseDir, cmd)
+	}
+	pass := s.Env
+	if len(pass) == 0 {
+		pass = defaultEnv
+	}
+	return &Runner{name: s.Name, command: cmd, args: s.Args, pass: pass, url: s.URL, model: s.Model, lookup: os.LookupEnv}, nil
+}
+
+// Name returns the configured instance name.
+func (r *Runner) Name() string { return r.name }
+
+// Capabilities: OpenCode edits files, reports its cost, takes a model per
+// step and streams its events.
+func (r *Runner) Capabilities() runner.Caps {
+	return runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}
+}
+
+// Run runs OpenCode on inv.Prompt in inv.Dir.
+func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
+	log, err := openLog(inv.LogPath)
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
+	}
+	defer log.Close()
+	args := r.argv(inv)
+	fmt.Fprintf(log, "$ %s < <prompt, %d bytes>\n", commandLine(r.command, args), len(inv.Prompt))
+	p := &parser{progress: inv.Progress}
+	res, err := proc.Run(ctx, proc.Spec{
+		Path:    r.command,
+		Args:    args,
+		Dir:     inv.Dir,
+		Env:     r.env(inv),
+		Stdin:   strings.NewReader(inv.Prompt),
+		Log:     log,
+		Timeout: inv.Timeout,
+		OnLine:  p.line,
+	})
+	out := runner.Result{
+		ExitCode:   res.ExitCode,
+		Output:     p.reply(),
+		StderrTail: res.StderrTail,
+		Usage:      p.usage,
+		SessionID:  p.sessionID,
+		Model:      r.modelFor(inv),
+	}
+	if errors.Is(err, osexec.ErrNotFound) {
+		return out, fmt.Errorf("runner %s: %w: install it (%s) or fix runners.%s.command", r.name, err, installHint, r.name)
+	}
+	if err != nil {
+		return out, fmt.Errorf("runner %s: %w", r.name, err)
+	}
+	if p.failure != nil {
+		p.failure.Runner = r.name
+		return out, p.failure
+	}
+	return out, nil
+}
+
+func (r *Runner) modelFor(inv runner.Invocation) string {
+	if inv.Model != "" {
+		return inv.Model
+	}
+	return r.model
+}
+
+// argv builds the CLI's arguments; the prompt goes on stdin.
+func (r *Runner) argv(inv runner.Invocation) []string {
+	args := []string{"run", "--format", "json"}
+	if m := r.modelFor(inv); m != "" {
+		args = append(args, "--model", m)
+	}
+	if inv.Session != "" {
+		args = append(args, "--session", inv.Session)
+	}
+	return append(args, r.args...)
+}
+
+// env is the agent's environment: minimal, the passed-through keys, the
+// CADRE_* variables, the permissions, and the provider's base URL when set.
+func (r *Runner) env(inv runner.Invocation) []string {
+	set := cadreVars(inv)
+	// OpenCode takes its project directory from PWD when it is set.
+	set["PWD"] = inv.Dir
+	set["OPENCODE_PERMISSION"] = permission
+	if r.url != "" {
+		p := providerOf(r.modelFor(inv))
+		if p == "" {
+			p = providerOf(r.model)
+		}
+		cfg, _ := json.Marshal(map[string]any{"provider": map[string]any{p: map[string]any{"options": map[string]string{"baseURL": r.url}}}})
+		set["OPENCODE_CONFIG_CONTENT"] = string(cfg)
+	}
+	return proc.MinimalEnv(r.lookup, r.pass, set)
+}
+
+// providerOf returns the provider of a provider/model name, or "".
+func providerOf(model string) string {
+	p, _, ok := strings.Cut(model, "/")
+	if !ok {
+		return ""
+	}
+	return p
+}
+
+// parser reads the JSON events as they arrive.
+type parser struct {
+	progress  func(string)
+	sessionID string
+	usage     event.Usage
+	stepText  []string // text of the step in progress
+	lastText  []string // text of the last finished step that had any
+	failure   *runner.Error
+}
+
+type runEvent struct {
+	Type      string          `json:"type"`
+	SessionID string          `json:"sessionID"`
+	Part      *part           `json:"part"`
+	Error     json.RawMessage `json:"error"`
+}
+
+type part struct {
+	Type   string  `json:"type"`
+	Text   string  `json:"text"`
+	Tool   string  `json:"tool"`
+	Reason string  `json:"reason"`
+	Cost   float64 `json:"cost"`
+	State  *struct {
+		Title string         `json:"title"`
+		Input map[string]any `json:"input"`
+	} `json:"state"`
+	Tokens *struct {
+		Input     int64 `json:"input"`
+		Output    int64 `json:"output"`
+		Reasoning int64 `json:"reasoning"`
+		Cache     struct {
+			Read  int64 `json:"read"`
+			Write int64 `json:"write"`
+		} `json:"cache"`
+	} `json:"tokens"`
+}
+
+// runError is the error of an error event: a named error whose data says
+// more for API errors.
+type runError struct {
+	Name string `json:"name"`
+	Data struct {
+		Message         string            `json:"message"`
+		StatusCode      int               `json:"statusCode"`
+		ResponseHeaders map[string]string `json:"responseHeaders"`
+		ResponseBody    string            `json:"responseBody"`
+	} `json:"data"`
+}
+
+// line handles one line of output; only stdout carries events.
+func (p *parser) line(stream, line string) {
+	if stream != "stdout" || !strings.HasPrefix(strings.TrimSpace(line), "{") {
+		return
+	}
+	var ev runEvent
+	if json.Unmarshal([]byte(line), &ev) != nil {
+		return
+	}
+	if ev.SessionID != "" {
+		p.sessionID = ev.SessionID
+	}
+	switch ev.Type {
+	case "step_start":
+		p.stepText = nil
+	case "text":
+		if ev.Part != nil && strings.TrimSpace(ev.Part.Text) != "" {
+			p.stepText = append(p.stepText, ev.Part.Text)
+			p.note("says: " + firstLine(ev.Part.Text))
+		}
+	case "tool_use":
+		if ev.Part != nil {
+			p.note(toolNote(ev.Part))
+		}
+	case "step_finish":
+		if ev.Part != nil {
+			p.finish(ev.Part)
+		}
+	case "error":
+		p.failure = classifyEvent(ev.Error)
+	}
+}
+
+func (p *parser) finish(pt *part) {
+	if t := pt.Tokens; t != nil {
+		p.usage.InputTokens += t.Input
+		// OpenCode bills reasoning at the output price.
+		p.usage.OutputTokens += t.Output + t.Reasoning
+		p.usage.CacheReadTokens += t.Cache.Read
+		p.usage.CacheWriteTokens += t.Cache.Write
+	}
+	p.usage.CostUSD += pt.Cost
+	if len(p.stepText) > 0 {
+		p.lastText = p.stepText
+	}
+	// A step that finished after an error means the error did not end the run.
+	p.failure = nil
+}
+
+// reply is the text of the last step that produced any.
+func (p *parser) reply() string {
+	text := p.lastText
+	if len(p.stepText) > 0 {
+		text = p.stepText
+	}
+	return strings.Join(text, "\n\n")
+}
+
+// toolNote names a tool call by its tool and its title or the argument that
+// says most.
+func toolNote(pt *part) string {
+	if pt.State != nil {
+		for _, key := range []string{"filePath", "command", "pattern", "path", "url"} {
+			if v, ok := pt.State.Input[key].(string); ok && v != "" {
+				return pt.Tool + " " + v
+			}
+		}
+		if pt.State.Title != "" {
+			return pt.Tool + " " + pt.State.Title
+		}
+	}
+	return pt.Tool
+}
+
+func (p *parser) note(s string) {
+	if p.progress != nil {
+		p.progress(short(s, noteMax))
+	}
+}
+
+// classifyEvent turns an error event's error into a *runner.Error.
+func classifyEvent(raw json.RawMessage) *runner.Error {
+	var e runError
+	if json.Unmarshal(raw, &e) != nil {
+		return &runner.Error{Kind: runner.KindBackend, Msg: short(string(raw), msgMax)}
+	}
+	msg := e.Data.Message
+	if msg == "" {
+		msg = e.Name
+	}
+	return &runner.Error{
+		Kind:       classify(e.Name, e.Data.StatusCode, msg+"\n"+e.Data.ResponseBody),
+		Msg:        short(msg, msgMax),
+		RetryAfter: retryAfter(e.Data.ResponseHeaders, msg),
+	}
+}
+
+// classify maps an OpenCode error to an error kind: its name and HTTP status
+// first, then the words of the message and response body. Quota comes
+// before rate limit because an exhausted quota may arrive as a 429.
+func classify(name string, status int, text string) runner.Kind {
+	m := strings.ToLower(text)
+	switch {
+	case name == "ProviderAuthError" || status == 401 || status == 403 ||
+		containsAny(m, "authentication_error", "invalid x-api-key", "invalid api key", "incorrect api key", "invalid_api_key", "unauthorized"):
+		return runner.KindAuth
+	case status == 402 || containsAny(m, "credit balance", "insufficient_quota", "exceeded your current quota", "usage limit", "spend limit", "billing"):
+		return runner.KindQuota
+	case status == 429 || status == 529 || status == 503 ||
+		containsAny(m, "rate limit", "rate_limit", "too many requests", "overloaded"):
+		return runner.KindRateLimit
+	case name == "MessageOutputLengthError" ||
+		containsAny(m, "prompt is too long", "context length", "context window", "context_length_exceeded", "maximum context"):
+		return runner.KindTurnLimit
+	}
+	return runner.KindBackend
+}
+
+// retryPattern finds the wait a provider asks for in a message, in a unit.
+var retryPattern = regexp.MustCompile(`(?i)(?:try again in|retry in|retry after)\s+([0-9]+(?:\.[0-9]+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b`)
+
+// retryAfter reads the retry-after(-ms) response header, else a wait named
+// in the message; 0 when there is none.
+func retryAfter(headers map[string]string, msg string) time.Duration {
+	for k, v := range headers {
+		n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || n < 0 {
+			continue
+		}
+		switch strings.ToLower(k) {
+		case "retry-after-ms":
+			return time.Duration(n * float64(time.Millisecond))
+		case "retry-after":
+			return time.Duration(n * float64(time.Second))
+		}
+	}
+	m := retryPattern.FindStringSubmatch(msg)
+	if m == nil {
+		return 0
+	}
+	n, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0
+	}
+	unit := time.Second
+	switch u := strings.ToLower(m[2]); {
+	case strings.HasPrefix(u, "ms") || strings.HasPrefix(u, "milli"):
+		unit = time.Millisecond
+	case strings.HasPrefix(u, "m"):
+		unit = time.Minute
+	}
+	return time.Duration(n * float64(unit))
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// firstLine is the first non-blank line of s, to name a message briefly.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// Lengths of a progress note and of an error message, in characters.
+const (
+	noteMax = 120
+	msgMax  = 400
+)
+
+// short makes one line of at most n characters.
+func short(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// cadreVars are the variables of SPEC §9's exec runner, set for CLI agents
+// too so their shell tools can find the step's files.
+func cadreVars(inv runner.Invocation) map[string]string {
+	return map[string]string{
+		"CADRE_CONTEXT":  inv.ContextPath,
+		"CADRE_OUTPUT":   inv.OutputPath,
+		"CADRE_ROLE":     inv.Role,
+		"CADRE_ITEM":     inv.Item,
+		"CADRE_STEP":     inv.Step,
+		"CADRE_ATTEMPT":  strconv.Itoa(inv.Attempt),
+		"CADRE_WORKTREE": inv.Dir,
+	}
+}
+
+// commandLine renders the command for the log.
+func commandLine(cmd string, args []string) string {
+	parts := []string{cmd}
+	for _, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
+			a = strconv.Quote(a)
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// openLog opens the step's transcript for appending (a re-ask adds to it).
+func openLog(path string) (*os.File, error) {
+	if path == "" {
+		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create log dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open step log: %w", err)
+	}
+	return f, nil
+}
