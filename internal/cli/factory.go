@@ -18,8 +18,17 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/aider"
+	"github.com/cadre-dev/cadre/internal/runner/anthropic"
 	"github.com/cadre-dev/cadre/internal/runner/claude"
+	"github.com/cadre-dev/cadre/internal/runner/codex"
 	execrunner "github.com/cadre-dev/cadre/internal/runner/exec"
+	"github.com/cadre-dev/cadre/internal/runner/gemini"
+	"github.com/cadre-dev/cadre/internal/runner/ollama"
+	"github.com/cadre-dev/cadre/internal/runner/openai"
+	"github.com/cadre-dev/cadre/internal/runner/opencode"
+	"github.com/cadre-dev/cadre/internal/runner/price"
+	"github.com/cadre-dev/cadre/internal/runner/retry"
 	"github.com/cadre-dev/cadre/internal/runner/script"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -38,8 +47,9 @@ type Factory struct {
 	IO     IOStreams
 	Getenv func(string) string
 	Dir    func() (string, error) // current directory
-	// Runners returns the registry of runner types.
-	Runners func() *runner.Registry
+	// Runners returns the registry of runner types, with cadre.yaml's price
+	// overrides for runners that estimate cost.
+	Runners func(prices map[string]config.Price) *runner.Registry
 	// Crash is called at the engine's named crash points.
 	Crash func(point string)
 }
@@ -55,12 +65,27 @@ func NewFactory() *Factory {
 	}
 }
 
-// Registry lists every runner type cadre has, in one place.
-func Registry() *runner.Registry {
+// Registry lists every runner type cadre has, in one place. Model APIs and
+// agent CLIs retry a rate-limited step after the pause the backend asks
+// for (bounded); prices override the built-in price table.
+func Registry(prices map[string]config.Price) *runner.Registry {
+	table := price.New(prices)
+	rl := func(f runner.Factory) runner.Factory { return retry.Factory(f, retry.Policy{}) }
 	r := runner.NewRegistry()
 	r.Register("exec", execrunner.New)
 	r.Register("script", script.New)
-	r.Register("claude", claude.New)
+	r.Register("claude", rl(claude.New))
+	r.Register("codex", rl(codex.WithPrices(table)))
+	r.Register("gemini", rl(gemini.WithPrices(table)))
+	r.Register("opencode", rl(opencode.New))
+	r.Register("aider", rl(aider.New))
+	r.Register("anthropic", rl(func(s runner.Settings) (runner.Runner, error) {
+		return anthropic.NewWith(s, anthropic.Deps{Prices: table})
+	}))
+	r.Register("openai", rl(func(s runner.Settings) (runner.Runner, error) {
+		return openai.NewWith(s, openai.Deps{Prices: table})
+	}))
+	r.Register("ollama", rl(ollama.New))
 	return r
 }
 
@@ -193,7 +218,7 @@ func (f *Factory) newEngine(ctx context.Context, ws workspaceCtx, st *store.Stor
 	}
 	journal := engine.NewJournalSink(st)
 	bus := event.NewBus(nil, append([]event.Sink{journal}, sinks...)...)
-	e, err := engine.New(ctx, engine.Deps{Root: ws.root, Config: ws.cfg, Store: st, Roles: roles, Runners: f.Runners(),
+	e, err := engine.New(ctx, engine.Deps{Root: ws.root, Config: ws.cfg, Store: st, Roles: roles, Runners: f.Runners(ws.cfg.Prices),
 		Workflows: flows, Bus: bus, Crash: f.Crash})
 	if err != nil {
 		journal.Close()

@@ -134,7 +134,11 @@ func TestRealClaudeRunCompletesTask(t *testing.T) {
 	if coder.Usage.InputTokens < 4100 || coder.Usage.OutputTokens < 90 || coder.Usage.CostUSD <= 0 || coder.Usage.CostEstimated {
 		t.Errorf("coder usage %+v: want Claude Code's reported totals and cost", coder.Usage)
 	}
-	var ev struct{ Usage struct{ CostUSD float64 `json:"cost_usd"` } }
+	var ev struct {
+		Usage struct {
+			CostUSD float64 `json:"cost_usd"`
+		}
+	}
 	for _, line := range strings.Split(out.String(), "\n") {
 		if strings.Contains(line, `"type":"runCompleted"`) {
 			json.Unmarshal([]byte(line), &ev)

@@ -70,7 +70,7 @@ EXIT STATUS
 }
 
 func listRunners(ctx context.Context, f *Factory) error {
-	reg := f.Runners()
+	reg := f.Runners(nil)
 	fmt.Fprintln(f.IO.Out, "TYPES")
 	for _, t := range reg.Types() {
 		fmt.Fprintf(f.IO.Out, "  %s\n", t)
@@ -153,7 +153,7 @@ func runRunnersCheck(ctx context.Context, f *Factory, opts *RunnersCheckOptions)
 	} else if !errors.Is(err, workspace.ErrNotRepo) {
 		return err
 	}
-	types := f.Runners().Types()
+	types := f.Runners(nil).Types()
 	checks := planChecks(types, cfg, root != "")
 
 	var wg sync.WaitGroup

@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,19 +9,10 @@ import (
 	"testing"
 
 	"github.com/cadre-dev/cadre/internal/cli"
-	"github.com/cadre-dev/cadre/internal/runner"
 )
 
 // allTypes is a registry with every built-in runner type; the check looks
 // at types and settings only, so the factories are never called.
-func allTypes() *runner.Registry {
-	reg := runner.NewRegistry()
-	for _, typ := range []string{"claude", "codex", "gemini", "opencode", "aider", "anthropic", "openai", "ollama", "exec", "script"} {
-		reg.Register(typ, func(runner.Settings) (runner.Runner, error) { return nil, errors.New("not built in this test") })
-	}
-	return reg
-}
-
 // writeExe writes an executable shell script.
 func writeExe(t *testing.T, path, script string) {
 	t.Helper()
@@ -57,7 +47,7 @@ func runCadre(t *testing.T, dir string, vars map[string]string, args ...string) 
 		IO:      cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
 		Getenv:  func(k string) string { return vars[k] },
 		Dir:     func() (string, error) { return dir, nil },
-		Runners: allTypes,
+		Runners: cli.Registry,
 		Crash:   func(string) {},
 	}
 	code = cli.Execute(f, args)
