@@ -394,6 +394,11 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	if err := writeJSON(ctxPath, cf); err != nil {
 		return agentOut{}, err
 	}
+	// The agent may write its output file itself, and some CLIs refuse a
+	// directory they are granted that does not exist yet.
+	if err := os.MkdirAll(filepath.Dir(outPath), 0o755); err != nil {
+		return agentOut{}, fmt.Errorf("create outputs dir: %w", err)
+	}
 	inline := !rn.Capabilities().EditsFiles
 	data := role.Data{Item: ir.it.ID, Title: ir.task.Title, TaskFile: ir.task.Path, WorkDir: ir.dir,
 		ContextPath: ctxPath, OutputPath: outPath, Inputs: sp.Inputs, Review: sp.Review, Automated: true,
