@@ -552,6 +552,11 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 			}
 			if out.paused {
 				rs.pause(out.reason)
+				if rs.opts.InPlace {
+					// In place the next item would commit this one's
+					// unfinished changes, so the run waits with it.
+					rs.halt(store.RunPaused, out.reason)
+				}
 			}
 			if out.halt != "" {
 				rs.halt(out.halt, out.reason)

@@ -669,3 +669,49 @@ func TestCriticFallsBackToArchitectRunner(t *testing.T) {
 		t.Errorf("configured critic runner ignored: %s", name)
 	}
 }
+
+func TestQuotaTripsTheRunnerAndPausesTheRun(t *testing.T) {
+	var e *env
+	e = newEnv(t, func(inv runner.Invocation) runner.Result { return passAll(inv) }, [2]string{"a", "code"}, [2]string{"b", "code"})
+	quota := &quotaRunner{inner: e.fake}
+	e.eng.d.Runners = runner.NewRegistry()
+	e.eng.d.Runners.Register("fake", func(runner.Settings) (runner.Runner, error) { return quota, nil })
+	sum, err := e.eng.Start(context.Background(), Options{InPlace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != store.RunPaused || !strings.Contains(sum.Reason, "quota or spend limit") {
+		t.Errorf("status %s reason %q", sum.Status, sum.Reason)
+	}
+	// The tripped runner got one call; the second item never reached it.
+	if quota.calls != 1 {
+		t.Errorf("%d calls to the tripped runner", quota.calls)
+	}
+	items, _ := e.st.Items(context.Background(), sum.Run)
+	if items[0].Status != store.ItemPaused || items[1].Status != store.ItemPending {
+		t.Errorf("items %+v", items)
+	}
+	// With the quota lifted, resume finishes the work.
+	quota.lifted = true
+	sum, err = e.eng.Resume(context.Background(), "")
+	if err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("resume: %v %s %s", err, sum.Status, sum.Reason)
+	}
+}
+
+// quotaRunner fails with a quota error until lifted.
+type quotaRunner struct {
+	inner  *fakeRunner
+	calls  int
+	lifted bool
+}
+
+func (q *quotaRunner) Name() string              { return "fake" }
+func (q *quotaRunner) Capabilities() runner.Caps { return runner.Caps{EditsFiles: true} }
+func (q *quotaRunner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
+	if !q.lifted {
+		q.calls++
+		return runner.Result{ExitCode: 1}, &runner.Error{Kind: runner.KindQuota, Runner: "fake", Msg: "credit balance too low"}
+	}
+	return q.inner.Run(ctx, inv)
+}

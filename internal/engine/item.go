@@ -440,7 +440,12 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		timeout = time.Duration(e.d.Config.Defaults.Timeout)
 	}
 	inv := runner.Invocation{Role: sp.Role, Item: ir.it.ID, Step: sp.ID, Attempt: sp.Attempt, Prompt: prompt, Dir: ir.dir,
-		ContextPath: ctxPath, OutputPath: outPath, LogPath: logPath, Model: model, Timeout: timeout}
+		ContextPath: ctxPath, OutputPath: outPath, LogPath: logPath, Model: model, Timeout: timeout,
+		Progress: func(note string) {
+			ev := base
+			ev.Type, ev.Message = event.StepProgress, note
+			e.publish(ir, ev)
+		}}
 	sig, output, usage, failure, kind, err := e.invoke(ctx, rn, inv)
 	if err != nil {
 		return agentOut{}, err
@@ -546,6 +551,9 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 			return sig, output, usage, fmt.Sprintf("unusable SIGNAL BLOCK in %s output: %v (see %s)", inv.Role, perr, inv.OutputPath), "", nil
 		}
 		inv.Reask = true
+		// The re-ask continues the agent's own session where the backend
+		// keeps one, so it answers with its work in context.
+		inv.Session = res.SessionID
 		inv.Prompt += fmt.Sprintf("\n\nYour previous reply could not be used: %v. Reply again and end it with the SIGNAL BLOCK exactly as specified above.\n", perr)
 	}
 	return sig, output, usage, "unreachable", "", nil

@@ -20,6 +20,7 @@ const (
 	StepStarted    = "stepStarted"
 	StepCompleted  = "stepCompleted"
 	StepFailed     = "stepFailed"
+	StepProgress   = "stepProgress" // a running agent's tool call or message
 	ItemPaused     = "itemPaused"
 	ItemResumed    = "itemResumed"
 	Warning        = "warning"
