@@ -119,6 +119,12 @@ type GitHub struct {
 	APIURL   string   `yaml:"api_url"`
 	Labels   []string `yaml:"labels"` // added to every pull request
 	Draft    bool     `yaml:"draft"`  // open pull requests as drafts
+	// Authors, when set, is the allow-list of issue authors cadre works for.
+	Authors []string `yaml:"authors"`
+	// RequireLabel, when set, is a label an issue must carry to be worked on.
+	RequireLabel string `yaml:"require_label"`
+	// Comments turns the progress comments on issues (start, done, failed) on or off.
+	Comments bool `yaml:"comments"`
 }
 
 // Sandbox configures agent process isolation.
@@ -174,6 +180,7 @@ func Default() Config {
 		GitHub: GitHub{
 			TokenEnv: "GITHUB_TOKEN",
 			APIURL:   "https://api.github.com/",
+			Comments: true,
 		},
 		Sandbox: Sandbox{Mode: "none", Network: "allow"},
 	}

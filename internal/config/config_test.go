@@ -30,7 +30,7 @@ func TestDefault(t *testing.T) {
 			ParallelIssues: 3, ParallelAgents: 3, BudgetUSD: 0, AuditPassRating: 8, MaxAttempts: 2,
 			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5, MaxIterations: 3,
 		},
-		GitHub:  GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/"},
+		GitHub:  GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Comments: true},
 		Sandbox: Sandbox{Mode: "none", Network: "allow"},
 	}
 	if diff := cmp.Diff(want, Default(), ignoreWhere); diff != "" {
@@ -75,7 +75,7 @@ func TestParseSpecExample(t *testing.T) {
 			ParallelIssues: 3, ParallelAgents: 3, BudgetUSD: 0, AuditPassRating: 8, MaxAttempts: 2,
 			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5, MaxIterations: 3,
 		},
-		GitHub:  GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Labels: []string{}, Draft: false},
+		GitHub:  GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Labels: []string{}, Draft: false, Comments: true},
 		Sandbox: Sandbox{Mode: "none", Network: "allow"},
 	}
 	if diff := cmp.Diff(want, got, ignoreWhere); diff != "" {

@@ -62,6 +62,8 @@ type Deps struct {
 	Runners *runner.Registry
 	// Workflows are the declarative workflows (built-in and .cadre/workflows).
 	Workflows *workflow.Registry
+	// Forge reaches the code host for issue items; nil without GitHub access.
+	Forge Forge
 	Bus       *event.Bus
 	PID       int
 	// Crash, when set, is called at named points of the journal protocol;
@@ -75,10 +77,15 @@ const (
 	CrashAgentExited  = "agent-exited"  // after the agent exits, before its result is journaled
 	CrashCommitted    = "committed"     // after a commit, before it is journaled
 	CrashBetweenItems = "between-items" // after one item ended, before the next starts
+	CrashPushed       = "pushed"        // after a branch was pushed, before it is journaled
+	CrashPRCreated    = "pr-created"    // after a pull request was opened, before it is journaled
 )
 
 // CrashPoints lists every named crash point.
 var CrashPoints = []string{CrashStepStarted, CrashAgentExited, CrashCommitted, CrashBetweenItems}
+
+// PublishCrashPoints are the crash points of publishing an issue item.
+var PublishCrashPoints = []string{CrashPushed, CrashPRCreated}
 
 // Engine runs and resumes runs in one repository.
 type Engine struct {
@@ -146,14 +153,14 @@ func (e *Engine) Start(ctx context.Context, opts Options) (Summary, error) {
 	if err := e.repo.ExcludeState(ctx); err != nil {
 		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
-	items, err := e.loadTargets(opts)
+	runID := NewRunID(time.Now())
+	items, err := e.loadTargets(ctx, runID, opts)
 	if err != nil {
 		return Summary{}, err
 	}
 	if err := e.checkRunners(opts); err != nil {
 		return Summary{}, err
 	}
-	runID := NewRunID(time.Now())
 	lk, err := acquireLock(e.StateDir(), runID, e.d.PID, e.warn(runID))
 	if err != nil {
 		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
@@ -175,7 +182,11 @@ func (e *Engine) Start(ctx context.Context, opts Options) (Summary, error) {
 		return Summary{}, err
 	}
 	for _, t := range items {
-		if err := e.d.Store.AddItem(ctx, store.Item{RunID: runID, ID: t.ID, Source: "task", Ref: t.Path, Title: t.Title,
+		source := "task"
+		if strings.HasPrefix(t.Path, e.StateDir()) {
+			source = "github"
+		}
+		if err := e.d.Store.AddItem(ctx, store.Item{RunID: runID, ID: t.ID, Source: source, Ref: t.Path, Title: t.Title,
 			InitStage: t.Stage, InitAttempts: t.Attempts, Stage: t.Stage, Attempts: t.Attempts}); err != nil {
 			return Summary{}, err
 		}
@@ -257,7 +268,7 @@ func listFiles(paths []string) string {
 }
 
 // loadTargets reads the task files a run works on, in dependency order.
-func (e *Engine) loadTargets(opts Options) ([]*taskfile.Task, error) {
+func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([]*taskfile.Task, error) {
 	if w := opts.Workflow; w != "" && w != workflow.RunnerWorkflow {
 		if _, ok := e.d.Workflows.Get(w); !ok {
 			return nil, fmt.Errorf("%w: --workflow %s: unknown workflow (available: runner, %s)", ErrPreflight, w, strings.Join(e.d.Workflows.Names(), ", "))
@@ -271,8 +282,27 @@ func (e *Engine) loadTargets(opts Options) ([]*taskfile.Task, error) {
 		targets = []string{filepath.Join(e.d.Root, e.d.Config.TasksDir)}
 	}
 	var paths []string
+	var issues []*taskfile.Task
 	for _, t := range targets {
 		fi, err := os.Stat(t)
+		if err != nil && isIssueRef(t) {
+			if e.d.Forge == nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrPreflight, t, errNoForge)
+			}
+			is, err := e.d.Forge.Issue(ctx, t)
+			if err != nil {
+				return nil, fmt.Errorf("%w: issue %s: %w", ErrPreflight, t, err)
+			}
+			if reason := e.refuseIssue(is); reason != "" {
+				return nil, fmt.Errorf("%w: issue %s: %s", ErrPreflight, t, reason)
+			}
+			task, err := e.issueTask(runID, is)
+			if err != nil {
+				return nil, fmt.Errorf("%w: issue %s: %w", ErrPreflight, t, err)
+			}
+			issues = append(issues, task)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: no such task file or directory", ErrPreflight, relErr(errors.New(t), e.d.Root))
 		}
@@ -320,6 +350,7 @@ func (e *Engine) loadTargets(opts Options) ([]*taskfile.Task, error) {
 		}
 		tasks = append(tasks, t)
 	}
+	tasks = append(tasks, issues...)
 	if len(tasks) == 0 {
 		what := relErr(errors.New("no task files found in "+strings.Join(targets, ", ")), e.d.Root)
 		if opts.Column != "" {

@@ -45,6 +45,15 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 	now := time.Now()
 	switch res.Status {
 	case workflow.ResultCompleted, workflow.ResultAnswered:
+		if _, err := e.finishIssue(ctx, ir, true, ""); err != nil {
+			if ctx.Err() != nil {
+				return itemOutcome{}, ctx.Err()
+			}
+			reason := "publish: " + err.Error()
+			e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &reason})
+			e.publish(ir, event.Event{Type: event.TaskFailed, Error: reason})
+			return itemOutcome{failed: true, reason: ir.it.ID + ": " + reason}, nil
+		}
 		e.setBoard(ir, map[string]any{"stage": "completed"})
 		e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp("completed"),
 			Error: strp(strings.Join(res.PhaseFailures, "; "))})
@@ -58,6 +67,7 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 	}
 	e.setBoard(ir, map[string]any{"stage": "failed"})
 	reason := res.Status + ": " + res.Reason
+	e.finishIssue(ctx, ir, false, reason)
 	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp("failed"), Error: &reason})
 	ir.cycle.archive(e.StateDir(), now, ir.task.Title, 0, suffix)
 	e.publish(ir, event.Event{Type: event.TaskFailed, Error: reason})

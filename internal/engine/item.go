@@ -106,6 +106,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 		}
 		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)})
 		e.publish(ir, event.Event{Type: event.TaskStarted, Message: task.Title + " (" + name + ")"})
+		e.comment(ctx, ir, "start", fmt.Sprintf("cadre is working on this issue (run %s, workflow %s).", runID, name))
 		return e.runFlow(ctx, ir, def)
 	}
 	s, d := e.next(lim, ir, s, workflow.Event{Kind: workflow.Start})
@@ -387,7 +388,13 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	if sp.Note != "" {
 		payload["note"] = sp.Note
 	}
-	cf := contextFile{SchemaVersion: 1, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository,
+	var issueNumber *int
+	if is, ok := e.issueOf(ir.it); ok {
+		payload["taskFile"] = ""
+		payload["issue"] = map[string]any{"number": is.Number, "repository": is.Repo, "url": is.URL}
+		issueNumber = &is.Number
+	}
+	cf := contextFile{SchemaVersion: 1, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,
 		WorktreePath: ir.dir, Phase: sp.Phase, TaskID: sp.TaskID,
 		Config:     contextConfig{Commands: map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}},
 		InputFiles: append([]string{}, sp.Inputs...), OutputPath: outPath, Payload: payload}
@@ -400,7 +407,11 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		return agentOut{}, fmt.Errorf("create outputs dir: %w", err)
 	}
 	inline := !rn.Capabilities().EditsFiles
-	data := role.Data{Item: ir.it.ID, Title: ir.task.Title, TaskFile: ir.task.Path, WorkDir: ir.dir,
+	taskFile := ir.task.Path
+	if ir.it.Source == "github" {
+		taskFile = "" // an issue's text reaches the agent only fenced as data, in the prompt
+	}
+	data := role.Data{Item: ir.it.ID, Title: ir.task.Title, TaskFile: taskFile, WorkDir: ir.dir,
 		ContextPath: ctxPath, OutputPath: outPath, Inputs: sp.Inputs, Review: sp.Review, Automated: true,
 		Workflow: sp.Workflow, Phase: sp.Phase, Body: ir.task.Body, Inline: inline, Payload: sp.PayloadJSON,
 		Note: sp.Note, Signature: sp.Signature}

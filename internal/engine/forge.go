@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/store"
+)
+
+// Issue is a work item from a code host, as the engine needs it.
+type Issue struct {
+	Repo   string // owner/repo
+	Number int
+	Title  string
+	Body   string // body and comments: untrusted text
+	URL    string
+	Author string
+	Labels []string
+}
+
+// Forge is the code host: issues in, branches, pull requests and progress
+// comments out. Every mutating call must be idempotent by its key (the
+// head branch for a pull request, the marker for a comment), so a resumed
+// run never makes a second one.
+type Forge interface {
+	// Issue fetches one issue by reference ("42", "#42", "owner/repo#42").
+	Issue(ctx context.Context, ref string) (Issue, error)
+	// Push publishes the item's branch from its worktree.
+	Push(ctx context.Context, dir, branch string) error
+	// EnsurePR opens the pull request for head, or adopts and updates the
+	// one that exists; it returns its URL and number.
+	EnsurePR(ctx context.Context, pr PullRequest) (url string, number int, err error)
+	// EnsureComment posts body on the issue once per marker.
+	EnsureComment(ctx context.Context, repo string, issue int, marker, body string) error
+}
+
+// PullRequest is what EnsurePR opens.
+type PullRequest struct {
+	Repo, Head, Base, Title, Body string
+	Issue                         int
+	Draft                         bool
+	Labels                        []string
+}
+
+var issueRefRE = regexp.MustCompile(`^(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?#?[0-9]+$|^https?://\S+/issues/[0-9]+$`)
+
+// isIssueRef says whether a run target names an issue rather than a file.
+func isIssueRef(s string) bool { return issueRefRE.MatchString(s) }
+
+// githubItem is the engine's record of an issue item (items/<id>/issue.json).
+type githubItem struct {
+	Issue Issue  `json:"issue"`
+	PR    string `json:"pr,omitempty"`
+}
+
+// issueTask turns an issue into a task file under the run's state, so the
+// same machinery (frontmatter board, review, workflows) drives it. The file
+// is cadre's own, never in the repository; the issue text stays untrusted
+// and is given to agents fenced as data.
+func (e *Engine) issueTask(run string, is Issue) (*taskfile.Task, error) {
+	id := strings.NewReplacer("/", "-", "#", "-").Replace(is.Repo) + "-" + fmt.Sprint(is.Number)
+	if e.d.Config.Repository == "" || strings.EqualFold(is.Repo, e.d.Config.Repository) {
+		id = fmt.Sprint(is.Number)
+	}
+	dir := filepath.Join(e.StateDir(), "runs", run, "items", id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	wf := e.d.Config.Defaults.Workflow
+	if wf == "" {
+		wf = "auto"
+	}
+	title := strings.Join(strings.Fields(is.Title), " ")
+	var b strings.Builder
+	fmt.Fprintf(&b, "---\nstage: code\nworkflow: %s\nsource: github\nissue: %d\nrepository: %s\n---\n", wf, is.Number, is.Repo)
+	fmt.Fprintf(&b, "# %s\n\n%s\n", title, is.Body)
+	path := filepath.Join(dir, "item.md")
+	if err := writeFileAtomic(path, []byte(b.String())); err != nil {
+		return nil, err
+	}
+	meta, _ := json.MarshalIndent(githubItem{Issue: is}, "", "  ")
+	if err := writeFileAtomic(filepath.Join(dir, "issue.json"), meta); err != nil {
+		return nil, err
+	}
+	return taskfile.Load(path)
+}
+
+// issueOf reads an issue item's record, when the item came from an issue.
+func (e *Engine) issueOf(it store.Item) (Issue, bool) {
+	if it.Source != "github" {
+		return Issue{}, false
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(it.Ref), "issue.json"))
+	if err != nil {
+		return Issue{}, false
+	}
+	var g githubItem
+	if json.Unmarshal(data, &g) != nil {
+		return Issue{}, false
+	}
+	return g.Issue, true
+}
+
+// comment posts a progress comment on an issue item, once per kind, as a
+// journaled step. Comments are best effort: a failure is a warning.
+func (e *Engine) comment(ctx context.Context, ir *itemRun, kind, body string) {
+	is, ok := e.issueOf(ir.it)
+	if !ok || e.d.Forge == nil || !e.d.Config.GitHub.Comments {
+		return
+	}
+	id := ir.it.ID + "/publish/comment-" + kind
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, id); err == nil && rec.Status == store.StepCompleted {
+		return
+	}
+	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: id, Kind: "comment"}
+	if err := e.d.Store.StartStep(ctx, rec); err != nil {
+		return
+	}
+	marker := fmt.Sprintf("<!-- cadre:%s:%s:%s -->", ir.run, ir.it.ID, kind)
+	if err := e.d.Forge.EnsureComment(ctx, is.Repo, is.Number, marker, body+"\n\n"+marker); err != nil {
+		rec.Status, rec.Error = store.StepFailed, err.Error()
+		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
+		e.publish(ir, event.Event{Type: event.Warning, Message: "comment on issue: " + err.Error()})
+		return
+	}
+	rec.Status = store.StepCompleted
+	e.d.Store.FinishStep(ctx, rec)
+}
+
+// publish pushes a completed issue item's branch and opens (or adopts) its
+// pull request, each once, as journaled steps.
+func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
+	is, ok := e.issueOf(ir.it)
+	if !ok || e.d.Forge == nil || ir.rs.opts.InPlace {
+		return "", nil
+	}
+	branch := currentBranch(ctx, ir)
+	pushID := ir.it.ID + "/publish/push#1"
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, pushID); err != nil || rec.Status != store.StepCompleted {
+		rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: pushID, Kind: "push"}
+		if err := e.d.Store.StartStep(ctx, rec); err != nil {
+			return "", err
+		}
+		if err := e.d.Forge.Push(ctx, ir.dir, branch); err != nil {
+			rec.Status, rec.Error = store.StepFailed, err.Error()
+			e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
+			return "", fmt.Errorf("push %s: %w", branch, err)
+		}
+		e.d.Crash(CrashPushed)
+		rec.Status = store.StepCompleted
+		if err := e.d.Store.FinishStep(ctx, rec); err != nil {
+			return "", err
+		}
+	}
+	prID := ir.it.ID + "/publish/pr#1"
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, prID); err == nil && rec.Status == store.StepCompleted {
+		var r actionResult
+		json.Unmarshal(rec.Result, &r)
+		return r.Output, nil
+	}
+	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: prID, Kind: "pr"}
+	if err := e.d.Store.StartStep(ctx, rec); err != nil {
+		return "", err
+	}
+	title, body := e.prText(ir, is)
+	url, _, err := e.d.Forge.EnsurePR(ctx, PullRequest{Repo: is.Repo, Head: branch, Base: e.d.Config.BaseBranch,
+		Title: title, Body: body, Issue: is.Number, Draft: e.d.Config.GitHub.Draft, Labels: e.d.Config.GitHub.Labels})
+	if err != nil {
+		rec.Status, rec.Error = store.StepFailed, err.Error()
+		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
+		return "", fmt.Errorf("pull request: %w", err)
+	}
+	e.d.Crash(CrashPRCreated)
+	rec.Status = store.StepCompleted
+	rec.Result, _ = json.Marshal(actionResult{Output: url})
+	return url, e.d.Store.FinishStep(ctx, rec)
+}
+
+func currentBranch(ctx context.Context, ir *itemRun) string {
+	out, err := ir.repo.Git(ctx, "rev-parse", "--abbrev-ref", "HEAD")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// prText is the pull request's title and body: the pr-composer's output when
+// the workflow had one ("# title" then the body, its SIGNAL BLOCK removed),
+// else the issue's title and the item's commits; always closing the issue.
+func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
+	title, body := is.Title, ""
+	matches, _ := filepath.Glob(filepath.Join(ir.outDir, "outputs", "pr-pr-composer-*.md"))
+	if len(matches) > 0 {
+		data, _ := os.ReadFile(matches[len(matches)-1])
+		text := reviewText(string(data))
+		lines := strings.SplitN(strings.TrimSpace(text), "\n", 2)
+		if t, ok := strings.CutPrefix(strings.TrimSpace(lines[0]), "# "); ok {
+			title = t
+			if len(lines) > 1 {
+				body = strings.TrimSpace(lines[1])
+			}
+		} else {
+			body = text
+		}
+		body = strings.ReplaceAll(body, "#### ", "## ") // reviewText demoted headings
+		body = strings.ReplaceAll(body, "### ", "## ")
+	}
+	if body == "" {
+		log, _ := ir.repo.Git(context.Background(), "log", "--format=- %s", e.d.Config.BaseBranch+"..HEAD")
+		body = "Changes:\n\n" + strings.TrimSpace(log)
+	}
+	return title, body + fmt.Sprintf("\n\nCloses #%d\n", is.Number)
+}
+
+// refuseIssue says why an issue may not be worked on, given the
+// configured author allow-list and required label.
+func (e *Engine) refuseIssue(is Issue) string {
+	gh := e.d.Config.GitHub
+	if len(gh.Authors) > 0 {
+		allowed := false
+		for _, a := range gh.Authors {
+			allowed = allowed || strings.EqualFold(a, is.Author)
+		}
+		if !allowed {
+			return fmt.Sprintf("author %q is not in github.authors", is.Author)
+		}
+	}
+	if gh.RequireLabel != "" {
+		for _, l := range is.Labels {
+			if strings.EqualFold(l, gh.RequireLabel) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("it lacks the label %q that github.require_label asks for", gh.RequireLabel)
+	}
+	return ""
+}
+
+// finishIssue publishes a completed issue item and reports its end on the
+// issue; a publishing failure fails the item (its work stays on its branch).
+func (e *Engine) finishIssue(ctx context.Context, ir *itemRun, ok bool, reason string) (string, error) {
+	if _, isIssue := e.issueOf(ir.it); !isIssue {
+		return "", nil
+	}
+	if !ok {
+		e.comment(ctx, ir, "failed", "cadre could not complete this issue: "+oneLine(reason))
+		return "", nil
+	}
+	url, err := e.publishItem(ctx, ir)
+	if err != nil {
+		e.comment(ctx, ir, "failed", "cadre finished the work but could not publish it: "+oneLine(err.Error()))
+		return "", err
+	}
+	msg := "cadre finished this issue"
+	if url != "" {
+		msg += ": " + url
+	}
+	e.comment(ctx, ir, "done", msg)
+	return url, nil
+}
+
+// errNoForge is returned for issue targets when no code host is configured.
+var errNoForge = errors.New("issue targets need GitHub access: set GITHUB_TOKEN (or github.token_env) or log in with gh")
