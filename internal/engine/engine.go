@@ -64,8 +64,8 @@ type Deps struct {
 	Workflows *workflow.Registry
 	// Forge reaches the code host for issue items; nil without GitHub access.
 	Forge Forge
-	Bus       *event.Bus
-	PID       int
+	Bus   *event.Bus
+	PID   int
 	// Crash, when set, is called at named points of the journal protocol;
 	// tests make it kill the process there (see CrashPoints).
 	Crash func(point string)
