@@ -142,3 +142,33 @@ func TestGitEnvScrubbed(t *testing.T) {
 		t.Errorf("GIT_DIR leaked into cadre's git: %v", err)
 	}
 }
+
+func TestPushToBareRemote(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	bare := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", "--bare", bare).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	write(t, filepath.Join(r.Dir, "f"), "x")
+	sha, err := r.CommitAll(ctx, "m", Mark{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Git(ctx, "remote", "add", "origin", bare); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // pushing again is a no-op
+		if err := r.Push(ctx, "origin", "main", "Authorization: Basic c2VjcmV0LXRva2Vu"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _ := exec.Command("git", "-C", bare, "rev-parse", "refs/heads/main").Output()
+	if strings.TrimSpace(string(out)) != sha {
+		t.Errorf("remote main = %s, want %s", out, sha)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(r.Dir, ".git", "config"))
+	if strings.Contains(string(cfg), "c2VjcmV0") {
+		t.Error("the auth header reached the repository's config")
+	}
+}
