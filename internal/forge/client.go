@@ -1,0 +1,536 @@
+package forge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/redact"
+)
+
+// DefaultAPIURL is github.com's REST API.
+const DefaultAPIURL = "https://api.github.com/"
+
+// Defaults for a Client's options.
+const (
+	DefaultTimeout   = 30 * time.Second
+	DefaultMaxWait   = 5 * time.Minute
+	DefaultRetries   = 4
+	DefaultUserAgent = "cadre"
+)
+
+// secondaryWait is the first pause after a secondary rate limit that names
+// no wait of its own; GitHub asks for at least a minute, doubling after.
+const secondaryWait = time.Minute
+
+// maxBody caps how much of a response is read.
+const maxBody = 16 << 20
+
+// Client calls GitHub's REST API. It is safe for concurrent use; mutating
+// requests are sent one at a time.
+type Client struct {
+	base      *url.URL
+	token     string
+	hc        *http.Client
+	timeout   time.Duration
+	userAgent string
+	now       func() time.Time
+	sleep     func(ctx context.Context, d time.Duration) error
+	maxWait   time.Duration
+	retries   int
+	writeGap  time.Duration
+	masks     []*redact.Redactor
+
+	ensureMu sync.Mutex // one look-up-then-write (EnsurePR, EnsureComment) at a time
+	writeMu  sync.Mutex // one mutating request at a time
+
+	mu           sync.Mutex // guards the fields below
+	blockedUntil time.Time  // send nothing before: a rate limit is in force
+	lastWrite    time.Time
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sends requests through hc (a test transport, a proxy).
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithTimeout bounds each request, reading its answer included.
+func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
+
+// WithUserAgent sets the User-Agent header GitHub requires.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
+
+// WithClock replaces time.Now and the sleep between retries; sleep must
+// return ctx's error when ctx ends first.
+func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) Option {
+	return func(c *Client) { c.now, c.sleep = now, sleep }
+}
+
+// WithMaxWait caps one rate-limit wait: when GitHub asks for a longer one
+// (a primary limit resetting in an hour) the call fails at once with an
+// *Error whose RetryAfter says how long.
+func WithMaxWait(d time.Duration) Option { return func(c *Client) { c.maxWait = d } }
+
+// WithRetries sets how often one call is retried after a rate limit, a 5xx
+// or a network error (the latter two only where resending is harmless).
+func WithRetries(n int) Option { return func(c *Client) { c.retries = n } }
+
+// WithWriteGap spaces mutating requests at least d apart, as GitHub asks of
+// clients that make many (about a second); the default is no gap.
+func WithWriteGap(d time.Duration) Option { return func(c *Client) { c.writeGap = d } }
+
+// WithRedactor masks r's secrets in every title, body and comment the
+// Client sends. The Client's own token is always masked.
+func WithRedactor(r *redact.Redactor) Option {
+	return func(c *Client) { c.masks = append(c.masks, r) }
+}
+
+// New returns a Client for the REST API at baseURL (DefaultAPIURL when
+// empty; GitHub Enterprise: https://HOST/api/v3/) that authenticates with
+// token (none when empty).
+func New(baseURL, token string, opts ...Option) (*Client, error) {
+	if strings.TrimSpace(baseURL) == "" {
+		baseURL = DefaultAPIURL
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("github.api_url %q must be an http(s) URL such as %s", baseURL, DefaultAPIURL)
+	}
+	if err := checkToken(token); err != nil {
+		return nil, err
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawQuery, u.Fragment = "", ""
+	c := &Client{
+		base:      u,
+		token:     token,
+		hc:        &http.Client{},
+		timeout:   DefaultTimeout,
+		userAgent: DefaultUserAgent,
+		now:       time.Now,
+		sleep:     sleep,
+		maxWait:   DefaultMaxWait,
+		retries:   DefaultRetries,
+		masks:     []*redact.Redactor{redact.New(token)},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	// Zero values of options mean their defaults, never "no time at all".
+	if c.hc == nil {
+		c.hc = &http.Client{}
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.maxWait <= 0 {
+		c.maxWait = DefaultMaxWait
+	}
+	c.retries = max(c.retries, 0)
+	if c.now == nil || c.sleep == nil {
+		c.now, c.sleep = time.Now, sleep
+	}
+	if c.userAgent == "" {
+		c.userAgent = DefaultUserAgent
+	}
+	return c, nil
+}
+
+func checkToken(token string) error {
+	for _, r := range token {
+		if r <= ' ' || r == 0x7f {
+			return errors.New("github token holds whitespace or control characters: check the variable it comes from")
+		}
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// clean masks secrets in text about to be sent.
+func (c *Client) clean(s string) string {
+	for _, m := range c.masks {
+		s = m.String(s)
+	}
+	return s
+}
+
+// Error is a failed GitHub call.
+type Error struct {
+	Op         string        // what was asked: "create pull request"
+	Status     int           // HTTP status; 0 when no answer came
+	Message    string        // GitHub's message, one line
+	RetryAfter time.Duration // set when a rate limit refused the call
+	Err        error         // the network error when Status is 0
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("github: " + e.Op + ": ")
+	if e.Status != 0 {
+		b.WriteString(strconv.Itoa(e.Status))
+		if e.Message != "" {
+			b.WriteString(" " + e.Message)
+		}
+	} else {
+		b.WriteString(e.Message)
+	}
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, " (rate limited: retry in %s)", e.RetryAfter.Round(time.Second))
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsNotFound reports whether err is GitHub's 404.
+func IsNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusNotFound
+}
+
+// ambiguous reports whether a write that failed with err may have been
+// carried out all the same: no answer came, or the server failed.
+func ambiguous(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.RetryAfter == 0 && (e.Status == 0 || e.Status >= 500)
+}
+
+// call is one REST request.
+type call struct {
+	op     string
+	method string
+	path   string     // under the base URL, e.g. /repos/o/r/pulls
+	query  url.Values // may be nil
+	next   *url.URL   // a page link to follow instead of path and query
+	body   any        // sent as JSON when not nil
+	out    any        // a 2xx answer is decoded into it when not nil
+	// resend marks a request that is harmless to send twice (reads,
+	// PATCH, adding labels), so a 5xx or network error is retried.
+	resend bool
+}
+
+// do sends cl, retrying as rate limits and cl.resend allow, and returns
+// the answer's headers.
+func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
+	if cl.method != http.MethodGet {
+		c.writeMu.Lock()
+		defer c.writeMu.Unlock()
+		if err := c.spaceWrites(ctx, cl.op); err != nil {
+			return nil, err
+		}
+	}
+	var payload []byte
+	if cl.body != nil {
+		var err error
+		if payload, err = json.Marshal(cl.body); err != nil {
+			return nil, fmt.Errorf("github: %s: encode request: %w", cl.op, err)
+		}
+	}
+	secondary := 0
+	for attempt := 0; ; attempt++ {
+		if err := c.waitBlocked(ctx, cl.op); err != nil {
+			return nil, err
+		}
+		status, hdr, body, err := c.send(ctx, cl, payload)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("github: %s: %w", cl.op, ctx.Err())
+			}
+			if cl.resend && attempt < c.retries {
+				if err := c.pause(ctx, cl.op, backoff(attempt)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			return nil, err
+		}
+		c.noteLimits(hdr)
+		switch {
+		case status >= 200 && status < 300:
+			if cl.out != nil && len(bytes.TrimSpace(body)) > 0 {
+				if err := json.Unmarshal(body, cl.out); err != nil {
+					return nil, fmt.Errorf("github: %s: read answer: %w", cl.op, err)
+				}
+			}
+			return hdr, nil
+		case status == http.StatusForbidden || status == http.StatusTooManyRequests:
+			msg := apiMessage(body)
+			wait, limited := c.limitWait(status, hdr, msg, secondary)
+			if !limited {
+				return nil, &Error{Op: cl.op, Status: status, Message: msg}
+			}
+			if !isPrimary(hdr) {
+				secondary++
+			}
+			if wait > c.maxWait || attempt >= c.retries {
+				return nil, &Error{Op: cl.op, Status: status, Message: msg, RetryAfter: max(wait, time.Second)}
+			}
+			c.block(wait)
+			continue
+		case status >= 500 && cl.resend && attempt < c.retries:
+			if err := c.pause(ctx, cl.op, backoff(attempt)); err != nil {
+				return nil, err
+			}
+			continue
+		default:
+			return nil, &Error{Op: cl.op, Status: status, Message: apiMessage(body)}
+		}
+	}
+}
+
+func backoff(attempt int) time.Duration { return time.Second << min(attempt, 6) }
+
+// send makes one attempt; an error means no answer came.
+func (c *Client) send(ctx context.Context, cl call, payload []byte) (int, http.Header, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	u := cl.next
+	if u == nil {
+		v := *c.base
+		v.Path = c.base.Path + cl.path
+		v.RawQuery = cl.query.Encode()
+		u = &v
+	}
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, u.String(), rd)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("github: %s: %w", cl.op, err)
+	}
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	req.Header.Set("User-Agent", c.userAgent)
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err == nil {
+		var body []byte
+		body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		resp.Body.Close()
+		if err == nil {
+			return resp.StatusCode, resp.Header, body, nil
+		}
+	}
+	msg := "no answer: " + oneLine(err.Error())
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = fmt.Sprintf("no answer within %s", c.timeout)
+	}
+	return 0, nil, nil, &Error{Op: cl.op, Message: msg, Err: err}
+}
+
+// apiMessage reads GitHub's error document ({"message", "errors"}) as one
+// line.
+func apiMessage(body []byte) string {
+	var doc struct {
+		Message string `json:"message"`
+		Errors  []struct {
+			Message  string `json:"message"`
+			Resource string `json:"resource"`
+			Field    string `json:"field"`
+			Code     string `json:"code"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(body, &doc) != nil || doc.Message == "" {
+		return oneLine(strings.TrimSpace(string(body)))
+	}
+	msg := doc.Message
+	var details []string
+	for _, e := range doc.Errors {
+		switch {
+		case e.Message != "":
+			details = append(details, e.Message)
+		case e.Field != "":
+			details = append(details, e.Field+" "+e.Code)
+		}
+	}
+	if len(details) > 0 {
+		msg += ": " + strings.Join(details, "; ")
+	}
+	return oneLine(msg)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// isPrimary reports whether an answer says the hourly quota is spent.
+func isPrimary(h http.Header) bool { return h.Get("X-Ratelimit-Remaining") == "0" }
+
+// limitWait reads a 403 or 429 the way GitHub documents: retry-after
+// first, then an exhausted quota's reset time, then a secondary limit's
+// doubling minute. A 403 that is none of these is a permission error.
+func (c *Client) limitWait(status int, h http.Header, msg string, secondary int) (time.Duration, bool) {
+	if d, ok := retryAfter(h, c.now()); ok {
+		return d, true
+	}
+	if isPrimary(h) {
+		if reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
+			return max(time.Unix(reset, 0).Sub(c.now()), 0) + time.Second, true
+		}
+		return secondaryWait, true
+	}
+	low := strings.ToLower(msg)
+	if status == http.StatusTooManyRequests || strings.Contains(low, "secondary rate limit") ||
+		strings.Contains(low, "abuse") || strings.Contains(low, "rate limit exceeded") {
+		return secondaryWait << min(secondary, 5), true
+	}
+	return 0, false
+}
+
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// noteLimits remembers a spent quota from any answer, so the next call
+// waits for the reset instead of being refused.
+func (c *Client) noteLimits(h http.Header) {
+	if !isPrimary(h) {
+		return
+	}
+	reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := time.Unix(reset, 0).Add(time.Second); t.After(c.blockedUntil) {
+		c.blockedUntil = t
+	}
+}
+
+// block holds every call back for d from now.
+func (c *Client) block(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.now().Add(d); t.After(c.blockedUntil) {
+		c.blockedUntil = t
+	}
+}
+
+// waitBlocked waits out a rate limit in force, or fails when it is longer
+// than the longest wait allowed.
+func (c *Client) waitBlocked(ctx context.Context, op string) error {
+	c.mu.Lock()
+	d := c.blockedUntil.Sub(c.now())
+	c.mu.Unlock()
+	if d <= 0 {
+		return nil
+	}
+	if d > c.maxWait {
+		return &Error{Op: op, Message: "rate limit in force", RetryAfter: d}
+	}
+	return c.pause(ctx, op, d)
+}
+
+func (c *Client) pause(ctx context.Context, op string, d time.Duration) error {
+	if err := c.sleep(ctx, d); err != nil {
+		return fmt.Errorf("github: %s: %w", op, err)
+	}
+	return nil
+}
+
+// spaceWrites keeps mutating requests writeGap apart; the caller holds
+// writeMu.
+func (c *Client) spaceWrites(ctx context.Context, op string) error {
+	defer func() {
+		c.mu.Lock()
+		c.lastWrite = c.now()
+		c.mu.Unlock()
+	}()
+	if c.writeGap <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	d := c.lastWrite.Add(c.writeGap).Sub(c.now())
+	c.mu.Unlock()
+	if d <= 0 {
+		return nil
+	}
+	return c.pause(ctx, op, d)
+}
+
+// pages fetches a list and its following pages (GitHub's Link rel="next")
+// and hands each page to add, which reports whether more are wanted.
+func pages[T any](ctx context.Context, c *Client, op, path string, query url.Values, add func([]T) bool) error {
+	cl := call{op: op, method: http.MethodGet, path: path, query: query, resend: true}
+	for {
+		var page []T
+		cl.out = &page
+		hdr, err := c.do(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if !add(page) {
+			return nil
+		}
+		next := nextLink(hdr.Get("Link"))
+		if next == "" {
+			return nil
+		}
+		u, err := url.Parse(next)
+		if err != nil || u.Scheme != c.base.Scheme || u.Host != c.base.Host {
+			// The token goes wherever the request goes: never off the API host.
+			return fmt.Errorf("github: %s: next page link %q is not on %s", op, next, c.base.Host)
+		}
+		cl.next = u
+	}
+}
+
+// nextLink finds rel="next" in a Link header.
+func nextLink(h string) string {
+	for part := range strings.SplitSeq(h, ",") {
+		target, params, ok := strings.Cut(part, ";")
+		if !ok {
+			continue
+		}
+		for p := range strings.SplitSeq(params, ";") {
+			if strings.ReplaceAll(strings.TrimSpace(p), " ", "") == `rel="next"` {
+				return strings.Trim(strings.TrimSpace(target), "<>")
+			}
+		}
+	}
+	return ""
+}
