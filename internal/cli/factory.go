@@ -219,7 +219,7 @@ func (f *Factory) newEngine(ctx context.Context, ws workspaceCtx, st *store.Stor
 	journal := engine.NewJournalSink(st)
 	bus := event.NewBus(nil, append([]event.Sink{journal}, sinks...)...)
 	e, err := engine.New(ctx, engine.Deps{Root: ws.root, Config: ws.cfg, Store: st, Roles: roles, Runners: f.Runners(ws.cfg.Prices),
-		Workflows: flows, Bus: bus, Crash: f.Crash})
+		Workflows: flows, Forge: f.newForge(ws), Bus: bus, Crash: f.Crash})
 	if err != nil {
 		journal.Close()
 		return nil, nil, usageErr(err)

@@ -52,6 +52,7 @@ type PullRequest struct {
 
 var issueRefRE = regexp.MustCompile(`^(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?#?[0-9]+$|^https?://\S+/issues/[0-9]+$`)
 
+
 // isIssueRef says whether a run target names an issue rather than a file.
 func isIssueRef(s string) bool { return issueRefRE.MatchString(s) }
 
@@ -82,7 +83,7 @@ func (e *Engine) issueTask(run string, is Issue) (*taskfile.Task, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "---\nstage: code\nworkflow: %s\nsource: github\nissue: %d\nrepository: %s\n---\n", wf, is.Number, is.Repo)
 	fmt.Fprintf(&b, "# %s\n\n%s\n", title, is.Body)
-	path := filepath.Join(dir, "item.md")
+	path := filepath.Join(dir, id+".md") // the file stem is the item id
 	if err := writeFileAtomic(path, []byte(b.String())); err != nil {
 		return nil, err
 	}
@@ -124,8 +125,8 @@ func (e *Engine) comment(ctx context.Context, ir *itemRun, kind, body string) {
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
 		return
 	}
-	marker := fmt.Sprintf("<!-- cadre:%s:%s:%s -->", ir.run, ir.it.ID, kind)
-	if err := e.d.Forge.EnsureComment(ctx, is.Repo, is.Number, marker, body+"\n\n"+marker); err != nil {
+	marker := fmt.Sprintf("cadre:%s:%s:%s", ir.run, ir.it.ID, kind)
+	if err := e.d.Forge.EnsureComment(ctx, is.Repo, is.Number, marker, body); err != nil {
 		rec.Status, rec.Error = store.StepFailed, err.Error()
 		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
 		e.publish(ir, event.Event{Type: event.Warning, Message: "comment on issue: " + err.Error()})

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/forge"
+	"github.com/cadre-dev/cadre/internal/redact"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// githubForge is the engine's Forge on GitHub. It resolves the token and
+// the repository on first use, so runs that never touch GitHub need
+// neither; the token lives only here, in memory.
+type githubForge struct {
+	cfg    config.Config
+	root   string
+	getenv func(string) string
+	gh     func(context.Context) (string, error)
+
+	once   sync.Once
+	err    error
+	client *forge.Client
+	token  string
+	repo   string // owner/repo the bare issue numbers belong to
+}
+
+func (f *Factory) newForge(ws workspaceCtx) *githubForge {
+	return &githubForge{cfg: ws.cfg, root: ws.root, getenv: f.Getenv, gh: forge.GHToken(ws.cfg.GitHub.APIURL)}
+}
+
+func (g *githubForge) init(ctx context.Context) error {
+	g.once.Do(func() {
+		token, err := forge.TokenFrom(ctx, g.getenv, g.cfg.GitHub.TokenEnv, g.gh)
+		if err != nil {
+			g.err = err
+			return
+		}
+		g.token = token
+		g.client, g.err = forge.New(g.cfg.GitHub.APIURL, token, forge.WithRedactor(redact.New(token)), forge.WithWriteGap(time.Second/4))
+		g.repo = g.cfg.Repository
+		if g.repo == "" {
+			if repo, err := workspace.Open(ctx, g.root); err == nil {
+				if url, err := repo.Git(ctx, "remote", "get-url", "origin"); err == nil {
+					if o, r, ok := forge.RepoFromRemote(strings.TrimSpace(url)); ok {
+						g.repo = o + "/" + r
+					}
+				}
+			}
+		}
+	})
+	return g.err
+}
+
+// Issue fetches an issue and its comments as one untrusted text.
+func (g *githubForge) Issue(ctx context.Context, ref string) (engine.Issue, error) {
+	if err := g.init(ctx); err != nil {
+		return engine.Issue{}, err
+	}
+	r, err := forge.ParseRef(ref, g.repo)
+	if err != nil {
+		return engine.Issue{}, err
+	}
+	is, err := g.client.Issue(ctx, r)
+	if err != nil {
+		return engine.Issue{}, err
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(is.Body))
+	for _, c := range is.Comments {
+		fmt.Fprintf(&b, "\n\n---\nComment by @%s:\n\n%s", c.Author, strings.TrimSpace(c.Body))
+	}
+	return engine.Issue{Repo: r.Owner + "/" + r.Repo, Number: is.Number, Title: is.Title, Body: b.String(),
+		URL: is.URL, Author: is.Author, Labels: is.Labels}, nil
+}
+
+// Push pushes the branch to origin, authenticating over HTTPS with the
+// token in git's environment (never its argv or the remote URL).
+func (g *githubForge) Push(ctx context.Context, dir, branch string) error {
+	if err := g.init(ctx); err != nil {
+		return err
+	}
+	repo, err := workspace.Open(ctx, dir)
+	if err != nil {
+		return err
+	}
+	header := ""
+	if url, err := repo.Git(ctx, "remote", "get-url", "origin"); err == nil && strings.HasPrefix(strings.TrimSpace(url), "https://") {
+		header = "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+g.token))
+	}
+	if err := repo.Push(ctx, "origin", branch, header); err != nil {
+		return fmt.Errorf("%s", redact.New(g.token).String(err.Error()))
+	}
+	return nil
+}
+
+// EnsurePR opens or adopts the pull request of the head branch.
+func (g *githubForge) EnsurePR(ctx context.Context, p engine.PullRequest) (string, int, error) {
+	if err := g.init(ctx); err != nil {
+		return "", 0, err
+	}
+	owner, name, err := forge.ParseRepo(p.Repo)
+	if err != nil {
+		return "", 0, err
+	}
+	pr, _, err := g.client.EnsurePR(ctx, owner, name, forge.NewPR{Title: p.Title, Body: p.Body, Head: p.Head, Base: p.Base, Draft: p.Draft, Labels: p.Labels})
+	return pr.URL, pr.Number, err
+}
+
+// EnsureComment posts a progress comment once per marker.
+func (g *githubForge) EnsureComment(ctx context.Context, repo string, issue int, marker, body string) error {
+	if err := g.init(ctx); err != nil {
+		return err
+	}
+	owner, name, err := forge.ParseRepo(repo)
+	if err != nil {
+		return err
+	}
+	_, err = g.client.EnsureComment(ctx, owner, name, issue, marker, body)
+	return err
+}
