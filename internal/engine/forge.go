@@ -52,7 +52,6 @@ type PullRequest struct {
 
 var issueRefRE = regexp.MustCompile(`^(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?#?[0-9]+$|^https?://\S+/issues/[0-9]+$`)
 
-
 // isIssueRef says whether a run target names an issue rather than a file.
 func isIssueRef(s string) bool { return issueRefRE.MatchString(s) }
 
