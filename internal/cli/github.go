@@ -80,6 +80,26 @@ func (g *githubForge) Issue(ctx context.Context, ref string) (engine.Issue, erro
 		URL: is.URL, Author: is.Author, Labels: is.Labels}, nil
 }
 
+// Issues lists the repository's issues matching q.
+func (g *githubForge) Issues(ctx context.Context, q engine.IssueQuery) ([]engine.Issue, error) {
+	if err := g.init(ctx); err != nil {
+		return nil, err
+	}
+	owner, name, err := forge.ParseRepo(g.repo)
+	if err != nil {
+		return nil, fmt.Errorf("%w (set repository: in cadre.yaml)", err)
+	}
+	list, err := g.client.Issues(ctx, owner, name, forge.Query{Labels: q.Labels, Milestone: q.Milestone, Assignee: q.Assignee, State: q.State, Limit: q.Limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Issue, 0, len(list))
+	for _, is := range list {
+		out = append(out, engine.Issue{Repo: owner + "/" + name, Number: is.Number, Title: is.Title, URL: is.URL, Author: is.Author, Labels: is.Labels})
+	}
+	return out, nil
+}
+
 // Push pushes the branch to origin, authenticating over HTTPS with the
 // token in git's environment (never its argv or the remote URL).
 func (g *githubForge) Push(ctx context.Context, dir, branch string) error {

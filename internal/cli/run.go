@@ -27,6 +27,7 @@ type RunOptions struct {
 	Agents   int
 	Budget   float64
 	JSON     bool
+	Query    engine.IssueQuery
 }
 
 // NewCmdRun builds cadre run; runF replaces the run function in tests.
@@ -37,7 +38,9 @@ func NewCmdRun(f *Factory, runF func(context.Context, *Factory, *RunOptions) err
 		Short: "Run task files through their workflow",
 		Long: `Run task files (or directories of them) through the runner workflow: planner, coder and
 auditor by stage, with the engine owning every frontmatter change. With no TARGET, every
-task file under tasks_dir runs.
+task file under tasks_dir runs. GitHub issues (42, #42, owner/repo#42, or --label/--milestone/
+--assignee queries) run defaults.workflow and end as a pushed branch and a pull request that
+closes the issue; GITHUB_TOKEN (or github.token_env, or gh auth token) gives the access.
 
 By default each item works in its own git worktree (.cadre/worktrees/<item>) on its own
 branch (cadre/<item>-<title>), up to --parallel items at once; the task files in this
@@ -48,6 +51,8 @@ completes.` + exitStatusRunning,
   cadre run --parallel 5 --budget-usd 10   # five at once, stop starting steps at $10
   cadre run --in-place                     # one after another, in this checkout
   cadre run --in-place tasks/add-login.md  # one task
+  cadre run 42 '#57' owner/repo#61         # GitHub issues: a branch and a pull request each
+  cadre run --label cadre --limit 5        # the repository's issues labelled cadre
   cadre run --in-place --column code       # every task now in stage code
   cadre run --in-place --json | jq .type   # machine-readable events`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -68,6 +73,11 @@ completes.` + exitStatusRunning,
 	fl.IntVar(&opts.Parallel, "parallel", 0, "items at once (default limits.parallel_issues)")
 	fl.IntVar(&opts.Agents, "agents", 0, "agent steps at once inside one item (default limits.parallel_agents)")
 	fl.Float64Var(&opts.Budget, "budget-usd", 0, "stop starting new steps once the run has spent `X` dollars")
+	fl.StringSliceVar(&opts.Query.Labels, "label", nil, "work on the repository's issues with this `LABEL` (repeatable)")
+	fl.StringVar(&opts.Query.Milestone, "milestone", "", "work on the issues of this milestone (number or title)")
+	fl.StringVar(&opts.Query.Assignee, "assignee", "", "work on the issues assigned to this login")
+	fl.StringVar(&opts.Query.State, "state", "", "issue state for the query: open (default), closed or all")
+	fl.IntVar(&opts.Query.Limit, "limit", 0, "at most `N` issues from the query (default 30)")
 	fl.BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
 	return cmd
 }
@@ -92,7 +102,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	defer flush()
 	sum, err := e.Start(ctx, engine.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
 		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
-		Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget})
+		Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget, Query: opts.Query})
 	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 }
 

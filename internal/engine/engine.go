@@ -51,6 +51,8 @@ type Options struct {
 	Agents int `json:"agents,omitempty"`
 	// BudgetUSD stops new steps once the run has spent this much (0: limits.budget_usd).
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	// Query selects GitHub issues to work on, besides the targets.
+	Query IssueQuery `json:"query,omitempty"`
 }
 
 // Deps are the engine's explicit dependencies.
@@ -278,6 +280,21 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 		return nil, fmt.Errorf("%w: --column %q: unknown stage (want one of %s)", ErrPreflight, opts.Column, strings.Join(taskfile.Stages, ", "))
 	}
 	targets := opts.Targets
+	if !opts.Query.Empty() {
+		if e.d.Forge == nil {
+			return nil, fmt.Errorf("%w: issue query: %w", ErrPreflight, errNoForge)
+		}
+		found, err := e.d.Forge.Issues(ctx, opts.Query)
+		if err != nil {
+			return nil, fmt.Errorf("%w: issue query: %w", ErrPreflight, err)
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%w: no issue matches the query", ErrPreflight)
+		}
+		for _, is := range found {
+			targets = append(targets, fmt.Sprintf("%s#%d", is.Repo, is.Number))
+		}
+	}
 	if len(targets) == 0 {
 		targets = []string{filepath.Join(e.d.Root, e.d.Config.TasksDir)}
 	}
@@ -493,10 +510,28 @@ func (rs *runState) runner(e *Engine, name string) (runner.Runner, error) {
 	return r, nil
 }
 
+// forbiddenEnv are variables no agent may receive, whatever a runner's
+// settings say: the code host's credentials are cadre's alone.
+func (e *Engine) forbiddenEnv(name string) bool {
+	tokenEnv := e.d.Config.GitHub.TokenEnv
+	return name == tokenEnv || name == "GITHUB_TOKEN" || name == "GH_TOKEN" || name == "GH_ENTERPRISE_TOKEN"
+}
+
 func (e *Engine) newRunner(name string) (runner.Runner, error) {
 	rc := e.d.Config.Runners[name]
 	typ := e.d.Config.RunnerType(name)
-	rn, err := e.d.Runners.New(typ, runner.Settings{Name: name, Command: rc.Command, Args: rc.Args, Env: rc.Env,
+	var pass []string
+	for _, k := range rc.Env {
+		if e.forbiddenEnv(k) {
+			e.d.Bus.Publish(event.Event{Type: event.Warning, Runner: name, Message: "runners." + name + ".env: " + k + " is cadre's GitHub credential and is never passed to an agent"})
+			continue
+		}
+		pass = append(pass, k)
+	}
+	if len(rc.Env) > 0 && len(pass) == 0 {
+		pass = []string{"CADRE_NO_EXTRA_ENV"} // keep "only what is listed" instead of the runner's defaults
+	}
+	rn, err := e.d.Runners.New(typ, runner.Settings{Name: name, Command: rc.Command, Args: rc.Args, Env: pass,
 		URL: rc.URL, Model: rc.Model, Scenario: rc.Scenario, BaseDir: e.d.Root})
 	if errors.Is(err, runner.ErrUnknown) {
 		return nil, fmt.Errorf("unknown runner %q: define it under runners: in cadre.yaml or use one of %s", typ, strings.Join(e.d.Runners.Types(), ", "))

@@ -715,3 +715,17 @@ func (q *quotaRunner) Run(ctx context.Context, inv runner.Invocation) (runner.Re
 	}
 	return q.inner.Run(ctx, inv)
 }
+
+func TestGitHubTokenNeverPassedToAgents(t *testing.T) {
+	e := newEnv(t, passAll, [2]string{"a", "code"})
+	var got []string
+	e.eng.d.Runners = runner.NewRegistry()
+	e.eng.d.Runners.Register("fake", func(s runner.Settings) (runner.Runner, error) { got = s.Env; return e.fake, nil })
+	e.eng.d.Config.Runners = map[string]config.RunnerConfig{"fake": {Env: []string{"MY_KEY", "GITHUB_TOKEN", "GH_TOKEN"}}}
+	if _, err := e.eng.newRunner("fake"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"MY_KEY"}, got); diff != "" {
+		t.Error(diff)
+	}
+}

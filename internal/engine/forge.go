@@ -33,6 +33,8 @@ type Issue struct {
 type Forge interface {
 	// Issue fetches one issue by reference ("42", "#42", "owner/repo#42").
 	Issue(ctx context.Context, ref string) (Issue, error)
+	// Issues lists the repository's issues matching q.
+	Issues(ctx context.Context, q IssueQuery) ([]Issue, error)
 	// Push publishes the item's branch from its worktree.
 	Push(ctx context.Context, dir, branch string) error
 	// EnsurePR opens the pull request for head, or adopts and updates the
@@ -40,6 +42,20 @@ type Forge interface {
 	EnsurePR(ctx context.Context, pr PullRequest) (url string, number int, err error)
 	// EnsureComment posts body on the issue once per marker.
 	EnsureComment(ctx context.Context, repo string, issue int, marker, body string) error
+}
+
+// IssueQuery selects issues to work on (cadre run --label ...).
+type IssueQuery struct {
+	Labels    []string `json:"labels,omitempty"`
+	Milestone string   `json:"milestone,omitempty"`
+	Assignee  string   `json:"assignee,omitempty"`
+	State     string   `json:"state,omitempty"`
+	Limit     int      `json:"limit,omitempty"`
+}
+
+// Empty says whether the query selects nothing by itself.
+func (q IssueQuery) Empty() bool {
+	return len(q.Labels) == 0 && q.Milestone == "" && q.Assignee == "" && q.State == "" && q.Limit == 0
 }
 
 // PullRequest is what EnsurePR opens.
