@@ -145,3 +145,20 @@ func (g *githubForge) EnsureComment(ctx context.Context, repo string, issue int,
 	_, err = g.client.EnsureComment(ctx, owner, name, issue, marker, body)
 	return err
 }
+
+// prState reports the pull request of a head branch: whether there is one,
+// and whether it is merged or closed.
+func (g *githubForge) prState(ctx context.Context, branch string) (found, merged, closed bool, err error) {
+	if err := g.init(ctx); err != nil {
+		return false, false, false, err
+	}
+	owner, name, err := forge.ParseRepo(g.repo)
+	if err != nil {
+		return false, false, false, err
+	}
+	pr, err := g.client.FindPR(ctx, owner, name, branch)
+	if err != nil || pr == nil {
+		return false, false, false, err
+	}
+	return true, pr.Merged, pr.State == "closed", nil
+}

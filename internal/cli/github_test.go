@@ -212,3 +212,31 @@ func TestGitHubQueryAndAllowList(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
 }
+
+// TestPruneRemovesWorktreesOfMergedPullRequests: after the pull requests
+// were merged or closed on GitHub, prune removes their worktrees; the merged
+// one's branch goes too, the closed one's stays.
+func TestPruneRemovesWorktreesOfMergedPullRequests(t *testing.T) {
+	g := newGitHubRepo(t)
+	if code, out, errOut := g.cadre(t, "", "run", "1", "2"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, errOut, out)
+	}
+	code, _, errOut := g.cadre(t, "", "worktrees", "prune")
+	if code != 0 || !strings.Contains(errOut, "kept 1: 1 unmerged") {
+		t.Fatalf("prune before merging: %d %s", code, errOut)
+	}
+	for _, pr := range g.fake.PRs("acme", "widgets") {
+		g.fake.SetPRState("acme", "widgets", pr.Number, "closed", pr.Head == "cadre/1-fix-the-frobnicator")
+	}
+	code, _, errOut = g.cadre(t, "", "worktrees", "prune")
+	if code != 0 || !strings.Contains(errOut, "(pull request merged)") || !strings.Contains(errOut, "(pull request closed)") {
+		t.Fatalf("prune after merging: %d %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(g.dir, ".cadre", "worktrees", "1")); !os.IsNotExist(err) {
+		t.Error("worktree of the merged pull request is still there")
+	}
+	branches, _ := exec.Command("git", "-C", g.dir, "branch", "--list", "cadre/*").Output()
+	if strings.Contains(string(branches), "cadre/1-") || !strings.Contains(string(branches), "cadre/2-") {
+		t.Errorf("branches after prune: %s", branches)
+	}
+}

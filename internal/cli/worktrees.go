@@ -44,8 +44,10 @@ them with their branch, commits not yet in base_branch, and uncommitted files.` 
 		Use:   "prune [--force]",
 		Short: "Remove worktrees whose work is merged or empty",
 		Long: `Remove the worktrees (and branches) of items whose branch has no commit outside
-base_branch and no uncommitted change. Worktrees with unmerged commits or uncommitted changes
-are kept unless --force; even then their branches (and commits) are kept.` + exitStatusSimple,
+base_branch and no uncommitted change, or whose pull request was merged (branch deleted) or
+closed (branch kept); the pull requests are looked up when the GitHub token is set. Other
+worktrees with unmerged commits or uncommitted changes are kept unless --force; even then
+their branches (and commits) are kept.` + exitStatusSimple,
 		Example: "  cadre worktrees prune",
 		Args:    cobra.NoArgs,
 		RunE:    run(pruneOpts),
@@ -84,8 +86,21 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 	if run, pid, active := engine.ReadLock(filepath.Join(ws.root, workspace.StateDir)); active {
 		return usageErr(fmt.Errorf("run %s (pid %d) is active and may be using its worktrees: stop it first", run, pid))
 	}
+	// With GitHub access, a branch whose pull request was merged or closed
+	// is done with, whatever its local state.
+	gh := f.newForge(ws)
 	for _, wt := range list {
 		unmerged := wt.Ahead > 0 && !wt.Merged
+		if unmerged && !opts.Force && ws.cfg.GitHub.TokenEnv != "" && f.Getenv(ws.cfg.GitHub.TokenEnv) != "" {
+			if found, merged, closed, err := gh.prState(ctx, wt.Branch); err == nil && found && (merged || closed) {
+				if err := wts.Remove(ctx, wt, true, merged); err != nil {
+					return fmt.Errorf("prune %s: %w", wt.Item, err)
+				}
+				state := map[bool]string{true: "merged", false: "closed"}[merged]
+				fmt.Fprintf(f.IO.ErrOut, "removed %s (pull request %s)\n", wt.Path, state)
+				continue
+			}
+		}
 		if (unmerged || len(wt.Dirty) > 0) && !opts.Force {
 			fmt.Fprintf(f.IO.ErrOut, "kept %s: %d unmerged commit(s), %s (use --force)\n", wt.Item, wt.Ahead, dirtySummary(wt.Dirty))
 			continue
