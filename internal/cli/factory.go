@@ -16,6 +16,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/aider"
@@ -196,6 +197,16 @@ func loadWorkflows(root string, roles *role.Registry) (*workflow.Registry, error
 	return flows, nil
 }
 
+// redactSink masks secrets in an event's free text before the sinks see it.
+func redactSink(r *redact.Redactor, sinks []event.Sink) event.Sink {
+	return event.SinkFunc(func(e event.Event) {
+		e.Message, e.Error = r.String(e.Message), r.String(e.Error)
+		for _, s := range sinks {
+			s.Handle(e)
+		}
+	})
+}
+
 func hasJournal(root string) bool {
 	_, err := os.Stat(filepath.Join(root, workspace.StateDir, "cadre.db"))
 	return err == nil
@@ -217,7 +228,13 @@ func (f *Factory) newEngine(ctx context.Context, ws workspaceCtx, st *store.Stor
 		return nil, nil, err
 	}
 	journal := engine.NewJournalSink(st)
-	bus := event.NewBus(nil, append([]event.Sink{journal}, sinks...)...)
+	all := append([]event.Sink{journal}, sinks...)
+	if token := f.Getenv(ws.cfg.GitHub.TokenEnv); token != "" {
+		// Defence in depth: no event (journal, --json, live view) may carry
+		// the GitHub token, in any encoding, whatever produced the text.
+		all = []event.Sink{redactSink(redact.New(token), all)}
+	}
+	bus := event.NewBus(nil, all...)
 	e, err := engine.New(ctx, engine.Deps{Root: ws.root, Config: ws.cfg, Store: st, Roles: roles, Runners: f.Runners(ws.cfg.Prices),
 		Workflows: flows, Forge: f.newForge(ws), Bus: bus, Crash: f.Crash})
 	if err != nil {
