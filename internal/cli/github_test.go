@@ -240,3 +240,17 @@ func TestPruneRemovesWorktreesOfMergedPullRequests(t *testing.T) {
 		t.Errorf("branches after prune: %s", branches)
 	}
 }
+
+// TestGitHubQueryFromConfig: with github.query_labels set, cadre run with
+// no target works on the matching issues.
+func TestGitHubQueryFromConfig(t *testing.T) {
+	g := newGitHubRepo(t)
+	cfg, _ := os.ReadFile(filepath.Join(g.dir, "cadre.yaml"))
+	os.WriteFile(filepath.Join(g.dir, "cadre.yaml"), []byte(strings.Replace(string(cfg), "labels: [cadre]", "labels: [cadre], query_labels: [shine]", 1)), 0o644)
+	if code, out, errOut := g.cadre(t, "", "run"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, errOut, out)
+	}
+	if prs := g.fake.PRs("acme", "widgets"); len(prs) != 1 || prs[0].Head != "cadre/2-polish-the-widget" {
+		t.Errorf("pull requests %+v, want only issue 2's", prs)
+	}
+}

@@ -95,6 +95,11 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return err
 	}
 	defer st.Close()
+	if len(opts.Targets) == 0 && opts.Query.Empty() {
+		gh := ws.cfg.GitHub
+		opts.Query = engine.IssueQuery{Labels: gh.QueryLabels, Milestone: gh.QueryMilestone, Assignee: gh.QueryAssignee,
+			State: gh.QueryState, Limit: gh.QueryLimit}
+	}
 	e, flush, err := f.newEngine(ctx, ws, st, f.eventSink(opts.JSON))
 	if err != nil {
 		return err

@@ -125,6 +125,13 @@ type GitHub struct {
 	RequireLabel string `yaml:"require_label"`
 	// Comments turns the progress comments on issues (start, done, failed) on or off.
 	Comments bool `yaml:"comments"`
+	// Query_* select the repository's issues that `cadre run` with no
+	// target works on (instead of the task files); flags override them.
+	QueryLabels    []string `yaml:"query_labels"`
+	QueryMilestone string   `yaml:"query_milestone"`
+	QueryAssignee  string   `yaml:"query_assignee"`
+	QueryState     string   `yaml:"query_state"`
+	QueryLimit     int      `yaml:"query_limit"`
 }
 
 // Sandbox configures agent process isolation.
