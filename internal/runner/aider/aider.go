@@ -17,10 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	osexec "os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,14 +25,12 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
 
 const (
 	defaultCommand = "aider"
 	installHint    = "python -m pip install aider-install && aider-install"
-	// maxArgPrompt keeps the prompt well under Linux's 128 KiB limit on one
-	// argument; a longer prompt goes in a --message-file.
-	maxArgPrompt = 100 << 10
 )
 
 // defaultEnv is passed through when the settings list no variables: the
@@ -47,13 +42,7 @@ var defaultEnv = []string{
 
 // Runner runs one Aider process per step.
 type Runner struct {
-	name    string
-	command string
-	args    []string
-	pass    []string
-	url     string
-	model   string
-	lookup  func(string) (string, bool)
+	cliutil.Agent
 }
 
 // New builds an aider runner. Command defaults to "aider"; a relative path is
@@ -62,28 +51,12 @@ type Runner struct {
 // an OpenAI-compatible server); Model is the default --model; Args are added
 // after cadre's own flags.
 func New(s runner.Settings) (runner.Runner, error) {
-	if s.URL != "" {
-		u, err := url.Parse(s.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("runners.%s.url %q is not an http(s) URL: set it like https://host:port/v1", s.Name, s.URL)
-		}
+	a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "https://host:port/v1")
+	if err != nil {
+		return nil, err
 	}
-	cmd := strings.TrimSpace(s.Command)
-	if cmd == "" {
-		cmd = defaultCommand
-	}
-	if strings.Contains(cmd, "/") && !filepath.IsAbs(cmd) && s.BaseDir != "" {
-		cmd = filepath.Join(s.BaseDir, cmd)
-	}
-	pass := s.Env
-	if len(pass) == 0 {
-		pass = defaultEnv
-	}
-	return &Runner{name: s.Name, command: cmd, args: s.Args, pass: pass, url: s.URL, model: s.Model, lookup: os.LookupEnv}, nil
+	return &Runner{Agent: a}, nil
 }
-
-// Name returns the configured instance name.
-func (r *Runner) Name() string { return r.name }
 
 // Capabilities: Aider edits files, reports its cost, takes a model per step
 // and prints what it does as it goes.
@@ -93,29 +66,25 @@ func (r *Runner) Capabilities() runner.Caps {
 
 // Run runs Aider on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := openLog(inv.LogPath)
+	log, err := cliutil.OpenLog(inv.LogPath)
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
+		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
 	}
 	defer log.Close()
 	msgFile := ""
-	if len(inv.Prompt) > maxArgPrompt {
+	// A prompt too long for one argument goes in a --message-file.
+	if len(inv.Prompt) > cliutil.MaxArgPrompt {
 		if msgFile, err = writeMessage(inv.Prompt); err != nil {
-			return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
+			return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
 		}
 		defer os.Remove(msgFile)
 	}
 	args := r.argv(inv, msgFile)
-	fmt.Fprintf(log, "$ %s\n", commandLine(r.command, args, inv.Prompt))
 	p := &parser{progress: inv.Progress}
-	res, err := proc.Run(ctx, proc.Spec{
-		Path:    r.command,
-		Args:    args,
-		Dir:     inv.Dir,
-		Env:     proc.MinimalEnv(r.lookup, r.pass, cadreVars(inv)),
-		Log:     log,
-		Timeout: inv.Timeout,
-		OnLine:  p.line,
+	res, err := r.Exec(ctx, inv, log, "--message=", proc.Spec{
+		Args:   args,
+		Env:    r.Env(cliutil.Vars(inv)),
+		OnLine: p.line,
 	})
 	out := runner.Result{
 		ExitCode:   res.ExitCode,
@@ -125,26 +94,9 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		Model:      p.model,
 	}
 	if out.Model == "" {
-		out.Model = r.modelFor(inv)
+		out.Model = r.ModelFor(inv)
 	}
-	if errors.Is(err, osexec.ErrNotFound) {
-		return out, fmt.Errorf("runner %s: %w: install it (%s) or fix runners.%s.command", r.name, err, installHint, r.name)
-	}
-	if err != nil {
-		return out, fmt.Errorf("runner %s: %w", r.name, err)
-	}
-	if p.failure != nil {
-		p.failure.Runner = r.name
-		return out, p.failure
-	}
-	return out, nil
-}
-
-func (r *Runner) modelFor(inv runner.Invocation) string {
-	if inv.Model != "" {
-		return inv.Model
-	}
-	return r.model
+	return out, cliutil.Outcome(r.Instance, installHint, err, p.failure)
 }
 
 // argv builds the CLI's arguments. msgFile, when set, holds a prompt too
@@ -158,17 +110,17 @@ func (r *Runner) argv(inv runner.Invocation, msgFile string) []string {
 		"--no-gitignore", "--input-history-file", os.DevNull, "--chat-history-file", os.DevNull,
 		"--no-check-update", "--no-show-release-notes", "--no-analytics", "--no-detect-urls",
 	}
-	if m := r.modelFor(inv); m != "" {
+	if m := r.ModelFor(inv); m != "" {
 		args = append(args, "--model", m)
 	}
-	if r.url != "" {
-		args = append(args, "--openai-api-base", r.url)
+	if r.URL != "" {
+		args = append(args, "--openai-api-base", r.URL)
 	}
 	// Aider reads only the files it is given: add the context read-only.
 	if inv.ContextPath != "" {
 		args = append(args, "--read", inv.ContextPath)
 	}
-	args = append(args, r.args...)
+	args = append(args, r.Args...)
 	if msgFile != "" {
 		return append(args, "--message-file", msgFile)
 	}
@@ -286,14 +238,14 @@ func (p *parser) error(line string) {
 		kind = runner.KindAuth
 	case strings.Contains(line, "litellm.RateLimitError"):
 		kind = runner.KindRateLimit
-		if containsAny(l, "insufficient_quota", "exceeded your current quota", "credit balance", "billing") {
+		if cliutil.ContainsAny(l, "insufficient_quota", "exceeded your current quota", "credit balance", "billing") {
 			kind = runner.KindQuota
 		}
 	case strings.Contains(line, "litellm.") && strings.Contains(l, "credit balance is too low"):
 		kind = runner.KindQuota
 	case strings.Contains(line, "litellm.ContextWindowExceededError"), strings.Contains(line, "has hit a token limit"):
 		kind = runner.KindTurnLimit
-	case strings.Contains(line, "litellm.") && containsAny(l, "overloaded"):
+	case strings.Contains(line, "litellm.") && cliutil.ContainsAny(l, "overloaded"):
 		kind = runner.KindRateLimit
 	case p.failure == nil && strings.Contains(line, "not able to authenticate you"):
 		kind = runner.KindAuth
@@ -302,80 +254,7 @@ func (p *parser) error(line string) {
 	default:
 		return
 	}
-	p.failure = &runner.Error{Kind: kind, Msg: short(line, msgMax)}
+	p.failure = &runner.Error{Kind: kind, Msg: cliutil.Short(line, cliutil.MsgMax)}
 }
 
-func (p *parser) note(s string) {
-	if p.progress != nil {
-		p.progress(short(s, noteMax))
-	}
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// Lengths of a progress note and of an error message, in characters.
-const (
-	noteMax = 120
-	msgMax  = 400
-)
-
-// short makes one line of at most n characters.
-func short(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
-// cadreVars are the variables of SPEC §9's exec runner, set for CLI agents
-// too so their shell tools can find the step's files.
-func cadreVars(inv runner.Invocation) map[string]string {
-	return map[string]string{
-		"CADRE_CONTEXT":  inv.ContextPath,
-		"CADRE_OUTPUT":   inv.OutputPath,
-		"CADRE_ROLE":     inv.Role,
-		"CADRE_ITEM":     inv.Item,
-		"CADRE_STEP":     inv.Step,
-		"CADRE_ATTEMPT":  strconv.Itoa(inv.Attempt),
-		"CADRE_WORKTREE": inv.Dir,
-	}
-}
-
-// commandLine renders the command for the log, with the prompt elided.
-func commandLine(cmd string, args []string, prompt string) string {
-	parts := []string{cmd}
-	for _, a := range args {
-		if a == "--message="+prompt {
-			parts = append(parts, fmt.Sprintf("--message=<prompt, %d bytes>", len(prompt)))
-			continue
-		}
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
-			a = strconv.Quote(a)
-		}
-		parts = append(parts, a)
-	}
-	return strings.Join(parts, " ")
-}
-
-// openLog opens the step's transcript for appending (a re-ask adds to it).
-func openLog(path string) (*os.File, error) {
-	if path == "" {
-		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("create log dir: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open step log: %w", err)
-	}
-	return f, nil
-}
+func (p *parser) note(s string) { cliutil.Note(p.progress, s) }

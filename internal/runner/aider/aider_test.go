@@ -1,7 +1,6 @@
 package aider
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -23,20 +24,9 @@ import (
 // would hand it over.
 func feed(t *testing.T, name string) (*parser, []string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var notes []string
 	p := &parser{progress: func(n string) { notes = append(notes, n) }}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		p.line("stdout", sc.Text())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	clitest.Feed(t, filepath.Join("testdata", name), p.line)
 	return p, notes
 }
 
@@ -136,22 +126,12 @@ var fakes = map[runnertest.Behavior]string{
 	runnertest.Context:     `sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT"` + "\n",
 }
 
-// writeFake writes an executable /bin/sh script and returns its path.
-func writeFake(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "aider")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 	t.Helper()
 	if s.Name == "" {
 		s.Name = "aider"
 	}
-	s.Command = writeFake(t, body)
+	s.Command = clitest.Script(t, "aider", body)
 	r, err := New(s)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -170,23 +150,6 @@ func TestConformance(t *testing.T) {
 			return newFake(t, body, runner.Settings{})
 		},
 	})
-}
-
-func invocation(t *testing.T) runner.Invocation {
-	t.Helper()
-	root := t.TempDir()
-	dir := filepath.Join(root, "tree")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return runner.Invocation{
-		Role: "coder", Item: "07-sample", Step: "07-sample/code/coder#1", Attempt: 1,
-		Prompt:      "Do the work.\n",
-		Dir:         dir,
-		ContextPath: filepath.Join(root, "run", "contexts", "s.json"),
-		OutputPath:  filepath.Join(root, "run", "outputs", "s.md"),
-		LogPath:     filepath.Join(root, "run", "logs", "s.log"),
-	}
 }
 
 func TestArgv(t *testing.T) {
@@ -231,8 +194,8 @@ func TestLongPrompt(t *testing.T) {
   shift
 done
 `, runner.Settings{})
-	inv := invocation(t)
-	inv.Prompt = strings.Repeat("a long prompt\n", maxArgPrompt/10)
+	inv := clitest.Invocation(t)
+	inv.Prompt = strings.Repeat("a long prompt\n", cliutil.MaxArgPrompt/10)
 	if _, err := r.Run(t.Context(), inv); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +214,6 @@ func TestEnv(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "key-from-parent")
 	t.Setenv("CADRE_TEST_MINE", "mine")
 	t.Setenv(runnertest.SecretEnv, "hunter2")
-	cadre := []string{"CADRE_ATTEMPT", "CADRE_CONTEXT", "CADRE_ITEM", "CADRE_OUTPUT", "CADRE_ROLE", "CADRE_STEP", "CADRE_WORKTREE"}
 	tests := []struct {
 		name string
 		s    runner.Settings
@@ -262,30 +224,13 @@ func TestEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newFake(t, "tr '\\0' '\\n' < /proc/$$/environ > env.out\n", tt.s)
-			inv := invocation(t)
+			r := newFake(t, clitest.DumpEnv, tt.s)
+			inv := clitest.Invocation(t)
 			if _, err := r.Run(t.Context(), inv); err != nil {
 				t.Fatal(err)
 			}
-			data, err := os.ReadFile(filepath.Join(inv.Dir, "env.out"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-				if k, _, ok := strings.Cut(line, "="); ok {
-					got = append(got, k)
-				}
-			}
-			want := slices.Concat(cadre, tt.keys)
-			for _, k := range []string{"PATH", "HOME", "LANG", "TERM"} {
-				if _, ok := os.LookupEnv(k); ok {
-					want = append(want, k)
-				}
-			}
-			slices.Sort(want)
-			slices.Sort(got)
-			if diff := cmp.Diff(want, got); diff != "" {
+			env := clitest.ReadEnv(t, filepath.Join(inv.Dir, "env.out"))
+			if diff := cmp.Diff(clitest.WantEnv(tt.keys...), clitest.Names(env)); diff != "" {
 				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -311,7 +256,7 @@ func TestRunReportsErrors(t *testing.T) {
 			}
 			var notes []string
 			r := newFake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Name: "ad"})
-			inv := invocation(t)
+			inv := clitest.Invocation(t)
 			inv.Progress = func(n string) { notes = append(notes, n) }
 			res, err := r.Run(t.Context(), inv)
 			if !strings.HasPrefix(res.Output, "Aider v0.86.1") || res.Model == "" {
@@ -339,14 +284,14 @@ func TestNewAndMissingCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.(*Runner).command; got != "aider" {
+	if got := r.(*Runner).Command; got != "aider" {
 		t.Errorf("default command %q, want aider", got)
 	}
 	if c := r.Capabilities(); !c.EditsFiles || !c.ReportsCost || !c.ModelChoice || !c.Streams {
 		t.Errorf("Capabilities = %+v", c)
 	}
 	r, _ = New(runner.Settings{Name: "ad", Command: "cadre-no-such-aider"})
-	_, err = r.Run(t.Context(), invocation(t))
+	_, err = r.Run(t.Context(), clitest.Invocation(t))
 	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.ad.command") || !strings.Contains(err.Error(), installHint) {
 		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.ad.command and the install hint", err)
 	}

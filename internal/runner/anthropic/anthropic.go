@@ -10,12 +10,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/runner/retry"
 )
@@ -67,41 +68,17 @@ func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, Deps{}) }
 
 // NewWith is New with explicit dependencies.
 func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
-	raw := s.URL
-	if raw == "" {
-		raw = DefaultURL
-	}
-	base, err := baseURL(s.Name, raw, DefaultURL)
+	base, err := httpapi.BaseURL(s.Name, s.URL, DefaultURL)
 	if err != nil {
 		return nil, err
 	}
-	r := &messages{name: s.Name, endpoint: base + "/v1/messages", model: s.Model, keyEnv: DefaultKeyEnv,
+	r := &messages{name: s.Name, endpoint: base + "/v1/messages", model: s.Model, keyEnv: httpapi.KeyEnv(s.Env, DefaultKeyEnv),
 		keyed: base == DefaultURL, d: d}
 	if r.model == "" {
 		r.model = DefaultModel
 	}
-	if len(s.Env) > 0 && s.Env[0] != "" {
-		r.keyEnv = s.Env[0]
-	}
-	if r.d.Client == nil {
-		r.d.Client = &http.Client{}
-	}
-	if r.d.Getenv == nil {
-		r.d.Getenv = os.Getenv
-	}
-	if r.d.Now == nil {
-		r.d.Now = time.Now
-	}
+	r.d.Client, r.d.Getenv, r.d.Now = httpapi.Defaults(r.d.Client, r.d.Getenv, r.d.Now)
 	return r, nil
-}
-
-// estimate adds the cost of u from the price table, marked estimated; a
-// model the table does not know keeps a cost of 0, unmarked.
-func (r *messages) estimate(model string, u event.Usage) event.Usage {
-	if cost, ok := r.d.Prices.Estimate(model, u); ok {
-		u.CostUSD, u.CostEstimated = cost, true
-	}
-	return u
 }
 
 // Name returns the configured instance name.
@@ -141,57 +118,36 @@ type response struct {
 // Run sends the prompt and returns the reply. An error the API answers
 // with is a *runner.Error of the matching kind.
 func (r *messages) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	if inv.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, inv.Timeout)
-		defer cancel()
-	}
-	model := inv.Model
-	if model == "" {
-		model = r.model
-	}
-	log, err := openLog(inv.LogPath)
+	model := cliutil.Model(inv, r.model)
+	log, err := cliutil.OpenLog(inv.LogPath)
 	if err != nil {
 		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
 	}
 	defer log.Close()
 	key := r.d.Getenv(r.keyEnv)
 	if key == "" && r.keyed {
-		fmt.Fprintf(log, "not sent: %s is not set\n", r.keyEnv)
-		return runner.Result{}, &runner.Error{Kind: runner.KindAuth, Runner: r.name,
-			Msg: fmt.Sprintf("%s is not set: export your Anthropic API key in it, or name another variable in runners.%s.env", r.keyEnv, r.name)}
+		return runner.Result{}, httpapi.MissingKey(log, r.name, r.keyEnv, "Anthropic")
 	}
 	h := http.Header{}
 	h.Set("anthropic-version", apiVersion)
 	if key != "" {
 		h.Set("x-api-key", key)
 	}
-	fmt.Fprintf(log, "POST %s model=%s prompt=%d bytes\n", r.endpoint, model, len(inv.Prompt))
-	if inv.Progress != nil {
-		inv.Progress(fmt.Sprintf("asking %s", model))
+	call := httpapi.Request{
+		Runner: r.name, Endpoint: r.endpoint, Header: h, Key: key, Model: model, Prompt: inv.Prompt,
+		Body:    request{Model: model, MaxTokens: maxTokens, Messages: []message{{Role: "user", Content: inv.Prompt}}},
+		Timeout: inv.Timeout, Progress: inv.Progress,
 	}
-	start := time.Now()
-	ans, err := post(ctx, r.d.Client, r.endpoint, h, request{Model: model, MaxTokens: maxTokens,
-		Messages: []message{{Role: "user", Content: inv.Prompt}}})
+	ans, err := httpapi.Send(ctx, r.d.Client, log, call)
 	if err != nil {
-		err = failed(ctx, r.name, inv.Timeout, err)
-		fmt.Fprintf(log, "failed: %s\n", brief(err.Error(), key))
 		return runner.Result{}, err
 	}
-	fmt.Fprintf(log, "HTTP %d in %s\n", ans.status, time.Since(start).Round(time.Millisecond))
-	if ans.status != http.StatusOK {
-		fmt.Fprintf(log, "%s\n", brief(string(ans.body), key))
+	if ans.Status != http.StatusOK {
 		return runner.Result{}, r.classify(ans, key)
 	}
 	var resp response
-	if err := json.Unmarshal(ans.body, &resp); err != nil || resp.Type != "message" {
-		what := "not a Messages API reply"
-		if err != nil {
-			what = "malformed JSON: " + err.Error()
-		}
-		fmt.Fprintf(log, "%s\n", brief(string(ans.body), key))
-		return runner.Result{}, &runner.Error{Kind: runner.KindBackend, Runner: r.name,
-			Msg: fmt.Sprintf("%s answered with %s; is runners.%s.url an Anthropic Messages API?", r.endpoint, what, r.name)}
+	if err := json.Unmarshal(ans.Body, &resp); err != nil || resp.Type != "message" {
+		return runner.Result{}, httpapi.Unreadable(log, call, ans, err, "not a Messages API reply", "an Anthropic Messages API")
 	}
 	var text strings.Builder
 	for _, c := range resp.Content {
@@ -203,12 +159,12 @@ func (r *messages) Run(ctx context.Context, inv runner.Invocation) (runner.Resul
 		model = resp.Model
 	}
 	u := resp.Usage
-	usage := r.estimate(model, event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+	usage := cliutil.Estimate(r.d.Prices, model, event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens})
 	fmt.Fprintf(log, "model=%s stop_reason=%s tokens in=%d out=%d cache_read=%d cache_write=%d\n",
 		model, resp.StopReason, u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
-	logText(log, text.String())
-	res := runner.Result{Output: capReply(text.String()), Usage: usage, Model: model}
+	httpapi.LogText(log, text.String())
+	res := runner.Result{Output: httpapi.CapReply(text.String()), Usage: usage, Model: model}
 	if resp.StopReason == "max_tokens" {
 		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.name,
 			Msg: fmt.Sprintf("the reply was cut off at max_tokens (%d) before it finished", maxTokens)}
@@ -231,46 +187,30 @@ type apiError struct {
 // classify maps an error answer to a *runner.Error. A spend limit or an
 // empty credit balance is a quota even when it comes as a 429 or a 400:
 // waiting a few seconds will not lift it.
-func (r *messages) classify(ans answer, key string) *runner.Error {
+func (r *messages) classify(ans httpapi.Answer, key string) *runner.Error {
 	var e apiError
-	json.Unmarshal(ans.body, &e)
+	json.Unmarshal(ans.Body, &e)
 	typ, msg := e.Error.Type, e.Error.Message
 	if msg == "" {
-		msg = string(ans.body)
+		msg = string(ans.Body)
 	}
-	detail := fmt.Sprintf("HTTP %d", ans.status)
-	if typ != "" {
-		detail += " " + typ
-	}
-	if m := brief(msg, key); m != "" {
-		detail += ": " + m
-	}
-	re := &runner.Error{Kind: runner.KindBackend, Runner: r.name, Msg: detail}
+	re := httpapi.Refusal(r.name, ans.Status, typ, msg, key)
 	lower := strings.ToLower(msg)
 	switch {
-	case ans.status == http.StatusPaymentRequired || typ == "billing_error" || typ == "payment_required" ||
+	case ans.Status == http.StatusPaymentRequired || typ == "billing_error" || typ == "payment_required" ||
 		strings.Contains(e.Error.Details.ErrorCode, "spend_limit") ||
-		containsAny(lower, "credit balance", "spend limit", "billing", "usage limit"):
+		cliutil.ContainsAny(lower, "credit balance", "spend limit", "billing", "usage limit"):
 		re.Kind = runner.KindQuota
-	case ans.status == http.StatusUnauthorized || ans.status == http.StatusForbidden ||
+	case ans.Status == http.StatusUnauthorized || ans.Status == http.StatusForbidden ||
 		typ == "authentication_error" || typ == "permission_error":
 		re.Kind = runner.KindAuth
 		re.Msg += fmt.Sprintf(" (check the key in %s)", r.keyEnv)
-	case ans.status == http.StatusTooManyRequests || ans.status == 529 ||
+	case ans.Status == http.StatusTooManyRequests || ans.Status == 529 ||
 		typ == "rate_limit_error" || typ == "overloaded_error":
 		re.Kind = runner.KindRateLimit
-		re.RetryAfter = retry.After(ans.header, r.d.Now())
-	case containsAny(lower, "prompt is too long", "context window"):
+		re.RetryAfter = retry.After(ans.Header, r.d.Now())
+	case cliutil.ContainsAny(lower, "prompt is too long", "context window"):
 		re.Kind = runner.KindTurnLimit
 	}
 	return re
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/anthropic"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi/apitest"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 )
@@ -26,40 +27,6 @@ const key = "sk-ant-test-0123456789"
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// captured is what the fake API received.
-type captured struct {
-	header http.Header
-	path   string
-	body   map[string]any
-}
-
-// serve starts a fake Messages API answering every request with status,
-// headers and body, and records the requests it got.
-func serve(t *testing.T, status int, headers map[string]string, body string) (*httptest.Server, *[]captured) {
-	t.Helper()
-	var got []captured
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := captured{header: r.Header.Clone(), path: r.Method + " " + r.URL.Path}
-		data, _ := io.ReadAll(r.Body)
-		if err := json.Unmarshal(data, &c.body); err != nil {
-			t.Errorf("request body is not JSON: %v: %q", err, data)
-		}
-		got = append(got, c)
-		for k, v := range headers {
-			w.Header().Set(k, v)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		io.WriteString(w, body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &got
-}
-
-func env(vars map[string]string) func(string) string {
-	return func(k string) string { return vars[k] }
-}
-
 // build makes a runner for srv with the API key in ANTHROPIC_API_KEY.
 func build(t *testing.T, s runner.Settings, d anthropic.Deps) runner.Runner {
 	t.Helper()
@@ -67,7 +34,7 @@ func build(t *testing.T, s runner.Settings, d anthropic.Deps) runner.Runner {
 		s.Name = "anthropic"
 	}
 	if d.Getenv == nil {
-		d.Getenv = env(map[string]string{anthropic.DefaultKeyEnv: key})
+		d.Getenv = apitest.Env(map[string]string{anthropic.DefaultKeyEnv: key})
 	}
 	d.Now = func() time.Time { return now }
 	r, err := anthropic.NewWith(s, d)
@@ -98,7 +65,7 @@ func messageJSON(text, stop string) string {
 }
 
 func TestRunSendsPromptAndReadsReply(t *testing.T) {
-	srv, got := serve(t, 200, nil, messageJSON(runnertest.OKReply, "end_turn"))
+	srv, got := apitest.Serve(t, 200, nil, messageJSON(runnertest.OKReply, "end_turn"))
 	// The project's price wins over the built-in one for the model that answered.
 	prices := price.New(map[string]config.Price{"claude-sonnet-4-5": {InputPerMTok: 3, OutputPerMTok: 15,
 		CacheReadPerMTok: 0.3, CacheWritePerMTok: 3.75}})
@@ -112,23 +79,23 @@ func TestRunSendsPromptAndReadsReply(t *testing.T) {
 		t.Fatalf("%d requests, want 1", len(*got))
 	}
 	req := (*got)[0]
-	if req.path != "POST /v1/messages" {
-		t.Errorf("request %s, want POST /v1/messages", req.path)
+	if req.Path != "POST /v1/messages" {
+		t.Errorf("request %s, want POST /v1/messages", req.Path)
 	}
 	for h, want := range map[string]string{"X-Api-Key": key, "Anthropic-Version": "2023-06-01", "Content-Type": "application/json"} {
-		if v := req.header.Get(h); v != want {
+		if v := req.Header.Get(h); v != want {
 			t.Errorf("header %s = %q, want %q", h, v, want)
 		}
 	}
-	if req.body["model"] != "claude-opus-4-1" {
-		t.Errorf("model %v, want the configured claude-opus-4-1", req.body["model"])
+	if req.Body["model"] != "claude-opus-4-1" {
+		t.Errorf("model %v, want the configured claude-opus-4-1", req.Body["model"])
 	}
-	if mt, _ := req.body["max_tokens"].(float64); mt <= 0 {
-		t.Errorf("max_tokens %v, want a positive bound (the API requires it)", req.body["max_tokens"])
+	if mt, _ := req.Body["max_tokens"].(float64); mt <= 0 {
+		t.Errorf("max_tokens %v, want a positive bound (the API requires it)", req.Body["max_tokens"])
 	}
-	msgs, _ := req.body["messages"].([]any)
+	msgs, _ := req.Body["messages"].([]any)
 	if len(msgs) != 1 {
-		t.Fatalf("messages %v, want one user message", req.body["messages"])
+		t.Fatalf("messages %v, want one user message", req.Body["messages"])
 	}
 	if m := msgs[0].(map[string]any); m["role"] != "user" || m["content"] != inv.Prompt {
 		t.Errorf("message %v, want role user with the prompt", m)
@@ -158,7 +125,7 @@ func TestRunSendsPromptAndReadsReply(t *testing.T) {
 }
 
 func TestRunUnpricedModel(t *testing.T) {
-	srv, _ := serve(t, 200, nil, strings.Replace(messageJSON("ok", "end_turn"), "claude-sonnet-4-5-20250929", "house-model-v2", 1))
+	srv, _ := apitest.Serve(t, 200, nil, strings.Replace(messageJSON("ok", "end_turn"), "claude-sonnet-4-5-20250929", "house-model-v2", 1))
 	res, err := build(t, runner.Settings{URL: srv.URL}, anthropic.Deps{}).Run(t.Context(), invocation(t))
 	if err != nil {
 		t.Fatal(err)
@@ -189,37 +156,29 @@ func TestRunModelAndKeyVariable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, got := serve(t, 200, nil, messageJSON("ok", "end_turn"))
+			srv, got := apitest.Serve(t, 200, nil, messageJSON("ok", "end_turn"))
 			s := tt.settings
 			s.URL = srv.URL
-			r := build(t, s, anthropic.Deps{Getenv: env(tt.vars)})
+			r := build(t, s, anthropic.Deps{Getenv: apitest.Env(tt.vars)})
 			inv := invocation(t)
 			inv.Model = tt.stepModel
 			if _, err := r.Run(t.Context(), inv); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
 			req := (*got)[0]
-			if req.body["model"] != tt.wantModel {
-				t.Errorf("model %v, want %s", req.body["model"], tt.wantModel)
+			if req.Body["model"] != tt.wantModel {
+				t.Errorf("model %v, want %s", req.Body["model"], tt.wantModel)
 			}
-			if k, ok := req.header["X-Api-Key"]; tt.wantKey == "" && ok || tt.wantKey != "" && (len(k) != 1 || k[0] != tt.wantKey) {
+			if k, ok := req.Header["X-Api-Key"]; tt.wantKey == "" && ok || tt.wantKey != "" && (len(k) != 1 || k[0] != tt.wantKey) {
 				t.Errorf("x-api-key %q, want %q", k, tt.wantKey)
 			}
 		})
 	}
 }
 
-// roundTrip fails the test if a request is sent at all.
-type noNetwork struct{ t *testing.T }
-
-func (n noNetwork) RoundTrip(r *http.Request) (*http.Response, error) {
-	n.t.Errorf("request sent to %s", r.URL)
-	return nil, errors.New("no network in tests")
-}
-
 func TestRunWithoutKeyForAnthropic(t *testing.T) {
 	r := build(t, runner.Settings{Name: "claude-api", Env: []string{"MY_KEY"}}, anthropic.Deps{
-		Client: &http.Client{Transport: noNetwork{t}}, Getenv: env(nil)})
+		Client: &http.Client{Transport: apitest.NoNetwork{T: t}}, Getenv: apitest.Env(nil)})
 	_, err := r.Run(t.Context(), invocation(t))
 	if runner.KindOf(err) != runner.KindAuth {
 		t.Fatalf("error %v, want an auth error", err)
@@ -276,7 +235,7 @@ func TestRunErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, _ := serve(t, tt.status, tt.headers, tt.body)
+			srv, _ := apitest.Serve(t, tt.status, tt.headers, tt.body)
 			inv := invocation(t)
 			_, err := build(t, runner.Settings{URL: srv.URL}, anthropic.Deps{}).Run(t.Context(), inv)
 			var re *runner.Error
@@ -297,7 +256,7 @@ func TestRunErrors(t *testing.T) {
 }
 
 func TestRunReplyCutAtMaxTokens(t *testing.T) {
-	srv, _ := serve(t, 200, nil, messageJSON("and then", "max_tokens"))
+	srv, _ := apitest.Serve(t, 200, nil, messageJSON("and then", "max_tokens"))
 	res, err := build(t, runner.Settings{URL: srv.URL}, anthropic.Deps{}).Run(t.Context(), invocation(t))
 	if runner.KindOf(err) != runner.KindTurnLimit {
 		t.Fatalf("error %v, want a turn-limit error", err)

@@ -13,28 +13,20 @@ package claude
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"os"
-	osexec "os/exec"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
 
 const (
 	defaultCommand = "claude"
 	installHint    = "npm install -g @anthropic-ai/claude-code"
-	// maxArgPrompt keeps the prompt well under Linux's 128 KiB limit on one
-	// argument; a longer prompt goes on stdin.
-	maxArgPrompt = 100 << 10
 )
 
 // defaultEnv is passed through when the settings list no variables: the
@@ -46,13 +38,7 @@ var defaultEnv = []string{
 
 // Runner runs one Claude Code process per step.
 type Runner struct {
-	name    string
-	command string
-	args    []string
-	pass    []string
-	url     string
-	model   string
-	lookup  func(string) (string, bool)
+	cliutil.Agent
 }
 
 // New builds a claude runner. Command defaults to "claude"; a relative path
@@ -61,25 +47,12 @@ type Runner struct {
 // ANTHROPIC_BASE_URL; Model is the default --model; Args are appended to the
 // CLI's own flags.
 func New(s runner.Settings) (runner.Runner, error) {
-	if err := checkURL(s.Name, s.URL); err != nil {
+	a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "https://host:port")
+	if err != nil {
 		return nil, err
 	}
-	cmd := strings.TrimSpace(s.Command)
-	if cmd == "" {
-		cmd = defaultCommand
-	}
-	if strings.Contains(cmd, "/") && !filepath.IsAbs(cmd) && s.BaseDir != "" {
-		cmd = filepath.Join(s.BaseDir, cmd)
-	}
-	pass := s.Env
-	if len(pass) == 0 {
-		pass = defaultEnv
-	}
-	return &Runner{name: s.Name, command: cmd, args: s.Args, pass: pass, url: s.URL, model: s.Model, lookup: os.LookupEnv}, nil
+	return &Runner{Agent: a}, nil
 }
-
-// Name returns the configured instance name.
-func (r *Runner) Name() string { return r.name }
 
 // Capabilities: Claude Code edits files, reports its cost, takes a model per
 // step and streams its events.
@@ -89,65 +62,43 @@ func (r *Runner) Capabilities() runner.Caps {
 
 // Run runs Claude Code on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := openLog(inv.LogPath)
+	log, err := cliutil.OpenLog(inv.LogPath)
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
+		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
 	}
 	defer log.Close()
 	args, stdin := r.argv(inv)
-	fmt.Fprintf(log, "$ %s\n", commandLine(r.command, args, inv.Prompt, stdin != nil))
 	p := &parser{progress: inv.Progress}
-	res, err := proc.Run(ctx, proc.Spec{
-		Path:    r.command,
-		Args:    args,
-		Dir:     inv.Dir,
-		Env:     r.env(inv),
-		Stdin:   stdin,
-		Log:     log,
-		Timeout: inv.Timeout,
-		OnLine:  p.line,
+	res, err := r.Exec(ctx, inv, log, "", proc.Spec{
+		Args:   args,
+		Env:    r.env(inv),
+		Stdin:  stdin,
+		OnLine: p.line,
 	})
 	out := p.result()
 	out.ExitCode, out.StderrTail = res.ExitCode, res.StderrTail
 	if out.Model == "" {
-		out.Model = r.modelFor(inv)
+		out.Model = r.ModelFor(inv)
 	}
-	if errors.Is(err, osexec.ErrNotFound) {
-		return out, fmt.Errorf("runner %s: %w: install it (%s) or fix runners.%s.command", r.name, err, installHint, r.name)
-	}
-	if err != nil {
-		return out, fmt.Errorf("runner %s: %w", r.name, err)
-	}
-	if e := p.failure(); e != nil {
-		e.Runner = r.name
-		return out, e
-	}
-	return out, nil
-}
-
-func (r *Runner) modelFor(inv runner.Invocation) string {
-	if inv.Model != "" {
-		return inv.Model
-	}
-	return r.model
+	return out, cliutil.Outcome(r.Instance, installHint, err, p.failure())
 }
 
 // argv builds the CLI's arguments and, for a long prompt, its stdin.
 func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose",
 		"--permission-mode", "acceptEdits", "--allowedTools", "Bash"}
-	if m := r.modelFor(inv); m != "" {
+	if m := r.ModelFor(inv); m != "" {
 		args = append(args, "--model", m)
 	}
 	if inv.Session != "" {
 		args = append(args, "--resume", inv.Session)
 	}
 	// The context and output files live outside the working tree.
-	for _, d := range outsideDirs(inv) {
+	for _, d := range cliutil.OutsideDirs(inv) {
 		args = append(args, "--add-dir", d)
 	}
-	args = append(args, r.args...)
-	if len(inv.Prompt) > maxArgPrompt {
+	args = append(args, r.Args...)
+	if len(inv.Prompt) > cliutil.MaxArgPrompt {
 		return args, strings.NewReader(inv.Prompt)
 	}
 	// "--" ends the options, so neither a variadic flag above nor a prompt
@@ -158,13 +109,13 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 // env is the agent's environment: minimal, the passed-through keys, the
 // CADRE_* variables of the exec runner, and the base URL when set.
 func (r *Runner) env(inv runner.Invocation) []string {
-	set := cadreVars(inv)
-	if r.url != "" {
-		set["ANTHROPIC_BASE_URL"] = r.url
+	set := cliutil.Vars(inv)
+	if r.URL != "" {
+		set["ANTHROPIC_BASE_URL"] = r.URL
 		// No telemetry or update checks against a custom endpoint.
 		set["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
 	}
-	return proc.MinimalEnv(r.lookup, r.pass, set)
+	return r.Env(set)
 }
 
 // parser reads the stream-json events as they arrive.
@@ -222,11 +173,8 @@ type modelUsage struct {
 
 // line handles one line of output; only stdout carries events.
 func (p *parser) line(stream, line string) {
-	if stream != "stdout" || !strings.HasPrefix(strings.TrimSpace(line), "{") {
-		return
-	}
-	var ev streamEvent
-	if json.Unmarshal([]byte(line), &ev) != nil {
+	ev, ok := cliutil.StdoutJSON[streamEvent](stream, line)
+	if !ok {
 		return
 	}
 	if ev.SessionID != "" {
@@ -265,7 +213,7 @@ func (p *parser) assistant(ev streamEvent) {
 		case "text":
 			if strings.TrimSpace(b.Text) != "" {
 				p.lastText = b.Text
-				p.note("says: " + firstLine(b.Text))
+				p.note("says: " + cliutil.FirstLine(b.Text))
 			}
 		case "tool_use":
 			p.note(toolNote(b))
@@ -283,11 +231,7 @@ func toolNote(b block) string {
 	return b.Name
 }
 
-func (p *parser) note(s string) {
-	if p.progress != nil {
-		p.progress(short(s, noteMax))
-	}
-}
+func (p *parser) note(s string) { cliutil.Note(p.progress, s) }
 
 // result is what the stream said: reply, usage, cost, session, model.
 func (p *parser) result() runner.Result {
@@ -339,7 +283,7 @@ func (p *parser) failure() *runner.Error {
 		if msg == "" {
 			msg = fmt.Sprintf("stopped after %d turns", f.NumTurns)
 		}
-		return &runner.Error{Kind: runner.KindTurnLimit, Msg: short(msg, msgMax)}
+		return &runner.Error{Kind: runner.KindTurnLimit, Msg: cliutil.Short(msg, cliutil.MsgMax)}
 	}
 	if !f.IsError && !strings.HasPrefix(f.Subtype, "error") {
 		return nil
@@ -355,7 +299,7 @@ func (p *parser) failure() *runner.Error {
 	if code == "" {
 		code = p.lastError
 	}
-	return &runner.Error{Kind: classify(rawInt(f.APIErrorStatus), code, msg), Msg: short(msg, msgMax)}
+	return &runner.Error{Kind: classify(rawInt(f.APIErrorStatus), code, msg), Msg: cliutil.Short(msg, cliutil.MsgMax)}
 }
 
 // classify maps what Claude Code reports to an error kind: the API's HTTP
@@ -366,27 +310,18 @@ func classify(status int, code, msg string) runner.Kind {
 	m := strings.ToLower(msg)
 	switch {
 	case status == 401 || status == 403 || code == "authentication_failed" ||
-		containsAny(m, "invalid api key", "/login", "authentication_error", "failed to authenticate", "oauth token", "invalid x-api-key"):
+		cliutil.ContainsAny(m, "invalid api key", "/login", "authentication_error", "failed to authenticate", "oauth token", "invalid x-api-key"):
 		return runner.KindAuth
 	case status == 402 || code == "billing_error" ||
-		containsAny(m, "credit balance", "usage limit", "session limit", "weekly limit", "hit your limit", "spend limit", "spending limit", "billing"):
+		cliutil.ContainsAny(m, "credit balance", "usage limit", "session limit", "weekly limit", "hit your limit", "spend limit", "spending limit", "billing"):
 		return runner.KindQuota
 	case status == 429 || status == 529 || code == "rate_limit" ||
-		containsAny(m, "rate limit", "rate_limit", "overloaded", "api error: 429", "api error: 529"):
+		cliutil.ContainsAny(m, "rate limit", "rate_limit", "overloaded", "api error: 429", "api error: 529"):
 		return runner.KindRateLimit
-	case containsAny(m, "prompt is too long", "context window", "context length"):
+	case cliutil.ContainsAny(m, "prompt is too long", "context window", "context length"):
 		return runner.KindTurnLimit
 	}
 	return runner.KindBackend
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }
 
 // rawString reads a JSON string, or "" for anything else.
@@ -412,116 +347,4 @@ func parens(s string) string {
 		return ""
 	}
 	return " (" + s + ")"
-}
-
-// firstLine is the first non-blank line of s, to name a message briefly.
-func firstLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if strings.TrimSpace(l) != "" {
-			return l
-		}
-	}
-	return ""
-}
-
-// Lengths of a progress note and of an error message, in characters.
-const (
-	noteMax = 120
-	msgMax  = 400
-)
-
-// short makes one line of at most n characters.
-func short(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
-// outsideDirs lists the directories of the context and output files that are
-// not inside the working tree, so the agent may read and write them.
-func outsideDirs(inv runner.Invocation) []string {
-	var dirs []string
-	for _, f := range []string{inv.ContextPath, inv.OutputPath} {
-		if f == "" {
-			continue
-		}
-		d := filepath.Dir(f)
-		if inside(d, inv.Dir) || slices.Contains(dirs, d) {
-			continue
-		}
-		dirs = append(dirs, d)
-	}
-	return dirs
-}
-
-func inside(path, dir string) bool {
-	if dir == "" {
-		return false
-	}
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// cadreVars are the variables of SPEC §9's exec runner, set for CLI agents
-// too so their shell tools can find the step's files.
-func cadreVars(inv runner.Invocation) map[string]string {
-	return map[string]string{
-		"CADRE_CONTEXT":  inv.ContextPath,
-		"CADRE_OUTPUT":   inv.OutputPath,
-		"CADRE_ROLE":     inv.Role,
-		"CADRE_ITEM":     inv.Item,
-		"CADRE_STEP":     inv.Step,
-		"CADRE_ATTEMPT":  strconv.Itoa(inv.Attempt),
-		"CADRE_WORKTREE": inv.Dir,
-	}
-}
-
-// commandLine renders the command for the log, with the prompt elided: it
-// can be long, and the log is for reading what the agent did.
-func commandLine(cmd string, args []string, prompt string, onStdin bool) string {
-	parts := []string{cmd}
-	for i, a := range args {
-		if !onStdin && i == len(args)-1 && a == prompt {
-			parts = append(parts, fmt.Sprintf("<prompt, %d bytes>", len(prompt)))
-			continue
-		}
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
-			a = strconv.Quote(a)
-		}
-		parts = append(parts, a)
-	}
-	line := strings.Join(parts, " ")
-	if onStdin {
-		line += fmt.Sprintf(" < <prompt, %d bytes>", len(prompt))
-	}
-	return line
-}
-
-// checkURL rejects a base URL the CLI could not use.
-func checkURL(name, raw string) error {
-	if raw == "" {
-		return nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("runners.%s.url %q is not an http(s) URL: set it like https://host:port", name, raw)
-	}
-	return nil
-}
-
-// openLog opens the step's transcript for appending (a re-ask adds to it).
-func openLog(path string) (*os.File, error) {
-	if path == "" {
-		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("create log dir: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open step log: %w", err)
-	}
-	return f, nil
 }

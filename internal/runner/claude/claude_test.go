@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/google/go-cmp/cmp"
 )
@@ -24,21 +25,9 @@ import (
 // would hand it over.
 func feed(t *testing.T, name string) (*parser, []string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var notes []string
 	p := &parser{progress: func(n string) { notes = append(notes, n) }}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		p.line("stdout", sc.Text())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	clitest.Feed(t, filepath.Join("testdata", name), p.line)
 	return p, notes
 }
 
@@ -229,22 +218,12 @@ var fakes = map[runnertest.Behavior]string{
 		`printf '{"type":"result","subtype":"success","is_error":false,"result":"%s"}\n' "$id"` + "\n",
 }
 
-// writeFake writes an executable /bin/sh script and returns its path.
-func writeFake(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "claude")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 	t.Helper()
 	if s.Name == "" {
 		s.Name = "claude"
 	}
-	s.Command = writeFake(t, body)
+	s.Command = clitest.Script(t, "claude", body)
 	r, err := New(s)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -265,32 +244,13 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// invocation is a step whose context and output files are outside its
-// working tree, as in worktree mode.
-func invocation(t *testing.T) runner.Invocation {
-	t.Helper()
-	root := t.TempDir()
-	dir := filepath.Join(root, "tree")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return runner.Invocation{
-		Role: "coder", Item: "07-sample", Step: "07-sample/code/coder#1", Attempt: 1,
-		Prompt:      "Do the work.\n",
-		Dir:         dir,
-		ContextPath: filepath.Join(root, "run", "contexts", "s.json"),
-		OutputPath:  filepath.Join(root, "run", "outputs", "s.md"),
-		LogPath:     filepath.Join(root, "run", "logs", "s.log"),
-	}
-}
-
 func TestArgv(t *testing.T) {
 	base := []string{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--allowedTools", "Bash"}
 	inv := runner.Invocation{
 		Prompt: "Fix it.", Dir: "/w/tree",
 		ContextPath: "/w/run/contexts/s.json", OutputPath: "/w/run/outputs/s.md",
 	}
-	long := strings.Repeat("x", maxArgPrompt+1)
+	long := strings.Repeat("x", cliutil.MaxArgPrompt+1)
 	tests := []struct {
 		name      string
 		s         runner.Settings
@@ -366,7 +326,6 @@ func TestEnv(t *testing.T) {
 	t.Setenv("ANTHROPIC_BASE_URL", "http://parent.invalid")
 	t.Setenv("CADRE_TEST_MINE", "mine")
 	t.Setenv(runnertest.SecretEnv, "hunter2")
-	cadre := []string{"CADRE_ATTEMPT", "CADRE_CONTEXT", "CADRE_ITEM", "CADRE_OUTPUT", "CADRE_ROLE", "CADRE_STEP", "CADRE_WORKTREE"}
 	tests := []struct {
 		name string
 		s    runner.Settings
@@ -394,25 +353,14 @@ func TestEnv(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// The shell's own environment as the CLI received it.
-			r := newFake(t, "tr '\\0' '\\n' < /proc/$$/environ > env.out\n", tt.s)
-			inv := invocation(t)
+			r := newFake(t, clitest.DumpEnv, tt.s)
+			inv := clitest.Invocation(t)
 			if _, err := r.Run(t.Context(), inv); err != nil {
 				t.Fatal(err)
 			}
-			env := readEnv(t, filepath.Join(inv.Dir, "env.out"))
-			want := append(slices.Clone(cadre), tt.keys...)
-			for _, k := range []string{"PATH", "HOME", "LANG", "TERM"} {
-				if _, ok := os.LookupEnv(k); ok {
-					want = append(want, k)
-				}
-			}
-			slices.Sort(want)
-			got := make([]string, 0, len(env))
-			for k := range env {
-				got = append(got, k)
-			}
-			slices.Sort(got)
-			if diff := cmp.Diff(want, got); diff != "" {
+			env := clitest.ReadEnv(t, filepath.Join(inv.Dir, "env.out"))
+			want := clitest.WantEnv(tt.keys...)
+			if diff := cmp.Diff(want, clitest.Names(env)); diff != "" {
 				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
 			}
 			for k, v := range tt.vals {
@@ -425,21 +373,6 @@ func TestEnv(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readEnv(t *testing.T, path string) map[string]string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			env[k] = v
-		}
-	}
-	return env
 }
 
 // TestRunReportsErrors runs a fake CLI that replays a recorded failure and
@@ -464,7 +397,7 @@ func TestRunReportsErrors(t *testing.T) {
 			}
 			var notes []string
 			r := newFake(t, fmt.Sprintf("cat %q\nexit %d\n", abs, tt.exit), runner.Settings{Name: "cc"})
-			inv := invocation(t)
+			inv := clitest.Invocation(t)
 			inv.Progress = func(n string) { notes = append(notes, n) }
 			res, err := r.Run(t.Context(), inv)
 			if res.ExitCode != tt.exit || res.SessionID == "" {
@@ -499,18 +432,18 @@ func TestNewAndMissingCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.(*Runner).command; got != "claude" {
+	if got := r.(*Runner).Command; got != "claude" {
 		t.Errorf("default command %q, want claude", got)
 	}
 	if c := r.Capabilities(); !c.EditsFiles || !c.ReportsCost || !c.ModelChoice || !c.Streams {
 		t.Errorf("Capabilities = %+v", c)
 	}
 	r, err = New(runner.Settings{Name: "cc", Command: "bin/claude", BaseDir: "/repo"})
-	if err != nil || r.(*Runner).command != "/repo/bin/claude" {
-		t.Errorf("relative command resolved to %q (%v), want /repo/bin/claude", r.(*Runner).command, err)
+	if err != nil || r.(*Runner).Command != "/repo/bin/claude" {
+		t.Errorf("relative command resolved to %q (%v), want /repo/bin/claude", r.(*Runner).Command, err)
 	}
 	r, _ = New(runner.Settings{Name: "cc", Command: "cadre-no-such-claude"})
-	_, err = r.Run(t.Context(), invocation(t))
+	_, err = r.Run(t.Context(), clitest.Invocation(t))
 	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.cc.command") || !strings.Contains(err.Error(), installHint) {
 		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.cc.command and the install hint", err)
 	}

@@ -1,13 +1,11 @@
 package codex
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"slices"
@@ -19,6 +17,8 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/google/go-cmp/cmp"
@@ -28,21 +28,9 @@ import (
 // would hand it over.
 func feed(t *testing.T, name string) (*parser, []string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var notes []string
 	p := &parser{progress: func(n string) { notes = append(notes, n) }}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		p.line("stdout", sc.Text())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	clitest.Feed(t, filepath.Join("testdata", name), p.line)
 	return p, notes
 }
 
@@ -125,25 +113,6 @@ func TestParseTranscripts(t *testing.T) {
 	}
 }
 
-func TestRetryAfter(t *testing.T) {
-	tests := []struct {
-		msg  string
-		want time.Duration
-	}{
-		{"Please try again in 3.29s. Visit", 3290 * time.Millisecond},
-		{"please try again in 20ms", 20 * time.Millisecond},
-		{"Retry after 2 minutes", 2 * time.Minute},
-		{"try again in 4 days 10 hours", 0},
-		{"try again at 3:28 PM", 0},
-		{"", 0},
-	}
-	for _, tt := range tests {
-		if got := retryAfter(tt.msg); got != tt.want {
-			t.Errorf("retryAfter(%q) = %s, want %s", tt.msg, got, tt.want)
-		}
-	}
-}
-
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		msg  string
@@ -199,22 +168,12 @@ var fakes = map[runnertest.Behavior]string{
 		`printf '{"type":"item.completed","item":{"type":"agent_message","text":"%s"}}\n' "$id"` + "\n",
 }
 
-// writeFake writes an executable /bin/sh script and returns its path.
-func writeFake(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "codex")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func newFake(t *testing.T, body string, s runner.Settings, prices *price.Table) runner.Runner {
 	t.Helper()
 	if s.Name == "" {
 		s.Name = "codex"
 	}
-	s.Command = writeFake(t, body)
+	s.Command = clitest.Script(t, "codex", body)
 	r, err := WithPrices(prices)(s)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -235,25 +194,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// invocation is a step whose context and output files are outside its
-// working tree, as in worktree mode.
-func invocation(t *testing.T) runner.Invocation {
-	t.Helper()
-	root := t.TempDir()
-	dir := filepath.Join(root, "tree")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return runner.Invocation{
-		Role: "coder", Item: "07-sample", Step: "07-sample/code/coder#1", Attempt: 1,
-		Prompt:      "Do the work.\n",
-		Dir:         dir,
-		ContextPath: filepath.Join(root, "run", "contexts", "s.json"),
-		OutputPath:  filepath.Join(root, "run", "outputs", "s.md"),
-		LogPath:     filepath.Join(root, "run", "logs", "s.log"),
-	}
-}
-
 func TestArgv(t *testing.T) {
 	base := []string{"exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write"}
 	dirs := []string{"--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs"}
@@ -261,7 +201,7 @@ func TestArgv(t *testing.T) {
 		Prompt: "Fix it.", Dir: "/w/tree",
 		ContextPath: "/w/run/contexts/s.json", OutputPath: "/w/run/outputs/s.md",
 	}
-	long := strings.Repeat("x", maxArgPrompt+1)
+	long := strings.Repeat("x", cliutil.MaxArgPrompt+1)
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
 	tests := []struct {
 		name      string
@@ -342,7 +282,6 @@ func TestEnv(t *testing.T) {
 	t.Setenv("CODEX_HOME", "/codex-home")
 	t.Setenv("CADRE_TEST_MINE", "mine")
 	t.Setenv(runnertest.SecretEnv, "hunter2")
-	cadre := []string{"CADRE_ATTEMPT", "CADRE_CONTEXT", "CADRE_ITEM", "CADRE_OUTPUT", "CADRE_ROLE", "CADRE_STEP", "CADRE_WORKTREE"}
 	tests := []struct {
 		name string
 		s    runner.Settings
@@ -353,44 +292,18 @@ func TestEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newFake(t, "tr '\\0' '\\n' < /proc/$$/environ > env.out\n", tt.s, nil)
-			inv := invocation(t)
+			r := newFake(t, clitest.DumpEnv, tt.s, nil)
+			inv := clitest.Invocation(t)
 			if _, err := r.Run(t.Context(), inv); err != nil {
 				t.Fatal(err)
 			}
-			env := readEnv(t, filepath.Join(inv.Dir, "env.out"))
-			want := slices.Concat(cadre, tt.keys)
-			for _, k := range []string{"PATH", "HOME", "LANG", "TERM"} {
-				if _, ok := os.LookupEnv(k); ok {
-					want = append(want, k)
-				}
-			}
-			slices.Sort(want)
-			got := make([]string, 0, len(env))
-			for k := range env {
-				got = append(got, k)
-			}
-			slices.Sort(got)
-			if diff := cmp.Diff(want, got); diff != "" {
+			env := clitest.ReadEnv(t, filepath.Join(inv.Dir, "env.out"))
+			want := clitest.WantEnv(tt.keys...)
+			if diff := cmp.Diff(want, clitest.Names(env)); diff != "" {
 				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
-}
-
-func readEnv(t *testing.T, path string) map[string]string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			env[k] = v
-		}
-	}
-	return env
 }
 
 // TestRunEstimatesCost replays the recorded success and checks the cost is
@@ -417,7 +330,7 @@ func TestRunEstimatesCost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newFake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Model: tt.model}, tt.prices)
-			res, err := r.Run(t.Context(), invocation(t))
+			res, err := r.Run(t.Context(), clitest.Invocation(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -454,7 +367,7 @@ func TestRunReportsErrors(t *testing.T) {
 			}
 			var notes []string
 			r := newFake(t, fmt.Sprintf("cat %q\nexit 1\n", abs), runner.Settings{Name: "cx"}, nil)
-			inv := invocation(t)
+			inv := clitest.Invocation(t)
 			inv.Progress = func(n string) { notes = append(notes, n) }
 			res, err := r.Run(t.Context(), inv)
 			var re *runner.Error
@@ -476,14 +389,14 @@ func TestNewAndMissingCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.(*Runner).command; got != "codex" {
+	if got := r.(*Runner).Command; got != "codex" {
 		t.Errorf("default command %q, want codex", got)
 	}
 	if c := r.Capabilities(); !c.EditsFiles || c.ReportsCost || !c.ModelChoice || !c.Streams {
 		t.Errorf("Capabilities = %+v", c)
 	}
 	r, _ = New(runner.Settings{Name: "cx", Command: "cadre-no-such-codex"})
-	_, err = r.Run(t.Context(), invocation(t))
+	_, err = r.Run(t.Context(), clitest.Invocation(t))
 	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.cx.command") || !strings.Contains(err.Error(), installHint) {
 		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.cx.command and the install hint", err)
 	}

@@ -5,16 +5,14 @@ package exec
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	osexec "os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
 
 // Runner runs one configured command per step.
@@ -34,11 +32,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if strings.TrimSpace(s.Command) == "" {
 		return nil, fmt.Errorf("runners.%s.command is empty: set the program to run", s.Name)
 	}
-	cmd := s.Command
-	if strings.Contains(cmd, "/") && !filepath.IsAbs(cmd) && s.BaseDir != "" {
-		cmd = filepath.Join(s.BaseDir, cmd)
-	}
-	return &Runner{name: s.Name, command: cmd, args: s.Args, pass: s.Env, lookup: os.LookupEnv}, nil
+	return &Runner{name: s.Name, command: cliutil.Resolve(s.Command, s.BaseDir), args: s.Args, pass: s.Env, lookup: os.LookupEnv}, nil
 }
 
 // Name returns the configured instance name.
@@ -49,23 +43,18 @@ func (r *Runner) Capabilities() runner.Caps { return runner.Caps{EditsFiles: tru
 
 // Run starts the command in inv.Dir with the prompt on stdin.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := openLog(inv.LogPath)
+	log, err := cliutil.OpenLog(inv.LogPath)
 	if err != nil {
 		return runner.Result{}, err
 	}
 	defer log.Close()
 	fmt.Fprintf(log, "$ %s %s\n", r.command, strings.Join(r.args, " "))
-	env := proc.MinimalEnv(r.lookup, r.pass, map[string]string{
-		"CADRE_CONTEXT":  inv.ContextPath,
-		"CADRE_OUTPUT":   inv.OutputPath,
-		"CADRE_ROLE":     inv.Role,
-		"CADRE_ITEM":     inv.Item,
-		"CADRE_STEP":     inv.Step,
-		"CADRE_ATTEMPT":  strconv.Itoa(inv.Attempt),
-		"CADRE_REASK":    strconv.FormatBool(inv.Reask),
-		"CADRE_WORKTREE": inv.Dir,
-		"CADRE_MODEL":    inv.Model,
-	})
+	// A plain command cannot be told the re-ask or the model in a flag, so
+	// the exec runner also gives them as variables.
+	vars := cliutil.Vars(inv)
+	vars["CADRE_REASK"] = strconv.FormatBool(inv.Reask)
+	vars["CADRE_MODEL"] = inv.Model
+	env := proc.MinimalEnv(r.lookup, r.pass, vars)
 	res, err := proc.Run(ctx, proc.Spec{
 		Path:    r.command,
 		Args:    r.args,
@@ -76,26 +65,5 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		Timeout: inv.Timeout,
 	})
 	out := runner.Result{ExitCode: res.ExitCode, Output: string(res.Stdout), StderrTail: res.StderrTail}
-	if errors.Is(err, osexec.ErrNotFound) {
-		return out, fmt.Errorf("runner %s: %w: install it or fix runners.%s.command", r.name, err, r.name)
-	}
-	if err != nil {
-		return out, fmt.Errorf("runner %s: %w", r.name, err)
-	}
-	return out, nil
-}
-
-// openLog opens the step's transcript for appending (a re-ask adds to it).
-func openLog(path string) (*os.File, error) {
-	if path == "" {
-		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("create log dir: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open step log: %w", err)
-	}
-	return f, nil
+	return out, cliutil.Outcome(r.name, "", err, nil)
 }

@@ -16,32 +16,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"os"
-	osexec "os/exec"
-	"path/filepath"
-	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 )
 
 const (
 	defaultCommand = "gemini"
 	installHint    = "npm install -g @google/gemini-cli"
-	// maxArgPrompt keeps the prompt well under Linux's 128 KiB limit on one
-	// argument; a longer prompt goes on stdin.
-	maxArgPrompt = 100 << 10
 	// maxStderr bounds the stderr kept to find an error document in.
 	maxStderr = 256 << 10
 	// Exit codes the Gemini CLI documents for fatal errors.
@@ -59,14 +49,8 @@ var defaultEnv = []string{
 
 // Runner runs one Gemini CLI process per step.
 type Runner struct {
-	name    string
-	command string
-	args    []string
-	pass    []string
-	url     string
-	model   string
-	prices  *price.Table
-	lookup  func(string) (string, bool)
+	cliutil.Agent
+	prices *price.Table
 }
 
 // New builds a gemini runner that estimates cost from the built-in prices.
@@ -80,26 +64,13 @@ func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New
 // the built-in prices overlaid with the project's.
 func WithPrices(t *price.Table) runner.Factory {
 	return func(s runner.Settings) (runner.Runner, error) {
-		if err := checkURL(s.Name, s.URL); err != nil {
+		a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "https://host:port")
+		if err != nil {
 			return nil, err
 		}
-		cmd := strings.TrimSpace(s.Command)
-		if cmd == "" {
-			cmd = defaultCommand
-		}
-		if strings.Contains(cmd, "/") && !filepath.IsAbs(cmd) && s.BaseDir != "" {
-			cmd = filepath.Join(s.BaseDir, cmd)
-		}
-		pass := s.Env
-		if len(pass) == 0 {
-			pass = defaultEnv
-		}
-		return &Runner{name: s.Name, command: cmd, args: s.Args, pass: pass, url: s.URL, model: s.Model, prices: t, lookup: os.LookupEnv}, nil
+		return &Runner{Agent: a, prices: t}, nil
 	}
 }
-
-// Name returns the configured instance name.
-func (r *Runner) Name() string { return r.name }
 
 // Capabilities: the Gemini CLI edits files and takes a model per step; its
 // JSON output comes at the end (no streaming) and its cost is estimated.
@@ -109,22 +80,17 @@ func (r *Runner) Capabilities() runner.Caps {
 
 // Run runs the Gemini CLI on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := openLog(inv.LogPath)
+	log, err := cliutil.OpenLog(inv.LogPath)
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
+		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
 	}
 	defer log.Close()
 	args, stdin := r.argv(inv)
-	fmt.Fprintf(log, "$ %s\n", commandLine(r.command, args, inv.Prompt, stdin != nil))
 	var stderr bytes.Buffer
-	res, err := proc.Run(ctx, proc.Spec{
-		Path:    r.command,
-		Args:    args,
-		Dir:     inv.Dir,
-		Env:     r.env(inv),
-		Stdin:   stdin,
-		Log:     log,
-		Timeout: inv.Timeout,
+	res, err := r.Exec(ctx, inv, log, "--prompt=", proc.Spec{
+		Args:  args,
+		Env:   r.env(inv),
+		Stdin: stdin,
 		OnLine: func(stream, line string) {
 			if stream == "stderr" && stderr.Len() < maxStderr {
 				stderr.WriteString(line)
@@ -141,20 +107,10 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		Model:      got.mainModel(),
 	}
 	if out.Model == "" {
-		out.Model = r.modelFor(inv)
+		out.Model = r.ModelFor(inv)
 	}
 	out.Usage = r.usage(got.models)
-	if errors.Is(err, osexec.ErrNotFound) {
-		return out, fmt.Errorf("runner %s: %w: install it (%s) or fix runners.%s.command", r.name, err, installHint, r.name)
-	}
-	if err != nil {
-		return out, fmt.Errorf("runner %s: %w", r.name, err)
-	}
-	if got.failure != nil {
-		got.failure.Runner = r.name
-		return out, got.failure
-	}
-	return out, nil
+	return out, cliutil.Outcome(r.Instance, installHint, err, got.failure)
 }
 
 // usage sums the models' tokens and prices each model at its own rate: the
@@ -162,19 +118,9 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 func (r *Runner) usage(models map[string]event.Usage) event.Usage {
 	var total event.Usage
 	for name, u := range models {
-		if cost, ok := r.prices.Estimate(name, u); ok {
-			u.CostUSD, u.CostEstimated = cost, true
-		}
-		total = total.Add(u)
+		total = total.Add(cliutil.Estimate(r.prices, name, u))
 	}
 	return total
-}
-
-func (r *Runner) modelFor(inv runner.Invocation) string {
-	if inv.Model != "" {
-		return inv.Model
-	}
-	return r.model
 }
 
 // argv builds the CLI's arguments and, for a long prompt, its stdin (the
@@ -183,49 +129,38 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	args := []string{"--output-format", "json"}
 	// The CLI turns a repeated option into a list it rejects, so an approval
 	// mode chosen in the settings' args replaces cadre's.
-	if !hasFlag(r.args, "--approval-mode", "--yolo", "-y") {
+	if !cliutil.HasFlag(r.Args, "--approval-mode", "--yolo", "-y") {
 		args = append(args, "--approval-mode", "yolo")
 	}
-	if m := r.modelFor(inv); m != "" {
+	if m := r.ModelFor(inv); m != "" {
 		args = append(args, "--model", m)
 	}
 	if inv.Session != "" {
 		args = append(args, "--resume", inv.Session)
 	}
 	// The context and output files live outside the working tree.
-	for _, d := range outsideDirs(inv) {
+	for _, d := range cliutil.OutsideDirs(inv) {
 		args = append(args, "--include-directories="+d)
 	}
-	args = append(args, r.args...)
-	if len(inv.Prompt) > maxArgPrompt {
+	args = append(args, r.Args...)
+	if len(inv.Prompt) > cliutil.MaxArgPrompt {
 		return args, strings.NewReader(inv.Prompt)
 	}
 	// The "=" form keeps a prompt starting with "-" from reading as a flag.
 	return append(args, "--prompt="+inv.Prompt), nil
 }
 
-// hasFlag reports whether args hold one of the flags, alone or as --flag=value.
-func hasFlag(args []string, flags ...string) bool {
-	for _, a := range args {
-		name, _, _ := strings.Cut(a, "=")
-		if slices.Contains(flags, name) {
-			return true
-		}
-	}
-	return false
-}
-
 // env is the agent's environment: minimal, the passed-through keys, the
 // CADRE_* variables, and the base URL when set.
 func (r *Runner) env(inv runner.Invocation) []string {
-	set := cadreVars(inv)
+	set := cliutil.Vars(inv)
 	// The item's working tree is where cadre was told to let the agent
 	// work; an untrusted folder would turn off the approval mode.
 	set["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
-	if r.url != "" {
-		set["GOOGLE_GEMINI_BASE_URL"] = r.url
+	if r.URL != "" {
+		set["GOOGLE_GEMINI_BASE_URL"] = r.URL
 	}
-	return proc.MinimalEnv(r.lookup, r.pass, set)
+	return r.Env(set)
 }
 
 // parsed is what one run's output said.
@@ -319,7 +254,7 @@ func parse(stdout, stderr []byte, exitCode int) parsed {
 		if code == 0 {
 			code = exitCode
 		}
-		p.failure = &runner.Error{Kind: classify(e.Type, code, e.Message), Msg: short(e.Message, msgMax), RetryAfter: retryAfter(e.Message)}
+		p.failure = &runner.Error{Kind: classify(e.Type, code, e.Message), Msg: cliutil.Short(e.Message, cliutil.MsgMax), RetryAfter: cliutil.RetryAfter(e.Message)}
 	case exitCode == exitAuth:
 		p.failure = &runner.Error{Kind: runner.KindAuth, Msg: fmt.Sprintf("exit code %d (authentication)", exitCode)}
 	case exitCode == exitTurnLimit:
@@ -357,148 +292,17 @@ func classify(typ string, code int, msg string) runner.Kind {
 	m := strings.ToLower(msg)
 	switch {
 	case typ == "FatalAuthenticationError" || code == exitAuth || code == 401 ||
-		containsAny(m, "api key not valid", "api_key_invalid", "invalid api key", "unauthenticated", "gemini_api_key", "auth method"):
+		cliutil.ContainsAny(m, "api key not valid", "api_key_invalid", "invalid api key", "unauthenticated", "gemini_api_key", "auth method"):
 		return runner.KindAuth
 	case typ == "FatalTurnLimitedError" || code == exitTurnLimit:
 		return runner.KindTurnLimit
-	case containsAny(m, "per day", "perday", "daily", "billing account", "spending cap"):
+	case cliutil.ContainsAny(m, "per day", "perday", "daily", "billing account", "spending cap"):
 		return runner.KindQuota
 	case code == 429 || code == 503 ||
-		containsAny(m, "429", "resource_exhausted", "resource has been exhausted", "rate limit", "quota exceeded", "exceeded your current quota", "overloaded"):
+		cliutil.ContainsAny(m, "429", "resource_exhausted", "resource has been exhausted", "rate limit", "quota exceeded", "exceeded your current quota", "overloaded"):
 		return runner.KindRateLimit
-	case containsAny(m, "max session turns", "context window", "exceeds the maximum number of tokens", "token count exceeds"):
+	case cliutil.ContainsAny(m, "max session turns", "context window", "exceeds the maximum number of tokens", "token count exceeds"):
 		return runner.KindTurnLimit
 	}
 	return runner.KindBackend
-}
-
-// retryPattern finds the wait a provider asks for, in a unit.
-var retryPattern = regexp.MustCompile(`(?i)(?:try again in|retry in|retry after)\s+([0-9]+(?:\.[0-9]+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b`)
-
-// retryAfter reads "Please retry in 21.4s" and the like; 0 when there is
-// none.
-func retryAfter(msg string) time.Duration {
-	m := retryPattern.FindStringSubmatch(msg)
-	if m == nil {
-		return 0
-	}
-	n, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		return 0
-	}
-	unit := time.Second
-	switch u := strings.ToLower(m[2]); {
-	case strings.HasPrefix(u, "ms") || strings.HasPrefix(u, "milli"):
-		unit = time.Millisecond
-	case strings.HasPrefix(u, "m"):
-		unit = time.Minute
-	}
-	return time.Duration(n * float64(unit))
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// msgMax is the length of an error message, in characters.
-const msgMax = 400
-
-// short makes one line of at most n characters.
-func short(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
-// outsideDirs lists the directories of the context and output files that are
-// not inside the working tree.
-func outsideDirs(inv runner.Invocation) []string {
-	var dirs []string
-	for _, f := range []string{inv.ContextPath, inv.OutputPath} {
-		if f == "" {
-			continue
-		}
-		d := filepath.Dir(f)
-		if inside(d, inv.Dir) || slices.Contains(dirs, d) {
-			continue
-		}
-		dirs = append(dirs, d)
-	}
-	return dirs
-}
-
-func inside(path, dir string) bool {
-	if dir == "" {
-		return false
-	}
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// cadreVars are the variables of SPEC §9's exec runner, set for CLI agents
-// too so their shell tools can find the step's files.
-func cadreVars(inv runner.Invocation) map[string]string {
-	return map[string]string{
-		"CADRE_CONTEXT":  inv.ContextPath,
-		"CADRE_OUTPUT":   inv.OutputPath,
-		"CADRE_ROLE":     inv.Role,
-		"CADRE_ITEM":     inv.Item,
-		"CADRE_STEP":     inv.Step,
-		"CADRE_ATTEMPT":  strconv.Itoa(inv.Attempt),
-		"CADRE_WORKTREE": inv.Dir,
-	}
-}
-
-// commandLine renders the command for the log, with the prompt elided.
-func commandLine(cmd string, args []string, prompt string, onStdin bool) string {
-	parts := []string{cmd}
-	for i, a := range args {
-		if !onStdin && i == len(args)-1 && a == "--prompt="+prompt {
-			parts = append(parts, fmt.Sprintf("--prompt=<prompt, %d bytes>", len(prompt)))
-			continue
-		}
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
-			a = strconv.Quote(a)
-		}
-		parts = append(parts, a)
-	}
-	line := strings.Join(parts, " ")
-	if onStdin {
-		line += fmt.Sprintf(" < <prompt, %d bytes>", len(prompt))
-	}
-	return line
-}
-
-// checkURL rejects a base URL the CLI could not use.
-func checkURL(name, raw string) error {
-	if raw == "" {
-		return nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("runners.%s.url %q is not an http(s) URL: set it like https://host:port", name, raw)
-	}
-	return nil
-}
-
-// openLog opens the step's transcript for appending (a re-ask adds to it).
-func openLog(path string) (*os.File, error) {
-	if path == "" {
-		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("create log dir: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open step log: %w", err)
-	}
-	return f, nil
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/google/go-cmp/cmp"
@@ -172,22 +174,12 @@ var fakes = map[runnertest.Behavior]string{
 		`printf '{\n  "response": "%s"\n}\n' "$id"` + "\n",
 }
 
-// writeFake writes an executable /bin/sh script and returns its path.
-func writeFake(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "gemini")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func newFake(t *testing.T, body string, s runner.Settings, prices *price.Table) runner.Runner {
 	t.Helper()
 	if s.Name == "" {
 		s.Name = "gemini"
 	}
-	s.Command = writeFake(t, body)
+	s.Command = clitest.Script(t, "gemini", body)
 	r, err := WithPrices(prices)(s)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -208,25 +200,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// invocation is a step whose context and output files are outside its
-// working tree, as in worktree mode.
-func invocation(t *testing.T) runner.Invocation {
-	t.Helper()
-	root := t.TempDir()
-	dir := filepath.Join(root, "tree")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return runner.Invocation{
-		Role: "coder", Item: "07-sample", Step: "07-sample/code/coder#1", Attempt: 1,
-		Prompt:      "Do the work.\n",
-		Dir:         dir,
-		ContextPath: filepath.Join(root, "run", "contexts", "s.json"),
-		OutputPath:  filepath.Join(root, "run", "outputs", "s.md"),
-		LogPath:     filepath.Join(root, "run", "logs", "s.log"),
-	}
-}
-
 func TestArgv(t *testing.T) {
 	base := []string{"--output-format", "json", "--approval-mode", "yolo"}
 	dirs := []string{"--include-directories=/w/run/contexts", "--include-directories=/w/run/outputs"}
@@ -234,7 +207,7 @@ func TestArgv(t *testing.T) {
 		Prompt: "Fix it.", Dir: "/w/tree",
 		ContextPath: "/w/run/contexts/s.json", OutputPath: "/w/run/outputs/s.md",
 	}
-	long := strings.Repeat("x", maxArgPrompt+1)
+	long := strings.Repeat("x", cliutil.MaxArgPrompt+1)
 	tests := []struct {
 		name      string
 		s         runner.Settings
@@ -306,7 +279,6 @@ func TestEnv(t *testing.T) {
 	t.Setenv("GEMINI_API_KEY", "key-from-parent")
 	t.Setenv("CADRE_TEST_MINE", "mine")
 	t.Setenv(runnertest.SecretEnv, "hunter2")
-	cadre := []string{"CADRE_ATTEMPT", "CADRE_CONTEXT", "CADRE_ITEM", "CADRE_OUTPUT", "CADRE_ROLE", "CADRE_STEP", "CADRE_WORKTREE", "GEMINI_CLI_TRUST_WORKSPACE"}
 	tests := []struct {
 		name string
 		s    runner.Settings
@@ -320,25 +292,14 @@ func TestEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newFake(t, "tr '\\0' '\\n' < /proc/$$/environ > env.out\n", tt.s, nil)
-			inv := invocation(t)
+			r := newFake(t, clitest.DumpEnv, tt.s, nil)
+			inv := clitest.Invocation(t)
 			if _, err := r.Run(t.Context(), inv); err != nil {
 				t.Fatal(err)
 			}
-			env := readEnv(t, filepath.Join(inv.Dir, "env.out"))
-			want := slices.Concat(cadre, tt.keys)
-			for _, k := range []string{"PATH", "HOME", "LANG", "TERM"} {
-				if _, ok := os.LookupEnv(k); ok {
-					want = append(want, k)
-				}
-			}
-			slices.Sort(want)
-			got := make([]string, 0, len(env))
-			for k := range env {
-				got = append(got, k)
-			}
-			slices.Sort(got)
-			if diff := cmp.Diff(want, got); diff != "" {
+			env := clitest.ReadEnv(t, filepath.Join(inv.Dir, "env.out"))
+			want := clitest.WantEnv(append(tt.keys, "GEMINI_CLI_TRUST_WORKSPACE")...)
+			if diff := cmp.Diff(want, clitest.Names(env)); diff != "" {
 				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
 			}
 			for k, v := range tt.vals {
@@ -348,21 +309,6 @@ func TestEnv(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readEnv(t *testing.T, path string) map[string]string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			env[k] = v
-		}
-	}
-	return env
 }
 
 // TestRunEstimatesCost replays the recorded success: each model is priced at
@@ -388,7 +334,7 @@ func TestRunEstimatesCost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newFake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{}, tt.prices)
-			res, err := r.Run(t.Context(), invocation(t))
+			res, err := r.Run(t.Context(), clitest.Invocation(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -426,7 +372,7 @@ func TestRunReportsErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := newFake(t, fmt.Sprintf("cat %q >&2\nexit %d\n", abs, tt.exit), runner.Settings{Name: "gm", Model: "gemini-2.5-pro"}, nil)
-			res, err := r.Run(t.Context(), invocation(t))
+			res, err := r.Run(t.Context(), clitest.Invocation(t))
 			var re *runner.Error
 			if !errors.As(err, &re) || re.Kind != tt.kind || re.Runner != "gm" {
 				t.Fatalf("err = %v, want a *runner.Error of kind %s from runner gm", err, tt.kind)
@@ -446,14 +392,14 @@ func TestNewAndMissingCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.(*Runner).command; got != "gemini" {
+	if got := r.(*Runner).Command; got != "gemini" {
 		t.Errorf("default command %q, want gemini", got)
 	}
 	if c := r.Capabilities(); !c.EditsFiles || c.ReportsCost || !c.ModelChoice || c.Streams {
 		t.Errorf("Capabilities = %+v", c)
 	}
 	r, _ = New(runner.Settings{Name: "gm", Command: "cadre-no-such-gemini"})
-	_, err = r.Run(t.Context(), invocation(t))
+	_, err = r.Run(t.Context(), clitest.Invocation(t))
 	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.gm.command") || !strings.Contains(err.Error(), installHint) {
 		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.gm.command and the install hint", err)
 	}

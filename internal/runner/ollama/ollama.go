@@ -11,12 +11,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi"
 	"github.com/cadre-dev/cadre/internal/runner/retry"
 )
 
@@ -54,27 +55,12 @@ func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, Deps{}) }
 
 // NewWith is New with explicit dependencies.
 func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
-	raw := s.URL
-	if raw == "" {
-		raw = DefaultURL
-	}
-	base, err := baseURL(s.Name, raw, DefaultURL)
+	base, err := httpapi.BaseURL(s.Name, s.URL, DefaultURL)
 	if err != nil {
 		return nil, err
 	}
-	r := &chat{name: s.Name, endpoint: base + "/api/chat", model: s.Model, d: d}
-	if len(s.Env) > 0 {
-		r.keyEnv = s.Env[0]
-	}
-	if r.d.Client == nil {
-		r.d.Client = &http.Client{}
-	}
-	if r.d.Getenv == nil {
-		r.d.Getenv = os.Getenv
-	}
-	if r.d.Now == nil {
-		r.d.Now = time.Now
-	}
+	r := &chat{name: s.Name, endpoint: base + "/api/chat", model: s.Model, keyEnv: httpapi.KeyEnv(s.Env, ""), d: d}
+	r.d.Client, r.d.Getenv, r.d.Now = httpapi.Defaults(r.d.Client, r.d.Getenv, r.d.Now)
 	return r, nil
 }
 
@@ -110,19 +96,11 @@ type response struct {
 // Run sends the prompt and returns the reply. An error the server answers
 // with is a *runner.Error of the matching kind.
 func (r *chat) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	model := inv.Model
-	if model == "" {
-		model = r.model
-	}
+	model := cliutil.Model(inv, r.model)
 	if model == "" {
 		return runner.Result{}, fmt.Errorf("runner %s: no model: set runners.%s.model to a model you pulled (ollama list), or the role's model", r.name, r.name)
 	}
-	if inv.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, inv.Timeout)
-		defer cancel()
-	}
-	log, err := openLog(inv.LogPath)
+	log, err := cliutil.OpenLog(inv.LogPath)
 	if err != nil {
 		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
 	}
@@ -134,38 +112,27 @@ func (r *chat) Run(ctx context.Context, inv runner.Invocation) (runner.Result, e
 			h.Set("Authorization", "Bearer "+key)
 		}
 	}
-	fmt.Fprintf(log, "POST %s model=%s prompt=%d bytes\n", r.endpoint, model, len(inv.Prompt))
-	if inv.Progress != nil {
-		inv.Progress(fmt.Sprintf("asking %s", model))
+	call := httpapi.Request{
+		Runner: r.name, Endpoint: r.endpoint, Header: h, Key: key, Model: model, Prompt: inv.Prompt,
+		Body:    request{Model: model, Stream: false, Messages: []message{{Role: "user", Content: inv.Prompt}}},
+		Timeout: inv.Timeout, Progress: inv.Progress,
+		Hint: fmt.Sprintf("(is `ollama serve` running at %s? set runners.%s.url if it listens elsewhere)",
+			strings.TrimSuffix(r.endpoint, "/api/chat"), r.name),
 	}
-	start := time.Now()
-	ans, err := post(ctx, r.d.Client, r.endpoint, h, request{Model: model, Stream: false,
-		Messages: []message{{Role: "user", Content: inv.Prompt}}})
+	ans, err := httpapi.Send(ctx, r.d.Client, log, call)
 	if err != nil {
-		err = failed(ctx, r.name, inv.Timeout, err)
-		if ctx.Err() == nil {
-			err = fmt.Errorf("%w (is `ollama serve` running at %s? set runners.%s.url if it listens elsewhere)", err, strings.TrimSuffix(r.endpoint, "/api/chat"), r.name)
-		}
-		fmt.Fprintf(log, "failed: %s\n", brief(err.Error(), key))
 		return runner.Result{}, err
 	}
-	fmt.Fprintf(log, "HTTP %d in %s\n", ans.status, time.Since(start).Round(time.Millisecond))
-	if ans.status != http.StatusOK {
-		fmt.Fprintf(log, "%s\n", brief(string(ans.body), key))
+	if ans.Status != http.StatusOK {
 		return runner.Result{}, r.classify(ans, model, key)
 	}
 	var resp response
-	if err := json.Unmarshal(ans.body, &resp); err != nil || resp.Message == nil {
+	if err := json.Unmarshal(ans.Body, &resp); err != nil || resp.Message == nil {
 		what := "no message, not an Ollama chat reply"
-		switch {
-		case err != nil:
-			what = "malformed JSON: " + err.Error()
-		case resp.Error != "":
-			what = "an error: " + brief(resp.Error, key)
+		if resp.Error != "" {
+			what = "an error: " + httpapi.Brief(resp.Error, key)
 		}
-		fmt.Fprintf(log, "%s\n", brief(string(ans.body), key))
-		return runner.Result{}, &runner.Error{Kind: runner.KindBackend, Runner: r.name,
-			Msg: fmt.Sprintf("%s answered with %s; is runners.%s.url an Ollama server?", r.endpoint, what, r.name)}
+		return runner.Result{}, httpapi.Unreadable(log, call, ans, err, what, "an Ollama server")
 	}
 	if resp.Model != "" {
 		model = resp.Model
@@ -173,8 +140,8 @@ func (r *chat) Run(ctx context.Context, inv runner.Invocation) (runner.Result, e
 	text := resp.Message.Content
 	usage := event.Usage{InputTokens: resp.PromptEvalCount, OutputTokens: resp.EvalCount}
 	fmt.Fprintf(log, "model=%s done_reason=%s tokens prompt_eval=%d eval=%d\n", model, resp.DoneReason, resp.PromptEvalCount, resp.EvalCount)
-	logText(log, text)
-	res := runner.Result{Output: capReply(text), Usage: usage, Model: model}
+	httpapi.LogText(log, text)
+	res := runner.Result{Output: httpapi.CapReply(text), Usage: usage, Model: model}
 	if resp.DoneReason == "length" {
 		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.name,
 			Msg: "the reply was cut off at the model's output limit (num_predict) before it finished"}
@@ -183,33 +150,29 @@ func (r *chat) Run(ctx context.Context, inv runner.Invocation) (runner.Result, e
 }
 
 // classify maps an error answer ({"error": "..."}) to a *runner.Error.
-func (r *chat) classify(ans answer, model, key string) *runner.Error {
+func (r *chat) classify(ans httpapi.Answer, model, key string) *runner.Error {
 	var e struct {
 		Error string `json:"error"`
 	}
-	json.Unmarshal(ans.body, &e)
+	json.Unmarshal(ans.Body, &e)
 	msg := e.Error
 	if msg == "" {
-		msg = string(ans.body)
+		msg = string(ans.Body)
 	}
-	detail := fmt.Sprintf("HTTP %d", ans.status)
-	if m := brief(msg, key); m != "" {
-		detail += ": " + m
-	}
-	re := &runner.Error{Kind: runner.KindBackend, Runner: r.name, Msg: detail}
+	re := httpapi.Refusal(r.name, ans.Status, "", msg, key)
 	lower := strings.ToLower(msg)
 	switch {
-	case ans.status == http.StatusUnauthorized || ans.status == http.StatusForbidden:
+	case ans.Status == http.StatusUnauthorized || ans.Status == http.StatusForbidden:
 		re.Kind = runner.KindAuth
 		if r.keyEnv != "" {
 			re.Msg += fmt.Sprintf(" (check the key in %s)", r.keyEnv)
 		} else {
 			re.Msg += fmt.Sprintf(" (name the variable holding a key in runners.%s.env)", r.name)
 		}
-	case ans.status == http.StatusTooManyRequests || ans.status == http.StatusServiceUnavailable:
+	case ans.Status == http.StatusTooManyRequests || ans.Status == http.StatusServiceUnavailable:
 		re.Kind = runner.KindRateLimit
-		re.RetryAfter = retry.After(ans.header, r.d.Now())
-	case ans.status == http.StatusNotFound && strings.Contains(lower, "not found"):
+		re.RetryAfter = retry.After(ans.Header, r.d.Now())
+	case ans.Status == http.StatusNotFound && strings.Contains(lower, "not found"):
 		re.Msg += fmt.Sprintf(" (pull it with: ollama pull %s)", model)
 	}
 	return re

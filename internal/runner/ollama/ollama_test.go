@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,39 +16,20 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi/apitest"
 	"github.com/cadre-dev/cadre/internal/runner/ollama"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 )
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-type captured struct {
-	header http.Header
-	path   string
-	body   map[string]any
-}
-
 // serve starts a fake Ollama server answering every request with status,
 // headers and body, and records the requests it got.
-func serve(t *testing.T, status int, headers map[string]string, body string) (*httptest.Server, *[]captured) {
+func serve(t *testing.T, status int, headers map[string]string, body string) (*httptest.Server, *[]apitest.Request) {
 	t.Helper()
-	var got []captured
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := captured{header: r.Header.Clone(), path: r.Method + " " + r.URL.Path}
-		data, _ := io.ReadAll(r.Body)
-		if err := json.Unmarshal(data, &c.body); err != nil {
-			t.Errorf("request body is not JSON: %v: %q", err, data)
-		}
-		got = append(got, c)
-		for k, v := range headers {
-			w.Header().Set(k, v)
-		}
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.WriteHeader(status)
-		io.WriteString(w, body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &got
+	h := map[string]string{"Content-Type": "application/json; charset=utf-8"}
+	maps.Copy(h, headers)
+	return apitest.Serve(t, status, h, body)
 }
 
 func build(t *testing.T, s runner.Settings, d ollama.Deps) runner.Runner {
@@ -89,18 +71,18 @@ func TestRunSendsPromptAndReadsReply(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	req := (*got)[0]
-	if req.path != "POST /api/chat" {
-		t.Errorf("request %s, want POST /api/chat", req.path)
+	if req.Path != "POST /api/chat" {
+		t.Errorf("request %s, want POST /api/chat", req.Path)
 	}
-	if req.body["model"] != "qwen2.5-coder" || req.body["stream"] != false {
-		t.Errorf("model %v stream %v, want qwen2.5-coder and stream false", req.body["model"], req.body["stream"])
+	if req.Body["model"] != "qwen2.5-coder" || req.Body["stream"] != false {
+		t.Errorf("model %v stream %v, want qwen2.5-coder and stream false", req.Body["model"], req.Body["stream"])
 	}
-	if a := req.header.Get("Authorization"); a != "" {
+	if a := req.Header.Get("Authorization"); a != "" {
 		t.Errorf("Authorization %q sent to a server with no key configured", a)
 	}
-	msgs, _ := req.body["messages"].([]any)
+	msgs, _ := req.Body["messages"].([]any)
 	if len(msgs) != 1 {
-		t.Fatalf("messages %v, want one user message", req.body["messages"])
+		t.Fatalf("messages %v, want one user message", req.Body["messages"])
 	}
 	if m := msgs[0].(map[string]any); m["role"] != "user" || m["content"] != inv.Prompt {
 		t.Errorf("message %v, want role user with the prompt", m)
@@ -147,8 +129,8 @@ func TestRunModelAndKey(t *testing.T) {
 				t.Fatalf("Run: %v", err)
 			}
 			req := (*got)[0]
-			if req.body["model"] != tt.wantModel || req.header.Get("Authorization") != tt.wantAuth {
-				t.Errorf("model %v auth %q, want %s %q", req.body["model"], req.header.Get("Authorization"), tt.wantModel, tt.wantAuth)
+			if req.Body["model"] != tt.wantModel || req.Header.Get("Authorization") != tt.wantAuth {
+				t.Errorf("model %v auth %q, want %s %q", req.Body["model"], req.Header.Get("Authorization"), tt.wantModel, tt.wantAuth)
 			}
 		})
 	}

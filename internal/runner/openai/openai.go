@@ -11,13 +11,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/runner/retry"
 )
@@ -64,11 +65,7 @@ func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, Deps{}) }
 
 // NewWith is New with explicit dependencies.
 func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
-	raw := s.URL
-	if raw == "" {
-		raw = DefaultURL
-	}
-	base, err := baseURL(s.Name, raw, DefaultURL)
+	base, err := httpapi.BaseURL(s.Name, s.URL, DefaultURL)
 	if err != nil {
 		return nil, err
 	}
@@ -76,33 +73,13 @@ func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
 	if strings.HasSuffix(base, "/v1") {
 		endpoint = base + "/chat/completions"
 	}
-	r := &completions{name: s.Name, endpoint: endpoint, model: s.Model, keyEnv: DefaultKeyEnv,
+	r := &completions{name: s.Name, endpoint: endpoint, model: s.Model, keyEnv: httpapi.KeyEnv(s.Env, DefaultKeyEnv),
 		keyed: base == DefaultURL || base == DefaultURL+"/v1", d: d}
 	if r.model == "" {
 		r.model = DefaultModel
 	}
-	if len(s.Env) > 0 && s.Env[0] != "" {
-		r.keyEnv = s.Env[0]
-	}
-	if r.d.Client == nil {
-		r.d.Client = &http.Client{}
-	}
-	if r.d.Getenv == nil {
-		r.d.Getenv = os.Getenv
-	}
-	if r.d.Now == nil {
-		r.d.Now = time.Now
-	}
+	r.d.Client, r.d.Getenv, r.d.Now = httpapi.Defaults(r.d.Client, r.d.Getenv, r.d.Now)
 	return r, nil
-}
-
-// estimate adds the cost of u from the price table, marked estimated; a
-// model the table does not know keeps a cost of 0, unmarked.
-func (r *completions) estimate(model string, u event.Usage) event.Usage {
-	if cost, ok := r.d.Prices.Estimate(model, u); ok {
-		u.CostUSD, u.CostEstimated = cost, true
-	}
-	return u
 }
 
 // Name returns the configured instance name.
@@ -143,56 +120,35 @@ type response struct {
 // Run sends the prompt and returns the reply. An error the server answers
 // with is a *runner.Error of the matching kind.
 func (r *completions) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	if inv.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, inv.Timeout)
-		defer cancel()
-	}
-	model := inv.Model
-	if model == "" {
-		model = r.model
-	}
-	log, err := openLog(inv.LogPath)
+	model := cliutil.Model(inv, r.model)
+	log, err := cliutil.OpenLog(inv.LogPath)
 	if err != nil {
 		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
 	}
 	defer log.Close()
 	key := r.d.Getenv(r.keyEnv)
 	if key == "" && r.keyed {
-		fmt.Fprintf(log, "not sent: %s is not set\n", r.keyEnv)
-		return runner.Result{}, &runner.Error{Kind: runner.KindAuth, Runner: r.name,
-			Msg: fmt.Sprintf("%s is not set: export your OpenAI API key in it, or name another variable in runners.%s.env", r.keyEnv, r.name)}
+		return runner.Result{}, httpapi.MissingKey(log, r.name, r.keyEnv, "OpenAI")
 	}
 	h := http.Header{}
 	if key != "" {
 		h.Set("Authorization", "Bearer "+key)
 	}
-	fmt.Fprintf(log, "POST %s model=%s prompt=%d bytes\n", r.endpoint, model, len(inv.Prompt))
-	if inv.Progress != nil {
-		inv.Progress(fmt.Sprintf("asking %s", model))
+	call := httpapi.Request{
+		Runner: r.name, Endpoint: r.endpoint, Header: h, Key: key, Model: model, Prompt: inv.Prompt,
+		Body:    request{Model: model, Messages: []message{{Role: "user", Content: inv.Prompt}}},
+		Timeout: inv.Timeout, Progress: inv.Progress,
 	}
-	start := time.Now()
-	ans, err := post(ctx, r.d.Client, r.endpoint, h, request{Model: model,
-		Messages: []message{{Role: "user", Content: inv.Prompt}}})
+	ans, err := httpapi.Send(ctx, r.d.Client, log, call)
 	if err != nil {
-		err = failed(ctx, r.name, inv.Timeout, err)
-		fmt.Fprintf(log, "failed: %s\n", brief(err.Error(), key))
 		return runner.Result{}, err
 	}
-	fmt.Fprintf(log, "HTTP %d in %s\n", ans.status, time.Since(start).Round(time.Millisecond))
-	if ans.status != http.StatusOK {
-		fmt.Fprintf(log, "%s\n", brief(string(ans.body), key))
+	if ans.Status != http.StatusOK {
 		return runner.Result{}, r.classify(ans, key)
 	}
 	var resp response
-	if err := json.Unmarshal(ans.body, &resp); err != nil || len(resp.Choices) == 0 {
-		what := "no choices, not a Chat Completions reply"
-		if err != nil {
-			what = "malformed JSON: " + err.Error()
-		}
-		fmt.Fprintf(log, "%s\n", brief(string(ans.body), key))
-		return runner.Result{}, &runner.Error{Kind: runner.KindBackend, Runner: r.name,
-			Msg: fmt.Sprintf("%s answered with %s; is runners.%s.url an OpenAI-compatible server?", r.endpoint, what, r.name)}
+	if err := json.Unmarshal(ans.Body, &resp); err != nil || len(resp.Choices) == 0 {
+		return runner.Result{}, httpapi.Unreadable(log, call, ans, err, "no choices, not a Chat Completions reply", "an OpenAI-compatible server")
 	}
 	choice := resp.Choices[0]
 	var text string
@@ -209,12 +165,12 @@ func (r *completions) Run(ctx context.Context, inv runner.Invocation) (runner.Re
 	// them apart, so a price table charges each token once.
 	u := resp.Usage
 	cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens)
-	usage := r.estimate(model, event.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens,
+	usage := cliutil.Estimate(r.d.Prices, model, event.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens,
 		CacheReadTokens: cached})
 	fmt.Fprintf(log, "model=%s finish_reason=%s tokens prompt=%d (cached %d) completion=%d\n",
 		model, choice.FinishReason, u.PromptTokens, cached, u.CompletionTokens)
-	logText(log, text)
-	res := runner.Result{Output: capReply(text), Usage: usage, Model: model}
+	httpapi.LogText(log, text)
+	res := runner.Result{Output: httpapi.CapReply(text), Usage: usage, Model: model}
 	if choice.FinishReason == "length" {
 		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.name,
 			Msg: "the reply was cut off at the model's output limit before it finished"}
@@ -236,44 +192,37 @@ type errorObject struct {
 
 // classify maps an error answer to a *runner.Error. insufficient_quota
 // comes as a 429 like a rate limit, but waiting will not lift it.
-func (r *completions) classify(ans answer, key string) *runner.Error {
+func (r *completions) classify(ans httpapi.Answer, key string) *runner.Error {
 	var e apiError
 	var obj errorObject
-	if json.Unmarshal(ans.body, &e) == nil && len(e.Error) > 0 {
+	if json.Unmarshal(ans.Body, &e) == nil && len(e.Error) > 0 {
 		if json.Unmarshal(e.Error, &obj) != nil {
 			json.Unmarshal(e.Error, &obj.Message)
 		}
 	}
 	msg := obj.Message
 	if msg == "" {
-		msg = string(ans.body)
+		msg = string(ans.Body)
 	}
 	code := ""
 	if c, ok := obj.Code.(string); ok {
 		code = c
 	}
-	detail := fmt.Sprintf("HTTP %d", ans.status)
-	if kind := firstNonEmpty(code, obj.Type); kind != "" {
-		detail += " " + kind
-	}
-	if m := brief(msg, key); m != "" {
-		detail += ": " + m
-	}
-	re := &runner.Error{Kind: runner.KindBackend, Runner: r.name, Msg: detail}
+	re := httpapi.Refusal(r.name, ans.Status, firstNonEmpty(code, obj.Type), msg, key)
 	lower := strings.ToLower(msg)
 	switch {
-	case ans.status == http.StatusPaymentRequired || code == "insufficient_quota" || obj.Type == "insufficient_quota" ||
-		code == "billing_hard_limit_reached" || containsAny(lower, "exceeded your current quota", "billing", "credit"):
+	case ans.Status == http.StatusPaymentRequired || code == "insufficient_quota" || obj.Type == "insufficient_quota" ||
+		code == "billing_hard_limit_reached" || cliutil.ContainsAny(lower, "exceeded your current quota", "billing", "credit"):
 		re.Kind = runner.KindQuota
-	case ans.status == http.StatusUnauthorized || ans.status == http.StatusForbidden || code == "invalid_api_key":
+	case ans.Status == http.StatusUnauthorized || ans.Status == http.StatusForbidden || code == "invalid_api_key":
 		re.Kind = runner.KindAuth
 		re.Msg += fmt.Sprintf(" (check the key in %s)", r.keyEnv)
-	case ans.status == http.StatusTooManyRequests || code == "rate_limit_exceeded" ||
-		(ans.status == http.StatusServiceUnavailable && strings.Contains(lower, "overloaded")):
+	case ans.Status == http.StatusTooManyRequests || code == "rate_limit_exceeded" ||
+		(ans.Status == http.StatusServiceUnavailable && strings.Contains(lower, "overloaded")):
 		re.Kind = runner.KindRateLimit
-		re.RetryAfter = retry.After(ans.header, r.d.Now())
+		re.RetryAfter = retry.After(ans.Header, r.d.Now())
 		if re.RetryAfter == 0 {
-			re.RetryAfter = resetAfter(ans.header)
+			re.RetryAfter = resetAfter(ans.Header)
 		}
 	case code == "context_length_exceeded" || strings.Contains(lower, "maximum context length"):
 		re.Kind = runner.KindTurnLimit
@@ -320,13 +269,4 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi/apitest"
 	"github.com/cadre-dev/cadre/internal/runner/openai"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
@@ -26,47 +27,13 @@ const key = "sk-proj-test-0123456789"
 
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// captured is what the fake server received.
-type captured struct {
-	header http.Header
-	path   string
-	body   map[string]any
-}
-
-// serve starts a fake Chat Completions server answering every request with
-// status, headers and body, and records the requests it got.
-func serve(t *testing.T, status int, headers map[string]string, body string) (*httptest.Server, *[]captured) {
-	t.Helper()
-	var got []captured
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := captured{header: r.Header.Clone(), path: r.Method + " " + r.URL.Path}
-		data, _ := io.ReadAll(r.Body)
-		if err := json.Unmarshal(data, &c.body); err != nil {
-			t.Errorf("request body is not JSON: %v: %q", err, data)
-		}
-		got = append(got, c)
-		for k, v := range headers {
-			w.Header().Set(k, v)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		io.WriteString(w, body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &got
-}
-
-func env(vars map[string]string) func(string) string {
-	return func(k string) string { return vars[k] }
-}
-
 func build(t *testing.T, s runner.Settings, d openai.Deps) runner.Runner {
 	t.Helper()
 	if s.Name == "" {
 		s.Name = "openai"
 	}
 	if d.Getenv == nil {
-		d.Getenv = env(map[string]string{openai.DefaultKeyEnv: key})
+		d.Getenv = apitest.Env(map[string]string{openai.DefaultKeyEnv: key})
 	}
 	d.Now = func() time.Time { return now }
 	r, err := openai.NewWith(s, d)
@@ -94,7 +61,7 @@ func completionJSON(text, finish string) string {
 }
 
 func TestRunSendsPromptAndReadsReply(t *testing.T) {
-	srv, got := serve(t, 200, nil, completionJSON(runnertest.OKReply, "stop"))
+	srv, got := apitest.Serve(t, 200, nil, completionJSON(runnertest.OKReply, "stop"))
 	prices := price.New(map[string]config.Price{"gpt-4.1": {InputPerMTok: 2, OutputPerMTok: 8, CacheReadPerMTok: 0.5}})
 	r := build(t, runner.Settings{URL: srv.URL, Model: "gpt-4.1-mini"}, openai.Deps{Prices: prices})
 	inv := invocation(t)
@@ -103,18 +70,18 @@ func TestRunSendsPromptAndReadsReply(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	req := (*got)[0]
-	if req.path != "POST /v1/chat/completions" {
-		t.Errorf("request %s, want POST /v1/chat/completions", req.path)
+	if req.Path != "POST /v1/chat/completions" {
+		t.Errorf("request %s, want POST /v1/chat/completions", req.Path)
 	}
-	if a := req.header.Get("Authorization"); a != "Bearer "+key {
+	if a := req.Header.Get("Authorization"); a != "Bearer "+key {
 		t.Errorf("Authorization %q, want the bearer key", a)
 	}
-	if req.body["model"] != "gpt-4.1-mini" {
-		t.Errorf("model %v, want gpt-4.1-mini", req.body["model"])
+	if req.Body["model"] != "gpt-4.1-mini" {
+		t.Errorf("model %v, want gpt-4.1-mini", req.Body["model"])
 	}
-	msgs, _ := req.body["messages"].([]any)
+	msgs, _ := req.Body["messages"].([]any)
 	if len(msgs) != 1 {
-		t.Fatalf("messages %v, want one user message", req.body["messages"])
+		t.Fatalf("messages %v, want one user message", req.Body["messages"])
 	}
 	if m := msgs[0].(map[string]any); m["role"] != "user" || m["content"] != inv.Prompt {
 		t.Errorf("message %v, want role user with the prompt", m)
@@ -170,32 +137,25 @@ func TestRunEndpointModelAndKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, got := serve(t, 200, nil, completionJSON("ok", "stop"))
+			srv, got := apitest.Serve(t, 200, nil, completionJSON("ok", "stop"))
 			s := tt.settings
 			s.URL = srv.URL + tt.suffix
 			inv := invocation(t)
 			inv.Model = tt.stepModel
-			if _, err := build(t, s, openai.Deps{Getenv: env(tt.vars)}).Run(t.Context(), inv); err != nil {
+			if _, err := build(t, s, openai.Deps{Getenv: apitest.Env(tt.vars)}).Run(t.Context(), inv); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
 			req := (*got)[0]
-			if req.path != tt.wantPath || req.body["model"] != tt.wantModel || req.header.Get("Authorization") != tt.wantAuth {
-				t.Errorf("sent %s model %v auth %q; want %s model %s auth %q", req.path, req.body["model"],
-					req.header.Get("Authorization"), tt.wantPath, tt.wantModel, tt.wantAuth)
+			if req.Path != tt.wantPath || req.Body["model"] != tt.wantModel || req.Header.Get("Authorization") != tt.wantAuth {
+				t.Errorf("sent %s model %v auth %q; want %s model %s auth %q", req.Path, req.Body["model"],
+					req.Header.Get("Authorization"), tt.wantPath, tt.wantModel, tt.wantAuth)
 			}
 		})
 	}
 }
 
-type noNetwork struct{ t *testing.T }
-
-func (n noNetwork) RoundTrip(r *http.Request) (*http.Response, error) {
-	n.t.Errorf("request sent to %s", r.URL)
-	return nil, errors.New("no network in tests")
-}
-
 func TestRunWithoutKeyForOpenAI(t *testing.T) {
-	r := build(t, runner.Settings{}, openai.Deps{Client: &http.Client{Transport: noNetwork{t}}, Getenv: env(nil)})
+	r := build(t, runner.Settings{}, openai.Deps{Client: &http.Client{Transport: apitest.NoNetwork{T: t}}, Getenv: apitest.Env(nil)})
 	_, err := r.Run(t.Context(), invocation(t))
 	if runner.KindOf(err) != runner.KindAuth || !strings.Contains(err.Error(), "OPENAI_API_KEY is not set") {
 		t.Fatalf("error %v, want an auth error naming OPENAI_API_KEY", err)
@@ -248,7 +208,7 @@ func TestRunErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, _ := serve(t, tt.status, tt.headers, tt.body)
+			srv, _ := apitest.Serve(t, tt.status, tt.headers, tt.body)
 			inv := invocation(t)
 			_, err := build(t, runner.Settings{URL: srv.URL}, openai.Deps{}).Run(t.Context(), inv)
 			var re *runner.Error
@@ -269,7 +229,7 @@ func TestRunErrors(t *testing.T) {
 }
 
 func TestRunReplyCutAtLength(t *testing.T) {
-	srv, _ := serve(t, 200, nil, completionJSON("and then", "length"))
+	srv, _ := apitest.Serve(t, 200, nil, completionJSON("and then", "length"))
 	res, err := build(t, runner.Settings{URL: srv.URL}, openai.Deps{}).Run(t.Context(), invocation(t))
 	if runner.KindOf(err) != runner.KindTurnLimit {
 		t.Fatalf("error %v, want a turn-limit error", err)

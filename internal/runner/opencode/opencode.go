@@ -13,13 +13,7 @@ package opencode
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	osexec "os/exec"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +21,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
 
 const (
@@ -46,13 +41,7 @@ var defaultEnv = []string{
 
 // Runner runs one OpenCode process per step.
 type Runner struct {
-	name    string
-	command string
-	args    []string
-	pass    []string
-	url     string
-	model   string
-	lookup  func(string) (string, bool)
+	cliutil.Agent
 }
 
 // New builds an opencode runner. Command defaults to "opencode"; a relative
@@ -62,31 +51,15 @@ type Runner struct {
 // provider (so it needs a Model with a provider); Args are added after
 // cadre's own flags.
 func New(s runner.Settings) (runner.Runner, error) {
-	if s.URL != "" {
-		u, err := url.Parse(s.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("runners.%s.url %q is not an http(s) URL: set it like https://host:port/v1", s.Name, s.URL)
-		}
-		if providerOf(s.Model) == "" {
-			return nil, fmt.Errorf("runners.%s.url needs runners.%s.model written provider/model (e.g. anthropic/claude-sonnet-4-5): the URL is that provider's", s.Name, s.Name)
-		}
+	a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "https://host:port/v1")
+	if err != nil {
+		return nil, err
 	}
-	cmd := strings.TrimSpace(s.Command)
-	if cmd == "" {
-		cmd = defaultCommand
+	if s.URL != "" && providerOf(s.Model) == "" {
+		return nil, fmt.Errorf("runners.%s.url needs runners.%s.model written provider/model (e.g. anthropic/claude-sonnet-4-5): the URL is that provider's", s.Name, s.Name)
 	}
-	if strings.Contains(cmd, "/") && !filepath.IsAbs(cmd) && s.BaseDir != "" {
-		cmd = filepath.Join(s.BaseDir, cmd)
-	}
-	pass := s.Env
-	if len(pass) == 0 {
-		pass = defaultEnv
-	}
-	return &Runner{name: s.Name, command: cmd, args: s.Args, pass: pass, url: s.URL, model: s.Model, lookup: os.LookupEnv}, nil
+	return &Runner{Agent: a}, nil
 }
-
-// Name returns the configured instance name.
-func (r *Runner) Name() string { return r.name }
 
 // Capabilities: OpenCode edits files, reports its cost, takes a model per
 // step and streams its events.
@@ -96,23 +69,18 @@ func (r *Runner) Capabilities() runner.Caps {
 
 // Run runs OpenCode on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := openLog(inv.LogPath)
+	log, err := cliutil.OpenLog(inv.LogPath)
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
+		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
 	}
 	defer log.Close()
 	args := r.argv(inv)
-	fmt.Fprintf(log, "$ %s < <prompt, %d bytes>\n", commandLine(r.command, args), len(inv.Prompt))
 	p := &parser{progress: inv.Progress}
-	res, err := proc.Run(ctx, proc.Spec{
-		Path:    r.command,
-		Args:    args,
-		Dir:     inv.Dir,
-		Env:     r.env(inv),
-		Stdin:   strings.NewReader(inv.Prompt),
-		Log:     log,
-		Timeout: inv.Timeout,
-		OnLine:  p.line,
+	res, err := r.Exec(ctx, inv, log, "", proc.Spec{
+		Args:   args,
+		Env:    r.env(inv),
+		Stdin:  strings.NewReader(inv.Prompt),
+		OnLine: p.line,
 	})
 	out := runner.Result{
 		ExitCode:   res.ExitCode,
@@ -120,56 +88,39 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		StderrTail: res.StderrTail,
 		Usage:      p.usage,
 		SessionID:  p.sessionID,
-		Model:      r.modelFor(inv),
+		Model:      r.ModelFor(inv),
 	}
-	if errors.Is(err, osexec.ErrNotFound) {
-		return out, fmt.Errorf("runner %s: %w: install it (%s) or fix runners.%s.command", r.name, err, installHint, r.name)
-	}
-	if err != nil {
-		return out, fmt.Errorf("runner %s: %w", r.name, err)
-	}
-	if p.failure != nil {
-		p.failure.Runner = r.name
-		return out, p.failure
-	}
-	return out, nil
-}
-
-func (r *Runner) modelFor(inv runner.Invocation) string {
-	if inv.Model != "" {
-		return inv.Model
-	}
-	return r.model
+	return out, cliutil.Outcome(r.Instance, installHint, err, p.failure)
 }
 
 // argv builds the CLI's arguments; the prompt goes on stdin.
 func (r *Runner) argv(inv runner.Invocation) []string {
 	args := []string{"run", "--format", "json"}
-	if m := r.modelFor(inv); m != "" {
+	if m := r.ModelFor(inv); m != "" {
 		args = append(args, "--model", m)
 	}
 	if inv.Session != "" {
 		args = append(args, "--session", inv.Session)
 	}
-	return append(args, r.args...)
+	return append(args, r.Args...)
 }
 
 // env is the agent's environment: minimal, the passed-through keys, the
 // CADRE_* variables, the permissions, and the provider's base URL when set.
 func (r *Runner) env(inv runner.Invocation) []string {
-	set := cadreVars(inv)
+	set := cliutil.Vars(inv)
 	// OpenCode takes its project directory from PWD when it is set.
 	set["PWD"] = inv.Dir
 	set["OPENCODE_PERMISSION"] = permission
-	if r.url != "" {
-		p := providerOf(r.modelFor(inv))
+	if r.URL != "" {
+		p := providerOf(r.ModelFor(inv))
 		if p == "" {
-			p = providerOf(r.model)
+			p = providerOf(r.Model)
 		}
-		cfg, _ := json.Marshal(map[string]any{"provider": map[string]any{p: map[string]any{"options": map[string]string{"baseURL": r.url}}}})
+		cfg, _ := json.Marshal(map[string]any{"provider": map[string]any{p: map[string]any{"options": map[string]string{"baseURL": r.URL}}}})
 		set["OPENCODE_CONFIG_CONTENT"] = string(cfg)
 	}
-	return proc.MinimalEnv(r.lookup, r.pass, set)
+	return r.Env(set)
 }
 
 // providerOf returns the provider of a provider/model name, or "".
@@ -233,11 +184,8 @@ type runError struct {
 
 // line handles one line of output; only stdout carries events.
 func (p *parser) line(stream, line string) {
-	if stream != "stdout" || !strings.HasPrefix(strings.TrimSpace(line), "{") {
-		return
-	}
-	var ev runEvent
-	if json.Unmarshal([]byte(line), &ev) != nil {
+	ev, ok := cliutil.StdoutJSON[runEvent](stream, line)
+	if !ok {
 		return
 	}
 	if ev.SessionID != "" {
@@ -249,7 +197,7 @@ func (p *parser) line(stream, line string) {
 	case "text":
 		if ev.Part != nil && strings.TrimSpace(ev.Part.Text) != "" {
 			p.stepText = append(p.stepText, ev.Part.Text)
-			p.note("says: " + firstLine(ev.Part.Text))
+			p.note("says: " + cliutil.FirstLine(ev.Part.Text))
 		}
 	case "tool_use":
 		if ev.Part != nil {
@@ -305,17 +253,13 @@ func toolNote(pt *part) string {
 	return pt.Tool
 }
 
-func (p *parser) note(s string) {
-	if p.progress != nil {
-		p.progress(short(s, noteMax))
-	}
-}
+func (p *parser) note(s string) { cliutil.Note(p.progress, s) }
 
 // classifyEvent turns an error event's error into a *runner.Error.
 func classifyEvent(raw json.RawMessage) *runner.Error {
 	var e runError
 	if json.Unmarshal(raw, &e) != nil {
-		return &runner.Error{Kind: runner.KindBackend, Msg: short(string(raw), msgMax)}
+		return &runner.Error{Kind: runner.KindBackend, Msg: cliutil.Short(string(raw), cliutil.MsgMax)}
 	}
 	msg := e.Data.Message
 	if msg == "" {
@@ -323,7 +267,7 @@ func classifyEvent(raw json.RawMessage) *runner.Error {
 	}
 	return &runner.Error{
 		Kind:       classify(e.Name, e.Data.StatusCode, msg+"\n"+e.Data.ResponseBody),
-		Msg:        short(msg, msgMax),
+		Msg:        cliutil.Short(msg, cliutil.MsgMax),
 		RetryAfter: retryAfter(e.Data.ResponseHeaders, msg),
 	}
 }
@@ -335,22 +279,19 @@ func classify(name string, status int, text string) runner.Kind {
 	m := strings.ToLower(text)
 	switch {
 	case name == "ProviderAuthError" || status == 401 || status == 403 ||
-		containsAny(m, "authentication_error", "invalid x-api-key", "invalid api key", "incorrect api key", "invalid_api_key", "unauthorized"):
+		cliutil.ContainsAny(m, "authentication_error", "invalid x-api-key", "invalid api key", "incorrect api key", "invalid_api_key", "unauthorized"):
 		return runner.KindAuth
-	case status == 402 || containsAny(m, "credit balance", "insufficient_quota", "exceeded your current quota", "usage limit", "spend limit", "billing"):
+	case status == 402 || cliutil.ContainsAny(m, "credit balance", "insufficient_quota", "exceeded your current quota", "usage limit", "spend limit", "billing"):
 		return runner.KindQuota
 	case status == 429 || status == 529 || status == 503 ||
-		containsAny(m, "rate limit", "rate_limit", "too many requests", "overloaded"):
+		cliutil.ContainsAny(m, "rate limit", "rate_limit", "too many requests", "overloaded"):
 		return runner.KindRateLimit
 	case name == "MessageOutputLengthError" ||
-		containsAny(m, "prompt is too long", "context length", "context window", "context_length_exceeded", "maximum context"):
+		cliutil.ContainsAny(m, "prompt is too long", "context length", "context window", "context_length_exceeded", "maximum context"):
 		return runner.KindTurnLimit
 	}
 	return runner.KindBackend
 }
-
-// retryPattern finds the wait a provider asks for in a message, in a unit.
-var retryPattern = regexp.MustCompile(`(?i)(?:try again in|retry in|retry after)\s+([0-9]+(?:\.[0-9]+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b`)
 
 // retryAfter reads the retry-after(-ms) response header, else a wait named
 // in the message; 0 when there is none.
@@ -367,95 +308,5 @@ func retryAfter(headers map[string]string, msg string) time.Duration {
 			return time.Duration(n * float64(time.Second))
 		}
 	}
-	m := retryPattern.FindStringSubmatch(msg)
-	if m == nil {
-		return 0
-	}
-	n, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		return 0
-	}
-	unit := time.Second
-	switch u := strings.ToLower(m[2]); {
-	case strings.HasPrefix(u, "ms") || strings.HasPrefix(u, "milli"):
-		unit = time.Millisecond
-	case strings.HasPrefix(u, "m"):
-		unit = time.Minute
-	}
-	return time.Duration(n * float64(unit))
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
-}
-
-// firstLine is the first non-blank line of s, to name a message briefly.
-func firstLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if strings.TrimSpace(l) != "" {
-			return l
-		}
-	}
-	return ""
-}
-
-// Lengths of a progress note and of an error message, in characters.
-const (
-	noteMax = 120
-	msgMax  = 400
-)
-
-// short makes one line of at most n characters.
-func short(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
-// cadreVars are the variables of SPEC §9's exec runner, set for CLI agents
-// too so their shell tools can find the step's files.
-func cadreVars(inv runner.Invocation) map[string]string {
-	return map[string]string{
-		"CADRE_CONTEXT":  inv.ContextPath,
-		"CADRE_OUTPUT":   inv.OutputPath,
-		"CADRE_ROLE":     inv.Role,
-		"CADRE_ITEM":     inv.Item,
-		"CADRE_STEP":     inv.Step,
-		"CADRE_ATTEMPT":  strconv.Itoa(inv.Attempt),
-		"CADRE_WORKTREE": inv.Dir,
-	}
-}
-
-// commandLine renders the command for the log.
-func commandLine(cmd string, args []string) string {
-	parts := []string{cmd}
-	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
-			a = strconv.Quote(a)
-		}
-		parts = append(parts, a)
-	}
-	return strings.Join(parts, " ")
-}
-
-// openLog opens the step's transcript for appending (a re-ask adds to it).
-func openLog(path string) (*os.File, error) {
-	if path == "" {
-		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("create log dir: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open step log: %w", err)
-	}
-	return f, nil
+	return cliutil.RetryAfter(msg)
 }

@@ -1,7 +1,6 @@
 package opencode
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -25,21 +25,9 @@ import (
 // would hand it over.
 func feed(t *testing.T, name string) (*parser, []string) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var notes []string
 	p := &parser{progress: func(n string) { notes = append(notes, n) }}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		p.line("stdout", sc.Text())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	clitest.Feed(t, filepath.Join("testdata", name), p.line)
 	return p, notes
 }
 
@@ -180,22 +168,12 @@ var fakes = map[runnertest.Behavior]string{
 		`printf '{"type":"text","part":{"type":"text","text":"%s"}}\n' "$id"` + "\n",
 }
 
-// writeFake writes an executable /bin/sh script and returns its path.
-func writeFake(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "opencode")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 	t.Helper()
 	if s.Name == "" {
 		s.Name = "opencode"
 	}
-	s.Command = writeFake(t, body)
+	s.Command = clitest.Script(t, "opencode", body)
 	r, err := New(s)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -217,20 +195,9 @@ func TestConformance(t *testing.T) {
 }
 
 func invocation(t *testing.T) runner.Invocation {
-	t.Helper()
-	root := t.TempDir()
-	dir := filepath.Join(root, "tree")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return runner.Invocation{
-		Role: "coder", Item: "07-sample", Step: "07-sample/code/coder#1", Attempt: 1,
-		Prompt:      "Do the work, \"quoted\" and all.\n",
-		Dir:         dir,
-		ContextPath: filepath.Join(root, "run", "contexts", "s.json"),
-		OutputPath:  filepath.Join(root, "run", "outputs", "s.md"),
-		LogPath:     filepath.Join(root, "run", "logs", "s.log"),
-	}
+	inv := clitest.Invocation(t)
+	inv.Prompt = "Do the work, \"quoted\" and all.\n"
+	return inv
 }
 
 func TestArgv(t *testing.T) {
@@ -280,7 +247,6 @@ func TestEnv(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "key-from-parent")
 	t.Setenv("CADRE_TEST_MINE", "mine")
 	t.Setenv(runnertest.SecretEnv, "hunter2")
-	always := []string{"CADRE_ATTEMPT", "CADRE_CONTEXT", "CADRE_ITEM", "CADRE_OUTPUT", "CADRE_ROLE", "CADRE_STEP", "CADRE_WORKTREE", "OPENCODE_PERMISSION", "PWD"}
 	tests := []struct {
 		name string
 		s    runner.Settings
@@ -295,25 +261,14 @@ func TestEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newFake(t, "tr '\\0' '\\n' < /proc/$$/environ > env.out\n", tt.s)
+			r := newFake(t, clitest.DumpEnv, tt.s)
 			inv := invocation(t)
 			if _, err := r.Run(t.Context(), inv); err != nil {
 				t.Fatal(err)
 			}
-			env := readEnv(t, filepath.Join(inv.Dir, "env.out"))
-			want := slices.Concat(always, tt.keys)
-			for _, k := range []string{"PATH", "HOME", "LANG", "TERM"} {
-				if _, ok := os.LookupEnv(k); ok {
-					want = append(want, k)
-				}
-			}
-			slices.Sort(want)
-			got := make([]string, 0, len(env))
-			for k := range env {
-				got = append(got, k)
-			}
-			slices.Sort(got)
-			if diff := cmp.Diff(want, got); diff != "" {
+			env := clitest.ReadEnv(t, filepath.Join(inv.Dir, "env.out"))
+			want := clitest.WantEnv(append(tt.keys, "OPENCODE_PERMISSION", "PWD")...)
+			if diff := cmp.Diff(want, clitest.Names(env)); diff != "" {
 				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
 			}
 			if env["PWD"] != inv.Dir {
@@ -326,21 +281,6 @@ func TestEnv(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readEnv(t *testing.T, path string) map[string]string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			env[k] = v
-		}
-	}
-	return env
 }
 
 func TestRunReportsErrors(t *testing.T) {
@@ -401,7 +341,7 @@ func TestNewAndMissingCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.(*Runner).command; got != "opencode" {
+	if got := r.(*Runner).Command; got != "opencode" {
 		t.Errorf("default command %q, want opencode", got)
 	}
 	if c := r.Capabilities(); !c.EditsFiles || !c.ReportsCost || !c.ModelChoice || !c.Streams {

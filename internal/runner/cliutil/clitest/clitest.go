@@ -1,0 +1,111 @@
+// Package clitest holds the fixtures the tests of the agent-CLI runners
+// share: a fake CLI written as a shell script, a step whose files lie
+// outside its working tree, replaying a recorded transcript, and reading the
+// environment a fake CLI started with. What each CLI prints and how its
+// runner reads it stays in that runner's tests.
+package clitest
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cadre-dev/cadre/internal/runner"
+)
+
+// Script writes an executable /bin/sh script called name, running body, in
+// a fresh temporary directory and returns its path.
+func Script(t testing.TB, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Invocation is a coder step whose context and output files are outside its
+// working tree, as in worktree mode; the tree exists, the files do not.
+func Invocation(t testing.TB) runner.Invocation {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "tree")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return runner.Invocation{
+		Role: "coder", Item: "07-sample", Step: "07-sample/code/coder#1", Attempt: 1,
+		Prompt:      "Do the work.\n",
+		Dir:         dir,
+		ContextPath: filepath.Join(root, "run", "contexts", "s.json"),
+		OutputPath:  filepath.Join(root, "run", "outputs", "s.md"),
+		LogPath:     filepath.Join(root, "run", "logs", "s.log"),
+	}
+}
+
+// Feed hands each line of the file at path to line as a line of stdout, the
+// way proc hands over a CLI's output.
+func Feed(t testing.TB, path string, line func(stream, line string)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line("stdout", sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// DumpEnv is a script body that writes the environment the shell started
+// with, one NAME=value a line, to env.out in its working directory.
+const DumpEnv = "tr '\\0' '\\n' < /proc/$$/environ > env.out\n"
+
+// ReadEnv reads the NAME=value lines DumpEnv wrote.
+func ReadEnv(t testing.TB, path string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// WantEnv is the sorted names of the minimal environment an agent CLI
+// should start with: PATH, HOME, LANG and TERM where this process has them,
+// the CADRE_* variables, and keys.
+func WantEnv(keys ...string) []string {
+	want := []string{"CADRE_ATTEMPT", "CADRE_CONTEXT", "CADRE_ITEM", "CADRE_OUTPUT", "CADRE_ROLE", "CADRE_STEP", "CADRE_WORKTREE"}
+	want = append(want, keys...)
+	for _, k := range []string{"PATH", "HOME", "LANG", "TERM"} {
+		if _, ok := os.LookupEnv(k); ok {
+			want = append(want, k)
+		}
+	}
+	slices.Sort(want)
+	return want
+}
+
+// Names is the sorted names of env, to compare with WantEnv.
+func Names(env map[string]string) []string {
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,325 @@
+// Package cliutil holds what the runners of agent CLIs (claude, codex,
+// gemini, opencode, aider, exec) share: reading their settings and starting
+// the CLI, the step log, the CADRE_* variables, the directories outside the
+// working tree an agent may use, the command line written to the log,
+// reading an event stream, how a finished process becomes Run's error, and
+// the short-text helpers of progress notes and error messages. The step log,
+// the cost estimate and the text helpers serve the HTTP API runners too.
+package cliutil
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/price"
+)
+
+// MaxArgPrompt keeps a prompt given as one argument well under Linux's
+// 128 KiB limit on one argument; a longer prompt goes on stdin or in a file.
+const MaxArgPrompt = 100 << 10
+
+// Lengths of a progress note and of an error message, in characters.
+const (
+	NoteMax = 120
+	MsgMax  = 400
+)
+
+// Agent is what a runner of an agent CLI keeps of its settings, and how it
+// starts the CLI. A runner embeds it and adds its own flags, environment
+// and reading of the output.
+type Agent struct {
+	Instance string   // the runner's instance name (runners.NAME)
+	Command  string   // the CLI, resolved against the repository root
+	Args     []string // the settings' args, added after the runner's own flags
+	Pass     []string // the variables passed through to the agent
+	URL      string   // the base URL the CLI is pointed at, if any
+	Model    string   // the model of a step that names none
+	// Lookup reads the variables passed through; os.LookupEnv.
+	Lookup func(string) (string, bool)
+}
+
+// NewAgent reads the settings every agent-CLI runner takes alike. It checks
+// s.URL (when set) with CheckURL and urlExample; the command is defCommand
+// when none is set, a relative path resolved against s.BaseDir; the
+// variables passed through are defEnv when s.Env lists none.
+func NewAgent(s runner.Settings, defCommand string, defEnv []string, urlExample string) (Agent, error) {
+	if err := CheckURL(s.Name, s.URL, urlExample); err != nil {
+		return Agent{}, err
+	}
+	cmd := strings.TrimSpace(s.Command)
+	if cmd == "" {
+		cmd = defCommand
+	}
+	pass := s.Env
+	if len(pass) == 0 {
+		pass = defEnv
+	}
+	return Agent{Instance: s.Name, Command: Resolve(cmd, s.BaseDir), Args: s.Args, Pass: pass,
+		URL: s.URL, Model: s.Model, Lookup: os.LookupEnv}, nil
+}
+
+// Name returns the configured instance name.
+func (a *Agent) Name() string { return a.Instance }
+
+// ModelFor is the model a step asks for, else the runner's.
+func (a *Agent) ModelFor(inv runner.Invocation) string { return Model(inv, a.Model) }
+
+// Env is the agent's minimal environment: PATH, HOME, LANG, TERM, the
+// variables passed through, and set (Vars and the runner's own).
+func (a *Agent) Env(set map[string]string) []string { return proc.MinimalEnv(a.Lookup, a.Pass, set) }
+
+// Exec runs the CLI for inv with spec's args, environment, stdin and line
+// handler: in inv.Dir, within inv.Timeout, its output appended to log after
+// the command line. promptFlag is how the last argument carries the prompt
+// ("--prompt=", or "" for the bare prompt), so the log shows only its
+// length; a prompt on stdin is shown as a redirection.
+func (a *Agent) Exec(ctx context.Context, inv runner.Invocation, log io.Writer, promptFlag string, spec proc.Spec) (proc.Result, error) {
+	fmt.Fprintf(log, "$ %s\n", CommandLine(a.Command, spec.Args, promptFlag, inv.Prompt, spec.Stdin != nil))
+	spec.Path, spec.Dir, spec.Log, spec.Timeout = a.Command, inv.Dir, log, inv.Timeout
+	return proc.Run(ctx, spec)
+}
+
+// Resolve joins a command written as a relative path (./bin/agent) to
+// baseDir, the repository root, so one command serves every working tree.
+// A bare name is left for PATH to find.
+func Resolve(cmd, baseDir string) string {
+	if strings.Contains(cmd, "/") && !filepath.IsAbs(cmd) && baseDir != "" {
+		return filepath.Join(baseDir, cmd)
+	}
+	return cmd
+}
+
+// CheckURL rejects a base URL the CLI could not use; an empty one is fine.
+// The error names runners.NAME.url and shows example.
+func CheckURL(name, raw, example string) error {
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("runners.%s.url %q is not an http(s) URL: set it like %s", name, raw, example)
+	}
+	return nil
+}
+
+// OpenLog opens the step's transcript for appending (a re-ask adds to it),
+// creating its directory; an empty path means a step without a log.
+func OpenLog(path string) (*os.File, error) {
+	if path == "" {
+		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create log dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open step log: %w", err)
+	}
+	return f, nil
+}
+
+// Vars are the variables of SPEC §9's exec runner that every agent gets, so
+// its shell tools can find the step's files. The map is the caller's to add
+// to.
+func Vars(inv runner.Invocation) map[string]string {
+	return map[string]string{
+		"CADRE_CONTEXT":  inv.ContextPath,
+		"CADRE_OUTPUT":   inv.OutputPath,
+		"CADRE_ROLE":     inv.Role,
+		"CADRE_ITEM":     inv.Item,
+		"CADRE_STEP":     inv.Step,
+		"CADRE_ATTEMPT":  strconv.Itoa(inv.Attempt),
+		"CADRE_WORKTREE": inv.Dir,
+	}
+}
+
+// Model is the model a step asks for, else def.
+func Model(inv runner.Invocation, def string) string {
+	if inv.Model != "" {
+		return inv.Model
+	}
+	return def
+}
+
+// OutsideDirs lists, once each, the directories of the context and output
+// files that are not inside the working tree, so a CLI that confines its
+// agent to the tree can be told to let it read and write them.
+func OutsideDirs(inv runner.Invocation) []string {
+	var dirs []string
+	for _, f := range []string{inv.ContextPath, inv.OutputPath} {
+		if f == "" {
+			continue
+		}
+		d := filepath.Dir(f)
+		if inside(d, inv.Dir) || slices.Contains(dirs, d) {
+			continue
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs
+}
+
+func inside(path, dir string) bool {
+	if dir == "" {
+		return false
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// StdoutJSON decodes a line of stdout holding a JSON object, an event of a
+// CLI's stream; ok is false for stderr, other text and malformed JSON, which
+// the stream's reader skips.
+func StdoutJSON[T any](stream, line string) (v T, ok bool) {
+	if stream != "stdout" || !strings.HasPrefix(strings.TrimSpace(line), "{") {
+		return v, false
+	}
+	if json.Unmarshal([]byte(line), &v) != nil {
+		return v, false
+	}
+	return v, true
+}
+
+// HasFlag reports whether args hold one of the flags, alone or as
+// --flag=value; a CLI that refuses a repeated option then keeps the
+// settings' choice instead of cadre's.
+func HasFlag(args []string, flags ...string) bool {
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		if slices.Contains(flags, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// CommandLine renders a command for the step log, quoting each argument a
+// shell would split or expand. The prompt is shown only by its length: it
+// can be long, and the log is for reading what the agent did. It is the last
+// argument, written flag+prompt (flag may be empty), or, when onStdin, a
+// redirection at the end of the line.
+func CommandLine(cmd string, args []string, flag, prompt string, onStdin bool) string {
+	elided := fmt.Sprintf("<prompt, %d bytes>", len(prompt))
+	parts := []string{cmd}
+	for i, a := range args {
+		if !onStdin && i == len(args)-1 && a == flag+prompt {
+			parts = append(parts, flag+elided)
+			continue
+		}
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
+			a = strconv.Quote(a)
+		}
+		parts = append(parts, a)
+	}
+	line := strings.Join(parts, " ")
+	if onStdin {
+		line += " < " + elided
+	}
+	return line
+}
+
+// Outcome is the error Run returns once the agent's process has ended. err
+// is how running it went: a missing command says to install it (with
+// installHint, when there is one) or fix runners.NAME.command, and any other
+// error is named after the runner. When the process ran, the failure the
+// agent reported, if any, is returned as the runner's.
+func Outcome(name, installHint string, err error, failure *runner.Error) error {
+	switch {
+	case errors.Is(err, osexec.ErrNotFound) && installHint != "":
+		return fmt.Errorf("runner %s: %w: install it (%s) or fix runners.%s.command", name, err, installHint, name)
+	case errors.Is(err, osexec.ErrNotFound):
+		return fmt.Errorf("runner %s: %w: install it or fix runners.%s.command", name, err, name)
+	case err != nil:
+		return fmt.Errorf("runner %s: %w", name, err)
+	case failure != nil:
+		failure.Runner = name
+		return failure
+	}
+	return nil
+}
+
+// Estimate adds the cost of u from the price table t (nil: the built-in
+// prices), marked estimated; a model the table does not know keeps u as it
+// is.
+func Estimate(t *price.Table, model string, u event.Usage) event.Usage {
+	if cost, ok := t.Estimate(model, u); ok {
+		u.CostUSD, u.CostEstimated = cost, true
+	}
+	return u
+}
+
+// retryPattern finds the wait a provider asks for in a message, in a unit.
+var retryPattern = regexp.MustCompile(`(?i)(?:try again in|retry in|retry after)\s+([0-9]+(?:\.[0-9]+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b`)
+
+// RetryAfter reads the wait an error message asks for ("Please try again in
+// 4.45s", "retry after 2 minutes"); 0 when it names none.
+func RetryAfter(msg string) time.Duration {
+	m := retryPattern.FindStringSubmatch(msg)
+	if m == nil {
+		return 0
+	}
+	n, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0
+	}
+	unit := time.Second
+	switch u := strings.ToLower(m[2]); {
+	case strings.HasPrefix(u, "ms") || strings.HasPrefix(u, "milli"):
+		unit = time.Millisecond
+	case strings.HasPrefix(u, "m"):
+		unit = time.Minute
+	}
+	return time.Duration(n * float64(unit))
+}
+
+// Note sends s to progress, if any, as one line of at most NoteMax
+// characters.
+func Note(progress func(string), s string) {
+	if progress != nil {
+		progress(Short(s, NoteMax))
+	}
+}
+
+// Short makes s one line of at most n characters, ending in "…" when cut.
+func Short(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// FirstLine is the first non-blank line of s, to name a message briefly.
+func FirstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// ContainsAny reports whether s contains one of subs.
+func ContainsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,391 @@
+package cliutil
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/price"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestNewAgent(t *testing.T) {
+	defEnv := []string{"AGENT_KEY"}
+	tests := []struct {
+		name     string
+		s        runner.Settings
+		wantCmd  string
+		wantPass []string
+		wantErr  string
+	}{
+		{name: "defaults", s: runner.Settings{Name: "a"}, wantCmd: "agent", wantPass: defEnv},
+		{name: "blank command is the default", s: runner.Settings{Name: "a", Command: "  "}, wantCmd: "agent", wantPass: defEnv},
+		{name: "bare name left to PATH", s: runner.Settings{Name: "a", Command: " my-agent ", BaseDir: "/repo"}, wantCmd: "my-agent", wantPass: defEnv},
+		{name: "relative path from the base dir", s: runner.Settings{Name: "a", Command: "./bin/agent", BaseDir: "/repo"}, wantCmd: "/repo/bin/agent", wantPass: defEnv},
+		{name: "absolute path kept", s: runner.Settings{Name: "a", Command: "/opt/agent", BaseDir: "/repo"}, wantCmd: "/opt/agent", wantPass: defEnv},
+		{name: "listed variables replace the defaults", s: runner.Settings{Name: "a", Env: []string{"MINE"}}, wantCmd: "agent", wantPass: []string{"MINE"}},
+		{name: "good URL", s: runner.Settings{Name: "a", URL: "http://127.0.0.1:8080/v1"}, wantCmd: "agent", wantPass: defEnv},
+		{name: "URL without scheme", s: runner.Settings{Name: "a", URL: "127.0.0.1:8080"},
+			wantErr: `runners.a.url "127.0.0.1:8080" is not an http(s) URL: set it like https://host:port/v1`},
+		{name: "URL of another scheme", s: runner.Settings{Name: "b", URL: "ftp://host"}, wantErr: "runners.b.url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := NewAgent(tt.s, "agent", defEnv, "https://host:port/v1")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Command != tt.wantCmd || !cmp.Equal(a.Pass, tt.wantPass) {
+				t.Errorf("NewAgent: command %q, pass %q; want %q %q", a.Command, a.Pass, tt.wantCmd, tt.wantPass)
+			}
+			if a.Name() != tt.s.Name || a.URL != tt.s.URL || a.Lookup == nil {
+				t.Errorf("NewAgent: name %q, URL %q, lookup set %v; want the settings' and os.LookupEnv", a.Name(), a.URL, a.Lookup != nil)
+			}
+		})
+	}
+}
+
+func TestOpenLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "logs", "step.log")
+	for _, line := range []string{"first\n", "re-ask\n"} {
+		f, err := OpenLog(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(line)
+		f.Close()
+	}
+	if got, _ := os.ReadFile(path); string(got) != "first\nre-ask\n" {
+		t.Errorf("log %q, want both runs appended", got)
+	}
+	f, err := OpenLog("")
+	if err != nil {
+		t.Fatalf("no log path: %v", err)
+	}
+	defer f.Close()
+	if f.Name() != os.DevNull {
+		t.Errorf("no log path opened %s, want %s", f.Name(), os.DevNull)
+	}
+	blocker := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(blocker, nil, 0o644)
+	if _, err := OpenLog(filepath.Join(blocker, "step.log")); err == nil || !strings.Contains(err.Error(), "create log dir") {
+		t.Errorf("log under a file: %v, want a create log dir error", err)
+	}
+}
+
+func TestVars(t *testing.T) {
+	inv := runner.Invocation{Role: "coder", Item: "07", Step: "07/code/coder#2", Attempt: 2, Dir: "/w/tree",
+		ContextPath: "/w/c.json", OutputPath: "/w/o.md", Model: "m", Reask: true}
+	want := map[string]string{"CADRE_CONTEXT": "/w/c.json", "CADRE_OUTPUT": "/w/o.md", "CADRE_ROLE": "coder",
+		"CADRE_ITEM": "07", "CADRE_STEP": "07/code/coder#2", "CADRE_ATTEMPT": "2", "CADRE_WORKTREE": "/w/tree"}
+	if diff := cmp.Diff(want, Vars(inv)); diff != "" {
+		t.Errorf("Vars mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestModelFor(t *testing.T) {
+	a, err := NewAgent(runner.Settings{Name: "a", Model: "default"}, "agent", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.ModelFor(runner.Invocation{Model: "step"}); got != "step" {
+		t.Errorf("step model: %q", got)
+	}
+	if got := a.ModelFor(runner.Invocation{}); got != "default" {
+		t.Errorf("no step model: %q", got)
+	}
+}
+
+// TestExec runs a shell script as the agent and checks where it ran, what
+// it got and what the log says.
+func TestExec(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(t.TempDir(), "agent")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\npwd\necho \"$1 $CADRE_ROLE $AGENT_KEY$OTHER_SECRET\"\ncat\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AGENT_KEY", "k1")
+	t.Setenv("OTHER_SECRET", "s1")
+	a, err := NewAgent(runner.Settings{Name: "a", Command: script, Env: []string{"AGENT_KEY"}}, "agent", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := runner.Invocation{Role: "coder", Dir: dir, Prompt: "the prompt"}
+	tests := []struct {
+		name    string
+		spec    proc.Spec
+		flag    string
+		wantOut string
+		wantLog string
+	}{
+		{"prompt as an argument", proc.Spec{Args: []string{"--prompt=the prompt"}}, "--prompt=",
+			"--prompt=the prompt coder k1\n", "$ " + script + " --prompt=<prompt, 10 bytes>\n"},
+		{"prompt on stdin", proc.Spec{Args: []string{"-"}, Stdin: strings.NewReader("the prompt")}, "",
+			"- coder k1\nthe prompt", "$ " + script + " - < <prompt, 10 bytes>\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log strings.Builder
+			var lines []string
+			tt.spec.Env = a.Env(Vars(inv))
+			tt.spec.OnLine = func(stream, line string) { lines = append(lines, line) }
+			res, err := a.Exec(t.Context(), inv, &log, tt.flag, tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := dir + "\n" + tt.wantOut; string(res.Stdout) != want {
+				t.Errorf("stdout %q, want %q (run in inv.Dir, only the passed variable)", res.Stdout, want)
+			}
+			if !strings.HasPrefix(log.String(), tt.wantLog) || !strings.Contains(log.String(), "coder k1") {
+				t.Errorf("log %q, want the command line %q then the output", log.String(), tt.wantLog)
+			}
+			if len(lines) < 2 || lines[0] != dir {
+				t.Errorf("lines %q, want each output line handed over", lines)
+			}
+		})
+	}
+}
+
+func TestStdoutJSON(t *testing.T) {
+	type event struct {
+		Type string `json:"type"`
+	}
+	tests := []struct {
+		stream, line string
+		want         event
+		ok           bool
+	}{
+		{"stdout", `{"type":"result"}`, event{"result"}, true},
+		{"stdout", `  {"type":"init"}`, event{"init"}, true},
+		{"stderr", `{"type":"result"}`, event{}, false},
+		{"stdout", `Loaded cached credentials.`, event{}, false},
+		{"stdout", `{"type":`, event{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := StdoutJSON[event](tt.stream, tt.line)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("StdoutJSON(%s, %q) = %+v, %v; want %+v, %v", tt.stream, tt.line, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestOutsideDirs(t *testing.T) {
+	tests := []struct {
+		name string
+		inv  runner.Invocation
+		want []string
+	}{
+		{"both outside", runner.Invocation{Dir: "/w/tree", ContextPath: "/w/run/c/s.json", OutputPath: "/w/run/o/s.md"},
+			[]string{"/w/run/c", "/w/run/o"}},
+		{"same directory once", runner.Invocation{Dir: "/w/tree", ContextPath: "/w/run/s.json", OutputPath: "/w/run/s.md"},
+			[]string{"/w/run"}},
+		{"inside the tree", runner.Invocation{Dir: "/w/tree", ContextPath: "/w/tree/c.json", OutputPath: "/w/tree/sub/o.md"}, nil},
+		{"a sibling sharing the prefix is outside", runner.Invocation{Dir: "/w/tree", OutputPath: "/w/tree2/o.md"},
+			[]string{"/w/tree2"}},
+		{"no working tree", runner.Invocation{OutputPath: "/w/o.md"}, []string{"/w"}},
+		{"no files", runner.Invocation{Dir: "/w/tree"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, OutsideDirs(tt.inv)); diff != "" {
+				t.Errorf("OutsideDirs mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHasFlag(t *testing.T) {
+	tests := []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--sandbox", "read-only"}, true},
+		{[]string{"--sandbox=read-only"}, true},
+		{[]string{"-s"}, true},
+		{[]string{"--sandboxes"}, false},
+		{[]string{"-c", "sandbox=x"}, false},
+		{nil, false},
+	}
+	for _, tt := range tests {
+		if got := HasFlag(tt.args, "--sandbox", "-s"); got != tt.want {
+			t.Errorf("HasFlag(%q) = %v, want %v", tt.args, got, tt.want)
+		}
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	const prompt = "Fix it."
+	tests := []struct {
+		name    string
+		args    []string
+		flag    string
+		onStdin bool
+		want    string
+	}{
+		{"prompt as the last argument", []string{"-p", "--", prompt}, "", false, "agent -p -- <prompt, 7 bytes>"},
+		{"prompt in a flag", []string{"--json", "--prompt=" + prompt}, "--prompt=", false, "agent --json --prompt=<prompt, 7 bytes>"},
+		{"prompt on stdin", []string{"run", "--model", "a b"}, "", true, `agent run --model "a b" < <prompt, 7 bytes>`},
+		{"only the last argument is the prompt", []string{prompt, "x"}, "", false, `agent "Fix it." x`},
+		{"quoting", []string{"", "$HOME", `say "hi"`, "plain"}, "", true, `agent "" "$HOME" "say \"hi\"" plain < <prompt, 7 bytes>`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CommandLine("agent", tt.args, tt.flag, prompt, tt.onStdin); got != tt.want {
+				t.Errorf("CommandLine = %s\nwant           %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	notFound := &osexec.Error{Name: "agent", Err: osexec.ErrNotFound}
+	tests := []struct {
+		name     string
+		hint     string
+		err      error
+		failure  *runner.Error
+		wantMsg  string // "" means a nil error
+		wantKind runner.Kind
+	}{
+		{name: "success"},
+		{name: "missing command with a hint", hint: "npm i agent", err: notFound,
+			wantMsg: "runner r: exec: \"agent\": executable file not found in $PATH: install it (npm i agent) or fix runners.r.command"},
+		{name: "missing command", err: notFound,
+			wantMsg: "runner r: exec: \"agent\": executable file not found in $PATH: install it or fix runners.r.command"},
+		{name: "other error wins over a failure", err: errors.New("timed out"), failure: &runner.Error{Kind: runner.KindQuota},
+			wantMsg: "runner r: timed out"},
+		{name: "the agent's failure", failure: &runner.Error{Kind: runner.KindQuota, Msg: "spent"},
+			wantMsg: "runner r: quota: spent", wantKind: runner.KindQuota},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Outcome("r", tt.hint, tt.err, tt.failure)
+			if tt.wantMsg == "" {
+				if err != nil {
+					t.Fatalf("Outcome = %#v, want nil", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.wantMsg {
+				t.Fatalf("Outcome = %v, want %s", err, tt.wantMsg)
+			}
+			if tt.err != nil && !errors.Is(err, tt.err) {
+				t.Errorf("Outcome = %v, want it to wrap %v", err, tt.err)
+			}
+			if runner.KindOf(err) != tt.wantKind {
+				t.Errorf("kind %q, want %q", runner.KindOf(err), tt.wantKind)
+			}
+		})
+	}
+}
+
+func TestEstimate(t *testing.T) {
+	u := event.Usage{InputTokens: 1_000_000, OutputTokens: 2_000_000}
+	table := price.New(map[string]config.Price{"house-model": {InputPerMTok: 1, OutputPerMTok: 2}})
+	if got := Estimate(table, "house-model", u); got.CostUSD != 5 || !got.CostEstimated || got.InputTokens != u.InputTokens {
+		t.Errorf("known model: %+v, want a cost of 5 marked estimated", got)
+	}
+	if got := Estimate(table, "mystery-model", u); got != u {
+		t.Errorf("unknown model: %+v, want the usage unchanged", got)
+	}
+	if want, ok := price.Estimate("gpt-5-codex", u); !ok || Estimate(nil, "gpt-5-codex", u).CostUSD != want {
+		t.Errorf("nil table: want the built-in price %v (%v)", want, ok)
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	tests := []struct {
+		msg  string
+		want time.Duration
+	}{
+		{"Please try again in 3.29s. Visit", 3290 * time.Millisecond},
+		{"please try again in 20ms", 20 * time.Millisecond},
+		{"Please retry in 21.4 seconds", 21400 * time.Millisecond},
+		{"Retry after 2 minutes", 2 * time.Minute},
+		{"try again in 4 days 10 hours", 0},
+		{"try again at 3:28 PM", 0},
+		{"", 0},
+	}
+	for _, tt := range tests {
+		if got := RetryAfter(tt.msg); got != tt.want {
+			t.Errorf("RetryAfter(%q) = %s, want %s", tt.msg, got, tt.want)
+		}
+	}
+}
+
+func TestNote(t *testing.T) {
+	var got []string
+	Note(func(s string) { got = append(got, s) }, "edit\n  "+strings.Repeat("é", 200))
+	Note(nil, "nobody listens")
+	if len(got) != 1 || len([]rune(got[0])) != NoteMax || !strings.HasPrefix(got[0], "edit é") || !strings.HasSuffix(got[0], "…") {
+		t.Errorf("notes %q, want one line of %d characters ending in …", got, NoteMax)
+	}
+}
+
+func TestShort(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"one line", 100, "one line"},
+		{"  spread\n over\tlines ", 100, "spread over lines"},
+		{"abcdefghij", 5, "abcd…"},
+		{"ééééé", 5, "ééééé"},
+		{"", 5, ""},
+	}
+	for _, tt := range tests {
+		if got := Short(tt.in, tt.n); got != tt.want {
+			t.Errorf("Short(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestFirstLine(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"one line", "one line"},
+		{"\n  \nsecond\nthird", "second"},
+		{"  \n", ""},
+	}
+	for _, tt := range tests {
+		if got := FirstLine(tt.in); got != tt.want {
+			t.Errorf("FirstLine(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestContainsAny(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		subs []string
+		want bool
+	}{
+		{"rate limit reached", []string{"quota", "rate limit"}, true},
+		{"rate limit reached", []string{"quota"}, false},
+		{"anything", nil, false},
+	} {
+		if got := ContainsAny(tt.s, tt.subs...); got != tt.want {
+			t.Errorf("ContainsAny(%q, %q) = %v", tt.s, tt.subs, got)
+		}
+	}
+}
+
+func ExampleCommandLine() {
+	fmt.Println(CommandLine("claude", []string{"-p", "--model", "opus", "--", "Do the work."}, "", "Do the work.", false))
+	// Output: claude -p --model opus -- <prompt, 12 bytes>
+}

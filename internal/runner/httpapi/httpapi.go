@@ -1,0 +1,250 @@
+// Package httpapi is the plumbing the model-API runners (anthropic, openai,
+// ollama) share: checking the base URL, one logged JSON exchange bounded by
+// the step's timeout, the error of a refused or missing key, and keeping the
+// reply, the log and error messages within bounds. What each API sends,
+// answers and means by its errors stays in its own package.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
+)
+
+// What bounds one exchange with a model API.
+const (
+	maxBody   = 64 << 20 // far beyond any model's reply; past it the answer is refused
+	maxErrMsg = 300      // bytes of a server's error message kept in an error
+)
+
+// BaseURL checks a configured base URL (def when raw is empty) and drops its
+// trailing slash. The error names runners.NAME.url and shows def.
+func BaseURL(name, raw, def string) (string, error) {
+	if raw == "" {
+		raw = def
+	}
+	if err := cliutil.CheckURL(name, raw, def); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+// KeyEnv is the variable holding the API key: the first of the settings'
+// env, else def.
+func KeyEnv(env []string, def string) string {
+	if len(env) > 0 && env[0] != "" {
+		return env[0]
+	}
+	return def
+}
+
+// Defaults fills in the production value of each dependency left nil: a
+// client without an overall timeout (the step's own timeout bounds each
+// request), os.Getenv and time.Now.
+func Defaults(c *http.Client, getenv func(string) string, now func() time.Time) (*http.Client, func(string) string, func() time.Time) {
+	if c == nil {
+		c = &http.Client{}
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return c, getenv, now
+}
+
+// Answer is an API's HTTP response, read whole.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Request is one step's exchange with an API.
+type Request struct {
+	Runner   string      // the runner's instance name, for errors
+	Endpoint string      // the URL posted to
+	Header   http.Header // the API's own headers (key, version)
+	Key      string      // the API key, kept out of the log and errors
+	Model    string      // the model asked, for the log and progress
+	Prompt   string      // the prompt, whose size is logged
+	Body     any         // the request, sent as JSON
+	// Timeout is the step's; 0 means none beyond ctx.
+	Timeout time.Duration
+	// Progress, when set, is told which model is being asked.
+	Progress func(string)
+	// Hint is added to an error that is neither the step's timeout nor a
+	// cancellation, to say what to check (is the server running?).
+	Hint string
+}
+
+// Send posts req.Body within the step's timeout and reads the answer,
+// writing the request, the outcome and the body of an error answer to log.
+// An exchange that failed returns an error naming the runner; one that ran
+// out of the step's timeout wraps context.DeadlineExceeded. Any HTTP status
+// is an Answer, for the caller to read or classify.
+func Send(ctx context.Context, c *http.Client, log io.Writer, req Request) (Answer, error) {
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	fmt.Fprintf(log, "POST %s model=%s prompt=%d bytes\n", req.Endpoint, req.Model, len(req.Prompt))
+	if req.Progress != nil {
+		req.Progress(fmt.Sprintf("asking %s", req.Model))
+	}
+	start := time.Now()
+	ans, err := post(ctx, c, req.Endpoint, req.Header, req.Body)
+	if err != nil {
+		err = failed(ctx, req.Runner, req.Timeout, err)
+		if req.Hint != "" && ctx.Err() == nil {
+			err = fmt.Errorf("%w %s", err, req.Hint)
+		}
+		fmt.Fprintf(log, "failed: %s\n", Brief(err.Error(), req.Key))
+		return Answer{}, err
+	}
+	fmt.Fprintf(log, "HTTP %d in %s\n", ans.Status, time.Since(start).Round(time.Millisecond))
+	if ans.Status != http.StatusOK {
+		LogBody(log, ans, req.Key)
+	}
+	return ans, nil
+}
+
+// post sends body as JSON to endpoint with header and reads the answer.
+func post(ctx context.Context, c *http.Client, endpoint string, header http.Header, body any) (Answer, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return Answer{}, fmt.Errorf("encode request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(data))
+	if err != nil {
+		return Answer{}, fmt.Errorf("build request: %w", err)
+	}
+	req.Header = header.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return Answer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return Answer{}, fmt.Errorf("read the response of %s: %w", endpoint, err)
+	}
+	if len(b) > maxBody {
+		return Answer{}, fmt.Errorf("the response of %s is over %d MiB", endpoint, maxBody>>20)
+	}
+	return Answer{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// failed is the error Send returns when post failed: the step's own timeout
+// or cancellation stays recognisable with errors.Is.
+func failed(ctx context.Context, name string, timeout time.Duration, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && timeout > 0:
+		return fmt.Errorf("runner %s: no answer within the step timeout of %s: %w", name, timeout, context.DeadlineExceeded)
+	case ctx.Err() != nil:
+		return fmt.Errorf("runner %s: %w", name, ctx.Err())
+	}
+	return fmt.Errorf("runner %s: %w", name, err)
+}
+
+// MissingKey is the error of a step not sent because keyEnv, the variable
+// of the API key an endpoint always needs, is empty; provider names whose
+// key it is. The log says why nothing was sent.
+func MissingKey(log io.Writer, name, keyEnv, provider string) *runner.Error {
+	fmt.Fprintf(log, "not sent: %s is not set\n", keyEnv)
+	return &runner.Error{Kind: runner.KindAuth, Runner: name,
+		Msg: fmt.Sprintf("%s is not set: export your %s API key in it, or name another variable in runners.%s.env", keyEnv, provider, name)}
+}
+
+// Refusal is the error of an error answer, of kind backend until the caller
+// classifies it: "HTTP <status> <typ>: <msg>", without the type when typ is
+// empty and with msg made one short line without key.
+func Refusal(name string, status int, typ, msg, key string) *runner.Error {
+	detail := fmt.Sprintf("HTTP %d", status)
+	if typ != "" {
+		detail += " " + typ
+	}
+	if m := Brief(msg, key); m != "" {
+		detail += ": " + m
+	}
+	return &runner.Error{Kind: runner.KindBackend, Runner: name, Msg: detail}
+}
+
+// Unreadable is the error of an answer that is not the API's reply, logged
+// with its body: decodeErr, the answer's JSON error, wins over what, which
+// says what the answer lacks; api names what runners.NAME.url should point
+// at ("an Ollama server").
+func Unreadable(log io.Writer, req Request, ans Answer, decodeErr error, what, api string) *runner.Error {
+	if decodeErr != nil {
+		what = "malformed JSON: " + decodeErr.Error()
+	}
+	LogBody(log, ans, req.Key)
+	return &runner.Error{Kind: runner.KindBackend, Runner: req.Runner,
+		Msg: fmt.Sprintf("%s answered with %s; is runners.%s.url %s?", req.Endpoint, what, req.Runner, api)}
+}
+
+// LogBody writes an answer's body to the transcript as one short line.
+func LogBody(w io.Writer, ans Answer, key string) {
+	fmt.Fprintf(w, "%s\n", Brief(string(ans.Body), key))
+}
+
+// LogText writes text to the transcript, at most proc.DefaultMaxLog bytes of
+// it, like the log of an agent process.
+func LogText(w io.Writer, text string) {
+	if len(text) > proc.DefaultMaxLog {
+		fmt.Fprintf(w, "%s\n[output truncated after %d bytes]\n", text[:proc.DefaultMaxLog], proc.DefaultMaxLog)
+		return
+	}
+	fmt.Fprintf(w, "%s\n", strings.TrimRight(text, "\n"))
+}
+
+// CapReply bounds the reply kept in the Result like an agent's stdout. It
+// keeps the end, where the SIGNAL BLOCK is.
+func CapReply(s string) string {
+	const max = proc.DefaultMaxStdout
+	if len(s) <= max {
+		return s
+	}
+	const note = "[reply cut: only its end is kept]\n"
+	i := len(s) - max + len(note)
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return note + s[i:]
+}
+
+// Brief makes a server's message fit in a one-line error, with the API key
+// (should a server echo it) removed.
+func Brief(s, key string) string {
+	if len(key) >= 8 {
+		s = strings.ReplaceAll(s, key, "[redacted]")
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxErrMsg {
+		i := maxErrMsg
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		s = s[:i] + "…"
+	}
+	return s
+}
