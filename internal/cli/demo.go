@@ -85,17 +85,12 @@ func runDemo(ctx context.Context, f *Factory, opts *DemoOptions) error {
 		return err
 	}
 	ws := workspaceCtx{root: dir, cfg: cfg}
-	st, err := openStore(ctx, dir)
-	if err != nil {
+	var sum engine.Summary
+	err = f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
+		var err error
+		sum, err = e.Start(ctx, engine.Options{InPlace: true})
 		return err
-	}
-	defer st.Close()
-	e, flush, err := f.newEngine(ctx, ws, st, f.eventSink(opts.JSON))
-	if err != nil {
-		return err
-	}
-	defer flush()
-	sum, err := e.Start(ctx, engine.Options{InPlace: true})
+	})
 	if sum.Run != "" && !opts.JSON {
 		fmt.Fprintf(f.IO.ErrOut, "\nsee what happened: cd %s && git log --oneline && cadre status\n", dir)
 	}

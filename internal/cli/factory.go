@@ -180,6 +180,22 @@ type relError struct {
 func (e *relError) Error() string { return e.msg }
 func (e *relError) Unwrap() error { return e.err }
 
+// withEngine opens ws's journal, wires an engine printing events as asked,
+// runs fn with it, and flushes and closes everything after.
+func (f *Factory) withEngine(ctx context.Context, ws workspaceCtx, asJSON bool, fn func(*engine.Engine) error) error {
+	st, err := openStore(ctx, ws.root)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	e, flush, err := f.newEngine(ctx, ws, st, f.eventSink(asJSON))
+	if err != nil {
+		return err
+	}
+	defer flush()
+	return fn(e)
+}
+
 // loadWorkflows reads the built-in workflows and the repository's own
 // (.cadre/workflows), checking their roles against roles.
 func loadWorkflows(root string, roles *role.Registry) (*workflow.Registry, error) {

@@ -50,21 +50,16 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, ws.root)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	e, flush, err := f.newEngine(ctx, ws, st, f.eventSink(opts.JSON))
-	if err != nil {
-		return err
-	}
-	defer flush()
 	var ov engine.ResumeOverrides
 	if opts.Budget >= 0 {
 		ov.BudgetUSD = &opts.Budget
 	}
 	ov.Parallel = opts.Parallel
-	sum, err := e.ResumeWith(ctx, opts.Run, ov)
+	var sum engine.Summary
+	err = f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
+		var err error
+		sum, err = e.ResumeWith(ctx, opts.Run, ov)
+		return err
+	})
 	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 }

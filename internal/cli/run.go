@@ -90,24 +90,19 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, ws.root)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	if len(opts.Targets) == 0 && opts.Query.Empty() {
 		gh := ws.cfg.GitHub
 		opts.Query = engine.IssueQuery{Labels: gh.QueryLabels, Milestone: gh.QueryMilestone, Assignee: gh.QueryAssignee,
 			State: gh.QueryState, Limit: gh.QueryLimit}
 	}
-	e, flush, err := f.newEngine(ctx, ws, st, f.eventSink(opts.JSON))
-	if err != nil {
+	var sum engine.Summary
+	err = f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
+		var err error
+		sum, err = e.Start(ctx, engine.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
+			Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
+			Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget, Query: opts.Query})
 		return err
-	}
-	defer flush()
-	sum, err := e.Start(ctx, engine.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
-		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
-		Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget, Query: opts.Query})
+	})
 	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 }
 

@@ -55,16 +55,7 @@ func BenchmarkInPlaceRun100(b *testing.B) {
 	var perStep []float64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		root := b.TempDir()
-		gitB(b, root, "init", "-q", "-b", "main")
-		gitB(b, root, "config", "user.email", "b@example.com")
-		gitB(b, root, "config", "user.name", "B")
-		os.MkdirAll(filepath.Join(root, "tasks"), 0o755)
-		for n := range tasks {
-			os.WriteFile(filepath.Join(root, "tasks", fmt.Sprintf("t%03d.md", n)), []byte(fmt.Sprintf("---\nstage: code\nattempts: 0\n---\n# Task %d\n", n)), 0o644)
-		}
-		gitB(b, root, "add", "-A")
-		gitB(b, root, "commit", "-qm", "init")
+		root := benchRepo(b, tasks, map[string]string{})
 		st, err := store.Open(context.Background(), filepath.Join(root, ".cadre", "cadre.db"))
 		if err != nil {
 			b.Fatal(err)
@@ -112,6 +103,26 @@ func BenchmarkInPlaceRun100(b *testing.B) {
 	b.ReportMetric(peakRSSMB(), "MB-peak-rss")
 }
 
+// benchRepo makes a committed repository with n code-stage task files and
+// the given extra files.
+func benchRepo(b *testing.B, n int, files map[string]string) string {
+	b.Helper()
+	root := b.TempDir()
+	gitB(b, root, "init", "-q", "-b", "main")
+	gitB(b, root, "config", "user.email", "b@example.com")
+	gitB(b, root, "config", "user.name", "B")
+	for i := range n {
+		files[fmt.Sprintf("tasks/t%03d.md", i)] = fmt.Sprintf("---\nstage: code\nattempts: 0\n---\n# Task %d\n", i)
+	}
+	for name, text := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)
+		os.WriteFile(filepath.Join(root, name), []byte(text), 0o644)
+	}
+	gitB(b, root, "add", "-A")
+	gitB(b, root, "commit", "-qm", "init")
+	return root
+}
+
 func gitB(b *testing.B, dir string, args ...string) {
 	b.Helper()
 	if out, err := execGit(dir, args...); err != nil {
@@ -148,21 +159,11 @@ func BenchmarkFleet100(b *testing.B) {
 			steps := 0
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				root := b.TempDir()
-				gitB(b, root, "init", "-q", "-b", "main")
-				gitB(b, root, "config", "user.email", "b@example.com")
-				gitB(b, root, "config", "user.name", "B")
-				os.MkdirAll(filepath.Join(root, "tasks"), 0o755)
-				os.MkdirAll(filepath.Join(root, "src"), 0o755)
+				files := map[string]string{"scenario.yaml": fleetScenario}
 				for n := range 50 {
-					os.WriteFile(filepath.Join(root, "src", fmt.Sprintf("f%02d.go", n)), []byte("package src\n"), 0o644)
+					files[fmt.Sprintf("src/f%02d.go", n)] = "package src\n"
 				}
-				for n := range items {
-					os.WriteFile(filepath.Join(root, "tasks", fmt.Sprintf("t%03d.md", n)), []byte(fmt.Sprintf("---\nstage: code\nattempts: 0\n---\n# Task %d\n", n)), 0o644)
-				}
-				os.WriteFile(filepath.Join(root, "scenario.yaml"), []byte(fleetScenario), 0o644)
-				gitB(b, root, "add", "-A")
-				gitB(b, root, "commit", "-qm", "init")
+				root := benchRepo(b, items, files)
 				st, err := store.Open(context.Background(), filepath.Join(root, ".cadre", "cadre.db"))
 				if err != nil {
 					b.Fatal(err)
