@@ -86,11 +86,7 @@ func (e *Engine) setBoard(ir *itemRun, fields map[string]any) {
 			ir.written[k] = fmt.Sprint(v)
 		}
 	}
-	if len(set) > 0 {
-		if err := taskfile.Update(ir.task.Path, set); err != nil {
-			e.publish(ir, event.Event{Type: event.Warning, Message: "update task file: " + err.Error()})
-		}
-	}
+	ir.board.set(set)
 }
 
 func (e *Engine) roleExists(name string) bool {
@@ -283,6 +279,9 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 		if sha, err := ir.repo.FindStepCommit(ctx, mark); err != nil || sha != "" {
 			return sha, err
 		}
+	}
+	if err := ir.board.flush(); err != nil { // in place the task file is committed too
+		return "", fmt.Errorf("update task %s: %w", ir.it.ID, err)
 	}
 	msg := commitMessage(ir.task)
 	if c.Task != nil {

@@ -42,6 +42,7 @@ type itemRun struct {
 	outDir string          // .cadre/runs/<run>/items/<item>
 	agents chan struct{}   // bounds this item's concurrent agent steps
 	cycle  *cycleLog       // current_cycle.md
+	board  *board          // the task file's frontmatter, written in the background
 	// boardMu serialises task-file writes of parallel steps of one item.
 	boardMu sync.Mutex
 	// written is the frontmatter last written, to skip redundant writes.
@@ -69,7 +70,13 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 	if agents <= 0 {
 		agents = e.d.Config.Limits.ParallelAgents
 	}
-	ir := &itemRun{run: runID, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root,
+	brd := newBoard(task.Path)
+	defer func() {
+		if err := brd.close(); err != nil {
+			e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.Warning, Message: "update task file: " + err.Error()})
+		}
+	}()
+	ir := &itemRun{run: runID, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: brd,
 		outDir: filepath.Join(e.StateDir(), "runs", runID, "items", it.ID), written: map[string]string{},
 		agents: make(chan struct{}, max(agents, 1))}
 	lim := workflow.Limits{AuditPassRating: e.d.Config.Limits.AuditPassRating, MaxAttempts: e.d.Config.Limits.MaxAttempts}
@@ -272,9 +279,7 @@ func (e *Engine) syncFrontmatter(ctx context.Context, ir *itemRun, s workflow.St
 	if len(set) == 0 {
 		return nil
 	}
-	if err := taskfile.Update(ir.task.Path, set); err != nil {
-		return fmt.Errorf("update task %s: %w", ir.it.ID, err)
-	}
+	ir.board.set(set)
 	return e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Stage: strp(s.Stage), Attempts: &s.Attempts})
 }
 
@@ -483,6 +488,9 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	}
 	if sp.Role == workflow.RoleAuditor && sp.Workflow == workflow.RunnerWorkflow && sig.Rating != nil {
 		accepted := *sig.Rating >= e.d.Config.Limits.AuditPassRating
+		if err := ir.board.flush(); err != nil {
+			return agentOut{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
+		}
 		if err := taskfile.SetReview(ir.task.Path, *sig.Rating, accepted, reviewText(output)); err != nil {
 			return agentOut{}, fmt.Errorf("write review of %s: %w", ir.it.ID, err)
 		}
@@ -666,6 +674,10 @@ func headingLevel(line string) int {
 // commit commits a completed task in place, once: a commit already carrying
 // the step's trailer (a crash after committing) is adopted, not repeated.
 func (e *Engine) commit(ctx context.Context, ir *itemRun) error {
+	// In place the task file is part of the commit: it must be current.
+	if err := ir.board.flush(); err != nil {
+		return fmt.Errorf("update task %s: %w", ir.it.ID, err)
+	}
 	id := ir.it.ID + "/commit"
 	prev, err := e.d.Store.GetStep(ctx, ir.run, id)
 	if err == nil && prev.Status == store.StepCompleted {

@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/cadre-dev/cadre/internal/item/taskfile"
+)
+
+// board writes an item's task-file frontmatter (stage, mode, agent,
+// attempts) from a goroutine of its own. Every write is still atomic and
+// fsync'd (taskfile.Update), but a step does not wait for the disk: the
+// journal, not the task file, is what resume trusts, and replay rewrites
+// the file. Writes that are still pending coalesce into one. flush waits for
+// the file to be current: before a review is written into it, before it is
+// committed, and when the item ends.
+type board struct {
+	path string
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending map[string]any
+	order   []string
+	busy    bool
+	closed  bool
+	err     error // the first write error, reported by flush
+}
+
+func newBoard(path string) *board {
+	// A process killed in the middle of an atomic write leaves its temp
+	// file beside the task file; it must not reach a commit.
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp"))
+	for _, f := range stale {
+		os.Remove(f)
+	}
+	b := &board{path: path, pending: map[string]any{}}
+	b.cond = sync.NewCond(&b.mu)
+	go b.loop()
+	return b
+}
+
+func (b *board) loop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for {
+		for len(b.order) == 0 && !b.closed {
+			b.cond.Wait()
+		}
+		if len(b.order) == 0 {
+			return // closed and nothing left
+		}
+		fields := make([]taskfile.Field, 0, len(b.order))
+		for _, k := range b.order {
+			fields = append(fields, taskfile.Field{Key: k, Value: b.pending[k]})
+		}
+		b.pending, b.order, b.busy = map[string]any{}, nil, true
+		b.mu.Unlock()
+		err := taskfile.Update(b.path, fields)
+		b.mu.Lock()
+		b.busy = false
+		if err != nil && b.err == nil {
+			b.err = err
+		}
+		b.cond.Broadcast()
+	}
+}
+
+// set queues fields; a later value of a key replaces a pending one.
+func (b *board) set(fields []taskfile.Field) {
+	if len(fields) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, f := range fields {
+		if _, ok := b.pending[f.Key]; !ok {
+			b.order = append(b.order, f.Key)
+		}
+		b.pending[f.Key] = f.Value
+	}
+	b.cond.Broadcast()
+}
+
+// flush waits until every queued field is in the file.
+func (b *board) flush() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.order) > 0 || b.busy {
+		b.cond.Wait()
+	}
+	return b.err
+}
+
+// close flushes and stops the writer.
+func (b *board) close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.cond.Broadcast()
+	b.mu.Unlock()
+	return b.flush()
+}

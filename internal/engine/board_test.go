@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cadre-dev/cadre/internal/item/taskfile"
+)
+
+func TestBoardCoalescesAndFlushes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.md")
+	os.WriteFile(path, []byte("---\nstage: plan\nkeep: me\n---\n# T\n"), 0o644)
+	b := newBoard(path)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.set([]taskfile.Field{{Key: "stage", Value: "code"}, {Key: "attempts", Value: i}})
+		}()
+	}
+	wg.Wait()
+	b.set([]taskfile.Field{{Key: "stage", Value: "audit"}, {Key: "attempts", Value: 7}})
+	if err := b.flush(); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := taskfile.Load(path)
+	if err != nil || tk.Stage != "audit" || tk.Attempts != 7 {
+		t.Fatalf("after flush: %+v %v", tk, err)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), "keep: me") || !strings.HasSuffix(string(data), "# T\n") {
+		t.Errorf("file %q", data)
+	}
+	b.set([]taskfile.Field{{Key: "stage", Value: "completed"}})
+	if err := b.close(); err != nil {
+		t.Fatal(err)
+	}
+	if tk, _ := taskfile.Load(path); tk.Stage != "completed" {
+		t.Errorf("close did not flush: %s", tk.Stage)
+	}
+}
+
+func TestBoardReportsWriteErrors(t *testing.T) {
+	b := newBoard(filepath.Join(t.TempDir(), "missing.md"))
+	b.set([]taskfile.Field{{Key: "stage", Value: "code"}})
+	if err := b.close(); err == nil {
+		t.Error("a failed write was not reported")
+	}
+}
+
+func TestBoardRemovesStaleTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.md")
+	os.WriteFile(path, []byte("---\nstage: code\n---\n"), 0o644)
+	stale := filepath.Join(dir, ".t.md.12345.tmp")
+	os.WriteFile(stale, []byte("half"), 0o644)
+	other := filepath.Join(dir, ".u.md.1.tmp")
+	os.WriteFile(other, []byte("not ours"), 0o644)
+	b := newBoard(path)
+	defer b.close()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Error("stale temp file left")
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Error("another file's temp file removed")
+	}
+}
