@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ type RunOptions struct {
 	Agents   int
 	Budget   float64
 	JSON     bool
+	DryRun   bool
 	Query    engine.IssueQuery
 }
 
@@ -79,6 +81,7 @@ completes.` + exitStatusRunning,
 	fl.StringVar(&opts.Query.State, "state", "", "issue state for the query: open (default), closed or all")
 	fl.IntVar(&opts.Query.Limit, "limit", 0, "at most `N` issues from the query (default 30)")
 	fl.BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "print, per item, the workflow and each role's runner and model; run nothing")
 	return cmd
 }
 
@@ -95,12 +98,23 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		opts.Query = engine.IssueQuery{Labels: gh.QueryLabels, Milestone: gh.QueryMilestone, Assignee: gh.QueryAssignee,
 			State: gh.QueryState, Limit: gh.QueryLimit}
 	}
+	eo := engine.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
+		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
+		Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget, Query: opts.Query}
+	if opts.DryRun {
+		return f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
+			plan, err := e.DryRun(ctx, eo)
+			if err != nil {
+				return relPath(err, ws.root)
+			}
+			printPlan(f, plan, opts.JSON)
+			return nil
+		})
+	}
 	var sum engine.Summary
 	err = f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
 		var err error
-		sum, err = e.Start(ctx, engine.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
-			Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
-			Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget, Query: opts.Query})
+		sum, err = e.Start(ctx, eo)
 		return err
 	})
 	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
@@ -154,4 +168,28 @@ func printSummary(w io.Writer, sum engine.Summary) {
 	}
 	fmt.Fprintf(w, "%-24s %-10s %-9s %8s %5s %14s %9s\n", "total", "", "", "", "",
 		fmt.Sprintf("%d/%d", sum.Usage.InputTokens, sum.Usage.OutputTokens), fmt.Sprintf("$%.4f", sum.Usage.CostUSD))
+}
+
+// printPlan shows a dry run: per item, its workflow and each role's runner.
+func printPlan(f *Factory, plan []engine.PlannedItem, asJSON bool) {
+	if asJSON {
+		enc := json.NewEncoder(f.IO.Out)
+		for _, p := range plan {
+			enc.Encode(p)
+		}
+		return
+	}
+	for _, p := range plan {
+		fmt.Fprintf(f.IO.Out, "%s  %s  workflow %s, stage %s\n", p.ID, p.Title, p.Workflow, p.Stage)
+		if p.Note != "" {
+			fmt.Fprintf(f.IO.Out, "  (%s)\n", p.Note)
+		}
+		for _, r := range p.Roles {
+			model := r.Model
+			if model == "" {
+				model = "(runner default)"
+			}
+			fmt.Fprintf(f.IO.Out, "  %-24s %-12s %-24s from %s\n", r.Role, r.Runner, model, r.From)
+		}
+	}
 }

@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// PlannedItem is what a run would do for one item (cadre run --dry-run).
+type PlannedItem struct {
+	ID, Title, Workflow, Stage string
+	Roles                      []PlannedRole
+	Note                       string // why it would not run, when it would not
+}
+
+// PlannedRole is one role of the item's workflow and how it is reached.
+type PlannedRole struct {
+	Role, Runner, Model, From string
+}
+
+// DryRun says, per item, which workflow would run and which roles it would
+// invoke with which runner and model; it starts nothing and calls no agent.
+// Issue targets are listed as they are, without fetching them.
+func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error) {
+	var files, issues []string
+	for _, t := range opts.Targets {
+		if isIssueRef(t) && !exists(t) {
+			issues = append(issues, t)
+		} else {
+			files = append(files, t)
+		}
+	}
+	var out []PlannedItem
+	if len(files) > 0 || len(issues) == 0 {
+		o := opts
+		o.Targets, o.Query = files, IssueQuery{}
+		tasks, err := e.loadTargets(ctx, "dry-run", o)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tasks {
+			out = append(out, e.planItem(opts, t.ID, t.Title, e.workflowOf(opts, t), t.Stage))
+		}
+	}
+	for _, ref := range issues {
+		wf := opts.Workflow
+		if wf == "" {
+			wf = e.d.Config.Defaults.Workflow
+		}
+		out = append(out, e.planItem(opts, ref, "(GitHub issue, not fetched)", wf, "code"))
+	}
+	return out, nil
+}
+
+func (e *Engine) planItem(opts Options, id, title, wf, stage string) PlannedItem {
+	p := PlannedItem{ID: id, Title: title, Workflow: wf, Stage: stage}
+	var roles []string
+	if wf == workflow.RunnerWorkflow {
+		for _, st := range workflow.Remaining(stage) {
+			roles = append(roles, map[string]string{workflow.StagePlan: workflow.RolePlanner, workflow.StageCode: workflow.RoleCoder, workflow.StageAudit: workflow.RoleAuditor}[st])
+		}
+		if len(roles) == 0 {
+			p.Note = "stage " + stage + ": nothing to do"
+		}
+	} else if def, ok := e.d.Workflows.Get(wf); ok {
+		roles = def.Roles()
+		if wf == "auto" {
+			p.Note = "triage chooses the rest"
+		}
+	} else {
+		p.Note = fmt.Sprintf("unknown workflow %q", wf)
+	}
+	for _, r := range roles {
+		name, model, from := e.runnerFor(opts, r)
+		p.Roles = append(p.Roles, PlannedRole{Role: r, Runner: name, Model: model, From: strings.ReplaceAll(from, e.d.Root+"/", "")})
+	}
+	return p
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
