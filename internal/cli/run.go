@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ type RunOptions struct {
 	JSON     bool
 	DryRun   bool
 	Query    engine.IssueQuery
+	Prompt   string // cadre do
 }
 
 // NewCmdRun builds cadre run; runF replaces the run function in tests.
@@ -65,23 +67,7 @@ completes.` + exitStatusRunning,
 			return runRun(cmd.Context(), f, opts)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&opts.Workflow, "workflow", "", "workflow to run (task files: runner)")
-	fl.StringVar(&opts.Runner, "runner", "", "default runner for every role (per-role settings win)")
-	fl.StringVar(&opts.Model, "model", "", "default model for every role (per-role settings win)")
-	fl.StringVar(&opts.Column, "column", "", "run every task currently in `STAGE`")
-	fl.DurationVar(&opts.Timeout, "timeout", 0, "per agent step (default defaults.timeout)")
-	fl.BoolVar(&opts.InPlace, "in-place", false, "work in the current checkout, one task after another")
-	fl.IntVar(&opts.Parallel, "parallel", 0, "items at once (default limits.parallel_issues)")
-	fl.IntVar(&opts.Agents, "agents", 0, "agent steps at once inside one item (default limits.parallel_agents)")
-	fl.Float64Var(&opts.Budget, "budget-usd", 0, "stop starting new steps once the run has spent `X` dollars")
-	fl.StringSliceVar(&opts.Query.Labels, "label", nil, "work on the repository's issues with this `LABEL` (repeatable)")
-	fl.StringVar(&opts.Query.Milestone, "milestone", "", "work on the issues of this milestone (number or title)")
-	fl.StringVar(&opts.Query.Assignee, "assignee", "", "work on the issues assigned to this login")
-	fl.StringVar(&opts.Query.State, "state", "", "issue state for the query: open (default), closed or all")
-	fl.IntVar(&opts.Query.Limit, "limit", 0, "at most `N` issues from the query (default 30)")
-	fl.BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
-	fl.BoolVar(&opts.DryRun, "dry-run", false, "print, per item, the workflow and each role's runner and model; run nothing")
+	addRunFlags(cmd, opts)
 	return cmd
 }
 
@@ -93,14 +79,14 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	if len(opts.Targets) == 0 && opts.Query.Empty() {
+	if len(opts.Targets) == 0 && opts.Query.Empty() && opts.Prompt == "" {
 		gh := ws.cfg.GitHub
 		opts.Query = engine.IssueQuery{Labels: gh.QueryLabels, Milestone: gh.QueryMilestone, Assignee: gh.QueryAssignee,
 			State: gh.QueryState, Limit: gh.QueryLimit}
 	}
 	eo := engine.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
 		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
-		Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget, Query: opts.Query}
+		Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget, Query: opts.Query, Prompt: opts.Prompt}
 	if opts.DryRun {
 		return f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
 			plan, err := e.DryRun(ctx, eo)
@@ -168,6 +154,53 @@ func printSummary(w io.Writer, sum engine.Summary) {
 	}
 	fmt.Fprintf(w, "%-24s %-10s %-9s %8s %5s %14s %9s\n", "total", "", "", "", "",
 		fmt.Sprintf("%d/%d", sum.Usage.InputTokens, sum.Usage.OutputTokens), fmt.Sprintf("$%.4f", sum.Usage.CostUSD))
+}
+
+// addRunFlags declares the flags run and do share.
+func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Workflow, "workflow", "", "workflow to run (task files: runner)")
+	fl.StringVar(&opts.Runner, "runner", "", "default runner for every role (per-role settings win)")
+	fl.StringVar(&opts.Model, "model", "", "default model for every role (per-role settings win)")
+	fl.StringVar(&opts.Column, "column", "", "run every task currently in `STAGE`")
+	fl.DurationVar(&opts.Timeout, "timeout", 0, "per agent step (default defaults.timeout)")
+	fl.BoolVar(&opts.InPlace, "in-place", false, "work in the current checkout, one task after another")
+	fl.IntVar(&opts.Parallel, "parallel", 0, "items at once (default limits.parallel_issues)")
+	fl.IntVar(&opts.Agents, "agents", 0, "agent steps at once inside one item (default limits.parallel_agents)")
+	fl.Float64Var(&opts.Budget, "budget-usd", 0, "stop starting new steps once the run has spent `X` dollars")
+	fl.StringSliceVar(&opts.Query.Labels, "label", nil, "work on the repository's issues with this `LABEL` (repeatable)")
+	fl.StringVar(&opts.Query.Milestone, "milestone", "", "work on the issues of this milestone (number or title)")
+	fl.StringVar(&opts.Query.Assignee, "assignee", "", "work on the issues assigned to this login")
+	fl.StringVar(&opts.Query.State, "state", "", "issue state for the query: open (default), closed or all")
+	fl.IntVar(&opts.Query.Limit, "limit", 0, "at most `N` issues from the query (default 30)")
+	fl.BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "print, per item, the workflow and each role's runner and model; run nothing")
+}
+
+// NewCmdDo builds cadre do: one ad-hoc item from a prompt.
+func NewCmdDo(f *Factory, runF func(context.Context, *Factory, *RunOptions) error) *cobra.Command {
+	opts := &RunOptions{}
+	cmd := &cobra.Command{
+		Use:   "do \"PROMPT\" [flags]",
+		Short: "Work on one ad-hoc item described by a prompt",
+		Long: `Run one item whose description is PROMPT, with defaults.workflow (auto: a triage agent
+chooses), in its own worktree and branch like any other item. Takes the flags of cadre run.` + exitStatusRunning,
+		Example: `  cadre do "Add a --verbose flag to the CLI"
+  cadre do --workflow simple --runner codex "Fix the typo in README.md"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Prompt = args[0]
+			if strings.TrimSpace(opts.Prompt) == "" {
+				return usageErr(errors.New("the prompt is empty: say what to do"))
+			}
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return runRun(cmd.Context(), f, opts)
+		},
+	}
+	addRunFlags(cmd, opts)
+	return cmd
 }
 
 // printPlan shows a dry run: per item, its workflow and each role's runner.

@@ -53,6 +53,8 @@ type Options struct {
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Query selects GitHub issues to work on, besides the targets.
 	Query IssueQuery `json:"query,omitempty"`
+	// Prompt is an ad-hoc item's description (cadre do).
+	Prompt string `json:"prompt,omitempty"`
 }
 
 // Deps are the engine's explicit dependencies.
@@ -186,7 +188,10 @@ func (e *Engine) Start(ctx context.Context, opts Options) (Summary, error) {
 	for _, t := range items {
 		source := "task"
 		if strings.HasPrefix(t.Path, e.StateDir()) {
-			source = "github"
+			source = "prompt"
+			if _, err := os.Stat(filepath.Join(filepath.Dir(t.Path), "issue.json")); err == nil {
+				source = "github"
+			}
 		}
 		if err := e.d.Store.AddItem(ctx, store.Item{RunID: runID, ID: t.ID, Source: source, Ref: t.Path, Title: t.Title,
 			InitStage: t.Stage, InitAttempts: t.Attempts, Stage: t.Stage, Attempts: t.Attempts}); err != nil {
@@ -270,7 +275,7 @@ func listFiles(paths []string) string {
 }
 
 // loadTargets reads the task files a run works on, in dependency order.
-func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([]*taskfile.Task, error) {
+func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) (tasks []*taskfile.Task, err error) {
 	if w := opts.Workflow; w != "" && w != workflow.RunnerWorkflow {
 		if _, ok := e.d.Workflows.Get(w); !ok {
 			return nil, fmt.Errorf("%w: --workflow %s: unknown workflow (available: runner, %s)", ErrPreflight, w, strings.Join(e.d.Workflows.Names(), ", "))
@@ -280,6 +285,20 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 		return nil, fmt.Errorf("%w: --column %q: unknown stage (want one of %s)", ErrPreflight, opts.Column, strings.Join(taskfile.Stages, ", "))
 	}
 	targets := opts.Targets
+	if opts.Prompt != "" {
+		t, err := e.promptTask(runID, opts.Prompt)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+		}
+		if len(targets) == 0 && opts.Query.Empty() {
+			return []*taskfile.Task{t}, nil
+		}
+		defer func() {
+			if err == nil {
+				tasks = append(tasks, t)
+			}
+		}()
+	}
 	if !opts.Query.Empty() {
 		if e.d.Forge == nil {
 			return nil, fmt.Errorf("%w: issue query: %w", ErrPreflight, errNoForge)
@@ -334,7 +353,6 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 		paths = append(paths, found...)
 	}
 	seen := map[string]string{}
-	var tasks []*taskfile.Task
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {

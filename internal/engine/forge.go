@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,6 +106,31 @@ func (e *Engine) issueTask(run string, is Issue) (*taskfile.Task, error) {
 	}
 	meta, _ := json.MarshalIndent(githubItem{Issue: is}, "", "  ")
 	if err := writeFileAtomic(filepath.Join(dir, "issue.json"), meta); err != nil {
+		return nil, err
+	}
+	return taskfile.Load(path)
+}
+
+// promptTask turns cadre do's prompt into a task file under the run's
+// state, like an issue: the item id is "do-" and a short hash of the prompt.
+func (e *Engine) promptTask(run, prompt string) (*taskfile.Task, error) {
+	sum := sha256.Sum256([]byte(prompt))
+	id := "do-" + hex.EncodeToString(sum[:3]) // the branch name adds the prompt's slug
+	dir := filepath.Join(e.StateDir(), "runs", run, "items", id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	wf := e.d.Config.Defaults.Workflow
+	if wf == "" {
+		wf = "auto"
+	}
+	title := strings.Join(strings.Fields(prompt), " ")
+	if r := []rune(title); len(r) > 72 {
+		title = string(r[:72]) + "…"
+	}
+	text := fmt.Sprintf("---\nstage: code\nworkflow: %s\nsource: prompt\n---\n# %s\n\n%s\n", wf, title, prompt)
+	path := filepath.Join(dir, id+".md")
+	if err := writeFileAtomic(path, []byte(text)); err != nil {
 		return nil, err
 	}
 	return taskfile.Load(path)
