@@ -3,10 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
