@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/forge"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// InitOptions are the flags of cadre init.
+type InitOptions struct {
+	Force bool
+}
+
+// NewCmdInit builds cadre init.
+func NewCmdInit(f *Factory, runF func(context.Context, *Factory, *InitOptions) error) *cobra.Command {
+	opts := &InitOptions{}
+	cmd := &cobra.Command{
+		Use:   "init [--force]",
+		Short: "Write a commented cadre.yaml for this repository",
+		Long: `Write cadre.yaml at the repository root with the project's build, test and lint commands
+(detected from go.mod, package.json, Cargo.toml, pyproject.toml or a Makefile), the agent CLI
+found on PATH as the default runner, and the GitHub repository of the origin remote. An existing
+cadre.yaml is kept unless --force.` + exitStatusSimple,
+		Example: `  cadre init
+  cadre init --force   # rewrite it`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return runInit(cmd.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "overwrite an existing cadre.yaml")
+	return cmd
+}
+
+func runInit(ctx context.Context, f *Factory, opts *InitOptions) error {
+	root, err := f.repoRoot(ctx)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(root, "cadre.yaml")
+	if _, err := os.Stat(path); err == nil && !opts.Force {
+		return usageErr(fmt.Errorf("%s exists: edit it, or rewrite it with cadre init --force", "cadre.yaml"))
+	}
+	cmds := detectCommands(root)
+	runner, found := detectRunner(f.Getenv("PATH"))
+	repo := ""
+	if r, err := workspace.Open(ctx, root); err == nil {
+		if url, err := r.Git(ctx, "remote", "get-url", "origin"); err == nil {
+			if o, n, ok := forge.RepoFromRemote(strings.TrimSpace(url)); ok {
+				repo = o + "/" + n
+			}
+		}
+	}
+	base := "main"
+	if r, err := workspace.Open(ctx, root); err == nil {
+		if b, err := r.Git(ctx, "symbolic-ref", "--short", "HEAD"); err == nil && strings.TrimSpace(b) != "" {
+			base = strings.TrimSpace(b)
+		}
+	}
+	text := initYAML(filepath.Base(root), repo, base, cmds, runner, found)
+	if _, err := config.Parse("cadre.yaml", []byte(text), nil); err != nil {
+		return fmt.Errorf("generated configuration does not load: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "cadre: wrote %s (default runner %s); check the commands, then cadre run --dry-run\n", path, runner)
+	return nil
+}
+
+// detectCommands guesses install/build/test/lint from the build files.
+func detectCommands(root string) config.Commands {
+	has := func(name string) bool { _, err := os.Stat(filepath.Join(root, name)); return err == nil }
+	switch {
+	case has("go.mod"):
+		return config.Commands{Build: "go build ./...", Test: "go test ./...", Lint: "go vet ./..."}
+	case has("package.json"):
+		c := config.Commands{Install: "npm install", Test: "npm test"}
+		if has("package-lock.json") {
+			c.Install = "npm ci"
+		}
+		var pkg struct {
+			Scripts map[string]string `json:"scripts"`
+		}
+		data, _ := os.ReadFile(filepath.Join(root, "package.json"))
+		if json.Unmarshal(data, &pkg) == nil {
+			if _, ok := pkg.Scripts["build"]; ok {
+				c.Build = "npm run build"
+			}
+			if _, ok := pkg.Scripts["lint"]; ok {
+				c.Lint = "npm run lint"
+			}
+			if _, ok := pkg.Scripts["test"]; !ok {
+				c.Test = ""
+			}
+		}
+		return c
+	case has("Cargo.toml"):
+		return config.Commands{Build: "cargo build", Test: "cargo test", Lint: "cargo clippy"}
+	case has("pyproject.toml"), has("setup.py"):
+		return config.Commands{Test: "python -m pytest"}
+	case has("Makefile"):
+		return config.Commands{Build: "make", Test: "make test"}
+	}
+	return config.Commands{}
+}
+
+// detectRunner picks the first agent CLI found on path (claude first).
+func detectRunner(path string) (string, []string) {
+	var found []string
+	for _, name := range []string{"claude", "codex", "gemini", "opencode", "aider"} {
+		for _, dir := range filepath.SplitList(path) {
+			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				found = append(found, name)
+				break
+			}
+		}
+	}
+	if len(found) == 0 {
+		return "claude", nil
+	}
+	return found[0], found
+}
+
+func initYAML(project, repo, base string, c config.Commands, runner string, found []string) string {
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "# cadre configuration (written by cadre init). Every key is optional; see docs/config.md.\n")
+	fmt.Fprintf(&b, "project: %s\n", q(project))
+	if repo != "" {
+		fmt.Fprintf(&b, "repository: %s            # GitHub issues and pull requests\n", repo)
+	} else {
+		b.WriteString("# repository: owner/repo      # for GitHub issues; inferred from the origin remote\n")
+	}
+	fmt.Fprintf(&b, "base_branch: %s\ntasks_dir: tasks\n\n", q(base))
+	b.WriteString("# The engine runs these itself (a baseline, then checks for regressions).\n")
+	fmt.Fprintf(&b, "commands: {install: %s, build: %s, test: %s, lint: %s}\n\n", q(c.Install), q(c.Build), q(c.Test), q(c.Lint))
+	if len(found) > 0 {
+		fmt.Fprintf(&b, "# Agent CLIs found on PATH: %s.\n", strings.Join(found, ", "))
+	} else {
+		b.WriteString("# No agent CLI found on PATH; install one (cadre runners check says how).\n")
+	}
+	fmt.Fprintf(&b, "defaults: {runner: %s, workflow: auto, timeout: 20m}\n", runner)
+	b.WriteString("# roles:                       # per-role runner and model, e.g.\n#   code-reviewer: {runner: codex}\n\n")
+	b.WriteString("limits: {parallel_issues: 3, parallel_agents: 3, budget_usd: 0}\n")
+	return b.String()
+}
+
