@@ -157,4 +157,3 @@ func initYAML(project, repo, base string, c config.Commands, runner string, foun
 	b.WriteString("limits: {parallel_issues: 3, parallel_agents: 3, budget_usd: 0}\n")
 	return b.String()
 }
-
