@@ -34,9 +34,16 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 		}
 	}
 	var out []PlannedItem
-	if len(files) > 0 || len(issues) == 0 {
+	if opts.Prompt != "" {
+		wf := opts.Workflow
+		if wf == "" {
+			wf = e.d.Config.Defaults.Workflow
+		}
+		out = append(out, e.planItem(opts, "do", strings.Join(strings.Fields(opts.Prompt), " "), wf, "code"))
+	}
+	if len(files) > 0 || (len(issues) == 0 && opts.Prompt == "") {
 		o := opts
-		o.Targets, o.Query = files, IssueQuery{}
+		o.Targets, o.Query, o.Prompt = files, IssueQuery{}, ""
 		tasks, err := e.loadTargets(ctx, "dry-run", o)
 		if err != nil {
 			return nil, err
