@@ -85,34 +85,40 @@ func cost(usd float64, estimated bool) string {
 
 // openRun opens the journal and resolves the run id (latest when empty).
 func (f *Factory) openRun(ctx context.Context, id string) (*store.Store, string, error) {
+	st, id, _, err := f.openRunAt(ctx, id)
+	return st, id, err
+}
+
+// openRunAt is openRun that also returns the repository root.
+func (f *Factory) openRunAt(ctx context.Context, id string) (*store.Store, string, string, error) {
 	root, err := f.repoRoot(ctx)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	if !hasJournal(root) {
-		return nil, "", usageErr(fmt.Errorf("no runs yet in %s (start one with cadre run)", root))
+		return nil, "", "", usageErr(fmt.Errorf("no runs yet in %s (start one with cadre run)", root))
 	}
 	st, err := openStore(ctx, root)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	if id == "" {
 		r, err := st.LatestRun(ctx)
 		if err != nil {
 			st.Close()
 			if errors.Is(err, store.ErrNotFound) {
-				return nil, "", usageErr(fmt.Errorf("no runs yet in %s (start one with cadre run)", root))
+				return nil, "", "", usageErr(fmt.Errorf("no runs yet in %s (start one with cadre run)", root))
 			}
-			return nil, "", err
+			return nil, "", "", err
 		}
-		return st, r.ID, nil
+		return st, r.ID, root, nil
 	}
 	if _, err := st.GetRun(ctx, id); err != nil {
 		st.Close()
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, "", usageErr(fmt.Errorf("no run %q (cadre status shows the latest)", id))
+			return nil, "", "", usageErr(fmt.Errorf("no run %q (cadre status shows the latest)", id))
 		}
-		return nil, "", err
+		return nil, "", "", err
 	}
-	return st, id, nil
+	return st, id, root, nil
 }

@@ -67,16 +67,12 @@ type statusItemJSON struct {
 }
 
 func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
-	st, id, err := f.openRun(ctx, opts.Run)
+	st, id, root, err := f.openRunAt(ctx, opts.Run)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	sum, err := engine.Summarize(ctx, st, id)
-	if err != nil {
-		return err
-	}
-	root, err := f.repoRoot(ctx)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -135,14 +134,9 @@ func ArchiveName(now time.Time, title string, pr int, suffix string) string {
 func cycleID(stateDir string, now time.Time) string {
 	day := now.UTC().Format("20060102")
 	entries, _ := os.ReadDir(filepath.Join(stateDir, "archive"))
-	var n int
-	names := make([]string, 0, len(entries))
+	n := 0
 	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if strings.HasPrefix(name, day+"_") {
+		if strings.HasPrefix(e.Name(), day+"_") {
 			n++
 		}
 	}

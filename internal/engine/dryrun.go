@@ -34,12 +34,13 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 		}
 	}
 	var out []PlannedItem
+	// Prompts and issues run --workflow, else defaults.workflow.
+	generated := opts.Workflow
+	if generated == "" {
+		generated = e.d.Config.Defaults.Workflow
+	}
 	if opts.Prompt != "" {
-		wf := opts.Workflow
-		if wf == "" {
-			wf = e.d.Config.Defaults.Workflow
-		}
-		out = append(out, e.planItem(opts, "do", strings.Join(strings.Fields(opts.Prompt), " "), wf, "code"))
+		out = append(out, e.planItem(opts, "do", shorten(opts.Prompt, 72), generated, "code"))
 	}
 	if len(files) > 0 || (len(issues) == 0 && opts.Prompt == "") {
 		o := opts
@@ -53,11 +54,7 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 		}
 	}
 	for _, ref := range issues {
-		wf := opts.Workflow
-		if wf == "" {
-			wf = e.d.Config.Defaults.Workflow
-		}
-		out = append(out, e.planItem(opts, ref, "(GitHub issue, not fetched)", wf, "code"))
+		out = append(out, e.planItem(opts, ref, "(GitHub issue, not fetched)", generated, "code"))
 	}
 	return out, nil
 }

@@ -275,7 +275,7 @@ func listFiles(paths []string) string {
 }
 
 // loadTargets reads the task files a run works on, in dependency order.
-func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) (tasks []*taskfile.Task, err error) {
+func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([]*taskfile.Task, error) {
 	if w := opts.Workflow; w != "" && w != workflow.RunnerWorkflow {
 		if _, ok := e.d.Workflows.Get(w); !ok {
 			return nil, fmt.Errorf("%w: --workflow %s: unknown workflow (available: runner, %s)", ErrPreflight, w, strings.Join(e.d.Workflows.Names(), ", "))
@@ -285,6 +285,7 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) (t
 		return nil, fmt.Errorf("%w: --column %q: unknown stage (want one of %s)", ErrPreflight, opts.Column, strings.Join(taskfile.Stages, ", "))
 	}
 	targets := opts.Targets
+	var issues []*taskfile.Task // generated task files: issues and a prompt
 	if opts.Prompt != "" {
 		t, err := e.promptTask(runID, opts.Prompt)
 		if err != nil {
@@ -293,11 +294,7 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) (t
 		if len(targets) == 0 && opts.Query.Empty() {
 			return []*taskfile.Task{t}, nil
 		}
-		defer func() {
-			if err == nil {
-				tasks = append(tasks, t)
-			}
-		}()
+		issues = append(issues, t)
 	}
 	if !opts.Query.Empty() {
 		if e.d.Forge == nil {
@@ -318,7 +315,6 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) (t
 		targets = []string{filepath.Join(e.d.Root, e.d.Config.TasksDir)}
 	}
 	var paths []string
-	var issues []*taskfile.Task
 	for _, t := range targets {
 		fi, err := os.Stat(t)
 		if err != nil && isIssueRef(t) {
@@ -353,6 +349,7 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) (t
 		paths = append(paths, found...)
 	}
 	seen := map[string]string{}
+	var tasks []*taskfile.Task
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {

@@ -729,3 +729,27 @@ func TestGitHubTokenNeverPassedToAgents(t *testing.T) {
 		t.Error(diff)
 	}
 }
+
+func TestPRTextFromPRComposer(t *testing.T) {
+	e := newEnv(t, passAll, [2]string{"a", "code"})
+	ir := &itemRun{outDir: t.TempDir()}
+	os.MkdirAll(filepath.Join(ir.outDir, "outputs"), 0o755)
+	os.WriteFile(filepath.Join(ir.outDir, "outputs", "pr-pr-composer-1.md"),
+		[]byte("# Fix the frobnicator\n\n## Summary\nIt no longer breaks.\n\n### SIGNAL BLOCK\n- Agent: pr-composer\n- Result: SUCCESS\n"), 0o644)
+	title, body := e.eng.prText(ir, Issue{Number: 7, Title: "issue title"})
+	if title != "Fix the frobnicator" {
+		t.Errorf("title %q", title)
+	}
+	if body != "## Summary\nIt no longer breaks.\n\nCloses #7\n" {
+		t.Errorf("body %q", body)
+	}
+}
+
+func TestShorten(t *testing.T) {
+	if got := shorten("  a\n b\tc ", 10); got != "a b c" {
+		t.Errorf("%q", got)
+	}
+	if got := shorten(strings.Repeat("é", 5), 3); got != "ééé…" {
+		t.Errorf("%q: cut inside a character?", got)
+	}
+}

@@ -223,13 +223,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 	return workflow.Outcome{Regressions: r.Regressions, Output: r.Output}, nil
 }
 
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
-}
+func oneLine(s string) string { return shorten(s, 200) }
 
 var commandNames = []string{"install", "build", "test", "lint"}
 

@@ -88,27 +88,29 @@ func (e *Engine) issueTask(run string, is Issue) (*taskfile.Task, error) {
 	if e.d.Config.Repository == "" || strings.EqualFold(is.Repo, e.d.Config.Repository) {
 		id = fmt.Sprint(is.Number)
 	}
-	dir := filepath.Join(e.StateDir(), "runs", run, "items", id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	wf := e.d.Config.Defaults.Workflow
-	if wf == "" {
-		wf = "auto"
-	}
-	title := strings.Join(strings.Fields(is.Title), " ")
-	var b strings.Builder
-	fmt.Fprintf(&b, "---\nstage: code\nworkflow: %s\nsource: github\nissue: %d\nrepository: %s\n---\n", wf, is.Number, is.Repo)
-	fmt.Fprintf(&b, "# %s\n\n%s\n", title, is.Body)
-	path := filepath.Join(dir, id+".md") // the file stem is the item id
-	if err := writeFileAtomic(path, []byte(b.String())); err != nil {
+	path, err := e.generatedTask(run, id, fmt.Sprintf("source: github\nissue: %d\nrepository: %s\n", is.Number, is.Repo),
+		shorten(is.Title, 200), is.Body)
+	if err != nil {
 		return nil, err
 	}
 	meta, _ := json.MarshalIndent(githubItem{Issue: is}, "", "  ")
-	if err := writeFileAtomic(filepath.Join(dir, "issue.json"), meta); err != nil {
+	if err := writeFileAtomic(filepath.Join(filepath.Dir(path), "issue.json"), meta); err != nil {
 		return nil, err
 	}
 	return taskfile.Load(path)
+}
+
+// generatedTask writes the task file of an item that has none in the
+// repository (an issue, a prompt) under the run's state; the file stem is
+// the item id, and its workflow is defaults.workflow.
+func (e *Engine) generatedTask(run, id, frontmatter, title, body string) (string, error) {
+	dir := filepath.Join(e.StateDir(), "runs", run, "items", id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	text := fmt.Sprintf("---\nstage: code\nworkflow: %s\n%s---\n# %s\n\n%s\n", e.d.Config.Defaults.Workflow, frontmatter, title, body)
+	path := filepath.Join(dir, id+".md")
+	return path, writeFileAtomic(path, []byte(text))
 }
 
 // promptTask turns cadre do's prompt into a task file under the run's
@@ -116,21 +118,8 @@ func (e *Engine) issueTask(run string, is Issue) (*taskfile.Task, error) {
 func (e *Engine) promptTask(run, prompt string) (*taskfile.Task, error) {
 	sum := sha256.Sum256([]byte(prompt))
 	id := "do-" + hex.EncodeToString(sum[:3]) // the branch name adds the prompt's slug
-	dir := filepath.Join(e.StateDir(), "runs", run, "items", id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	wf := e.d.Config.Defaults.Workflow
-	if wf == "" {
-		wf = "auto"
-	}
-	title := strings.Join(strings.Fields(prompt), " ")
-	if r := []rune(title); len(r) > 72 {
-		title = string(r[:72]) + "…"
-	}
-	text := fmt.Sprintf("---\nstage: code\nworkflow: %s\nsource: prompt\n---\n# %s\n\n%s\n", wf, title, prompt)
-	path := filepath.Join(dir, id+".md")
-	if err := writeFileAtomic(path, []byte(text)); err != nil {
+	path, err := e.generatedTask(run, id, "source: prompt\n", shorten(prompt, 72), prompt)
+	if err != nil {
 		return nil, err
 	}
 	return taskfile.Load(path)
@@ -243,7 +232,7 @@ func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
 	matches, _ := filepath.Glob(filepath.Join(ir.outDir, "outputs", "pr-pr-composer-*.md"))
 	if len(matches) > 0 {
 		data, _ := os.ReadFile(matches[len(matches)-1])
-		text := reviewText(string(data))
+		text := withoutSignal(string(data))
 		lines := strings.SplitN(strings.TrimSpace(text), "\n", 2)
 		if t, ok := strings.CutPrefix(strings.TrimSpace(lines[0]), "# "); ok {
 			title = t
@@ -253,8 +242,6 @@ func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
 		} else {
 			body = text
 		}
-		body = strings.ReplaceAll(body, "#### ", "## ") // reviewText demoted headings
-		body = strings.ReplaceAll(body, "### ", "## ")
 	}
 	if body == "" {
 		log, _ := ir.repo.Git(context.Background(), "log", "--format=- %s", e.d.Config.BaseBranch+"..HEAD")

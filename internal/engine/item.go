@@ -617,6 +617,12 @@ func collectOutput(path, reply string) (string, error) {
 
 // reviewText is the auditor's output without its SIGNAL BLOCK.
 func reviewText(output string) string {
+	return demoteHeadings(withoutSignal(output), 3)
+}
+
+// withoutSignal is an agent's output without its SIGNAL BLOCK (and the
+// fence around it, if any).
+func withoutSignal(output string) string {
 	lines := strings.Split(output, "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if strings.Contains(strings.ToUpper(lines[i]), "SIGNAL BLOCK") {
@@ -625,8 +631,7 @@ func reviewText(output string) string {
 		}
 	}
 	text := strings.TrimSpace(strings.Join(lines, "\n"))
-	text = strings.TrimSpace(strings.TrimSuffix(text, "```"))
-	return demoteHeadings(text, 3)
+	return strings.TrimSpace(strings.TrimSuffix(text, "```"))
 }
 
 // demoteHeadings shifts Markdown headings so the highest is at level min:
@@ -711,11 +716,16 @@ func (e *Engine) commit(ctx context.Context, ir *itemRun) error {
 // commitMessage names the task; the title is untrusted text, so it is
 // reduced to one short line (it travels as one argv element, never a shell).
 func commitMessage(t *taskfile.Task) string {
-	title := strings.Join(strings.Fields(t.Title), " ")
-	if r := []rune(title); len(r) > 60 {
-		title = string(r[:60]) + "…"
+	return fmt.Sprintf("cadre: complete task %s: %s", t.ID, shorten(t.Title, 60))
+}
+
+// shorten puts untrusted or long text on one line of at most n runes.
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n]) + "…"
 	}
-	return fmt.Sprintf("cadre: complete task %s: %s", t.ID, title)
+	return s
 }
 
 func writeJSON(path string, v any) error {
