@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -751,5 +752,36 @@ func TestShorten(t *testing.T) {
 	}
 	if got := shorten(strings.Repeat("é", 5), 3); got != "ééé…" {
 		t.Errorf("%q: cut inside a character?", got)
+	}
+}
+
+// TestAgentsBoundsConcurrentStepsOfAnItem fans a plan of four independent
+// tasks out in one item and checks --agents caps the agent steps at once.
+func TestAgentsBoundsConcurrentStepsOfAnItem(t *testing.T) {
+	for _, agents := range []int{1, 2} {
+		var mu sync.Mutex
+		running, peak := 0, 0
+		e := newEnv(t, func(inv runner.Invocation) runner.Result {
+			mu.Lock()
+			running++
+			peak = max(peak, running)
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond) // overlap, if the limit allows it
+			mu.Lock()
+			running--
+			mu.Unlock()
+			out := "### SIGNAL BLOCK\n- Agent: x\n- Result: SUCCESS\n- Confidence: 9\n- Verdict: pass\n- Rating: 9\n"
+			if inv.Role == "implementation-planner" {
+				out = "```json\n" + `{"tasks":[{"id":"a"},{"id":"b"},{"id":"c"},{"id":"d"}]}` + "\n```\n" + out
+			}
+			return runner.Result{Output: out}
+		}, [2]string{"t", "code"})
+		sum, err := e.eng.Start(context.Background(), Options{Workflow: "cadre", Agents: agents})
+		if err != nil || sum.Status != store.RunCompleted {
+			t.Fatalf("agents=%d: %v %s %s", agents, err, sum.Status, sum.Reason)
+		}
+		if peak > agents {
+			t.Errorf("agents=%d: %d agent steps ran at once", agents, peak)
+		}
 	}
 }

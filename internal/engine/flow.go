@@ -268,6 +268,10 @@ func (fx *flowExec) runChecks(ctx context.Context, id string) (map[string]int, s
 // do not commit each other's work.
 func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried bool) (string, error) {
 	ir := fx.ir
+	// Plan tasks of one wave commit in one worktree: git's index admits one
+	// writer at a time.
+	ir.gitMu.Lock()
+	defer ir.gitMu.Unlock()
 	mark := workspace.Mark{Step: c.ID, Run: ir.run}
 	if tried {
 		if sha, err := ir.repo.FindStepCommit(ctx, mark); err != nil || sha != "" {

@@ -45,6 +45,7 @@ type itemRun struct {
 	board  *board          // the task file's frontmatter, written in the background
 	// boardMu serialises task-file writes of parallel steps of one item.
 	boardMu sync.Mutex
+	gitMu   sync.Mutex // serialises commits in the item's tree
 	// written is the frontmatter last written, to skip redundant writes.
 	written map[string]string
 }
