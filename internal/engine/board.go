@@ -15,6 +15,12 @@ import (
 // the file. Writes that are still pending coalesce into one. flush waits for
 // the file to be current: before a review is written into it, before it is
 // committed, and when the item ends.
+//
+// An agent may edit its own task file (its body is the agent's to change),
+// so no background write happens while an agent step of the item runs: the
+// file is made current before the first agent starts (the agent sees the
+// stage it works in) and what is queued meanwhile waits for the last one to
+// end. Only an explicit flush writes while agents run.
 type board struct {
 	path string
 
@@ -24,6 +30,8 @@ type board struct {
 	order   []string
 	busy    bool
 	closed  bool
+	agents  int // agent steps running now
+	forcing int // flushes waiting: write even while agents run
 	err     error // the first write error, reported by flush
 }
 
@@ -44,7 +52,7 @@ func (b *board) loop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for {
-		for len(b.order) == 0 && !b.closed {
+		for !b.closed && (len(b.order) == 0 || (b.agents > 0 && b.forcing == 0)) {
 			b.cond.Wait()
 		}
 		if len(b.order) == 0 {
@@ -86,10 +94,35 @@ func (b *board) set(fields []taskfile.Field) {
 func (b *board) flush() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.forcing++
+	b.cond.Broadcast()
 	for len(b.order) > 0 || b.busy {
 		b.cond.Wait()
 	}
+	b.forcing--
 	return b.err
+}
+
+// beginAgent is called before an agent step runs: when it is the only one,
+// the file is made current first; background writes then wait for endAgent.
+func (b *board) beginAgent() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.agents == 0 {
+		for len(b.order) > 0 || b.busy {
+			b.cond.Wait()
+		}
+	}
+	b.agents++
+	return b.err
+}
+
+// endAgent is called when an agent step has ended.
+func (b *board) endAgent() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.agents--
+	b.cond.Broadcast()
 }
 
 // close flushes and stops the writer.

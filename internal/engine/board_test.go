@@ -69,3 +69,37 @@ func TestBoardRemovesStaleTempFiles(t *testing.T) {
 		t.Error("another file's temp file removed")
 	}
 }
+
+// While an agent runs, the board leaves the file to it: a queued field waits
+// for the agent to end (or for an explicit flush), and the file is current
+// when the agent starts.
+func TestBoardHoldsWritesWhileAnAgentRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.md")
+	os.WriteFile(path, []byte("---\nstage: plan\n---\n# T\n"), 0o644)
+	b := newBoard(path)
+	b.set([]taskfile.Field{{Key: "stage", Value: "code"}})
+	if err := b.beginAgent(); err != nil {
+		t.Fatal(err)
+	}
+	if tk, _ := taskfile.Load(path); tk.Stage != "code" {
+		t.Fatalf("agent started with stage %s", tk.Stage)
+	}
+	b.set([]taskfile.Field{{Key: "agent", Value: "coder"}})
+	data, _ := os.ReadFile(path)
+	os.WriteFile(path, append(data, "agent's line\n"...), 0o644)
+	b.mu.Lock()
+	pending := len(b.order)
+	b.mu.Unlock()
+	if pending != 1 {
+		t.Errorf("pending fields while the agent runs = %d, want 1", pending)
+	}
+	b.endAgent()
+	if err := b.flush(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(path)
+	if tk, _ := taskfile.Load(path); tk.Agent != "coder" || !strings.Contains(string(data), "agent's line") {
+		t.Errorf("after the agent: %q", data)
+	}
+	b.close()
+}

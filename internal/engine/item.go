@@ -437,6 +437,10 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	case <-ctx.Done():
 		return agentOut{}, ctx.Err()
 	}
+	if err := ir.board.beginAgent(); err != nil {
+		return agentOut{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
+	}
+	defer ir.board.endAgent()
 	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: sp.ID, Role: sp.Role, Runner: runnerName, Model: model, Kind: "agent", OutputPath: outPath}
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
 		return agentOut{}, err

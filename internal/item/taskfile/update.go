@@ -1,6 +1,7 @@
 package taskfile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -39,16 +40,36 @@ func Update(path string, set []Field) error {
 	if len(set) == 0 {
 		return nil
 	}
-	target, data, perm, err := read(path)
-	if err != nil {
-		return err
-	}
-	out, err := update(path, data, set)
-	if err != nil {
-		return err
-	}
-	return write(target, out, data, perm)
+	return rewrite(path, func(data []byte) ([]byte, error) { return update(path, data, set) })
 }
+
+// rewrite replaces the file at path with change(its content). Someone else
+// (an agent editing the task's body) may write the file meanwhile: when its
+// content changed between the read and the rename, the change is applied
+// again to the new content, so their edit is never overwritten.
+func rewrite(path string, change func([]byte) ([]byte, error)) error {
+	for try := 0; ; try++ {
+		target, data, perm, err := read(path)
+		if err != nil {
+			return err
+		}
+		out, err := change(data)
+		if err != nil {
+			return err
+		}
+		err = write(target, out, data, perm)
+		if !errors.Is(err, errChanged) || try == maxRewrites {
+			return err
+		}
+	}
+}
+
+// maxRewrites bounds how often rewrite starts over for a file that keeps
+// changing under it.
+const maxRewrites = 20
+
+// errChanged reports that the file changed while it was being rewritten.
+var errChanged = errors.New("the file changed while it was being updated; try again")
 
 // update returns data, the content of the task file at path, with the fields set.
 func update(path string, data []byte, set []Field) ([]byte, error) {
@@ -314,15 +335,7 @@ func verify(path string, before *frontmatter, out string, set []Field) error {
 // one is followed by a blank line when another section follows. The file's line ending is used
 // throughout. Atomic as Update.
 func SetReview(path string, rating int, accepted bool, text string) error {
-	target, data, perm, err := read(path)
-	if err != nil {
-		return err
-	}
-	out, err := review(path, data, rating, accepted, text)
-	if err != nil {
-		return err
-	}
-	return write(target, out, data, perm)
+	return rewrite(path, func(data []byte) ([]byte, error) { return review(path, data, rating, accepted, text) })
 }
 
 // review returns data, the content of the task file at path, with its review section set.
@@ -441,6 +454,10 @@ func write(path string, data, old []byte, perm fs.FileMode) (err error) {
 	}
 	if err := f.Close(); err != nil {
 		return err
+	}
+	// The last moment to notice a concurrent writer before replacing its work.
+	if now, err := os.ReadFile(path); err != nil || string(now) != string(old) {
+		return errChanged
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		return err
