@@ -30,8 +30,8 @@ type board struct {
 	order   []string
 	busy    bool
 	closed  bool
-	agents  int // agent steps running now
-	forcing int // flushes waiting: write even while agents run
+	agents  int   // agent steps running now
+	forcing int   // flushes waiting: write even while agents run
 	err     error // the first write error, reported by flush
 }
 
