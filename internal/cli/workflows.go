@@ -48,7 +48,9 @@ escalation. Built-in ones can be overridden, and new ones added, with .cadre/wor
 				if args[0] == workflow.RunnerWorkflow {
 					fmt.Fprintln(f.IO.Out, "runner (built-in): from plan: planner → coder → auditor; from code: coder → auditor; from audit: auditor.\n"+
 						"Rating ≥ limits.audit_pass_rating completes the task; lower sends it back to the coder with the review;\n"+
-						"limits.max_attempts failed audits stop the run with the task left in audit.")
+						"limits.max_attempts failed audits stop the run with the task left in audit.\n"+
+						"gates: the auditor rejects with a Rating below limits.audit_pass_rating, Result FAIL or INSUFFICIENT,\n"+
+						"  or Verdict needs-fixes; rejected work is never committed.\n"+strings.TrimSuffix(escalationText, "\n"))
 					return nil
 				}
 				flows, err := f.workflows(cmd.Context())
@@ -83,45 +85,73 @@ func (f *Factory) workflows(ctx context.Context) (*workflow.Registry, error) {
 func describeWorkflow(d *workflow.Def) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%s)\n%s\n", d.Name, d.Source, d.Description)
-	if d.Escalate {
-		b.WriteString("escalates to a human when an agent's confidence is below limits.escalate_below_confidence\n")
+	pass := "limits.audit_pass_rating"
+	if d.PassRating > 0 {
+		pass = fmt.Sprintf("%d (this workflow's pass_rating)", d.PassRating)
 	}
+	var gates []string
+	for _, r := range d.Roles() {
+		if workflow.IsReviewing(r) {
+			gates = append(gates, r)
+		}
+	}
+	if len(gates) == 0 {
+		b.WriteString("\ngates: none (no reviewing role)\n")
+	} else {
+		fmt.Fprintf(&b, "\ngates: %s reject(s) the work with Result FAIL or INSUFFICIENT, Verdict needs-fixes,\n"+
+			"  or a Rating below %s; inside a loop an agent's FAIL also ends the round.\n"+
+			"  Rejected work is never committed and never opens a pull request.\n", strings.Join(gates, ", "), pass)
+	}
+	b.WriteString(escalationText)
 	for i, p := range d.Phases {
 		crit := "non-critical"
 		if p.Critical {
 			crit = "critical"
 		}
 		fmt.Fprintf(&b, "\nphase %d: %s (%s)\n", i+1, p.Name, crit)
-		writeNodes(&b, p.Steps, "  ")
+		writeNodes(&b, p.Steps, "  ", false)
 	}
 	return b.String()
 }
 
-func writeNodes(b *strings.Builder, nodes []workflow.Node, ind string) {
+// escalationText is the human-escalation rule every workflow follows.
+const escalationText = "escalation: an agent's Confidence below limits.escalate_below_confidence, Result\n" +
+	"  CLARIFICATION_NEEDED (asked again with the answer) or Next: Human pauses the item for cadre approve.\n"
+
+// writeNodes renders steps; inRound is set inside a loop's do, where a
+// rejection or an agent's FAIL ends the round instead of the item.
+func writeNodes(b *strings.Builder, nodes []workflow.Node, ind string, inRound bool) {
 	for _, n := range nodes {
 		switch {
+		case n.Role != "" && workflow.IsReviewing(n.Role) && inRound:
+			fmt.Fprintf(b, "%s- %s  [gate: a rejection ends the round]\n", ind, n.Role)
+		case n.Role != "" && workflow.IsReviewing(n.Role):
+			fmt.Fprintf(b, "%s- %s  [gate: a rejection fails the item]\n", ind, n.Role)
 		case n.Role != "":
 			fmt.Fprintf(b, "%s- %s\n", ind, n.Role)
 		case len(n.Parallel) > 0:
 			fmt.Fprintf(b, "%s- in parallel:\n", ind)
-			writeNodes(b, n.Parallel, ind+"    ")
+			writeNodes(b, n.Parallel, ind+"    ", inRound)
 		case n.ForEach != "":
 			fmt.Fprintf(b, "%s- for each task of the plan (dependency order, independent tasks in parallel):\n", ind)
-			writeNodes(b, n.Do, ind+"    ")
+			writeNodes(b, n.Do, ind+"    ", inRound)
 		case n.Loop != nil:
 			bound := "max " + n.Loop.Max + " rounds"
 			if n.Loop.MaxBetween != "" {
 				bound = "max " + n.Loop.MaxBetween + " fix rounds"
 			}
-			ex := n.Loop.Exhausted
-			if ex == "" {
-				ex = "fail"
+			ex := "fail the item"
+			switch n.Loop.Exhausted {
+			case "continue":
+				ex = "go on"
+			case "incomplete":
+				ex = "pause as incomplete for cadre approve: approve runs as many rounds again, reject ends the item"
 			}
-			fmt.Fprintf(b, "%s- loop until %s (%s; then %s):\n", ind, n.Loop.Until, bound, ex)
-			writeNodes(b, n.Loop.Do, ind+"    ")
+			fmt.Fprintf(b, "%s- loop until %s: %s (%s; then %s):\n", ind, n.Loop.Until, workflow.Gates[n.Loop.Until], bound, ex)
+			writeNodes(b, n.Loop.Do, ind+"    ", true)
 			if len(n.Loop.Between) > 0 {
-				fmt.Fprintf(b, "%s  between rounds:\n", ind)
-				writeNodes(b, n.Loop.Between, ind+"    ")
+				fmt.Fprintf(b, "%s  between rounds (with the rejection as their note):\n", ind)
+				writeNodes(b, n.Loop.Between, ind+"    ", false)
 			}
 		default:
 			fmt.Fprintf(b, "%s- run %s (%s)\n", ind, n.Run, workflow.Actions[n.Run])

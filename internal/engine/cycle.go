@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/signal"
+	"github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -23,8 +25,10 @@ type cycleLog struct {
 	closed bool
 }
 
-// newCycleLog starts the log of an item.
-func newCycleLog(path, id, goal, state string, docs []string) *cycleLog {
+// newCycleLog starts the log of an item with the goal, the starting state,
+// the context documents and the Human INIT entry (1:0:0) handing the goal
+// to next, the first role.
+func newCycleLog(path, id, goal, state string, docs []string, next string) *cycleLog {
 	c := &cycleLog{path: path}
 	fmt.Fprintf(&c.b, "# Cycle: %s\n\n## Goal\n%s\n\n## Current State\n%s\n\n## Context Docs\n", id, goal, state)
 	if len(docs) == 0 {
@@ -34,8 +38,31 @@ func newCycleLog(path, id, goal, state string, docs []string) *cycleLog {
 		fmt.Fprintf(&c.b, "- %s\n", d)
 	}
 	c.b.WriteString("\n---\n")
+	fmt.Fprintf(&c.b, "\n## Iteration 0\n\n### Human Output\n%s\n\n### SIGNAL BLOCK\n- Agent: Human\n- Result: INIT\n"+
+		"- Loop Summary: goal set: %s\n- Confidence: 10\n- Next: %s\n- Context: the goal above\n\n**Signature**: 1:0:0\n",
+		goal, oneLine(goal), titleCase(next))
 	c.flush()
 	return c
+}
+
+// human appends a human's answer to an escalation.
+func (c *cycleLog) human(q workflow.HumanCall, a workflow.Answer) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	result, verb := signal.Pass, "approved"
+	if !a.Approved {
+		result, verb = signal.Fail, "rejected"
+	}
+	note := strings.TrimSpace(a.Note)
+	if note == "" {
+		note = "(no note)"
+	}
+	fmt.Fprintf(&c.b, "\n### Human Output\n<!-- step %s -->\nAsked: %s\n\n%s: %s\n\n### SIGNAL BLOCK\n- Agent: Human\n- Result: %s\n"+
+		"- Loop Summary: %s\n- Confidence: 10\n- Context: %s\n", q.ID, q.Reason, verb, note, result, verb, oneLine(note))
+	c.flush()
 }
 
 // add appends an agent's output under its iteration.

@@ -623,6 +623,9 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 			if rs.halted() != "" {
 				return nil
 			}
+			if it.Status == store.ItemPaused && !e.waitsForHuman(gctx, runID, it.ID) {
+				e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.ItemResumed, Message: it.Error})
+			}
 			out, err := e.runItem(gctx, rs, it)
 			if err != nil {
 				return err

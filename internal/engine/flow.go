@@ -35,7 +35,7 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 	}
 	switch {
 	case errors.Is(err, workflow.ErrPaused):
-		reason := strings.TrimSuffix(err.Error(), ": "+workflow.ErrPaused.Error())
+		reason := pauseReason(err)
 		e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &reason})
 		e.publish(ir, event.Event{Type: event.ItemPaused, Message: reason})
 		return itemOutcome{paused: true, reason: reason}, nil
@@ -296,12 +296,21 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 // Human returns the recorded answer to an escalation, or records that the
 // item waits for one.
 func (fx *flowExec) Human(ctx context.Context, c workflow.HumanCall) (workflow.Answer, error) {
-	e, ir := fx.e, fx.ir
+	return fx.e.askHuman(ctx, fx.ir, c)
+}
+
+// askHuman returns the journaled answer to an escalation, or journals the
+// question and returns an error wrapping workflow.ErrPaused. A loop that
+// ran out of rounds (HumanIncomplete) archives its cycle log _incomplete
+// when it first pauses (seed 002).
+func (e *Engine) askHuman(ctx context.Context, ir *itemRun, c workflow.HumanCall) (workflow.Answer, error) {
 	rec, err := e.d.Store.GetStep(ctx, ir.run, c.ID)
 	if err == nil && rec.Status == store.StepCompleted {
 		var r actionResult
 		json.Unmarshal(rec.Result, &r)
-		return workflow.Answer{Approved: r.Approved != nil && *r.Approved, Note: r.Note}, nil
+		ans := workflow.Answer{Approved: r.Approved != nil && *r.Approved, Note: r.Note}
+		ir.cycle.human(c, ans)
+		return ans, nil
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return workflow.Answer{}, err
@@ -310,8 +319,32 @@ func (fx *flowExec) Human(ctx context.Context, c workflow.HumanCall) (workflow.A
 		if err := e.d.Store.StartStep(ctx, store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: c.ID, Role: c.Role, Kind: "human"}); err != nil {
 			return workflow.Answer{}, err
 		}
+		if c.Kind == workflow.HumanIncomplete {
+			if _, err := ir.cycle.archive(e.StateDir(), time.Now(), ir.task.Title, 0, "_incomplete"); err != nil {
+				e.publish(ir, event.Event{Type: event.Warning, Message: "archive the cycle log: " + err.Error()})
+			}
+		}
 	}
 	return workflow.Answer{}, fmt.Errorf("%s; answer with cadre approve %s %s [--reject] [--note TEXT]: %w", c.Reason, ir.run, ir.it.ID, workflow.ErrPaused)
+}
+
+// waitsForHuman says whether an item has a question no human answered yet.
+func (e *Engine) waitsForHuman(ctx context.Context, run, item string) bool {
+	steps, err := e.d.Store.Steps(ctx, run)
+	if err != nil {
+		return false
+	}
+	for _, s := range steps {
+		if s.ItemID == item && s.Kind == "human" && s.Status == store.StepStarted {
+			return true
+		}
+	}
+	return false
+}
+
+// pauseReason is a pause error's message without the ErrPaused suffix.
+func pauseReason(err error) string {
+	return strings.TrimSuffix(err.Error(), ": "+workflow.ErrPaused.Error())
 }
 
 // Approve answers an item's waiting escalation.

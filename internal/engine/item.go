@@ -80,7 +80,8 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 	ir := &itemRun{run: runID, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: brd,
 		outDir: filepath.Join(e.StateDir(), "runs", runID, "items", it.ID), written: map[string]string{},
 		agents: make(chan struct{}, max(agents, 1))}
-	lim := workflow.Limits{AuditPassRating: e.d.Config.Limits.AuditPassRating, MaxAttempts: e.d.Config.Limits.MaxAttempts}
+	lim := workflow.Limits{AuditPassRating: e.d.Config.Limits.AuditPassRating, MaxAttempts: e.d.Config.Limits.MaxAttempts,
+		EscalateBelowConfidence: e.d.Config.Limits.EscalateBelowConfidence}
 
 	s := workflow.Initial(it.ID, it.InitStage, it.InitAttempts)
 	if reason := e.unmetDeps(task, rs); reason != "" {
@@ -88,9 +89,11 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 		e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + reason})
 		return itemOutcome{}, nil
 	}
+	name := e.workflowOf(rs.opts, task)
 	ir.cycle = newCycleLog(filepath.Join(ir.outDir, "current_cycle.md"), cycleID(e.StateDir(), time.Now()),
-		task.Title, fmt.Sprintf("- stage: %s, attempts: %d\n- task file: %s", it.InitStage, it.InitAttempts, task.Path), task.Contexts)
-	if name := e.workflowOf(rs.opts, task); name != workflow.RunnerWorkflow {
+		task.Title, fmt.Sprintf("- stage: %s, attempts: %d\n- task file: %s", it.InitStage, it.InitAttempts, task.Path), task.Contexts,
+		e.firstRole(name, it.InitStage))
+	if name != workflow.RunnerWorkflow {
 		switch it.InitStage {
 		case workflow.StageCompleted, workflow.StageBacklog, workflow.StageFailed:
 			reason := "stage " + it.InitStage + ": nothing to do"
@@ -155,6 +158,18 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 				return itemOutcome{}, err
 			}
 			s, d = e.next(lim, ir, s, ev)
+		case workflow.AskHuman:
+			ans, err := e.askHuman(ctx, ir, d.Human)
+			if errors.Is(err, workflow.ErrPaused) {
+				reason := pauseReason(err)
+				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &reason})
+				e.publish(ir, event.Event{Type: event.ItemPaused, Stage: s.Stage, Message: reason})
+				return itemOutcome{paused: true, reason: reason}, nil
+			}
+			if err != nil {
+				return itemOutcome{}, err
+			}
+			s, d = e.next(lim, ir, s, workflow.Event{Kind: workflow.Answered, Human: &ans})
 		case workflow.Complete:
 			if err := e.commit(ctx, ir); err != nil {
 				return e.failItem(ctx, ir, s, err.Error())
@@ -317,6 +332,19 @@ type contextConfig struct {
 type pausedError struct{ reason string }
 
 func (e *pausedError) Error() string { return e.reason }
+
+// firstRole names the role an item's workflow starts with.
+func (e *Engine) firstRole(name, stage string) string {
+	if name == workflow.RunnerWorkflow {
+		return workflow.StageRole(stage)
+	}
+	if d, ok := e.d.Workflows.Get(name); ok {
+		if roles := d.Roles(); len(roles) > 0 {
+			return roles[0]
+		}
+	}
+	return "Done"
+}
 
 // workflowOf names the workflow an item runs: --workflow, else the task
 // file's own, else the task-file stage pipeline.
@@ -492,7 +520,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		return out, nil
 	}
 	if sp.Role == workflow.RoleAuditor && sp.Workflow == workflow.RunnerWorkflow && sig.Rating != nil {
-		accepted := *sig.Rating >= e.d.Config.Limits.AuditPassRating
+		accepted := workflow.Rejection(sp.Role, sig, e.d.Config.Limits.AuditPassRating) == ""
 		if err := ir.board.flush(); err != nil {
 			return agentOut{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
 		}
@@ -520,7 +548,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 // state machine's event.
 func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st workflow.Step) (workflow.Event, error) {
 	out, err := e.agentStep(ctx, ir, agentSpec{ID: st.ID, Role: st.Role, Phase: st.Stage, Workflow: workflow.RunnerWorkflow,
-		Attempt: st.Attempt, Inputs: st.Inputs, Review: st.Review, TaskID: ir.it.ID,
+		Attempt: st.Attempt, Inputs: st.Inputs, Review: st.Review, Note: st.Note, TaskID: ir.it.ID,
 		Payload: map[string]any{"stage": st.Stage, "attempts": s.Attempts}})
 	if err != nil {
 		return workflow.Event{}, err
@@ -531,8 +559,7 @@ func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st wor
 	if out.failure != "" {
 		return workflow.Event{Kind: workflow.StepFailed, Role: st.Role, Reason: out.failure}, nil
 	}
-	return workflow.Event{Kind: workflow.StepDone, Role: st.Role, Result: string(out.sig.Result), Rating: out.sig.Rating,
-		Summary: out.sig.LoopSummary, Output: out.output}, nil
+	return workflow.Event{Kind: workflow.StepDone, Role: st.Role, Step: st.ID, Signal: out.sig, Output: out.output}, nil
 }
 
 // invoke runs the agent, reads its output and signal, and re-asks once when

@@ -20,10 +20,10 @@ var builtinDefs embed.FS
 type Def struct {
 	Name        string `yaml:"name"`
 	Description string `yaml:"description"`
-	// Escalate pauses the item for a human when an agent's Confidence is
-	// below limits.escalate_below_confidence (seed 002).
-	Escalate bool    `yaml:"escalate"`
-	Phases   []Phase `yaml:"phases"`
+	// PassRating is the Rating a reviewing role must give for the work to
+	// pass (0: limits.audit_pass_rating).
+	PassRating int     `yaml:"pass_rating"`
+	Phases     []Phase `yaml:"phases"`
 
 	Source string `yaml:"-"` // "built-in" or the file it came from
 }
@@ -56,8 +56,11 @@ type Loop struct {
 	Max        string `yaml:"max"`
 	MaxBetween string `yaml:"max_between"`
 	Do         []Node `yaml:"do"`
-	Between    []Node `yaml:"between"`   // after a failed gate, before the next round
-	Exhausted  string `yaml:"exhausted"` // fail (default) | continue | incomplete
+	Between    []Node `yaml:"between"` // after a failed gate, before the next round
+	// Exhausted says what happens when the bound is reached: fail (the
+	// default), continue (only for loops without reviewing roles: rejected
+	// work is never committed), or incomplete (pause for a human, seed 002).
+	Exhausted string `yaml:"exhausted"`
 }
 
 // Gates a loop can wait for.
@@ -66,6 +69,7 @@ var Gates = map[string]string{
 	"result-pass":  "the last agent's Result is PASS",
 	"rating-pass":  "the last agent's Rating reaches limits.audit_pass_rating",
 	"checks-pass":  "the last checks found no regression against the baseline",
+	"review-pass":  "every reviewing role of the round accepted the work",
 }
 
 // Actions are the deterministic steps.
@@ -170,6 +174,9 @@ func (r *Registry) Names() []string {
 // node, bounded loops, no step that can never run.
 func (d *Def) Validate(roleExists func(string) bool) error {
 	where := d.Source + ": workflow " + d.Name
+	if d.PassRating < 0 || d.PassRating > 10 {
+		return fmt.Errorf("%s: pass_rating %d: want 1-10 (or leave it out for limits.audit_pass_rating)", where, d.PassRating)
+	}
 	if len(d.Phases) == 0 {
 		return fmt.Errorf("%s: no phases", where)
 	}
@@ -268,9 +275,19 @@ func validateLoop(at string, l *Loop, roleExists func(string) bool, inTask bool)
 		}
 	}
 	switch l.Exhausted {
-	case "", "fail", "continue", "incomplete":
+	case "", "fail", "incomplete":
+	case "continue":
+		if r := reviewingIn(l.Do, l.Between); r != "" {
+			return fmt.Errorf("%s: exhausted: continue would commit work the %s rejected: use fail or incomplete", at, r)
+		}
 	default:
 		return fmt.Errorf("%s: exhausted %q: want fail, continue or incomplete", at, l.Exhausted)
+	}
+	if l.MaxBetween != "" && len(l.Between) == 0 {
+		return fmt.Errorf("%s: max_between bounds the between steps, and there are none: use max", at)
+	}
+	if l.Until == "review-pass" && reviewingIn(l.Do) == "" {
+		return fmt.Errorf("%s: until review-pass needs a reviewing role (%s) in do", at, strings.Join(Reviewing, ", "))
 	}
 	if err := validateNodes(at+".do", l.Do, roleExists, inTask); err != nil {
 		return err
@@ -279,6 +296,25 @@ func validateLoop(at string, l *Loop, roleExists func(string) bool, inTask bool)
 		return validateNodes(at+".between", l.Between, roleExists, inTask)
 	}
 	return nil
+}
+
+// reviewingIn returns the first reviewing role in nodes, or "".
+func reviewingIn(nodes ...[]Node) string {
+	for _, ns := range nodes {
+		for _, n := range ns {
+			if n.Role != "" && IsReviewing(n.Role) {
+				return n.Role
+			}
+			inner := [][]Node{n.Parallel, n.Do}
+			if n.Loop != nil {
+				inner = append(inner, n.Loop.Do, n.Loop.Between)
+			}
+			if r := reviewingIn(inner...); r != "" {
+				return r
+			}
+		}
+	}
+	return ""
 }
 
 func contains(list []string, s string) bool {

@@ -72,10 +72,22 @@ type Outcome struct {
 // HumanCall is an escalation to a human.
 type HumanCall struct {
 	ID     string // stable, like step ids
-	Step   string // the step whose low confidence asked for it
+	Kind   string // HumanEscalation or HumanIncomplete
+	Step   string // the step that asked for it ("" for HumanIncomplete)
 	Role   string
 	Reason string
 }
+
+// Kinds of human escalation.
+const (
+	// HumanEscalation: an agent's signal asked for a human (low confidence,
+	// CLARIFICATION_NEEDED, Next: Human). Approve goes on; reject ends the item.
+	HumanEscalation = "escalation"
+	// HumanIncomplete: a loop ran out of rounds with exhausted: incomplete
+	// (seed 002's five consecutive INSUFFICIENT). Approve runs another set of
+	// rounds with the human's note; reject ends the item incomplete.
+	HumanIncomplete = "incomplete"
+)
 
 // Answer is a human's decision.
 type Answer struct {
@@ -152,14 +164,28 @@ type scope struct {
 	last      Outcome
 	note      string
 	round     int
-	index     int // position of the step within its loop round, for signatures
-	escalate  bool
+	index     int  // position of the step within its loop round, for signatures
+	inRound   bool // inside a loop's do: a FAIL or a rejection ends the round
+	pass      int  // the workflow's pass rating for reviewers
 }
 
 // failure is a step or node failure inside a phase.
 type failure struct{ reason string }
 
 func (f *failure) Error() string { return f.reason }
+
+// rejected is a reviewer's rejection (or, inside a loop round, an agent's
+// FAIL). A loop takes it as a failed round and sends the work back;
+// anywhere else it fails the item, even in a non-critical phase: rejected
+// work is never committed as done.
+type rejected struct{ reason string }
+
+func (e *rejected) Error() string { return e.reason }
+
+// ended fails the item at once, whatever the phase: a human rejected it.
+type ended struct{ reason string }
+
+func (e *ended) Error() string { return e.reason }
 
 // incomplete ends the item at once as incomplete.
 type incomplete struct{ reason string }
@@ -175,8 +201,16 @@ func (e *routedEnd) Error() string { return e.res.Reason }
 // pause for a human (wrapping ErrPaused); workflow failures are in Result.
 func (in *Interp) Run(ctx context.Context, def *Def) (Result, error) {
 	in.counters = map[string]int{}
-	sc := &scope{wf: def.Name, escalate: def.Escalate}
+	sc := &scope{wf: def.Name, pass: in.passRating(def)}
 	return in.runDef(ctx, def, sc)
+}
+
+// passRating is the rating a reviewer must give for def's work to pass.
+func (in *Interp) passRating(def *Def) int {
+	if def.PassRating > 0 {
+		return def.PassRating
+	}
+	return in.Lim.AuditPassRating
 }
 
 func (in *Interp) runDef(ctx context.Context, def *Def, sc *scope) (Result, error) {
@@ -189,8 +223,14 @@ func (in *Interp) runDef(ctx context.Context, def *Def, sc *scope) (Result, erro
 		var f *failure
 		var inc *incomplete
 		var re *routedEnd
+		var rej *rejected
+		var end *ended
 		switch {
 		case err == nil:
+		case errors.As(err, &rej):
+			return Result{Status: ResultFailed, Reason: fmt.Sprintf("phase %s: %s", p.Name, rej.reason), PhaseFailures: res.PhaseFailures}, nil
+		case errors.As(err, &end):
+			return Result{Status: ResultFailed, Reason: fmt.Sprintf("phase %s: %s", p.Name, end.reason), PhaseFailures: res.PhaseFailures}, nil
 		case errors.As(err, &re):
 			re.res.PhaseFailures = append(res.PhaseFailures, re.res.PhaseFailures...)
 			return re.res, nil
@@ -250,53 +290,68 @@ func (in *Interp) node(ctx context.Context, n Node, sc *scope) error {
 
 func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
 	sc.index++
-	call := AgentCall{ID: in.id(sc, role), Role: role, Workflow: sc.wf, Phase: sc.phase, Task: sc.task,
-		Inputs: append([]string(nil), sc.inputs...), Note: sc.note, Round: sc.round,
-		Signature: fmt.Sprintf("1:%d:%d", max(sc.round, 1), sc.index)}
-	out, err := in.Exec.Agent(ctx, call)
-	if err != nil {
-		return err
+	note := sc.note
+	var out Outcome
+	for {
+		id := in.id(sc, role)
+		call := AgentCall{ID: id, Role: role, Workflow: sc.wf, Phase: sc.phase, Task: sc.task,
+			Inputs: append([]string(nil), sc.inputs...), Note: note, Round: sc.round,
+			Signature: fmt.Sprintf("1:%d:%d", max(sc.round, 1), sc.index)}
+		var err error
+		out, err = in.Exec.Agent(ctx, call)
+		if err != nil {
+			return err
+		}
+		sc.last = out
+		if out.Failed {
+			return &failure{fmt.Sprintf("%s: %s", role, out.Reason)}
+		}
+		if out.Output != "" {
+			sc.inputs = append(sc.inputs, out.Output)
+		}
+		sc.note = out.Signal.Context
+		why := Escalation(role, out.Signal, in.Lim.EscalateBelowConfidence)
+		if why == "" {
+			break
+		}
+		ans, err := in.Exec.Human(ctx, HumanCall{ID: id + "/human", Kind: HumanEscalation, Step: id, Role: role, Reason: why})
+		if err != nil {
+			return err
+		}
+		if !ans.Approved {
+			return &ended{fmt.Sprintf("%s; rejected by a human: %s", why, ans.Note)}
+		}
+		if out.Signal.Result == signal.ClarificationNeeded {
+			// The agent could not do its work without an answer: ask it
+			// again with the human's.
+			answer := ans.Note
+			if answer == "" {
+				answer = "(no answer: proceed with your best judgement)"
+			}
+			note = fmt.Sprintf("Human clarification: %s\n\nYour question was: %s", answer, out.Signal.Context)
+			continue
+		}
+		if ans.Note != "" {
+			sc.note = "Human feedback: " + ans.Note + "\n\n" + sc.note
+		}
+		break
 	}
-	sc.last = out
-	if out.Failed {
-		return &failure{fmt.Sprintf("%s: %s", role, out.Reason)}
-	}
-	if out.Output != "" {
-		sc.inputs = append(sc.inputs, out.Output)
-	}
-	sc.note = out.Signal.Context
 	if role == "implementation-planner" || role == "adjudicator" {
 		if err := in.takePlan(role, out); err != nil {
 			return err
 		}
 	}
-	if out.Signal.Result == signal.Fail && !reviewer(role) {
-		return &failure{fmt.Sprintf("%s reported FAIL: %s", role, out.Signal.LoopSummary)}
+	if why := Rejection(role, out.Signal, sc.pass); why != "" {
+		return &rejected{why}
 	}
-	if c := out.Signal.Confidence; sc.escalate && c != nil && *c < in.Lim.EscalateBelowConfidence {
-		ans, err := in.Exec.Human(ctx, HumanCall{ID: call.ID + "/human", Step: call.ID, Role: role,
-			Reason: fmt.Sprintf("%s's confidence %d is below %d", role, *c, in.Lim.EscalateBelowConfidence)})
-		if err != nil {
-			return err
+	if out.Signal.Result == signal.Fail && !IsReviewing(role) {
+		why := fmt.Sprintf("%s reported FAIL: %s", role, out.Signal.LoopSummary)
+		if sc.inRound {
+			return &rejected{why} // seed 002: the failure goes back to the loop's first role
 		}
-		if !ans.Approved {
-			return &failure{"rejected by a human: " + ans.Note}
-		}
-		if ans.Note != "" {
-			sc.note = "Human feedback: " + ans.Note + "\n\n" + sc.note
-		}
+		return &failure{why}
 	}
 	return nil
-}
-
-// reviewer roles judge work: their FAIL is a verdict for a gate, not a
-// failure to do their job.
-func reviewer(role string) bool {
-	switch role {
-	case "code-reviewer", "critic", "judge", "gatekeeper", "verifier", "auditor", "comparator":
-		return true
-	}
-	return false
 }
 
 // takePlan reads the plan from the planner's output; the adjudicator may
@@ -410,6 +465,9 @@ func (in *Interp) forEach(ctx context.Context, body []Node, sc *scope) error {
 				if f := (*failure)(nil); errors.As(err, &f) {
 					return &failure{fmt.Sprintf("task %s: %s", t.ID, f.reason)}
 				}
+				if r := (*rejected)(nil); errors.As(err, &r) {
+					return &rejected{fmt.Sprintf("task %s: %s", t.ID, r.reason)}
+				}
 				return err
 			})
 		}
@@ -437,34 +495,55 @@ func (in *Interp) othersFiles(task string) []string {
 }
 
 func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
-	betweens := 0
+	bound := in.Lim.bound(l.Max + l.MaxBetween) // exactly one is set
+	limit, betweens := bound, 0
 	for round := 1; ; round++ {
 		rsc := *sc
-		rsc.round, rsc.index = round, 0
+		rsc.round, rsc.index, rsc.inRound = round, 0, true
 		err := in.seq(ctx, l.Do, &rsc)
 		sc.inputs, sc.last, sc.note = rsc.inputs, rsc.last, rsc.note
-		if err != nil {
+		var rej *rejected
+		switch {
+		case errors.As(err, &rej):
+			// The round failed: the next one starts from why.
+			sc.note = strings.TrimSpace(rej.reason + "\n\n" + sc.note)
+		case err != nil:
 			return err
-		}
-		if in.gate(l.Until, sc.last) {
+		case in.gate(l.Until, sc.last):
 			return nil
 		}
-		exhausted := false
-		if l.Max != "" {
-			exhausted = round >= in.Lim.bound(l.Max)
-		} else {
-			exhausted = betweens >= in.Lim.bound(l.MaxBetween)
+		exhausted := round >= limit
+		if l.MaxBetween != "" {
+			exhausted = betweens >= limit
 		}
 		if exhausted {
 			reason := fmt.Sprintf("%s not reached after %d round(s)", l.Until, round)
+			if rej != nil {
+				reason += "; last: " + rej.reason
+			}
 			switch l.Exhausted {
 			case "continue":
 				in.Exec.Warn(reason + "; going on")
 				return nil
 			case "incomplete":
-				return &incomplete{reason}
+				ans, err := in.Exec.Human(ctx, HumanCall{ID: in.id(sc, "incomplete"), Kind: HumanIncomplete,
+					Reason: reason + "; approve to run more rounds (with your note), reject to end the item"})
+				if err != nil {
+					return err
+				}
+				if !ans.Approved {
+					return &incomplete{reason + "; ended by a human: " + ans.Note}
+				}
+				limit += bound
+				if ans.Note != "" {
+					sc.note = "Human feedback: " + ans.Note + "\n\n" + sc.note
+				}
+			default:
+				if rej != nil {
+					return &rejected{reason}
+				}
+				return &failure{reason}
 			}
-			return &failure{reason}
 		}
 		if len(l.Between) > 0 {
 			betweens++
@@ -489,6 +568,8 @@ func (in *Interp) gate(until string, out Outcome) bool {
 		return out.Signal.Rating != nil && *out.Signal.Rating >= in.Lim.AuditPassRating
 	case "checks-pass":
 		return len(out.Regressions) == 0 && !out.Failed
+	case "review-pass":
+		return true // a rejecting reviewer ended the round before the gate
 	}
 	return false
 }
@@ -521,7 +602,7 @@ func (in *Interp) routed(ctx context.Context, sc *scope) error {
 		return &failure{"no workflow to route to"}
 	}
 	sub := *sc
-	sub.wf, sub.escalate = def.Name, def.Escalate
+	sub.wf, sub.pass = def.Name, in.passRating(def)
 	res, err := in.runDef(ctx, def, &sub)
 	if err != nil {
 		return err

@@ -3,7 +3,11 @@
 // Nothing here does I/O, so every rule is table-tested.
 package workflow
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cadre-dev/cadre/internal/signal"
+)
 
 // Task stages (SPEC §4).
 const (
@@ -24,8 +28,9 @@ const (
 
 // Limits are the knobs of the runner workflow (cadre.yaml limits).
 type Limits struct {
-	AuditPassRating int // rating at or above which an audit passes
-	MaxAttempts     int // audit failures that hard-stop the run
+	AuditPassRating         int // rating at or above which an audit passes
+	MaxAttempts             int // audit failures that hard-stop the run
+	EscalateBelowConfidence int // a Confidence below this asks a human (seed 002)
 }
 
 // State is one item's position in the runner workflow.
@@ -37,6 +42,10 @@ type State struct {
 	Review   string   // output path of the last rejecting audit, handed to the coder
 	Inputs   []string // outputs of earlier steps, in order
 	Visits   [3]int   // invocations so far of planner, coder, auditor
+	// Pending is a finished step's event held while a human is asked about
+	// it; Note is the human's feedback for the next step.
+	Pending *Event
+	Note    string
 }
 
 // EventKind says what happened to an item.
@@ -48,17 +57,18 @@ const (
 	StepDone                    // the step's agent exited 0 with a usable signal
 	StepFailed                  // the agent crashed, exited non-zero or never gave a usable signal
 	Stop                        // stop() was called; the running step may finish
+	Answered                    // a human answered an AskHuman decision
 )
 
 // Event is the input of Next.
 type Event struct {
-	Kind    EventKind
-	Role    string
-	Result  string // signal Result (upper case)
-	Rating  *int   // signal Rating, auditors only
-	Summary string // signal Loop Summary, for messages
-	Output  string // output file of the step
-	Reason  string // why a step failed
+	Kind   EventKind
+	Role   string
+	Step   string        // the step's id
+	Signal signal.Signal // the step's SIGNAL BLOCK
+	Output string        // output file of the step
+	Reason string        // why a step failed
+	Human  *Answer       // Answered: the human's answer
 }
 
 // DecisionKind says what the engine must do next.
@@ -72,11 +82,13 @@ const (
 	HardStop                     // stop the whole run, leave the tree as it is
 	Stopped                      // stop() honoured before a new stage
 	Skip                         // nothing to do for this item
+	AskHuman                     // pause for a human's answer to Decision.Human
 )
 
 // Step is an agent step to run.
 type Step struct {
 	ID      string // stable: <item>/<stage>/<role>#<n>
+	Note    string // a human's feedback or answer for this step
 	Role    string
 	Stage   string
 	Mode    string // the task frontmatter's mode while the step runs
@@ -89,15 +101,24 @@ type Step struct {
 type Decision struct {
 	Kind   DecisionKind
 	Step   Step
+	Human  HumanCall // AskHuman: what to ask
 	Reason string
 }
 
 func (k DecisionKind) String() string {
-	return [...]string{"wait", "run", "complete", "hard-stop", "stopped", "skip"}[k]
+	return [...]string{"wait", "run", "complete", "hard-stop", "stopped", "skip", "ask-human"}[k]
 }
 
 // roleFor maps a working stage to the role that works it, and its mode.
 var roleFor = map[string]string{StagePlan: RolePlanner, StageCode: RoleCoder, StageAudit: RoleAuditor}
+
+// StageRole names the role that works a stage ("Done" for the others).
+func StageRole(stage string) string {
+	if r, ok := roleFor[stage]; ok {
+		return r
+	}
+	return "Done"
+}
 
 func visitIndex(role string) int {
 	switch role {
@@ -155,7 +176,15 @@ func Next(lim Limits, s State, ev Event) (State, Decision) {
 	case StepFailed:
 		return s, Decision{Kind: HardStop, Reason: ev.Reason}
 	case StepDone:
+		if why := Escalation(ev.Role, ev.Signal, lim.EscalateBelowConfidence); why != "" {
+			held := ev
+			s.Pending = &held
+			return s, Decision{Kind: AskHuman, Reason: why,
+				Human: HumanCall{ID: ev.Step + "/human", Kind: HumanEscalation, Step: ev.Step, Role: ev.Role, Reason: why}}
+		}
 		return done(lim, s, ev)
+	case Answered:
+		return answered(lim, s, ev)
 	}
 	return s, Decision{Kind: HardStop, Reason: fmt.Sprintf("unknown event %d", ev.Kind)}
 }
@@ -181,14 +210,41 @@ func enter(s State, stage string) (State, Decision) {
 	if role == RoleCoder {
 		st.Review = s.Review
 	}
+	st.Note, s.Note = s.Note, ""
 	return s, Decision{Kind: RunStep, Step: st}
+}
+
+// answered goes on from a step a human was asked about: a rejection stops,
+// an answer to CLARIFICATION_NEEDED runs the role again with it, any other
+// approval continues as the step's own signal says, with the human's note
+// for the next step.
+func answered(lim Limits, s State, ev Event) (State, Decision) {
+	p := s.Pending
+	if p == nil || ev.Human == nil {
+		return s, Decision{Kind: HardStop, Reason: "a human's answer arrived with no question pending"}
+	}
+	s.Pending = nil
+	if !ev.Human.Approved {
+		return s, Decision{Kind: HardStop, Reason: fmt.Sprintf("%s: %s rejected by a human: %s", s.Item, p.Role, ev.Human.Note)}
+	}
+	if p.Signal.Result == signal.ClarificationNeeded {
+		if p.Output != "" {
+			s.Inputs = append(s.Inputs, p.Output)
+		}
+		s.Note = "Human clarification: " + ev.Human.Note + "\n\nYour question was: " + p.Signal.Context
+		return enter(s, s.Stage)
+	}
+	if ev.Human.Note != "" {
+		s.Note = "Human feedback: " + ev.Human.Note
+	}
+	return done(lim, s, *p)
 }
 
 func done(lim Limits, s State, ev Event) (State, Decision) {
 	// An auditor's FAIL is a rejecting audit, decided by its rating below;
 	// any other role's FAIL means it could not do its work.
-	if ev.Result == "FAIL" && ev.Role != RoleAuditor {
-		return s, Decision{Kind: HardStop, Reason: fmt.Sprintf("%s reported FAIL: %s", ev.Role, ev.Summary)}
+	if ev.Signal.Result == signal.Fail && ev.Role != RoleAuditor {
+		return s, Decision{Kind: HardStop, Reason: fmt.Sprintf("%s reported FAIL: %s", ev.Role, ev.Signal.LoopSummary)}
 	}
 	if ev.Output != "" {
 		s.Inputs = append(s.Inputs, ev.Output)
@@ -199,10 +255,11 @@ func done(lim Limits, s State, ev Event) (State, Decision) {
 	case RoleCoder:
 		return enter(s, StageAudit)
 	case RoleAuditor:
-		if ev.Rating == nil {
+		if ev.Signal.Rating == nil {
 			return s, Decision{Kind: HardStop, Reason: "auditor gave no Rating"}
 		}
-		if *ev.Rating >= lim.AuditPassRating {
+		why := Rejection(RoleAuditor, ev.Signal, lim.AuditPassRating)
+		if why == "" {
 			s.Stage = StageCompleted
 			s.Review = ""
 			return s, Decision{Kind: Complete}
@@ -210,7 +267,10 @@ func done(lim Limits, s State, ev Event) (State, Decision) {
 		s.Attempts++
 		s.Review = ev.Output
 		if s.Attempts >= lim.MaxAttempts {
-			return s, Decision{Kind: HardStop, Reason: fmt.Sprintf("%s: audit rated %d/10 (pass is %d); %d of %d attempts used", s.Item, *ev.Rating, lim.AuditPassRating, s.Attempts, lim.MaxAttempts)}
+			if *ev.Signal.Rating < lim.AuditPassRating {
+				why = fmt.Sprintf("audit rated %d/10 (pass is %d)", *ev.Signal.Rating, lim.AuditPassRating)
+			}
+			return s, Decision{Kind: HardStop, Reason: fmt.Sprintf("%s: %s; %d of %d attempts used", s.Item, why, s.Attempts, lim.MaxAttempts)}
 		}
 		return enter(s, StageCode)
 	}

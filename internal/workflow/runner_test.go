@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cadre-dev/cadre/internal/signal"
 )
 
 var lim = Limits{AuditPassRating: 8, MaxAttempts: 2}
@@ -28,21 +30,21 @@ func TestNextTable(t *testing.T) {
 		{"backlog is skipped", Initial("t", StageBacklog, 0), Event{Kind: Start}, Skip, "", StageBacklog, 0},
 		{"failed is skipped", Initial("t", StageFailed, 0), Event{Kind: Start}, Skip, "", StageFailed, 0},
 		{"unknown stage is skipped", Initial("t", "weird", 0), Event{Kind: Start}, Skip, "", "weird", 0},
-		{"planner done goes to code", State{Item: "t", Stage: StagePlan, Visits: [3]int{1, 0, 0}}, Event{Kind: StepDone, Role: RolePlanner, Result: "PLAN_CREATED", Output: "p.md"}, RunStep, "t/code/coder#1", StageCode, 0},
-		{"coder done goes to audit", State{Item: "t", Stage: StageCode, Visits: [3]int{0, 1, 0}}, Event{Kind: StepDone, Role: RoleCoder, Result: "SUCCESS"}, RunStep, "t/audit/auditor#1", StageAudit, 0},
-		{"audit 8 completes", State{Item: "t", Stage: StageAudit, Visits: [3]int{0, 1, 1}}, Event{Kind: StepDone, Role: RoleAuditor, Result: "PASS", Rating: rating(8)}, Complete, "", StageCompleted, 0},
-		{"audit 10 completes", State{Item: "t", Stage: StageAudit}, Event{Kind: StepDone, Role: RoleAuditor, Rating: rating(10)}, Complete, "", StageCompleted, 0},
-		{"audit 7 first attempt back to code", State{Item: "t", Stage: StageAudit, Visits: [3]int{0, 1, 1}}, Event{Kind: StepDone, Role: RoleAuditor, Result: "INSUFFICIENT", Rating: rating(7), Output: "r.md"}, RunStep, "t/code/coder#2", StageCode, 1},
-		{"audit 0 second attempt hard-stops in audit", State{Item: "t", Stage: StageAudit, Attempts: 1}, Event{Kind: StepDone, Role: RoleAuditor, Rating: rating(0)}, HardStop, "", StageAudit, 2},
+		{"planner done goes to code", State{Item: "t", Stage: StagePlan, Visits: [3]int{1, 0, 0}}, Event{Kind: StepDone, Signal: signal.Signal{Result: "PLAN_CREATED"}, Role: RolePlanner, Output: "p.md"}, RunStep, "t/code/coder#1", StageCode, 0},
+		{"coder done goes to audit", State{Item: "t", Stage: StageCode, Visits: [3]int{0, 1, 0}}, Event{Kind: StepDone, Signal: signal.Signal{Result: "SUCCESS"}, Role: RoleCoder}, RunStep, "t/audit/auditor#1", StageAudit, 0},
+		{"audit 8 completes", State{Item: "t", Stage: StageAudit, Visits: [3]int{0, 1, 1}}, Event{Kind: StepDone, Signal: signal.Signal{Result: "PASS", Rating: rating(8)}, Role: RoleAuditor}, Complete, "", StageCompleted, 0},
+		{"audit 10 completes", State{Item: "t", Stage: StageAudit}, Event{Kind: StepDone, Signal: signal.Signal{Rating: rating(10)}, Role: RoleAuditor}, Complete, "", StageCompleted, 0},
+		{"audit 7 first attempt back to code", State{Item: "t", Stage: StageAudit, Visits: [3]int{0, 1, 1}}, Event{Kind: StepDone, Signal: signal.Signal{Result: "INSUFFICIENT", Rating: rating(7)}, Role: RoleAuditor, Output: "r.md"}, RunStep, "t/code/coder#2", StageCode, 1},
+		{"audit 0 second attempt hard-stops in audit", State{Item: "t", Stage: StageAudit, Attempts: 1}, Event{Kind: StepDone, Signal: signal.Signal{Rating: rating(0)}, Role: RoleAuditor}, HardStop, "", StageAudit, 2},
 		{"audit without rating hard-stops", State{Item: "t", Stage: StageAudit}, Event{Kind: StepDone, Role: RoleAuditor}, HardStop, "", StageAudit, 0},
 		{"agent crash hard-stops at once", State{Item: "t", Stage: StageCode}, Event{Kind: StepFailed, Role: RoleCoder, Reason: "exit 1"}, HardStop, "", StageCode, 0},
-		{"coder FAIL hard-stops", State{Item: "t", Stage: StageCode}, Event{Kind: StepDone, Role: RoleCoder, Result: "FAIL"}, HardStop, "", StageCode, 0},
-		{"planner FAIL hard-stops", State{Item: "t", Stage: StagePlan}, Event{Kind: StepDone, Role: RolePlanner, Result: "FAIL"}, HardStop, "", StagePlan, 0},
-		{"auditor FAIL with low rating is an audit failure", State{Item: "t", Stage: StageAudit, Visits: [3]int{0, 1, 1}}, Event{Kind: StepDone, Role: RoleAuditor, Result: "FAIL", Rating: rating(3)}, RunStep, "t/code/coder#2", StageCode, 1},
+		{"coder FAIL hard-stops", State{Item: "t", Stage: StageCode}, Event{Kind: StepDone, Signal: signal.Signal{Result: "FAIL"}, Role: RoleCoder}, HardStop, "", StageCode, 0},
+		{"planner FAIL hard-stops", State{Item: "t", Stage: StagePlan}, Event{Kind: StepDone, Signal: signal.Signal{Result: "FAIL"}, Role: RolePlanner}, HardStop, "", StagePlan, 0},
+		{"auditor FAIL with low rating is an audit failure", State{Item: "t", Stage: StageAudit, Visits: [3]int{0, 1, 1}}, Event{Kind: StepDone, Signal: signal.Signal{Result: "FAIL", Rating: rating(3)}, Role: RoleAuditor}, RunStep, "t/code/coder#2", StageCode, 1},
 		{"stop waits for the running step", State{Item: "t", Stage: StageCode}, Event{Kind: Stop}, Wait, "", StageCode, 0},
 		{"stopping starts no new stage", State{Item: "t", Stage: StageCode, Stopping: true}, Event{Kind: StepDone, Role: RoleCoder}, Stopped, "", StageCode, 0},
 		{"stopping before start", State{Item: "t", Stage: StagePlan, Stopping: true}, Event{Kind: Start}, Stopped, "", StagePlan, 0},
-		{"stopping still completes a passing audit", State{Item: "t", Stage: StageAudit, Stopping: true}, Event{Kind: StepDone, Role: RoleAuditor, Rating: rating(9)}, Complete, "", StageCompleted, 0},
+		{"stopping still completes a passing audit", State{Item: "t", Stage: StageAudit, Stopping: true}, Event{Kind: StepDone, Signal: signal.Signal{Rating: rating(9)}, Role: RoleAuditor}, Complete, "", StageCompleted, 0},
 		{"unknown role hard-stops", State{Item: "t", Stage: StageCode}, Event{Kind: StepDone, Role: "judge"}, HardStop, "", StageCode, 0},
 		{"unknown event hard-stops", State{Item: "t", Stage: StageCode}, Event{Kind: EventKind(99)}, HardStop, "", StageCode, 0},
 	}
@@ -82,9 +84,9 @@ func drive(t *testing.T, s State, outcome func(Step) Event) ([]string, Decision,
 }
 
 func pass(st Step) Event {
-	ev := Event{Kind: StepDone, Role: st.Role, Result: "SUCCESS", Output: st.ID + ".md"}
+	ev := Event{Kind: StepDone, Signal: signal.Signal{Result: "SUCCESS"}, Role: st.Role, Output: st.ID + ".md"}
 	if st.Role == RoleAuditor {
-		ev.Rating = rating(9)
+		ev.Signal.Rating = rating(9)
 	}
 	return ev
 }
@@ -114,7 +116,7 @@ func TestSeed001Pipelines(t *testing.T) {
 			if st.Role == RoleAuditor {
 				audits++
 				if audits == 1 {
-					return Event{Kind: StepDone, Role: st.Role, Rating: rating(5), Output: "review1.md"}
+					return Event{Kind: StepDone, Signal: signal.Signal{Rating: rating(5)}, Role: st.Role, Output: "review1.md"}
 				}
 			}
 			return pass(st)
@@ -129,7 +131,7 @@ func TestSeed001Pipelines(t *testing.T) {
 	t.Run("audit fail twice hard-stops in audit", func(t *testing.T) {
 		roles, d, s := drive(t, Initial("t", StageCode, 0), func(st Step) Event {
 			if st.Role == RoleAuditor {
-				return Event{Kind: StepDone, Role: st.Role, Rating: rating(3)}
+				return Event{Kind: StepDone, Signal: signal.Signal{Rating: rating(3)}, Role: st.Role}
 			}
 			return pass(st)
 		})
@@ -167,7 +169,7 @@ func TestNextDoesNotMutateInput(t *testing.T) {
 func TestStepIDsAreStableAcrossReplay(t *testing.T) {
 	outcome := func(st Step) Event {
 		if st.Role == RoleAuditor && st.Attempt == 1 {
-			return Event{Kind: StepDone, Role: st.Role, Rating: rating(2), Output: "r"}
+			return Event{Kind: StepDone, Signal: signal.Signal{Rating: rating(2)}, Role: st.Role, Output: "r"}
 		}
 		return pass(st)
 	}
@@ -207,4 +209,60 @@ func TestUsable(t *testing.T) {
 	if Usable(RoleAuditor, rating(3)) != nil || Usable(RoleCoder, nil) != nil {
 		t.Error("usable signal refused")
 	}
+}
+
+// The auditor's verdict gates on its Result and Verdict too, not only its
+// Rating.
+func TestAuditorResultGates(t *testing.T) {
+	for _, sig := range []signal.Signal{
+		{Result: signal.Insufficient, Rating: rating(9)},
+		{Result: signal.Fail, Rating: rating(10)},
+		{Result: signal.Success, Verdict: signal.VerdictNeedsFixes, Rating: rating(9)},
+	} {
+		s := State{Item: "t", Stage: StageAudit, Visits: [3]int{0, 1, 1}}
+		got, d := Next(lim, s, Event{Kind: StepDone, Role: RoleAuditor, Signal: sig, Step: "t/audit/auditor#1"})
+		if d.Kind != RunStep || d.Step.Role != RoleCoder || got.Attempts != 1 {
+			t.Errorf("%+v: decision %v %s, attempts %d", sig, d.Kind, d.Step.ID, got.Attempts)
+		}
+	}
+}
+
+// Seed 002's escalation holds in the runner workflow too.
+func TestRunnerWorkflowEscalates(t *testing.T) {
+	elim := Limits{AuditPassRating: 8, MaxAttempts: 2, EscalateBelowConfidence: 5}
+	coding := State{Item: "t", Stage: StageCode, Visits: [3]int{0, 1, 0}}
+	ask := func(sig signal.Signal) (State, Decision) {
+		return Next(elim, coding, Event{Kind: StepDone, Role: RoleCoder, Step: "t/code/coder#1", Signal: sig, Output: "c.md"})
+	}
+	for name, sig := range map[string]signal.Signal{
+		"low confidence": {Result: signal.Success, Confidence: signal.Int(3)},
+		"clarification":  {Result: signal.ClarificationNeeded, Context: "which file?"},
+		"next human":     {Result: signal.Success, Next: "Human"},
+	} {
+		s, d := ask(sig)
+		if d.Kind != AskHuman || d.Human.ID != "t/code/coder#1/human" || d.Human.Kind != HumanEscalation || s.Pending == nil {
+			t.Errorf("%s: %v %+v", name, d.Kind, d.Human)
+		}
+	}
+	t.Run("approved goes on with the note", func(t *testing.T) {
+		s, _ := ask(signal.Signal{Result: signal.Success, Confidence: signal.Int(3)})
+		s, d := Next(elim, s, Event{Kind: Answered, Human: &Answer{Approved: true, Note: "fine"}})
+		if d.Kind != RunStep || d.Step.Role != RoleAuditor || d.Step.Note != "Human feedback: fine" || s.Pending != nil {
+			t.Errorf("%v %+v", d.Kind, d.Step)
+		}
+	})
+	t.Run("rejected hard-stops", func(t *testing.T) {
+		s, _ := ask(signal.Signal{Result: signal.Success, Confidence: signal.Int(3)})
+		_, d := Next(elim, s, Event{Kind: Answered, Human: &Answer{Note: "no"}})
+		if d.Kind != HardStop || d.Reason != "t: coder rejected by a human: no" {
+			t.Errorf("%v %q", d.Kind, d.Reason)
+		}
+	})
+	t.Run("a clarification runs the role again with the answer", func(t *testing.T) {
+		s, _ := ask(signal.Signal{Result: signal.ClarificationNeeded, Context: "which file?"})
+		_, d := Next(elim, s, Event{Kind: Answered, Human: &Answer{Approved: true, Note: "main.go"}})
+		if d.Kind != RunStep || d.Step.ID != "t/code/coder#2" || d.Step.Note != "Human clarification: main.go\n\nYour question was: which file?" {
+			t.Errorf("%v %+v", d.Kind, d.Step)
+		}
+	})
 }
