@@ -254,3 +254,35 @@ func TestGitHubQueryFromConfig(t *testing.T) {
 		t.Errorf("pull requests %+v, want only issue 2's", prs)
 	}
 }
+
+// TestRejectedWorkOpensNoPullRequest: in the full workflow a judge's 1/10
+// fails issue 1 (no push, no pull request, a "failed" comment), while
+// issue 2, accepted, is published.
+func TestRejectedWorkOpensNoPullRequest(t *testing.T) {
+	g := newGitHubRepo(t)
+	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(githubScenario+`  - role: judge
+    task: "1"
+    signal: {result: PASS, confidence: 9, rating: 1, summary: does not fix it}
+  - role: "*"
+    signal: {result: PASS, confidence: 9, rating: 9}
+`), 0o644)
+	code, out, errOut := g.cadre(t, "", "run", "--workflow", "full", "--parallel", "1", "1", "2")
+	if code != 1 || !strings.Contains(errOut, "judge rejected the work: Rating 1/10") {
+		t.Fatalf("exit %d, want 1 naming the judge\n%s\n%s", code, errOut, out)
+	}
+	prs := g.fake.PRs("acme", "widgets")
+	if len(prs) != 1 || prs[0].Head != "cadre/2-polish-the-widget" {
+		t.Errorf("pull requests %+v, want only issue 2's", prs)
+	}
+	if err := exec.Command("git", "-C", g.bare, "rev-parse", "--verify", "-q", "refs/heads/cadre/1-fix-the-frobnicator").Run(); err == nil {
+		t.Error("the rejected branch was pushed")
+	}
+	var done, failed int
+	for _, c := range g.fake.Comments("acme", "widgets", 1) {
+		done += strings.Count(c.Body, ":done -->")
+		failed += strings.Count(c.Body, ":failed -->")
+	}
+	if done != 0 || failed != 1 {
+		t.Errorf("issue 1 comments: %d done, %d failed; want 0 and 1", done, failed)
+	}
+}

@@ -224,11 +224,13 @@ attempts) and do not commit; the runner owns every state change. Report your res
 SIGNAL BLOCK below.{{end}}{{end}}
 {{define "signal"}}
 End your reply with this block, filled in (the runner reads only this block). Give your honest
-Confidence: below 5 asks a human to look before the work goes on.
+Confidence: below 5 asks a human to look before the work goes on. Result CLARIFICATION_NEEDED (with
+your question in Context) or Next: Human also pauses the item for a person; use them only when you
+cannot go on without one.
 
 ### SIGNAL BLOCK
 - Agent: {{.Role}}
-- Result: SUCCESS | FAIL | PLAN_CREATED | PASS | INSUFFICIENT
+- Result: SUCCESS | FAIL | PLAN_CREATED | PASS | INSUFFICIENT | CLARIFICATION_NEEDED
 - Loop Summary: <one line>
 - Confidence: <0-10>
 - Next: <role | Human | Done>
