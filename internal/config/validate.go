@@ -40,6 +40,9 @@ func (l *loader) validate(c *Config) error {
 			return l.invalid(ck.path, ck.bad)
 		}
 	}
+	if err := l.unavailable(c); err != nil {
+		return err
+	}
 	for i, label := range c.GitHub.Labels {
 		if strings.TrimSpace(label) == "" {
 			return l.invalid(fmt.Sprintf("github.labels[%d]", i), `want a label name, got ""`)
@@ -58,6 +61,40 @@ func (l *loader) validate(c *Config) error {
 				return l.invalid(path+".url", bad)
 			}
 		}
+	}
+	return nil
+}
+
+// Selector is the runner name that asks the model selector to choose
+// (seed 003); it is reserved for it.
+const Selector = "auto"
+
+// notAvailable says a value is known to the schema but implemented by
+// nothing in cadre yet.
+const notAvailable = "is not available yet"
+
+// unavailable refuses values that the contract names but cadre does not
+// implement yet: a run asked for confinement or for the model selector
+// must not go ahead without it, and a dry run must not approve what the
+// run would then reject.
+func (l *loader) unavailable(c *Config) error {
+	if c.Sandbox.Mode != "none" {
+		return l.invalid("sandbox.mode", fmt.Sprintf("%s %s; use none (the default)", c.Sandbox.Mode, notAvailable))
+	}
+	if c.Sandbox.Network != "allow" {
+		return l.invalid("sandbox.network", fmt.Sprintf("%s %s (there is no sandbox to enforce it); use allow (the default)", c.Sandbox.Network, notAvailable))
+	}
+	selector := fmt.Sprintf("%s (the model selector) %s; name a runner (see cadre runners list)", Selector, notAvailable)
+	if c.Defaults.Runner == Selector {
+		return l.invalid("defaults.runner", selector)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Roles)) {
+		if c.Roles[name].Runner == Selector {
+			return l.invalid("roles."+name+".runner", selector)
+		}
+	}
+	if _, ok := c.Runners[Selector]; ok {
+		return l.invalid("runners."+Selector, fmt.Sprintf("the name %s is reserved for the model selector; give this runner another name", Selector))
 	}
 	return nil
 }
