@@ -518,11 +518,27 @@ func (rs *runState) runner(e *Engine, name string) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d := e.d.Config.Runners[name].Timeout; d > 0 && rs.opts.Timeout == 0 {
+		r = withTimeout{Runner: r, d: e.d.Config.StepTimeout(name)}
+	}
 	if rs.runners == nil {
 		rs.runners = map[string]runner.Runner{}
 	}
 	rs.runners[name] = r
 	return r, nil
+}
+
+// withTimeout gives every step of a runner the runner's own limit
+// (runners.NAME.timeout) in place of defaults.timeout; --timeout, when
+// given, wins over both and this wrapper is not used.
+type withTimeout struct {
+	runner.Runner
+	d time.Duration
+}
+
+func (w withTimeout) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
+	inv.Timeout = w.d
+	return w.Runner.Run(ctx, inv)
 }
 
 // forbiddenEnv are variables no agent may receive, whatever a runner's

@@ -785,3 +785,44 @@ func TestAgentsBoundsConcurrentStepsOfAnItem(t *testing.T) {
 		}
 	}
 }
+
+// TestRunnerTimeout checks runners.NAME.timeout reaches the runner, and
+// that --timeout still wins over it.
+func TestRunnerTimeout(t *testing.T) {
+	tests := []struct {
+		name   string
+		runner config.Duration // runners.fake.timeout
+		flag   time.Duration   // --timeout
+		want   time.Duration
+	}{
+		{"defaults.timeout", 0, 0, 20 * time.Minute},
+		{"the runner's own", config.Duration(2 * time.Minute), 0, 2 * time.Minute},
+		{"--timeout over the runner's", config.Duration(2 * time.Minute), 30 * time.Second, 30 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []time.Duration
+			e := newEnv(t, func(inv runner.Invocation) runner.Result {
+				mu.Lock()
+				got = append(got, inv.Timeout)
+				mu.Unlock()
+				return passAll(inv)
+			}, [2]string{"a", "code"})
+			if tt.runner > 0 {
+				e.eng.d.Config.Runners = map[string]config.RunnerConfig{"fake": {Timeout: tt.runner}}
+			}
+			if _, err := e.eng.Start(context.Background(), Options{InPlace: true, Timeout: tt.flag}); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 {
+				t.Fatal("no step ran")
+			}
+			for _, d := range got {
+				if d != tt.want {
+					t.Errorf("step timeout %v, want %v (all: %v)", d, tt.want, got)
+				}
+			}
+		})
+	}
+}
