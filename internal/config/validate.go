@@ -61,8 +61,56 @@ func (l *loader) validate(c *Config) error {
 				return l.invalid(path+".url", bad)
 			}
 		}
+		if key, msg := unusedSetting(c.RunnerType(name), r); key != "" {
+			return l.invalid(path+"."+key, msg)
+		}
 	}
 	return nil
+}
+
+// Built-in runner types by what they are, for the settings each has no use for.
+var (
+	apiRunners = []string{"anthropic", "openai", "ollama"}
+	cliRunners = []string{"claude", "codex", "gemini", "aider", "opencode"}
+)
+
+// unusedSetting finds a setting that runner type typ would ignore and says
+// what to do; an entry of another type (unknown here) is the runner's to
+// check. A setting a runner ignores is refused: the user wrote it meaning
+// something to happen.
+func unusedSetting(typ string, r RunnerConfig) (key, msg string) {
+	switch {
+	case slices.Contains(apiRunners, typ):
+		switch {
+		case r.Command != "":
+			return "command", fmt.Sprintf("the %s runner type runs no program (it calls an HTTP API); remove it", typ)
+		case len(r.Args) > 0:
+			return "args", fmt.Sprintf("the %s runner type runs no program (it calls an HTTP API); remove it", typ)
+		case len(r.Env) > 1:
+			return "env", fmt.Sprintf("the %s runner type reads its API key from one variable; list only that one", typ)
+		}
+	case typ == "exec":
+		if r.URL != "" {
+			return "url", "the exec runner type has no base URL (give the command its own settings); remove it"
+		}
+	case typ == "script":
+		switch {
+		case r.Command != "", len(r.Args) > 0:
+			key := "command"
+			if r.Command == "" {
+				key = "args"
+			}
+			return key, "the script runner type plays its scenario and runs no program; remove it or set type: exec"
+		case len(r.Env) > 0:
+			return "env", "the script runner type passes no variables to anything; remove it"
+		case r.URL != "":
+			return "url", "the script runner type has no base URL; remove it"
+		}
+	}
+	if r.Scenario != "" && typ != "script" && (slices.Contains(apiRunners, typ) || slices.Contains(cliRunners, typ) || typ == "exec") {
+		return "scenario", "only a script runner plays a scenario; remove it or set type: script"
+	}
+	return "", ""
 }
 
 // Selector is the runner name that asks the model selector to choose
