@@ -639,6 +639,11 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 			if rs.halted() != "" {
 				return nil
 			}
+			if it.Status == store.ItemPaused {
+				// The item waited (for a human or a runner) and goes on now;
+				// watchers of itemPaused learn it is no longer waiting.
+				e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.ItemResumed, Stage: it.Stage})
+			}
 			out, err := e.runItem(gctx, rs, it)
 			if err != nil {
 				return err
