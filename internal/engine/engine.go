@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -475,6 +477,13 @@ func (e *Engine) runnerFor(opts Options, roleName string) (name, model, from str
 // checkRunners builds every runner a role may use, so a missing or
 // misconfigured runner stops the run before anything starts.
 func (e *Engine) checkRunners(opts Options) error {
+	// A roles entry for a role that does not exist (a typo) would be
+	// ignored and its role run on the default runner.
+	for _, name := range slices.Sorted(maps.Keys(e.d.Config.Roles)) {
+		if !e.roleExists(name) {
+			return fmt.Errorf("%w: %s: no such role; fix the name (cadre roles list shows them) or remove the entry", ErrPreflight, e.d.Config.Where("roles."+name))
+		}
+	}
 	checked := map[string]bool{}
 	for _, ro := range e.d.Roles.List() {
 		name, _, from := e.runnerFor(opts, ro.Name)

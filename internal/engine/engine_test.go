@@ -598,6 +598,17 @@ func TestPreflightErrors(t *testing.T) {
 		{"unknown workflow", Options{Workflow: "zzz"}, "unknown workflow"},
 		{"unknown runner", Options{Runner: "nosuch"}, `unknown runner "nosuch"`},
 	}
+	t.Run("unknown role in roles", func(t *testing.T) {
+		e := newEnv(t, passAll, [2]string{"a", "code"})
+		e.eng.d.Config.Roles = map[string]config.RoleConfig{"coder": {Runner: "fake"}, "code-reviwer": {Runner: "fake"}}
+		want := "roles.code-reviwer: no such role"
+		if _, err := e.eng.Start(context.Background(), Options{InPlace: true}); !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), want) {
+			t.Errorf("run: err = %v, want %q", err, want)
+		}
+		if _, err := e.eng.DryRun(context.Background(), Options{}); !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), want) {
+			t.Errorf("dry run: err = %v, want %q", err, want)
+		}
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, passAll, [2]string{"a", "code"})
