@@ -33,6 +33,9 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 			files = append(files, t)
 		}
 	}
+	if err := e.checkWorkflows(opts); err != nil {
+		return nil, err
+	}
 	var out []PlannedItem
 	// Prompts and issues run --workflow, else defaults.workflow.
 	generated := opts.Workflow

@@ -159,6 +159,9 @@ func (e *Engine) Start(ctx context.Context, opts Options) (Summary, error) {
 	if err := e.repo.ExcludeState(ctx); err != nil {
 		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
+	if err := e.checkWorkflows(opts); err != nil {
+		return Summary{}, err
+	}
 	runID := NewRunID(time.Now())
 	items, err := e.loadTargets(ctx, runID, opts)
 	if err != nil {
@@ -472,6 +475,19 @@ func (e *Engine) runnerFor(opts Options, roleName string) (name, model, from str
 		model = opts.Model
 	}
 	return name, model, from
+}
+
+// checkWorkflows refuses a defaults.workflow that names no workflow: the
+// run would start and fail every prompt or issue item, and a dry run would
+// print a plan for it. (--workflow and a task file's workflow: are checked
+// as the targets load.)
+func (e *Engine) checkWorkflows(opts Options) error {
+	w := e.d.Config.Defaults.Workflow
+	if _, ok := e.d.Workflows.Get(w); ok || opts.Workflow != "" || w == workflow.RunnerWorkflow {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: unknown workflow %q (available: runner, %s)", ErrPreflight, e.d.Config.Where("defaults.workflow"), w,
+		strings.Join(e.d.Workflows.Names(), ", "))
 }
 
 // checkRunners builds every runner a role may use, so a missing or
