@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -74,6 +75,11 @@ completes.` + exitStatusRunning,
 func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if opts.Parallel < 0 || opts.Agents < 0 || opts.Budget < 0 {
 		return usageErr(fmt.Errorf("--parallel, --agents and --budget-usd must not be negative"))
+	}
+	if opts.Runner == config.Selector {
+		// Refused here, before a dry run could approve it, rather than
+		// failing the run as an unknown runner.
+		return usageErr(fmt.Errorf("--runner %s: the model selector is not available yet; name a runner (see cadre runners list)", config.Selector))
 	}
 	ws, err := f.workspace(ctx)
 	if err != nil {

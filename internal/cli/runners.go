@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,7 +50,9 @@ func NewCmdRunners(f *Factory) *cobra.Command {
 		Long: `For every runner type and every runner configured in cadre.yaml, say whether it can run:
 agent CLIs (claude, codex, gemini, opencode, aider) are looked up on PATH and asked their
 --version, and a missing one is shown with the command that installs it; model APIs
-(anthropic, openai, ollama) show their base URL and whether their API key variable is set;
+(anthropic, openai, ollama) need their API key variable where the vendor's URL wants one,
+and are sent one short request for their model list at their base URL (GET /v1/models,
+ollama: GET /api/tags) with that key: no answer within 3s, or a refusal, is missing;
 exec runners show whether their command is found, script runners whether their scenario is.
 USED marks the runners cadre.yaml names (runners, defaults.runner, roles.*.runner).
 
@@ -248,7 +252,7 @@ func checkRunner(ctx context.Context, f *Factory, c *runnerCheck, cfg config.Con
 		return
 	}
 	if url, keyEnv, ok := modelAPI(c.typ); ok {
-		c.status, c.detail = checkModelAPI(f, c.typ, rc, url, keyEnv, where)
+		c.status, c.detail = checkModelAPI(ctx, f, c.typ, rc, url, keyEnv, where)
 		return
 	}
 	switch {
@@ -279,13 +283,16 @@ func checkRunner(ctx context.Context, f *Factory, c *runnerCheck, cfg config.Con
 	}
 }
 
-// checkModelAPI reports a model-API runner's base URL and API key. The key
-// is needed at the vendor's own URL; another server gets it only if set.
-func checkModelAPI(f *Factory, typ string, rc config.RunnerConfig, defURL, keyEnv, where string) (status, detail string) {
+// checkModelAPI reports whether a model-API runner can answer: its API key
+// variable is set where the vendor's URL needs one, and its base URL
+// answers a short read-only request with the key it would send. The key is
+// needed at the vendor's own URL; another server gets it only if set.
+func checkModelAPI(ctx context.Context, f *Factory, typ string, rc config.RunnerConfig, defURL, keyEnv, where string) (status, detail string) {
 	url := rc.URL
 	if url == "" {
 		url = defURL
 	}
+	url = strings.TrimRight(url, "/")
 	if len(rc.Env) > 0 && rc.Env[0] != "" {
 		keyEnv = rc.Env[0]
 	}
@@ -293,15 +300,74 @@ func checkModelAPI(f *Factory, typ string, rc config.RunnerConfig, defURL, keyEn
 	if rc.Model != "" {
 		model = ", model " + rc.Model
 	}
-	switch {
-	case keyEnv == "":
-		return statusReady, "url " + url + model
-	case f.Getenv(keyEnv) != "":
-		return statusReady, fmt.Sprintf("url %s, %s is set%s", url, keyEnv, model)
-	case strings.TrimRight(url, "/") != defURL && typ != "ollama":
-		return statusReady, fmt.Sprintf("url %s, %s not set (sent only when set)%s", url, keyEnv, model)
+	key := ""
+	keyNote := ""
+	if keyEnv != "" {
+		key = f.Getenv(keyEnv)
+		switch {
+		case key != "":
+			keyNote = ", " + keyEnv + " is set"
+		case url == defURL || typ == "ollama":
+			return statusMissing, fmt.Sprintf("url %s, %s is not set: export your API key in it (or name another variable in %s.env)%s", url, keyEnv, where, model)
+		default:
+			keyNote = ", " + keyEnv + " not set (sent only when set)"
+		}
 	}
-	return statusMissing, fmt.Sprintf("url %s, %s is not set: export your API key in it (or name another variable in %s.env)%s", url, keyEnv, where, model)
+	probe := probeURL(typ, url)
+	code, err := probeModelAPI(ctx, typ, probe, key)
+	switch {
+	case err != nil:
+		return statusMissing, fmt.Sprintf("url %s does not answer: %v; start the server or fix %s.url", url, err, where)
+	case (code == http.StatusUnauthorized || code == http.StatusForbidden) && keyEnv != "":
+		return statusMissing, fmt.Sprintf("url %s refused the key: GET %s: HTTP %d; check the API key in %s", url, probe, code, keyEnv)
+	case code/100 != 2:
+		return statusMissing, fmt.Sprintf("url %s: GET %s: HTTP %d; is it a %s server? fix %s.url", url, probe, code, typ, where)
+	}
+	return statusReady, "url " + url + keyNote + model
+}
+
+// probeTimeout bounds the request that checks a model API answers: a
+// server that is up answers a model list at once, and a check must not
+// hang on one that does not.
+const probeTimeout = 3 * time.Second
+
+// probeURL is a read-only endpoint of each API that costs nothing and
+// needs the same key as a real request: the list of models.
+func probeURL(typ, base string) string {
+	switch {
+	case typ == "ollama":
+		return base + "/api/tags"
+	case typ == "openai" && strings.HasSuffix(base, "/v1"):
+		return base + "/models" // a base URL already ending in /v1, as the runner takes it
+	}
+	return base + "/v1/models"
+}
+
+// probeModelAPI sends GET url with key as the runner would send it and
+// returns the HTTP status; err is set when nothing answered in time.
+func probeModelAPI(ctx context.Context, typ, url, key string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, fmt.Errorf("probe %s: %w", url, err)
+	}
+	switch {
+	case typ == "anthropic":
+		req.Header.Set("anthropic-version", anthropic.APIVersion)
+		if key != "" {
+			req.Header.Set("x-api-key", key)
+		}
+	case key != "":
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	return resp.StatusCode, nil
 }
 
 // findProgram resolves a command as the runner will: a path with a slash

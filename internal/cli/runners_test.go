@@ -2,6 +2,10 @@ package cli_test
 
 import (
 	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/cadre-dev/cadre/internal/cli"
+	"github.com/cadre-dev/cadre/internal/modelsim"
 )
 
 // allTypes is a registry with every built-in runner type; the check looks
@@ -68,17 +73,31 @@ func rows(t *testing.T, out string) map[string]string {
 	return m
 }
 
+// checkConfig is the cadre.yaml of TestRunnersCheck; %[1]s is a model API
+// server's URL, %[2]s a URL where nothing listens.
 const checkConfig = `defaults: {runner: claude}
 roles:
   planner: {runner: api}
-  judge: {runner: auto}
 runners:
-  api: {type: anthropic, env: [WORK_KEY], model: claude-haiku-4-5}
-  local: {type: openai, url: "http://127.0.0.1:8000/v1"}
+  api: {type: anthropic, env: [WORK_KEY], model: claude-haiku-4-5, url: "%[1]s"}
+  local: {type: openai, url: "%[1]s/v1"}
+  ollama: {url: "%[2]s"}
   agent: {type: exec, command: ./scripts/agent.sh}
   fake: {type: script, scenario: scenario.yaml}
   cx: {type: codex, command: codex-beta}
 `
+
+// closedURL returns a URL on which nothing listens: a port just released.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
 
 func TestRunnersCheck(t *testing.T) {
 	bin := t.TempDir()
@@ -89,7 +108,10 @@ func TestRunnersCheck(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "aider"), []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	repo := gitRepo(t, map[string]string{"cadre.yaml": checkConfig})
+	srv := httptest.NewServer(modelsim.New(modelsim.Scenario{}, nil))
+	defer srv.Close()
+	down := closedURL(t)
+	repo := gitRepo(t, map[string]string{"cadre.yaml": fmt.Sprintf(checkConfig, srv.URL, down)})
 	writeExe(t, filepath.Join(repo, "scripts", "agent.sh"), "cat\n")
 	vars := map[string]string{"PATH": bin, "WORK_KEY": "sk-ant-secret-value"}
 
@@ -111,10 +133,11 @@ func TestRunnersCheck(t *testing.T) {
 		{"opencode", false, "missing", []string{"opencode not found on PATH; install: npm install -g opencode-ai"}},
 		{"aider", false, "missing", []string{"install: pipx install aider-chat"}},
 		{"anthropic", false, "missing", []string{"url https://api.anthropic.com", "ANTHROPIC_API_KEY is not set"}},
-		{"api", true, "ready", []string{"url https://api.anthropic.com", "WORK_KEY is set", "model claude-haiku-4-5"}},
+		{"api", true, "ready", []string{"url " + srv.URL, "WORK_KEY is set", "model claude-haiku-4-5"}},
 		{"openai", false, "missing", []string{"OPENAI_API_KEY is not set"}},
-		{"local", true, "ready", []string{"url http://127.0.0.1:8000/v1", "OPENAI_API_KEY not set (sent only when set)"}},
-		{"ollama", false, "ready", []string{"url http://127.0.0.1:11434"}},
+		{"local", true, "ready", []string{"url " + srv.URL + "/v1", "OPENAI_API_KEY not set (sent only when set)"}},
+		// Nothing listens: not ready, with the URL and the error.
+		{"ollama", true, "missing", []string{"url " + down + " does not answer: ", "connection refused", "fix runners.ollama.url"}},
 		{"agent", true, "ready", []string{filepath.Join(repo, "scripts", "agent.sh")}},
 		{"fake", true, "missing", []string{"scenario scenario.yaml not found (runners.fake.scenario)"}},
 		{"exec", false, "-", []string{"type: exec"}},
@@ -147,7 +170,7 @@ func TestRunnersCheck(t *testing.T) {
 	if strings.Contains(out, "sk-ant-secret-value") {
 		t.Errorf("the API key's value is in the output:\n%s", out)
 	}
-	if !strings.Contains(stderr, "missing runners that cadre.yaml uses: cx, fake") {
+	if !strings.Contains(stderr, "missing runners that cadre.yaml uses: cx, fake, ollama") {
 		t.Errorf("stderr %q does not name the missing runners in use", stderr)
 	}
 }
@@ -161,7 +184,7 @@ func TestRunnersCheckStrict(t *testing.T) {
 		wantCode int
 	}{
 		{"default runner found", "defaults: {runner: claude}\n", 0},
-		{"unused missing runners do not count", "defaults: {runner: ollama}\n", 0},
+		{"unused missing runners do not count", "roles:\n  judge: {runner: claude}\n", 0},
 		{"default runner missing", "defaults: {runner: codex}\n", 1},
 		{"role runner missing", "roles:\n  judge: {runner: gemini}\n", 1},
 		{"configured runner of an unknown type", "runners:\n  mine: {type: cursor, command: cursor}\n", 1},
@@ -200,12 +223,93 @@ func TestRunnersCheckBadConfig(t *testing.T) {
 }
 
 func TestRunnersListStays(t *testing.T) {
-	repo := gitRepo(t, map[string]string{"cadre.yaml": checkConfig})
+	repo := gitRepo(t, map[string]string{"cadre.yaml": fmt.Sprintf(checkConfig, "http://127.0.0.1:9", "http://127.0.0.1:9")})
 	for _, args := range [][]string{{"runners"}, {"runners", "list"}} {
 		code, out, stderr := runCadre(t, repo, nil, args...)
 		if code != 0 || !strings.Contains(out, "TYPES\n  aider\n") || !strings.Contains(out, "CONFIGURED (cadre.yaml)") ||
 			!strings.Contains(out, "type=exec") {
 			t.Errorf("%v: exit %d, stdout:\n%s\nstderr: %s", args, code, out, stderr)
 		}
+	}
+}
+
+// TestRunnersCheckProbesModelAPIs shows that a model API is ready only when
+// its URL answers a real request carrying the key the runner would send.
+func TestRunnersCheckProbesModelAPIs(t *testing.T) {
+	type seen struct{ path, key, bearer, version string }
+	requests := make(chan seen, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests <- seen{r.URL.Path, r.Header.Get("x-api-key"), r.Header.Get("Authorization"), r.Header.Get("anthropic-version")}
+		switch {
+		case r.Header.Get("x-api-key") == "sk-revoked":
+			w.WriteHeader(http.StatusUnauthorized)
+		case r.Method == http.MethodGet && (r.URL.Path == "/v1/models" || r.URL.Path == "/api/tags"):
+			fmt.Fprint(w, `{"data":[],"models":[]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	down := closedURL(t)
+	tests := []struct {
+		name, entry string
+		vars        map[string]string
+		status      string
+		detail      []string
+		want        *seen // the request the server saw; nil: none
+	}{
+		{"anthropic answers with the key", `{type: anthropic, url: "%s", env: [K]}`, map[string]string{"K": "sk-ok"},
+			"ready", []string{"url " + srv.URL + ", K is set"}, &seen{"/v1/models", "sk-ok", "", "2023-06-01"}},
+		{"anthropic refuses the key", `{type: anthropic, url: "%s", env: [K]}`, map[string]string{"K": "sk-revoked"},
+			"missing", []string{"refused the key", "HTTP 401", "check the API key in K"}, &seen{"/v1/models", "sk-revoked", "", "2023-06-01"}},
+		{"openai base with /v1", `{type: openai, url: "%s/v1", env: [K]}`, map[string]string{"K": "sk-o"},
+			"ready", []string{"url " + srv.URL + "/v1"}, &seen{"/v1/models", "", "Bearer sk-o", ""}},
+		{"openai base without /v1", `{type: openai, url: "%s"}`, nil,
+			"ready", []string{"OPENAI_API_KEY not set (sent only when set)"}, &seen{"/v1/models", "", "", ""}},
+		{"ollama", `{type: ollama, url: "%s"}`, nil, "ready", []string{"url " + srv.URL}, &seen{"/api/tags", "", "", ""}},
+		{"not that kind of server", `{type: ollama, url: "%s/other"}`, nil,
+			"missing", []string{"GET " + srv.URL + "/other/api/tags: HTTP 404", "fix runners.m.url"}, &seen{"/other/api/tags", "", "", ""}},
+		{"nothing listening", `{type: ollama, url: "` + down + `"}`, nil,
+			"missing", []string{"url " + down + " does not answer: ", "connection refused"}, nil},
+		{"vendor URL without its key", `{type: anthropic, env: [NO_SUCH_KEY]}`, nil,
+			"missing", []string{"NO_SUCH_KEY is not set"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			entry := tt.entry
+			if strings.Contains(entry, "%s") {
+				entry = fmt.Sprintf(entry, srv.URL)
+			}
+			repo := gitRepo(t, map[string]string{"cadre.yaml": "defaults: {runner: m}\nrunners:\n  m: " + entry + "\n"})
+			vars := map[string]string{"PATH": t.TempDir()}
+			for k, v := range tt.vars {
+				vars[k] = v
+			}
+			code, out, stderr := runCadre(t, repo, vars, "runners", "check", "--strict")
+			line := rows(t, out)["m"]
+			if f := strings.Fields(line); len(f) < 4 || f[3] != tt.status {
+				t.Errorf("status of %q, want %s", line, tt.status)
+			}
+			for _, d := range tt.detail {
+				if !strings.Contains(line, d) {
+					t.Errorf("line %q lacks %q", line, d)
+				}
+			}
+			if wantCode := map[string]int{"ready": 0, "missing": 1}[tt.status]; code != wantCode {
+				t.Errorf("exit %d, want %d with --strict; stderr: %s", code, wantCode, stderr)
+			}
+			var got *seen
+			select {
+			case s := <-requests:
+				got = &s
+			default:
+			}
+			switch {
+			case tt.want == nil && got != nil:
+				t.Errorf("request %+v sent, want none", *got)
+			case tt.want != nil && (got == nil || *got != *tt.want):
+				t.Errorf("request %+v, want %+v", got, *tt.want)
+			}
+		})
 	}
 }

@@ -261,3 +261,13 @@ func (c Config) RoleRunner(role string) (runner, model string) {
 	}
 	return runner, model
 }
+
+// StepTimeout is the limit of one agent step on the named runner: the
+// runner entry's timeout when it sets one, else Defaults.Timeout. A
+// --timeout flag overrides both (the caller's concern).
+func (c Config) StepTimeout(runner string) time.Duration {
+	if d := c.Runners[runner].Timeout; d > 0 {
+		return time.Duration(d)
+	}
+	return time.Duration(c.Defaults.Timeout)
+}

@@ -49,6 +49,14 @@ func TestParseSpecExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The example asks for the model selector, which does not exist yet:
+	// refused on its line rather than failing the run later.
+	_, err = Parse("cadre.yaml", data, nil)
+	wantErr := "cadre.yaml:9: roles.judge.runner: auto (the model selector) is not available yet; name a runner (see cadre runners list)"
+	if err == nil || err.Error() != wantErr {
+		t.Fatalf("Parse(spec example) error = %v, want %q", err, wantErr)
+	}
+	data = []byte(strings.Replace(string(data), "  judge: {runner: auto}", "  judge: {runner: ollama}", 1))
 	got, err := Parse("cadre.yaml", data, nil)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -62,7 +70,7 @@ func TestParseSpecExample(t *testing.T) {
 		Defaults:   Defaults{Runner: "claude", Model: "", Workflow: "auto", Timeout: Duration(20 * time.Minute)},
 		Roles: map[string]RoleConfig{
 			"code-reviewer": {Runner: "codex"},
-			"judge":         {Runner: "auto"},
+			"judge":         {Runner: "ollama"},
 		},
 		Runners: map[string]RunnerConfig{
 			"claude":   {Command: "claude", Args: []string{}, Env: []string{"ANTHROPIC_API_KEY"}},
@@ -278,6 +286,23 @@ func TestValidationErrors(t *testing.T) {
 			`CADRE_LIMITS_MAX_ATTEMPTS: want 1 or more, got 0`},
 		{"environment blamed over the file", "sandbox: {mode: bwrap}\n", map[string]string{"CADRE_SANDBOX_MODE": "jail"},
 			`CADRE_SANDBOX_MODE: want none or bwrap, got "jail"`},
+		// Known values that nothing implements yet are refused, not ignored.
+		{"sandbox bwrap", "project: p\nsandbox:\n  mode: bwrap\n", nil,
+			`cadre.yaml:3: sandbox.mode: bwrap is not available yet; use none (the default)`},
+		{"sandbox bwrap from the environment", "", map[string]string{"CADRE_SANDBOX_MODE": "bwrap"},
+			`CADRE_SANDBOX_MODE: bwrap is not available yet; use none (the default)`},
+		{"network deny", "sandbox: {network: deny}\n", nil,
+			`cadre.yaml:1: sandbox.network: deny is not available yet (there is no sandbox to enforce it); use allow (the default)`},
+		{"network model-only", "sandbox: {network: model-only}\n", nil,
+			`cadre.yaml:1: sandbox.network: model-only is not available yet (there is no sandbox to enforce it); use allow (the default)`},
+		{"default runner auto", "defaults: {runner: auto}\n", nil,
+			`cadre.yaml:1: defaults.runner: auto (the model selector) is not available yet; name a runner (see cadre runners list)`},
+		{"default runner auto from the environment", "", map[string]string{"CADRE_DEFAULTS_RUNNER": "auto"},
+			`CADRE_DEFAULTS_RUNNER: auto (the model selector) is not available yet; name a runner (see cadre runners list)`},
+		{"role runner auto", "roles:\n  coder: {runner: codex}\n  judge: {runner: auto}\n", nil,
+			`cadre.yaml:3: roles.judge.runner: auto (the model selector) is not available yet; name a runner (see cadre runners list)`},
+		{"runner named auto", "runners:\n  auto: {type: exec, command: x}\n", nil,
+			`cadre.yaml:2: runners.auto: the name auto is reserved for the model selector; give this runner another name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -317,8 +342,8 @@ func TestEnvOverrides(t *testing.T) {
 		{"bool", map[string]string{"CADRE_GITHUB_DRAFT": "true"}, func(c *Config) { c.GitHub.Draft = true }},
 		{"list is comma-separated", map[string]string{"CADRE_GITHUB_LABELS": "x, y,,z"},
 			func(c *Config) { c.GitHub.Labels = []string{"x", "y", "z"} }},
-		{"sandbox", map[string]string{"CADRE_SANDBOX_MODE": "bwrap", "CADRE_SANDBOX_NETWORK": "model-only"},
-			func(c *Config) { c.Sandbox = Sandbox{Mode: "bwrap", Network: "model-only"} }},
+		{"sandbox", map[string]string{"CADRE_SANDBOX_MODE": "none", "CADRE_SANDBOX_NETWORK": "allow"},
+			func(c *Config) { c.Sandbox = Sandbox{Mode: "none", Network: "allow"} }},
 		{"maps have no variables", map[string]string{"CADRE_ROLES": "x", "CADRE_RUNNERS_CLAUDE_COMMAND": "y"}, func(*Config) {}},
 	}
 	base, err := Parse("cadre.yaml", []byte(file), nil)

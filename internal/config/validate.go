@@ -40,6 +40,9 @@ func (l *loader) validate(c *Config) error {
 			return l.invalid(ck.path, ck.bad)
 		}
 	}
+	if err := l.unavailable(c); err != nil {
+		return err
+	}
 	for i, label := range c.GitHub.Labels {
 		if strings.TrimSpace(label) == "" {
 			return l.invalid(fmt.Sprintf("github.labels[%d]", i), `want a label name, got ""`)
@@ -58,6 +61,88 @@ func (l *loader) validate(c *Config) error {
 				return l.invalid(path+".url", bad)
 			}
 		}
+		if key, msg := unusedSetting(c.RunnerType(name), r); key != "" {
+			return l.invalid(path+"."+key, msg)
+		}
+	}
+	return nil
+}
+
+// Built-in runner types by what they are, for the settings each has no use for.
+var (
+	apiRunners = []string{"anthropic", "openai", "ollama"}
+	cliRunners = []string{"claude", "codex", "gemini", "aider", "opencode"}
+)
+
+// unusedSetting finds a setting that runner type typ would ignore and says
+// what to do; an entry of another type (unknown here) is the runner's to
+// check. A setting a runner ignores is refused: the user wrote it meaning
+// something to happen.
+func unusedSetting(typ string, r RunnerConfig) (key, msg string) {
+	switch {
+	case slices.Contains(apiRunners, typ):
+		switch {
+		case r.Command != "":
+			return "command", fmt.Sprintf("the %s runner type runs no program (it calls an HTTP API); remove it", typ)
+		case len(r.Args) > 0:
+			return "args", fmt.Sprintf("the %s runner type runs no program (it calls an HTTP API); remove it", typ)
+		case len(r.Env) > 1:
+			return "env", fmt.Sprintf("the %s runner type reads its API key from one variable; list only that one", typ)
+		}
+	case typ == "exec":
+		if r.URL != "" {
+			return "url", "the exec runner type has no base URL (give the command its own settings); remove it"
+		}
+	case typ == "script":
+		switch {
+		case r.Command != "", len(r.Args) > 0:
+			key := "command"
+			if r.Command == "" {
+				key = "args"
+			}
+			return key, "the script runner type plays its scenario and runs no program; remove it or set type: exec"
+		case len(r.Env) > 0:
+			return "env", "the script runner type passes no variables to anything; remove it"
+		case r.URL != "":
+			return "url", "the script runner type has no base URL; remove it"
+		}
+	}
+	if r.Scenario != "" && typ != "script" && (slices.Contains(apiRunners, typ) || slices.Contains(cliRunners, typ) || typ == "exec") {
+		return "scenario", "only a script runner plays a scenario; remove it or set type: script"
+	}
+	return "", ""
+}
+
+// Selector is the runner name that asks the model selector to choose
+// (seed 003); it is reserved for it.
+const Selector = "auto"
+
+// notAvailable says a value is known to the schema but implemented by
+// nothing in cadre yet.
+const notAvailable = "is not available yet"
+
+// unavailable refuses values that the contract names but cadre does not
+// implement yet: a run asked for confinement or for the model selector
+// must not go ahead without it, and a dry run must not approve what the
+// run would then reject.
+func (l *loader) unavailable(c *Config) error {
+	if c.Sandbox.Mode != "none" {
+		return l.invalid("sandbox.mode", fmt.Sprintf("%s %s; use none (the default)", c.Sandbox.Mode, notAvailable))
+	}
+	if c.Sandbox.Network != "allow" {
+		return l.invalid("sandbox.network", fmt.Sprintf("%s %s (there is no sandbox to enforce it); use allow (the default)", c.Sandbox.Network, notAvailable))
+	}
+	selector := fmt.Sprintf("%s (the model selector) %s; name a runner (see cadre runners list)", Selector, notAvailable)
+	if c.Defaults.Runner == Selector {
+		return l.invalid("defaults.runner", selector)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Roles)) {
+		if c.Roles[name].Runner == Selector {
+			return l.invalid("roles."+name+".runner", selector)
+		}
+	}
+	if _, ok := c.Runners[Selector]; ok {
+		return l.invalid("runners."+Selector, fmt.Sprintf("the name %s is reserved for the model selector; give this runner another name", Selector))
 	}
 	return nil
 }

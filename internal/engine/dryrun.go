@@ -33,6 +33,9 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 			files = append(files, t)
 		}
 	}
+	if err := e.checkWorkflows(opts); err != nil {
+		return nil, err
+	}
 	var out []PlannedItem
 	// Prompts and issues run --workflow, else defaults.workflow.
 	generated := opts.Workflow
@@ -55,6 +58,11 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 	}
 	for _, ref := range issues {
 		out = append(out, e.planItem(opts, ref, "(GitHub issue, not fetched)", generated, "code"))
+	}
+	// The run refuses a runner it cannot build before it starts; a dry run
+	// that printed a plan for it would promise a run that cannot happen.
+	if err := e.checkRunners(opts); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

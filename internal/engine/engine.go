@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -156,6 +158,9 @@ func NewRunID(now time.Time) string {
 func (e *Engine) Start(ctx context.Context, opts Options) (Summary, error) {
 	if err := e.repo.ExcludeState(ctx); err != nil {
 		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	if err := e.checkWorkflows(opts); err != nil {
+		return Summary{}, err
 	}
 	runID := NewRunID(time.Now())
 	items, err := e.loadTargets(ctx, runID, opts)
@@ -472,9 +477,29 @@ func (e *Engine) runnerFor(opts Options, roleName string) (name, model, from str
 	return name, model, from
 }
 
+// checkWorkflows refuses a defaults.workflow that names no workflow: the
+// run would start and fail every prompt or issue item, and a dry run would
+// print a plan for it. (--workflow and a task file's workflow: are checked
+// as the targets load.)
+func (e *Engine) checkWorkflows(opts Options) error {
+	w := e.d.Config.Defaults.Workflow
+	if _, ok := e.d.Workflows.Get(w); ok || opts.Workflow != "" || w == workflow.RunnerWorkflow {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: unknown workflow %q (available: runner, %s)", ErrPreflight, e.d.Config.Where("defaults.workflow"), w,
+		strings.Join(e.d.Workflows.Names(), ", "))
+}
+
 // checkRunners builds every runner a role may use, so a missing or
 // misconfigured runner stops the run before anything starts.
 func (e *Engine) checkRunners(opts Options) error {
+	// A roles entry for a role that does not exist (a typo) would be
+	// ignored and its role run on the default runner.
+	for _, name := range slices.Sorted(maps.Keys(e.d.Config.Roles)) {
+		if !e.roleExists(name) {
+			return fmt.Errorf("%w: %s: no such role; fix the name (cadre roles list shows them) or remove the entry", ErrPreflight, e.d.Config.Where("roles."+name))
+		}
+	}
 	checked := map[string]bool{}
 	for _, ro := range e.d.Roles.List() {
 		name, _, from := e.runnerFor(opts, ro.Name)
@@ -518,11 +543,27 @@ func (rs *runState) runner(e *Engine, name string) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d := e.d.Config.Runners[name].Timeout; d > 0 && rs.opts.Timeout == 0 {
+		r = withTimeout{Runner: r, d: e.d.Config.StepTimeout(name)}
+	}
 	if rs.runners == nil {
 		rs.runners = map[string]runner.Runner{}
 	}
 	rs.runners[name] = r
 	return r, nil
+}
+
+// withTimeout gives every step of a runner the runner's own limit
+// (runners.NAME.timeout) in place of defaults.timeout; --timeout, when
+// given, wins over both and this wrapper is not used.
+type withTimeout struct {
+	runner.Runner
+	d time.Duration
+}
+
+func (w withTimeout) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
+	inv.Timeout = w.d
+	return w.Runner.Run(ctx, inv)
 }
 
 // forbiddenEnv are variables no agent may receive, whatever a runner's
@@ -624,7 +665,9 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 				return nil
 			}
 			if it.Status == store.ItemPaused && !e.waitsForHuman(gctx, runID, it.ID) {
-				e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.ItemResumed, Message: it.Error})
+				// The item waited (for a human or a runner) and goes on now;
+				// watchers of itemPaused learn it is no longer waiting.
+				e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.ItemResumed, Stage: it.Stage, Message: it.Error})
 			}
 			out, err := e.runItem(gctx, rs, it)
 			if err != nil {

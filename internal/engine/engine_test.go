@@ -598,6 +598,17 @@ func TestPreflightErrors(t *testing.T) {
 		{"unknown workflow", Options{Workflow: "zzz"}, "unknown workflow"},
 		{"unknown runner", Options{Runner: "nosuch"}, `unknown runner "nosuch"`},
 	}
+	t.Run("unknown role in roles", func(t *testing.T) {
+		e := newEnv(t, passAll, [2]string{"a", "code"})
+		e.eng.d.Config.Roles = map[string]config.RoleConfig{"coder": {Runner: "fake"}, "code-reviwer": {Runner: "fake"}}
+		want := "roles.code-reviwer: no such role"
+		if _, err := e.eng.Start(context.Background(), Options{InPlace: true}); !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), want) {
+			t.Errorf("run: err = %v, want %q", err, want)
+		}
+		if _, err := e.eng.DryRun(context.Background(), Options{}); !errors.Is(err, ErrPreflight) || !strings.Contains(err.Error(), want) {
+			t.Errorf("dry run: err = %v, want %q", err, want)
+		}
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, passAll, [2]string{"a", "code"})
@@ -783,5 +794,46 @@ func TestAgentsBoundsConcurrentStepsOfAnItem(t *testing.T) {
 		if peak > agents {
 			t.Errorf("agents=%d: %d agent steps ran at once", agents, peak)
 		}
+	}
+}
+
+// TestRunnerTimeout checks runners.NAME.timeout reaches the runner, and
+// that --timeout still wins over it.
+func TestRunnerTimeout(t *testing.T) {
+	tests := []struct {
+		name   string
+		runner config.Duration // runners.fake.timeout
+		flag   time.Duration   // --timeout
+		want   time.Duration
+	}{
+		{"defaults.timeout", 0, 0, 20 * time.Minute},
+		{"the runner's own", config.Duration(2 * time.Minute), 0, 2 * time.Minute},
+		{"--timeout over the runner's", config.Duration(2 * time.Minute), 30 * time.Second, 30 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []time.Duration
+			e := newEnv(t, func(inv runner.Invocation) runner.Result {
+				mu.Lock()
+				got = append(got, inv.Timeout)
+				mu.Unlock()
+				return passAll(inv)
+			}, [2]string{"a", "code"})
+			if tt.runner > 0 {
+				e.eng.d.Config.Runners = map[string]config.RunnerConfig{"fake": {Timeout: tt.runner}}
+			}
+			if _, err := e.eng.Start(context.Background(), Options{InPlace: true, Timeout: tt.flag}); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 0 {
+				t.Fatal("no step ran")
+			}
+			for _, d := range got {
+				if d != tt.want {
+					t.Errorf("step timeout %v, want %v (all: %v)", d, tt.want, got)
+				}
+			}
+		})
 	}
 }

@@ -51,7 +51,9 @@ type handler struct {
 // POST /v1/messages/count_tokens, POST /v1/chat/completions (OpenAI),
 // POST /v1/responses (OpenAI Responses), POST /v1beta/models/M:generateContent,
 // :streamGenerateContent and :countTokens (Gemini, also under /v1/models/),
-// POST /api/chat (Ollama).
+// POST /api/chat (Ollama); GET /v1/models (Anthropic and OpenAI) and
+// GET /api/tags (Ollama) list one model, so `cadre runners check` finds
+// the server as it would the real API.
 func New(sc Scenario, log io.Writer) http.Handler {
 	if log == nil {
 		log = io.Discard
@@ -64,6 +66,9 @@ func New(sc Scenario, log io.Writer) http.Handler {
 	h.mux.HandleFunc("POST /v1beta/models/{action}", h.gemini)
 	h.mux.HandleFunc("POST /v1/models/{action}", h.gemini)
 	h.mux.HandleFunc("POST /api/chat", h.serve(apiOllama, parseOllama, writeOllama))
+	h.mux.HandleFunc("GET /v1/models", h.models(map[string]any{"object": "list", "has_more": false,
+		"data": []map[string]any{{"id": ModelName, "object": "model", "type": "model", "display_name": ModelName}}}))
+	h.mux.HandleFunc("GET /api/tags", h.models(map[string]any{"models": []map[string]any{{"name": ModelName, "model": ModelName}}}))
 	h.mux.HandleFunc("/", h.notFound)
 	return h
 }
@@ -135,6 +140,18 @@ func (h *handler) countTokens(api string) http.HandlerFunc {
 			writeJSON(w, map[string]any{"input_tokens": n})
 		}
 		h.record(LogEntry{Time: time.Now().UTC(), API: api, Path: req.URL.Path, Status: http.StatusOK, RequestBytes: len(body), InputTokens: n})
+	}
+}
+
+// ModelName is the one model the model lists show; any name is answered.
+const ModelName = "modelsim"
+
+// models answers a model list request with list.
+func (h *handler) models(list map[string]any) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(list)
+		h.record(LogEntry{Time: time.Now().UTC(), API: "models", Path: req.URL.Path, Status: http.StatusOK})
 	}
 }
 

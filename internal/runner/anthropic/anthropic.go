@@ -28,8 +28,10 @@ const (
 	DefaultModel  = "claude-sonnet-4-5"
 )
 
+// APIVersion is the anthropic-version header every request carries.
+const APIVersion = "2023-06-01"
+
 const (
-	apiVersion = "2023-06-01"
 	// maxTokens bounds the reply; a plan or a verdict fits with room to spare.
 	maxTokens = 8192
 )
@@ -129,7 +131,7 @@ func (r *messages) Run(ctx context.Context, inv runner.Invocation) (runner.Resul
 		return runner.Result{}, httpapi.MissingKey(log, r.name, r.keyEnv, "Anthropic")
 	}
 	h := http.Header{}
-	h.Set("anthropic-version", apiVersion)
+	h.Set("anthropic-version", APIVersion)
 	if key != "" {
 		h.Set("x-api-key", key)
 	}

@@ -1,0 +1,235 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// keyEffect is one documented key of cadre.yaml set to a value other than
+// its default, and what that must do: be refused with an error, or change
+// what the code that consumes it reads.
+type keyEffect struct {
+	key  string // key path as docs/config.md writes it (NAME, MODEL for map entries)
+	yaml string // a file setting it to a non-default value
+	// refused, when set, is the error the value must get.
+	refused string
+	// read returns what consumers of the key see, through the accessor
+	// they use; it must differ from the defaults' (nil when refused).
+	read func(Config) any
+	// by names the code that acts on the value, so a reviewer can check
+	// the effect is real (the end-to-end tests exercise most of them).
+	by string
+}
+
+// keyEffects lists every key of cadre.yaml. TestEveryKeyHasAnEffect fails
+// when the Config struct gains a key without a row here, so a new setting
+// cannot be accepted and ignored without someone deciding what it does.
+var keyEffects = []keyEffect{
+	{key: "project", yaml: "project: p", read: func(c Config) any { return c.Project },
+		by: "engine: projectName of every context file"},
+	{key: "repository", yaml: "repository: o/r", read: func(c Config) any { return c.Repository },
+		by: "engine and forge: issue refs without owner, the context file"},
+	{key: "base_branch", yaml: "base_branch: dev", read: func(c Config) any { return c.BaseBranch },
+		by: "engine: worktrees branch from it, pull requests target it"},
+	{key: "tasks_dir", yaml: "tasks_dir: todo", read: func(c Config) any { return c.TasksDir },
+		by: "engine: cadre run with no target loads it"},
+	{key: "commands.install", yaml: "commands: {install: make deps}", read: func(c Config) any { return c.Commands.Install },
+		by: "engine: checks run it; config.commands of the context file"},
+	{key: "commands.build", yaml: "commands: {build: make}", read: func(c Config) any { return c.Commands.Build },
+		by: "engine: checks run it; config.commands of the context file"},
+	{key: "commands.test", yaml: "commands: {test: make test}", read: func(c Config) any { return c.Commands.Test },
+		by: "engine: checks run it; config.commands of the context file"},
+	{key: "commands.lint", yaml: "commands: {lint: make lint}", read: func(c Config) any { return c.Commands.Lint },
+		by: "engine: checks run it; config.commands of the context file"},
+	{key: "defaults.runner", yaml: "defaults: {runner: codex}", read: func(c Config) any { return first(c.RoleRunner("coder")) },
+		by: "RoleRunner: every role without its own runner"},
+	{key: "defaults.runner", yaml: "defaults: {runner: auto}",
+		refused: "cadre.yaml:1: defaults.runner: auto (the model selector) is not available yet; name a runner (see cadre runners list)"},
+	{key: "defaults.model", yaml: "defaults: {model: opus}", read: func(c Config) any { return second(c.RoleRunner("coder")) },
+		by: "RoleRunner: the model of roles on the default runner"},
+	{key: "defaults.workflow", yaml: "defaults: {workflow: standard}", read: func(c Config) any { return c.Defaults.Workflow },
+		by: "engine: workflow of prompts and issues (cadre run --dry-run shows it)"},
+	{key: "defaults.timeout", yaml: "defaults: {timeout: 5m}", read: func(c Config) any { return c.StepTimeout("claude") },
+		by: "engine: the limit of every agent step and check command"},
+	{key: "roles.NAME.runner", yaml: "roles: {coder: {runner: codex}}", read: func(c Config) any { return first(c.RoleRunner("coder")) },
+		by: "RoleRunner: the role's runner"},
+	{key: "roles.NAME.runner", yaml: "roles: {judge: {runner: auto}}",
+		refused: "cadre.yaml:1: roles.judge.runner: auto (the model selector) is not available yet; name a runner (see cadre runners list)"},
+	{key: "roles.NAME.model", yaml: "roles: {coder: {model: o3}}", read: func(c Config) any { return second(c.RoleRunner("coder")) },
+		by: "RoleRunner: the role's model"},
+	{key: "runners.NAME.type", yaml: "runners: {mine: {type: exec, command: x}}", read: func(c Config) any { return c.RunnerType("mine") },
+		by: "engine: which built-in builds the runner"},
+	{key: "runners.NAME.type", yaml: "runners: {auto: {type: exec, command: x}}",
+		refused: "cadre.yaml:1: runners.auto: the name auto is reserved for the model selector; give this runner another name"},
+	{key: "runners.NAME.command", yaml: "runners: {claude: {command: /opt/claude}}", read: func(c Config) any { return c.Runners["claude"].Command },
+		by: "runner settings: the program a CLI or exec runner starts"},
+	{key: "runners.NAME.command", yaml: "runners: {ollama: {command: ollama}}",
+		refused: "cadre.yaml:1: runners.ollama.command: the ollama runner type runs no program (it calls an HTTP API); remove it"},
+	{key: "runners.NAME.args", yaml: "runners: {claude: {args: [--verbose]}}", read: func(c Config) any { return c.Runners["claude"].Args },
+		by: "runner settings: extra arguments of a CLI or exec runner"},
+	{key: "runners.NAME.args", yaml: "runners: {openai: {args: [-v]}}",
+		refused: "cadre.yaml:1: runners.openai.args: the openai runner type runs no program (it calls an HTTP API); remove it"},
+	{key: "runners.NAME.env", yaml: "runners: {claude: {env: [MY_KEY]}}", read: func(c Config) any { return c.Runners["claude"].Env },
+		by: "runner settings: variables passed to the agent (API runners: the key variable)"},
+	{key: "runners.NAME.env", yaml: "runners: {anthropic: {env: [A, B]}}",
+		refused: "cadre.yaml:1: runners.anthropic.env: the anthropic runner type reads its API key from one variable; list only that one"},
+	{key: "runners.NAME.url", yaml: "runners: {ollama: {url: 'http://h:1'}}", read: func(c Config) any { return c.Runners["ollama"].URL },
+		by: "runner settings: base URL of a model API or of a CLI's backend"},
+	{key: "runners.NAME.url", yaml: "runners: {mine: {type: exec, command: x, url: 'http://h:1'}}",
+		refused: "cadre.yaml:1: runners.mine.url: the exec runner type has no base URL (give the command its own settings); remove it"},
+	{key: "runners.NAME.model", yaml: "runners: {codex: {model: o3}}\nroles: {coder: {runner: codex}}",
+		read: func(c Config) any { return second(c.RoleRunner("coder")) }, by: "RoleRunner: the model when no role or default names one"},
+	{key: "runners.NAME.scenario", yaml: "runners: {fake: {type: script, scenario: s.yaml}}", read: func(c Config) any { return c.Runners["fake"].Scenario },
+		by: "script runner: the scenario it plays"},
+	{key: "runners.NAME.scenario", yaml: "runners: {claude: {scenario: s.yaml}}",
+		refused: "cadre.yaml:1: runners.claude.scenario: only a script runner plays a scenario; remove it or set type: script"},
+	{key: "runners.NAME.timeout", yaml: "runners: {claude: {timeout: 2m}}", read: func(c Config) any { return c.StepTimeout("claude") },
+		by: "engine: the limit of this runner's steps"},
+	{key: "limits.parallel_issues", yaml: "limits: {parallel_issues: 7}", read: func(c Config) any { return c.Limits.ParallelIssues },
+		by: "engine: items at once"},
+	{key: "limits.parallel_agents", yaml: "limits: {parallel_agents: 7}", read: func(c Config) any { return c.Limits.ParallelAgents },
+		by: "engine: agent steps at once in one item"},
+	{key: "limits.budget_usd", yaml: "limits: {budget_usd: 2.5}", read: func(c Config) any { return c.Limits.BudgetUSD },
+		by: "engine: no new step once spent"},
+	{key: "limits.audit_pass_rating", yaml: "limits: {audit_pass_rating: 9}", read: func(c Config) any { return c.Limits.AuditPassRating },
+		by: "workflow: the passing audit rating"},
+	{key: "limits.max_attempts", yaml: "limits: {max_attempts: 4}", read: func(c Config) any { return c.Limits.MaxAttempts },
+		by: "workflow: audit failures before a hard stop"},
+	{key: "limits.max_review_rounds", yaml: "limits: {max_review_rounds: 4}", read: func(c Config) any { return c.Limits.MaxReviewRounds },
+		by: "workflow: review → fix rounds"},
+	{key: "limits.escalate_below_confidence", yaml: "limits: {escalate_below_confidence: 7}", read: func(c Config) any { return c.Limits.EscalateBelowConfidence },
+		by: "workflow: confidence that pauses for a human"},
+	{key: "limits.max_insufficient_loops", yaml: "limits: {max_insufficient_loops: 2}", read: func(c Config) any { return c.Limits.MaxInsufficientLoops },
+		by: "workflow: INSUFFICIENT rounds of the loop workflow"},
+	{key: "limits.max_iterations", yaml: "limits: {max_iterations: 5}", read: func(c Config) any { return c.Limits.MaxIterations },
+		by: "workflow: rounds of the moa workflow"},
+	{key: "github.token_env", yaml: "github: {token_env: GH_PAT}", read: func(c Config) any { return c.GitHub.TokenEnv },
+		by: "cli: the variable the GitHub token is read from (and never passed to agents)"},
+	{key: "github.api_url", yaml: "github: {api_url: 'https://ghe.example/api/v3'}", read: func(c Config) any { return c.GitHub.APIURL },
+		by: "forge: the API base URL"},
+	{key: "github.labels", yaml: "github: {labels: [bot]}", read: func(c Config) any { return c.GitHub.Labels },
+		by: "engine: labels of every pull request"},
+	{key: "github.draft", yaml: "github: {draft: true}", read: func(c Config) any { return c.GitHub.Draft },
+		by: "engine: pull requests opened as drafts"},
+	{key: "github.authors", yaml: "github: {authors: [me]}", read: func(c Config) any { return c.GitHub.Authors },
+		by: "engine: issues by other authors are refused"},
+	{key: "github.require_label", yaml: "github: {require_label: ok}", read: func(c Config) any { return c.GitHub.RequireLabel },
+		by: "engine: issues without the label are refused"},
+	{key: "github.comments", yaml: "github: {comments: false}", read: func(c Config) any { return c.GitHub.Comments },
+		by: "engine: no progress comments"},
+	{key: "github.query_labels", yaml: "github: {query_labels: [x]}", read: func(c Config) any { return c.GitHub.QueryLabels },
+		by: "cli: cadre run with no target queries issues"},
+	{key: "github.query_milestone", yaml: "github: {query_milestone: v1}", read: func(c Config) any { return c.GitHub.QueryMilestone },
+		by: "cli: cadre run with no target queries issues"},
+	{key: "github.query_assignee", yaml: "github: {query_assignee: me}", read: func(c Config) any { return c.GitHub.QueryAssignee },
+		by: "cli: cadre run with no target queries issues"},
+	{key: "github.query_state", yaml: "github: {query_state: closed}", read: func(c Config) any { return c.GitHub.QueryState },
+		by: "cli: cadre run with no target queries issues"},
+	{key: "github.query_limit", yaml: "github: {query_limit: 5}", read: func(c Config) any { return c.GitHub.QueryLimit },
+		by: "cli: cadre run with no target queries issues"},
+	{key: "sandbox.mode", yaml: "sandbox: {mode: bwrap}",
+		refused: "cadre.yaml:1: sandbox.mode: bwrap is not available yet; use none (the default)"},
+	{key: "sandbox.network", yaml: "sandbox: {network: deny}",
+		refused: "cadre.yaml:1: sandbox.network: deny is not available yet (there is no sandbox to enforce it); use allow (the default)"},
+	{key: "sandbox.network", yaml: "sandbox: {network: model-only}",
+		refused: "cadre.yaml:1: sandbox.network: model-only is not available yet (there is no sandbox to enforce it); use allow (the default)"},
+	{key: "prices.MODEL.input_per_mtok", yaml: "prices: {m: {input_per_mtok: 1}}", read: func(c Config) any { return c.Prices["m"] },
+		by: "price table: cost estimates of runners that report only tokens"},
+	{key: "prices.MODEL.output_per_mtok", yaml: "prices: {m: {output_per_mtok: 1}}", read: func(c Config) any { return c.Prices["m"] },
+		by: "price table: cost estimates of runners that report only tokens"},
+	{key: "prices.MODEL.cache_read_per_mtok", yaml: "prices: {m: {cache_read_per_mtok: 1}}", read: func(c Config) any { return c.Prices["m"] },
+		by: "price table: cost estimates of runners that report only tokens"},
+	{key: "prices.MODEL.cache_write_per_mtok", yaml: "prices: {m: {cache_write_per_mtok: 1}}", read: func(c Config) any { return c.Prices["m"] },
+		by: "price table: cost estimates of runners that report only tokens"},
+}
+
+func first(a, _ string) string  { return a }
+func second(_, b string) string { return b }
+
+// keyPaths lists the key paths of t's yaml tags, map entries written as
+// placeholder (NAME, or MODEL for prices as the docs write them).
+func keyPaths(t reflect.Type, prefix string) []string {
+	var out []string
+	for _, f := range fieldsOf(t) {
+		path := join(prefix, f.name)
+		ft := t.Field(f.index).Type
+		switch {
+		case ft.Kind() == reflect.Map:
+			name := "NAME"
+			if f.name == "prices" {
+				name = "MODEL"
+			}
+			out = append(out, keyPaths(ft.Elem(), path+"."+name)...)
+		case ft.Kind() == reflect.Struct && ft != durationType:
+			out = append(out, keyPaths(ft, path)...)
+		default:
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
+func TestEveryKeyHasAnEffect(t *testing.T) {
+	docs, err := os.ReadFile(filepath.Join("..", "..", "docs", "config.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := keyPaths(reflect.TypeFor[Config](), "")
+	covered := map[string]bool{}
+	for _, k := range keyEffects {
+		if !slices.Contains(paths, k.key) {
+			t.Errorf("row %q: no such key in Config", k.key)
+		}
+		if k.read != nil {
+			covered[k.key] = true
+		}
+	}
+	for _, p := range paths {
+		if !covered[p] && !slices.ContainsFunc(keyEffects, func(k keyEffect) bool { return k.key == p }) {
+			t.Errorf("key %s has no row in keyEffects: say what it does (or refuse it) and add one", p)
+		}
+		if !strings.Contains(string(docs), "`"+p+"`") {
+			t.Errorf("docs/config.md does not document `%s`", p)
+		}
+	}
+	def := Default()
+	for _, k := range keyEffects {
+		t.Run(k.key+"="+k.yaml, func(t *testing.T) {
+			got, err := Parse("cadre.yaml", []byte(k.yaml+"\n"), nil)
+			if k.refused != "" {
+				if err == nil || err.Error() != k.refused {
+					t.Fatalf("error = %v, want %q", err, k.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if k.by == "" {
+				t.Error("no consumer named in by")
+			}
+			if before, after := k.read(def), k.read(got); cmp.Equal(before, after) {
+				t.Errorf("%s has no effect: consumers read %v with it and without it", k.key, after)
+			}
+		})
+	}
+}
+
+func TestStepTimeout(t *testing.T) {
+	cfg, err := Parse("cadre.yaml", []byte("defaults: {timeout: 5m}\nrunners: {slow: {type: exec, command: x, timeout: 1h}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]time.Duration{"slow": time.Hour, "claude": 5 * time.Minute, "unknown": 5 * time.Minute} {
+		if got := cfg.StepTimeout(name); got != want {
+			t.Errorf("StepTimeout(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
