@@ -587,6 +587,13 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		if perr == nil {
 			perr = workflow.Usable(inv.Role, sig.Rating)
 		}
+		if perr != nil && inv.Role == roleTriage {
+			// Triage's contract is its JSON decision (seed 003), and an
+			// unusable one has a safe default that "run: routed" applies
+			// with a warning, so its reply is never re-asked or failed
+			// for want of a SIGNAL BLOCK.
+			sig, perr = triageSignal(output), nil
+		}
 		// An auditor that exits non-zero but rated the work is an audit
 		// failure, not a crash (seed 001).
 		if res.ExitCode != 0 && !(perr == nil && inv.Role == workflow.RoleAuditor) {
@@ -608,6 +615,24 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		inv.Prompt += fmt.Sprintf("\n\nYour previous reply could not be used: %v. Reply again and end it with the SIGNAL BLOCK exactly as specified above.\n", perr)
 	}
 	return sig, output, usage, "unreachable", "", nil
+}
+
+// roleTriage is the role whose reply is a routing decision.
+const roleTriage = "triage"
+
+// triageSignal stands in for the SIGNAL BLOCK a triage reply lacks: its
+// decision summarised when the reply holds one, else no Result, so the
+// journal does not claim a success the routing step then ignores.
+func triageSignal(output string) signal.Signal {
+	t, err := signal.ParseTriage(output)
+	if err != nil {
+		return signal.Signal{Agent: roleTriage, LoopSummary: "no usable routing decision", Context: err.Error()}
+	}
+	sum := "chose workflow " + t.Workflow
+	if len(t.Roles) > 0 {
+		sum += " (" + strings.Join(t.Roles, ", ") + ")"
+	}
+	return signal.Signal{Agent: roleTriage, Result: signal.Success, LoopSummary: sum, Context: t.Reasoning}
 }
 
 func tail(s string) string {

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/signal"
+)
+
+// TestInvokeTriageWithoutSignalBlock: a triage reply is its JSON decision
+// (seed 003); without a SIGNAL BLOCK it is neither re-asked nor failed, so
+// "run: routed" can follow it or fall back to standard. Other roles keep
+// the re-ask and the failure.
+func TestInvokeTriageWithoutSignalBlock(t *testing.T) {
+	tests := []struct {
+		name, role, reply string
+		exit              int
+		wantCalls         int
+		wantFailure       string // substring; "" = the step succeeds
+		wantResult        signal.Result
+		wantSummary       string
+	}{
+		{name: "bare json", role: "triage", reply: `{"workflow":"DEBUG","roles":["debugger","executor","verifier"],"reasoning":"a crash","answer":null}`,
+			wantCalls: 1, wantResult: signal.Success, wantSummary: "chose workflow debug (debugger, executor, verifier)"},
+		{name: "fenced json", role: "triage", reply: "Routing:\n```json\n{\"workflow\":\"quick\",\"roles\":[],\"reasoning\":\"math\",\"answer\":\"4\"}\n```\n",
+			wantCalls: 1, wantResult: signal.Success, wantSummary: "chose workflow quick"},
+		{name: "neither json nor block", role: "triage", reply: "I would look around first.",
+			wantCalls: 1, wantSummary: "no usable routing decision"},
+		{name: "a usable block wins", role: "triage", reply: "{\"workflow\":\"simple\"}\n\n### SIGNAL BLOCK\n- Result: SUCCESS\n- Loop Summary: picked simple\n- Confidence: 3\n",
+			wantCalls: 1, wantResult: signal.Success, wantSummary: "picked simple"},
+		{name: "a crash still fails", role: "triage", reply: `{"workflow":"simple"}`, exit: 2,
+			wantCalls: 1, wantFailure: "triage exited with code 2"},
+		{name: "other roles are re-asked", role: "executor", reply: `{"workflow":"simple"}`,
+			wantCalls: 2, wantFailure: "no SIGNAL BLOCK in executor output"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &fakeRunner{do: func(inv runner.Invocation) runner.Result {
+				return runner.Result{Output: tt.reply, ExitCode: tt.exit}
+			}}
+			dir := t.TempDir()
+			inv := runner.Invocation{Role: tt.role, Item: "i", Step: "i/work/" + tt.role + "#1", Attempt: 1,
+				OutputPath: filepath.Join(dir, "out.md"), LogPath: filepath.Join(dir, "log")}
+			sig, _, _, failure, _, err := (&Engine{}).invoke(context.Background(), fake, inv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fake.calls) != tt.wantCalls {
+				t.Errorf("calls %v, want %d", fake.calls, tt.wantCalls)
+			}
+			if (tt.wantFailure == "") != (failure == "") || !strings.Contains(failure, tt.wantFailure) {
+				t.Fatalf("failure %q, want %q", failure, tt.wantFailure)
+			}
+			if failure != "" {
+				return
+			}
+			if sig.Result != tt.wantResult || sig.LoopSummary != tt.wantSummary {
+				t.Errorf("signal %+v, want Result %q and Loop Summary %q", sig, tt.wantResult, tt.wantSummary)
+			}
+			if sig.Confidence != nil && tt.name != "a usable block wins" {
+				t.Errorf("a made-up signal must not carry a confidence (it could escalate): %d", *sig.Confidence)
+			}
+		})
+	}
+}
