@@ -233,6 +233,9 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 		return fmt.Errorf("item %s refused: %w", ir.it.ID, err)
 	}
 	ir.repo, ir.dir = wt, wt.Dir
+	if err := e.recordBranch(ctx, ir, branch); err != nil {
+		return fmt.Errorf("item %s: record branch: %w", ir.it.ID, err)
+	}
 	return nil
 }
 
