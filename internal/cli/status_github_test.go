@@ -3,6 +3,9 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -55,5 +58,32 @@ func TestStatusShowsBranchAndPullRequest(t *testing.T) {
 		if line := fmt.Sprintf("  branch %s, pull request %s\n", w[0], w[1]); !strings.Contains(out, line) {
 			t.Errorf("status does not show item %s's %q:\n%s", item, line, out)
 		}
+	}
+}
+
+// TestArchiveNamedByPullRequest: an item that opened a pull request has its
+// cycle log archived as <pr>_<pr-title-slug>.md (seed 002), not under a
+// timestamp.
+func TestArchiveNamedByPullRequest(t *testing.T) {
+	g := newGitHubRepo(t)
+	if code, out, errOut := g.cadre(t, "", "run", "1", "#2"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, errOut, out)
+	}
+	entries, err := os.ReadDir(filepath.Join(g.dir, ".cadre", "archive"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	for _, pr := range g.fake.PRs("acme", "widgets") {
+		name := fmt.Sprintf("%d_%s.md", pr.Number, strings.ToLower(strings.ReplaceAll(pr.Title, " ", "-")))
+		if !slices.Contains(got, name) {
+			t.Errorf("no archive %s for pull request %q; archives: %v", name, pr.Title, got)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("archives %v, want one per item", got)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"regexp"
 	"strconv"
+	"time"
 
+	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -55,19 +57,19 @@ func (e *Engine) publishedPR(ctx context.Context, ir *itemRun) publishRecord {
 	return readPublishRecord(rec)
 }
 
-// prNumber is the number of the item's pull request, 0 when it has none:
-// what names its archive (seed 002's PR-based archive name).
-func (e *Engine) prNumber(ctx context.Context, ir *itemRun) int {
-	return e.publishedPR(context.WithoutCancel(ctx), ir).Number
-}
-
-// archiveTitle is the title an archive's name is made from: the pull request's,
-// when there is one (seed 002: <pr>_<pr-title-slug>.md), else the item's.
-func (e *Engine) archiveTitle(ctx context.Context, ir *itemRun) string {
-	if pr := e.publishedPR(context.WithoutCancel(ctx), ir); pr.Number > 0 && pr.Title != "" {
-		return pr.Title
+// archiveCycle archives the item's cycle log when the item ends. An item
+// with a pull request is archived under it, as seed 002 names archives:
+// <pr>_<pr-title-slug>.md; any other under the time and its own title.
+func (e *Engine) archiveCycle(ctx context.Context, ir *itemRun, now time.Time, suffix string) {
+	title := ir.task.Title
+	pr := e.publishedPR(context.WithoutCancel(ctx), ir)
+	if pr.Number > 0 && pr.Title != "" {
+		title = pr.Title
 	}
-	return ir.task.Title
+	if _, err := ir.cycle.archive(e.StateDir(), now, title, pr.Number, suffix); err != nil {
+		// The archive is a record; the item's outcome stands without it.
+		e.publish(ir, event.Event{Type: event.Warning, Message: "archive cycle log: " + err.Error()})
+	}
 }
 
 var pullNumberRE = regexp.MustCompile(`/pull/([0-9]+)/?$`)

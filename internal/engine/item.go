@@ -175,7 +175,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 				return e.failItem(ctx, ir, s, err.Error())
 			}
 			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp(s.Stage), Attempts: &s.Attempts, CurrentStep: strp("")})
-			ir.cycle.archive(e.StateDir(), time.Now(), task.Title, 0, "")
+			e.archiveCycle(ctx, ir, time.Now(), "")
 			e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: s.Stage})
 			return itemOutcome{completed: true}, nil
 		case workflow.HardStop:
@@ -206,7 +206,7 @@ func (e *Engine) next(lim workflow.Limits, ir *itemRun, s workflow.State, ev wor
 
 // failItem ends an item on a hard stop, which halts the whole run.
 func (e *Engine) failItem(ctx context.Context, ir *itemRun, s workflow.State, reason string) (itemOutcome, error) {
-	ir.cycle.archive(e.StateDir(), time.Now(), ir.task.Title, 0, "_failed")
+	e.archiveCycle(ctx, ir, time.Now(), "_failed")
 	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp(s.Stage), Attempts: &s.Attempts, Error: &reason})
 	e.publish(ir, event.Event{Type: event.TaskFailed, Stage: s.Stage, Error: reason})
 	e.publish(ir, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Error: reason})
