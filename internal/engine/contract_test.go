@@ -10,6 +10,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
 // TestInvokeTriageWithoutSignalBlock: a triage reply is its JSON decision
@@ -98,6 +99,40 @@ func TestAddPublishing(t *testing.T) {
 	for id, w := range want {
 		if got := *byItem[id]; got != w {
 			t.Errorf("item %s: %+v, want %+v", id, got, w)
+		}
+	}
+}
+
+// TestPhaseNumber: the context file's phase is seed 000's number for the
+// cadre workflow, the matching number for the runner workflow's stages,
+// and the phase's position in any other workflow.
+func TestPhaseNumber(t *testing.T) {
+	flows, err := workflow.LoadDefs("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{d: Deps{Workflows: flows}}
+	tests := []struct {
+		wf, phase string
+		want      int
+	}{
+		{"cadre", "analysis", 1},
+		{"cadre", "planning", 2},
+		{"cadre", "implementation", 3},
+		{"cadre", "integration", 4},
+		{"cadre", "pr", 5},
+		{"runner", "plan", 2},
+		{"runner", "code", 3},
+		{"runner", "audit", 4},
+		{"loop", "loop", 1},
+		{"loop", "finish", 2},
+		{"auto", "triage", 1},
+		{"standard", "work", 1},
+		{"custom", "work", 1}, // triage's own role sequence
+	}
+	for _, tt := range tests {
+		if got := e.phaseNumber(tt.wf, tt.phase); got != tt.want {
+			t.Errorf("phaseNumber(%s, %s) = %d, want %d", tt.wf, tt.phase, got, tt.want)
 		}
 	}
 }

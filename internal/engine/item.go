@@ -311,6 +311,10 @@ func (ir *itemRun) stepFiles(id string) (ctxPath, outPath, logPath string) {
 		filepath.Join(ir.outDir, "logs", stem+".log")
 }
 
+// contextSchemaVersion is the context file's format: 2 since "phase" is
+// seed 000's phase number and its name moved to "phaseName".
+const contextSchemaVersion = 2
+
 // contextFile is the SPEC §6 context file.
 type contextFile struct {
 	SchemaVersion int            `json:"schemaVersion"`
@@ -319,7 +323,8 @@ type contextFile struct {
 	ProjectName   string         `json:"projectName"`
 	Repository    string         `json:"repository"`
 	WorktreePath  string         `json:"worktreePath"`
-	Phase         string         `json:"phase"`
+	Phase         int            `json:"phase"`     // seed 000's phase number (see phaseNumber)
+	PhaseName     string         `json:"phaseName"` // the phase (or stage) by name
 	TaskID        string         `json:"taskId"`
 	Config        contextConfig  `json:"config"`
 	InputFiles    []string       `json:"inputFiles"`
@@ -431,8 +436,8 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		payload["issue"] = map[string]any{"number": is.Number, "repository": is.Repo, "url": is.URL}
 		issueNumber = &is.Number
 	}
-	cf := contextFile{SchemaVersion: 1, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,
-		WorktreePath: ir.dir, Phase: sp.Phase, TaskID: sp.TaskID,
+	cf := contextFile{SchemaVersion: contextSchemaVersion, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,
+		WorktreePath: ir.dir, Phase: e.phaseNumber(sp.Workflow, sp.Phase), PhaseName: sp.Phase, TaskID: sp.TaskID,
 		Config:     contextConfig{Commands: map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}},
 		InputFiles: append([]string{}, sp.Inputs...), OutputPath: outPath, Payload: payload}
 	if err := writeJSON(ctxPath, cf); err != nil {
