@@ -57,9 +57,11 @@ func (e *Engine) publishedPR(ctx context.Context, ir *itemRun) publishRecord {
 	return readPublishRecord(rec)
 }
 
-// archiveCycle archives the item's cycle log when the item ends. An item
-// with a pull request is archived under it, as seed 002 names archives:
-// <pr>_<pr-title-slug>.md; any other under the time and its own title.
+// archiveCycle archives the item's cycle log when the item ends (or pauses
+// incomplete). An item with a pull request is archived under it, as seed
+// 002 names archives: <pr>_<pr-title-slug>.md; any other under the time and
+// its own title. A failure to archive is a warning: the archive is a record,
+// and the item's outcome stands without it.
 func (e *Engine) archiveCycle(ctx context.Context, ir *itemRun, now time.Time, suffix string) {
 	title := ir.task.Title
 	pr := e.publishedPR(context.WithoutCancel(ctx), ir)
@@ -67,7 +69,6 @@ func (e *Engine) archiveCycle(ctx context.Context, ir *itemRun, now time.Time, s
 		title = pr.Title
 	}
 	if _, err := ir.cycle.archive(e.StateDir(), now, title, pr.Number, suffix); err != nil {
-		// The archive is a record; the item's outcome stands without it.
 		e.publish(ir, event.Event{Type: event.Warning, Message: "archive cycle log: " + err.Error()})
 	}
 }

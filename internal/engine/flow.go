@@ -320,9 +320,7 @@ func (e *Engine) askHuman(ctx context.Context, ir *itemRun, c workflow.HumanCall
 			return workflow.Answer{}, err
 		}
 		if c.Kind == workflow.HumanIncomplete {
-			if _, err := ir.cycle.archive(e.StateDir(), time.Now(), ir.task.Title, 0, "_incomplete"); err != nil {
-				e.publish(ir, event.Event{Type: event.Warning, Message: "archive the cycle log: " + err.Error()})
-			}
+			e.archiveCycle(ctx, ir, time.Now(), "_incomplete")
 		}
 	}
 	return workflow.Answer{}, fmt.Errorf("%s; answer with cadre approve %s %s [--reject] [--note TEXT]: %w", c.Reason, ir.run, ir.it.ID, workflow.ErrPaused)
