@@ -24,8 +24,11 @@ func NewCmdStatus(f *Factory, runF func(context.Context, *Factory, *StatusOption
 	opts := &StatusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status [RUN] [--json]",
-		Short: "Show a run's items: stage, current step, attempts, tokens, cost",
-		Long:  `Show the latest run (or RUN) as recorded in the journal. Safe while a run is going on.` + exitStatusSimple,
+		Short: "Show a run's items: stage, current step, attempts, tokens, cost, branch, pull request",
+		Long: `Show the latest run (or RUN) as recorded in the journal. Safe while a run is going on.
+
+Under each item: the branch its work is on (none when it ran in place) and,
+once published, its pull request.` + exitStatusSimple,
 		Example: `  cadre status
   cadre status --json | jq '.items[] | {id, stage}'`,
 		Args: cobra.MaximumNArgs(1),
@@ -64,6 +67,8 @@ type statusItemJSON struct {
 	Steps       int    `json:"steps"`
 	Usage       any    `json:"usage"`
 	Error       string `json:"error,omitempty"`
+	Branch      string `json:"branch"` // "" when the item worked in place
+	PR          string `json:"pr_url"` // "" until its pull request is open
 }
 
 func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
@@ -86,7 +91,8 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		out := statusJSON{Run: id, Status: sum.Status, Active: active == id, Started: sum.Started, Elapsed: elapsed, Usage: sum.Usage}
 		for _, it := range sum.Items {
 			out.Items = append(out.Items, statusItemJSON{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: it.Status,
-				CurrentStep: it.CurrentStep, Attempts: it.Attempts, Steps: it.Steps, Usage: it.Usage, Error: it.Reason})
+				CurrentStep: it.CurrentStep, Attempts: it.Attempts, Steps: it.Steps, Usage: it.Usage, Error: it.Reason,
+				Branch: it.Branch, PR: it.PR})
 		}
 		enc := json.NewEncoder(f.IO.Out)
 		enc.SetIndent("", "  ")
@@ -106,6 +112,14 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		}
 		fmt.Fprintf(f.IO.Out, "%-24s %-10s %-9s %-30s %8d %5d %14s %9s\n", it.ID, it.Stage, it.Status, cur, it.Attempts, it.Steps,
 			fmt.Sprintf("%d/%d", it.Usage.InputTokens, it.Usage.OutputTokens), fmt.Sprintf("$%.4f", it.Usage.CostUSD))
+		// Where the work is goes on its own line: branch names and URLs are
+		// too long for the table's columns.
+		switch {
+		case it.PR != "":
+			fmt.Fprintf(f.IO.Out, "  branch %s, pull request %s\n", it.Branch, it.PR)
+		case it.Branch != "":
+			fmt.Fprintf(f.IO.Out, "  branch %s\n", it.Branch)
+		}
 		if it.Reason != "" {
 			fmt.Fprintf(f.IO.Out, "  %s\n", it.Reason)
 		}

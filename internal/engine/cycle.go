@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -157,15 +158,29 @@ func ArchiveName(now time.Time, title string, pr int, suffix string) string {
 }
 
 // cycleID numbers cycles per day: YYYY-MM-DD-NNN, NNN one more than the
-// cycles already archived that day.
+// cycles already archived that day. A PR-based archive name carries no
+// date, so its file's time says which day it was archived.
 func cycleID(stateDir string, now time.Time) string {
 	day := now.UTC().Format("20060102")
 	entries, _ := os.ReadDir(filepath.Join(stateDir, "archive"))
 	n := 0
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), day+"_") {
-			n++
+		switch name := e.Name(); {
+		case timeArchiveRE.MatchString(name):
+			if strings.HasPrefix(name, day+"_") {
+				n++
+			}
+		case prArchiveRE.MatchString(name):
+			if info, err := e.Info(); err == nil && info.ModTime().UTC().Format("20060102") == day {
+				n++
+			}
 		}
 	}
 	return fmt.Sprintf("%s-%03d", now.UTC().Format("2006-01-02"), n+1)
 }
+
+// The two forms of archive names: timestamp-based and PR-based.
+var (
+	timeArchiveRE = regexp.MustCompile(`^[0-9]{8}_[0-9]{6}_`)
+	prArchiveRE   = regexp.MustCompile(`^[0-9]+_`)
+)

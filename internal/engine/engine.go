@@ -145,6 +145,9 @@ type ItemSummary struct {
 	CurrentStep                      string
 	Attempts, Steps                  int
 	Usage                            event.Usage
+	Branch                           string // the item's own branch; "" in place
+	PR                               string // its pull request's URL, once opened
+	PRNumber                         int
 }
 
 // NewRunID returns a sortable, readable run id.
@@ -864,6 +867,7 @@ func Summarize(ctx context.Context, st *store.Store, runID string) (Summary, err
 		is.Usage = is.Usage.Add(u)
 		sum.Usage = sum.Usage.Add(u)
 	}
+	addPublishing(byItem, steps)
 	return sum, nil
 }
 

@@ -57,7 +57,7 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 		e.setBoard(ir, map[string]any{"stage": "completed"})
 		e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp("completed"),
 			Error: strp(strings.Join(res.PhaseFailures, "; "))})
-		ir.cycle.archive(e.StateDir(), now, ir.task.Title, 0, "")
+		e.archiveCycle(ctx, ir, now, "")
 		e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: "completed", Message: res.Status})
 		return itemOutcome{completed: true}, nil
 	}
@@ -69,7 +69,7 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 	reason := res.Status + ": " + res.Reason
 	e.finishIssue(ctx, ir, false, reason)
 	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp("failed"), Error: &reason})
-	ir.cycle.archive(e.StateDir(), now, ir.task.Title, 0, suffix)
+	e.archiveCycle(ctx, ir, now, suffix)
 	e.publish(ir, event.Event{Type: event.TaskFailed, Error: reason})
 	return itemOutcome{failed: true, reason: ir.it.ID + ": " + reason}, nil
 }
@@ -320,9 +320,7 @@ func (e *Engine) askHuman(ctx context.Context, ir *itemRun, c workflow.HumanCall
 			return workflow.Answer{}, err
 		}
 		if c.Kind == workflow.HumanIncomplete {
-			if _, err := ir.cycle.archive(e.StateDir(), time.Now(), ir.task.Title, 0, "_incomplete"); err != nil {
-				e.publish(ir, event.Event{Type: event.Warning, Message: "archive the cycle log: " + err.Error()})
-			}
+			e.archiveCycle(ctx, ir, time.Now(), "_incomplete")
 		}
 	}
 	return workflow.Answer{}, fmt.Errorf("%s; answer with cadre approve %s %s [--reject] [--note TEXT]: %w", c.Reason, ir.run, ir.it.ID, workflow.ErrPaused)

@@ -188,22 +188,21 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 		}
 		e.d.Crash(CrashPushed)
 		rec.Status = store.StepCompleted
+		rec.Result, _ = json.Marshal(publishRecord{Branch: branch})
 		if err := e.d.Store.FinishStep(ctx, rec); err != nil {
 			return "", err
 		}
 	}
-	prID := ir.it.ID + "/publish/pr#1"
+	prID := prStepID(ir.it.ID)
 	if rec, err := e.d.Store.GetStep(ctx, ir.run, prID); err == nil && rec.Status == store.StepCompleted {
-		var r actionResult
-		json.Unmarshal(rec.Result, &r)
-		return r.Output, nil
+		return readPublishRecord(rec).Output, nil
 	}
 	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: prID, Kind: "pr"}
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
 		return "", err
 	}
 	title, body := e.prText(ir, is)
-	url, _, err := e.d.Forge.EnsurePR(ctx, PullRequest{Repo: is.Repo, Head: branch, Base: e.d.Config.BaseBranch,
+	url, number, err := e.d.Forge.EnsurePR(ctx, PullRequest{Repo: is.Repo, Head: branch, Base: e.d.Config.BaseBranch,
 		Title: title, Body: body, Issue: is.Number, Draft: e.d.Config.GitHub.Draft, Labels: e.d.Config.GitHub.Labels})
 	if err != nil {
 		rec.Status, rec.Error = store.StepFailed, err.Error()
@@ -212,7 +211,7 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 	}
 	e.d.Crash(CrashPRCreated)
 	rec.Status = store.StepCompleted
-	rec.Result, _ = json.Marshal(actionResult{Output: url})
+	rec.Result, _ = json.Marshal(publishRecord{Branch: branch, Output: url, Number: number, Title: title})
 	return url, e.d.Store.FinishStep(ctx, rec)
 }
 

@@ -175,7 +175,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 				return e.failItem(ctx, ir, s, err.Error())
 			}
 			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp(s.Stage), Attempts: &s.Attempts, CurrentStep: strp("")})
-			ir.cycle.archive(e.StateDir(), time.Now(), task.Title, 0, "")
+			e.archiveCycle(ctx, ir, time.Now(), "")
 			e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: s.Stage})
 			return itemOutcome{completed: true}, nil
 		case workflow.HardStop:
@@ -206,7 +206,7 @@ func (e *Engine) next(lim workflow.Limits, ir *itemRun, s workflow.State, ev wor
 
 // failItem ends an item on a hard stop, which halts the whole run.
 func (e *Engine) failItem(ctx context.Context, ir *itemRun, s workflow.State, reason string) (itemOutcome, error) {
-	ir.cycle.archive(e.StateDir(), time.Now(), ir.task.Title, 0, "_failed")
+	e.archiveCycle(ctx, ir, time.Now(), "_failed")
 	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp(s.Stage), Attempts: &s.Attempts, Error: &reason})
 	e.publish(ir, event.Event{Type: event.TaskFailed, Stage: s.Stage, Error: reason})
 	e.publish(ir, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Error: reason})
@@ -233,6 +233,9 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 		return fmt.Errorf("item %s refused: %w", ir.it.ID, err)
 	}
 	ir.repo, ir.dir = wt, wt.Dir
+	if err := e.recordBranch(ctx, ir, branch); err != nil {
+		return fmt.Errorf("item %s: record branch: %w", ir.it.ID, err)
+	}
 	return nil
 }
 
@@ -308,6 +311,10 @@ func (ir *itemRun) stepFiles(id string) (ctxPath, outPath, logPath string) {
 		filepath.Join(ir.outDir, "logs", stem+".log")
 }
 
+// contextSchemaVersion is the context file's format: 2 since "phase" is
+// seed 000's phase number and its name moved to "phaseName".
+const contextSchemaVersion = 2
+
 // contextFile is the SPEC §6 context file.
 type contextFile struct {
 	SchemaVersion int            `json:"schemaVersion"`
@@ -316,7 +323,8 @@ type contextFile struct {
 	ProjectName   string         `json:"projectName"`
 	Repository    string         `json:"repository"`
 	WorktreePath  string         `json:"worktreePath"`
-	Phase         string         `json:"phase"`
+	Phase         int            `json:"phase"`     // seed 000's phase number (see phaseNumber)
+	PhaseName     string         `json:"phaseName"` // the phase (or stage) by name
 	TaskID        string         `json:"taskId"`
 	Config        contextConfig  `json:"config"`
 	InputFiles    []string       `json:"inputFiles"`
@@ -428,8 +436,8 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		payload["issue"] = map[string]any{"number": is.Number, "repository": is.Repo, "url": is.URL}
 		issueNumber = &is.Number
 	}
-	cf := contextFile{SchemaVersion: 1, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,
-		WorktreePath: ir.dir, Phase: sp.Phase, TaskID: sp.TaskID,
+	cf := contextFile{SchemaVersion: contextSchemaVersion, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,
+		WorktreePath: ir.dir, Phase: e.phaseNumber(sp.Workflow, sp.Phase), PhaseName: sp.Phase, TaskID: sp.TaskID,
 		Config:     contextConfig{Commands: map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}},
 		InputFiles: append([]string{}, sp.Inputs...), OutputPath: outPath, Payload: payload}
 	if err := writeJSON(ctxPath, cf); err != nil {
@@ -587,6 +595,13 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		if perr == nil {
 			perr = workflow.Usable(inv.Role, sig.Rating)
 		}
+		if perr != nil && inv.Role == roleTriage {
+			// Triage's contract is its JSON decision (seed 003), and an
+			// unusable one has a safe default that "run: routed" applies
+			// with a warning, so its reply is never re-asked or failed
+			// for want of a SIGNAL BLOCK.
+			sig, perr = triageSignal(output), nil
+		}
 		// An auditor that exits non-zero but rated the work is an audit
 		// failure, not a crash (seed 001).
 		if res.ExitCode != 0 && !(perr == nil && inv.Role == workflow.RoleAuditor) {
@@ -608,6 +623,24 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		inv.Prompt += fmt.Sprintf("\n\nYour previous reply could not be used: %v. Reply again and end it with the SIGNAL BLOCK exactly as specified above.\n", perr)
 	}
 	return sig, output, usage, "unreachable", "", nil
+}
+
+// roleTriage is the role whose reply is a routing decision.
+const roleTriage = "triage"
+
+// triageSignal stands in for the SIGNAL BLOCK a triage reply lacks: its
+// decision summarised when the reply holds one, else no Result, so the
+// journal does not claim a success the routing step then ignores.
+func triageSignal(output string) signal.Signal {
+	t, err := signal.ParseTriage(output)
+	if err != nil {
+		return signal.Signal{Agent: roleTriage, LoopSummary: "no usable routing decision", Context: err.Error()}
+	}
+	sum := "chose workflow " + t.Workflow
+	if len(t.Roles) > 0 {
+		sum += " (" + strings.Join(t.Roles, ", ") + ")"
+	}
+	return signal.Signal{Agent: roleTriage, Result: signal.Success, LoopSummary: sum, Context: t.Reasoning}
 }
 
 func tail(s string) string {

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+	tparse "text/template/parse"
 )
 
 //go:embed roles/*.md
@@ -132,6 +133,17 @@ func (r *Registry) add(file, source string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", source, err)
 	}
+	if source != "built-in" {
+		// A role a user writes gets what every built-in's prompt tells the
+		// agent and its own text leaves out: the engine cannot work with an
+		// agent that never learns where its output goes or how to signal.
+		if extra := missingContract(t.Tree); extra != "" {
+			ro.Text = strings.TrimRight(text, "\n") + "\n" + extra
+			if t, err = parse(ro); err != nil {
+				return fmt.Errorf("%s: %w", source, err)
+			}
+		}
+	}
 	ro.tmpl = t
 	r.roles[name] = ro
 	return nil
@@ -222,6 +234,17 @@ Earlier steps' results (read them):
 You run under cadre's automated runner: do NOT edit the task file's frontmatter (stage, mode, agent,
 attempts) and do not commit; the runner owns every state change. Report your result only with the
 SIGNAL BLOCK below.{{end}}{{end}}
+{{define "context"}}{{if not .Inline}}
+
+Read the context file ` + "`{{.ContextPath}}`" + ` (its ` + "`inputFiles`" + ` are earlier steps' results, its
+` + "`config.commands`" + ` build and test the project){{if .TaskFile}} and the task file ` + "`{{.TaskFile}}`" + `{{end}}.
+Work in ` + "`{{.WorkDir}}`" + `.{{end}}{{end}}
+{{define "review"}}{{if .Review}}
+
+Your last attempt was rejected. Read the review ` + "`{{.Review}}`" + ` and fix every finding it lists.{{end}}{{end}}
+{{define "output"}}
+
+Write your result as Markdown to ` + "`{{.OutputPath}}`" + ` (or print it as your reply).{{end}}
 {{define "signal"}}
 End your reply with this block, filled in (the runner reads only this block). Give your honest
 Confidence: below 5 asks a human to look before the work goes on. Result CLARIFICATION_NEEDED (with
@@ -241,6 +264,86 @@ cannot go on without one.
 - Verdict: pass | needs-fixes{{end}}
 **Signature**: {{if .Signature}}{{.Signature}}{{else}}<goal>:<loop>:<step>{{end}}
 {{end}}`
+
+// contractPieces are, in prompt order, what a role's prompt must carry: a
+// partial it may call by name, or a field it may show itself (then the
+// partial that shows it is not needed).
+var contractPieces = []struct{ partial, field string }{
+	{"context", "ContextPath"},
+	{"untrusted", ""},
+	{"inputs", ""},
+	{"payload", ""},
+	{"note", ""},
+	{"review", "Review"},
+	{"output", "OutputPath"},
+	{"automated", ""},
+	{"signal", ""},
+}
+
+// missingContract is the template text that calls the contract pieces a
+// role's own template (tree) neither calls nor shows.
+func missingContract(tree *tparse.Tree) string {
+	calls, fields := map[string]bool{}, map[string]bool{}
+	if tree != nil {
+		walk(tree.Root, calls, fields)
+	}
+	var b strings.Builder
+	for _, p := range contractPieces {
+		if calls[p.partial] || (p.field != "" && fields[p.field]) {
+			continue
+		}
+		dash := "-"
+		if p.partial == "automated" || p.partial == "signal" {
+			dash = "" // as the built-ins do: these start on a line of their own
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "{{%s template %q .}}", dash, p.partial)
+	}
+	return b.String()
+}
+
+// walk records the partials a template calls and the fields it refers to.
+func walk(n tparse.Node, calls, fields map[string]bool) {
+	switch n := n.(type) {
+	case *tparse.ListNode:
+		if n == nil {
+			return
+		}
+		for _, c := range n.Nodes {
+			walk(c, calls, fields)
+		}
+	case *tparse.ActionNode:
+		walk(n.Pipe, calls, fields)
+	case *tparse.PipeNode:
+		if n == nil {
+			return
+		}
+		for _, c := range n.Cmds {
+			for _, a := range c.Args {
+				walk(a, calls, fields)
+			}
+		}
+	case *tparse.FieldNode:
+		if len(n.Ident) > 0 {
+			fields[n.Ident[0]] = true
+		}
+	case *tparse.TemplateNode:
+		calls[n.Name] = true
+		walk(n.Pipe, calls, fields)
+	case *tparse.IfNode:
+		walk(n.Pipe, calls, fields)
+		walk(n.List, calls, fields)
+		walk(n.ElseList, calls, fields)
+	case *tparse.RangeNode:
+		walk(n.Pipe, calls, fields)
+		walk(n.List, calls, fields)
+		walk(n.ElseList, calls, fields)
+	case *tparse.WithNode:
+		walk(n.Pipe, calls, fields)
+		walk(n.List, calls, fields)
+		walk(n.ElseList, calls, fields)
+	}
+}
 
 func parse(ro Role) (*template.Template, error) {
 	t, err := template.New(ro.Name).Option("missingkey=error").Parse(partials)

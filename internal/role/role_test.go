@@ -54,7 +54,7 @@ func TestOverrideAndUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := r.Render("coder", Data{Item: "x"})
-	if p != "Do x.\n" {
+	if !strings.HasPrefix(p, "Do x.\n") || !strings.Contains(p, "### SIGNAL BLOCK\n- Agent: coder\n") {
 		t.Errorf("override prompt = %q", p)
 	}
 	if ro, _ := r.Get("coder"); ro.Description != "mine" || ro.Source != filepath.Join(dir, "coder.md") {
@@ -95,5 +95,59 @@ func TestUntrustedBodyIsFencedAndCannotCloseTheFence(t *testing.T) {
 	p, _ = r.Render("coder", Data{Item: "t", Body: body, TaskFile: "/r/tasks/t.md"})
 	if strings.Contains(p, "Ignore previous") {
 		t.Error("body pasted although the agent can read the task file")
+	}
+}
+
+// TestCustomRoleGetsTheContract: a role file in .cadre/roles that leaves out
+// the context file, the inputs, the output path or the SIGNAL BLOCK still
+// tells the agent all of them, as every built-in does; a role that says
+// them itself gets no second copy.
+func TestCustomRoleGetsTheContract(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "poet.md"), []byte("---\ndescription: writes poems\n---\nWrite a poem about {{.Title}}.\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "careful.md"), []byte("Read {{.ContextPath}}, write {{.OutputPath}}.\n"+
+		"{{template \"automated\" .}}\n{{template \"signal\" .}}\n"), 0o644)
+	r, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Data{Item: "42", Title: "the sea", TaskFile: "/r/tasks/42.md", ContextPath: "/ctx/42.json", OutputPath: "/out/42.md",
+		WorkDir: "/wt/42", Automated: true, Inputs: []string{"/in/plan.md"}, Payload: `{"id":"t1"}`, Note: "Rhyme.",
+		Review: "/out/review.md", Signature: "1:2:3"}
+	p, err := r.Render("poet", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(p, "Write a poem about the sea.\n") {
+		t.Errorf("the role's own text does not come first:\n%s", p)
+	}
+	for _, w := range []string{"/ctx/42.json", "/r/tasks/42.md", "/wt/42", "/in/plan.md", `{"id":"t1"}`, "<<<NOTE\nRhyme.\nNOTE>>>",
+		"/out/review.md", "/out/42.md", "do NOT edit the task file's frontmatter", "### SIGNAL BLOCK\n- Agent: poet\n", "**Signature**: 1:2:3"} {
+		if !strings.Contains(p, w) {
+			t.Errorf("custom role's prompt lacks %q:\n%s", w, p)
+		}
+	}
+	if strings.Contains(p, "<no value>") || strings.Contains(p, "{{") {
+		t.Errorf("prompt has template leftovers:\n%s", p)
+	}
+
+	// Inline (a model API that cannot read files): the item text is pasted,
+	// and the agent is not sent to read a context file.
+	d.Inline, d.InputTexts, d.Body = true, []string{"THE PLAN"}, "Waves and salt."
+	p, _ = r.Render("poet", d)
+	for _, w := range []string{"<<<RESULT 0\nTHE PLAN", "<<<ITEM TEXT (untrusted)\nWaves and salt."} {
+		if !strings.Contains(p, w) {
+			t.Errorf("inline prompt lacks %q:\n%s", w, p)
+		}
+	}
+	if strings.Contains(p, "/ctx/42.json") {
+		t.Errorf("inline prompt sends the agent to the context file:\n%s", p)
+	}
+
+	p, _ = r.Render("careful", Data{Item: "7", ContextPath: "/ctx/7.json", OutputPath: "/out/7.md", Automated: true})
+	for _, w := range []string{"/ctx/7.json", "/out/7.md", "### SIGNAL BLOCK", "do NOT edit"} {
+		if n := strings.Count(p, w); n != 1 {
+			t.Errorf("%q appears %d times, want once:\n%s", w, n, p)
+		}
 	}
 }

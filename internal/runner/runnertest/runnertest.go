@@ -166,13 +166,14 @@ func newFixture(t *testing.T) fixture {
 		Timeout: 2 * time.Minute,
 	}
 	ctxFile := map[string]any{
-		"schemaVersion": 1,
+		"schemaVersion": 2,
 		"agent":         inv.Role,
 		"issueNumber":   0,
 		"projectName":   "runnertest",
 		"repository":    "",
 		"worktreePath":  dir,
-		"phase":         "code",
+		"phase":         3,
+		"phaseName":     "code",
 		"taskId":        taskID,
 		"config":        map[string]any{"commands": map[string]string{"install": "", "build": "", "test": "", "lint": ""}},
 		"inputFiles":    []string{},

@@ -1,0 +1,89 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestStatusShowsBranchAndPullRequest: after two issues were published,
+// cadre status names each item's branch and pull request, in text and in
+// --json, as the fake GitHub opened them.
+func TestStatusShowsBranchAndPullRequest(t *testing.T) {
+	g := newGitHubRepo(t)
+	if code, out, errOut := g.cadre(t, "", "run", "1", "#2"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, errOut, out)
+	}
+	want := map[string][2]string{} // item → branch, pull request URL
+	for _, pr := range g.fake.PRs("acme", "widgets") {
+		item := strings.SplitN(strings.TrimPrefix(pr.Head, "cadre/"), "-", 2)[0]
+		want[item] = [2]string{pr.Head, fmt.Sprintf("https://github.com/acme/widgets/pull/%d", pr.Number)}
+	}
+	if len(want) != 2 {
+		t.Fatalf("pull requests for %v, want items 1 and 2", want)
+	}
+
+	code, out, errOut := g.cadre(t, "", "status", "--json")
+	if code != 0 {
+		t.Fatalf("status --json: exit %d: %s", code, errOut)
+	}
+	var st struct {
+		Items []struct {
+			ID     string `json:"id"`
+			Branch string `json:"branch"`
+			PR     string `json:"pr_url"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if len(st.Items) != 2 {
+		t.Fatalf("status --json items %+v, want 2", st.Items)
+	}
+	for _, it := range st.Items {
+		if w := want[it.ID]; it.Branch != w[0] || it.PR != w[1] {
+			t.Errorf("status --json item %s: branch %q, pr_url %q; want %q, %q", it.ID, it.Branch, it.PR, w[0], w[1])
+		}
+	}
+
+	code, out, errOut = g.cadre(t, "", "status")
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, errOut)
+	}
+	for item, w := range want {
+		if line := fmt.Sprintf("  branch %s, pull request %s\n", w[0], w[1]); !strings.Contains(out, line) {
+			t.Errorf("status does not show item %s's %q:\n%s", item, line, out)
+		}
+	}
+}
+
+// TestArchiveNamedByPullRequest: an item that opened a pull request has its
+// cycle log archived as <pr>_<pr-title-slug>.md (seed 002), not under a
+// timestamp.
+func TestArchiveNamedByPullRequest(t *testing.T) {
+	g := newGitHubRepo(t)
+	if code, out, errOut := g.cadre(t, "", "run", "1", "#2"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, errOut, out)
+	}
+	entries, err := os.ReadDir(filepath.Join(g.dir, ".cadre", "archive"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	for _, pr := range g.fake.PRs("acme", "widgets") {
+		name := fmt.Sprintf("%d_%s.md", pr.Number, strings.ToLower(strings.ReplaceAll(pr.Title, " ", "-")))
+		if !slices.Contains(got, name) {
+			t.Errorf("no archive %s for pull request %q; archives: %v", name, pr.Title, got)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("archives %v, want one per item", got)
+	}
+}

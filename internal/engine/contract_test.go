@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/signal"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// TestInvokeTriageWithoutSignalBlock: a triage reply is its JSON decision
+// (seed 003); without a SIGNAL BLOCK it is neither re-asked nor failed, so
+// "run: routed" can follow it or fall back to standard. Other roles keep
+// the re-ask and the failure.
+func TestInvokeTriageWithoutSignalBlock(t *testing.T) {
+	tests := []struct {
+		name, role, reply string
+		exit              int
+		wantCalls         int
+		wantFailure       string // substring; "" = the step succeeds
+		wantResult        signal.Result
+		wantSummary       string
+	}{
+		{name: "bare json", role: "triage", reply: `{"workflow":"DEBUG","roles":["debugger","executor","verifier"],"reasoning":"a crash","answer":null}`,
+			wantCalls: 1, wantResult: signal.Success, wantSummary: "chose workflow debug (debugger, executor, verifier)"},
+		{name: "fenced json", role: "triage", reply: "Routing:\n```json\n{\"workflow\":\"quick\",\"roles\":[],\"reasoning\":\"math\",\"answer\":\"4\"}\n```\n",
+			wantCalls: 1, wantResult: signal.Success, wantSummary: "chose workflow quick"},
+		{name: "neither json nor block", role: "triage", reply: "I would look around first.",
+			wantCalls: 1, wantSummary: "no usable routing decision"},
+		{name: "a usable block wins", role: "triage", reply: "{\"workflow\":\"simple\"}\n\n### SIGNAL BLOCK\n- Result: SUCCESS\n- Loop Summary: picked simple\n- Confidence: 3\n",
+			wantCalls: 1, wantResult: signal.Success, wantSummary: "picked simple"},
+		{name: "a crash still fails", role: "triage", reply: `{"workflow":"simple"}`, exit: 2,
+			wantCalls: 1, wantFailure: "triage exited with code 2"},
+		{name: "other roles are re-asked", role: "executor", reply: `{"workflow":"simple"}`,
+			wantCalls: 2, wantFailure: "no SIGNAL BLOCK in executor output"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &fakeRunner{do: func(inv runner.Invocation) runner.Result {
+				return runner.Result{Output: tt.reply, ExitCode: tt.exit}
+			}}
+			dir := t.TempDir()
+			inv := runner.Invocation{Role: tt.role, Item: "i", Step: "i/work/" + tt.role + "#1", Attempt: 1,
+				OutputPath: filepath.Join(dir, "out.md"), LogPath: filepath.Join(dir, "log")}
+			sig, _, _, failure, _, err := (&Engine{}).invoke(context.Background(), fake, inv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fake.calls) != tt.wantCalls {
+				t.Errorf("calls %v, want %d", fake.calls, tt.wantCalls)
+			}
+			if (tt.wantFailure == "") != (failure == "") || !strings.Contains(failure, tt.wantFailure) {
+				t.Fatalf("failure %q, want %q", failure, tt.wantFailure)
+			}
+			if failure != "" {
+				return
+			}
+			if sig.Result != tt.wantResult || sig.LoopSummary != tt.wantSummary {
+				t.Errorf("signal %+v, want Result %q and Loop Summary %q", sig, tt.wantResult, tt.wantSummary)
+			}
+			if sig.Confidence != nil && tt.name != "a usable block wins" {
+				t.Errorf("a made-up signal must not carry a confidence (it could escalate): %d", *sig.Confidence)
+			}
+		})
+	}
+}
+
+// TestAddPublishing: status learns an item's branch from its worktree step,
+// the pushed branch and pull request from publishing; a pull request
+// journaled with its URL only (before numbers were kept) still gives its
+// number; failed steps say nothing.
+func TestAddPublishing(t *testing.T) {
+	step := func(item, kind, status, result string) store.Step {
+		return store.Step{ItemID: item, ID: item + "/" + kind, Kind: kind, Status: status, Result: json.RawMessage(result)}
+	}
+	steps := []store.Step{
+		step("a", "worktree", store.StepCompleted, `{"branch":"cadre/a-old"}`),
+		step("a", "agent", store.StepCompleted, `{"branch":"not-a-branch"}`),
+		step("a", "push", store.StepCompleted, `{"branch":"cadre/a-x"}`),
+		step("a", "pr", store.StepCompleted, `{"branch":"cadre/a-x","output":"https://github.com/o/r/pull/7","number":7,"title":"X"}`),
+		step("b", "worktree", store.StepCompleted, `{"branch":"cadre/b-y"}`),
+		step("b", "pr", store.StepCompleted, `{"output":"https://github.com/o/r/pull/12"}`),
+		step("c", "worktree", store.StepCompleted, `{"branch":"cadre/c-z"}`),
+		step("c", "pr", store.StepFailed, `{"output":"https://github.com/o/r/pull/9","number":9}`),
+	}
+	byItem := map[string]*ItemSummary{"a": {ID: "a"}, "b": {ID: "b"}, "c": {ID: "c"}, "d": {ID: "d"}}
+	addPublishing(byItem, steps)
+	want := map[string]ItemSummary{
+		"a": {ID: "a", Branch: "cadre/a-x", PR: "https://github.com/o/r/pull/7", PRNumber: 7},
+		"b": {ID: "b", Branch: "cadre/b-y", PR: "https://github.com/o/r/pull/12", PRNumber: 12},
+		"c": {ID: "c", Branch: "cadre/c-z"},
+		"d": {ID: "d"},
+	}
+	for id, w := range want {
+		if got := *byItem[id]; got != w {
+			t.Errorf("item %s: %+v, want %+v", id, got, w)
+		}
+	}
+}
+
+// TestPhaseNumber: the context file's phase is seed 000's number for the
+// cadre workflow, the matching number for the runner workflow's stages,
+// and the phase's position in any other workflow.
+func TestPhaseNumber(t *testing.T) {
+	flows, err := workflow.LoadDefs("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{d: Deps{Workflows: flows}}
+	tests := []struct {
+		wf, phase string
+		want      int
+	}{
+		{"cadre", "analysis", 1},
+		{"cadre", "planning", 2},
+		{"cadre", "implementation", 3},
+		{"cadre", "integration", 4},
+		{"cadre", "pr", 5},
+		{"runner", "plan", 2},
+		{"runner", "code", 3},
+		{"runner", "audit", 4},
+		{"loop", "loop", 1},
+		{"loop", "finish", 2},
+		{"auto", "triage", 1},
+		{"standard", "work", 1},
+		{"custom", "work", 1}, // triage's own role sequence
+	}
+	for _, tt := range tests {
+		if got := e.phaseNumber(tt.wf, tt.phase); got != tt.want {
+			t.Errorf("phaseNumber(%s, %s) = %d, want %d", tt.wf, tt.phase, got, tt.want)
+		}
+	}
+}
+
+// TestCycleIDCountsPRArchives: the day's cycle number counts the cycles
+// archived under a pull request (whose names carry no date) as well as
+// the timestamped ones of that day, and no other day's.
+func TestCycleIDCountsPRArchives(t *testing.T) {
+	state := t.TempDir()
+	dir := filepath.Join(state, "archive")
+	os.MkdirAll(dir, 0o755)
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	yesterday := now.Add(-24 * time.Hour)
+	for name, mod := range map[string]time.Time{
+		"20261124_090000_a.md":        now,
+		"20261123_090000_b.md":        yesterday,
+		"7_add-login.md":              now,
+		"8_2fa-codes_failed.md":       now,
+		"5_old-work.md":               yesterday,
+		ArchiveName(now, "c", 0, ""):  now,
+		ArchiveName(now, "d", 12, ""): now,
+	} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte("# Cycle\n"), 0o644)
+		os.Chtimes(p, mod, mod)
+	}
+	if got, want := cycleID(state, now), "2026-11-24-006"; got != want {
+		t.Errorf("cycleID = %s, want %s", got, want)
+	}
+}
