@@ -837,3 +837,30 @@ func TestRunnerTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestAttemptIsTheStepsN: a runner's Attempt (CADRE_ATTEMPT) is the n of
+// its step id (SPEC §9), while Visit counts the role's steps in the item:
+// the code-writer of a plan's second task is attempt 1, visit 2.
+func TestAttemptIsTheStepsN(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string][2]int{}
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		mu.Lock()
+		got[inv.Step] = [2]int{inv.Attempt, inv.Visit}
+		mu.Unlock()
+		out := "### SIGNAL BLOCK\n- Agent: x\n- Result: SUCCESS\n- Confidence: 9\n- Verdict: pass\n- Rating: 9\n"
+		if inv.Role == "implementation-planner" {
+			out = "```json\n" + `{"tasks":[{"id":"a"},{"id":"b","depends_on":["a"]}]}` + "\n```\n" + out
+		}
+		return runner.Result{Output: out}
+	}, [2]string{"t", "code"})
+	if sum, err := e.eng.Start(context.Background(), Options{Workflow: "cadre"}); err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("%v %s %s", err, sum.Status, sum.Reason)
+	}
+	want := map[string][2]int{"t/implementation/a/code-writer#1": {1, 1}, "t/implementation/b/code-writer#1": {1, 2}}
+	for step, w := range want {
+		if got[step] != w {
+			t.Errorf("%s: attempt, visit = %v, want %v", step, got[step], w)
+		}
+	}
+}

@@ -107,7 +107,7 @@ type flowExec struct {
 
 // Agent runs (or replays) an agent step.
 func (fx *flowExec) Agent(ctx context.Context, c workflow.AgentCall) (workflow.Outcome, error) {
-	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: fx.visit(c.Role),
+	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: fx.visit(c.Role),
 		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature}
 	if c.Task != nil {
 		data, _ := json.MarshalIndent(c.Task, "", "  ")
@@ -126,9 +126,18 @@ func (fx *flowExec) Agent(ctx context.Context, c workflow.AgentCall) (workflow.O
 	return workflow.Outcome{Failed: out.failure != "", Reason: out.failure, Signal: out.sig, Output: out.output, Text: out.text}, nil
 }
 
-// visit counts the item's invocations of a role: a step's attempt number
-// as runners see it (CADRE_ATTEMPT, the script runner's attempt), so a
-// role's second plan task is its attempt 2.
+// visit counts the item's invocations of a role, which script scenarios
+// match as their attempt: a role's second plan task is its visit 2, while
+// its step id (and CADRE_ATTEMPT) says #1.
+// stepN is the n of a step id <...>#<n>: the step's attempt.
+func stepN(id string) int {
+	n := 0
+	if i := strings.LastIndexByte(id, '#'); i >= 0 {
+		fmt.Sscan(id[i+1:], &n)
+	}
+	return max(n, 1)
+}
+
 func (fx *flowExec) visit(role string) int {
 	fx.mu.Lock()
 	defer fx.mu.Unlock()

@@ -371,6 +371,7 @@ type agentSpec struct {
 	ID, Role, Phase string
 	Workflow        string
 	Attempt         int // the n of the step id
+	Visit           int // nth invocation of the role for the item (0: Attempt)
 	Inputs          []string
 	Review          string // runner workflow: the rejecting audit the coder addresses
 	Note            string // hand-off note (judge's discrepancy, human feedback)
@@ -496,7 +497,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	if timeout == 0 {
 		timeout = time.Duration(e.d.Config.Defaults.Timeout)
 	}
-	inv := runner.Invocation{Role: sp.Role, Item: ir.it.ID, Step: sp.ID, Attempt: sp.Attempt, Prompt: prompt, Dir: ir.dir,
+	inv := runner.Invocation{Role: sp.Role, Item: ir.it.ID, Step: sp.ID, Attempt: sp.Attempt, Visit: sp.Visit, Prompt: prompt, Dir: ir.dir,
 		ContextPath: ctxPath, OutputPath: outPath, LogPath: logPath, Model: model, Timeout: timeout,
 		Progress: func(note string) {
 			ev := base

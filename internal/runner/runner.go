@@ -27,7 +27,8 @@ type Invocation struct {
 	Role        string
 	Item        string // item id (task file stem, issue number)
 	Step        string // stable step id
-	Attempt     int    // nth invocation of this role for this item, 1-based
+	Attempt     int    // the n of the step id <...>#<n>: this step's attempt, 1-based (CADRE_ATTEMPT)
+	Visit       int    // nth invocation of this role for this item, 1-based (0: same as Attempt)
 	Reask       bool   // this is the corrective re-ask after an unusable reply
 	Prompt      string
 	Dir         string // working tree the agent works in

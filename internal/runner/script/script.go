@@ -170,7 +170,7 @@ func (r *Runner) match(inv runner.Invocation) (Rule, bool) {
 		if ru.Task != "" && ru.Task != inv.Item {
 			continue
 		}
-		if ru.Attempt != 0 && ru.Attempt != inv.Attempt {
+		if ru.Attempt != 0 && ru.Attempt != visit(inv) {
 			continue
 		}
 		if ru.Reask != nil && *ru.Reask != inv.Reask {
@@ -191,7 +191,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	}
 	ru, ok := r.match(inv)
 	if !ok {
-		msg := fmt.Sprintf("script: no rule for role %s, task %s, attempt %d", inv.Role, inv.Item, inv.Attempt)
+		msg := fmt.Sprintf("script: no rule for role %s, task %s, attempt %d", inv.Role, inv.Item, visit(inv))
 		return runner.Result{ExitCode: 1, StderrTail: msg}, nil
 	}
 	var log strings.Builder
@@ -214,7 +214,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		if err := os.MkdirAll(filepath.Dir(inv.LogPath), 0o755); err == nil {
 			f, err := os.OpenFile(inv.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 			if err == nil {
-				fmt.Fprintf(f, "script %s: %s attempt %d\n%s%s%s", r.name, inv.Role, inv.Attempt, log.String(), out, ru.Stderr)
+				fmt.Fprintf(f, "script %s: %s attempt %d\n%s%s%s", r.name, inv.Role, visit(inv), log.String(), out, ru.Stderr)
 				f.Close()
 			}
 		}
@@ -334,4 +334,13 @@ func apply(ctx context.Context, dir string, a Action, log *strings.Builder) erro
 func (s Signal) format(role string) string {
 	return "\n" + signal.Format(signal.Signal{Agent: role, Result: signal.Result(s.Result), LoopSummary: s.Summary,
 		Confidence: s.Confidence, Next: s.Next, Context: s.Context, Rating: s.Rating, Verdict: s.Verdict, Signature: s.Signature})
+}
+
+// visit is the nth invocation of the role for the item, which scenario
+// rules match as their attempt.
+func visit(inv runner.Invocation) int {
+	if inv.Visit > 0 {
+		return inv.Visit
+	}
+	return inv.Attempt
 }
