@@ -586,6 +586,9 @@ func (in *Interp) routed(ctx context.Context, sc *scope) error {
 	}
 	var def *Def
 	switch d, ok := in.Defs.Get(name); {
+	case name == "quick" && t.Answer == nil:
+		in.Exec.Warn("triage chose quick but gave no answer; running standard")
+		def, _ = in.Defs.Get("standard")
 	case name == "quick":
 		def = d
 	case ok && name != "auto":

@@ -512,7 +512,7 @@ func TestTriageRouting(t *testing.T) {
 		{"custom roles", `{"workflow":"CUSTOM","roles":["researcher","executor"],"reasoning":"","answer":null}`, []string{"triage", "researcher", "executor", "run:commit"}, ResultCompleted, false},
 		{"unknown role falls back", `{"workflow":"weird","roles":["nobody"],"reasoning":"","answer":null}`, []string{"triage", "architect", "executor", "critic", "run:commit"}, ResultCompleted, true},
 		{"invalid json falls back", `not json`, []string{"triage", "architect", "executor", "critic", "run:commit"}, ResultCompleted, true},
-		{"quick without answer fails", `{"workflow":"quick","roles":[],"reasoning":"","answer":null}`, []string{"triage"}, ResultFailed, false},
+		{"quick without answer falls back", `{"workflow":"quick","roles":[],"reasoning":"","answer":null}`, []string{"triage", "architect", "executor", "critic", "run:commit"}, ResultCompleted, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake()
