@@ -88,7 +88,11 @@ func (Gatekeeper) Validate(r Response, req Requirements) Result {
 			add("section "+strings.TrimSpace(s), false, "no heading %q", strings.TrimSpace(s))
 		}
 	}
-	if on(req.Signal) || len(req.Results) > 0 || on(req.Rating) || on(req.Verdict) {
+	// Results, Rating and Verdict need a block to read, so they imply one;
+	// but an explicit "signal: false" turns every signal check off, or a
+	// config could not switch off what a role's defaults ask of the block.
+	offSignal := req.Signal != nil && !*req.Signal
+	if !offSignal && (on(req.Signal) || len(req.Results) > 0 || on(req.Rating) || on(req.Verdict)) {
 		checks = append(checks, checkSignal(r.Text, req)...)
 	}
 	if on(req.Plan) {

@@ -30,6 +30,10 @@ func TestGatekeeperValidate(t *testing.T) {
 			"signal switched off", Response{Text: "done"}, Requirements{Signal: Bool(false)}, nil,
 		},
 		{
+			"signal false switches off what implies it", Response{Text: "done"},
+			Merge(DefaultRequirements("code-reviewer"), Requirements{Signal: Bool(false), Results: []string{"PASS"}}), nil,
+		},
+		{
 			"signal with a bad rating", Response{Text: "### SIGNAL BLOCK\n- Result: PASS\n- Rating: 11\n"},
 			Requirements{Signal: Bool(true)}, []string{"signal=FAIL:out of range 0-10"},
 		},

@@ -21,9 +21,10 @@ type Requirements struct {
 	// Sections are Markdown headings the text must contain (any level,
 	// case-insensitive), e.g. "Summary".
 	Sections []string `yaml:"sections,omitempty" json:"sections,omitempty"`
-	// Signal requires a SIGNAL BLOCK that signal.Parse accepts.
+	// Signal requires a SIGNAL BLOCK that signal.Parse accepts. Results,
+	// Rating and Verdict imply it; false turns all four off.
 	Signal *bool `yaml:"signal,omitempty" json:"signal,omitempty"`
-	// Results, when set, are the Results the block may carry (and imply Signal).
+	// Results, when set, are the Results the block may carry.
 	Results []string `yaml:"results,omitempty" json:"results,omitempty"`
 	// Rating requires the SIGNAL BLOCK to carry a Rating (reviewers).
 	Rating *bool `yaml:"rating,omitempty" json:"rating,omitempty"`
