@@ -2,10 +2,12 @@ package cli_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,8 +19,42 @@ import (
 // TestMain lets the test binary act as the cadre command inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"cadre": func() { os.Exit(cli.Main()) },
+		"cadre":  func() { os.Exit(cli.Main()) },
+		"maxrss": maxRSS,
 	})
+}
+
+// maxRSS runs a command and fails when its peak resident memory (its own or
+// that of any child it waited for) went over a limit, so a script can show
+// that memory stays bounded however much output an agent makes. It prints
+// the figure, and exits with the command's code.
+//
+//	maxrss MiB PROG [ARGS...]
+func maxRSS() {
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: maxrss MiB PROG [ARGS...]")
+		os.Exit(2)
+	}
+	limit, err := strconv.Atoi(os.Args[1])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "maxrss: limit %q is not a number\n", os.Args[1])
+		os.Exit(2)
+	}
+	cmd := exec.Command(os.Args[2], os.Args[3:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		fmt.Fprintf(os.Stderr, "maxrss: %v\n", err)
+		os.Exit(2)
+	}
+	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss / 1024 // KiB on Linux
+	fmt.Fprintf(os.Stderr, "maxrss: peak %d MiB\n", peak)
+	if peak > int64(limit) {
+		fmt.Fprintf(os.Stderr, "maxrss: peak %d MiB is over the limit of %d MiB\n", peak, limit)
+		os.Exit(1)
+	}
+	os.Exit(cmd.ProcessState.ExitCode())
 }
 
 // TestScript runs the end-to-end scripts in testdata/script against the

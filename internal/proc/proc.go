@@ -50,8 +50,11 @@ type Spec struct {
 	Log io.Writer
 	// MaxLog caps Log; 0 or less means DefaultMaxLog.
 	MaxLog int64
-	// MaxStdout caps Result.Stdout; beyond it Result.Truncated is set.
-	// 0 or less means DefaultMaxStdout.
+	// MaxStdout caps Result.Stdout; beyond it Result.Truncated is set and
+	// Stdout keeps the first and the last bytes, about half the cap each,
+	// with a "[… N bytes omitted …]" line between them, so the end of a
+	// reply (its SIGNAL BLOCK) survives a flood. A cap under 256 bytes keeps
+	// only the first bytes. 0 or less means DefaultMaxStdout.
 	MaxStdout int64
 	// Timeout bounds the run; 0 or less means none.
 	Timeout time.Duration
@@ -70,7 +73,7 @@ type Spec struct {
 // Result is what Run observed.
 type Result struct {
 	ExitCode   int    // -1 when killed by a signal or never started
-	Stdout     []byte // at most Spec.MaxStdout bytes
+	Stdout     []byte // at most Spec.MaxStdout bytes: its head and tail when Truncated
 	StderrTail string // last ~2 KiB of stderr, for error messages
 	TimedOut   bool
 	Canceled   bool // ctx was done
@@ -103,10 +106,10 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 
 	out := &output{
-		log:       s.Log,
-		logMax:    orDefault(s.MaxLog, DefaultMaxLog),
-		onLine:    s.OnLine,
-		stdoutMax: orDefault(s.MaxStdout, DefaultMaxStdout),
+		log:    s.Log,
+		logMax: orDefault(s.MaxLog, DefaultMaxLog),
+		onLine: s.OnLine,
+		stdout: headTail{max: orDefault(s.MaxStdout, DefaultMaxStdout)},
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -197,8 +200,8 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 
 	res.Duration = time.Since(start)
 	res.ExitCode = cmd.ProcessState.ExitCode()
-	res.Stdout = out.stdout
-	res.Truncated = out.truncated
+	res.Stdout = out.stdout.bytes()
+	res.Truncated = out.stdout.truncated()
 	res.StderrTail = out.stderrTail()
 
 	switch {
