@@ -66,6 +66,11 @@ type Spec struct {
 	// are serialized; a slow OnLine slows reading. Lines longer than 1 MiB
 	// are cut to their first 1 MiB.
 	OnLine func(stream, line string)
+	// OnStart, if set, is called with the pid of the started process, which
+	// is also its process group id, before Run waits for it; the process
+	// stays unreaped (so its pid is not reused) until after Run returns.
+	// Callers journal it (see GroupOf) to kill an orphaned group on resume.
+	OnStart func(pid int)
 
 	drainWait time.Duration // overrides drainWait in tests
 }
@@ -128,26 +133,39 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		env = []string{} // exec.Cmd inherits on nil
 	}
 	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        append([]string{name}, s.Args...),
-		Dir:         s.Dir,
-		Env:         env,
-		Stdin:       s.Stdin,
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		Path:   path,
+		Args:   append([]string{name}, s.Args...),
+		Dir:    s.Dir,
+		Env:    env,
+		Stdin:  s.Stdin,
+		Stdout: outW,
+		Stderr: errW,
+		// The parent-death signal kills the agent at once if cadre dies,
+		// whatever kills it; see startLocked for why it needs a locked
+		// thread, and startWatchdog for the rest of the group.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 		// Bounds Wait when a Stdin reader never returns.
 		WaitDelay: orDefault(s.drainWait, drainWait),
 	}
 	start := time.Now()
-	err = cmd.Start()
+	release, err := startLocked(cmd)
 	// The child has its own copies; ours would keep the pipes open forever.
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		return Result{ExitCode: -1}, fmt.Errorf("start command %q: %w", name, err)
 	}
+	defer release()
 	pid := cmd.Process.Pid
+	wd, wdErr := startWatchdog(pid)
+	if wdErr != nil && s.Log != nil {
+		// The agent still dies with cadre, and a resume kills what it
+		// left; only its children may outlive a crash for a while.
+		fmt.Fprintf(s.Log, "[cadre: %v]\n", wdErr)
+	}
+	if s.OnStart != nil {
+		s.OnStart(pid)
+	}
 
 	var readers sync.WaitGroup
 	readers.Go(func() { out.read("stdout", outR) })
@@ -186,6 +204,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	// The leader is a zombie, so pid still names its group: kill whatever
 	// it left behind before reaping it.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	wd.stop()
 	waitErr := cmd.Wait()
 
 	select {
