@@ -131,7 +131,7 @@ func KillGroup(ctx context.Context, g Group) (killed bool, err error) {
 	}
 	st, err := readStat(g.ID)
 	if errors.Is(err, os.ErrNotExist) {
-		left, err := members(g.ID)
+		left, err := Members(g.ID)
 		if err != nil {
 			return false, err
 		}
@@ -156,7 +156,7 @@ func KillGroup(ctx context.Context, g Group) (killed bool, err error) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		left, err := members(g.ID)
+		left, err := Members(g.ID)
 		if err != nil {
 			return true, err
 		}
@@ -219,9 +219,9 @@ func short(s string) string {
 	return s
 }
 
-// members lists the live processes of group pgid. Zombies are left out:
+// Members lists the live processes of group pgid. Zombies are left out:
 // they run nothing and vanish once their parent reaps them.
-func members(pgid int) ([]int, error) {
+func Members(pgid int) ([]int, error) {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)

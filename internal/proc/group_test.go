@@ -43,7 +43,7 @@ func startGroup(t *testing.T, script string) int {
 func groupGone(t *testing.T, pgid int, d time.Duration) bool {
 	t.Helper()
 	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
-		left, err := members(pgid)
+		left, err := Members(pgid)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestKillGroup(t *testing.T) {
 		if err != nil || !killed {
 			t.Fatalf("KillGroup = %v, %v; want true, nil", killed, err)
 		}
-		if left, _ := members(pid); len(left) > 0 {
+		if left, _ := Members(pid); len(left) > 0 {
 			t.Errorf("processes %v of the group outlived KillGroup", left)
 		}
 	})
@@ -221,7 +221,7 @@ func TestRunDiesWithCadre(t *testing.T) {
 	cmd.Process.Kill()
 	cmd.Wait()
 	if !groupGone(t, agent, time.Second) {
-		left, _ := members(agent)
+		left, _ := Members(agent)
 		t.Fatalf("processes %v of the agent's group (agent %d, child %d) outlived cadre by 1s", left, agent, child)
 	}
 }
