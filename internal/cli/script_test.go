@@ -2,23 +2,61 @@ package cli_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/cadre-dev/cadre/internal/cli"
+	"github.com/cadre-dev/cadre/internal/proc"
 )
 
 // TestMain lets the test binary act as the cadre command inside scripts.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"cadre": func() { os.Exit(cli.Main()) },
+		"cadre":  func() { os.Exit(cli.Main()) },
+		"maxrss": maxRSS,
 	})
+}
+
+// maxRSS runs a command and fails when its peak resident memory (its own or
+// that of any child it waited for) went over a limit, so a script can show
+// that memory stays bounded however much output an agent makes. It prints
+// the figure, and exits with the command's code.
+//
+//	maxrss MiB PROG [ARGS...]
+func maxRSS() {
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: maxrss MiB PROG [ARGS...]")
+		os.Exit(2)
+	}
+	limit, err := strconv.Atoi(os.Args[1])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "maxrss: limit %q is not a number\n", os.Args[1])
+		os.Exit(2)
+	}
+	cmd := exec.Command(os.Args[2], os.Args[3:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		fmt.Fprintf(os.Stderr, "maxrss: %v\n", err)
+		os.Exit(2)
+	}
+	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss / 1024 // KiB on Linux
+	fmt.Fprintf(os.Stderr, "maxrss: peak %d MiB\n", peak)
+	if peak > int64(limit) && !raceEnabled {
+		fmt.Fprintf(os.Stderr, "maxrss: peak %d MiB is over the limit of %d MiB\n", peak, limit)
+		os.Exit(1)
+	}
+	os.Exit(cmd.ProcessState.ExitCode())
 }
 
 // TestScript runs the end-to-end scripts in testdata/script against the
@@ -30,9 +68,10 @@ func TestScript(t *testing.T) {
 		RequireUniqueNames:  true,
 		Setup:               setupScript,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"initrepo": cmdInitRepo,
-			"exits":    cmdExits,
-			"waitfile": cmdWaitFile,
+			"initrepo":  cmdInitRepo,
+			"exits":     cmdExits,
+			"waitfile":  cmdWaitFile,
+			"groupgone": cmdGroupGone,
 		},
 	})
 }
@@ -133,6 +172,42 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("waitfile: %s did not appear", args[0])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cmdGroupGone checks that no live process is left in the process group
+// whose id FILE holds, polling for up to a second: a SIGKILLed process's
+// group dies an instant after it.
+//
+//	groupgone FILE
+func cmdGroupGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: groupgone FILE")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	if err != nil {
+		ts.Fatalf("groupgone: %v", err)
+	}
+	pgid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pgid <= 1 {
+		ts.Fatalf("groupgone: %s holds %q, not a process group id", args[0], data)
+	}
+	deadline := time.Now().Add(time.Second)
+	for {
+		left, err := proc.Members(pgid)
+		if err != nil {
+			ts.Fatalf("groupgone: %v", err)
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range left {
+				syscall.Kill(pid, syscall.SIGKILL) // do not leak them past the test
+			}
+			ts.Fatalf("processes %v of group %d are still alive", left, pgid)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -407,6 +407,9 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return agentOut{}, err
 	}
+	if err := e.killOrphan(ctx, ir, sp.ID); err != nil {
+		return agentOut{}, err
+	}
 	runnerName, model, _ := e.runnerFor(ir.opts, sp.Role)
 	if why := ir.rs.broken(runnerName); why != "" {
 		return agentOut{paused: "runner " + runnerName + " is stopped for this run: " + why}, nil
@@ -504,6 +507,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 			ev.Type, ev.Message = event.StepProgress, note
 			e.publish(ir, ev)
 		}}
+	inv.OnStart = e.recordGroup(ctx, ir, sp.ID)
 	sig, output, usage, failure, kind, err := e.invoke(ctx, rn, inv)
 	if err != nil {
 		return agentOut{}, err

@@ -29,10 +29,8 @@ type output struct {
 	onLine    func(stream, line string)
 	lineMax   int // per-line limit; 0 means the lineMax constant
 
-	stdout    []byte // stdout goroutine only
-	stdoutMax int64
-	truncated bool
-	tail      []byte // stderr goroutine only
+	stdout headTail // stdout goroutine only
+	tail   []byte   // stderr goroutine only
 }
 
 // read drains r until EOF or until r is closed, keeping stdout or the stderr
@@ -46,7 +44,7 @@ func (o *output) read(stream string, r io.Reader) {
 		if n > 0 {
 			p := buf[:n]
 			if stream == "stdout" {
-				o.keepStdout(p)
+				o.stdout.write(p)
 			} else {
 				o.keepTail(p)
 			}
@@ -64,13 +62,106 @@ func (o *output) read(stream string, r io.Reader) {
 	}
 }
 
-func (o *output) keepStdout(p []byte) {
-	room := o.stdoutMax - int64(len(o.stdout))
-	if int64(len(p)) > room {
-		p = p[:max(room, 0)]
-		o.truncated = true
+// markerRoom is what the tail gives up for the omission marker once bytes
+// were dropped; under minHeadTail bytes a cap keeps only the head, as a
+// marker would not fit.
+const (
+	markerRoom  = 64
+	minHeadTail = 4 * markerRoom
+)
+
+// headTail keeps the first and the last bytes of a stream within max bytes
+// in all. An agent ends its reply with its SIGNAL BLOCK, so a flood of
+// output must not push the end out; the head is kept as well because it
+// usually says what the agent set out to do. Memory stays under max bytes
+// however much is written.
+type headTail struct {
+	max   int64
+	head  []byte
+	ring  []byte // the last bytes; circular once it reached its size
+	next  int    // where the next byte goes once the ring is full
+	total int64  // bytes written
+}
+
+// sizes splits max between the head and the tail; a cap too small for the
+// marker keeps only the head.
+func (h *headTail) sizes() (head, tail int) {
+	if h.max < minHeadTail {
+		return int(max(h.max, 0)), 0
 	}
-	o.stdout = append(o.stdout, p...)
+	head = int(h.max-markerRoom) / 2
+	return head, int(h.max) - head
+}
+
+func (h *headTail) write(p []byte) {
+	h.total += int64(len(p))
+	headMax, ringMax := h.sizes()
+	if room := headMax - len(h.head); room > 0 {
+		n := min(len(p), room)
+		h.head = appendCapped(h.head, p[:n], headMax)
+		p = p[n:]
+	}
+	if len(p) == 0 || ringMax == 0 {
+		return
+	}
+	if len(p) >= ringMax {
+		p = p[len(p)-ringMax:]
+	}
+	if len(h.ring) < ringMax {
+		n := min(len(p), ringMax-len(h.ring))
+		h.ring = appendCapped(h.ring, p[:n], ringMax)
+		p = p[n:]
+	}
+	for len(p) > 0 {
+		n := copy(h.ring[h.next:], p)
+		p = p[n:]
+		h.next = (h.next + n) % ringMax
+	}
+}
+
+// appendCapped appends p to b, growing b as append would but never past
+// limit bytes of capacity, so a buffer's memory stays within its share.
+func appendCapped(b, p []byte, limit int) []byte {
+	if need := len(b) + len(p); need > cap(b) {
+		nb := make([]byte, len(b), min(max(2*cap(b), need, 512), limit))
+		copy(nb, b)
+		b = nb
+	}
+	return append(b, p...)
+}
+
+// truncated reports whether bytes were dropped.
+func (h *headTail) truncated() bool { return h.total > int64(len(h.head)+len(h.ring)) }
+
+// bytes returns what was kept: everything when nothing was dropped, else the
+// head, a line saying how much was left out, and the tail from its first
+// whole line (or whole character, when the tail holds no line break), so
+// the last lines, the SIGNAL BLOCK among them, read as written.
+func (h *headTail) bytes() []byte {
+	tail := append(h.ring[h.next:len(h.ring):len(h.ring)], h.ring[:h.next]...)
+	if !h.truncated() {
+		return append(h.head, tail...)
+	}
+	if len(tail) == 0 {
+		return h.head
+	}
+	// The tail gives up room for the marker, and then starts at a line.
+	tail = tail[min(markerRoom, len(tail)):]
+	if i := bytes.IndexByte(tail, '\n'); i >= 0 && i < len(tail)-1 {
+		tail = tail[i+1:]
+	} else {
+		for i := 0; i < utf8.UTFMax && len(tail) > 0 && !utf8.RuneStart(tail[0]); i++ {
+			tail = tail[1:]
+		}
+	}
+	omitted := h.total - int64(len(h.head)+len(tail))
+	out := make([]byte, 0, len(h.head)+markerRoom+len(tail))
+	out = append(out, h.head...)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	out = fmt.Appendf(out, "[… %d bytes omitted …]\n", omitted)
+	return append(out, tail...)
 }
 
 func (o *output) keepTail(p []byte) {

@@ -50,8 +50,11 @@ type Spec struct {
 	Log io.Writer
 	// MaxLog caps Log; 0 or less means DefaultMaxLog.
 	MaxLog int64
-	// MaxStdout caps Result.Stdout; beyond it Result.Truncated is set.
-	// 0 or less means DefaultMaxStdout.
+	// MaxStdout caps Result.Stdout; beyond it Result.Truncated is set and
+	// Stdout keeps the first and the last bytes, about half the cap each,
+	// with a "[… N bytes omitted …]" line between them, so the end of a
+	// reply (its SIGNAL BLOCK) survives a flood. A cap under 256 bytes keeps
+	// only the first bytes. 0 or less means DefaultMaxStdout.
 	MaxStdout int64
 	// Timeout bounds the run; 0 or less means none.
 	Timeout time.Duration
@@ -63,6 +66,11 @@ type Spec struct {
 	// are serialized; a slow OnLine slows reading. Lines longer than 1 MiB
 	// are cut to their first 1 MiB.
 	OnLine func(stream, line string)
+	// OnStart, if set, is called with the pid of the started process, which
+	// is also its process group id, before Run waits for it; the process
+	// stays unreaped (so its pid is not reused) until after Run returns.
+	// Callers journal it (see GroupOf) to kill an orphaned group on resume.
+	OnStart func(pid int)
 
 	drainWait time.Duration // overrides drainWait in tests
 }
@@ -70,7 +78,7 @@ type Spec struct {
 // Result is what Run observed.
 type Result struct {
 	ExitCode   int    // -1 when killed by a signal or never started
-	Stdout     []byte // at most Spec.MaxStdout bytes
+	Stdout     []byte // at most Spec.MaxStdout bytes: its head and tail when Truncated
 	StderrTail string // last ~2 KiB of stderr, for error messages
 	TimedOut   bool
 	Canceled   bool // ctx was done
@@ -103,10 +111,10 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 
 	out := &output{
-		log:       s.Log,
-		logMax:    orDefault(s.MaxLog, DefaultMaxLog),
-		onLine:    s.OnLine,
-		stdoutMax: orDefault(s.MaxStdout, DefaultMaxStdout),
+		log:    s.Log,
+		logMax: orDefault(s.MaxLog, DefaultMaxLog),
+		onLine: s.OnLine,
+		stdout: headTail{max: orDefault(s.MaxStdout, DefaultMaxStdout)},
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -125,26 +133,39 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		env = []string{} // exec.Cmd inherits on nil
 	}
 	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        append([]string{name}, s.Args...),
-		Dir:         s.Dir,
-		Env:         env,
-		Stdin:       s.Stdin,
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		Path:   path,
+		Args:   append([]string{name}, s.Args...),
+		Dir:    s.Dir,
+		Env:    env,
+		Stdin:  s.Stdin,
+		Stdout: outW,
+		Stderr: errW,
+		// The parent-death signal kills the agent at once if cadre dies,
+		// whatever kills it; see startLocked for why it needs a locked
+		// thread, and startWatchdog for the rest of the group.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 		// Bounds Wait when a Stdin reader never returns.
 		WaitDelay: orDefault(s.drainWait, drainWait),
 	}
 	start := time.Now()
-	err = cmd.Start()
+	release, err := startLocked(cmd)
 	// The child has its own copies; ours would keep the pipes open forever.
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		return Result{ExitCode: -1}, fmt.Errorf("start command %q: %w", name, err)
 	}
+	defer release()
 	pid := cmd.Process.Pid
+	wd, wdErr := startWatchdog(pid)
+	if wdErr != nil && s.Log != nil {
+		// The agent still dies with cadre, and a resume kills what it
+		// left; only its children may outlive a crash for a while.
+		fmt.Fprintf(s.Log, "[cadre: %v]\n", wdErr)
+	}
+	if s.OnStart != nil {
+		s.OnStart(pid)
+	}
 
 	var readers sync.WaitGroup
 	readers.Go(func() { out.read("stdout", outR) })
@@ -183,6 +204,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	// The leader is a zombie, so pid still names its group: kill whatever
 	// it left behind before reaping it.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	wd.stop()
 	waitErr := cmd.Wait()
 
 	select {
@@ -197,8 +219,8 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 
 	res.Duration = time.Since(start)
 	res.ExitCode = cmd.ProcessState.ExitCode()
-	res.Stdout = out.stdout
-	res.Truncated = out.truncated
+	res.Stdout = out.stdout.bytes()
+	res.Truncated = out.stdout.truncated()
 	res.StderrTail = out.stderrTail()
 
 	switch {

@@ -126,7 +126,8 @@ func TestRunStdout(t *testing.T) {
 		{"default cap", "printf hello", 0, "hello", false},
 		{"exactly the cap", "printf hello", 5, "hello", false},
 		{"over the cap", "printf hello", 3, "hel", true},
-		{"large output", "head -c 100000 /dev/zero | tr '\\0' a", 1000, strings.Repeat("a", 1000), true},
+		{"large output keeps head and tail", "head -c 100000 /dev/zero | tr '\\0' a; printf '\\nEND\\n'", 1000,
+			strings.Repeat("a", 468) + "\n[… 99533 bytes omitted …]\nEND\n", true},
 		{"stderr is not stdout", "printf out; printf err >&2", 0, "out", false},
 	}
 	for _, tt := range tests {

@@ -43,6 +43,11 @@ type Invocation struct {
 	// Progress, when set, receives one-line progress notes while the step
 	// runs (a tool call, a message); it must not block.
 	Progress func(note string)
+	// OnStart, when set, is called with the pid (also the process group
+	// id) of every agent process the runner starts, as it starts, so the
+	// engine can journal it and kill the group should cadre die and resume.
+	// Every runner that starts a process calls it (see proc.Spec.OnStart).
+	OnStart func(pid int)
 }
 
 // Result is what a finished agent process produced.

@@ -22,7 +22,7 @@ func TestLoadMigrations(t *testing.T) {
 		{"gap", fstest.MapFS{"migrations/0001_a.sql": file("a"), "migrations/0003_c.sql": file("c")}, nil, "expected number 2"},
 		{"duplicate", fstest.MapFS{"migrations/0001_a.sql": file("a"), "migrations/0001_b.sql": file("b")}, nil, "expected number 2"},
 		{"bad name", fstest.MapFS{"migrations/init.sql": file("a")}, nil, "must start with a positive number"},
-		{"embedded", migrationFS, []int{1}, ""},
+		{"embedded", migrationFS, []int{1, 2}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,6 +37,10 @@ type Step struct {
 	Error                     string
 	StartedAt                 time.Time
 	EndedAt                   *time.Time
+	// Pgid and PgidStart name the process group of the agent running for
+	// a started step (see SetStepGroup); 0 when none is recorded.
+	Pgid      int
+	PgidStart uint64
 }
 
 // StartStep records that a step is starting. A new step is inserted as
@@ -59,7 +63,7 @@ func (s *Store) StartStep(ctx context.Context, st Step) error {
 			exit_code = 0, output_path = excluded.output_path, signal = NULL, result = NULL,
 			input_tokens = 0, output_tokens = 0, cache_read_tokens = 0, cache_write_tokens = 0,
 			cost_usd = 0, cost_estimated = 0, error = '',
-			started_at = excluded.started_at, ended_at = NULL
+			started_at = excluded.started_at, ended_at = NULL, pgid = 0, pgid_start = 0
 		WHERE status <> 'completed'`,
 		st.RunID, st.ID, st.ItemID, st.Role, st.Runner, st.Model, st.Kind, st.OutputPath,
 		fmtTime(s.orNow(st.StartedAt)))
@@ -119,7 +123,7 @@ func (s *Store) FinishStep(ctx context.Context, st Step) error {
 			status = ?, exit_code = ?, output_path = COALESCE(NULLIF(?, ''), output_path),
 			signal = ?, result = ?,
 			input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
-			cost_usd = ?, cost_estimated = ?, error = ?, ended_at = ?
+			cost_usd = ?, cost_estimated = ?, error = ?, ended_at = ?, pgid = 0, pgid_start = 0
 			WHERE run_id = ? AND id = ?`,
 			st.Status, st.ExitCode, st.OutputPath, signal, result,
 			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
@@ -142,9 +146,29 @@ func (s *Store) FinishStep(ctx context.Context, st Step) error {
 	return nil
 }
 
+// SetStepGroup records the process group of the agent a started step is
+// running: pgid (its leader's pid) and start, the leader's start time. A
+// resume kills the group of a step that never finished, before running the
+// step again. StartStep and FinishStep clear it. A step that is not
+// started (finished, or unknown) returns ErrNotFound: its agent is no
+// longer its own.
+func (s *Store) SetStepGroup(ctx context.Context, runID, stepID string, pgid int, start uint64) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE steps SET pgid = ?, pgid_start = ?
+		WHERE run_id = ? AND id = ? AND status = 'started'`, pgid, int64(start), runID, stepID)
+	if err != nil {
+		return fmt.Errorf("record process group of step %s: %w", stepID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("record process group of step %s: %w", stepID, err)
+	} else if n == 0 {
+		return fmt.Errorf("record process group of step %s of run %s: started step %w", stepID, runID, ErrNotFound)
+	}
+	return nil
+}
+
 const stepColumns = `run_id, item_id, id, role, runner, model, kind, status, tries, exit_code, output_path,
 	signal, result, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_estimated,
-	error, started_at, ended_at`
+	error, started_at, ended_at, pgid, pgid_start`
 
 // GetStep returns one step of a run, or ErrNotFound.
 func (s *Store) GetStep(ctx context.Context, runID, id string) (Step, error) {
@@ -209,7 +233,7 @@ func scanStep(row rowScanner) (Step, error) {
 	if err := row.Scan(&st.RunID, &st.ItemID, &st.ID, &st.Role, &st.Runner, &st.Model, &st.Kind, &st.Status,
 		&st.Tries, &st.ExitCode, &st.OutputPath, &signal, &result,
 		&st.Usage.InputTokens, &st.Usage.OutputTokens, &st.Usage.CacheReadTokens, &st.Usage.CacheWriteTokens,
-		&st.Usage.CostUSD, &st.Usage.CostEstimated, &st.Error, &started, &ended); err != nil {
+		&st.Usage.CostUSD, &st.Usage.CostEstimated, &st.Error, &started, &ended, &st.Pgid, &st.PgidStart); err != nil {
 		return Step{}, err
 	}
 	st.Signal = jsonCol(signal)

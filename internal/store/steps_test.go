@@ -258,3 +258,50 @@ func BenchmarkStepLifecycle(b *testing.B) {
 		}
 	}
 }
+
+func TestStepGroup(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	mustRun(t, s, "r1", t0)
+	const id = "a/code/coder#1"
+	step := store.Step{RunID: "r1", ItemID: "a", ID: id, Role: "coder", Kind: "agent"}
+	group := func() (int, uint64) {
+		t.Helper()
+		got, err := s.GetStep(ctx, "r1", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Pgid, got.PgidStart
+	}
+	if err := s.SetStepGroup(ctx, "r1", id, 42, 7); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetStepGroup of an unknown step = %v, want ErrNotFound", err)
+	}
+	if err := s.StartStep(ctx, step); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStepGroup(ctx, "r1", id, 42, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	if pgid, start := group(); pgid != 42 || start != 1<<40 {
+		t.Errorf("group = %d, %d; want 42, %d", pgid, start, uint64(1<<40))
+	}
+	// A new try starts with no group: the old one is not its agent.
+	if err := s.StartStep(ctx, step); err != nil {
+		t.Fatal(err)
+	}
+	if pgid, start := group(); pgid != 0 || start != 0 {
+		t.Errorf("after restart group = %d, %d; want none", pgid, start)
+	}
+	if err := s.SetStepGroup(ctx, "r1", id, 43, 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishStep(ctx, store.Step{RunID: "r1", ID: id, Status: store.StepCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	if pgid, start := group(); pgid != 0 || start != 0 {
+		t.Errorf("after finish group = %d, %d; want none", pgid, start)
+	}
+	if err := s.SetStepGroup(ctx, "r1", id, 44, 9); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetStepGroup of a finished step = %v, want ErrNotFound", err)
+	}
+}

@@ -90,7 +90,7 @@ func (a *Agent) Env(set map[string]string) []string { return proc.MinimalEnv(a.L
 // length; a prompt on stdin is shown as a redirection.
 func (a *Agent) Exec(ctx context.Context, inv runner.Invocation, log io.Writer, promptFlag string, spec proc.Spec) (proc.Result, error) {
 	fmt.Fprintf(log, "$ %s\n", CommandLine(a.Command, spec.Args, promptFlag, inv.Prompt, spec.Stdin != nil))
-	spec.Path, spec.Dir, spec.Log, spec.Timeout = a.Command, inv.Dir, log, inv.Timeout
+	spec.Path, spec.Dir, spec.Log, spec.Timeout, spec.OnStart = a.Command, inv.Dir, log, inv.Timeout, inv.OnStart
 	return proc.Run(ctx, spec)
 }
 

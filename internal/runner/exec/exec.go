@@ -63,6 +63,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		Stdin:   strings.NewReader(inv.Prompt),
 		Log:     log,
 		Timeout: inv.Timeout,
+		OnStart: inv.OnStart,
 	})
 	out := runner.Result{ExitCode: res.ExitCode, Output: string(res.Stdout), StderrTail: res.StderrTail}
 	return out, cliutil.Outcome(r.name, "", err, nil)

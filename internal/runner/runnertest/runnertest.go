@@ -129,6 +129,30 @@ func Run(t *testing.T, h Harness) {
 	t.Run("cancel", func(t *testing.T) { checkCancel(t, h) })
 	t.Run("env", func(t *testing.T) { checkEnv(t, h) })
 	t.Run("flood", func(t *testing.T) { checkFlood(t, h) })
+	t.Run("on-start", func(t *testing.T) { checkOnStart(t, h) })
+}
+
+// checkOnStart checks that a runner starting an agent process reports it
+// before reaping it, so the engine can journal its process group.
+func checkOnStart(t *testing.T, h Harness) {
+	if h.InProcess {
+		t.Skip("the backend starts no agent process")
+	}
+	r := h.New(t, OK)
+	f := newFixture(t)
+	var pids []int
+	f.inv.OnStart = func(pid int) {
+		// Not reaped yet (a quick agent may already be a zombie), so the
+		// pid still names it and its group.
+		if err := syscall.Kill(pid, 0); err != nil {
+			t.Errorf("OnStart(%d): %v", pid, err)
+		}
+		pids = append(pids, pid)
+	}
+	run(t, r, f.inv)
+	if len(pids) == 0 {
+		t.Error("the runner started an agent without calling Invocation.OnStart")
+	}
 }
 
 // fixture is one invocation's files, laid out as the engine lays them out:

@@ -196,7 +196,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	}
 	var log strings.Builder
 	for _, a := range ru.Actions {
-		if err := apply(ctx, inv.Dir, a, &log); err != nil {
+		if err := apply(ctx, inv, a, &log); err != nil {
 			if ctx.Err() != nil {
 				return runner.Result{ExitCode: -1}, fmt.Errorf("runner %s: %w", r.name, ctx.Err())
 			}
@@ -270,7 +270,8 @@ func inside(root, path string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-func apply(ctx context.Context, dir string, a Action, log *strings.Builder) error {
+func apply(ctx context.Context, inv runner.Invocation, a Action, log *strings.Builder) error {
+	dir := inv.Dir
 	switch {
 	case a.Write != nil, a.Append != nil:
 		ft, flag := a.Write, os.O_CREATE|os.O_WRONLY|os.O_TRUNC
@@ -310,7 +311,7 @@ func apply(ctx context.Context, dir string, a Action, log *strings.Builder) erro
 		return os.WriteFile(full, []byte(strings.Replace(string(data), a.Replace.Old, a.Replace.New, 1)), 0o644)
 	case len(a.Run) > 0:
 		res, err := proc.Run(ctx, proc.Spec{Path: a.Run[0], Args: a.Run[1:], Dir: dir,
-			Env: proc.MinimalEnv(os.LookupEnv, nil, nil)})
+			Env: proc.MinimalEnv(os.LookupEnv, nil, nil), OnStart: inv.OnStart})
 		fmt.Fprintf(log, "ran %v: exit %d\n%s", a.Run, res.ExitCode, res.Stdout)
 		if err != nil {
 			return err
