@@ -89,12 +89,7 @@ func describeWorkflow(d *workflow.Def) string {
 	if d.PassRating > 0 {
 		pass = fmt.Sprintf("%d (this workflow's pass_rating)", d.PassRating)
 	}
-	var gates []string
-	for _, r := range d.Roles() {
-		if workflow.IsReviewing(r) {
-			gates = append(gates, r)
-		}
-	}
+	gates := d.Gates()
 	if len(gates) == 0 {
 		b.WriteString("\ngates: none (no reviewing role)\n")
 	} else {
@@ -153,6 +148,12 @@ func writeNodes(b *strings.Builder, nodes []workflow.Node, ind string, inRound b
 				fmt.Fprintf(b, "%s  between rounds (with the rejection as their note):\n", ind)
 				writeNodes(b, n.Loop.Between, ind+"    ", false)
 			}
+		case n.Run == "gatekeeper":
+			what := "fails the item"
+			if inRound {
+				what = "ends the round"
+			}
+			fmt.Fprintf(b, "%s- run gatekeeper (%s)  [gate: a failed check %s]\n", ind, workflow.Actions[n.Run], what)
 		default:
 			fmt.Fprintf(b, "%s- run %s (%s)\n", ind, n.Run, workflow.Actions[n.Run])
 		}

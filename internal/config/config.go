@@ -16,6 +16,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/cadre-dev/cadre/internal/eval"
 )
 
 // Config is the merged content of cadre.yaml.
@@ -76,6 +78,12 @@ type Defaults struct {
 type RoleConfig struct {
 	Runner string `yaml:"runner"` // "auto" lets the model selector choose
 	Model  string `yaml:"model"`
+	// Requirements override the gatekeeper's built-in checks of this
+	// role's work (seed 003).
+	Requirements *eval.Requirements `yaml:"requirements"`
+	// Rubric replaces the judge's built-in criteria for this role's work:
+	// criterion → what it means.
+	Rubric map[string]string `yaml:"rubric"`
 }
 
 // RunnerConfig holds the settings of one runner. Which fields matter depends

@@ -136,6 +136,11 @@ func (l *loader) decode(n ast.Node, v reflect.Value, path string) error {
 		return nil
 	}
 	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		return l.decode(n, v.Elem(), path)
 	case reflect.Struct:
 		return l.decodeStruct(n, v, path)
 	case reflect.Map:

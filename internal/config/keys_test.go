@@ -62,6 +62,19 @@ var keyEffects = []keyEffect{
 		by: "RoleRunner: the role's runner"},
 	{key: "roles.NAME.runner", yaml: "roles: {judge: {runner: auto}}",
 		refused: "cadre.yaml:1: roles.judge.runner: auto (the model selector) is not available yet; name a runner (see cadre runners list)"},
+	{key: "roles.NAME.requirements", yaml: "roles: {coder: {requirements: {sections: [Summary], commands: [lint]}}}",
+		read: func(c Config) any {
+			if r := c.Roles["coder"].Requirements; r != nil {
+				return r.Sections
+			}
+			return nil
+		},
+		by: "engine: the gatekeeper's checks of the role's work (merged over the built-in ones)"},
+	{key: "roles.NAME.requirements", yaml: "roles: {coder: {requirements: {allowed_files: [\"[\"]}}}",
+		refused: "cadre.yaml:1: roles.coder.requirements: allowed_files: pattern \"[\": syntax error in pattern"},
+	{key: "roles.NAME.rubric", yaml: "roles: {coder: {rubric: {speed: fast code}}}",
+		read: func(c Config) any { return c.Roles["coder"].Rubric },
+		by:   "engine: the judge's criteria for the role's work"},
 	{key: "roles.NAME.model", yaml: "roles: {coder: {model: o3}}", read: func(c Config) any { return second(c.RoleRunner("coder")) },
 		by: "RoleRunner: the role's model"},
 	{key: "runners.NAME.type", yaml: "runners: {mine: {type: exec, command: x}}", read: func(c Config) any { return c.RunnerType("mine") },
@@ -161,6 +174,8 @@ func keyPaths(t reflect.Type, prefix string) []string {
 		path := join(prefix, f.name)
 		ft := t.Field(f.index).Type
 		switch {
+		case ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Map && ft.Elem().Kind() != reflect.Struct:
+			out = append(out, path) // a value of its own kind (gatekeeper requirements, a rubric)
 		case ft.Kind() == reflect.Map:
 			name := "NAME"
 			if f.name == "prices" {

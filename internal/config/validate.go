@@ -48,6 +48,19 @@ func (l *loader) validate(c *Config) error {
 			return l.invalid(fmt.Sprintf("github.labels[%d]", i), `want a label name, got ""`)
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Roles)) {
+		rc := c.Roles[name]
+		if rc.Requirements != nil {
+			if err := rc.Requirements.Validate(); err != nil {
+				return l.invalid("roles."+name+".requirements", err.Error())
+			}
+		}
+		for crit, desc := range rc.Rubric {
+			if strings.TrimSpace(crit) == "" || strings.TrimSpace(desc) == "" {
+				return l.invalid("roles."+name+".rubric", "want criterion: description, both non-empty")
+			}
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.Runners)) {
 		r := c.Runners[name]
 		path := "runners." + name

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/eval"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -49,7 +51,8 @@ func TestInvokeTriageWithoutSignalBlock(t *testing.T) {
 			dir := t.TempDir()
 			inv := runner.Invocation{Role: tt.role, Item: "i", Step: "i/work/" + tt.role + "#1", Attempt: 1,
 				OutputPath: filepath.Join(dir, "out.md"), LogPath: filepath.Join(dir, "log")}
-			sig, _, _, failure, _, err := (&Engine{}).invoke(context.Background(), fake, inv)
+			got, err := (&Engine{}).invoke(context.Background(), fake, inv, nil)
+			sig, failure := got.sig, got.failure
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,5 +166,60 @@ func TestCycleIDCountsPRArchives(t *testing.T) {
 	}
 	if got, want := cycleID(state, now), "2026-11-24-006"; got != want {
 		t.Errorf("cycleID = %s, want %s", got, want)
+	}
+}
+
+// TestInvokeJudge: a judge's JSON judgement is its Rating and stands in for
+// a missing SIGNAL BLOCK; an unusable one is re-asked once, then fails the
+// step; a reply with only a usable block is taken as it is.
+func TestInvokeJudge(t *testing.T) {
+	rubric := eval.Rubric{"correctness": "it works", "tests": "it is tested"}
+	good := "```json\n{\"scores\":{\"correctness\":9,\"tests\":7},\"overall\":8,\"reasoning\":\"solid\"}\n```\n"
+	bad := `{"scores":{"correctness":11},"overall":8}`
+	block := "### SIGNAL BLOCK\n- Agent: judge\n- Result: PASS\n- Confidence: 9\n- Rating: 9\n"
+	tests := []struct {
+		name        string
+		replies     []string
+		wantCalls   int
+		wantResult  signal.Result
+		wantRating  int
+		wantScores  bool
+		wantFailure string
+	}{
+		{"json alone", []string{good}, 1, signal.Pass, 8, true, ""},
+		{"json alone below the pass rating", []string{strings.Replace(good, `"overall":8`, `"overall":3`, 1)}, 1, signal.Insufficient, 3, true, ""},
+		{"json rates over the block", []string{good + block}, 1, signal.Pass, 8, true, ""},
+		{"block alone", []string{block}, 1, signal.Pass, 9, false, ""},
+		{"bad json re-asked", []string{bad + block, good + block}, 2, signal.Pass, 8, true, ""},
+		{"bad json twice fails", []string{bad + block, bad + block}, 2, "", 0, false, "unusable judgement in judge output"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var prompts []string
+			fake := &fakeRunner{do: func(inv runner.Invocation) runner.Result {
+				prompts = append(prompts, inv.Prompt)
+				return runner.Result{Output: tt.replies[len(prompts)-1]}
+			}}
+			dir := t.TempDir()
+			inv := runner.Invocation{Role: "judge", Item: "i", Step: "i/work/judge#1", Attempt: 1,
+				OutputPath: filepath.Join(dir, "out.md"), LogPath: filepath.Join(dir, "log")}
+			e := &Engine{d: Deps{Config: config.Default()}}
+			got, err := e.invoke(context.Background(), fake, inv, rubric)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(prompts) != tt.wantCalls || (tt.wantFailure == "") != (got.failure == "") || !strings.Contains(got.failure, tt.wantFailure) {
+				t.Fatalf("%d calls, failure %q; want %d, %q", len(prompts), got.failure, tt.wantCalls, tt.wantFailure)
+			}
+			if len(prompts) == 2 && !strings.Contains(prompts[1], "Your judgement could not be used") {
+				t.Errorf("re-ask prompt does not say why: %q", prompts[1])
+			}
+			if got.failure != "" {
+				return
+			}
+			if got.sig.Result != tt.wantResult || got.sig.Rating == nil || *got.sig.Rating != tt.wantRating || (got.judgement != nil) != tt.wantScores {
+				t.Errorf("signal %+v judgement %+v", got.sig, got.judgement)
+			}
+		})
 	}
 }

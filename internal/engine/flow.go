@@ -14,6 +14,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -107,7 +108,7 @@ type flowExec struct {
 
 // Agent runs (or replays) an agent step.
 func (fx *flowExec) Agent(ctx context.Context, c workflow.AgentCall) (workflow.Outcome, error) {
-	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: fx.visit(c.Role),
+	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: fx.visit(c.Role), Work: c.Work,
 		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature}
 	if c.Task != nil {
 		data, _ := json.MarshalIndent(c.Task, "", "  ")
@@ -160,6 +161,7 @@ type actionResult struct {
 	Regressions []string       `json:"regressions,omitempty"`
 	Output      string         `json:"output,omitempty"`
 	Approved    *bool          `json:"approved,omitempty"`
+	Signal      *signal.Signal `json:"signal,omitempty"` // gatekeeper
 	Note        string         `json:"note,omitempty"`
 }
 
@@ -172,7 +174,12 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		if c.Kind == "baseline" {
 			fx.baseline = r.Exits
 		}
-		return workflow.Outcome{Regressions: r.Regressions, Output: r.Output}, nil
+		out := workflow.Outcome{Regressions: r.Regressions, Output: r.Output}
+		if r.Signal != nil {
+			out.Signal = *r.Signal
+			out.Text, _ = readText(r.Output)
+		}
+		return out, nil
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return workflow.Outcome{}, err
 	}
@@ -207,6 +214,15 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 			failure = err.Error()
 		}
 		r.Commit = sha
+	case "gatekeeper":
+		sig, out, err := fx.gatekeep(ctx, c)
+		if ctx.Err() != nil {
+			return workflow.Outcome{}, ctx.Err()
+		}
+		if err != nil {
+			failure = err.Error()
+		}
+		r.Signal, r.Output = &sig, out
 	case "answer":
 		_, out, _ := ir.stepFiles(c.ID)
 		if err := writeStepFile(out, []byte(c.Text+"\n")); err != nil {
@@ -229,7 +245,12 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		return workflow.Outcome{}, err
 	}
 	e.publish(ir, event.Event{Type: event.StepCompleted, Phase: c.Phase, Step: c.ID, Message: c.Kind})
-	return workflow.Outcome{Regressions: r.Regressions, Output: r.Output}, nil
+	out := workflow.Outcome{Regressions: r.Regressions, Output: r.Output}
+	if r.Signal != nil {
+		out.Signal = *r.Signal
+		out.Text, _ = readText(r.Output)
+	}
+	return out, nil
 }
 
 func oneLine(s string) string { return shorten(s, 200) }
@@ -239,6 +260,14 @@ var commandNames = []string{"install", "build", "test", "lint"}
 // runChecks runs the project's configured commands in the item's tree and
 // writes a Markdown summary (the integration-checker's input).
 func (fx *flowExec) runChecks(ctx context.Context, id string) (map[string]int, string) {
+	exits, sum, outPath := fx.runCommands(ctx, id, commandNames)
+	writeStepFile(outPath, []byte(sum))
+	return exits, outPath
+}
+
+// runCommands runs the named project commands that cadre.yaml configures
+// and returns their exit codes and a Markdown summary.
+func (fx *flowExec) runCommands(ctx context.Context, id string, names []string) (map[string]int, string, string) {
 	e, ir := fx.e, fx.ir
 	cmds := e.d.Config.Commands
 	byName := map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}
@@ -250,7 +279,7 @@ func (fx *flowExec) runChecks(ctx context.Context, id string) (map[string]int, s
 	var sum strings.Builder
 	fmt.Fprintf(&sum, "# Checks (%s)\n\n| command | exit | baseline |\n| --- | --- | --- |\n", id)
 	timeout := time.Duration(e.d.Config.Defaults.Timeout)
-	for _, name := range commandNames {
+	for _, name := range names {
 		line := byName[name]
 		if strings.TrimSpace(line) == "" {
 			continue
@@ -268,8 +297,7 @@ func (fx *flowExec) runChecks(ctx context.Context, id string) (map[string]int, s
 		fmt.Fprintf(&sum, "| `%s` (%s) | %d | %s |\n", line, name, res.ExitCode, base)
 	}
 	fmt.Fprintf(&sum, "\nFull output: %s\n", logPath)
-	writeStepFile(outPath, []byte(sum.String()))
-	return exits, outPath
+	return exits, sum.String(), outPath
 }
 
 // commit commits the item's changes once. A plan task's commit leaves alone

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/eval"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/role"
@@ -370,8 +371,9 @@ func (e *Engine) workflowOf(opts Options, t *taskfile.Task) string {
 type agentSpec struct {
 	ID, Role, Phase string
 	Workflow        string
-	Attempt         int // the n of the step id
-	Visit           int // nth invocation of the role for the item (0: Attempt)
+	Attempt         int            // the n of the step id
+	Visit           int            // nth invocation of the role for the item (0: Attempt)
+	Work            *workflow.Work // a reviewer's: the work it reviews
 	Inputs          []string
 	Review          string // runner workflow: the rejecting audit the coder addresses
 	Note            string // hand-off note (judge's discrepancy, human feedback)
@@ -461,6 +463,11 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		ContextPath: ctxPath, OutputPath: outPath, Inputs: sp.Inputs, Review: sp.Review, Automated: true,
 		Workflow: sp.Workflow, Phase: sp.Phase, Body: ir.task.Body, Inline: inline, Payload: sp.PayloadJSON,
 		Note: sp.Note, Signature: sp.Signature}
+	var rubric eval.Rubric
+	if sp.Role == roleJudge {
+		rubric = e.rubric(sp.Work)
+		data.Rubric = rubricLines(rubric)
+	}
 	if inline {
 		for _, in := range sp.Inputs {
 			b, _ := os.ReadFile(in)
@@ -508,10 +515,11 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 			e.publish(ir, ev)
 		}}
 	inv.OnStart = e.recordGroup(ctx, ir, sp.ID)
-	sig, output, usage, failure, kind, err := e.invoke(ctx, rn, inv)
+	got, err := e.invoke(ctx, rn, inv, rubric)
 	if err != nil {
 		return agentOut{}, err
 	}
+	sig, output, usage, failure, kind := got.sig, got.output, got.usage, got.failure, got.kind
 	e.d.Crash(CrashAgentExited)
 	rec.Usage = toStoreUsage(usage)
 	if failure != "" {
@@ -575,28 +583,40 @@ func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st wor
 	return workflow.Event{Kind: workflow.StepDone, Role: st.Role, Step: st.ID, Signal: out.sig, Output: out.output}, nil
 }
 
+// asked is what invoke got from an agent.
+type asked struct {
+	sig       signal.Signal
+	output    string
+	usage     event.Usage
+	failure   string          // the step's error message when it failed
+	kind      runner.Kind     // the runner's failure kind (quota, ...)
+	judgement *eval.Judgement // a judge's scores, when it gave them
+}
+
 // invoke runs the agent, reads its output and signal, and re-asks once when
-// the reply has no usable SIGNAL BLOCK. failure is the step's error message
-// when the step failed; err is only for ctx cancellation.
-func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invocation) (sig signal.Signal, output string, usage event.Usage, failure string, kind runner.Kind, err error) {
+// the reply has no usable SIGNAL BLOCK (or, from a judge, an unusable
+// judgement). The error is only for ctx cancellation or a journal failure.
+func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invocation, rubric eval.Rubric) (asked, error) {
+	var got asked
 	for ask := 0; ask < 2; ask++ {
 		// Each ask starts without an output file, so the file read after it
 		// is this ask's (the re-ask's answer, not the first one's copy).
 		os.Remove(inv.OutputPath)
 		res, rerr := rn.Run(ctx, inv)
-		usage = usage.Add(res.Usage)
+		got.usage = got.usage.Add(res.Usage)
 		if ctx.Err() != nil {
-			return sig, "", usage, "", "", ctx.Err()
+			return got, ctx.Err()
 		}
 		if rerr != nil {
-			return sig, "", usage, fmt.Sprintf("%s: %v", inv.Role, rerr), runner.KindOf(rerr), nil
+			got.failure, got.kind = fmt.Sprintf("%s: %v", inv.Role, rerr), runner.KindOf(rerr)
+			return got, nil
 		}
-		output, err = collectOutput(inv.OutputPath, res.Output)
+		output, err := collectOutput(inv.OutputPath, res.Output)
 		if err != nil {
-			return sig, "", usage, "", "", err
+			return got, err
 		}
-		var perr error
-		sig, perr = signal.Parse(output)
+		got.output = output
+		sig, perr := signal.Parse(output)
 		if perr == nil {
 			perr = workflow.Usable(inv.Role, sig.Rating)
 		}
@@ -607,27 +627,43 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 			// for want of a SIGNAL BLOCK.
 			sig, perr = triageSignal(output), nil
 		}
+		var jerr error
+		if inv.Role == roleJudge {
+			sig, got.judgement, perr, jerr = e.judged(output, sig, perr, rubric)
+		}
+		got.sig = sig
 		// An auditor that exits non-zero but rated the work is an audit
 		// failure, not a crash (seed 001).
 		if res.ExitCode != 0 && !(perr == nil && inv.Role == workflow.RoleAuditor) {
-			return sig, output, usage, fmt.Sprintf("%s exited with code %d%s (see %s)", inv.Role, res.ExitCode, tail(res.StderrTail), inv.LogPath), "", nil
+			got.failure = fmt.Sprintf("%s exited with code %d%s (see %s)", inv.Role, res.ExitCode, tail(res.StderrTail), inv.LogPath)
+			return got, nil
 		}
 		if perr == nil {
-			return sig, output, usage, "", "", nil
+			return got, nil
 		}
 		if ask == 1 {
-			if errors.Is(perr, signal.ErrNoBlock) {
-				return sig, output, usage, fmt.Sprintf("no SIGNAL BLOCK in %s output (see %s)", inv.Role, inv.OutputPath), "", nil
+			switch {
+			case jerr != nil:
+				got.failure = fmt.Sprintf("unusable judgement in %s output: %v (see %s)", inv.Role, jerr, inv.OutputPath)
+			case errors.Is(perr, signal.ErrNoBlock):
+				got.failure = fmt.Sprintf("no SIGNAL BLOCK in %s output (see %s)", inv.Role, inv.OutputPath)
+			default:
+				got.failure = fmt.Sprintf("unusable SIGNAL BLOCK in %s output: %v (see %s)", inv.Role, perr, inv.OutputPath)
 			}
-			return sig, output, usage, fmt.Sprintf("unusable SIGNAL BLOCK in %s output: %v (see %s)", inv.Role, perr, inv.OutputPath), "", nil
+			return got, nil
 		}
 		inv.Reask = true
 		// The re-ask continues the agent's own session where the backend
 		// keeps one, so it answers with its work in context.
 		inv.Session = res.SessionID
-		inv.Prompt += fmt.Sprintf("\n\nYour previous reply could not be used: %v. Reply again and end it with the SIGNAL BLOCK exactly as specified above.\n", perr)
+		if jerr != nil {
+			inv.Prompt += "\n\n" + eval.ReaskPrompt(jerr) + " Then end your reply with the SIGNAL BLOCK as specified above.\n"
+		} else {
+			inv.Prompt += fmt.Sprintf("\n\nYour previous reply could not be used: %v. Reply again and end it with the SIGNAL BLOCK exactly as specified above.\n", perr)
+		}
 	}
-	return sig, output, usage, "unreachable", "", nil
+	got.failure = "unreachable"
+	return got, nil
 }
 
 // roleTriage is the role whose reply is a routing decision.

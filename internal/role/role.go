@@ -62,6 +62,9 @@ type Data struct {
 	// Note is text from a human (cadre approve --note) or the previous
 	// agent's hand-off (a judge's discrepancy for the planner).
 	Note string
+	// Rubric is the judge's criteria, one "- name: meaning" line each
+	// (seed 003); empty for other roles.
+	Rubric string
 }
 
 // Registry is the set of roles available to a run.

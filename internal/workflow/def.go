@@ -77,8 +77,10 @@ var Actions = map[string]string{
 	"baseline": "run the project's install/build/test/lint commands and remember which pass",
 	"checks":   "run them again; a command that passed at the baseline and fails now is a regression",
 	"commit":   "commit the item's (or the plan task's) changes in its worktree",
-	"answer":   "record the triage role's direct answer as the item's result (no code change)",
-	"routed":   "run the workflow the triage role chose (or its custom role sequence)",
+	"gatekeeper": "check the last agent's work without a model (seed 003): its SIGNAL BLOCK, plan, diff " +
+		"(non-empty, inside the task's files, no forbidden path) and the build/test commands; a failed check rejects it",
+	"answer": "record the triage role's direct answer as the item's result (no code change)",
+	"routed": "run the workflow the triage role chose (or its custom role sequence)",
 }
 
 var limitNames = []string{"max_review_rounds", "max_insufficient_loops", "max_iterations", "max_attempts"}
@@ -305,6 +307,9 @@ func reviewingIn(nodes ...[]Node) string {
 			if n.Role != "" && IsReviewing(n.Role) {
 				return n.Role
 			}
+			if n.Run == "gatekeeper" {
+				return "gatekeeper"
+			}
 			inner := [][]Node{n.Parallel, n.Do}
 			if n.Loop != nil {
 				inner = append(inner, n.Loop.Do, n.Loop.Between)
@@ -332,6 +337,30 @@ func sortedKeys(m map[string]string) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// Gates lists what gates a definition's work, in first-use order: its
+// reviewing roles and, when it runs one, the gatekeeper.
+func (d *Def) Gates() []string {
+	var out []string
+	var walk func([]Node)
+	walk = func(ns []Node) {
+		for _, n := range ns {
+			if (n.Role != "" && IsReviewing(n.Role) || n.Run == "gatekeeper") && !contains(out, n.Role+n.Run) {
+				out = append(out, n.Role+n.Run)
+			}
+			walk(n.Parallel)
+			walk(n.Do)
+			if n.Loop != nil {
+				walk(n.Loop.Do)
+				walk(n.Loop.Between)
+			}
+		}
+	}
+	for _, p := range d.Phases {
+		walk(p.Steps)
+	}
 	return out
 }
 

@@ -76,22 +76,39 @@ func TestEveryReviewerGates(t *testing.T) {
 		{"review", "critic", func(s *signal.Signal) { s.Result = signal.Insufficient }, "", ResultFailed},
 		{"review", "gatekeeper", func(s *signal.Signal) { s.Result = signal.Fail }, "", ResultFailed},
 		{"review", "judge", func(s *signal.Signal) { s.Rating = signal.Int(1) }, "", ResultFailed},
+		{"moa", "gatekeeper", func(s *signal.Signal) { s.Result = signal.Fail }, "architect", ResultFailed},
+		{"moa", "judge", func(s *signal.Signal) { s.Rating = signal.Int(2) }, "architect", ResultFailed},
 		{"debug", "verifier", func(s *signal.Signal) { s.Result = signal.Fail }, "executor", ResultFailed},
 		{"test", "verifier", func(s *signal.Signal) { s.Rating = signal.Int(3) }, "executor", ResultFailed},
 		{"test", "tester", func(s *signal.Signal) { s.Result = signal.Fail }, "", ResultFailed},
 		{"moa", "critic", func(s *signal.Signal) { s.Result = signal.Insufficient }, "architect", ResultFailed},
 		{"cadre", "code-reviewer", func(s *signal.Signal) { s.Verdict = signal.VerdictNeedsFixes }, "fix-surgeon", ResultFailed},
 	}
+	// The gatekeeper is a deterministic step, the others agents.
+	script := func(f *fakeExec, reviewer string, reject func(*signal.Signal), times int) {
+		rejected := 0
+		f.agent = func(c AgentCall, n int) Outcome {
+			o := okOutcome(c.Role)
+			if c.Role == reviewer && (times < 0 || n < times) {
+				reject(&o.Signal)
+				o.Signal.Context = "the fix: handle nil"
+			}
+			return o
+		}
+		f.action = func(c ActionCall) Outcome {
+			o := Outcome{Signal: signal.Signal{Result: signal.Pass, Rating: signal.Int(10)}}
+			if c.Kind == "gatekeeper" && reviewer == "gatekeeper" && (times < 0 || rejected < times) {
+				rejected++
+				reject(&o.Signal)
+				o.Signal.Context = "the fix: handle nil"
+			}
+			return o
+		}
+	}
 	for _, tc := range cases {
 		t.Run(tc.wf+"/"+tc.reviewer+"/always", func(t *testing.T) {
 			f := newFake()
-			f.agent = func(c AgentCall, n int) Outcome {
-				o := okOutcome(c.Role)
-				if c.Role == tc.reviewer {
-					tc.reject(&o.Signal)
-				}
-				return o
-			}
+			script(f, tc.reviewer, tc.reject, -1)
 			res, err := runWF(t, tc.wf, f)
 			if err != nil || res.Status != tc.failed || !strings.Contains(res.Reason, tc.reviewer) {
 				t.Errorf("result %+v err %v, want %s naming %s", res, err, tc.failed, tc.reviewer)
@@ -110,14 +127,7 @@ func TestEveryReviewerGates(t *testing.T) {
 		}
 		t.Run(tc.wf+"/"+tc.reviewer+"/once", func(t *testing.T) {
 			f := newFake()
-			f.agent = func(c AgentCall, n int) Outcome {
-				o := okOutcome(c.Role)
-				if c.Role == tc.reviewer && n == 0 {
-					tc.reject(&o.Signal)
-					o.Signal.Context = "the fix: handle nil"
-				}
-				return o
-			}
+			script(f, tc.reviewer, tc.reject, 1)
 			res, err := runWF(t, tc.wf, f)
 			if err != nil || res.Status != ResultCompleted {
 				t.Fatalf("result %+v err %v, calls %v", res, err, f.calls)
@@ -146,7 +156,7 @@ func TestRejectionEndsTheRound(t *testing.T) {
 		return o
 	}
 	res, _ := runWF(t, "full", f)
-	want := "planner architect executor critic executor critic gatekeeper judge run:commit"
+	want := "planner architect executor critic executor critic run:gatekeeper judge run:commit"
 	if got := strings.Join(f.calls, " "); got != want || res.Status != ResultCompleted {
 		t.Errorf("calls %s (%s), want %s", got, res.Status, want)
 	}
@@ -269,5 +279,32 @@ func TestValidateRefusesUngatedLoops(t *testing.T) {
 	d := &Def{Name: "x", Source: "x.yaml", PassRating: 11, Phases: []Phase{{Name: "p", Steps: []Node{{Role: "executor"}}}}}
 	if err := d.Validate(nil); err == nil || !strings.Contains(err.Error(), "pass_rating 11") {
 		t.Errorf("pass_rating 11: %v", err)
+	}
+}
+
+// The gatekeeper checks, and the judge scores, the work before them: the
+// executor's in full, the critic's review in review (no agent worked).
+func TestGatekeeperAndJudgeCheckTheWork(t *testing.T) {
+	for wf, want := range map[string]string{"full": "42/work/executor#1", "review": "42/work/critic#1"} {
+		f := newFake()
+		var gate, judge *Work
+		f.action = func(c ActionCall) Outcome {
+			if c.Kind == "gatekeeper" {
+				gate = c.Work
+			}
+			return Outcome{}
+		}
+		f.agent = func(c AgentCall, n int) Outcome {
+			if c.Role == "judge" {
+				judge = c.Work
+			}
+			return okOutcome(c.Role)
+		}
+		if res, err := runWF(t, wf, f); err != nil || res.Status != ResultCompleted {
+			t.Fatalf("%s: %+v %v", wf, res, err)
+		}
+		if gate == nil || gate.Step != want || judge == nil || judge.Step != want || gate.Output == "" {
+			t.Errorf("%s: gatekeeper checked %+v, judge scored %+v; want %s", wf, gate, judge, want)
+		}
 	}
 }

@@ -44,6 +44,15 @@ type AgentCall struct {
 	Note      string           // hand-off from the previous agent or a human
 	Signature string           // goal:loop:step (seed 002)
 	Round     int              // loop round, 1-based; 0 outside loops
+	Work      *Work            // a reviewing role's: the work it reviews
+}
+
+// Work is the last working (not reviewing) agent step in scope: what a
+// reviewer rates and a gatekeeper checks.
+type Work struct {
+	Step, Role string
+	Output     string // its output file
+	Text       string // its output
 }
 
 // ActionCall is one deterministic step.
@@ -57,10 +66,13 @@ type ActionCall struct {
 	// files that other unfinished tasks declared, which this commit must
 	// leave alone.
 	Others []string
+	Work   *Work // gatekeeper: the work it checks
+	Round  int   // loop round, 1-based; 0 outside loops
 }
 
 // Outcome is what a step produced.
 type Outcome struct {
+	Step        string // the step's id
 	Failed      bool   // the step failed (crash, no signal, FAIL result, ...)
 	Reason      string // why, when Failed
 	Signal      signal.Signal
@@ -164,9 +176,26 @@ type scope struct {
 	last      Outcome
 	note      string
 	round     int
-	index     int  // position of the step within its loop round, for signatures
-	inRound   bool // inside a loop's do: a FAIL or a rejection ends the round
-	pass      int  // the workflow's pass rating for reviewers
+	index     int   // position of the step within its loop round, for signatures
+	inRound   bool  // inside a loop's do: a FAIL or a rejection ends the round
+	pass      int   // the workflow's pass rating for reviewers
+	work      *Work // the last working step
+	review    *Work // the last review since it (not a judge's)
+}
+
+// carry takes over what an inner sequence produced.
+func (sc *scope) carry(in *scope) {
+	sc.inputs, sc.last, sc.note, sc.work, sc.review = in.inputs, in.last, in.note, in.work, in.review
+}
+
+// checked is the work a gatekeeper checks and a reviewer rates: the last
+// working step, or, where no agent worked (the review workflow), the last
+// review.
+func (sc *scope) checked() *Work {
+	if sc.work != nil {
+		return sc.work
+	}
+	return sc.review
 }
 
 // failure is a step or node failure inside a phase.
@@ -219,7 +248,7 @@ func (in *Interp) runDef(ctx context.Context, def *Def, sc *scope) (Result, erro
 		psc := *sc
 		psc.phase = p.Name
 		err := in.seq(ctx, p.Steps, &psc)
-		sc.inputs, sc.last, sc.note = psc.inputs, psc.last, psc.note
+		sc.carry(&psc)
 		var f *failure
 		var inc *incomplete
 		var re *routedEnd
@@ -297,11 +326,15 @@ func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
 		call := AgentCall{ID: id, Role: role, Workflow: sc.wf, Phase: sc.phase, Task: sc.task,
 			Inputs: append([]string(nil), sc.inputs...), Note: note, Round: sc.round,
 			Signature: fmt.Sprintf("1:%d:%d", max(sc.round, 1), sc.index)}
+		if IsReviewing(role) {
+			call.Work = sc.checked()
+		}
 		var err error
 		out, err = in.Exec.Agent(ctx, call)
 		if err != nil {
 			return err
 		}
+		out.Step = id
 		sc.last = out
 		if out.Failed {
 			return &failure{fmt.Sprintf("%s: %s", role, out.Reason)}
@@ -341,6 +374,13 @@ func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
 			return err
 		}
 	}
+	w := &Work{Step: out.Step, Role: role, Output: out.Output, Text: out.Text}
+	switch {
+	case !IsReviewing(role):
+		sc.work, sc.review = w, nil
+	case role != "judge":
+		sc.review = w
+	}
 	if why := Rejection(role, out.Signal, sc.pass); why != "" {
 		return &rejected{why}
 	}
@@ -371,7 +411,7 @@ func (in *Interp) takePlan(role string, out Outcome) error {
 }
 
 func (in *Interp) action(ctx context.Context, kind string, sc *scope) error {
-	call := ActionCall{ID: in.id(sc, kind), Kind: kind, Phase: sc.phase, Task: sc.task}
+	call := ActionCall{ID: in.id(sc, kind), Kind: kind, Phase: sc.phase, Task: sc.task, Round: sc.round}
 	if kind == "answer" {
 		t, err := signal.ParseTriage(sc.last.Text)
 		if err != nil || t.Answer == nil {
@@ -382,6 +422,12 @@ func (in *Interp) action(ctx context.Context, kind string, sc *scope) error {
 	if kind == "commit" && sc.task != nil {
 		call.Others = in.othersFiles(sc.task.ID)
 	}
+	if kind == "gatekeeper" {
+		if sc.checked() == nil {
+			return &failure{"gatekeeper: no agent's work to check before it"}
+		}
+		call.Work = sc.checked()
+	}
 	out, err := in.Exec.Action(ctx, call)
 	if err != nil {
 		return err
@@ -389,6 +435,16 @@ func (in *Interp) action(ctx context.Context, kind string, sc *scope) error {
 	sc.last = out
 	if out.Failed {
 		return &failure{fmt.Sprintf("%s: %s", kind, out.Reason)}
+	}
+	if kind == "gatekeeper" {
+		if out.Output != "" {
+			sc.inputs = append(sc.inputs, out.Output)
+		}
+		sc.note = out.Signal.Context
+		if why := Rejection(kind, out.Signal, sc.pass); why != "" {
+			return &rejected{why}
+		}
+		return nil
 	}
 	if kind == "checks" && len(out.Regressions) > 0 {
 		data, _ := json.Marshal(map[string]any{"regressions": out.Regressions})
@@ -414,6 +470,9 @@ func (in *Interp) parallel(ctx context.Context, nodes []Node, sc *scope) error {
 	for _, b := range scopes {
 		sc.inputs = appendNew(sc.inputs, b.inputs)
 		sc.last = b.last
+		if b.work != nil {
+			sc.work, sc.review = b.work, b.review
+		}
 	}
 	return err
 }
@@ -501,7 +560,7 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 		rsc := *sc
 		rsc.round, rsc.index, rsc.inRound = round, 0, true
 		err := in.seq(ctx, l.Do, &rsc)
-		sc.inputs, sc.last, sc.note = rsc.inputs, rsc.last, rsc.note
+		sc.carry(&rsc)
 		var rej *rejected
 		switch {
 		case errors.As(err, &rej):
@@ -550,7 +609,7 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 			bsc := *sc
 			bsc.round, bsc.index = round, len(l.Do)
 			err := in.seq(ctx, l.Between, &bsc)
-			sc.inputs, sc.last, sc.note = bsc.inputs, bsc.last, bsc.note
+			sc.carry(&bsc)
 			if err != nil {
 				return err
 			}

@@ -151,23 +151,7 @@ func (r *Repo) ExcludeState(ctx context.Context) error {
 
 // Dirty lists the paths with uncommitted changes (untracked files included).
 func (r *Repo) Dirty(ctx context.Context) ([]string, error) {
-	out, err := r.Git(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all")
-	if err != nil {
-		return nil, err
-	}
-	var paths []string
-	fields := strings.Split(out, "\x00")
-	for i := 0; i < len(fields); i++ {
-		f := fields[i]
-		if len(f) < 4 {
-			continue
-		}
-		paths = append(paths, f[3:])
-		if f[0] == 'R' || f[0] == 'C' {
-			i++ // the rename's source follows
-		}
-	}
-	return paths, nil
+	return r.status(ctx, false)
 }
 
 // FindStepCommit returns the commit reachable from HEAD whose trailers are
@@ -267,4 +251,35 @@ func Init(ctx context.Context, dir, branch string) (*Repo, error) {
 		return nil, err
 	}
 	return Open(ctx, dir)
+}
+
+// Changed lists every path the uncommitted changes touch, both sides of a
+// rename or copy included (a rename away from a path changes it too).
+func (r *Repo) Changed(ctx context.Context) ([]string, error) {
+	return r.status(ctx, true)
+}
+
+// status lists the paths of git status, with the sources of renames and
+// copies when sources is set.
+func (r *Repo) status(ctx context.Context, sources bool) ([]string, error) {
+	out, err := r.Git(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	fields := strings.Split(out, "\x00")
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if len(f) < 4 {
+			continue
+		}
+		paths = append(paths, f[3:])
+		if (f[0] == 'R' || f[0] == 'C') && i+1 < len(fields) {
+			i++ // the rename's source follows
+			if sources {
+				paths = append(paths, fields[i])
+			}
+		}
+	}
+	return paths, nil
 }
