@@ -165,3 +165,37 @@ func TestScoresWithoutEvaluations(t *testing.T) {
 		t.Errorf("--json with nothing recorded: exit %d, stdout %q; want an empty rows list", code, out)
 	}
 }
+
+// TestReportByModelShowsScores: cadre report --by model adds SCORE and
+// EVALS columns once the run's steps were evaluated, and not before.
+func TestReportByModelShowsScores(t *testing.T) {
+	dir := gitRepo(t, nil)
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(dir, ".cadre", "cadre.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := store.Step{RunID: "r1", ID: "a/code", Role: "coder", Runner: "claude", Model: "sonnet", Kind: "agent", Status: store.StepCompleted}
+	for _, err := range []error{st.CreateRun(ctx, store.Run{ID: "r1"}), st.StartStep(ctx, step), st.FinishStep(ctx, step)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+
+	code, out, errOut := runCadre(t, dir, nil, "report", "--by", "model")
+	if code != 0 || strings.Contains(out, "SCORE") {
+		t.Fatalf("before evaluation: exit %d, stderr %q, stdout:\n%s\nwant no SCORE column", code, errOut, out)
+	}
+	seedEvals(t, dir, scored(store.SourceRun, "a/code", "coder", "claude", "sonnet", 0.85, nil, 0))
+	_, out, _ = runCadre(t, dir, nil, "report", "--by", "model")
+	for _, re := range []string{`(?m)^KEY .* SCORE +EVALS$`, `(?m)^sonnet +1 .* 8\.5 +1$`, `(?m)^total +1 .* 8\.5 +1$`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("report --by model: no line matching %s in:\n%s", re, out)
+		}
+	}
+	_, out, _ = runCadre(t, dir, nil, "report", "--by", "model", "--json")
+	if !strings.Contains(out, `"eval_mean_score": 0.85`) || !strings.Contains(out, `"eval_samples": 1`) {
+		t.Errorf("report --by model --json lacks the evaluation fields:\n%s", out)
+	}
+}
