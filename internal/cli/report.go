@@ -26,10 +26,15 @@ func NewCmdReport(f *Factory, runF func(context.Context, *Factory, *ReportOption
 	cmd := &cobra.Command{
 		Use:   "report [RUN] [--by role|runner|model|item] [--json]",
 		Short: "Tokens, cost and time of a run's agent steps, grouped",
-		Long:  `Account for the latest run (or RUN): agent steps, failures, tokens, cost and agent time, grouped by role, runner, model or item.` + exitStatusSimple,
+		Long: `Account for the latest run (or RUN): agent steps, failures, tokens, cost and agent time, grouped by role, runner, model or item.
+
+With --by model, when the run's steps were evaluated, SCORE is each model's mean quality
+(0-10) and EVALS the number of scored evaluations (eval_mean_score on 0..1 and
+eval_samples in --json); see cadre scores for the record across runs.` + exitStatusSimple,
 		Example: `  cadre report
   cadre report --by runner
-  cadre report --by item --json`,
+  cadre report --by item --json
+  cadre report --by model`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -62,16 +67,47 @@ func runReport(ctx context.Context, f *Factory, opts *ReportOptions) error {
 		return enc.Encode(map[string]any{"run": id, "by": opts.By, "rows": rows})
 	}
 	fmt.Fprintf(f.IO.Out, "run %s by %s\n", id, opts.By)
-	fmt.Fprintf(f.IO.Out, "%-24s %5s %6s %10s %10s %12s %10s\n", "KEY", "STEPS", "FAILED", "IN", "OUT", "COST", "TIME")
-	var tot engine.ReportRow
+	// The quality columns appear only when the run was evaluated.
+	evals := false
 	for _, r := range rows {
-		fmt.Fprintf(f.IO.Out, "%-24s %5d %6d %10d %10d %12s %10s\n", r.Key, r.Steps, r.Failed, r.Usage.InputTokens, r.Usage.OutputTokens, cost(r.Usage.CostUSD, r.Usage.CostEstimated), r.Duration.Round(time.Millisecond))
+		evals = evals || r.EvalSamples > 0
+	}
+	line := func(key string, r engine.ReportRow) {
+		fmt.Fprintf(f.IO.Out, "%-24s %5d %6d %10d %10d %12s %10s", key, r.Steps, r.Failed, r.Usage.InputTokens, r.Usage.OutputTokens, cost(r.Usage.CostUSD, r.Usage.CostEstimated), r.Duration.Round(time.Millisecond))
+		if evals {
+			score := "-"
+			if r.EvalMeanScore != nil {
+				score = fmt.Sprintf("%.1f", 10*(*r.EvalMeanScore))
+			}
+			fmt.Fprintf(f.IO.Out, " %5s %5d", score, r.EvalSamples)
+		}
+		fmt.Fprintln(f.IO.Out)
+	}
+	fmt.Fprintf(f.IO.Out, "%-24s %5s %6s %10s %10s %12s %10s", "KEY", "STEPS", "FAILED", "IN", "OUT", "COST", "TIME")
+	if evals {
+		fmt.Fprintf(f.IO.Out, " %5s %5s", "SCORE", "EVALS")
+	}
+	fmt.Fprintln(f.IO.Out)
+	var (
+		tot      engine.ReportRow
+		scoreSum float64
+	)
+	for _, r := range rows {
+		line(r.Key, r)
 		tot.Steps += r.Steps
 		tot.Failed += r.Failed
 		tot.Usage = tot.Usage.Add(r.Usage)
 		tot.Duration += r.Duration
+		if r.EvalMeanScore != nil {
+			tot.EvalSamples += r.EvalSamples
+			scoreSum += *r.EvalMeanScore * float64(r.EvalSamples)
+		}
 	}
-	fmt.Fprintf(f.IO.Out, "%-24s %5d %6d %10d %10d %12s %10s\n", "total", tot.Steps, tot.Failed, tot.Usage.InputTokens, tot.Usage.OutputTokens, cost(tot.Usage.CostUSD, tot.Usage.CostEstimated), tot.Duration.Round(time.Millisecond))
+	if tot.EvalSamples > 0 {
+		mean := scoreSum / float64(tot.EvalSamples)
+		tot.EvalMeanScore = &mean
+	}
+	line("total", tot)
 	return nil
 }
 

@@ -1,6 +1,9 @@
 package cli_test
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/cli"
 	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // TestMain lets the test binary act as the cadre command inside scripts.
@@ -72,6 +76,7 @@ func TestScript(t *testing.T) {
 			"exits":     cmdExits,
 			"waitfile":  cmdWaitFile,
 			"groupgone": cmdGroupGone,
+			"seedevals": cmdSeedEvals,
 		},
 	})
 }
@@ -211,4 +216,35 @@ func cmdGroupGone(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// cmdSeedEvals records evaluations in the journal of the repository in the
+// current directory, one store.Evaluation as JSON per line of FILE (field
+// names as in Go). Runs do not record evaluations yet; this stands in for
+// them so scripts can exercise cadre scores.
+//
+//	seedevals FILE
+func cmdSeedEvals(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: seedevals FILE")
+	}
+	var evs []store.Evaluation
+	sc := bufio.NewScanner(strings.NewReader(ts.ReadFile(args[0])))
+	for n := 1; sc.Scan(); n++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var e store.Evaluation
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			ts.Fatalf("seedevals: %s:%d: %v", args[0], n, err)
+		}
+		evs = append(evs, e)
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, ts.MkAbs(filepath.Join(".cadre", "cadre.db")))
+	ts.Check(err)
+	defer st.Close()
+	ts.Check(st.RecordEvaluations(ctx, evs...))
 }

@@ -17,6 +17,11 @@ type ReportRow struct {
 	Failed   int           `json:"failed"`
 	Usage    event.Usage   `json:"usage"`
 	Duration time.Duration `json:"duration_ns"`
+	// With --by model, when the run's steps were evaluated: the mean
+	// quality (0..1) of this model's scored evaluations and how many
+	// there were. Omitted otherwise, so 0 always means a score of 0.
+	EvalMeanScore *float64 `json:"eval_mean_score,omitempty"`
+	EvalSamples   int      `json:"eval_samples,omitempty"`
 }
 
 // ReportKeys are the groupings Report accepts.
@@ -61,6 +66,11 @@ func Report(ctx context.Context, st *store.Store, runID, by string) ([]ReportRow
 			r.Duration += s.EndedAt.Sub(s.StartedAt)
 		}
 	}
+	if by == "model" {
+		if err := addEvalScores(ctx, st, runID, rows); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]ReportRow, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, *r)
@@ -72,4 +82,31 @@ func Report(ctx context.Context, st *store.Store, runID, by string) ([]ReportRow
 		return out[i].Key < out[j].Key
 	})
 	return out, nil
+}
+
+// addEvalScores gives each model's row the run's evaluations of its steps,
+// summed across roles and runners by their counts.
+func addEvalScores(ctx context.Context, st *store.Store, runID string, rows map[string]*ReportRow) error {
+	stats, err := st.EvalStats(ctx, store.EvalFilter{RunID: runID, Source: store.SourceRun})
+	if err != nil {
+		return err
+	}
+	sums := map[string]float64{}
+	for _, x := range stats {
+		k := x.Model
+		if k == "" {
+			k = "(default)"
+		}
+		r := rows[k]
+		if r == nil || x.Scored == 0 {
+			continue // evaluated steps that are not agent steps of the report
+		}
+		r.EvalSamples += x.Scored
+		sums[k] += x.MeanScore * float64(x.Scored)
+	}
+	for k, sum := range sums {
+		mean := sum / float64(rows[k].EvalSamples)
+		rows[k].EvalMeanScore = &mean
+	}
+	return nil
 }

@@ -20,6 +20,9 @@
 //     ReaskPrompt turns a parse error into the one corrective re-ask.
 //   - selector.go: Selector.Select picks a Candidate (runner or
 //     runner/model) for a role from recorded Stats.
+//   - records.go: StatsFor turns a role's score-store Records into the
+//     selector's Stats per candidate ("claude" spans its models,
+//     "claude/sonnet" does not).
 //
 // # Selector: UCB1 over quality minus a relative cost penalty
 //

@@ -1,6 +1,10 @@
 // Package store is cadre's journal: a SQLite database (normally
 // .cadre/cadre.db) holding runs, the items of each run, the steps run for
-// each item with their outcome and usage, and the event stream.
+// each item with their outcome and usage, and the event stream. It is
+// also the score store (evals.go): evaluations of agents' work from runs
+// and benchmarks, aggregated per role, runner and model. The store only
+// records and sums; what the figures mean for picking a runner is policy,
+// kept in internal/eval (StatsFor).
 //
 // The journal is what makes resume safe: a step recorded as completed is
 // never started again (StartStep returns ErrCompleted), and every finished
