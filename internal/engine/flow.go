@@ -59,6 +59,7 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 		e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp("completed"),
 			Error: strp(strings.Join(res.PhaseFailures, "; "))})
 		e.archiveCycle(ctx, ir, now, "")
+		e.outcomes(ctx, ir, true)
 		e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: "completed", Message: res.Status})
 		return itemOutcome{completed: true}, nil
 	}
@@ -71,6 +72,7 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 	e.finishIssue(ctx, ir, false, reason)
 	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp("failed"), Error: &reason})
 	e.archiveCycle(ctx, ir, now, suffix)
+	e.outcomes(ctx, ir, false)
 	e.publish(ir, event.Event{Type: event.TaskFailed, Error: reason})
 	return itemOutcome{failed: true, reason: ir.it.ID + ": " + reason}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/eval"
 	"github.com/cadre-dev/cadre/internal/signal"
+	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
@@ -50,6 +51,9 @@ func (fx *flowExec) gatekeep(ctx context.Context, c workflow.ActionCall) (signal
 		return signal.Signal{}, "", ctx.Err()
 	}
 	res := eval.Gatekeeper{}.Validate(eval.Response{Text: w.Text, Files: files, Commands: exits}, req)
+	score := res.Score()
+	e.evaluate(ctx, ir, verdict{kind: store.KindGatekeeper, step: w.Step, passed: &res.Passed, score: &score,
+		detail: map[string]any{"step": c.ID, "checks": res.Checks}})
 	sig := signal.Signal{Agent: "gatekeeper", Result: signal.Pass, LoopSummary: res.Summary(),
 		Confidence: signal.Int(10), Rating: signal.Int(int(math.Round(res.Score() * 10)))}
 	var failed []string

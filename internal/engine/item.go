@@ -49,6 +49,19 @@ type itemRun struct {
 	gitMu   sync.Mutex // serialises commits in the item's tree
 	// written is the frontmatter last written, to skip redundant writes.
 	written map[string]string
+
+	workMu   sync.Mutex
+	lastWork string // the last working step, which the next reviewer rates
+}
+
+// worked notes a working (not reviewing) step, for the reviewer after it.
+func (ir *itemRun) worked(sp agentSpec) {
+	if workflow.IsReviewing(sp.Role) {
+		return
+	}
+	ir.workMu.Lock()
+	ir.lastWork = sp.ID
+	ir.workMu.Unlock()
 }
 
 func (e *Engine) publish(ir *itemRun, ev event.Event) {
@@ -177,6 +190,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 			}
 			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp(s.Stage), Attempts: &s.Attempts, CurrentStep: strp("")})
 			e.archiveCycle(ctx, ir, time.Now(), "")
+			e.outcomes(ctx, ir, true)
 			e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: s.Stage})
 			return itemOutcome{completed: true}, nil
 		case workflow.HardStop:
@@ -208,6 +222,7 @@ func (e *Engine) next(lim workflow.Limits, ir *itemRun, s workflow.State, ev wor
 // failItem ends an item on a hard stop, which halts the whole run.
 func (e *Engine) failItem(ctx context.Context, ir *itemRun, s workflow.State, reason string) (itemOutcome, error) {
 	e.archiveCycle(ctx, ir, time.Now(), "_failed")
+	e.outcomes(ctx, ir, false)
 	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp(s.Stage), Attempts: &s.Attempts, Error: &reason})
 	e.publish(ir, event.Event{Type: event.TaskFailed, Stage: s.Stage, Error: reason})
 	e.publish(ir, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Error: reason})
@@ -405,6 +420,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 			out.text = string(data)
 		}
 		ir.cycle.add(sp, out)
+		ir.worked(sp)
 		return out, nil
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return agentOut{}, err
@@ -562,6 +578,8 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	e.publish(ir, ev)
 	out := agentOut{sig: sig, output: outPath, text: output, usage: usage}
 	ir.cycle.add(sp, out)
+	e.reviewed(ctx, ir, sp, sig, got.judgement)
+	ir.worked(sp)
 	return out, nil
 }
 

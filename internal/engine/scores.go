@@ -2,9 +2,13 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/cadre-dev/cadre/internal/eval"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
 // SelectorStats reads role's evaluations, from runs and benchmarks alike,
@@ -22,4 +26,87 @@ func SelectorStats(ctx context.Context, st *store.Store, role string, cands []ev
 			Costed: r.Costed, MeanCostUSD: r.MeanCostUSD})
 	}
 	return eval.StatsFor(cands, recs), nil
+}
+
+// verdict is one evaluation of an agent step by the run: a gatekeeper's
+// checks, a judge's scores, a reviewer's rating, or the item's outcome.
+type verdict struct {
+	kind   string   // store.Kind*
+	step   string   // the evaluated step
+	passed *bool    // nil when the kind gives no pass/fail
+	score  *float64 // 0..1, nil when none
+	detail any      // JSON-encoded into the record
+}
+
+// evaluate records v in the score store, with the runner, model and role
+// of the evaluated step, so every real run feeds the model selector (seed
+// 003's lesson: evaluation wired in from the start). Only the outcome
+// carries the step's cost, time and tokens: the store's means are per
+// step. A failure to record is a warning; it loses no work.
+func (e *Engine) evaluate(ctx context.Context, ir *itemRun, v verdict) {
+	st, err := e.d.Store.GetStep(ctx, ir.run, v.step)
+	if err != nil || st.Kind != "agent" || st.Runner == "" {
+		return // not an agent step (or not journaled): nothing to attribute
+	}
+	ev := store.Evaluation{Source: store.SourceRun, RunID: ir.run, ItemID: ir.it.ID, StepID: v.step, Role: st.Role,
+		Runner: st.Runner, Model: st.Model, Kind: v.kind, Passed: v.passed, Score: v.score}
+	if v.detail != nil {
+		ev.Detail, _ = json.Marshal(v.detail)
+	}
+	if v.kind == store.KindOutcome {
+		u := &store.EvalUsage{CostUSD: st.Usage.CostUSD, InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens}
+		if st.EndedAt != nil {
+			u.LatencyMS = st.EndedAt.Sub(st.StartedAt).Milliseconds()
+		}
+		ev.Usage = u
+	}
+	if err := e.d.Store.RecordEvaluation(context.WithoutCancel(ctx), ev); err != nil {
+		e.publish(ir, event.Event{Type: event.Warning, Step: v.step, Message: "score store: " + err.Error()})
+	}
+}
+
+// reviewed records a reviewing role's verdict on the work it reviewed: a
+// judge's scores as a judge evaluation, any other reviewer's rating as a
+// review.
+func (e *Engine) reviewed(ctx context.Context, ir *itemRun, sp agentSpec, sig signal.Signal, j *eval.Judgement) {
+	ir.workMu.Lock()
+	work := ir.lastWork
+	ir.workMu.Unlock()
+	if sp.Work != nil {
+		work = sp.Work.Step
+	}
+	if work == "" || !workflow.IsReviewing(sp.Role) {
+		return
+	}
+	passed := workflow.Rejection(sp.Role, sig, e.d.Config.Limits.AuditPassRating) == ""
+	v := verdict{kind: store.KindReview, step: work, passed: &passed,
+		detail: map[string]any{"reviewer": sp.Role, "step": sp.ID, "result": sig.Result, "verdict": sig.Verdict, "summary": sig.LoopSummary}}
+	if sig.Rating != nil {
+		s := float64(*sig.Rating) / 10
+		v.score = &s
+	}
+	if j != nil {
+		q := j.Quality()
+		v.kind, v.score = store.KindJudge, &q
+		v.detail = map[string]any{"step": sp.ID, "scores": j.Scores, "overall": j.Overall, "reasoning": j.Reasoning}
+	}
+	e.evaluate(ctx, ir, v)
+}
+
+// outcomes records how the item ended for every working step it ran.
+func (e *Engine) outcomes(ctx context.Context, ir *itemRun, completed bool) {
+	steps, err := e.d.Store.Steps(ctx, ir.run)
+	if err != nil {
+		return
+	}
+	score := 0.0
+	if completed {
+		score = 1
+	}
+	for _, st := range steps {
+		if st.ItemID != ir.it.ID || st.Kind != "agent" || st.Status != store.StepCompleted || workflow.IsReviewing(st.Role) {
+			continue
+		}
+		e.evaluate(ctx, ir, verdict{kind: store.KindOutcome, step: st.ID, passed: &completed, score: &score})
+	}
 }
