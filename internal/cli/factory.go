@@ -19,18 +19,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
-	"github.com/cadre-dev/cadre/internal/runner/aider"
-	"github.com/cadre-dev/cadre/internal/runner/anthropic"
-	"github.com/cadre-dev/cadre/internal/runner/claude"
-	"github.com/cadre-dev/cadre/internal/runner/codex"
-	execrunner "github.com/cadre-dev/cadre/internal/runner/exec"
-	"github.com/cadre-dev/cadre/internal/runner/gemini"
-	"github.com/cadre-dev/cadre/internal/runner/ollama"
-	"github.com/cadre-dev/cadre/internal/runner/openai"
-	"github.com/cadre-dev/cadre/internal/runner/opencode"
-	"github.com/cadre-dev/cadre/internal/runner/price"
-	"github.com/cadre-dev/cadre/internal/runner/retry"
-	"github.com/cadre-dev/cadre/internal/runner/script"
+	"github.com/cadre-dev/cadre/internal/runner/builtin"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -61,33 +50,9 @@ func NewFactory() *Factory {
 		IO:      IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
 		Getenv:  os.Getenv,
 		Dir:     os.Getwd,
-		Runners: Registry,
+		Runners: builtin.Registry,
 		Crash:   crashFromEnv(os.Getenv("CADRE_CRASH_AT")),
 	}
-}
-
-// Registry lists every runner type cadre has, in one place. Model APIs and
-// agent CLIs retry a rate-limited step after the pause the backend asks
-// for (bounded); prices override the built-in price table.
-func Registry(prices map[string]config.Price) *runner.Registry {
-	table := price.New(prices)
-	rl := func(f runner.Factory) runner.Factory { return retry.Factory(f, retry.Policy{}) }
-	r := runner.NewRegistry()
-	r.Register("exec", execrunner.New)
-	r.Register("script", script.New)
-	r.Register("claude", rl(claude.New))
-	r.Register("codex", rl(codex.WithPrices(table)))
-	r.Register("gemini", rl(gemini.WithPrices(table)))
-	r.Register("opencode", rl(opencode.New))
-	r.Register("aider", rl(aider.New))
-	r.Register("anthropic", rl(func(s runner.Settings) (runner.Runner, error) {
-		return anthropic.NewWith(s, anthropic.Deps{Prices: table})
-	}))
-	r.Register("openai", rl(func(s runner.Settings) (runner.Runner, error) {
-		return openai.NewWith(s, openai.Deps{Prices: table})
-	}))
-	r.Register("ollama", rl(ollama.New))
-	return r
 }
 
 // crashFromEnv returns a crash hook for CADRE_CRASH_AT=POINT[:N]: the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/cli"
 	"github.com/cadre-dev/cadre/internal/modelsim"
+	"github.com/cadre-dev/cadre/internal/runner/builtin"
 )
 
 // allTypes is a registry with every built-in runner type; the check looks
@@ -52,7 +53,7 @@ func runCadre(t *testing.T, dir string, vars map[string]string, args ...string) 
 		IO:      cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
 		Getenv:  func(k string) string { return vars[k] },
 		Dir:     func() (string, error) { return dir, nil },
-		Runners: cli.Registry,
+		Runners: builtin.Registry,
 		Crash:   func(string) {},
 	}
 	code = cli.Execute(f, args)

@@ -14,6 +14,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/eval"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/reply"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/signal"
@@ -634,10 +635,7 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 			return got, err
 		}
 		got.output = output
-		sig, perr := signal.Parse(output)
-		if perr == nil {
-			perr = workflow.Usable(inv.Role, sig.Rating)
-		}
+		sig, perr := reply.Check(inv.Role, output)
 		if perr != nil && inv.Role == roleTriage {
 			// Triage's contract is its JSON decision (seed 003), and an
 			// unusable one has a safe default that "run: routed" applies
@@ -675,9 +673,9 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		// keeps one, so it answers with its work in context.
 		inv.Session = res.SessionID
 		if jerr != nil {
-			inv.Prompt += "\n\n" + eval.ReaskPrompt(jerr) + " Then end your reply with the SIGNAL BLOCK as specified above.\n"
+			inv.Prompt += reply.ReaskJudgement(jerr)
 		} else {
-			inv.Prompt += fmt.Sprintf("\n\nYour previous reply could not be used: %v. Reply again and end it with the SIGNAL BLOCK exactly as specified above.\n", perr)
+			inv.Prompt += reply.Reask(perr)
 		}
 	}
 	got.failure = "unreachable"
@@ -719,24 +717,18 @@ func tail(s string) string {
 // collectOutput settles the step's output file: the agent's own file when it
 // wrote one (with the reply's signal block appended when only the reply has
 // it), else the reply itself.
-func collectOutput(path, reply string) (string, error) {
+func collectOutput(path, text string) (string, error) {
 	data, err := os.ReadFile(path)
-	if err == nil && len(strings.TrimSpace(string(data))) > 0 {
-		out := string(data)
-		if _, perr := signal.Parse(out); errors.Is(perr, signal.ErrNoBlock) {
-			if _, rerr := signal.Parse(reply); rerr == nil {
-				out = strings.TrimRight(out, "\n") + "\n\n" + reply
-				if err := writeStepFile(path, []byte(out)); err != nil {
-					return "", err
-				}
-			}
+	if err != nil {
+		data = nil // no file: the reply is the output
+	}
+	out, merged := reply.Output(string(data), text)
+	if merged || len(strings.TrimSpace(string(data))) == 0 {
+		if err := writeStepFile(path, []byte(out)); err != nil {
+			return "", err
 		}
-		return out, nil
 	}
-	if err := writeStepFile(path, []byte(reply)); err != nil {
-		return "", err
-	}
-	return reply, nil
+	return out, nil
 }
 
 // reviewText is the auditor's output without its SIGNAL BLOCK.

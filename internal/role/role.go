@@ -355,3 +355,18 @@ func parse(ro Role) (*template.Template, error) {
 	}
 	return t.Parse(ro.Text)
 }
+
+// With returns a copy of r in which role name has the template text, read
+// as a role file of a user's (source names it in errors): the pieces of the
+// prompt contract it leaves out (output path, inputs, SIGNAL BLOCK) are
+// added, as for .cadre/roles overrides. r itself is unchanged.
+func (r *Registry) With(name, text, source string) (*Registry, error) {
+	cp := &Registry{roles: make(map[string]Role, len(r.roles)+1)}
+	for k, v := range r.roles {
+		cp.roles[k] = v
+	}
+	if err := cp.add(name+".md", source, []byte(text)); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}

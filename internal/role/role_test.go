@@ -151,3 +151,28 @@ func TestCustomRoleGetsTheContract(t *testing.T) {
 		}
 	}
 }
+
+func TestWithOverridesOneRoleInACopy(t *testing.T) {
+	base, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := base.With("executor", "Only say hello for {{.Item}}.", "custom prompt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Render("executor", Data{Item: "x1", OutputPath: "/tmp/out.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got, "Only say hello for x1.") || !strings.Contains(got, "### SIGNAL BLOCK") || !strings.Contains(got, "/tmp/out.md") {
+		t.Fatalf("custom prompt lacks its text or the contract pieces:\n%s", got)
+	}
+	orig, _ := base.Render("executor", Data{Item: "x1"})
+	if strings.Contains(orig, "Only say hello") {
+		t.Fatal("With changed the registry it was called on")
+	}
+	if _, err := base.With("executor", "{{.Nope", "custom prompt"); err == nil || !strings.Contains(err.Error(), "custom prompt") {
+		t.Fatalf("bad template: err = %v, want one naming its source", err)
+	}
+}

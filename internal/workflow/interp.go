@@ -633,32 +633,11 @@ func (in *Interp) gate(until string, out Outcome) bool {
 	return false
 }
 
-// routed runs what the triage role chose: quick answers, a known workflow
-// runs, valid roles run as a custom sequence, anything else falls back to
-// standard with a warning.
+// routed runs what the triage role chose (see Route).
 func (in *Interp) routed(ctx context.Context, sc *scope) error {
-	t, err := signal.ParseTriage(sc.last.Text)
-	name := t.Workflow
-	if err != nil {
-		in.Exec.Warn(fmt.Sprintf("triage gave no usable decision (%v); running standard", err))
-		name = "standard"
-	}
-	var def *Def
-	switch d, ok := in.Defs.Get(name); {
-	case name == "quick" && t.Answer == nil:
-		in.Exec.Warn("triage chose quick but gave no answer; running standard")
-		def, _ = in.Defs.Get("standard")
-	case name == "quick":
-		def = d
-	case ok && name != "auto":
-		def = d
-	case len(t.Roles) > 0 && in.allRoles(t.Roles):
-		def = customDef(t.Roles)
-	default:
-		if err == nil {
-			in.Exec.Warn(fmt.Sprintf("triage chose %q, which is neither a workflow nor a list of known roles; running standard", t.Workflow))
-		}
-		def, _ = in.Defs.Get("standard")
+	def, warning := Route(sc.last.Text, in.Defs, in.Roles)
+	if warning != "" {
+		in.Exec.Warn(warning)
 	}
 	if def == nil {
 		return &failure{"no workflow to route to"}
@@ -675,9 +654,39 @@ func (in *Interp) routed(ctx context.Context, sc *scope) error {
 	return &routedEnd{res}
 }
 
-func (in *Interp) allRoles(roles []string) bool {
+// Route turns a triage reply into the workflow to run (SPEC §5): quick when
+// it answered directly, a known workflow by name, valid roles as a custom
+// sequence, anything else standard with a warning saying why. def is nil
+// only when defs has no standard workflow to fall back to. isRole reports a
+// known role; nil knows none.
+func Route(text string, defs *Registry, isRole func(string) bool) (def *Def, warning string) {
+	t, err := signal.ParseTriage(text)
+	name := t.Workflow
+	if err != nil {
+		warning = fmt.Sprintf("triage gave no usable decision (%v); running standard", err)
+		name = "standard"
+	}
+	switch d, ok := defs.Get(name); {
+	case name == "quick" && t.Answer == nil:
+		def, _ = defs.Get("standard")
+		return def, "triage chose quick but gave no answer; running standard"
+	case name == "quick":
+		return d, warning
+	case ok && name != "auto":
+		return d, warning
+	case len(t.Roles) > 0 && allRoles(t.Roles, isRole):
+		return customDef(t.Roles), warning
+	}
+	if err == nil {
+		warning = fmt.Sprintf("triage chose %q, which is neither a workflow nor a list of known roles; running standard", t.Workflow)
+	}
+	def, _ = defs.Get("standard")
+	return def, warning
+}
+
+func allRoles(roles []string, isRole func(string) bool) bool {
 	for _, r := range roles {
-		if in.Roles == nil || !in.Roles(r) {
+		if isRole == nil || !isRole(r) {
 			return false
 		}
 	}

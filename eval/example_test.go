@@ -1,0 +1,67 @@
+package eval_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cadre-dev/cadre/agent"
+	"github.com/cadre-dev/cadre/eval"
+)
+
+// The Gatekeeper checks a response deterministically, with no model.
+func ExampleGatekeeper_Validate() {
+	req := eval.Requirements{Sections: []string{"Summary", "Tests"}, Results: []string{"SUCCESS"}}
+	response := "## Summary\nRenamed Foo to Bar.\n\n### SIGNAL BLOCK\n- Result: SUCCESS\n- Confidence: 8\n"
+	res := eval.Gatekeeper{}.Validate(response, req)
+	fmt.Println(res.Passed)
+	fmt.Println(res.Summary())
+	// Output:
+	// false
+	// failed 1/4 checks: section Tests: no heading "Tests"
+}
+
+// A judge scores a response against a rubric; here the exec runner runs a
+// shell that answers with fixed JSON scores.
+func ExampleJudge_Evaluate() {
+	r, err := agent.NewRunner("exec", agent.WithCommand("/bin/sh", "-c",
+		`cat >/dev/null; echo '{"scores":{"correctness":9,"clarity":6},"overall":8,"reasoning":"Right, but terse."}'`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rubric := eval.Rubric{"correctness": "The answer is right.", "clarity": "The answer is easy to follow."}
+	j, err := eval.NewJudge(r).Evaluate(context.Background(), "4", "What is 2+2?", rubric)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(j.Overall, j.Scores["correctness"], j.Scores["clarity"], j.Reasoning)
+	// Output:
+	// 8 9 6 Right, but terse.
+}
+
+// The Selector picks the runner (and model) that does a role best for the
+// money from recorded scores; candidates without enough samples go first.
+func ExampleSelector_Select() {
+	scores := &eval.MemoryScores{}
+	claude, _ := eval.ParseCandidate("claude")
+	local, _ := eval.ParseCandidate("ollama/qwen2.5-coder")
+	for range 3 {
+		scores.Record("architect", claude, 0.9, 0.40)
+		scores.Record("architect", local, 0.5, 0)
+	}
+	sel := eval.Selector{Scores: scores, Candidates: []string{"claude", "ollama/qwen2.5-coder"}, MinSamples: 3}
+	runner, model, reason, err := sel.Select(context.Background(), "architect")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%s %q\n%s\n", runner, model, reason)
+
+	_, _, reason, _ = sel.Select(context.Background(), "critic")
+	fmt.Println(reason)
+	// Output:
+	// claude ""
+	// claude: 0.90 quality at $0.400 per step over 3 samples (score 0.65, explore 0.00); next ollama/qwen2.5-coder (score 0.50)
+	// claude: 0 of 3 samples so far; trying candidates without enough data first, in listed order
+}
