@@ -76,14 +76,14 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if opts.Parallel < 0 || opts.Agents < 0 || opts.Budget < 0 {
 		return usageErr(fmt.Errorf("--parallel, --agents and --budget-usd must not be negative"))
 	}
-	if opts.Runner == config.Selector {
-		// Refused here, before a dry run could approve it, rather than
-		// failing the run as an unknown runner.
-		return usageErr(fmt.Errorf("--runner %s: the model selector is not available yet; name a runner (see cadre runners list)", config.Selector))
-	}
 	ws, err := f.workspace(ctx)
 	if err != nil {
 		return err
+	}
+	if opts.Runner == config.Auto && len(ws.cfg.Selector.Candidates) == 0 {
+		// Refused here, before a dry run could approve it, rather than
+		// failing the run as an unknown runner.
+		return usageErr(fmt.Errorf("--runner %s: the model selector needs selector.candidates in cadre.yaml to choose from, e.g. selector: {candidates: [claude, codex]}", config.Auto))
 	}
 	if len(opts.Targets) == 0 && opts.Query.Empty() && opts.Prompt == "" {
 		gh := ws.cfg.GitHub
@@ -229,6 +229,9 @@ func printPlan(f *Factory, plan []engine.PlannedItem, asJSON bool) {
 				model = "(runner default)"
 			}
 			fmt.Fprintf(f.IO.Out, "  %-24s %-12s %-24s from %s\n", r.Role, r.Runner, model, r.From)
+			if r.Reason != "" {
+				fmt.Fprintf(f.IO.Out, "    %s\n", r.Reason)
+			}
 		}
 	}
 }

@@ -58,17 +58,18 @@ type statusJSON struct {
 }
 
 type statusItemJSON struct {
-	ID          string `json:"id"`
-	Title       string `json:"title"`
-	Stage       string `json:"stage"`
-	Status      string `json:"status"`
-	CurrentStep string `json:"current_step,omitempty"`
-	Attempts    int    `json:"attempts"`
-	Steps       int    `json:"steps"`
-	Usage       any    `json:"usage"`
-	Error       string `json:"error,omitempty"`
-	Branch      string `json:"branch"` // "" when the item worked in place
-	PR          string `json:"pr_url"` // "" until its pull request is open
+	ID          string        `json:"id"`
+	Title       string        `json:"title"`
+	Stage       string        `json:"stage"`
+	Status      string        `json:"status"`
+	CurrentStep string        `json:"current_step,omitempty"`
+	Attempts    int           `json:"attempts"`
+	Steps       int           `json:"steps"`
+	Usage       any           `json:"usage"`
+	Error       string        `json:"error,omitempty"`
+	Branch      string        `json:"branch"` // "" when the item worked in place
+	PR          string        `json:"pr_url"` // "" until its pull request is open
+	Picks       []engine.Pick `json:"selector_picks,omitempty"`
 }
 
 func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
@@ -92,7 +93,7 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		for _, it := range sum.Items {
 			out.Items = append(out.Items, statusItemJSON{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: it.Status,
 				CurrentStep: it.CurrentStep, Attempts: it.Attempts, Steps: it.Steps, Usage: it.Usage, Error: it.Reason,
-				Branch: it.Branch, PR: it.PR})
+				Branch: it.Branch, PR: it.PR, Picks: it.Picks})
 		}
 		enc := json.NewEncoder(f.IO.Out)
 		enc.SetIndent("", "  ")
@@ -122,6 +123,9 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		}
 		if it.Reason != "" {
 			fmt.Fprintf(f.IO.Out, "  %s\n", it.Reason)
+		}
+		for _, p := range it.Picks {
+			fmt.Fprintf(f.IO.Out, "  auto: %s chose %s (%s)\n", p.Role, p.Runner+map[bool]string{true: "/" + p.Model, false: ""}[p.Model != ""], p.Reason)
 		}
 	}
 	return nil

@@ -40,6 +40,8 @@ type Config struct {
 	Limits  Limits  `yaml:"limits"`
 	GitHub  GitHub  `yaml:"github"`
 	Sandbox Sandbox `yaml:"sandbox"`
+	// Selector is the model selector runner "auto" asks (seed 003).
+	Selector Selector `yaml:"selector"`
 	// Prices override or extend the built-in price table, by model name.
 	Prices map[string]Price `yaml:"prices"`
 
@@ -142,6 +144,16 @@ type GitHub struct {
 	QueryLimit     int      `yaml:"query_limit"`
 }
 
+// Selector configures the model selector: roles whose runner is "auto" get
+// one of Candidates ("runner" or "runner/model"), chosen from the score
+// store by quality per cost, trying each candidate MinSamples times first;
+// Explore weighs trying the less-tried candidates again.
+type Selector struct {
+	Candidates []string `yaml:"candidates"`
+	MinSamples int      `yaml:"min_samples"`
+	Explore    float64  `yaml:"explore"`
+}
+
 // Sandbox configures agent process isolation.
 type Sandbox struct {
 	Mode    string `yaml:"mode"`    // none | bwrap
@@ -197,7 +209,8 @@ func Default() Config {
 			APIURL:   "https://api.github.com/",
 			Comments: true,
 		},
-		Sandbox: Sandbox{Mode: "none", Network: "allow"},
+		Sandbox:  Sandbox{Mode: "none", Network: "allow"},
+		Selector: Selector{MinSamples: 3, Explore: 0.5},
 	}
 }
 

@@ -30,8 +30,9 @@ func TestDefault(t *testing.T) {
 			ParallelIssues: 3, ParallelAgents: 3, BudgetUSD: 0, AuditPassRating: 8, MaxAttempts: 2,
 			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5, MaxIterations: 3,
 		},
-		GitHub:  GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Comments: true},
-		Sandbox: Sandbox{Mode: "none", Network: "allow"},
+		GitHub:   GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Comments: true},
+		Sandbox:  Sandbox{Mode: "none", Network: "allow"},
+		Selector: Selector{MinSamples: 3, Explore: 0.5},
 	}
 	if diff := cmp.Diff(want, Default(), ignoreWhere); diff != "" {
 		t.Errorf("Default() mismatch (-want +got):\n%s", diff)
@@ -49,10 +50,10 @@ func TestParseSpecExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The example asks for the model selector, which does not exist yet:
-	// refused on its line rather than failing the run later.
+	// The example asks for the model selector without listing its
+	// candidates: refused on its line rather than failing the run later.
 	_, err = Parse("cadre.yaml", data, nil)
-	wantErr := "cadre.yaml:9: roles.judge.runner: auto (the model selector) is not available yet; name a runner (see cadre runners list)"
+	wantErr := "cadre.yaml:9: roles.judge.runner: auto (the model selector) needs selector.candidates to choose from, e.g. selector: {candidates: [claude, codex]}"
 	if err == nil || err.Error() != wantErr {
 		t.Fatalf("Parse(spec example) error = %v, want %q", err, wantErr)
 	}
@@ -83,8 +84,9 @@ func TestParseSpecExample(t *testing.T) {
 			ParallelIssues: 3, ParallelAgents: 3, BudgetUSD: 0, AuditPassRating: 8, MaxAttempts: 2,
 			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5, MaxIterations: 3,
 		},
-		GitHub:  GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Labels: []string{}, Draft: false, Comments: true},
-		Sandbox: Sandbox{Mode: "none", Network: "allow"},
+		GitHub:   GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Labels: []string{}, Draft: false, Comments: true},
+		Sandbox:  Sandbox{Mode: "none", Network: "allow"},
+		Selector: Selector{MinSamples: 3, Explore: 0.5},
 	}
 	if diff := cmp.Diff(want, got, ignoreWhere); diff != "" {
 		t.Errorf("Parse(spec example) mismatch (-want +got):\n%s", diff)
@@ -296,11 +298,11 @@ func TestValidationErrors(t *testing.T) {
 		{"network model-only", "sandbox: {network: model-only}\n", nil,
 			`cadre.yaml:1: sandbox.network: model-only is not available yet (there is no sandbox to enforce it); use allow (the default)`},
 		{"default runner auto", "defaults: {runner: auto}\n", nil,
-			`cadre.yaml:1: defaults.runner: auto (the model selector) is not available yet; name a runner (see cadre runners list)`},
+			`cadre.yaml:1: defaults.runner: auto (the model selector) needs selector.candidates to choose from, e.g. selector: {candidates: [claude, codex]}`},
 		{"default runner auto from the environment", "", map[string]string{"CADRE_DEFAULTS_RUNNER": "auto"},
-			`CADRE_DEFAULTS_RUNNER: auto (the model selector) is not available yet; name a runner (see cadre runners list)`},
+			`CADRE_DEFAULTS_RUNNER: auto (the model selector) needs selector.candidates to choose from, e.g. selector: {candidates: [claude, codex]}`},
 		{"role runner auto", "roles:\n  coder: {runner: codex}\n  judge: {runner: auto}\n", nil,
-			`cadre.yaml:3: roles.judge.runner: auto (the model selector) is not available yet; name a runner (see cadre runners list)`},
+			`cadre.yaml:3: roles.judge.runner: auto (the model selector) needs selector.candidates to choose from, e.g. selector: {candidates: [claude, codex]}`},
 		{"runner named auto", "runners:\n  auto: {type: exec, command: x}\n", nil,
 			`cadre.yaml:2: runners.auto: the name auto is reserved for the model selector; give this runner another name`},
 	}

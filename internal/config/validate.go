@@ -126,9 +126,9 @@ func unusedSetting(typ string, r RunnerConfig) (key, msg string) {
 	return "", ""
 }
 
-// Selector is the runner name that asks the model selector to choose
-// (seed 003); it is reserved for it.
-const Selector = "auto"
+// Auto is the runner name that asks the model selector to choose (seed
+// 003); it is reserved for it.
+const Auto = "auto"
 
 // notAvailable says a value is known to the schema but implemented by
 // nothing in cadre yet.
@@ -145,17 +145,39 @@ func (l *loader) unavailable(c *Config) error {
 	if c.Sandbox.Network != "allow" {
 		return l.invalid("sandbox.network", fmt.Sprintf("%s %s (there is no sandbox to enforce it); use allow (the default)", c.Sandbox.Network, notAvailable))
 	}
-	selector := fmt.Sprintf("%s (the model selector) %s; name a runner (see cadre runners list)", Selector, notAvailable)
-	if c.Defaults.Runner == Selector {
-		return l.invalid("defaults.runner", selector)
+	if _, ok := c.Runners[Auto]; ok {
+		return l.invalid("runners."+Auto, fmt.Sprintf("the name %s is reserved for the model selector; give this runner another name", Auto))
 	}
-	for _, name := range slices.Sorted(maps.Keys(c.Roles)) {
-		if c.Roles[name].Runner == Selector {
-			return l.invalid("roles."+name+".runner", selector)
+	return l.selector(c)
+}
+
+// selector checks the model selector's settings, and that a role asking
+// for it has candidates to choose from.
+func (l *loader) selector(c *Config) error {
+	s := c.Selector
+	for i, cand := range s.Candidates {
+		r, m, _ := strings.Cut(cand, "/")
+		if strings.TrimSpace(r) == "" || strings.Contains(m, "/") || r == Auto || (strings.Contains(cand, "/") && m == "") {
+			return l.invalid(fmt.Sprintf("selector.candidates[%d]", i), fmt.Sprintf(`want "runner" or "runner/model", got %q`, cand))
 		}
 	}
-	if _, ok := c.Runners[Selector]; ok {
-		return l.invalid("runners."+Selector, fmt.Sprintf("the name %s is reserved for the model selector; give this runner another name", Selector))
+	if bad := atLeast(s.MinSamples, 1); bad != "" {
+		return l.invalid("selector.min_samples", bad)
+	}
+	if s.Explore < 0 || math.IsNaN(s.Explore) || math.IsInf(s.Explore, 0) {
+		return l.invalid("selector.explore", fmt.Sprintf("want 0 or more, got %v", s.Explore))
+	}
+	if len(s.Candidates) > 0 {
+		return nil
+	}
+	need := fmt.Sprintf("%s (the model selector) needs selector.candidates to choose from, e.g. selector: {candidates: [claude, codex]}", Auto)
+	if c.Defaults.Runner == Auto {
+		return l.invalid("defaults.runner", need)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Roles)) {
+		if c.Roles[name].Runner == Auto {
+			return l.invalid("roles."+name+".runner", need)
+		}
 	}
 	return nil
 }

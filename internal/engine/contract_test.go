@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func TestAddPublishing(t *testing.T) {
 		"d": {ID: "d"},
 	}
 	for id, w := range want {
-		if got := *byItem[id]; got != w {
+		if got := *byItem[id]; !reflect.DeepEqual(got, w) {
 			t.Errorf("item %s: %+v, want %+v", id, got, w)
 		}
 	}

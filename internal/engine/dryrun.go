@@ -19,6 +19,7 @@ type PlannedItem struct {
 // PlannedRole is one role of the item's workflow and how it is reached.
 type PlannedRole struct {
 	Role, Runner, Model, From string
+	Reason                    string // runner auto: the selector's reason
 }
 
 // DryRun says, per item, which workflow would run and which roles it would
@@ -43,7 +44,7 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 		generated = e.d.Config.Defaults.Workflow
 	}
 	if opts.Prompt != "" {
-		out = append(out, e.planItem(opts, "do", shorten(opts.Prompt, 72), generated, "code"))
+		out = append(out, e.planItem(ctx, opts, "do", shorten(opts.Prompt, 72), generated, "code"))
 	}
 	if len(files) > 0 || (len(issues) == 0 && opts.Prompt == "") {
 		o := opts
@@ -53,11 +54,11 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 			return nil, err
 		}
 		for _, t := range tasks {
-			out = append(out, e.planItem(opts, t.ID, t.Title, e.workflowOf(opts, t), t.Stage))
+			out = append(out, e.planItem(ctx, opts, t.ID, t.Title, e.workflowOf(opts, t), t.Stage))
 		}
 	}
 	for _, ref := range issues {
-		out = append(out, e.planItem(opts, ref, "(GitHub issue, not fetched)", generated, "code"))
+		out = append(out, e.planItem(ctx, opts, ref, "(GitHub issue, not fetched)", generated, "code"))
 	}
 	// The run refuses a runner it cannot build before it starts; a dry run
 	// that printed a plan for it would promise a run that cannot happen.
@@ -67,7 +68,7 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 	return out, nil
 }
 
-func (e *Engine) planItem(opts Options, id, title, wf, stage string) PlannedItem {
+func (e *Engine) planItem(ctx context.Context, opts Options, id, title, wf, stage string) PlannedItem {
 	p := PlannedItem{ID: id, Title: title, Workflow: wf, Stage: stage}
 	var roles []string
 	if wf == workflow.RunnerWorkflow {
@@ -87,7 +88,17 @@ func (e *Engine) planItem(opts Options, id, title, wf, stage string) PlannedItem
 	}
 	for _, r := range roles {
 		name, model, from := e.runnerFor(opts, r)
-		p.Roles = append(p.Roles, PlannedRole{Role: r, Runner: name, Model: model, From: strings.ReplaceAll(from, e.d.Root+"/", "")})
+		pr := PlannedRole{Role: r, Runner: name, Model: model, From: strings.ReplaceAll(from, e.d.Root+"/", "")}
+		if isAuto(name) {
+			// What the selector would choose now; the run chooses again
+			// per step, with the scores recorded by then.
+			if c, err := e.choose(ctx, r); err == nil {
+				pr.Runner, pr.Model, pr.Reason = c.Runner, c.Model, "auto: "+c.Reason
+			} else {
+				pr.Reason = "auto: " + err.Error()
+			}
+		}
+		p.Roles = append(p.Roles, pr)
 	}
 	return p
 }

@@ -148,6 +148,17 @@ type ItemSummary struct {
 	Branch                           string // the item's own branch; "" in place
 	PR                               string // its pull request's URL, once opened
 	PRNumber                         int
+	// Picks are the model selector's latest choice per role (runner auto).
+	Picks []Pick
+}
+
+// Pick is one choice of the model selector, as journaled.
+type Pick struct {
+	Step   string `json:"step"`
+	Role   string `json:"role"`
+	Runner string `json:"runner"`
+	Model  string `json:"model"`
+	Reason string `json:"reason"`
 }
 
 // NewRunID returns a sortable, readable run id.
@@ -506,12 +517,25 @@ func (e *Engine) checkRunners(opts Options) error {
 	checked := map[string]bool{}
 	for _, ro := range e.d.Roles.List() {
 		name, _, from := e.runnerFor(opts, ro.Name)
-		if checked[name] {
-			continue
+		names := []string{name}
+		if isAuto(name) {
+			cands, err := e.candidates()
+			if err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrPreflight, from, err)
+			}
+			names, from = nil, e.d.Config.Where("selector.candidates")
+			for _, c := range cands {
+				names = append(names, c.Runner)
+			}
 		}
-		checked[name] = true
-		if _, err := e.newRunner(name); err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrPreflight, from, err)
+		for _, name := range names {
+			if checked[name] {
+				continue
+			}
+			checked[name] = true
+			if _, err := e.newRunner(name); err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrPreflight, from, err)
+			}
 		}
 	}
 	return nil
@@ -856,6 +880,9 @@ func Summarize(ctx context.Context, st *store.Store, runID string) (Summary, err
 	}
 	for _, st := range steps {
 		is := byItem[st.ItemID]
+		if is != nil && st.Kind == "select" && st.Status == store.StepCompleted {
+			addPick(is, st)
+		}
 		if is == nil || st.Kind != "agent" {
 			continue
 		}

@@ -430,6 +430,17 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		return agentOut{}, err
 	}
 	runnerName, model, _ := e.runnerFor(ir.opts, sp.Role)
+	picked := ""
+	if isAuto(runnerName) {
+		c, err := e.pick(ctx, ir, sp)
+		if err != nil {
+			if ctx.Err() != nil {
+				return agentOut{}, ctx.Err()
+			}
+			return agentOut{failure: err.Error()}, nil
+		}
+		runnerName, model, picked = c.Runner, c.Model, "runner auto chose "+c.Reason
+	}
 	if why := ir.rs.broken(runnerName); why != "" {
 		return agentOut{paused: "runner " + runnerName + " is stopped for this run: " + why}, nil
 	}
@@ -516,7 +527,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	ev := base
 	ev.Type = event.StageStarted
 	e.publish(ir, ev)
-	ev.Type = event.StepStarted
+	ev.Type, ev.Message = event.StepStarted, picked
 	e.publish(ir, ev)
 	e.d.Crash(CrashStepStarted)
 
