@@ -4,16 +4,21 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sync"
 
 	ieval "github.com/cadre-dev/cadre/internal/eval"
+	"github.com/cadre-dev/cadre/internal/evalstore"
+	"github.com/cadre-dev/cadre/internal/store"
 )
 
-// Scores are recorded evaluations the Selector picks from. The cadre score
-// store implements it; MemoryScores is an in-memory one.
+// Scores are recorded evaluations the Selector picks from. StoreScores
+// reads a repository's score store (what `runner: auto` reads);
+// MemoryScores keeps them in memory.
 type Scores interface {
-	// Stats returns, per candidate, the evaluations recorded for role.
-	Stats(ctx context.Context, role string) (map[Candidate]Stats, error)
+	// Stats returns, for each of cands, the evaluations recorded for role.
+	Stats(ctx context.Context, role string, cands []Candidate) (map[Candidate]Stats, error)
 }
 
 // Selector picks the runner and model that do a role best for the money:
@@ -41,7 +46,7 @@ func (s Selector) Select(ctx context.Context, role string) (runner, model, reaso
 	if s.Scores == nil {
 		return "", "", "", fmt.Errorf("select for %s: no Scores", role)
 	}
-	stats, err := s.Scores.Stats(ctx, role)
+	stats, err := s.Scores.Stats(ctx, role, cands)
 	if err != nil {
 		return "", "", "", fmt.Errorf("select for %s: %w", role, err)
 	}
@@ -82,13 +87,46 @@ func (m *MemoryScores) Record(role string, c Candidate, quality, costUSD float64
 	m.sums[role][c] = x
 }
 
-// Stats returns the means of role's evaluations per candidate.
-func (m *MemoryScores) Stats(_ context.Context, role string) (map[Candidate]Stats, error) {
+// Stats returns the means of role's evaluations recorded for each of
+// cands (a candidate matches what was recorded under it exactly).
+func (m *MemoryScores) Stats(_ context.Context, role string, cands []Candidate) (map[Candidate]Stats, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[Candidate]Stats{}
-	for c, x := range m.sums[role] {
-		out[c] = Stats{Samples: x.n, MeanQuality: x.quality / float64(x.n), MeanCostUSD: x.cost / float64(x.n)}
+	for _, c := range cands {
+		if x, ok := m.sums[role][c]; ok {
+			out[c] = Stats{Samples: x.n, MeanQuality: x.quality / float64(x.n), MeanCostUSD: x.cost / float64(x.n)}
+		}
 	}
 	return out, nil
 }
+
+// StoreScores reads the score store of a repository: the evaluations its
+// runs and benchmarks recorded (`cadre scores` shows them). A candidate
+// "claude" counts every model claude ran with; "claude/sonnet" only sonnet.
+type StoreScores struct {
+	st *store.Store
+}
+
+// OpenScores opens the score store of the repository at repoDir
+// (.cadre/cadre.db); it must exist (a run or a bench made it). Close it
+// when done.
+func OpenScores(ctx context.Context, repoDir string) (*StoreScores, error) {
+	path := filepath.Join(repoDir, ".cadre", "cadre.db")
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open scores: no score store at %s (run cadre first): %w", path, err)
+	}
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("open scores: %w", err)
+	}
+	return &StoreScores{st: st}, nil
+}
+
+// Stats returns role's recorded evaluations for each of cands.
+func (s *StoreScores) Stats(ctx context.Context, role string, cands []Candidate) (map[Candidate]Stats, error) {
+	return evalstore.Stats(ctx, s.st, role, cands)
+}
+
+// Close closes the store.
+func (s *StoreScores) Close() error { return s.st.Close() }

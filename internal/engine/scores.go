@@ -11,23 +11,6 @@ import (
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
-// SelectorStats reads role's evaluations, from runs and benchmarks alike,
-// and returns the selector's Stats for each of cands (see eval.StatsFor).
-// It is the one place where the score store's figures meet the selection
-// policy, which keeps store and eval independent of each other.
-func SelectorStats(ctx context.Context, st *store.Store, role string, cands []eval.Candidate) (map[eval.Candidate]eval.Stats, error) {
-	rows, err := st.EvalStats(ctx, store.EvalFilter{Role: role})
-	if err != nil {
-		return nil, err
-	}
-	recs := make([]eval.Record, 0, len(rows))
-	for _, r := range rows {
-		recs = append(recs, eval.Record{Runner: r.Runner, Model: r.Model, Scored: r.Scored, MeanScore: r.MeanScore,
-			Costed: r.Costed, MeanCostUSD: r.MeanCostUSD})
-	}
-	return eval.StatsFor(cands, recs), nil
-}
-
 // verdict is one evaluation of an agent step by the run: a gatekeeper's
 // checks, a judge's scores, a reviewer's rating, or the item's outcome.
 type verdict struct {

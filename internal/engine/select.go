@@ -9,6 +9,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/eval"
+	"github.com/cadre-dev/cadre/internal/evalstore"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -39,7 +40,7 @@ func (e *Engine) choose(ctx context.Context, role string) (choice, error) {
 	if err != nil {
 		return choice{}, err
 	}
-	stats, err := SelectorStats(ctx, e.d.Store, role, cands)
+	stats, err := evalstore.Stats(ctx, e.d.Store, role, cands)
 	if err != nil {
 		return choice{}, fmt.Errorf("read scores of %s: %w", role, err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package evalstore
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
-func TestSelectorStatsReadsOneRoleFromTheStore(t *testing.T) {
+func TestStatsReadsOneRoleFromTheStore(t *testing.T) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "j.db"))
 	if err != nil {
@@ -30,7 +30,7 @@ func TestSelectorStatsReadsOneRoleFromTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	claude, sonnet := eval.Candidate{Runner: "claude"}, eval.Candidate{Runner: "claude", Model: "sonnet"}
-	got, err := SelectorStats(ctx, st, "coder", []eval.Candidate{claude, sonnet})
+	got, err := Stats(ctx, st, "coder", []eval.Candidate{claude, sonnet})
 	if err != nil {
 		t.Fatal(err)
 	}
