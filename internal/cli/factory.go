@@ -13,16 +13,15 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/cadre-dev/cadre/internal/app"
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/builtin"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
-	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
 // IOStreams are a command's standard streams.
@@ -108,11 +107,11 @@ func (f *Factory) repoRoot(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	repo, err := workspace.Open(ctx, dir)
+	root, err := app.Root(ctx, dir)
 	if err != nil {
 		return "", usageErr(err)
 	}
-	return repo.Dir, nil
+	return root, nil
 }
 
 // workspace loads the repository root and its cadre.yaml.
@@ -121,7 +120,7 @@ func (f *Factory) workspace(ctx context.Context) (workspaceCtx, error) {
 	if err != nil {
 		return workspaceCtx{}, err
 	}
-	cfg, err := config.Load(filepath.Join(root, "cadre.yaml"), f.Getenv)
+	cfg, err := app.LoadConfig(root, f.Getenv)
 	if err != nil {
 		return workspaceCtx{}, usageErr(relPath(err, root))
 	}
@@ -164,63 +163,31 @@ func (f *Factory) withEngine(ctx context.Context, ws workspaceCtx, asJSON bool, 
 // loadWorkflows reads the built-in workflows and the repository's own
 // (.cadre/workflows), checking their roles against roles.
 func loadWorkflows(root string, roles *role.Registry) (*workflow.Registry, error) {
-	dir := ""
-	if root != "" {
-		dir = filepath.Join(root, workspace.StateDir, "workflows")
-	}
-	flows, err := workflow.LoadDefs(dir, func(name string) bool {
-		_, err := roles.Get(name)
-		return err == nil
-	})
+	flows, err := app.LoadWorkflows(root, roles)
 	if err != nil {
 		return nil, usageErr(relPath(err, root))
 	}
 	return flows, nil
 }
 
-// redactSink masks secrets in an event's free text before the sinks see it.
-func redactSink(r *redact.Redactor, sinks []event.Sink) event.Sink {
-	return event.SinkFunc(func(e event.Event) {
-		e.Message, e.Error = r.String(e.Message), r.String(e.Error)
-		for _, s := range sinks {
-			s.Handle(e)
-		}
-	})
-}
-
-func hasJournal(root string) bool {
-	_, err := os.Stat(filepath.Join(root, workspace.StateDir, "cadre.db"))
-	return err == nil
-}
+func hasJournal(root string) bool { return app.HasJournal(root) }
 
 func openStore(ctx context.Context, root string) (*store.Store, error) {
-	return store.Open(ctx, filepath.Join(root, workspace.StateDir, "cadre.db"))
+	return app.OpenStore(ctx, root)
 }
 
 // newEngine wires an engine for ws, publishing to sinks and to the journal.
 // The returned function flushes the journal; call it before closing st.
 func (f *Factory) newEngine(ctx context.Context, ws workspaceCtx, st *store.Store, sinks ...event.Sink) (*engine.Engine, func(), error) {
-	roles, err := role.Load(filepath.Join(ws.root, workspace.StateDir, "roles"))
+	e, flush, err := app.NewEngine(ctx, app.Workspace{Root: ws.root, Config: ws.cfg}, st,
+		app.Options{Getenv: f.Getenv, Runners: f.Runners, Crash: f.Crash, Sinks: sinks})
 	if err != nil {
-		return nil, nil, usageErr(err)
+		return nil, nil, usageErr(relPath(err, ws.root))
 	}
-	flows, err := loadWorkflows(ws.root, roles)
-	if err != nil {
-		return nil, nil, err
-	}
-	journal := engine.NewJournalSink(st)
-	all := append([]event.Sink{journal}, sinks...)
-	if token := f.Getenv(ws.cfg.GitHub.TokenEnv); token != "" {
-		// Defence in depth: no event (journal, --json, live view) may carry
-		// the GitHub token, in any encoding, whatever produced the text.
-		all = []event.Sink{redactSink(redact.New(token), all)}
-	}
-	bus := event.NewBus(nil, all...)
-	e, err := engine.New(ctx, engine.Deps{Root: ws.root, Config: ws.cfg, Store: st, Roles: roles, Runners: f.Runners(ws.cfg.Prices),
-		Workflows: flows, Forge: f.newForge(ws), Bus: bus, Crash: f.Crash})
-	if err != nil {
-		journal.Close()
-		return nil, nil, usageErr(err)
-	}
-	return e, journal.Close, nil
+	return e, flush, nil
+}
+
+// newForge is ws's GitHub.
+func (f *Factory) newForge(ws workspaceCtx) *app.GitHub {
+	return app.NewGitHub(app.Workspace{Root: ws.root, Config: ws.cfg}, f.Getenv)
 }

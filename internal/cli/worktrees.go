@@ -92,7 +92,7 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 	for _, wt := range list {
 		unmerged := wt.Ahead > 0 && !wt.Merged
 		if unmerged && !opts.Force && ws.cfg.GitHub.TokenEnv != "" && f.Getenv(ws.cfg.GitHub.TokenEnv) != "" {
-			if found, merged, closed, err := gh.prState(ctx, wt.Branch); err == nil && found && (merged || closed) {
+			if found, merged, closed, err := gh.PRState(ctx, wt.Branch); err == nil && found && (merged || closed) {
 				if err := wts.Remove(ctx, wt, true, merged); err != nil {
 					return fmt.Errorf("prune %s: %w", wt.Item, err)
 				}

@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
-// githubForge is the engine's Forge on GitHub. It resolves the token and
+// GitHub is the engine's Forge on GitHub. It resolves the token and
 // the repository on first use, so runs that never touch GitHub need
 // neither; the token lives only here, in memory.
-type githubForge struct {
+type GitHub struct {
 	cfg    config.Config
 	root   string
 	getenv func(string) string
@@ -31,11 +31,12 @@ type githubForge struct {
 	repo   string // owner/repo the bare issue numbers belong to
 }
 
-func (f *Factory) newForge(ws workspaceCtx) *githubForge {
-	return &githubForge{cfg: ws.cfg, root: ws.root, getenv: f.Getenv, gh: forge.GHToken(ws.cfg.GitHub.APIURL)}
+// NewGitHub returns ws's GitHub; getenv reads the token's variable.
+func NewGitHub(ws Workspace, getenv func(string) string) *GitHub {
+	return &GitHub{cfg: ws.Config, root: ws.Root, getenv: getenv, gh: forge.GHToken(ws.Config.GitHub.APIURL)}
 }
 
-func (g *githubForge) init(ctx context.Context) error {
+func (g *GitHub) init(ctx context.Context) error {
 	g.once.Do(func() {
 		token, err := forge.TokenFrom(ctx, g.getenv, g.cfg.GitHub.TokenEnv, g.gh)
 		if err != nil {
@@ -59,7 +60,7 @@ func (g *githubForge) init(ctx context.Context) error {
 }
 
 // Issue fetches an issue and its comments as one untrusted text.
-func (g *githubForge) Issue(ctx context.Context, ref string) (engine.Issue, error) {
+func (g *GitHub) Issue(ctx context.Context, ref string) (engine.Issue, error) {
 	if err := g.init(ctx); err != nil {
 		return engine.Issue{}, err
 	}
@@ -81,7 +82,7 @@ func (g *githubForge) Issue(ctx context.Context, ref string) (engine.Issue, erro
 }
 
 // Issues lists the repository's issues matching q.
-func (g *githubForge) Issues(ctx context.Context, q engine.IssueQuery) ([]engine.Issue, error) {
+func (g *GitHub) Issues(ctx context.Context, q engine.IssueQuery) ([]engine.Issue, error) {
 	if err := g.init(ctx); err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func (g *githubForge) Issues(ctx context.Context, q engine.IssueQuery) ([]engine
 
 // Push pushes the branch to origin, authenticating over HTTPS with the
 // token in git's environment (never its argv or the remote URL).
-func (g *githubForge) Push(ctx context.Context, dir, branch string) error {
+func (g *GitHub) Push(ctx context.Context, dir, branch string) error {
 	if err := g.init(ctx); err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func (g *githubForge) Push(ctx context.Context, dir, branch string) error {
 }
 
 // EnsurePR opens or adopts the pull request of the head branch.
-func (g *githubForge) EnsurePR(ctx context.Context, p engine.PullRequest) (string, int, error) {
+func (g *GitHub) EnsurePR(ctx context.Context, p engine.PullRequest) (string, int, error) {
 	if err := g.init(ctx); err != nil {
 		return "", 0, err
 	}
@@ -134,7 +135,7 @@ func (g *githubForge) EnsurePR(ctx context.Context, p engine.PullRequest) (strin
 }
 
 // EnsureComment posts a progress comment once per marker.
-func (g *githubForge) EnsureComment(ctx context.Context, repo string, issue int, marker, body string) error {
+func (g *GitHub) EnsureComment(ctx context.Context, repo string, issue int, marker, body string) error {
 	if err := g.init(ctx); err != nil {
 		return err
 	}
@@ -146,9 +147,9 @@ func (g *githubForge) EnsureComment(ctx context.Context, repo string, issue int,
 	return err
 }
 
-// prState reports the pull request of a head branch: whether there is one,
+// PRState reports the pull request of a head branch: whether there is one,
 // and whether it is merged or closed.
-func (g *githubForge) prState(ctx context.Context, branch string) (found, merged, closed bool, err error) {
+func (g *GitHub) PRState(ctx context.Context, branch string) (found, merged, closed bool, err error) {
 	if err := g.init(ctx); err != nil {
 		return false, false, false, err
 	}

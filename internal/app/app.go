@@ -1,0 +1,127 @@
+// Package app wires cadre for one repository: its settings, roles,
+// workflows, runners, journal and GitHub, into an engine. The command line
+// and the public Go API (package run) start and resume runs through it, so
+// both wire the engine the same way.
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/redact"
+	"github.com/cadre-dev/cadre/internal/role"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/builtin"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// Workspace is a repository cadre works in, with its cadre.yaml.
+type Workspace struct {
+	Root   string
+	Config config.Config
+}
+
+// Root finds the top of the git repository around dir.
+func Root(ctx context.Context, dir string) (string, error) {
+	repo, err := workspace.Open(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	return repo.Dir, nil
+}
+
+// LoadConfig reads root's cadre.yaml (the defaults when there is none),
+// with getenv's CADRE_* overrides.
+func LoadConfig(root string, getenv func(string) string) (config.Config, error) {
+	return config.Load(filepath.Join(root, "cadre.yaml"), getenv)
+}
+
+// HasJournal says whether root has a journal (a run was ever made there).
+func HasJournal(root string) bool {
+	_, err := os.Stat(journalPath(root))
+	return err == nil
+}
+
+// OpenStore opens (creating when needed) root's journal.
+func OpenStore(ctx context.Context, root string) (*store.Store, error) {
+	return store.Open(ctx, journalPath(root))
+}
+
+func journalPath(root string) string { return filepath.Join(root, workspace.StateDir, "cadre.db") }
+
+// LoadWorkflows reads the built-in workflows and the repository's own
+// (.cadre/workflows), checking their roles against roles.
+func LoadWorkflows(root string, roles *role.Registry) (*workflow.Registry, error) {
+	dir := ""
+	if root != "" {
+		dir = filepath.Join(root, workspace.StateDir, "workflows")
+	}
+	return workflow.LoadDefs(dir, func(name string) bool {
+		_, err := roles.Get(name)
+		return err == nil
+	})
+}
+
+// Options are what an engine needs beyond its workspace and journal.
+type Options struct {
+	Getenv func(string) string // the environment (GitHub token, CADRE_*)
+	// Runners builds the registry of runner types with cadre.yaml's price
+	// overrides; nil: the built-in runners.
+	Runners func(prices map[string]config.Price) *runner.Registry
+	Crash   func(point string) // the engine's crash hook, for tests; may be nil
+	Sinks   []event.Sink       // where events go besides the journal
+}
+
+// NewEngine wires an engine for ws that journals into st. Its errors are
+// the repository's configuration's (roles, workflows, the tree): fix and
+// rerun. The returned function flushes the journal; call it before closing
+// st.
+func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*engine.Engine, func(), error) {
+	roles, err := role.Load(filepath.Join(ws.Root, workspace.StateDir, "roles"))
+	if err != nil {
+		return nil, nil, err
+	}
+	flows, err := LoadWorkflows(ws.Root, roles)
+	if err != nil {
+		return nil, nil, err
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	runners := o.Runners
+	if runners == nil {
+		runners = builtin.Registry
+	}
+	journal := engine.NewJournalSink(st)
+	all := append([]event.Sink{journal}, o.Sinks...)
+	if token := getenv(ws.Config.GitHub.TokenEnv); token != "" {
+		// Defence in depth: no event (journal, --json, live view) may carry
+		// the GitHub token, in any encoding, whatever produced the text.
+		all = []event.Sink{redactSink(redact.New(token), all)}
+	}
+	bus := event.NewBus(nil, all...)
+	e, err := engine.New(ctx, engine.Deps{Root: ws.Root, Config: ws.Config, Store: st, Roles: roles, Runners: runners(ws.Config.Prices),
+		Workflows: flows, Forge: NewGitHub(ws, getenv), Bus: bus, Crash: o.Crash})
+	if err != nil {
+		journal.Close()
+		return nil, nil, err
+	}
+	return e, journal.Close, nil
+}
+
+// redactSink masks secrets in an event's free text before the sinks see it.
+func redactSink(r *redact.Redactor, sinks []event.Sink) event.Sink {
+	return event.SinkFunc(func(e event.Event) {
+		e.Message, e.Error = r.String(e.Message), r.String(e.Error)
+		for _, s := range sinks {
+			s.Handle(e)
+		}
+	})
+}
