@@ -22,6 +22,7 @@ import (
 
 	"github.com/cadre-dev/cadre/agent"
 	"github.com/cadre-dev/cadre/eval"
+	"github.com/cadre-dev/cadre/run"
 )
 
 func main() {
@@ -56,6 +57,12 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("judge overall:", j.Overall)
+	sum, err := run.Start(ctx, "repo", run.Options{InPlace: true})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println("run:", sum.Status, sum.Items[0].ID, sum.Items[0].Stage)
 }
 `
 
@@ -66,10 +73,16 @@ const externalScenario = `rules:
     say: "## Summary\nWrote hello.txt."
     signal: {result: SUCCESS, summary: greeting added, confidence: 9}
     usage: {cost_usd: 0.25}
+  - role: coder
+    actions:
+      - write: {path: greet.txt, content: "hi\n"}
+    signal: {result: SUCCESS, confidence: 9}
+  - role: auditor
+    signal: {result: PASS, confidence: 9, rating: 9}
 `
 
 // TestExternalModule builds and runs a throwaway module that requires this
-// one (through a replace directive) and imports agent and eval, as a user's
+// one (through a replace directive) and imports agent, eval and run, as a user's
 // program would: it proves the API is reachable from outside the module,
 // builds offline from the module cache, and works end to end.
 func TestExternalModule(t *testing.T) {
@@ -96,9 +109,19 @@ func TestExternalModule(t *testing.T) {
 		"main.go":       externalMain,
 		"scenario.yaml": externalScenario,
 	}
+	// A repository with one task, for run.Start.
+	files["repo/cadre.yaml"] = "defaults: {runner: fake}\nrunners:\n  fake: {type: script, scenario: ../scenario.yaml}\n"
+	files["repo/tasks/t.md"] = "---\nstage: code\n---\n# Greet\n"
 	for name, text := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"},
+		{"-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", filepath.Join(dir, "repo")}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -115,6 +138,7 @@ func TestExternalModule(t *testing.T) {
 	want := `result=SUCCESS summary="greeting added" file="hello\n" cost=0.25
 gatekeeper: passed 3/3 checks
 judge overall: 7
+run: completed t completed
 `
 	if got := string(out); !strings.HasSuffix(got, want) {
 		t.Fatalf("external program printed:\n%s\nwant it to end with:\n%s", got, want)

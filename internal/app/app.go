@@ -125,3 +125,11 @@ func redactSink(r *redact.Redactor, sinks []event.Sink) event.Sink {
 		}
 	})
 }
+
+// IssueQuery is cadre.yaml's github.query_*: the issues a run with no
+// target works on.
+func (ws Workspace) IssueQuery() engine.IssueQuery {
+	gh := ws.Config.GitHub
+	return engine.IssueQuery{Labels: gh.QueryLabels, Milestone: gh.QueryMilestone, Assignee: gh.QueryAssignee,
+		State: gh.QueryState, Limit: gh.QueryLimit}
+}

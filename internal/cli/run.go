@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cadre-dev/cadre/internal/app"
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
@@ -86,9 +87,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return usageErr(fmt.Errorf("--runner %s: the model selector needs selector.candidates in cadre.yaml to choose from, e.g. selector: {candidates: [claude, codex]}", config.Auto))
 	}
 	if len(opts.Targets) == 0 && opts.Query.Empty() && opts.Prompt == "" {
-		gh := ws.cfg.GitHub
-		opts.Query = engine.IssueQuery{Labels: gh.QueryLabels, Milestone: gh.QueryMilestone, Assignee: gh.QueryAssignee,
-			State: gh.QueryState, Limit: gh.QueryLimit}
+		opts.Query = app.Workspace{Root: ws.root, Config: ws.cfg}.IssueQuery()
 	}
 	eo := engine.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
 		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
