@@ -1,9 +1,12 @@
 package workflow
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/signal"
 )
@@ -306,5 +309,46 @@ func TestGatekeeperAndJudgeCheckTheWork(t *testing.T) {
 		if gate == nil || gate.Step != want || judge == nil || judge.Step != want || gate.Output == "" {
 			t.Errorf("%s: gatekeeper checked %+v, judge scored %+v; want %s", wf, gate, judge, want)
 		}
+	}
+}
+
+// ctxExec lets a test's agent see its context.
+type ctxExec struct {
+	*fakeExec
+	agentCtx func(ctx context.Context, c AgentCall) Outcome
+}
+
+func (x *ctxExec) Agent(ctx context.Context, c AgentCall) (Outcome, error) {
+	x.fakeExec.Agent(ctx, c) // records the call
+	return x.agentCtx(ctx, c), nil
+}
+
+// A pause in one parallel branch lets its siblings finish their steps
+// (paid for, journaled) instead of cancelling them.
+func TestPauseDoesNotCancelSiblings(t *testing.T) {
+	paused := make(chan struct{})
+	var scoutCancelled bool
+	f := newFake()
+	f.human = func(HumanCall) (Answer, error) {
+		close(paused)
+		return Answer{}, fmt.Errorf("waits: %w", ErrPaused)
+	}
+	x := &ctxExec{fakeExec: f, agentCtx: func(ctx context.Context, c AgentCall) Outcome {
+		o := okOutcome(c.Role)
+		switch c.Role {
+		case "issue-analyst":
+			o.Signal.Confidence = signal.Int(1)
+		case "codebase-scout":
+			<-paused
+			time.Sleep(10 * time.Millisecond) // a cancel would have landed by now
+			scoutCancelled = ctx.Err() != nil
+		}
+		return o
+	}}
+	r := defs(t)
+	d, _ := r.Get("cadre")
+	_, err := (&Interp{Item: "42", Defs: r, Exec: x, Lim: testLim}).Run(context.Background(), d)
+	if !errors.Is(err, ErrPaused) || scoutCancelled {
+		t.Errorf("err %v, scout cancelled %v", err, scoutCancelled)
 	}
 }

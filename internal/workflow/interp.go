@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/cadre-dev/cadre/internal/signal"
 )
 
@@ -458,14 +456,12 @@ func (in *Interp) action(ctx context.Context, kind string, sc *scope) error {
 
 func (in *Interp) parallel(ctx context.Context, nodes []Node, sc *scope) error {
 	scopes := make([]*scope, len(nodes))
-	g, gctx := errgroup.WithContext(ctx)
-	for i, n := range nodes {
+	for i := range nodes {
 		branch := *sc
 		branch.inputs = append([]string(nil), sc.inputs...)
 		scopes[i] = &branch
-		g.Go(func() error { return in.node(gctx, n, scopes[i]) })
 	}
-	err := g.Wait()
+	err := all(ctx, len(nodes), func(ctx context.Context, i int) error { return in.node(ctx, nodes[i], scopes[i]) })
 	// Outputs join in definition order, whatever order the branches ended in.
 	for _, b := range scopes {
 		sc.inputs = appendNew(sc.inputs, b.inputs)
@@ -475,6 +471,45 @@ func (in *Interp) parallel(ctx context.Context, nodes []Node, sc *scope) error {
 		}
 	}
 	return err
+}
+
+// all runs fn for 0..n-1 at once and returns the first error in index
+// order. A failure cancels the others (the item is lost anyway), but a
+// pause for a human does not: the siblings' steps, already paid for, run
+// to their end and are journaled, so the resumed item does not redo them.
+func all(ctx context.Context, n int, fn func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = fn(ctx, i); errs[i] != nil && !errors.Is(errs[i], ErrPaused) {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	var paused error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrPaused):
+			if paused == nil {
+				paused = err
+			}
+		case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+			// cancelled because a sibling failed; report the sibling
+		default:
+			return err
+		}
+	}
+	if paused != nil {
+		return paused
+	}
+	return ctx.Err()
 }
 
 func appendNew(dst, src []string) []string {
@@ -508,29 +543,32 @@ func (in *Interp) forEach(ctx context.Context, body []Node, sc *scope) error {
 	for _, wave := range waves {
 		base := len(sc.inputs)
 		scopes := make([]*scope, len(wave))
-		g, gctx := errgroup.WithContext(ctx)
 		for i := range wave {
-			t := wave[i]
 			tsc := *sc
-			tsc.task = &t
+			tsc.task = &wave[i]
 			tsc.inputs = append([]string(nil), sc.inputs...)
 			tsc.note = ""
 			scopes[i] = &tsc
-			g.Go(func() error {
-				err := in.seq(gctx, body, scopes[i])
+		}
+		err := all(ctx, len(wave), func(ctx context.Context, i int) error {
+			t := wave[i]
+			err := in.seq(ctx, body, scopes[i])
+			if !errors.Is(err, ErrPaused) {
+				// A paused task is unfinished: its files stay out of
+				// the other tasks' commits.
 				in.mu.Lock()
 				delete(in.pending, t.ID)
 				in.mu.Unlock()
-				if f := (*failure)(nil); errors.As(err, &f) {
-					return &failure{fmt.Sprintf("task %s: %s", t.ID, f.reason)}
-				}
-				if r := (*rejected)(nil); errors.As(err, &r) {
-					return &rejected{fmt.Sprintf("task %s: %s", t.ID, r.reason)}
-				}
-				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
+			}
+			if f := (*failure)(nil); errors.As(err, &f) {
+				return &failure{fmt.Sprintf("task %s: %s", t.ID, f.reason)}
+			}
+			if r := (*rejected)(nil); errors.As(err, &r) {
+				return &rejected{fmt.Sprintf("task %s: %s", t.ID, r.reason)}
+			}
+			return err
+		})
+		if err != nil {
 			return err
 		}
 		for _, ts := range scopes {
