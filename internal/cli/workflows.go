@@ -173,8 +173,11 @@ func NewCmdApprove(f *Factory, runF func(context.Context, *Factory, *ApproveOpti
 	cmd := &cobra.Command{
 		Use:   "approve RUN ITEM [--reject] [--note TEXT]",
 		Short: "Answer an item's escalation to a human",
-		Long: `An item whose agent reported low confidence waits for a human. approve lets it go on (the
-note is handed to the next agent); --reject fails it. Then continue the run with cadre resume.` + exitStatusSimple,
+		Long: `An item waits for a human when an agent reported low confidence, asked for clarification
+(Result CLARIFICATION_NEEDED) or handed over to a human (Next: Human), and when a loop ran out of
+rounds as incomplete. approve lets it go on: the note is handed to the next agent (after a
+clarification, the same role is asked again with it; after incomplete, as many rounds run again);
+--reject ends the item. Then continue the run with cadre resume.` + exitStatusSimple,
 		Example: `  cadre approve 20261122-101500-ab12 42 --note "use the v2 API"
   cadre approve 20261122-101500-ab12 42 --reject --note "wrong goal"`,
 		Args: cobra.ExactArgs(2),
