@@ -37,6 +37,10 @@ type Bench struct {
 	// Progress, when set, is called after each job, from the goroutine
 	// that called Execute.
 	Progress func(Progress)
+	// Crash, when set, is called at the named points "bench-recorded" (a
+	// job's evaluation is in the score store, its step not yet completed)
+	// and "bench-finished", so tests can kill cadre there and resume.
+	Crash func(point string)
 }
 
 // Progress reports one finished (or failed) job.
@@ -177,8 +181,19 @@ func (b *Bench) run(ctx context.Context, runID string, tpl *templates, parent st
 	if err := b.Store.RecordEvaluations(bg, ev); err != nil {
 		return out, err
 	}
+	b.crash("bench-recorded")
 	step.Status, step.Result = store.StepCompleted, detail
-	return out, b.Store.FinishStep(bg, step)
+	if err := b.Store.FinishStep(bg, step); err != nil {
+		return out, err
+	}
+	b.crash("bench-finished")
+	return out, nil
+}
+
+func (b *Bench) crash(point string) {
+	if b.Crash != nil {
+		b.Crash(point)
+	}
 }
 
 // evaluate runs the agent on the case in a fresh work dir and evaluates
