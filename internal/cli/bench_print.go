@@ -67,6 +67,9 @@ func outcomeLine(pr bench.Progress) string {
 			failed = append(failed, c.Name)
 		}
 	}
+	if len(failed) == 0 {
+		return "failed, " + cost
+	}
 	return fmt.Sprintf("failed %s, %s", strings.Join(failed, ", "), cost)
 }
 
