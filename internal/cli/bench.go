@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,10 +34,12 @@ type BenchOptions struct {
 func NewCmdBench(f *Factory, runF func(context.Context, *Factory, *BenchOptions) error) *cobra.Command {
 	opts := &BenchOptions{}
 	cmd := &cobra.Command{
-		Use:   "bench [ROLE...] --runners a,b [--repeat N] [--judge RUNNER] [--json] [--new]",
+		Use:   "bench [ROLE...] [--runners a,b] [--repeat N] [--judge RUNNER] [--json] [--new]",
 		Short: "Benchmark runners on each role's cases; results go to the score store",
 		Long: `Run the benchmark cases of ROLEs (every role with a case when none is given) with each
-runner of --runners, --repeat times, and print a leaderboard per role.
+runner of --runners, --repeat times, and print a leaderboard per role. Without --runners
+the runners are selector.candidates' (the runners runner: auto chooses among), else
+defaults.runner.
 
 Cases are built in and read from the repository's .cadre/bench/*.yaml (docs/evaluation.md
 gives the format). Each run of a case happens in a fresh git repository holding the case's
@@ -62,9 +65,6 @@ EXIT STATUS
   cadre bench --runners ollama-small,ollama-large --judge claude --json | jq '.rows[0]'`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Roles = args
-			if len(opts.Runners) == 0 {
-				return usageErr(errors.New("--runners: name the runners to benchmark, e.g. --runners claude,codex"))
-			}
 			for _, r := range opts.Runners {
 				if strings.TrimSpace(r) == "" {
 					return usageErr(errors.New("--runners: empty runner name"))
@@ -79,7 +79,7 @@ EXIT STATUS
 			return runBench(cmd.Context(), f, opts)
 		},
 	}
-	cmd.Flags().StringSliceVar(&opts.Runners, "runners", nil, "runners to benchmark, comma-separated (names in cadre.yaml runners: or built-in types)")
+	cmd.Flags().StringSliceVar(&opts.Runners, "runners", nil, "runners to benchmark, comma-separated (default: selector.candidates, else defaults.runner)")
 	cmd.Flags().IntVar(&opts.Repeat, "repeat", 1, "runs of each case per runner")
 	cmd.Flags().StringVar(&opts.Judge, "judge", "", "runner of the judge (default: the judge role's runner in cadre.yaml)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the leaderboard as JSON on stdout")
@@ -107,6 +107,9 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	}
 	b := &bench.Bench{Runners: map[string]bench.Contestant{}, RoleDir: roleDir, Crash: f.Crash,
 		CommandTimeout: time.Duration(ws.cfg.Defaults.Timeout)}
+	if len(opts.Runners) == 0 {
+		opts.Runners = defaultBenchRunners(ws.cfg)
+	}
 	for _, name := range opts.Runners {
 		if b.Runners[name], err = contestant(ws.cfg, ws.root, name, ws.cfg.Runners[name].Model, "--runners"); err != nil {
 			return usageErr(err)
@@ -175,6 +178,24 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 		return fmt.Errorf("%d of %d runs could not be evaluated (see the lines above); run the same cadre bench command again to retry them", sum.Failed, sum.Total)
 	}
 	return nil
+}
+
+// defaultBenchRunners are the runners benchmarked without --runners: the
+// model selector's candidates, whose choice the benchmark informs, else the
+// default runner. A candidate's model is not kept: a runner is benchmarked
+// with its configured model.
+func defaultBenchRunners(cfg config.Config) []string {
+	var out []string
+	for _, c := range cfg.Selector.Candidates {
+		name, _, _ := strings.Cut(strings.TrimSpace(c), "/")
+		if name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{cfg.Defaults.Runner}
+	}
+	return out
 }
 
 // loadCases reads the built-in and the repository's cases of roles.

@@ -27,7 +27,7 @@ func TestNewCmdBenchOptions(t *testing.T) {
 		{"--runners a,b", cli.BenchOptions{Runners: []string{"a", "b"}, Repeat: 1}, ""},
 		{"executor architect --runners a --repeat 3 --judge j --json --new",
 			cli.BenchOptions{Roles: []string{"executor", "architect"}, Runners: []string{"a"}, Repeat: 3, Judge: "j", JSON: true, New: true}, ""},
-		{"executor", cli.BenchOptions{}, "--runners: name the runners"},
+		{"executor", cli.BenchOptions{Roles: []string{"executor"}, Repeat: 1}, ""},
 		{"--runners a,,b", cli.BenchOptions{}, "--runners: empty runner name"},
 		{"--runners a --repeat 0", cli.BenchOptions{}, "--repeat 0: want 1 or more"},
 	}
