@@ -252,6 +252,9 @@ func (e *Engine) ResumeWith(ctx context.Context, runID string, ov ResumeOverride
 	if r.Status == store.RunCompleted {
 		return Summary{}, fmt.Errorf("%w: run %s already completed", ErrNothingToResume, r.ID)
 	}
+	if r.Workflow == store.WorkflowBench {
+		return Summary{}, fmt.Errorf("%w: run %s is a benchmark: continue it with cadre bench and the same roles, runners and repeat", ErrNothingToResume, r.ID)
+	}
 	var opts Options
 	if err := json.Unmarshal(r.Options, &opts); err != nil {
 		return Summary{}, fmt.Errorf("run %s: options: %w", r.ID, err)

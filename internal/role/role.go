@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 	tparse "text/template/parse"
 )
@@ -75,9 +76,11 @@ type Registry struct {
 // ErrUnknown is wrapped when a role does not exist.
 var ErrUnknown = errors.New("unknown role")
 
-// Load returns the built-in roles, overridden or extended by NAME.md files in
-// dir (dir may not exist).
-func Load(dir string) (*Registry, error) {
+// builtinRoles parses the built-in roles once per process: they never
+// change, and parsing their templates again for every agent (cadre bench
+// makes one per job) would cost more than the rest of the job. Parsed
+// templates are safe to share: executing one does not change it.
+var builtinRoles = sync.OnceValues(func() (*Registry, error) {
 	r := &Registry{roles: map[string]Role{}}
 	entries, err := fs.ReadDir(builtin, "roles")
 	if err != nil {
@@ -91,6 +94,20 @@ func Load(dir string) (*Registry, error) {
 		if err := r.add(e.Name(), "built-in", data); err != nil {
 			return nil, err
 		}
+	}
+	return r, nil
+})
+
+// Load returns the built-in roles, overridden or extended by NAME.md files in
+// dir (dir may not exist).
+func Load(dir string) (*Registry, error) {
+	base, err := builtinRoles()
+	if err != nil {
+		return nil, err
+	}
+	r := &Registry{roles: make(map[string]Role, len(base.roles))}
+	for k, v := range base.roles {
+		r.roles[k] = v
 	}
 	if dir == "" {
 		return r, nil

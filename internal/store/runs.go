@@ -113,11 +113,16 @@ func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
 	return r, nil
 }
 
-// LatestRun returns the most recently started run, or ErrNotFound when the
-// journal has none.
+// WorkflowBench is the workflow name of the runs cadre bench journals. A
+// benchmark is not a workflow run over items, so resume, status and report
+// must not take one for the latest run.
+const WorkflowBench = "bench"
+
+// LatestRun returns the most recently started workflow run (benchmarks
+// aside, see WorkflowBench), or ErrNotFound when the journal has none.
 func (s *Store) LatestRun(ctx context.Context) (Run, error) {
 	r, err := scanRun(s.r.QueryRowContext(ctx,
-		`SELECT `+runColumns+` FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1`))
+		`SELECT `+runColumns+` FROM runs WHERE workflow <> ? ORDER BY started_at DESC, rowid DESC LIMIT 1`, WorkflowBench))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, fmt.Errorf("latest run: no runs: %w", ErrNotFound)
 	}
@@ -125,6 +130,29 @@ func (s *Store) LatestRun(ctx context.Context) (Run, error) {
 		return Run{}, fmt.Errorf("latest run: %w", err)
 	}
 	return r, nil
+}
+
+// RunsOf returns the runs of one workflow, newest first (cadre bench looks
+// for an unfinished benchmark among its own).
+func (s *Store) RunsOf(ctx context.Context, workflow string) ([]Run, error) {
+	rows, err := s.r.QueryContext(ctx,
+		`SELECT `+runColumns+` FROM runs WHERE workflow = ? ORDER BY started_at DESC, rowid DESC`, workflow)
+	if err != nil {
+		return nil, fmt.Errorf("list %s runs: %w", workflow, err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list %s runs: %w", workflow, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list %s runs: %w", workflow, err)
+	}
+	return out, nil
 }
 
 func scanRun(row rowScanner) (Run, error) {

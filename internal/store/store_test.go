@@ -240,6 +240,36 @@ func TestLatestRun(t *testing.T) {
 	if got.ID != "newest" {
 		t.Errorf("LatestRun = %q, want newest", got.ID)
 	}
+	// A later benchmark is not the latest run: resume and status would
+	// take its options for a workflow run's.
+	if err := s.CreateRun(ctx, store.Run{ID: "bench1", Workflow: store.WorkflowBench, StartedAt: t0.Add(3 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.LatestRun(ctx); err != nil || got.ID != "newest" {
+		t.Errorf("LatestRun after a bench = %q, %v; want newest", got.ID, err)
+	}
+}
+
+func TestRunsOf(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	mustRun(t, s, "work", t0.Add(5*time.Hour))
+	for i, id := range []string{"b-old", "b-new"} {
+		if err := s.CreateRun(ctx, store.Run{ID: id, Workflow: store.WorkflowBench, StartedAt: t0.Add(time.Duration(i) * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, err := s.RunsOf(ctx, store.WorkflowBench)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	if strings.Join(ids, ",") != "b-new,b-old" {
+		t.Errorf("RunsOf(bench) = %v, want [b-new b-old]", ids)
+	}
 }
 
 func TestItems(t *testing.T) {
