@@ -239,6 +239,12 @@ func TestPruneRemovesWorktreesOfMergedPullRequests(t *testing.T) {
 	if strings.Contains(string(branches), "cadre/1-") || !strings.Contains(string(branches), "cadre/2-") {
 		t.Errorf("branches after prune: %s", branches)
 	}
+	// The score store learnt what became of each pull request: the two
+	// executor steps completed (outcome), one was merged, one closed.
+	code, out, errOut := g.cadre(t, "", "scores", "executor", "--json")
+	if code != 0 || !strings.Contains(out, `"samples": 4,`) || !strings.Contains(out, `"passed": 3,`) {
+		t.Errorf("scores after prune: %d %s %s", code, out, errOut)
+	}
 }
 
 // TestGitHubQueryFromConfig: with github.query_labels set, cadre run with

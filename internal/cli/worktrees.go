@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -98,6 +100,7 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 				}
 				state := map[bool]string{true: "merged", false: "closed"}[merged]
 				fmt.Fprintf(f.IO.ErrOut, "removed %s (pull request %s)\n", wt.Path, state)
+				f.recordPullRequest(ctx, ws.root, wt.Item, merged)
 				continue
 			}
 		}
@@ -121,4 +124,20 @@ func dirtySummary(paths []string) string {
 		return strings.Join(paths, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(paths[:3], ", "), len(paths)-3)
+}
+
+// recordPullRequest tells the score store what became of an item's pull
+// request; a failure to record is reported, and loses no work.
+func (f *Factory) recordPullRequest(ctx context.Context, root, item string, merged bool) {
+	if !hasJournal(root) {
+		return
+	}
+	st, err := openStore(ctx, root)
+	if err == nil {
+		defer st.Close()
+		_, err = engine.RecordPullRequest(ctx, st, item, merged)
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		fmt.Fprintf(f.IO.ErrOut, "cadre: warning: score store: %v\n", err)
+	}
 }

@@ -93,3 +93,31 @@ func (e *Engine) outcomes(ctx context.Context, ir *itemRun, completed bool) {
 		e.evaluate(ctx, ir, verdict{kind: store.KindOutcome, step: st.ID, passed: &completed, score: &score})
 	}
 }
+
+// RecordPullRequest records what became of an item's pull request (merged,
+// or closed unmerged) for each working step of the latest run that worked
+// on the item: a merge is the strongest verdict a change gets (seed 003's
+// "whether its PR was merged"). It returns how many steps it recorded.
+func RecordPullRequest(ctx context.Context, st *store.Store, item string, merged bool) (int, error) {
+	run, err := st.LatestRunOf(ctx, item)
+	if err != nil {
+		return 0, err
+	}
+	steps, err := st.Steps(ctx, run)
+	if err != nil {
+		return 0, err
+	}
+	score := 0.0
+	if merged {
+		score = 1
+	}
+	var evs []store.Evaluation
+	for _, s := range steps {
+		if s.ItemID != item || s.Kind != "agent" || s.Status != store.StepCompleted || s.Runner == "" || workflow.IsReviewing(s.Role) {
+			continue
+		}
+		evs = append(evs, store.Evaluation{Source: store.SourceRun, RunID: run, ItemID: item, StepID: s.ID, Role: s.Role,
+			Runner: s.Runner, Model: s.Model, Kind: store.KindMerged, Passed: &merged, Score: &score})
+	}
+	return len(evs), st.RecordEvaluations(ctx, evs...)
+}

@@ -22,6 +22,7 @@ const (
 	KindJudge      = "judge"      // a judge role's rubric scores
 	KindReview     = "review"     // a reviewing role's rating or verdict of a worker step
 	KindOutcome    = "outcome"    // the item completed or failed (later: its pull request merged)
+	KindMerged     = "merged"     // the item's pull request was merged (passed) or closed unmerged
 	KindBench      = "bench"      // a benchmark case's result
 )
 
@@ -37,7 +38,7 @@ type Evaluation struct {
 	Role      string
 	Runner    string
 	Model     string // "" for the runner's default model
-	Kind      string // gatekeeper|judge|review|outcome|bench
+	Kind      string // gatekeeper|judge|review|outcome|merged|bench
 	Passed    *bool  // nil when this kind gives no pass/fail verdict
 	// Score is quality on 0..1 (a judge's overall/10, a gatekeeper's share
 	// of passed checks); nil when this kind gives no score.
@@ -152,7 +153,7 @@ func (e Evaluation) validate() error {
 	case e.Source != SourceRun && e.Source != SourceBench:
 		return fmt.Errorf("source %q: want run or bench", e.Source)
 	case !validKind(e.Kind):
-		return fmt.Errorf("kind %q: want gatekeeper, judge, review, outcome or bench", e.Kind)
+		return fmt.Errorf("kind %q: want gatekeeper, judge, review, outcome, merged or bench", e.Kind)
 	case e.RunID == "":
 		return fmt.Errorf("%s evaluation without a run id", e.Kind)
 	case e.StepID == "" && e.ItemID == "":
@@ -169,7 +170,7 @@ func (e Evaluation) validate() error {
 
 func validKind(k string) bool {
 	switch k {
-	case KindGatekeeper, KindJudge, KindReview, KindOutcome, KindBench:
+	case KindGatekeeper, KindJudge, KindReview, KindOutcome, KindMerged, KindBench:
 		return true
 	}
 	return false

@@ -170,3 +170,18 @@ func scanItem(row rowScanner) (Item, error) {
 	}
 	return it, nil
 }
+
+// LatestRunOf returns the id of the latest run that worked on item, or an
+// error wrapping ErrNotFound.
+func (s *Store) LatestRunOf(ctx context.Context, item string) (string, error) {
+	var id string
+	err := s.r.QueryRowContext(ctx, `SELECT i.run_id FROM items i JOIN runs r ON r.id = i.run_id
+		WHERE i.id = ? ORDER BY r.started_at DESC, r.id DESC LIMIT 1`, item).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("item %s: %w", item, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("find the latest run of item %s: %w", item, err)
+	}
+	return id, nil
+}

@@ -4,7 +4,7 @@
 --
 -- One row is one verdict on one step: a gatekeeper's checks, a judge's
 -- scores, a reviewing role's rating of a worker step, the item's outcome,
--- or a benchmark case. role/runner/model are those of the evaluated step
+-- whether its pull request was merged, or a benchmark case. role/runner/model are those of the evaluated step
 -- (the worker), not of whoever evaluated it.
 --
 -- No foreign key to runs: bench rows carry their own run ids, and a
@@ -20,7 +20,7 @@ CREATE TABLE evaluations (
     role          TEXT NOT NULL,
     runner        TEXT NOT NULL,
     model         TEXT NOT NULL DEFAULT '',
-    kind          TEXT NOT NULL CHECK (kind IN ('gatekeeper', 'judge', 'review', 'outcome', 'bench')),
+    kind          TEXT NOT NULL CHECK (kind IN ('gatekeeper', 'judge', 'review', 'outcome', 'merged', 'bench')),
     -- NULL when this kind gives no pass/fail verdict (e.g. a judge).
     passed        INTEGER CHECK (passed IN (0, 1)),
     -- Quality 0..1; NULL when this kind gives no score.
