@@ -344,45 +344,40 @@ func sortedKeys(m map[string]string) []string {
 // reviewing roles and, when it runs one, the gatekeeper.
 func (d *Def) Gates() []string {
 	var out []string
-	var walk func([]Node)
-	walk = func(ns []Node) {
-		for _, n := range ns {
-			if (n.Role != "" && IsReviewing(n.Role) || n.Run == "gatekeeper") && !contains(out, n.Role+n.Run) {
-				out = append(out, n.Role+n.Run)
-			}
-			walk(n.Parallel)
-			walk(n.Do)
-			if n.Loop != nil {
-				walk(n.Loop.Do)
-				walk(n.Loop.Between)
-			}
+	d.walk(func(n Node) {
+		if (n.Role != "" && IsReviewing(n.Role) || n.Run == "gatekeeper") && !contains(out, n.Role+n.Run) {
+			out = append(out, n.Role+n.Run)
 		}
-	}
-	for _, p := range d.Phases {
-		walk(p.Steps)
-	}
+	})
 	return out
 }
 
 // Roles lists the roles a definition invokes, in first-use order.
 func (d *Def) Roles() []string {
 	var out []string
-	var walk func([]Node)
-	walk = func(ns []Node) {
+	d.walk(func(n Node) {
+		if n.Role != "" && !contains(out, n.Role) {
+			out = append(out, n.Role)
+		}
+	})
+	return out
+}
+
+// walk visits every node of d, depth first, in definition order.
+func (d *Def) walk(visit func(Node)) {
+	var rec func([]Node)
+	rec = func(ns []Node) {
 		for _, n := range ns {
-			if n.Role != "" && !contains(out, n.Role) {
-				out = append(out, n.Role)
-			}
-			walk(n.Parallel)
-			walk(n.Do)
+			visit(n)
+			rec(n.Parallel)
+			rec(n.Do)
 			if n.Loop != nil {
-				walk(n.Loop.Do)
-				walk(n.Loop.Between)
+				rec(n.Loop.Do)
+				rec(n.Loop.Between)
 			}
 		}
 	}
 	for _, p := range d.Phases {
-		walk(p.Steps)
+		rec(p.Steps)
 	}
-	return out
 }
