@@ -79,7 +79,7 @@ func (fx *flowExec) gatekeep(ctx context.Context, c workflow.ActionCall) (signal
 		fmt.Fprintf(&b, "\nNot checked (no command configured in cadre.yaml): %s\n", strings.Join(skipped, ", "))
 	}
 	if len(req.Commands) > 0 {
-		b.WriteString("\n" + strings.TrimPrefix(cmdSummary, "# "))
+		b.WriteString("\n#" + cmdSummary)
 	}
 	b.WriteString("\n" + signal.Format(sig))
 	if err := writeStepFile(outPath, []byte(b.String())); err != nil {

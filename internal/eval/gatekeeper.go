@@ -111,7 +111,7 @@ func (Gatekeeper) Validate(r Response, req Requirements) Result {
 		}
 	}
 	if on(req.DiffNonEmpty) {
-		add("diff_nonempty", len(files) > 0, "%d files changed", len(files))
+		add("diff_nonempty", len(files) > 0, "%d %s changed", len(files), map[bool]string{true: "file", false: "files"}[len(files) == 1])
 	}
 	if len(req.AllowedFiles) > 0 {
 		var out []string
