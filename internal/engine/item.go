@@ -34,17 +34,20 @@ type itemOutcome struct {
 
 // itemRun is the working state of one item.
 type itemRun struct {
-	run    string
-	rs     *runState
-	opts   Options
-	it     store.Item
-	task   *taskfile.Task
-	repo   *workspace.Repo // the tree the agents work in
-	dir    string          // its directory
-	outDir string          // .cadre/runs/<run>/items/<item>
-	agents chan struct{}   // bounds this item's concurrent agent steps
-	cycle  *cycleLog       // current_cycle.md
-	board  *board          // the task file's frontmatter, written in the background
+	run  string
+	rs   *runState
+	opts Options
+	it   store.Item
+	task *taskfile.Task
+	repo *workspace.Repo // the tree the agents work in
+	// trusted: the tree may keep configuration that runs programs
+	// (sandbox.trust_repo); if not, agents see none and git runs no filter.
+	trusted bool
+	dir     string        // its directory
+	outDir  string        // .cadre/runs/<run>/items/<item>
+	agents  chan struct{} // bounds this item's concurrent agent steps
+	cycle   *cycleLog     // current_cycle.md
+	board   *board        // the task file's frontmatter, written in the background
 	// boardMu serialises task-file writes of parallel steps of one item.
 	boardMu sync.Mutex
 	gitMu   sync.Mutex // serialises commits in the item's tree
@@ -95,6 +98,10 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 	ir := &itemRun{run: runID, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: brd,
 		outDir: filepath.Join(e.StateDir(), "runs", runID, "items", it.ID), written: map[string]string{},
 		agents: make(chan struct{}, max(agents, 1))}
+	ir.trusted = e.trustsRepo(it)
+	if !ir.trusted {
+		ir.repo = e.repo.Untrusted()
+	}
 	lim := workflow.Limits{AuditPassRating: e.d.Config.Limits.AuditPassRating, MaxAttempts: e.d.Config.Limits.MaxAttempts,
 		EscalateBelowConfidence: e.d.Config.Limits.EscalateBelowConfidence}
 
@@ -245,7 +252,7 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 		}
 	}
 	branch := workspace.BranchName(ir.it.ID, ir.task.Title)
-	wt, err := e.wts.Ensure(ctx, ir.it.ID, branch, e.d.Config.BaseBranch, owned)
+	wt, err := e.wts.Ensure(ctx, ir.it.ID, branch, e.d.Config.BaseBranch, workspace.EnsureOptions{AllowDirty: owned, Untrusted: !ir.trusted})
 	if err != nil {
 		return fmt.Errorf("item %s refused: %w", ir.it.ID, err)
 	}
