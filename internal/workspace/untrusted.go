@@ -2,8 +2,12 @@ package workspace
 
 import (
 	"context"
+	"os"
 	"strings"
 )
+
+// filterKeys matches the settings that define a filter driver.
+const filterKeys = `^filter\..*\.(clean|smudge|process|required)$`
 
 // Untrusted is a handle on the same working tree whose git commands run no
 // filter driver (clean, smudge, process): a .gitattributes line such as
@@ -28,7 +32,7 @@ func (r *Repo) withFilters(ctx context.Context, args []string) []string {
 	}
 	// Reading configuration runs nothing; a failure (no driver defined:
 	// exit 1) means there is nothing to switch off.
-	out, _ := git(ctx, r.Dir, "config", "--name-only", "--get-regexp", `^filter\..*\.(clean|smudge|process|required)$`)
+	out, _ := git(ctx, r.Dir, "config", "--name-only", "--get-regexp", filterKeys)
 	return append(filterOff(out), args...)
 }
 
@@ -55,4 +59,17 @@ func filterOff(names string) []string {
 		}
 	}
 	return opts
+}
+
+// AgentGitConfig is the configuration ("key=value") an agent's own git
+// commands get in an untrusted tree: no hooks, no fsmonitor, no ext::
+// transport, and every filter driver now defined switched off.
+func (r *Repo) AgentGitConfig(ctx context.Context) []string {
+	kv := []string{"core.hooksPath=" + os.DevNull, "core.fsmonitor=false", "protocol.ext.allow=never"}
+	out, _ := git(ctx, r.Dir, "config", "--name-only", "--get-regexp", filterKeys)
+	opts := filterOff(out)
+	for i := 1; i < len(opts); i += 2 {
+		kv = append(kv, opts[i])
+	}
+	return kv
 }
