@@ -47,11 +47,11 @@ type itemRun struct {
 	// executable configuration hidden (see Engine.shield).
 	shieldMu sync.Mutex
 	shielded int
-	dir     string        // its directory
-	outDir  string        // .cadre/runs/<run>/items/<item>
-	agents  chan struct{} // bounds this item's concurrent agent steps
-	cycle   *cycleLog     // current_cycle.md
-	board   *board        // the task file's frontmatter, written in the background
+	dir      string        // its directory
+	outDir   string        // .cadre/runs/<run>/items/<item>
+	agents   chan struct{} // bounds this item's concurrent agent steps
+	cycle    *cycleLog     // current_cycle.md
+	board    *board        // the task file's frontmatter, written in the background
 	// boardMu serialises task-file writes of parallel steps of one item.
 	boardMu sync.Mutex
 	gitMu   sync.Mutex // serialises commits in the item's tree
