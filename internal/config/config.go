@@ -158,6 +158,23 @@ type Selector struct {
 type Sandbox struct {
 	Mode    string `yaml:"mode"`    // none | bwrap
 	Network string `yaml:"network"` // allow | deny | model-only
+	// TrustRepo says whether an item's tree may keep configuration that
+	// runs programs (agent CLI hooks and MCP servers, git hooks and filter
+	// drivers, .envrc) while agents and cadre's git work in it. Unset, the
+	// answer depends on the item (see TrustsRepo).
+	TrustRepo *bool `yaml:"trust_repo"`
+}
+
+// TrustsRepo says whether an item's tree is trusted. Unless trust_repo
+// says otherwise for every item, it is for local task files and prompts
+// (the user wrote them) and for issues whose author github.authors lists;
+// it is not for an issue anyone else opened, whose text steers the agents
+// that could plant such configuration for the next step or for cadre.
+func (s Sandbox) TrustsRepo(fromStranger bool) bool {
+	if s.TrustRepo != nil {
+		return *s.TrustRepo
+	}
+	return !fromStranger
 }
 
 // Duration is a time.Duration written in YAML and environment variables as

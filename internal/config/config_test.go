@@ -172,7 +172,7 @@ func TestParseErrors(t *testing.T) {
 			`cadre.yaml:2: unknown key "modle" in roles.judge (did you mean "model"?)`},
 		{"unknown key without a close match lists the keys",
 			"sandbox:\n  image: alpine\n",
-			`cadre.yaml:2: unknown key "image" in sandbox (valid keys: mode, network)`},
+			`cadre.yaml:2: unknown key "image" in sandbox (valid keys: mode, network, trust_repo)`},
 		{"word for an integer",
 			"limits:\n  max_attempts: two\n",
 			`cadre.yaml:2: limits.max_attempts: want an integer, got "two"`},
@@ -346,6 +346,8 @@ func TestEnvOverrides(t *testing.T) {
 			func(c *Config) { c.GitHub.Labels = []string{"x", "y", "z"} }},
 		{"sandbox", map[string]string{"CADRE_SANDBOX_MODE": "none", "CADRE_SANDBOX_NETWORK": "allow"},
 			func(c *Config) { c.Sandbox = Sandbox{Mode: "none", Network: "allow"} }},
+		{"optional bool", map[string]string{"CADRE_SANDBOX_TRUST_REPO": "false"},
+			func(c *Config) { f := false; c.Sandbox.TrustRepo = &f }},
 		{"maps have no variables", map[string]string{"CADRE_ROLES": "x", "CADRE_RUNNERS_CLAUDE_COMMAND": "y"}, func(*Config) {}},
 	}
 	base, err := Parse("cadre.yaml", []byte(file), nil)

@@ -72,6 +72,14 @@ func setText(v reflect.Value, s string) error {
 		return nil
 	}
 	switch v.Kind() {
+	case reflect.Pointer:
+		// An optional setting (unset means "decided per case"): the
+		// variable sets it.
+		p := reflect.New(v.Type().Elem())
+		if err := setText(p.Elem(), s); err != nil {
+			return err
+		}
+		v.Set(p)
 	case reflect.String:
 		v.SetString(s)
 	case reflect.Int:

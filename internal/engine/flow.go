@@ -34,7 +34,18 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 	if fx.paused != "" {
 		err = fmt.Errorf("%s: %w", fx.paused, workflow.ErrPaused)
 	}
+	var te *tamperError
 	switch {
+	case errors.As(err, &te):
+		// The run stops too: other items share the repository's git.
+		ir.rs.halt(store.RunFailed, ir.it.ID+": "+te.msg)
+		e.setBoard(ir, map[string]any{"stage": "failed"})
+		e.finishIssue(ctx, ir, false, te.msg)
+		e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp("failed"), Error: &te.msg})
+		e.archiveCycle(ctx, ir, time.Now(), "_failed")
+		e.outcomes(ctx, ir, false)
+		e.publish(ir, event.Event{Type: event.TaskFailed, Error: te.msg})
+		return itemOutcome{failed: true, halt: store.RunFailed, reason: ir.it.ID + ": " + te.msg}, nil
 	case errors.Is(err, workflow.ErrPaused):
 		reason := pauseReason(err)
 		e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &reason})

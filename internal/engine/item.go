@@ -34,17 +34,24 @@ type itemOutcome struct {
 
 // itemRun is the working state of one item.
 type itemRun struct {
-	run    string
-	rs     *runState
-	opts   Options
-	it     store.Item
-	task   *taskfile.Task
-	repo   *workspace.Repo // the tree the agents work in
-	dir    string          // its directory
-	outDir string          // .cadre/runs/<run>/items/<item>
-	agents chan struct{}   // bounds this item's concurrent agent steps
-	cycle  *cycleLog       // current_cycle.md
-	board  *board          // the task file's frontmatter, written in the background
+	run  string
+	rs   *runState
+	opts Options
+	it   store.Item
+	task *taskfile.Task
+	repo *workspace.Repo // the tree the agents work in
+	// trusted: the tree may keep configuration that runs programs
+	// (sandbox.trust_repo); if not, agents see none and git runs no filter.
+	trusted bool
+	// shieldMu guards shielded, the item's agents running with its
+	// executable configuration hidden (see Engine.shield).
+	shieldMu sync.Mutex
+	shielded int
+	dir      string        // its directory
+	outDir   string        // .cadre/runs/<run>/items/<item>
+	agents   chan struct{} // bounds this item's concurrent agent steps
+	cycle    *cycleLog     // current_cycle.md
+	board    *board        // the task file's frontmatter, written in the background
 	// boardMu serialises task-file writes of parallel steps of one item.
 	boardMu sync.Mutex
 	gitMu   sync.Mutex // serialises commits in the item's tree
@@ -95,6 +102,15 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 	ir := &itemRun{run: runID, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: brd,
 		outDir: filepath.Join(e.StateDir(), "runs", runID, "items", it.ID), written: map[string]string{},
 		agents: make(chan struct{}, max(agents, 1))}
+	ir.trusted = e.trustsRepo(it)
+	if !ir.trusted {
+		ir.repo = e.repo.Untrusted()
+	}
+	if rs.opts.InPlace {
+		if err := e.unshieldLeftovers(ctx, ir); err != nil {
+			return itemOutcome{}, err
+		}
+	}
 	lim := workflow.Limits{AuditPassRating: e.d.Config.Limits.AuditPassRating, MaxAttempts: e.d.Config.Limits.MaxAttempts,
 		EscalateBelowConfidence: e.d.Config.Limits.EscalateBelowConfidence}
 
@@ -163,6 +179,9 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 				return itemOutcome{halt: store.RunPaused, reason: reason}, nil
 			}
 			ev, err := e.step(ctx, ir, s, d.Step)
+			if te := (*tamperError)(nil); errors.As(err, &te) {
+				return e.failItem(ctx, ir, s, te.msg)
+			}
 			var pe *pausedError
 			if errors.As(err, &pe) {
 				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &pe.reason})
@@ -245,7 +264,7 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 		}
 	}
 	branch := workspace.BranchName(ir.it.ID, ir.task.Title)
-	wt, err := e.wts.Ensure(ctx, ir.it.ID, branch, e.d.Config.BaseBranch, owned)
+	wt, err := e.wts.Ensure(ctx, ir.it.ID, branch, e.d.Config.BaseBranch, workspace.EnsureOptions{AllowDirty: owned, Untrusted: !ir.trusted})
 	if err != nil {
 		return fmt.Errorf("item %s refused: %w", ir.it.ID, err)
 	}
@@ -253,7 +272,7 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 	if err := e.recordBranch(ctx, ir, branch); err != nil {
 		return fmt.Errorf("item %s: record branch: %w", ir.it.ID, err)
 	}
-	return nil
+	return e.unshieldLeftovers(ctx, ir)
 }
 
 // overBudget says why no new step may start, when the run's spending has
@@ -543,7 +562,15 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 			e.publish(ir, ev)
 		}}
 	inv.OnStart = e.recordGroup(ctx, ir, sp.ID)
-	got, err := e.invoke(ctx, rn, inv, rubric)
+	got, err := e.guardedInvoke(ctx, ir, rn, inv, rubric)
+	var te *tamperError
+	if errors.As(err, &te) {
+		rec.Status, rec.Error = store.StepFailed, te.msg
+		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
+		ev := base
+		ev.Type, ev.Error = event.StepFailed, te.msg
+		e.publish(ir, ev)
+	}
 	if err != nil {
 		return agentOut{}, err
 	}

@@ -48,6 +48,14 @@ type Invocation struct {
 	// engine can journal it and kill the group should cadre die and resume.
 	// Every runner that starts a process calls it (see proc.Spec.OnStart).
 	OnStart func(pid int)
+	// Untrusted: the tree's own configuration must not make the agent
+	// run programs (sandbox.trust_repo); a CLI runner passes the options
+	// that make its CLI skip project settings, hooks and MCP servers.
+	Untrusted bool
+	// GitConfig is git configuration ("key=value") for the git commands the
+	// agent runs, given through GIT_CONFIG_* variables: for an untrusted
+	// tree, hooks and filter drivers off.
+	GitConfig []string
 }
 
 // Result is what a finished agent process produced.

@@ -54,7 +54,7 @@ func BenchmarkWorktreeProvision(b *testing.B) {
 		}
 		runCadre := func() {
 			start := time.Now()
-			if _, err := w.Ensure(ctx, fmt.Sprintf("item%d", i), BranchName(fmt.Sprintf("item%d", i), "Provision benchmark"), "main", false); err != nil {
+			if _, err := w.Ensure(ctx, fmt.Sprintf("item%d", i), BranchName(fmt.Sprintf("item%d", i), "Provision benchmark"), "main", EnsureOptions{}); err != nil {
 				b.Fatal(err)
 			}
 			cadre += time.Since(start)

@@ -39,6 +39,10 @@ type Mark struct {
 type Repo struct {
 	Dir string // top level of the working tree
 
+	// untrusted: the tree's content may come from a stranger, so no
+	// filter driver its attributes name runs on cadre's behalf.
+	untrusted bool
+
 	idOnce   sync.Once
 	identity []string // -c options naming a committer when git has none
 }
@@ -46,7 +50,7 @@ type Repo struct {
 // child is another working tree of the same repository (a worktree); it
 // shares the repository's configuration, so the identity check carries over.
 func (r *Repo) child(dir string) *Repo {
-	c := &Repo{Dir: dir}
+	c := &Repo{Dir: dir, untrusted: r.untrusted}
 	c.idOnce.Do(func() { c.identity = r.committer() })
 	return c
 }
@@ -76,7 +80,7 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 
 // Git runs git with args in the working tree and returns its stdout.
 func (r *Repo) Git(ctx context.Context, args ...string) (string, error) {
-	return git(ctx, r.Dir, args...)
+	return git(ctx, r.Dir, r.withFilters(ctx, args)...)
 }
 
 func git(ctx context.Context, dir string, args ...string) (string, error) {
@@ -86,10 +90,10 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 // gitEnv is git with extra environment (after the scrub), for settings that
 // must not appear in argv, where any local user could read them.
 func gitEnv(ctx context.Context, dir string, extra []string, args ...string) (string, error) {
-	full := append([]string{"-c", "core.hooksPath=" + os.DevNull, "-c", "core.quotePath=false", "-c", "maintenance.auto=false", "-c", "gc.auto=0"}, args...)
+	full := append(append([]string(nil), safeArgs...), args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(os.Environ()), extra...)
+	cmd.Env = gitEnviron(os.Environ(), extra)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -97,22 +101,20 @@ func gitEnv(ctx context.Context, dir string, extra []string, args ...string) (st
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
 		}
-		return stdout.String(), fmt.Errorf("git %s: %w: %s", args[0], err, msg)
+		return stdout.String(), fmt.Errorf("git %s: %w: %s", subcommand(args), err, msg)
 	}
 	return stdout.String(), nil
 }
 
-// cleanEnv drops GIT_* variables (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE …)
-// that would point cadre's git calls somewhere else.
-func cleanEnv(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "GIT_") && !strings.HasPrefix(kv, "GIT_AUTHOR_") && !strings.HasPrefix(kv, "GIT_COMMITTER_") {
-			continue
-		}
-		out = append(out, kv)
+// subcommand names the git command of args, after any -c options.
+func subcommand(args []string) string {
+	for len(args) > 1 && args[0] == "-c" {
+		args = args[2:]
 	}
-	return out
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }
 
 // ExcludeState makes sure .cadre/ is ignored by this repository through
@@ -235,10 +237,9 @@ func (r *Repo) CommitExcept(ctx context.Context, message string, mark Mark, exce
 func (r *Repo) Push(ctx context.Context, remote, branch, authHeader string) error {
 	var extra []string
 	if authHeader != "" {
-		extra = []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=" + authHeader,
-			"GIT_TERMINAL_PROMPT=0"}
+		extra = []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=" + authHeader}
 	}
-	_, err := gitEnv(ctx, r.Dir, extra, "push", "--quiet", "--", remote, "refs/heads/"+branch+":refs/heads/"+branch)
+	_, err := gitEnv(ctx, r.Dir, extra, r.withFilters(ctx, []string{"push", "--quiet", "--", remote, "refs/heads/" + branch + ":refs/heads/" + branch})...)
 	return err
 }
 

@@ -95,11 +95,21 @@ func NewWorktrees(repo *Repo) *Worktrees {
 // Path is where item's worktree lives.
 func (w *Worktrees) Path(item string) string { return filepath.Join(w.dir, item) }
 
+// EnsureOptions say how Ensure treats an item's worktree.
+type EnsureOptions struct {
+	// AllowDirty reuses a worktree with uncommitted changes (the run's own).
+	AllowDirty bool
+	// Untrusted: the item's tree gets no filter driver run on it, from its
+	// checkout on (see Repo.Untrusted).
+	Untrusted bool
+}
+
 // Ensure returns the worktree of item on branch, creating it from base when
 // it does not exist. An existing worktree is reused; if it has uncommitted
-// changes and allowDirty is false, Ensure fails with ErrDirtyWorktree naming
-// the files (they are leftovers of an earlier run, not this one's work).
-func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, allowDirty bool) (*Repo, error) {
+// changes and opt.AllowDirty is false, Ensure fails with ErrDirtyWorktree
+// naming the files (they are leftovers of an earlier run, not this one's
+// work).
+func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt EnsureOptions) (*Repo, error) {
 	if err := CheckItemID(item); err != nil {
 		return nil, err
 	}
@@ -109,8 +119,12 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, allow
 	path := w.Path(item)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	repo := w.repo
+	if opt.Untrusted {
+		repo = repo.Untrusted()
+	}
 	if _, err := os.Stat(filepath.Join(path, ".git")); err == nil {
-		wt := w.repo.child(path)
+		wt := repo.child(path)
 		cur, err := wt.Git(ctx, "rev-parse", "--abbrev-ref", "HEAD")
 		if err != nil {
 			return nil, fmt.Errorf("worktree %s: %w", path, err)
@@ -118,7 +132,7 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, allow
 		if strings.TrimSpace(cur) != branch {
 			return nil, fmt.Errorf("worktree %s is on branch %s, not %s: remove it with cadre worktrees prune --force", path, strings.TrimSpace(cur), branch)
 		}
-		if !allowDirty {
+		if !opt.AllowDirty {
 			dirty, err := wt.Dirty(ctx)
 			if err != nil {
 				return nil, err
@@ -135,25 +149,28 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, allow
 	// Try the common case first (a new branch) and fall back, so a fresh
 	// worktree costs one git process: the branch may exist (resume), or a
 	// stale registration may remain (the directory was deleted by hand).
+	// --no-track: a branch made from a remote-tracking base would
+	// otherwise write its upstream into .git/config, which cadre watches
+	// for changes while agents run.
 	add := func() error {
-		_, err := w.repo.Git(ctx, "worktree", "add", "--quiet", "-b", branch, "--", path, base)
+		_, err := repo.Git(ctx, "worktree", "add", "--quiet", "--no-track", "-b", branch, "--", path, base)
 		if err == nil {
 			return nil
 		}
-		if _, verr := w.repo.Git(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); verr == nil {
-			_, err = w.repo.Git(ctx, "worktree", "add", "--quiet", "--", path, branch)
+		if _, verr := repo.Git(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); verr == nil {
+			_, err = repo.Git(ctx, "worktree", "add", "--quiet", "--", path, branch)
 		}
 		return err
 	}
 	if err := add(); err != nil {
-		if _, perr := w.repo.Git(ctx, "worktree", "prune"); perr != nil {
+		if _, perr := repo.Git(ctx, "worktree", "prune"); perr != nil {
 			return nil, perr
 		}
 		if err := add(); err != nil {
 			return nil, fmt.Errorf("create worktree for %s: %w", item, err)
 		}
 	}
-	return w.repo.child(path), nil
+	return repo.child(path), nil
 }
 
 func listPaths(paths []string) string {

@@ -76,7 +76,7 @@ func TestWorktreeEnsureReuseAndDirty(t *testing.T) {
 	}
 	r.ExcludeState(ctx)
 	w := NewWorktrees(r)
-	wt, err := w.Ensure(ctx, "a", "cadre/a-x", "main", false)
+	wt, err := w.Ensure(ctx, "a", "cadre/a-x", "main", EnsureOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +91,10 @@ func TestWorktreeEnsureReuseAndDirty(t *testing.T) {
 		t.Errorf("main tree dirty: %v", d)
 	}
 	write(t, filepath.Join(wt.Dir, "g.txt"), "work\n")
-	if _, err := w.Ensure(ctx, "a", "cadre/a-x", "main", false); !errors.Is(err, ErrDirtyWorktree) || !strings.Contains(err.Error(), "g.txt") {
+	if _, err := w.Ensure(ctx, "a", "cadre/a-x", "main", EnsureOptions{}); !errors.Is(err, ErrDirtyWorktree) || !strings.Contains(err.Error(), "g.txt") {
 		t.Errorf("dirty reuse: %v", err)
 	}
-	if _, err := w.Ensure(ctx, "a", "cadre/a-x", "main", true); err != nil {
+	if _, err := w.Ensure(ctx, "a", "cadre/a-x", "main", EnsureOptions{AllowDirty: true}); err != nil {
 		t.Errorf("owned dirty reuse: %v", err)
 	}
 	if _, err := wt.CommitAll(ctx, "work", Mark{Step: "a/commit", Run: "r"}); err != nil {
@@ -102,17 +102,17 @@ func TestWorktreeEnsureReuseAndDirty(t *testing.T) {
 	}
 	// Deleted by hand: recreated on the existing branch, keeping its commit.
 	os.RemoveAll(wt.Dir)
-	wt2, err := w.Ensure(ctx, "a", "cadre/a-x", "main", false)
+	wt2, err := w.Ensure(ctx, "a", "cadre/a-x", "main", EnsureOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sha, _ := wt2.FindStepCommit(ctx, Mark{Step: "a/commit", Run: "r"}); sha == "" {
 		t.Error("recreated worktree lost the branch's commit")
 	}
-	if _, err := w.Ensure(ctx, "a", "cadre/a-other", "main", false); err == nil {
+	if _, err := w.Ensure(ctx, "a", "cadre/a-other", "main", EnsureOptions{}); err == nil {
 		t.Error("reused a worktree that is on another branch")
 	}
-	if _, err := w.Ensure(ctx, "../x", "cadre/x", "main", false); err == nil {
+	if _, err := w.Ensure(ctx, "../x", "cadre/x", "main", EnsureOptions{}); err == nil {
 		t.Error("accepted a path-escaping item id")
 	}
 }
@@ -124,8 +124,8 @@ func TestWorktreeListAndRemove(t *testing.T) {
 	r.CommitAll(ctx, "base", Mark{})
 	r.ExcludeState(ctx)
 	w := NewWorktrees(r)
-	empty, _ := w.Ensure(ctx, "empty", "cadre/empty", "main", false)
-	work, _ := w.Ensure(ctx, "work", "cadre/work", "main", false)
+	empty, _ := w.Ensure(ctx, "empty", "cadre/empty", "main", EnsureOptions{})
+	work, _ := w.Ensure(ctx, "work", "cadre/work", "main", EnsureOptions{})
 	write(t, filepath.Join(work.Dir, "g.txt"), "x")
 	work.CommitAll(ctx, "work", Mark{})
 	list, err := w.List(ctx, "main")

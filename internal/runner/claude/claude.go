@@ -93,6 +93,12 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	if inv.Session != "" {
 		args = append(args, "--resume", inv.Session)
 	}
+	// An untrusted tree's .claude/settings*.json (hooks, apiKeyHelper…) and
+	// .mcp.json must not make the CLI run programs: user settings only, and
+	// MCP servers from --mcp-config only (none).
+	if inv.Untrusted {
+		args = append(args, "--setting-sources", "user", "--strict-mcp-config")
+	}
 	// The context and output files live outside the working tree.
 	for _, d := range cliutil.OutsideDirs(inv) {
 		args = append(args, "--add-dir", d)

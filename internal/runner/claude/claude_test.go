@@ -275,6 +275,12 @@ func TestArgv(t *testing.T) {
 				"--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs", "--max-turns", "30", "--", "Fix it."),
 		},
 		{
+			name: "untrusted tree: no project settings or MCP servers",
+			edit: func(inv *runner.Invocation) { inv.Untrusted = true },
+			want: append(slices.Clone(base), "--setting-sources", "user", "--strict-mcp-config",
+				"--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs", "--", "Fix it."),
+		},
+		{
 			name: "files inside the tree need no extra dirs",
 			edit: func(inv *runner.Invocation) {
 				inv.ContextPath = "/w/tree/.cadre/c.json"

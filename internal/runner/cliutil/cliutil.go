@@ -134,10 +134,10 @@ func OpenLog(path string) (*os.File, error) {
 }
 
 // Vars are the variables of SPEC §9's exec runner that every agent gets, so
-// its shell tools can find the step's files. The map is the caller's to add
+// its shell tools can find the step's files, and inv.GitConfig for its git. The map is the caller's to add
 // to.
 func Vars(inv runner.Invocation) map[string]string {
-	return map[string]string{
+	vars := map[string]string{
 		"CADRE_CONTEXT":  inv.ContextPath,
 		"CADRE_OUTPUT":   inv.OutputPath,
 		"CADRE_ROLE":     inv.Role,
@@ -146,6 +146,17 @@ func Vars(inv runner.Invocation) map[string]string {
 		"CADRE_ATTEMPT":  strconv.Itoa(inv.Attempt),
 		"CADRE_WORKTREE": inv.Dir,
 	}
+	// git reads GIT_CONFIG_COUNT/KEY_n/VALUE_n as configuration given on
+	// its command line: it wins over the repository's own.
+	if len(inv.GitConfig) > 0 {
+		vars["GIT_CONFIG_COUNT"] = strconv.Itoa(len(inv.GitConfig))
+		for i, kv := range inv.GitConfig {
+			k, v, _ := strings.Cut(kv, "=")
+			vars["GIT_CONFIG_KEY_"+strconv.Itoa(i)] = k
+			vars["GIT_CONFIG_VALUE_"+strconv.Itoa(i)] = v
+		}
+	}
+	return vars
 }
 
 // Model is the model a step asks for, else def.

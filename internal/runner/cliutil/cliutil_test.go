@@ -389,3 +389,19 @@ func ExampleCommandLine() {
 	fmt.Println(CommandLine("claude", []string{"-p", "--model", "opus", "--", "Do the work."}, "", "Do the work.", false))
 	// Output: claude -p --model opus -- <prompt, 12 bytes>
 }
+
+// An untrusted tree's git configuration reaches the agent's own git as
+// GIT_CONFIG_* variables, which git reads like -c options.
+func TestVarsCarryGitConfig(t *testing.T) {
+	v := Vars(runner.Invocation{GitConfig: []string{"core.hooksPath=/dev/null", "filter.x.clean="}})
+	want := map[string]string{"GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": "/dev/null",
+		"GIT_CONFIG_KEY_1": "filter.x.clean", "GIT_CONFIG_VALUE_1": ""}
+	for k, w := range want {
+		if got, ok := v[k]; !ok || got != w {
+			t.Errorf("%s = %q (set: %v), want %q", k, got, ok, w)
+		}
+	}
+	if _, ok := Vars(runner.Invocation{})["GIT_CONFIG_COUNT"]; ok {
+		t.Error("a trusted tree's agent got GIT_CONFIG_COUNT")
+	}
+}

@@ -107,6 +107,12 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	if m := r.ModelFor(inv); m != "" {
 		args = append(args, "--model", m)
 	}
+	// An untrusted tree's execpolicy .rules must not widen what Codex runs.
+	// Its .codex/config.toml (hooks, MCP servers) is read only for projects
+	// the user marked trusted, and cadre never passes --trust.
+	if inv.Untrusted {
+		args = append(args, "--ignore-rules")
+	}
 	// The output file lives outside the working tree: make it writable.
 	for _, d := range cliutil.OutsideDirs(inv) {
 		args = append(args, "--add-dir", d)

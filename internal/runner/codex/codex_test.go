@@ -215,6 +215,11 @@ func TestArgv(t *testing.T) {
 			want: cat(base, dirs, []string{"--", "Fix it."}),
 		},
 		{
+			name: "untrusted tree: no project rules",
+			edit: func(inv *runner.Invocation) { inv.Untrusted = true },
+			want: cat(base, []string{"--ignore-rules"}, dirs, []string{"--", "Fix it."}),
+		},
+		{
 			name: "settings model",
 			s:    runner.Settings{Model: "gpt-5-codex"},
 			want: cat(base, []string{"--model", "gpt-5-codex"}, dirs, []string{"--", "Fix it."}),

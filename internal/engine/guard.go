@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/eval"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// tamperError fails an item whose agent changed what makes git run
+// programs; unlike an agent's failure it is never retried.
+type tamperError struct{ msg string }
+
+func (e *tamperError) Error() string { return e.msg }
+
+// hiddenDir is where an untrusted item's executable configuration waits
+// while its agents run: per item, not per run, so a new run after a crash
+// finds and puts back what the crashed one hid.
+func (e *Engine) hiddenDir(item string) string {
+	return filepath.Join(e.StateDir(), "hidden", item)
+}
+
+// shield hides an untrusted item's executable configuration from its
+// agents for as long as one of them runs; the returned function ends this
+// agent's share. Parallel agents of one item share one tree, so the files
+// go when the first starts and come back when the last ends. A trusted
+// item's tree is left as it is.
+func (e *Engine) shield(ctx context.Context, ir *itemRun) (func() error, error) {
+	if ir.trusted {
+		return func() error { return nil }, nil
+	}
+	ir.shieldMu.Lock()
+	defer ir.shieldMu.Unlock()
+	if ir.shielded == 0 {
+		if err := ir.repo.Hide(ctx, e.hiddenDir(ir.it.ID)); err != nil {
+			return nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
+		}
+	}
+	ir.shielded++
+	return func() error {
+		ir.shieldMu.Lock()
+		defer ir.shieldMu.Unlock()
+		ir.shielded--
+		if ir.shielded > 0 {
+			return nil
+		}
+		if err := ir.repo.Unhide(context.WithoutCancel(ctx), e.hiddenDir(ir.it.ID)); err != nil {
+			return fmt.Errorf("item %s: %w", ir.it.ID, err)
+		}
+		return nil
+	}, nil
+}
+
+// unshieldLeftovers puts back what a crashed run hid in the item's tree.
+func (e *Engine) unshieldLeftovers(ctx context.Context, ir *itemRun) error {
+	if err := ir.repo.Unhide(ctx, e.hiddenDir(ir.it.ID)); err != nil {
+		return fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	return nil
+}
+
+// checkGitState compares the repository's git state with its snapshot
+// before the step. A change is put back at once, so neither cadre's next
+// git command nor the user's runs what the agent planted, and fails the
+// item naming what changed.
+func checkGitState(ctx context.Context, repo *workspace.Repo, step string, before *workspace.GitState) error {
+	changed, err := before.Changed(context.WithoutCancel(ctx), repo)
+	if err != nil {
+		return err
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	names := make([]string, len(changed))
+	for i, p := range changed {
+		names[i] = before.Name(p)
+	}
+	msg := fmt.Sprintf("agent step %s changed %s, which makes git run programs", step, strings.Join(names, ", "))
+	if err := before.Restore(changed); err != nil {
+		return &tamperError{msg + " (" + err.Error() + ")"}
+	}
+	return &tamperError{msg + " (put back as it was)"}
+}
+
+// guardedInvoke runs one agent step with the item's executable
+// configuration hidden (when untrusted) and the repository's git state
+// checked around it. A *tamperError says the agent changed that state.
+func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runner, inv runner.Invocation, rubric eval.Rubric) (asked, error) {
+	release, err := e.shield(ctx, ir)
+	if err != nil {
+		return asked{}, err
+	}
+	before, err := ir.repo.Snapshot(ctx)
+	if err != nil {
+		release()
+		return asked{}, err
+	}
+	inv.Untrusted = !ir.trusted
+	if inv.Untrusted {
+		inv.GitConfig = ir.repo.AgentGitConfig(ctx)
+	}
+	got, err := e.invoke(ctx, rn, inv, rubric)
+	// The check comes first: putting the files back runs git.
+	if terr := checkGitState(ctx, ir.repo, inv.Step, before); terr != nil {
+		release()
+		return got, terr
+	}
+	if rerr := release(); rerr != nil && err == nil {
+		err = rerr
+	}
+	return got, err
+}

@@ -1,0 +1,83 @@
+package workspace
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// Each way an agent could make git run a program is seen, named, and put
+// back as it was.
+func TestGitStateSeesAndRestoresChanges(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "f"), "x")
+	if _, err := r.CommitAll(ctx, "m", Mark{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ExcludeState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wt, err := NewWorktrees(r).Ensure(ctx, "a", "cadre/a", "main", EnsureOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := filepath.Join(r.Dir, ".git")
+	home, _ := os.UserHomeDir()
+	write(t, filepath.Join(git, "hooks", "post-checkout"), "#!/bin/sh\n")
+	write(t, filepath.Join(r.Dir, "shared.gitconfig"), "[core]\n")
+	if _, err := r.Git(ctx, "config", "include.path", "../shared.gitconfig"); err != nil {
+		t.Fatal(err)
+	}
+	configBefore, _ := os.ReadFile(filepath.Join(git, "config"))
+	tests := []struct {
+		name   string
+		change func()
+		want   string
+	}{
+		{"config", func() { wt.Git(ctx, "config", "core.hooksPath", "/tmp/evil") }, ".git/config"},
+		{"new hook", func() { write(t, filepath.Join(git, "hooks", "pre-commit"), "#!/bin/sh\ntouch x\n") }, ".git/hooks/pre-commit"},
+		{"edited hook", func() { write(t, filepath.Join(git, "hooks", "post-checkout"), "#!/bin/sh\ntouch x\n") }, ".git/hooks/post-checkout"},
+		{"hook made executable", func() { os.Chmod(filepath.Join(git, "hooks", "post-checkout"), 0o755) }, ".git/hooks/post-checkout"},
+		{"attributes", func() { write(t, filepath.Join(git, "info", "attributes"), "* filter=x\n") }, ".git/info/attributes"},
+		{"worktree config", func() { write(t, filepath.Join(git, "worktrees", "a", "config.worktree"), "[core]\n") }, ".git/worktrees/a/config.worktree"},
+		{"included file", func() { write(t, filepath.Join(r.Dir, "shared.gitconfig"), "[filter \"x\"]\nclean = touch x\n") }, "shared.gitconfig"},
+		{"user config", func() { write(t, filepath.Join(home, ".gitconfig"), "[filter \"x\"]\nclean = touch x\n") }, "~/.gitconfig"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before, err := wt.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := before.Changed(ctx, wt); len(got) != 0 {
+				t.Fatalf("changed with no change: %v", got)
+			}
+			tc.change()
+			got, err := before.Changed(ctx, wt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, p := range got {
+				names = append(names, before.Name(p))
+			}
+			if !slices.Contains(names, tc.want) {
+				t.Fatalf("changed = %v, want %s among them", names, tc.want)
+			}
+			if err := before.Restore(got); err != nil {
+				t.Fatal(err)
+			}
+			if again, _ := before.Changed(ctx, wt); len(again) != 0 {
+				t.Errorf("still changed after Restore: %v", again)
+			}
+		})
+	}
+	if after, _ := os.ReadFile(filepath.Join(git, "config")); string(after) != string(configBefore) {
+		t.Errorf(".git/config after restores:\n%s\nwant\n%s", after, configBefore)
+	}
+}
