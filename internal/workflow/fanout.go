@@ -1,0 +1,145 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+func (in *Interp) parallel(ctx context.Context, nodes []Node, sc *scope) error {
+	scopes := make([]*scope, len(nodes))
+	for i := range nodes {
+		branch := *sc
+		branch.inputs = append([]string(nil), sc.inputs...)
+		scopes[i] = &branch
+	}
+	err := all(ctx, len(nodes), func(ctx context.Context, i int) error { return in.node(ctx, nodes[i], scopes[i]) })
+	// Outputs join in definition order, whatever order the branches ended in.
+	for _, b := range scopes {
+		sc.inputs = appendNew(sc.inputs, b.inputs)
+		sc.last = b.last
+		if b.work != nil {
+			sc.work, sc.review = b.work, b.review
+		}
+	}
+	return err
+}
+
+// all runs fn for 0..n-1 at once and returns the first error in index
+// order. A failure cancels the others (the item is lost anyway), but a
+// pause for a human does not: the siblings' steps, already paid for, run
+// to their end and are journaled, so the resumed item does not redo them.
+func all(ctx context.Context, n int, fn func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = fn(ctx, i); errs[i] != nil && !errors.Is(errs[i], ErrPaused) {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	var paused error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrPaused):
+			if paused == nil {
+				paused = err
+			}
+		case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+			// cancelled because a sibling failed; report the sibling
+		default:
+			return err
+		}
+	}
+	if paused != nil {
+		return paused
+	}
+	return ctx.Err()
+}
+
+func appendNew(dst, src []string) []string {
+	for _, s := range src {
+		if !contains(dst, s) {
+			dst = append(dst, s)
+		}
+	}
+	return dst
+}
+
+// forEach runs body once per plan task, in dependency waves, the tasks of a
+// wave at once (the Exec bounds concurrent agent steps).
+func (in *Interp) forEach(ctx context.Context, body []Node, sc *scope) error {
+	in.mu.Lock()
+	plan := in.plan
+	in.mu.Unlock()
+	if plan == nil {
+		return &failure{"no implementation plan to fan out"}
+	}
+	waves, err := plan.Waves()
+	if err != nil {
+		return &failure{err.Error()}
+	}
+	in.mu.Lock()
+	in.pending = map[string][]string{}
+	for _, t := range plan.Tasks {
+		in.pending[t.ID] = t.Files
+	}
+	in.mu.Unlock()
+	for _, wave := range waves {
+		base := len(sc.inputs)
+		scopes := make([]*scope, len(wave))
+		for i := range wave {
+			tsc := *sc
+			tsc.task = &wave[i]
+			tsc.inputs = append([]string(nil), sc.inputs...)
+			tsc.note = ""
+			scopes[i] = &tsc
+		}
+		err := all(ctx, len(wave), func(ctx context.Context, i int) error {
+			t := wave[i]
+			err := in.seq(ctx, body, scopes[i])
+			if !errors.Is(err, ErrPaused) {
+				// A paused task is unfinished: its files stay out of
+				// the other tasks' commits.
+				in.mu.Lock()
+				delete(in.pending, t.ID)
+				in.mu.Unlock()
+			}
+			if f := (*failure)(nil); errors.As(err, &f) {
+				return &failure{fmt.Sprintf("task %s: %s", t.ID, f.reason)}
+			}
+			if r := (*rejected)(nil); errors.As(err, &r) {
+				return &rejected{fmt.Sprintf("task %s: %s", t.ID, r.reason)}
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, ts := range scopes {
+			sc.inputs = appendNew(sc.inputs, ts.inputs[base:])
+		}
+	}
+	return nil
+}
+
+// othersFiles lists the files declared by the plan's other unfinished tasks.
+func (in *Interp) othersFiles(task string) []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var out []string
+	for id, files := range in.pending {
+		if id != task {
+			out = append(out, files...)
+		}
+	}
+	return out
+}

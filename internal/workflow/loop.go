@@ -1,0 +1,90 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/signal"
+)
+
+func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
+	bound := in.Lim.bound(l.Max + l.MaxBetween) // exactly one is set
+	limit, betweens := bound, 0
+	for round := 1; ; round++ {
+		rsc := *sc
+		rsc.round, rsc.index, rsc.inRound = round, 0, true
+		err := in.seq(ctx, l.Do, &rsc)
+		sc.carry(&rsc)
+		var rej *rejected
+		switch {
+		case errors.As(err, &rej):
+			// The round failed: the next one starts from why.
+			sc.note = strings.TrimSpace(rej.reason + "\n\n" + sc.note)
+		case err != nil:
+			return err
+		case in.gate(l.Until, sc.last):
+			return nil
+		}
+		exhausted := round >= limit
+		if l.MaxBetween != "" {
+			exhausted = betweens >= limit
+		}
+		if exhausted {
+			reason := fmt.Sprintf("%s not reached after %d round(s)", l.Until, round)
+			if rej != nil {
+				reason += "; last: " + rej.reason
+			}
+			switch l.Exhausted {
+			case "continue":
+				in.Exec.Warn(reason + "; going on")
+				return nil
+			case "incomplete":
+				ans, err := in.Exec.Human(ctx, HumanCall{ID: in.id(sc, "incomplete"), Kind: HumanIncomplete,
+					Reason: reason + "; approve to run more rounds (with your note), reject to end the item"})
+				if err != nil {
+					return err
+				}
+				if !ans.Approved {
+					return &incomplete{reason + "; ended by a human: " + ans.Note}
+				}
+				limit += bound
+				if ans.Note != "" {
+					sc.note = "Human feedback: " + ans.Note + "\n\n" + sc.note
+				}
+			default:
+				if rej != nil {
+					return &rejected{reason}
+				}
+				return &failure{reason}
+			}
+		}
+		if len(l.Between) > 0 {
+			betweens++
+			bsc := *sc
+			bsc.round, bsc.index = round, len(l.Do)
+			err := in.seq(ctx, l.Between, &bsc)
+			sc.carry(&bsc)
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (in *Interp) gate(until string, out Outcome) bool {
+	switch until {
+	case "verdict-pass":
+		return out.Signal.Verdict == signal.VerdictPass
+	case "result-pass":
+		return out.Signal.Result == signal.Pass
+	case "rating-pass":
+		return out.Signal.Rating != nil && *out.Signal.Rating >= in.Lim.AuditPassRating
+	case "checks-pass":
+		return len(out.Regressions) == 0 && !out.Failed
+	case "review-pass":
+		return true // a rejecting reviewer ended the round before the gate
+	}
+	return false
+}
