@@ -7,6 +7,8 @@ import (
 	"sync"
 )
 
+// parallel runs nodes at once, each in its own copy of the scope; their
+// outputs join in definition order.
 func (in *Interp) parallel(ctx context.Context, nodes []Node, sc *scope) error {
 	scopes := make([]*scope, len(nodes))
 	for i := range nodes {

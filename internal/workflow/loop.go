@@ -9,6 +9,10 @@ import (
 	"github.com/cadre-dev/cadre/internal/signal"
 )
 
+// loop runs l's rounds until its gate passes. A rejection (or, in a round,
+// an agent's FAIL) fails the round, and the next round (or the between
+// steps) starts from why; when the bound is reached the loop fails the
+// item, pauses it as incomplete for a human, or goes on, as l says.
 func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 	bound := in.Lim.bound(l.Max + l.MaxBetween) // exactly one is set
 	limit, betweens := bound, 0
