@@ -204,8 +204,13 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 		return "", err
 	}
 	title, body := e.prText(ir, is)
-	url, number, err := e.d.Forge.EnsurePR(ctx, PullRequest{Repo: is.Repo, Head: branch, Base: e.d.Config.BaseBranch,
-		Title: title, Body: body, Issue: is.Number, Draft: e.d.Config.GitHub.Draft, Labels: e.d.Config.GitHub.Labels})
+	pr := PullRequest{Repo: is.Repo, Head: branch, Base: e.d.Config.BaseBranch,
+		Title: title, Body: body, Issue: is.Number, Draft: e.d.Config.GitHub.Draft, Labels: e.d.Config.GitHub.Labels}
+	err := e.guardSensitive(ctx, ir, &pr)
+	url, number := "", 0
+	if err == nil {
+		url, number, err = e.d.Forge.EnsurePR(ctx, pr)
+	}
 	if err != nil {
 		rec.Status, rec.Error = store.StepFailed, err.Error()
 		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
