@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/proc"
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
@@ -65,6 +66,12 @@ interrupted run resumes without repeating paid work.` + exitStatusRunning,
 
 // Main runs cadre with os.Args and returns the process exit code.
 func Main() int {
+	// Before anything reads a secret: agents run as the same user and
+	// must not read this process's environment or memory through /proc.
+	if err := proc.HideSelf(); err != nil {
+		fmt.Fprintln(os.Stderr, "cadre: "+err.Error())
+		return 2
+	}
 	return Execute(NewFactory(), os.Args[1:])
 }
 

@@ -129,6 +129,10 @@ type GitHub struct {
 	APIURL   string   `yaml:"api_url"`
 	Labels   []string `yaml:"labels"` // added to every pull request
 	Draft    bool     `yaml:"draft"`  // open pull requests as drafts
+	// AllowSensitive lists the sensitive paths (CI workflows, agent
+	// configuration, lockfiles: eval.DefaultForbiddenPaths) a pull request
+	// may change and still open ready, unlabelled; "**" allows them all.
+	AllowSensitive []string `yaml:"allow_sensitive"`
 	// Authors, when set, is the allow-list of issue authors cadre works for.
 	Authors []string `yaml:"authors"`
 	// RequireLabel, when set, is a label an issue must carry to be worked on.

@@ -131,6 +131,8 @@ var keyEffects = []keyEffect{
 		by: "engine: labels of every pull request"},
 	{key: "github.draft", yaml: "github: {draft: true}", read: func(c Config) any { return c.GitHub.Draft },
 		by: "engine: pull requests opened as drafts"},
+	{key: "github.allow_sensitive", yaml: "github: {allow_sensitive: ['**/go.sum']}", read: func(c Config) any { return c.GitHub.AllowSensitive },
+		by: "engine: pull requests changing only these sensitive paths open ready, unlabelled"},
 	{key: "github.authors", yaml: "github: {authors: [me]}", read: func(c Config) any { return c.GitHub.Authors },
 		by: "engine: issues by other authors are refused"},
 	{key: "github.require_label", yaml: "github: {require_label: ok}", read: func(c Config) any { return c.GitHub.RequireLabel },

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/cadre-dev/cadre/internal/eval"
 )
 
 // validate checks the merged settings. Errors point at where the bad value
@@ -46,6 +48,11 @@ func (l *loader) validate(c *Config) error {
 	for i, label := range c.GitHub.Labels {
 		if strings.TrimSpace(label) == "" {
 			return l.invalid(fmt.Sprintf("github.labels[%d]", i), `want a label name, got ""`)
+		}
+	}
+	for i, p := range c.GitHub.AllowSensitive {
+		if err := eval.CheckPattern(p); err != nil {
+			return l.invalid(fmt.Sprintf("github.allow_sensitive[%d]", i), err.Error()+` (want a path pattern such as ".github/workflows/**", or "**" for all)`)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Roles)) {

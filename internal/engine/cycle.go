@@ -114,7 +114,7 @@ func titleCase(role string) string {
 }
 
 func (c *cycleLog) flush() {
-	if err := writeStepFile(c.path, []byte(c.b.String())); err != nil {
+	if err := writeStepFile(filepath.Dir(c.path), c.path, []byte(c.b.String())); err != nil {
 		return // the cycle log is a record; losing it loses no work
 	}
 }

@@ -190,7 +190,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		out := workflow.Outcome{Regressions: r.Regressions, Output: r.Output}
 		if r.Signal != nil {
 			out.Signal = *r.Signal
-			out.Text, _ = readText(r.Output)
+			out.Text, _ = readText(ir.outDir, r.Output)
 		}
 		return out, nil
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -238,7 +238,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		r.Signal, r.Output = &sig, out
 	case "answer":
 		_, out, _ := ir.stepFiles(c.ID)
-		if err := writeStepFile(out, []byte(c.Text+"\n")); err != nil {
+		if err := writeStepFile(ir.outDir, out, []byte(c.Text+"\n")); err != nil {
 			failure = err.Error()
 		}
 		r.Output = out
@@ -261,7 +261,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 	out := workflow.Outcome{Regressions: r.Regressions, Output: r.Output}
 	if r.Signal != nil {
 		out.Signal = *r.Signal
-		out.Text, _ = readText(r.Output)
+		out.Text, _ = readText(ir.outDir, r.Output)
 	}
 	return out, nil
 }
@@ -274,7 +274,7 @@ var commandNames = []string{"install", "build", "test", "lint"}
 // writes a Markdown summary (the integration-checker's input).
 func (fx *flowExec) runChecks(ctx context.Context, id string) (map[string]int, string) {
 	exits, sum, outPath := fx.runCommands(ctx, id, commandNames)
-	writeStepFile(outPath, []byte(sum))
+	writeStepFile(fx.ir.outDir, outPath, []byte(sum))
 	return exits, outPath
 }
 
@@ -330,6 +330,9 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 	}
 	if err := ir.board.flush(); err != nil { // in place the task file is committed too
 		return "", fmt.Errorf("update task %s: %w", ir.it.ID, err)
+	}
+	if err := fx.e.refuseOutsideLinks(ctx, ir); err != nil {
+		return "", err
 	}
 	msg := commitMessage(ir.task)
 	if c.Task != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -130,7 +131,8 @@ func (e *Engine) issueOf(it store.Item) (Issue, bool) {
 	if it.Source != "github" {
 		return Issue{}, false
 	}
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(it.Ref), "issue.json"))
+	dir := filepath.Dir(it.Ref)
+	data, err := safefile.ReadFile(dir, filepath.Join(dir, "issue.json"))
 	if err != nil {
 		return Issue{}, false
 	}
@@ -202,8 +204,13 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 		return "", err
 	}
 	title, body := e.prText(ir, is)
-	url, number, err := e.d.Forge.EnsurePR(ctx, PullRequest{Repo: is.Repo, Head: branch, Base: e.d.Config.BaseBranch,
-		Title: title, Body: body, Issue: is.Number, Draft: e.d.Config.GitHub.Draft, Labels: e.d.Config.GitHub.Labels})
+	pr := PullRequest{Repo: is.Repo, Head: branch, Base: e.d.Config.BaseBranch,
+		Title: title, Body: body, Issue: is.Number, Draft: e.d.Config.GitHub.Draft, Labels: e.d.Config.GitHub.Labels}
+	err := e.guardSensitive(ctx, ir, &pr)
+	url, number := "", 0
+	if err == nil {
+		url, number, err = e.d.Forge.EnsurePR(ctx, pr)
+	}
 	if err != nil {
 		rec.Status, rec.Error = store.StepFailed, err.Error()
 		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
@@ -230,8 +237,9 @@ func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
 	title, body := is.Title, ""
 	matches, _ := filepath.Glob(filepath.Join(ir.outDir, "outputs", "pr-pr-composer-*.md"))
 	if len(matches) > 0 {
-		data, _ := os.ReadFile(matches[len(matches)-1])
-		text := withoutSignal(string(data))
+		// The composer's output goes public: never through a link.
+		data, _ := readText(ir.outDir, matches[len(matches)-1])
+		text := withoutSignal(data)
 		lines := strings.SplitN(strings.TrimSpace(text), "\n", 2)
 		if t, ok := strings.CutPrefix(strings.TrimSpace(lines[0]), "# "); ok {
 			title = t

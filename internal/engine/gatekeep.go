@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/eval"
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -82,7 +82,7 @@ func (fx *flowExec) gatekeep(ctx context.Context, c workflow.ActionCall) (signal
 		b.WriteString("\n#" + cmdSummary)
 	}
 	b.WriteString("\n" + signal.Format(sig))
-	if err := writeStepFile(outPath, []byte(b.String())); err != nil {
+	if err := writeStepFile(ir.outDir, outPath, []byte(b.String())); err != nil {
 		return signal.Signal{}, "", err
 	}
 	fx.ir.cycle.add(agentSpec{ID: c.ID, Role: "gatekeeper", Signature: fmt.Sprintf("1:%d:0", max(c.Round, 1))}, agentOut{text: b.String()})
@@ -109,7 +109,9 @@ func (ir *itemRun) taskFileInTree() (string, bool) {
 	return rel, true
 }
 
-func readText(path string) (string, error) {
-	data, err := os.ReadFile(path)
+// readText reads a step file under root (the item's step directory),
+// never through a link an agent planted there.
+func readText(root, path string) (string, error) {
+	data, err := safefile.ReadFile(root, path)
 	return string(data), err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/reply"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -436,9 +437,8 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		var out agentOut
 		json.Unmarshal(rec.Signal, &out.sig)
 		out.output = rec.OutputPath
-		if data, err := os.ReadFile(rec.OutputPath); err == nil {
-			out.text = string(data)
-		}
+		// A later agent may have replaced this output with a link since.
+		out.text, _ = readText(ir.outDir, rec.OutputPath)
 		ir.cycle.add(sp, out)
 		ir.worked(sp)
 		return out, nil
@@ -493,7 +493,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		WorktreePath: ir.dir, Phase: e.phaseNumber(sp.Workflow, sp.Phase), PhaseName: sp.Phase, TaskID: sp.TaskID,
 		Config:     contextConfig{Commands: map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}},
 		InputFiles: append([]string{}, sp.Inputs...), OutputPath: outPath, Payload: payload}
-	if err := writeJSON(ctxPath, cf); err != nil {
+	if err := writeJSON(ir.outDir, ctxPath, cf); err != nil {
 		return agentOut{}, err
 	}
 	// The agent may write its output file itself, and some CLIs refuse a
@@ -517,8 +517,13 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	}
 	if inline {
 		for _, in := range sp.Inputs {
-			b, _ := os.ReadFile(in)
-			data.InputTexts = append(data.InputTexts, string(b))
+			// An input is an earlier agent's output: a link there would
+			// send a host file to the model in this prompt.
+			text, err := readText(ir.outDir, in)
+			if errors.Is(err, safefile.ErrUnsafe) {
+				return agentOut{failure: fmt.Sprintf("input %s refused: %v", in, err)}, nil
+			}
+			data.InputTexts = append(data.InputTexts, text)
 		}
 	}
 	prompt, err := e.d.Roles.Render(sp.Role, data)
@@ -669,6 +674,10 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 			return got, nil
 		}
 		output, err := collectOutput(inv.OutputPath, res.Output)
+		if errors.Is(err, safefile.ErrUnsafe) {
+			got.failure = fmt.Sprintf("%s output refused: %v; cadre reads only a regular file the agent wrote", inv.Role, err)
+			return got, nil
+		}
 		if err != nil {
 			return got, err
 		}
@@ -755,14 +764,23 @@ func tail(s string) string {
 // collectOutput settles the step's output file: the agent's own file when it
 // wrote one (with the reply's signal block appended when only the reply has
 // it), else the reply itself.
+//
+// The file is read under the item's step directory (outputs/<step>.md sits
+// one level down) without following links: an output the agent made a
+// link (to /etc/passwd, say) is refused with an error wrapping
+// safefile.ErrUnsafe, never read through.
 func collectOutput(path, text string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
+	root := filepath.Dir(filepath.Dir(path))
+	data, err := safefile.ReadFile(root, path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		data = nil // no file: the reply is the output
+	case err != nil:
+		return "", err
 	}
 	out, merged := reply.Output(string(data), text)
 	if merged || len(strings.TrimSpace(string(data))) == 0 {
-		if err := writeStepFile(path, []byte(out)); err != nil {
+		if err := writeStepFile(root, path, []byte(out)); err != nil {
 			return "", err
 		}
 	}
@@ -854,7 +872,9 @@ func (e *Engine) commit(ctx context.Context, ir *itemRun) error {
 		}
 	}
 	if sha == "" {
-		sha, err = ir.repo.CommitAll(ctx, commitMessage(ir.task), workspace.Mark{Step: id, Run: ir.run})
+		if err = e.refuseOutsideLinks(ctx, ir); err == nil {
+			sha, err = ir.repo.CommitAll(ctx, commitMessage(ir.task), workspace.Mark{Step: id, Run: ir.run})
+		}
 		if err != nil {
 			rec.Status, rec.Error = store.StepFailed, err.Error()
 			e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
@@ -882,12 +902,12 @@ func shorten(s string, n int) string {
 	return s
 }
 
-func writeJSON(path string, v any) error {
+func writeJSON(root, path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeStepFile(path, append(data, '\n'))
+	return writeStepFile(root, path, append(data, '\n'))
 }
 
 // writeFileAtomic writes path through a synced temp file and a rename, for
@@ -914,19 +934,18 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// writeStepFile writes one of cadre's own step files (context, output).
+// writeStepFile writes one of cadre's own step files (context, output)
+// under root, the item's step directory, never through a link an agent
+// planted there (cadre's write would land wherever the link points).
 // No temp file, rename or fsync: the file is rewritten whenever its step
 // runs again, and the journal, not this file, says whether the step
 // completed, so a torn write after a crash is never read as a result.
-func writeStepFile(path string, data []byte) error {
-	if err := os.WriteFile(path, data, 0o644); err == nil {
-		return nil
+func writeStepFile(root, path string, data []byte) error {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", root, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := safefile.WriteFile(root, path, data, 0o644); err != nil {
+		return fmt.Errorf("write step file: %w", err)
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/price"
+	"github.com/cadre-dev/cadre/internal/safefile"
 )
 
 // MaxArgPrompt keeps a prompt given as one argument well under Linux's
@@ -118,7 +119,9 @@ func CheckURL(name, raw, example string) error {
 }
 
 // OpenLog opens the step's transcript for appending (a re-ask adds to it),
-// creating its directory; an empty path means a step without a log.
+// creating its directory; an empty path means a step without a log. A
+// link in its place (an agent's, from an earlier ask) is refused, not
+// appended through.
 func OpenLog(path string) (*os.File, error) {
 	if path == "" {
 		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
@@ -126,7 +129,7 @@ func OpenLog(path string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := safefile.OpenAppend(filepath.Dir(path), path, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open step log: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/signal"
 )
 
@@ -212,7 +213,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	}
 	if inv.LogPath != "" {
 		if err := os.MkdirAll(filepath.Dir(inv.LogPath), 0o755); err == nil {
-			f, err := os.OpenFile(inv.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			f, err := safefile.OpenAppend(filepath.Dir(inv.LogPath), inv.LogPath, 0o644)
 			if err == nil {
 				fmt.Fprintf(f, "script %s: %s attempt %d\n%s%s%s", r.name, inv.Role, visit(inv), log.String(), out, ru.Stderr)
 				f.Close()

@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/eval"
+	"github.com/cadre-dev/cadre/internal/event"
+)
+
+// sensitiveLabel marks a pull request whose changes need a person's eyes
+// before anything runs them.
+const sensitiveLabel = "cadre:sensitive"
+
+// guardSensitive makes pr a labelled draft with a warning at the top of its
+// body when the item's branch changes sensitive paths (eval's default
+// forbidden paths: CI workflows run with the repository's secrets, agent
+// configuration steers the next agent, lockfiles pin what gets installed)
+// that github.allow_sensitive does not allow. A merge button one click
+// away from a workflow an agent wrote is what this prevents. When the
+// changed files cannot be listed the pull request is not opened: the check
+// fails closed.
+func (e *Engine) guardSensitive(ctx context.Context, ir *itemRun, pr *PullRequest) error {
+	out, err := ir.repo.Git(ctx, "diff", "--name-only", "-z", "--no-renames", pr.Base+"...HEAD", "--")
+	if err != nil {
+		return fmt.Errorf("list the pull request's files: %w", err)
+	}
+	files := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
+	touched := eval.Sensitive(slices.DeleteFunc(files, func(f string) bool { return f == "" }), e.d.Config.GitHub.AllowSensitive)
+	if len(touched) == 0 {
+		return nil
+	}
+	pr.Draft = true
+	if !slices.Contains(pr.Labels, sensitiveLabel) {
+		pr.Labels = append(slices.Clone(pr.Labels), sensitiveLabel)
+	}
+	pr.Body = sensitiveWarning(touched) + "\n" + pr.Body
+	e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("pull request opened as a draft labelled %s: it changes %s (allow with github.allow_sensitive)",
+		sensitiveLabel, strings.Join(touched, ", "))})
+	return nil
+}
+
+// sensitiveWarning is the body section listing the sensitive files. Names
+// come from the agent's work, so backticks and line breaks are neutralised
+// to keep each one inside its code span on its own line.
+func sensitiveWarning(files []string) string {
+	clean := strings.NewReplacer("`", "'", "\n", " ", "\r", " ")
+	var b strings.Builder
+	b.WriteString("## ⚠️ Sensitive changes\n\nThis pull request changes files that run in CI, steer coding agents or pin dependencies. " +
+		"cadre opened it as a draft: review these files before marking it ready.\n\n")
+	for _, f := range files {
+		fmt.Fprintf(&b, "- `%s`\n", clean.Replace(f))
+	}
+	return b.String()
+}

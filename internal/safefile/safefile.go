@@ -1,0 +1,143 @@
+// Package safefile reads and writes files an agent could have tampered
+// with (its output, the step files beside it) without ever following a
+// symbolic link. A path is resolved one component at a time from a root
+// directory cadre trusts, each component opened with O_NOFOLLOW, so a link
+// anywhere under the root (the file itself or a directory on the way) is
+// refused instead of read through: an agent that turns its output file
+// into a link to /etc/passwd or ~/.ssh/id_ed25519 must not get cadre to
+// copy that file into the cycle log, an archive, a prompt or a pull
+// request, nor get cadre's writes sent somewhere outside the root.
+//
+// Only regular files with a single link are accepted: a FIFO would hang
+// the reader, and a hard link is another way to alias a file outside.
+package safefile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// ErrUnsafe is wrapped by every refusal: a symbolic link, a path leaving
+// the root, or something other than a regular file with one link.
+var ErrUnsafe = errors.New("not a plain file inside its directory")
+
+// ReadFile reads path, which must lie under root, refusing links.
+func ReadFile(root, path string) ([]byte, error) {
+	f, err := open(root, path, syscall.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// WriteFile replaces the content of path, which must lie under root,
+// creating it (and the directories on the way) when missing, refusing
+// links. The existing file is checked before it is truncated, so a hard
+// link to a file elsewhere is never emptied.
+func WriteFile(root, path string, data []byte, perm os.FileMode) error {
+	f, err := open(root, path, syscall.O_WRONLY|syscall.O_CREAT, perm)
+	if err != nil {
+		return err
+	}
+	werr := f.Truncate(0)
+	if werr == nil {
+		_, werr = f.Write(data)
+	}
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}
+
+// OpenAppend opens path (under root) for appending, creating it, refusing
+// links: a step's transcript, which a re-ask appends to.
+func OpenAppend(root, path string, perm os.FileMode) (*os.File, error) {
+	return open(root, path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_APPEND, perm)
+}
+
+// Check says whether path (under root) is absent or a plain file; it
+// refuses a link the way ReadFile would, without reading.
+func Check(root, path string) error {
+	f, err := open(root, path, syscall.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// open resolves path under root component by component and opens the last
+// one with flags. Missing directories are created when flags create.
+func open(root, path string, flags int, perm os.FileMode) (*os.File, error) {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return nil, fmt.Errorf("%s: outside %s: %w", path, root, ErrUnsafe)
+	}
+	dir, err := syscall.Open(root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	parts := strings.Split(rel, string(filepath.Separator))
+	for _, name := range parts[:len(parts)-1] {
+		next, err := syscall.Openat(dir, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if errors.Is(err, syscall.ENOENT) && flags&syscall.O_CREAT != 0 {
+			if err = syscall.Mkdirat(dir, name, 0o755); err == nil || errors.Is(err, syscall.EEXIST) {
+				next, err = syscall.Openat(dir, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+			}
+		}
+		syscall.Close(dir)
+		if err != nil {
+			return nil, refusal(path, err)
+		}
+		dir = next
+	}
+	// O_NONBLOCK: opening a FIFO an agent planted must not block; it is
+	// refused below as not a regular file.
+	fd, err := syscall.Openat(dir, parts[len(parts)-1], flags|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, uint32(perm.Perm()))
+	syscall.Close(dir)
+	if err != nil {
+		return nil, refusal(path, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Nlink != 1 {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("%s: not a regular file with one link: %w", path, ErrUnsafe)
+	}
+	// Back to blocking I/O for an ordinary file, before os.NewFile looks.
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// refusal names a link met on the way (ELOOP from O_NOFOLLOW) or a file
+// where a directory should be as unsafe, and passes other errors through.
+func refusal(path string, err error) error {
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return fmt.Errorf("%s: a symbolic link is on its path (not followed): %w", path, ErrUnsafe)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%s: a non-directory is on its path: %w", path, ErrUnsafe)
+	}
+	return &os.PathError{Op: "open", Path: path, Err: err}
+}

@@ -1,0 +1,61 @@
+package safefile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func TestReadRefusesLinks(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(outside, []byte("host secret"), 0o644)
+	os.MkdirAll(filepath.Join(root, "outputs"), 0o755)
+	os.WriteFile(filepath.Join(root, "outputs", "plain.md"), []byte("ok"), 0o644)
+	os.Symlink(outside, filepath.Join(root, "outputs", "link.md"))
+	os.Symlink(filepath.Dir(outside), filepath.Join(root, "dirlink"))
+	os.Link(outside, filepath.Join(root, "outputs", "hard.md"))
+	syscall.Mkfifo(filepath.Join(root, "outputs", "fifo.md"), 0o644)
+
+	if got, err := ReadFile(root, filepath.Join(root, "outputs", "plain.md")); err != nil || string(got) != "ok" {
+		t.Fatalf("plain file: %q, %v", got, err)
+	}
+	for _, p := range []string{"outputs/link.md", "dirlink/secret", "outputs/hard.md", "outputs/fifo.md", "../x"} {
+		got, err := ReadFile(root, filepath.Join(root, p))
+		if !errors.Is(err, ErrUnsafe) {
+			t.Errorf("%s: read %q, err %v; want ErrUnsafe", p, got, err)
+		}
+	}
+	if _, err := ReadFile(root, filepath.Join(root, "outputs", "none.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestWriteRefusesLinks(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(outside, []byte("keep"), 0o644)
+	os.Symlink(outside, filepath.Join(root, "link.md"))
+	os.Symlink(filepath.Dir(outside), filepath.Join(root, "dirlink"))
+	os.Link(outside, filepath.Join(root, "hard.md"))
+	for _, p := range []string{"link.md", "dirlink/target", "hard.md"} {
+		if err := WriteFile(root, filepath.Join(root, p), []byte("overwritten"), 0o644); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("%s: %v, want ErrUnsafe", p, err)
+		}
+	}
+	if data, _ := os.ReadFile(outside); string(data) != "keep" {
+		t.Errorf("the file outside became %q", data)
+	}
+	p := filepath.Join(root, "new", "dir", "f.md")
+	if err := WriteFile(root, p, []byte("longer text"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(root, p, []byte("short"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(p); string(data) != "short" {
+		t.Errorf("rewritten file holds %q", data)
+	}
+}
