@@ -9,16 +9,19 @@ import (
 	"testing"
 )
 
+// cadre's git sees no GIT_* variable but the commit identity, and no
+// secret: only the host variables git needs.
 func TestGitEnvironKeepsNoGitVariableButTheIdentity(t *testing.T) {
 	environ := []string{"PATH=/bin", "HOME=/h",
 		"GIT_DIR=/elsewhere/.git", "GIT_WORK_TREE=/elsewhere", "GIT_INDEX_FILE=/tmp/i",
 		"GIT_CONFIG_PARAMETERS='core.hookspath'='/tmp/evil'", "GIT_CONFIG_COUNT=1",
 		"GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=/tmp/evil", "GIT_CONFIG_GLOBAL=/tmp/evil.cfg",
 		"GIT_EXEC_PATH=/tmp/evil", "GIT_SSH_COMMAND=touch /tmp/evil", "GIT_EXTERNAL_DIFF=/tmp/evil",
-		"GIT_TERMINAL_PROMPT=1", "GIT_AUTHOR_NAME=A", "GIT_COMMITTER_EMAIL=c@example.com", "GIT_AUTHOR_X=1"}
+		"GIT_TERMINAL_PROMPT=1", "GIT_AUTHOR_NAME=A", "GIT_COMMITTER_EMAIL=c@example.com", "GIT_AUTHOR_X=1",
+		"GITHUB_TOKEN=ghp_secret", "ANTHROPIC_API_KEY=sk-secret", "LANG=C.UTF-8", "SSH_AUTH_SOCK=/run/agent"}
 	got := gitEnviron(environ, []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=x"})
 	want := []string{"PATH=/bin", "HOME=/h", "GIT_AUTHOR_NAME=A", "GIT_COMMITTER_EMAIL=c@example.com",
-		"GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=x"}
+		"LANG=C.UTF-8", "SSH_AUTH_SOCK=/run/agent", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=x"}
 	if !slices.Equal(got, want) {
 		t.Errorf("gitEnviron =\n%q\nwant\n%q", got, want)
 	}
