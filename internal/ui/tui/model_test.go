@@ -190,7 +190,8 @@ func TestSnapshotCarriesJournaledStepsCostAndBudget(t *testing.T) {
 	m, _ = send(t, m, SnapshotMsg{Run: "r1", Status: "running", Usage: event.Usage{InputTokens: 5000, OutputTokens: 800, CostUSD: 0.5},
 		Items: []ItemSnapshot{{ID: "c", Title: "Resumed", Stage: "audit", Status: "running", Attempts: 1, StepsDone: 2,
 			Usage: event.Usage{InputTokens: 5000, OutputTokens: 800, CostUSD: 0.5}}}})
-	m, _ = send(t, m, EventsMsg{started("c", "Resumed", "audit")})
+	// A resumed item's taskStarted names the stage the run first saw it in.
+	m, _ = send(t, m, EventsMsg{started("c", "Resumed", "plan")})
 	out := plain(m)
 	row := rowOf(t, m, "c")
 	// Two steps done in an earlier session, one (audit) left.
@@ -209,6 +210,10 @@ func TestPausedItemsAreListedWithWhyAndApproveFormSendsTheAnswer(t *testing.T) {
 	out := plain(m)
 	if !strings.Contains(out, "paused: p1: coder asked for clarification: which API?") || !strings.Contains(out, "1 paused") {
 		t.Fatalf("footer lacks the paused item:\n%s", out)
+	}
+	// A paused item's clock stops at its pause; a running one's goes on.
+	if p1, a1 := rowOf(t, m, "p1"), rowOf(t, m, "a1"); !strings.Contains(p1, " 0s ") || !strings.Contains(a1, " 1m30s ") {
+		t.Errorf("elapsed: paused %q, running %q", p1, a1)
 	}
 	// a on a running item answers the first paused one.
 	m, _ = send(t, m, key("a"))

@@ -36,6 +36,7 @@ type Item struct {
 	Attempts            int
 	Usage               event.Usage
 	Started, Ended      time.Time
+	last                time.Time // its latest event
 
 	doneSteps map[string]bool // steps completed, from events
 	journaled int             // steps completed, from the last snapshot
@@ -109,7 +110,10 @@ func (s *state) apply(e event.Event) {
 		return
 	}
 	it := s.item(e.Item)
-	if e.Stage != "" && e.Stage != "completed" {
+	it.last = e.Time
+	// taskStarted names the stage the run first saw the item in, which a
+	// resumed item has left: it only fills a stage not known yet.
+	if e.Stage != "" && e.Stage != "completed" && (e.Type != event.TaskStarted || it.Stage == "") {
 		it.Stage = e.Stage
 	}
 	switch e.Type {
@@ -123,13 +127,10 @@ func (s *state) apply(e event.Event) {
 		if it.Started.IsZero() {
 			it.Started = e.Time
 		}
-		// Steps already done (an earlier session) count toward the total
-		// of a runner item, whose remaining stages start from e.Stage.
-		if n := s.steps(wf, e.Stage); wf == "runner" {
-			it.total = it.Done() + n
-		} else {
-			it.total = n
-		}
+		// A runner item's taskStarted names the stage the run first saw
+		// it in, also when resumed (its journaled steps are replayed from
+		// there), so the total covers the earlier sessions' steps too.
+		it.total = s.steps(wf, e.Stage)
 	case event.StepStarted:
 		it.Status, it.running, it.Step = "running", true, e.Step
 		it.Phase = e.Phase

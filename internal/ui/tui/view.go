@@ -114,8 +114,11 @@ func (m Model) elapsed(it *Item) string {
 		return "-"
 	}
 	end := m.now
-	if !it.Ended.IsZero() {
+	switch {
+	case !it.Ended.IsZero():
 		end = it.Ended
+	case it.Status != "running" && it.Status != "pending" && !it.last.IsZero():
+		end = it.last // paused or stopped: the clock stands still
 	}
 	return end.Sub(it.Started).Truncate(time.Second).String()
 }
