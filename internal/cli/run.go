@@ -31,6 +31,7 @@ type RunOptions struct {
 	Agents   int
 	Budget   float64
 	JSON     bool
+	Plain    bool // lines instead of the live view on a terminal
 	DryRun   bool
 	Query    engine.IssueQuery
 	Prompt   string // cadre do
@@ -102,12 +103,12 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 			return nil
 		})
 	}
-	var sum engine.Summary
-	err = f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
-		var err error
-		sum, err = e.Start(ctx, eo)
-		return err
-	})
+	budget := opts.Budget
+	if budget == 0 {
+		budget = ws.cfg.Limits.BudgetUSD
+	}
+	sum, err := f.runEngine(ctx, ws, opts.JSON, f.liveView(opts.JSON, opts.Plain), budget,
+		func(ctx context.Context, e *engine.Engine) (engine.Summary, error) { return e.Start(ctx, eo) })
 	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 }
 
@@ -179,6 +180,7 @@ func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
 	fl.StringVar(&opts.Query.State, "state", "", "issue state for the query: open (default), closed or all")
 	fl.IntVar(&opts.Query.Limit, "limit", 0, "at most `N` issues from the query (default 30)")
 	fl.BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
+	fl.BoolVar(&opts.Plain, "plain", false, "one line per event on stderr instead of the live view")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "print, per item, the workflow and each role's runner and model; run nothing")
 }
 
