@@ -37,7 +37,8 @@ func TestLiveView(t *testing.T) {
 //
 //	term start DIR COMMAND   run sh -c COMMAND in DIR on the terminal; the
 //	                         pane stays readable after COMMAND exits
-//	term wait REGEXP         wait until the screen matches REGEXP (multi-line)
+//	term wait REGEXP         wait until the screen (and its history) matches
+//	                         REGEXP, a multi-line one
 //	term keys KEY...         type keys (tmux key names: q, Q, Enter, Escape)
 func cmdTerm(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
@@ -61,7 +62,9 @@ func cmdTerm(ts *testscript.TestScript, neg bool, args []string) {
 		// a failure instead of a hang.
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			screen := tmux(ts, sock, "capture-pane", "-p", "-t", "main")
+			// With the history: what a program prints as it exits can
+			// scroll off the visible lines of a pane that dies after it.
+			screen := tmux(ts, sock, "capture-pane", "-p", "-S", "-", "-t", "main")
 			if re.MatchString(screen) {
 				return
 			}
