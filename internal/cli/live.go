@@ -19,6 +19,22 @@ import (
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
+// liveViewHelp documents the live view in the --help of the commands that
+// show it.
+const liveViewHelp = `
+
+LIVE VIEW
+On a terminal (stderr), a live view shows one row per item: workflow, phase, role → runner/
+model, attempt, elapsed, tokens, cost and a bar over the workflow's steps; the footer has the
+run's totals, the budget left and the paused items with why. --plain, --json or output that is
+not a terminal print one line per event instead. Keys:
+  ↑/↓ (k/j)  select an item
+  enter      follow the selected item's step log (esc: back)
+  a          approve or reject a paused item with a note (tab toggles; as cadre approve)
+  q          stop gracefully: running steps finish, no new step starts (as cadre stop)
+  Q, ctrl+c  stop now: running steps are cancelled (as cadre stop --now)
+The summary table is printed when the view closes.`
+
 // pollEvery is how often the view reads the journal: often enough to feel
 // live, rarely enough to cost nothing next to the agents.
 const pollEvery = 250 * time.Millisecond

@@ -25,7 +25,7 @@ func NewCmdResume(f *Factory, runF func(context.Context, *Factory, *ResumeOption
 		Short: "Continue the latest (or given) run; completed steps are never re-run",
 		Long: `Continue a run that was interrupted, stopped or killed. Steps the journal records as
 completed are replayed from their recorded results, never run again; a commit already made
-is found by its Cadre-Step trailer and not repeated.` + exitStatusRunning,
+is found by its Cadre-Step trailer and not repeated.` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre resume                      # the latest run
   cadre resume 20261122-101500-ab12 # a given run
   cadre resume --budget-usd 20      # a run paused at its budget, with a higher one`,

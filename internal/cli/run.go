@@ -53,7 +53,7 @@ By default each item works in its own git worktree (.cadre/worktrees/<item>) on 
 branch (cadre/<item>-<title>), up to --parallel items at once; the task files in this
 checkout are the board: cadre updates their frontmatter and commits nothing here. With
 --in-place the tasks run one after another in this checkout, each committed when it
-completes.` + exitStatusRunning,
+completes.` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre run                                # every task under tasks/, each in its worktree
   cadre run --parallel 5 --budget-usd 10   # five at once, stop starting steps at $10
   cadre run --in-place                     # one after another, in this checkout
@@ -61,7 +61,8 @@ completes.` + exitStatusRunning,
   cadre run 42 '#57' owner/repo#61         # GitHub issues: a branch and a pull request each
   cadre run --label cadre --limit 5        # the repository's issues labelled cadre
   cadre run --in-place --column code       # every task now in stage code
-  cadre run --in-place --json | jq .type   # machine-readable events`,
+  cadre run --in-place --json | jq .type   # machine-readable events
+  cadre run --plain 2>run.log              # one line per event instead of the live view`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Targets = args
 			if runF != nil {
@@ -191,7 +192,7 @@ func NewCmdDo(f *Factory, runF func(context.Context, *Factory, *RunOptions) erro
 		Use:   "do \"PROMPT\" [flags]",
 		Short: "Work on one ad-hoc item described by a prompt",
 		Long: `Run one item whose description is PROMPT, with defaults.workflow (auto: a triage agent
-chooses), in its own worktree and branch like any other item. Takes the flags of cadre run.` + exitStatusRunning,
+chooses), in its own worktree and branch like any other item. Takes the flags of cadre run.` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre do "Add a --verbose flag to the CLI"
   cadre do --workflow simple --runner codex "Fix the typo in README.md"`,
 		Args: cobra.ExactArgs(1),
