@@ -14,6 +14,7 @@ type ResumeOptions struct {
 	Budget   float64
 	Parallel int
 	JSON     bool
+	Plain    bool // lines instead of the live view on a terminal
 }
 
 // NewCmdResume builds cadre resume.
@@ -24,7 +25,7 @@ func NewCmdResume(f *Factory, runF func(context.Context, *Factory, *ResumeOption
 		Short: "Continue the latest (or given) run; completed steps are never re-run",
 		Long: `Continue a run that was interrupted, stopped or killed. Steps the journal records as
 completed are replayed from their recorded results, never run again; a commit already made
-is found by its Cadre-Step trailer and not repeated.` + exitStatusRunning,
+is found by its Cadre-Step trailer and not repeated.` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre resume                      # the latest run
   cadre resume 20261122-101500-ab12 # a given run
   cadre resume --budget-usd 20      # a run paused at its budget, with a higher one`,
@@ -40,6 +41,7 @@ is found by its Cadre-Step trailer and not repeated.` + exitStatusRunning,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
+	cmd.Flags().BoolVar(&opts.Plain, "plain", false, "one line per event on stderr instead of the live view")
 	cmd.Flags().Float64Var(&opts.Budget, "budget-usd", -1, "a new budget for the run (`X` dollars; 0 = no limit)")
 	cmd.Flags().IntVar(&opts.Parallel, "parallel", 0, "items at once (default: as the run started)")
 	return cmd
@@ -55,11 +57,37 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		ov.BudgetUSD = &opts.Budget
 	}
 	ov.Parallel = opts.Parallel
-	var sum engine.Summary
-	err = f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
-		var err error
-		sum, err = e.ResumeWith(ctx, opts.Run, ov)
-		return err
-	})
+	live := f.liveView(opts.JSON, opts.Plain)
+	budget := ws.cfg.Limits.BudgetUSD
+	if ov.BudgetUSD != nil {
+		budget = *ov.BudgetUSD
+	} else if live {
+		budget = storedBudget(ctx, ws, opts.Run, budget)
+	}
+	sum, err := f.runEngine(ctx, ws, opts.JSON, live, budget,
+		func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
+			return e.ResumeWith(ctx, opts.Run, ov)
+		})
 	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
+}
+
+// storedBudget is the budget run (the latest when "") was started with,
+// for the view's footer; fallback when it cannot be read.
+func storedBudget(ctx context.Context, ws workspaceCtx, run string, fallback float64) float64 {
+	if !hasJournal(ws.root) {
+		return fallback
+	}
+	st, err := openStore(ctx, ws.root)
+	if err != nil {
+		return fallback
+	}
+	defer st.Close()
+	if run == "" {
+		r, err := st.LatestRun(ctx)
+		if err != nil {
+			return fallback
+		}
+		run = r.ID
+	}
+	return runBudget(ctx, st, run, fallback)
 }

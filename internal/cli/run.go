@@ -31,6 +31,7 @@ type RunOptions struct {
 	Agents   int
 	Budget   float64
 	JSON     bool
+	Plain    bool // lines instead of the live view on a terminal
 	DryRun   bool
 	Query    engine.IssueQuery
 	Prompt   string // cadre do
@@ -52,7 +53,7 @@ By default each item works in its own git worktree (.cadre/worktrees/<item>) on 
 branch (cadre/<item>-<title>), up to --parallel items at once; the task files in this
 checkout are the board: cadre updates their frontmatter and commits nothing here. With
 --in-place the tasks run one after another in this checkout, each committed when it
-completes.` + exitStatusRunning,
+completes.` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre run                                # every task under tasks/, each in its worktree
   cadre run --parallel 5 --budget-usd 10   # five at once, stop starting steps at $10
   cadre run --in-place                     # one after another, in this checkout
@@ -60,7 +61,8 @@ completes.` + exitStatusRunning,
   cadre run 42 '#57' owner/repo#61         # GitHub issues: a branch and a pull request each
   cadre run --label cadre --limit 5        # the repository's issues labelled cadre
   cadre run --in-place --column code       # every task now in stage code
-  cadre run --in-place --json | jq .type   # machine-readable events`,
+  cadre run --in-place --json | jq .type   # machine-readable events
+  cadre run --plain 2>run.log              # one line per event instead of the live view`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Targets = args
 			if runF != nil {
@@ -102,12 +104,12 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 			return nil
 		})
 	}
-	var sum engine.Summary
-	err = f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
-		var err error
-		sum, err = e.Start(ctx, eo)
-		return err
-	})
+	budget := opts.Budget
+	if budget == 0 {
+		budget = ws.cfg.Limits.BudgetUSD
+	}
+	sum, err := f.runEngine(ctx, ws, opts.JSON, f.liveView(opts.JSON, opts.Plain), budget,
+		func(ctx context.Context, e *engine.Engine) (engine.Summary, error) { return e.Start(ctx, eo) })
 	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 }
 
@@ -179,6 +181,7 @@ func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
 	fl.StringVar(&opts.Query.State, "state", "", "issue state for the query: open (default), closed or all")
 	fl.IntVar(&opts.Query.Limit, "limit", 0, "at most `N` issues from the query (default 30)")
 	fl.BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
+	fl.BoolVar(&opts.Plain, "plain", false, "one line per event on stderr instead of the live view")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "print, per item, the workflow and each role's runner and model; run nothing")
 }
 
@@ -189,7 +192,7 @@ func NewCmdDo(f *Factory, runF func(context.Context, *Factory, *RunOptions) erro
 		Use:   "do \"PROMPT\" [flags]",
 		Short: "Work on one ad-hoc item described by a prompt",
 		Long: `Run one item whose description is PROMPT, with defaults.workflow (auto: a triage agent
-chooses), in its own worktree and branch like any other item. Takes the flags of cadre run.` + exitStatusRunning,
+chooses), in its own worktree and branch like any other item. Takes the flags of cadre run.` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre do "Add a --verbose flag to the CLI"
   cadre do --workflow simple --runner codex "Fix the typo in README.md"`,
 		Args: cobra.ExactArgs(1),

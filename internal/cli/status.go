@@ -15,8 +15,9 @@ import (
 
 // StatusOptions are the arguments of cadre status.
 type StatusOptions struct {
-	Run  string
-	JSON bool
+	Run   string
+	JSON  bool
+	Watch bool
 }
 
 // NewCmdStatus builds cadre status.
@@ -28,9 +29,15 @@ func NewCmdStatus(f *Factory, runF func(context.Context, *Factory, *StatusOption
 		Long: `Show the latest run (or RUN) as recorded in the journal. Safe while a run is going on.
 
 Under each item: the branch its work is on (none when it ran in place) and,
-once published, its pull request.` + exitStatusSimple,
+once published, its pull request.
+
+With --watch, follow the run live from the journal: on a terminal, the live view of cadre run
+(rows per item, bars, totals, paused items; enter follows a step's log), where q leaves the
+view and the run goes on, Q stops the run now (as cadre stop --now) and a answers a paused
+item (as cadre approve); elsewhere, the run's event lines until it ends.` + exitStatusSimple,
 		Example: `  cadre status
-  cadre status --json | jq '.items[] | {id, stage}'`,
+  cadre status --json | jq '.items[] | {id, stage}'
+  cadre status --watch              # the live view of the active (or latest) run`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -43,6 +50,7 @@ once published, its pull request.` + exitStatusSimple,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON on stdout")
+	cmd.Flags().BoolVar(&opts.Watch, "watch", false, "follow the run live (the live view on a terminal, else its event lines until it ends)")
 	return cmd
 }
 
@@ -73,6 +81,12 @@ type statusItemJSON struct {
 }
 
 func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
+	if opts.Watch {
+		if opts.JSON {
+			return usageErr(fmt.Errorf("--watch and --json do not go together: follow the events with cadre run --json, or poll cadre status --json"))
+		}
+		return runWatch(ctx, f, opts)
+	}
 	st, id, root, err := f.openRunAt(ctx, opts.Run)
 	if err != nil {
 		return err

@@ -341,11 +341,22 @@ func (e *Engine) syncFrontmatter(ctx context.Context, ir *itemRun, s workflow.St
 
 // stepFiles are the SPEC §6 paths of one step.
 func (ir *itemRun) stepFiles(id string) (ctxPath, outPath, logPath string) {
-	stem := strings.TrimPrefix(id, ir.it.ID+"/")
-	stem = strings.NewReplacer("/", "-", "#", "-").Replace(stem)
+	stem := stepStem(ir.it.ID, id)
 	return filepath.Join(ir.outDir, "contexts", stem+".json"),
 		filepath.Join(ir.outDir, "outputs", stem+".md"),
 		filepath.Join(ir.outDir, "logs", stem+".log")
+}
+
+// stepStem is a step's file name without extension: its id without the
+// item, slashes and # made dashes.
+func stepStem(item, id string) string {
+	return strings.NewReplacer("/", "-", "#", "-").Replace(strings.TrimPrefix(id, item+"/"))
+}
+
+// StepLogPath is where a step of an item writes its log, for views that
+// follow it from outside the engine.
+func StepLogPath(stateDir, run, item, step string) string {
+	return filepath.Join(stateDir, "runs", run, "items", item, "logs", stepStem(item, step)+".log")
 }
 
 // contextSchemaVersion is the context file's format: 2 since "phase" is

@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/ui/tui"
+	"github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// liveViewHelp documents the live view in the --help of the commands that
+// show it.
+const liveViewHelp = `
+
+LIVE VIEW
+On a terminal (stderr), a live view shows one row per item: workflow, phase, role → runner/
+model, attempt, elapsed, tokens, cost and a bar over the workflow's steps; the footer has the
+run's totals, the budget left and the paused items with why. --plain, --json or output that is
+not a terminal print one line per event instead. Keys:
+  ↑/↓ (k/j)  select an item
+  enter      follow the selected item's step log (esc: back)
+  a          approve or reject a paused item with a note (tab toggles; as cadre approve)
+  q          stop gracefully: running steps finish, no new step starts (as cadre stop)
+  Q, ctrl+c  stop now: running steps are cancelled (as cadre stop --now)
+The summary table is printed when the view closes.`
+
+// pollEvery is how often the view reads the journal: often enough to feel
+// live, rarely enough to cost nothing next to the agents.
+const pollEvery = 250 * time.Millisecond
+
+// liveView says whether a running command shows the live view: on a
+// terminal, unless --json or --plain asked for lines.
+func (f *Factory) liveView(asJSON, plain bool) bool {
+	return !asJSON && !plain && isTerminal(f.IO.ErrOut)
+}
+
+// runEngine runs start with an engine of ws: under the live view when live,
+// else printing lines (or --json) as before.
+func (f *Factory) runEngine(ctx context.Context, ws workspaceCtx, asJSON, live bool, budget float64,
+	start func(context.Context, *engine.Engine) (engine.Summary, error)) (engine.Summary, error) {
+	if !live {
+		var sum engine.Summary
+		err := f.withEngine(ctx, ws, asJSON, func(e *engine.Engine) error {
+			var err error
+			sum, err = start(ctx, e)
+			return err
+		})
+		return sum, err
+	}
+	st, err := openStore(ctx, ws.root)
+	if err != nil {
+		return engine.Summary{}, err
+	}
+	defer st.Close()
+	feed := tui.NewFeed(4096)
+	acts := &runActions{st: st}
+	e, flush, err := f.newEngine(ctx, ws, st, event.SinkFunc(func(ev event.Event) {
+		acts.setRun(ev.Run)
+		feed.Handle(ev)
+	}))
+	if err != nil {
+		return engine.Summary{}, err
+	}
+	defer flush()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	acts.stateDir, acts.cancel = e.StateDir(), cancel
+	flows, _ := f.workflows(ctx) // without them the bars only count steps as they come
+	v := startView(f, tui.Config{Budget: budget, Actions: acts, Steps: tui.StepsFunc(flows)})
+	defer func() {
+		// A panic of the run must not leave the terminal raw.
+		if r := recover(); r != nil {
+			v.p.Kill()
+			<-v.done
+			panic(r)
+		}
+	}()
+	feedCtx, stopFeed := context.WithCancel(context.Background())
+	fed := make(chan struct{})
+	go func() { defer close(fed); feed.Run(feedCtx, v.p.Send) }()
+	polled := make(chan struct{})
+	go func() { defer close(polled); v.poll(feedCtx, st, acts.runID) }()
+
+	sum, err := start(runCtx, e)
+
+	stopFeed()
+	<-fed
+	<-polled
+	if id := acts.runID(); id != "" {
+		if sn, serr := readSnapshot(context.WithoutCancel(ctx), st, id); serr == nil {
+			v.p.Send(tui.SnapshotMsg(sn))
+		}
+	}
+	v.p.Send(tui.DoneMsg{})
+	if verr := <-v.done; verr != nil && !errors.Is(verr, tea.ErrProgramKilled) {
+		fmt.Fprintf(f.IO.ErrOut, "cadre: live view: %v\n", verr)
+	}
+	return sum, err
+}
+
+// view is a running tea program and its end.
+type view struct {
+	p    *tea.Program
+	done chan error
+}
+
+// startView runs the live view on the command's stderr. The process's
+// signal handling stays as it is (SIGINT/SIGTERM cancel the run and the
+// run's end closes the view); in raw mode ctrl+c reaches the view as a key.
+func startView(f *Factory, cfg tui.Config) *view {
+	v := &view{done: make(chan error, 1)}
+	v.p = tea.NewProgram(tui.New(cfg), tea.WithOutput(f.IO.ErrOut), tea.WithoutSignalHandler())
+	go func() {
+		_, err := v.p.Run()
+		v.done <- err
+	}()
+	return v
+}
+
+// poll sends a journal snapshot of the run every pollEvery until ctx ends.
+func (v *view) poll(ctx context.Context, st *store.Store, run func() string) {
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if id := run(); id != "" {
+			if sn, err := readSnapshot(ctx, st, id); err == nil {
+				v.p.Send(tui.SnapshotMsg(sn))
+			}
+		}
+	}
+}
+
+// readSnapshot reads a run's state from the journal for the view.
+func readSnapshot(ctx context.Context, st *store.Store, run string) (tui.Snapshot, error) {
+	sum, err := engine.Summarize(ctx, st, run)
+	if err != nil {
+		return tui.Snapshot{}, fmt.Errorf("read run %s: %w", run, err)
+	}
+	steps, err := st.Steps(ctx, run)
+	if err != nil {
+		return tui.Snapshot{}, fmt.Errorf("read steps of run %s: %w", run, err)
+	}
+	done := map[string]int{}
+	for _, s := range steps {
+		// The steps a workflow is made of: agents and actions, not the
+		// bookkeeping around them (model picks, pushes, comments).
+		if _, action := workflow.Actions[s.Kind]; s.Status == store.StepCompleted && (s.Kind == "agent" || action) {
+			done[s.ItemID]++
+		}
+	}
+	sn := tui.Snapshot{Run: run, Status: sum.Status, Usage: sum.Usage}
+	for _, it := range sum.Items {
+		sn.Items = append(sn.Items, tui.ItemSnapshot{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: it.Status,
+			Reason: it.Reason, CurrentStep: it.CurrentStep, Attempts: it.Attempts, StepsDone: done[it.ID], Usage: it.Usage})
+	}
+	return sn, nil
+}
+
+// runActions are the view's keys acting on a run of this process.
+type runActions struct {
+	st       *store.Store
+	stateDir string
+	cancel   context.CancelFunc // cancels the running steps
+	mu       sync.Mutex
+	run      string
+}
+
+func (a *runActions) setRun(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.run == "" {
+		a.run = id
+	}
+}
+
+func (a *runActions) runID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.run
+}
+
+// Stop is cadre stop in this process: the stop request the engine reads
+// before each step, and with now the run's context cancelled as SIGTERM
+// would.
+func (a *runActions) Stop(now bool) error {
+	run := a.runID()
+	if run == "" {
+		if r, _, ok := engine.ReadLock(a.stateDir); ok {
+			run = r
+		}
+	}
+	if run != "" {
+		if err := engine.RequestStop(a.stateDir, run); err != nil {
+			return fmt.Errorf("stop run %s: %w", run, err)
+		}
+	}
+	if now || run == "" {
+		a.cancel()
+	}
+	return nil
+}
+
+func (a *runActions) Approve(item string, approved bool, note string) error {
+	return approveFromView(a.st, a.runID(), item, approved, note)
+}
+
+func (a *runActions) Log(item, step string) (string, error) {
+	return tailFile(engine.StepLogPath(a.stateDir, a.runID(), item, step), 64<<10)
+}
+
+// approveFromView is cadre approve for the views.
+func approveFromView(st *store.Store, run, item string, approved bool, note string) error {
+	if _, err := engine.Approve(context.Background(), st, run, item, approved, note); err != nil {
+		return fmt.Errorf("approve %s: %w", item, err)
+	}
+	return nil
+}
+
+// tailFile returns the last n bytes of path.
+func tailFile(path string, n int64) (string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read log: %w", err)
+	}
+	defer fh.Close()
+	info, err := fh.Stat()
+	if err != nil {
+		return "", fmt.Errorf("read log: %w", err)
+	}
+	off := max(info.Size()-n, 0)
+	buf := make([]byte, info.Size()-off)
+	if _, err := fh.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read log: %w", err)
+	}
+	return string(buf), nil
+}
+
+// runBudget is the budget a stored run goes by: its own, else cadre.yaml's.
+func runBudget(ctx context.Context, st *store.Store, run string, fallback float64) float64 {
+	r, err := st.GetRun(ctx, run)
+	if err != nil {
+		return fallback
+	}
+	var o struct {
+		Budget float64 `json:"budget_usd"`
+	}
+	if json.Unmarshal(r.Options, &o) == nil && o.Budget > 0 {
+		return o.Budget
+	}
+	return fallback
+}

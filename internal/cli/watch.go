@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/ui/tui"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// runWatch follows a run, possibly of another process, through the
+// journal: its events after the last one read, and a snapshot, every
+// pollEvery. On a terminal it shows the live view until q; elsewhere it
+// prints one line per event until the run is no longer active.
+func runWatch(ctx context.Context, f *Factory, opts *StatusOptions) error {
+	st, id, root, err := f.openRunAt(ctx, opts.Run)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	stateDir := filepath.Join(root, workspace.StateDir)
+	if !isTerminal(f.IO.ErrOut) {
+		return watchLines(ctx, f, st, stateDir, id)
+	}
+	budget := 0.0
+	if ws, err := f.workspace(ctx); err == nil {
+		budget = ws.cfg.Limits.BudgetUSD
+	}
+	flows, _ := f.workflows(ctx)
+	v := startView(f, tui.Config{Run: id, Watch: true, Budget: runBudget(ctx, st, id, budget),
+		Actions: &watchActions{st: st, stateDir: stateDir, run: id}, Steps: tui.StepsFunc(flows)})
+	pollCtx, stop := context.WithCancel(ctx)
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		followJournal(pollCtx, st, stateDir, id, func(evs []event.Event) { v.p.Send(tui.EventsMsg(evs)) },
+			func(sn tui.Snapshot, over bool) {
+				v.p.Send(tui.SnapshotMsg(sn))
+				if over {
+					v.p.Send(tui.DoneMsg{})
+				}
+			})
+	}()
+	var verr error
+	select {
+	case verr = <-v.done:
+	case <-ctx.Done():
+		v.p.Quit()
+		verr = <-v.done
+	}
+	stop()
+	<-polled
+	if verr != nil && !errors.Is(verr, tea.ErrProgramKilled) {
+		return fmt.Errorf("watch run %s: %w", id, verr)
+	}
+	return nil
+}
+
+// followJournal reads run's new events and a snapshot every pollEvery until
+// ctx ends; over says the run no longer holds the lock.
+func followJournal(ctx context.Context, st *store.Store, stateDir, run string, events func([]event.Event), snap func(tui.Snapshot, bool)) {
+	var (
+		seq  int64
+		last string // the type of the last event read
+		gone bool   // a previous poll found the lock released
+	)
+	for {
+		// The lock is read before the journal, and the journal is written
+		// in batches that can trail the lock's release: the run is over
+		// once its runCompleted is read, or a poll after the release
+		// finds nothing new (a killed run never says runCompleted).
+		active, _, _ := engine.ReadLock(stateDir)
+		released := active != run
+		evs, next, err := st.Events(ctx, run, seq)
+		if err == nil {
+			seq = next
+			if out := decodeEvents(evs); len(out) > 0 {
+				events(out)
+				last = out[len(out)-1].Type
+			}
+		}
+		over := released && (last == event.RunCompleted || (gone && len(evs) == 0))
+		gone = released
+		if sn, err := readSnapshot(ctx, st, run); err == nil {
+			snap(sn, over)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// decodeEvents turns journal entries back into bus events.
+func decodeEvents(evs []store.Event) []event.Event {
+	out := make([]event.Event, 0, len(evs))
+	for _, e := range evs {
+		var ev event.Event
+		if json.Unmarshal(e.Data, &ev) != nil {
+			ev = event.Event{Time: e.Time, Run: e.RunID, Type: e.Type, Item: e.ItemID}
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// watchLines prints the run's journaled events as cadre run prints them,
+// from the first, until the run is no longer active.
+func watchLines(ctx context.Context, f *Factory, st *store.Store, stateDir, run string) error {
+	pollCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	followJournal(pollCtx, st, stateDir, run, func(evs []event.Event) {
+		for _, e := range evs {
+			fmt.Fprintln(f.IO.ErrOut, formatLine(e))
+		}
+	}, func(sn tui.Snapshot, over bool) {
+		if over {
+			stop()
+		}
+	})
+	return ctx.Err()
+}
+
+// watchActions are the watcher's keys acting on a run of another process,
+// through the journal and the run's lock, as cadre stop and approve do.
+type watchActions struct {
+	st       *store.Store
+	stateDir string
+	run      string
+}
+
+func (a *watchActions) Stop(now bool) error {
+	active, pid, ok := engine.ReadLock(a.stateDir)
+	if !ok || active != a.run {
+		return fmt.Errorf("stop: run %s is not active", a.run)
+	}
+	if err := engine.RequestStop(a.stateDir, a.run); err != nil {
+		return fmt.Errorf("stop run %s: %w", a.run, err)
+	}
+	if now {
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+			return fmt.Errorf("signal run %s (pid %d): %w", a.run, pid, err)
+		}
+	}
+	return nil
+}
+
+func (a *watchActions) Approve(item string, approved bool, note string) error {
+	return approveFromView(a.st, a.run, item, approved, note)
+}
+
+func (a *watchActions) Log(item, step string) (string, error) {
+	return tailFile(engine.StepLogPath(a.stateDir, a.run, item, step), 64<<10)
+}
