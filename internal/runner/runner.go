@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 )
 
 // Caps says what a runner can do, so the engine can refuse a role a runner
@@ -48,6 +49,9 @@ type Invocation struct {
 	// engine can journal it and kill the group should cadre die and resume.
 	// Every runner that starts a process calls it (see proc.Spec.OnStart).
 	OnStart func(pid int)
+	// Sandbox, when set, confines every process the runner starts for
+	// this step (cadre.yaml sandbox); nil runs them unconfined.
+	Sandbox *sandbox.Policy
 }
 
 // Result is what a finished agent process produced.
