@@ -158,6 +158,9 @@ type Selector struct {
 type Sandbox struct {
 	Mode    string `yaml:"mode"`    // none | bwrap
 	Network string `yaml:"network"` // allow | deny | model-only
+	// AllowHosts are host or host:port entries reachable under
+	// network: model-only besides the runner's model endpoints.
+	AllowHosts []string `yaml:"allow_hosts"`
 }
 
 // Duration is a time.Duration written in YAML and environment variables as
