@@ -22,11 +22,17 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/cli"
 	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // TestMain lets the test binary act as the cadre command inside scripts.
 func TestMain(m *testing.M) {
+	// Tests that run cadre in-process make this binary the sandbox's
+	// network bridge (os.Executable), as the cadre binary is in use.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.BridgeCommand {
+		os.Exit(sandbox.RunBridge(os.Args[2:], os.Stderr))
+	}
 	testscript.Main(m, map[string]func(){
 		"cadre":  func() { os.Exit(cli.Main()) },
 		"maxrss": maxRSS,

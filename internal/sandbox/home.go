@@ -30,6 +30,16 @@ func copyHome(from, to string, files []string) error {
 			return fmt.Errorf("sandbox: home file %q is not inside the home", rel)
 		}
 		src := filepath.Join(from, rel)
+		// The CLI's own directory exists in the step's home whenever it
+		// does in the user's, even with none of the listed files in it:
+		// a CLI may refuse a configured home directory that is missing.
+		if parent := filepath.Dir(rel); parent != "." {
+			if fi, err := os.Lstat(filepath.Join(from, parent)); err == nil && fi.IsDir() {
+				if err := os.MkdirAll(filepath.Join(to, parent), 0o700); err != nil {
+					return fmt.Errorf("sandbox: home directory %s: %w", parent, err)
+				}
+			}
+		}
 		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {

@@ -134,6 +134,11 @@ func Confine(ctx context.Context, inv runner.Invocation, spec *proc.Spec, home, 
 	}
 	spec.Sandbox = p.Sandbox
 	spec.Env = setEnv(spec.Env, p.Env)
+	if spec.Log != nil {
+		// The transcript says how the agent was confined, so a reader of
+		// a refused write or connection knows why.
+		fmt.Fprintf(spec.Log, "[cadre: sandboxed by bubblewrap, network %s]\n", inv.Sandbox.Network)
+	}
 	return p.Close, nil
 }
 
