@@ -224,3 +224,28 @@ func envGet(env []string, key string) string {
 	}
 	return ""
 }
+
+// Check runs a trivial command in a step's full sandbox as the policy
+// sets it up (fresh home, mounts, and under model-only the proxy and its
+// bridge), in a throwaway working tree, for cadre runners check.
+func (p *Policy) Check(ctx context.Context, env []string) error {
+	dir, err := os.MkdirTemp("", "cadre-check-")
+	if err != nil {
+		return fmt.Errorf("sandbox check: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	prep, err := p.Prepare(ctx, Step{Dir: dir, Env: env})
+	if err != nil {
+		return err
+	}
+	defer prep.Close()
+	var log strings.Builder
+	res, err := proc.Run(ctx, proc.Spec{Path: "true", Dir: dir, Env: env, Log: &log, Sandbox: prep.Sandbox})
+	if err != nil {
+		return fmt.Errorf("sandbox check: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("sandbox check: true exited %d under bubblewrap: %s", res.ExitCode, strings.TrimSpace(res.StderrTail))
+	}
+	return nil
+}
