@@ -98,9 +98,8 @@ func (p *Proxy) serve() {
 	}
 }
 
-// handle serves one client connection: a CONNECT tunnel, or one plain
-// HTTP request forwarded as a tunnel to its host (so a streamed answer
-// streams). Either way the connection then belongs to that one host.
+// handle serves one client connection: a CONNECT tunnel to an allowed
+// host, or one plain HTTP request forwarded to it.
 func (p *Proxy) handle(c net.Conn) {
 	br := bufio.NewReader(c)
 	req, err := http.ReadRequest(br)
@@ -136,15 +135,19 @@ func (p *Proxy) handle(c net.Conn) {
 	defer p.untrack(up)
 	if req.Method == http.MethodConnect {
 		fmt.Fprint(c, "HTTP/1.1 200 Connection established\r\n\r\n")
-	} else {
-		// Write sends the origin form ("GET /path") a server expects.
-		req.Header.Del("Proxy-Connection")
-		req.Header.Del("Proxy-Authorization")
-		if err := req.Write(up); err != nil {
-			return
-		}
+		splice(c, br, up)
+		return
 	}
-	splice(c, br, up)
+	// One request per connection: the client's next request may be for
+	// another host, which must be checked, so neither side keeps this one
+	// open. Write sends the origin form ("GET /path") a server expects.
+	req.Close = true
+	req.Header.Del("Proxy-Connection")
+	req.Header.Del("Proxy-Authorization")
+	if err := req.Write(up); err != nil {
+		return
+	}
+	io.Copy(c, up) // as it arrives, so a streamed answer streams
 }
 
 func refusedBody(host string) string {
