@@ -220,11 +220,8 @@ func TestRealCodexRunCompletesTask(t *testing.T) {
 	}
 }
 
-// TestRealGeminiRunCompletesTask: Gemini CLI writes the file itself with
-// its write_file tool (GOOGLE_GEMINI_BASE_URL points it at modelsim); usage
-// comes from its stats, cost from the price table.
-func TestRealGeminiRunCompletesTask(t *testing.T) {
-	scenario := `conversations:
+// geminiScenario has Gemini CLI write the file with its write_file tool.
+var geminiScenario = `conversations:
   - name: coder
     match: {role: coder, tool: write_file}
     turns:
@@ -242,14 +239,23 @@ func TestRealGeminiRunCompletesTask(t *testing.T) {
 ` + signalText("auditor", "          - Rating: 9\n") + `default:
   text: OK
 `
+
+// geminiHome selects API-key auth and no usage statistics.
+func geminiHome(home string) {
+	os.MkdirAll(filepath.Join(home, ".gemini"), 0o755)
+	os.WriteFile(filepath.Join(home, ".gemini", "settings.json"),
+		[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false}}`), 0o644)
+}
+
+// TestRealGeminiRunCompletesTask: Gemini CLI writes the file itself with
+// its write_file tool (GOOGLE_GEMINI_BASE_URL points it at modelsim); usage
+// comes from its stats, cost from the price table.
+func TestRealGeminiRunCompletesTask(t *testing.T) {
+	scenario := geminiScenario
 	u := realRun{cli: "gemini", scenario: scenario, content: "hello from gemini\n",
 		runner: `{command: %s, url: "%u", model: gemini-2.5-pro}`,
 		env:    map[string]string{"GEMINI_API_KEY": "gemini-test-key"},
-		setup: func(home string) {
-			os.MkdirAll(filepath.Join(home, ".gemini"), 0o755)
-			os.WriteFile(filepath.Join(home, ".gemini", "settings.json"),
-				[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false}}`), 0o644)
-		}}.run(t)
+		setup:  geminiHome}.run(t)
 	if u.InputTokens+u.CacheReadTokens < 5100 || u.OutputTokens < 80 || u.CostUSD <= 0 || !u.CostEstimated {
 		t.Errorf("coder usage %+v: want Gemini CLI's stats tokens and an estimated cost", u)
 	}
@@ -283,4 +289,13 @@ func TestRealCodexUnderSandbox(t *testing.T) {
 		runner: `{command: %s, url: "%u/v1", model: modelsim, args: [--dangerously-bypass-approvals-and-sandbox]}`,
 		env:    map[string]string{"OPENAI_API_KEY": "sk-openai-test-key", "CODEX_HOME": "$HOME/.codex"},
 		setup:  func(home string) { os.MkdirAll(filepath.Join(home, ".codex"), 0o755) }}.run(t)
+}
+
+// TestRealGeminiUnderSandbox: the same for Gemini CLI, whose settings are
+// copied into the step's fresh home.
+func TestRealGeminiUnderSandbox(t *testing.T) {
+	findCLI(t, "gemini")
+	realRun{cli: "gemini", scenario: geminiScenario, content: "hello from gemini\n", sandbox: sandboxed(t),
+		runner: `{command: %s, url: "%u", model: gemini-2.5-pro}`,
+		env:    map[string]string{"GEMINI_API_KEY": "gemini-test-key"}, setup: geminiHome}.run(t)
 }
