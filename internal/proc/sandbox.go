@@ -100,6 +100,11 @@ func (sb *Sandbox) wrap(path string, s Spec) (string, []string) {
 	cp.Expose = append(slices.Clip(cp.Expose), path)
 	if real, err := filepath.EvalSymlinks(path); err == nil && real != path {
 		cp.Expose = append(cp.Expose, real)
+		// An npm CLI (node_modules/.bin/claude -> ../pkg/cli.js) needs its
+		// package's files beside it, and its dependencies.
+		if i := strings.LastIndex(real, "/node_modules/"); i >= 0 {
+			cp.Expose = append(cp.Expose, real[:i+len("/node_modules")])
+		}
 	}
 	dir := s.Dir
 	if dir != "" && !filepath.IsAbs(dir) {

@@ -47,6 +47,29 @@ func TestSandboxArgvOrder(t *testing.T) {
 	}
 }
 
+// TestSandboxExposesProgram: a program the fresh /tmp or home would hide
+// is bound back, with the node_modules tree of an npm CLI's link.
+func TestSandboxExposesProgram(t *testing.T) {
+	root := t.TempDir()
+	pkg := filepath.Join(root, "node_modules", "@x", "cli")
+	os.MkdirAll(pkg, 0o755)
+	os.MkdirAll(filepath.Join(root, "node_modules", ".bin"), 0o755)
+	os.WriteFile(filepath.Join(pkg, "cli.js"), []byte("#!/bin/sh\n"), 0o755)
+	link := filepath.Join(root, "node_modules", ".bin", "cli")
+	os.Symlink("../@x/cli/cli.js", link)
+	sb := Sandbox{Bwrap: "/usr/bin/bwrap"}
+	_, args := sb.wrap(link, Spec{})
+	line := strings.Join(args, " ")
+	for _, p := range []string{link, filepath.Join(pkg, "cli.js"), filepath.Join(root, "node_modules")} {
+		if !strings.Contains(line, "--ro-bind "+p+" "+p+" ") {
+			t.Errorf("%s not exposed: %s", p, line)
+		}
+	}
+	if len(sb.Expose) != 0 {
+		t.Errorf("wrap changed the caller's sandbox: %q", sb.Expose)
+	}
+}
+
 // TestSandboxConfines runs a hostile shell under the sandbox: every write
 // outside the writable directory fails, the read-only .git inside it stays
 // unchanged, the home and /tmp are fresh, and no host process is visible.
