@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/builtin"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -99,6 +101,10 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	if runners == nil {
 		runners = builtin.Registry
 	}
+	policy, err := SandboxPolicy(ctx, ws.Config.Sandbox, getenv("PATH"))
+	if err != nil {
+		return nil, nil, err
+	}
 	journal := engine.NewJournalSink(st)
 	all := append([]event.Sink{journal}, o.Sinks...)
 	if token := getenv(ws.Config.GitHub.TokenEnv); token != "" {
@@ -108,12 +114,27 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	}
 	bus := event.NewBus(nil, all...)
 	e, err := engine.New(ctx, engine.Deps{Root: ws.Root, Config: ws.Config, Store: st, Roles: roles, Runners: runners(ws.Config.Prices),
-		Workflows: flows, Forge: NewGitHub(ws, getenv), Bus: bus, Crash: o.Crash})
+		Workflows: flows, Forge: NewGitHub(ws, getenv), Bus: bus, Crash: o.Crash, Sandbox: policy})
 	if err != nil {
 		journal.Close()
 		return nil, nil, err
 	}
 	return e, journal.Close, nil
+}
+
+// SandboxPolicy is the confinement cadre.yaml's sandbox section asks for,
+// checked to work here (bubblewrap found on pathList and run once with
+// the network setting); nil for mode none. Asked for and unavailable is an
+// error: the run must not start unconfined.
+func SandboxPolicy(ctx context.Context, c config.Sandbox, pathList string) (*sandbox.Policy, error) {
+	if c.Mode != sandbox.ModeBwrap {
+		return nil, nil
+	}
+	p, err := sandbox.New(ctx, c.Network, c.AllowHosts, pathList)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox.mode bwrap: %w", err)
+	}
+	return p, nil
 }
 
 // redactSink masks secrets in an event's free text before the sinks see it.

@@ -78,6 +78,7 @@ type realRun struct {
 	env      map[string]string // environment of cadre (and so of the agent)
 	setup    func(home string) // prepares the CLI's home
 	content  string            // hello.txt as the CLI should write it
+	sandbox  string            // cadre.yaml's sandbox section, if any
 }
 
 func (rr realRun) run(t *testing.T) store.Usage {
@@ -100,6 +101,9 @@ func (rr realRun) run(t *testing.T) store.Usage {
 	os.WriteFile(filepath.Join(repo, "tasks", "hello.md"), []byte("---\nstage: code\n---\n# Say hello\n\n## Goal\nWrite hello.txt.\n"), 0o644)
 	entry := strings.NewReplacer("%s", bin, "%u", srv.URL).Replace(rr.runner)
 	cfg := "defaults: {runner: " + rr.cli + ", timeout: 3m}\nprices:\n  modelsim: {input_per_mtok: 1, output_per_mtok: 4}\nrunners:\n  " + rr.cli + ": " + entry + "\n"
+	if rr.sandbox != "" {
+		cfg += "sandbox: " + rr.sandbox + "\n"
+	}
 	os.WriteFile(filepath.Join(repo, "cadre.yaml"), []byte(cfg), 0o644)
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -130,6 +134,17 @@ func (rr realRun) run(t *testing.T) store.Usage {
 	got, err := show.Output()
 	if err != nil || string(got) != rr.content {
 		t.Fatalf("hello.txt on the branch = %q, %v", got, err)
+	}
+	if rr.sandbox != "" {
+		logs, _ := filepath.Glob(filepath.Join(repo, ".cadre", "runs", "*", "items", "hello", "logs", "*coder*.log"))
+		var text []byte
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			text = append(text, b...)
+		}
+		if !strings.Contains(string(text), "[cadre: sandboxed by bubblewrap, network model-only]") {
+			t.Errorf("the coder's log does not say it ran in the sandbox:\n%s", text)
+		}
 	}
 	for _, v := range rr.env {
 		if len(v) > 6 && strings.Contains(out.String()+errOut.String(), v) {
@@ -169,13 +184,8 @@ func TestRealClaudeRunCompletesTask(t *testing.T) {
 	}
 }
 
-const codexPatch = "*** Begin Patch\n*** Add File: hello.txt\n+hello from codex\n*** End Patch\n"
-
-// TestRealCodexRunCompletesTask: Codex applies the scripted patch itself
-// through its exec_command tool (a configurable provider base URL points it
-// at modelsim); usage comes from turn.completed, cost from the price table.
-func TestRealCodexRunCompletesTask(t *testing.T) {
-	scenario := `conversations:
+// codexScenario has Codex apply a patch through its exec_command tool.
+var codexScenario = `conversations:
   - name: coder
     match: {role: coder, tool: exec_command}
     turns:
@@ -193,6 +203,14 @@ func TestRealCodexRunCompletesTask(t *testing.T) {
 ` + signalText("auditor", "          - Rating: 9\n") + `default:
   text: OK
 `
+
+const codexPatch = "*** Begin Patch\n*** Add File: hello.txt\n+hello from codex\n*** End Patch\n"
+
+// TestRealCodexRunCompletesTask: Codex applies the scripted patch itself
+// through its exec_command tool (a configurable provider base URL points it
+// at modelsim); usage comes from turn.completed, cost from the price table.
+func TestRealCodexRunCompletesTask(t *testing.T) {
+	scenario := codexScenario
 	u := realRun{cli: "codex", scenario: scenario, content: "hello from codex\n",
 		runner: `{command: %s, url: "%u/v1", model: modelsim, args: [--dangerously-bypass-approvals-and-sandbox]}`,
 		env:    map[string]string{"OPENAI_API_KEY": "sk-openai-test-key", "CODEX_HOME": "$HOME/.codex"},
@@ -202,11 +220,8 @@ func TestRealCodexRunCompletesTask(t *testing.T) {
 	}
 }
 
-// TestRealGeminiRunCompletesTask: Gemini CLI writes the file itself with
-// its write_file tool (GOOGLE_GEMINI_BASE_URL points it at modelsim); usage
-// comes from its stats, cost from the price table.
-func TestRealGeminiRunCompletesTask(t *testing.T) {
-	scenario := `conversations:
+// geminiScenario has Gemini CLI write the file with its write_file tool.
+var geminiScenario = `conversations:
   - name: coder
     match: {role: coder, tool: write_file}
     turns:
@@ -224,15 +239,63 @@ func TestRealGeminiRunCompletesTask(t *testing.T) {
 ` + signalText("auditor", "          - Rating: 9\n") + `default:
   text: OK
 `
+
+// geminiHome selects API-key auth and no usage statistics.
+func geminiHome(home string) {
+	os.MkdirAll(filepath.Join(home, ".gemini"), 0o755)
+	os.WriteFile(filepath.Join(home, ".gemini", "settings.json"),
+		[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false}}`), 0o644)
+}
+
+// TestRealGeminiRunCompletesTask: Gemini CLI writes the file itself with
+// its write_file tool (GOOGLE_GEMINI_BASE_URL points it at modelsim); usage
+// comes from its stats, cost from the price table.
+func TestRealGeminiRunCompletesTask(t *testing.T) {
+	scenario := geminiScenario
 	u := realRun{cli: "gemini", scenario: scenario, content: "hello from gemini\n",
 		runner: `{command: %s, url: "%u", model: gemini-2.5-pro}`,
 		env:    map[string]string{"GEMINI_API_KEY": "gemini-test-key"},
-		setup: func(home string) {
-			os.MkdirAll(filepath.Join(home, ".gemini"), 0o755)
-			os.WriteFile(filepath.Join(home, ".gemini", "settings.json"),
-				[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false}}`), 0o644)
-		}}.run(t)
+		setup:  geminiHome}.run(t)
 	if u.InputTokens+u.CacheReadTokens < 5100 || u.OutputTokens < 80 || u.CostUSD <= 0 || !u.CostEstimated {
 		t.Errorf("coder usage %+v: want Gemini CLI's stats tokens and an estimated cost", u)
 	}
+}
+
+// sandboxed is the sandbox section the sandboxed real-CLI tests run under;
+// they skip, saying why, where bubblewrap cannot run.
+func sandboxed(t *testing.T) string {
+	t.Helper()
+	if !sandboxWorks() {
+		t.Skip("sandboxed real-CLI test: bubblewrap missing or the kernel forbids namespaces here")
+	}
+	return "{mode: bwrap, network: model-only}"
+}
+
+// TestRealClaudeUnderSandbox: Claude Code completes the task under
+// bubblewrap with network model-only: it reaches modelsim (its model
+// endpoint) through the sandbox's bridge, writes in its worktree, and
+// cadre commits the file.
+func TestRealClaudeUnderSandbox(t *testing.T) {
+	findCLI(t, "claude")
+	realRun{cli: "claude", runner: `{command: %s, url: "%u"}`, scenario: claudeScenario, sandbox: sandboxed(t),
+		env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test-key"}, content: "hello from claude\n"}.run(t)
+}
+
+// TestRealCodexUnderSandbox: the same for Codex, its own sandbox turned
+// off (cadre's confines it; a nested one cannot start).
+func TestRealCodexUnderSandbox(t *testing.T) {
+	findCLI(t, "codex")
+	realRun{cli: "codex", scenario: codexScenario, content: "hello from codex\n", sandbox: sandboxed(t),
+		runner: `{command: %s, url: "%u/v1", model: modelsim, args: [--dangerously-bypass-approvals-and-sandbox]}`,
+		env:    map[string]string{"OPENAI_API_KEY": "sk-openai-test-key", "CODEX_HOME": "$HOME/.codex"},
+		setup:  func(home string) { os.MkdirAll(filepath.Join(home, ".codex"), 0o755) }}.run(t)
+}
+
+// TestRealGeminiUnderSandbox: the same for Gemini CLI, whose settings are
+// copied into the step's fresh home.
+func TestRealGeminiUnderSandbox(t *testing.T) {
+	findCLI(t, "gemini")
+	realRun{cli: "gemini", scenario: geminiScenario, content: "hello from gemini\n", sandbox: sandboxed(t),
+		runner: `{command: %s, url: "%u", model: gemini-2.5-pro}`,
+		env:    map[string]string{"GEMINI_API_KEY": "gemini-test-key"}, setup: geminiHome}.run(t)
 }

@@ -14,7 +14,8 @@ type ResumeOptions struct {
 	Budget   float64
 	Parallel int
 	JSON     bool
-	Plain    bool // lines instead of the live view on a terminal
+	Plain    bool   // lines instead of the live view on a terminal
+	Sandbox  string // --sandbox: none or bwrap, over sandbox.mode
 }
 
 // NewCmdResume builds cadre resume.
@@ -44,12 +45,16 @@ is found by its Cadre-Step trailer and not repeated.` + liveViewHelp + "\n" + ex
 	cmd.Flags().BoolVar(&opts.Plain, "plain", false, "one line per event on stderr instead of the live view")
 	cmd.Flags().Float64Var(&opts.Budget, "budget-usd", -1, "a new budget for the run (`X` dollars; 0 = no limit)")
 	cmd.Flags().IntVar(&opts.Parallel, "parallel", 0, "items at once (default: as the run started)")
+	addSandboxFlag(cmd, &opts.Sandbox)
 	return cmd
 }
 
 func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 	ws, err := f.workspace(ctx)
 	if err != nil {
+		return err
+	}
+	if ws.cfg, err = withSandboxFlag(ws.cfg, opts.Sandbox); err != nil {
 		return err
 	}
 	var ov engine.ResumeOverrides

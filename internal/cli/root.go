@@ -13,6 +13,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
@@ -66,6 +67,11 @@ interrupted run resumes without repeating paid work.` + exitStatusRunning,
 
 // Main runs cadre with os.Args and returns the process exit code.
 func Main() int {
+	// The network bridge of a model-only sandbox: cadre's own binary, run
+	// inside the sandbox before the agent, with none of the commands.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.BridgeCommand {
+		return sandbox.RunBridge(os.Args[2:], os.Stderr)
+	}
 	// Before anything reads a secret: agents run as the same user and
 	// must not read this process's environment or memory through /proc.
 	if err := proc.HideSelf(); err != nil {

@@ -35,6 +35,7 @@ type RunOptions struct {
 	DryRun   bool
 	Query    engine.IssueQuery
 	Prompt   string // cadre do
+	Sandbox  string // --sandbox: none or bwrap, over sandbox.mode
 }
 
 // NewCmdRun builds cadre run; runF replaces the run function in tests.
@@ -81,6 +82,9 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	}
 	ws, err := f.workspace(ctx)
 	if err != nil {
+		return err
+	}
+	if ws.cfg, err = withSandboxFlag(ws.cfg, opts.Sandbox); err != nil {
 		return err
 	}
 	if opts.Runner == config.Auto && len(ws.cfg.Selector.Candidates) == 0 {
@@ -182,6 +186,7 @@ func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
 	fl.IntVar(&opts.Query.Limit, "limit", 0, "at most `N` issues from the query (default 30)")
 	fl.BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
 	fl.BoolVar(&opts.Plain, "plain", false, "one line per event on stderr instead of the live view")
+	addSandboxFlag(cmd, &opts.Sandbox)
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "print, per item, the workflow and each role's runner and model; run nothing")
 }
 

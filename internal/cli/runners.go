@@ -20,6 +20,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/anthropic"
 	"github.com/cadre-dev/cadre/internal/runner/ollama"
 	"github.com/cadre-dev/cadre/internal/runner/openai"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -55,13 +56,15 @@ and are sent one short request for their model list at their base URL (GET /v1/m
 ollama: GET /api/tags) with that key: no answer within 3s, or a refusal, is missing;
 exec runners show whether their command is found, script runners whether their scenario is.
 USED marks the runners cadre.yaml names (runners, defaults.runner, roles.*.runner).
+A last line says whether the sandbox works here: it runs true under bubblewrap with
+cadre.yaml's sandbox settings (network, proxy and bridge included).
 
 STATUS is ready, missing (something to install or configure), or - (a type that only
 works once configured, such as exec).
 
 EXIT STATUS
   0  the report was printed, whatever it says
-  1  with --strict: a runner marked USED is missing
+  1  with --strict: a runner marked USED is missing, or sandbox.mode bwrap cannot work here
   2  usage or config error`,
 		Example: `  cadre runners check
   cadre runners check --strict     # in CI: fail when a runner in use is missing`,
@@ -179,8 +182,13 @@ func runRunnersCheck(ctx context.Context, f *Factory, opts *RunnersCheckOptions)
 		}
 		fmt.Fprintf(out, "%-16s %-10s %-4s %-8s %s\n", c.name, c.typ, used, c.status, c.detail)
 	}
+	sandboxOK, sandboxLine := checkSandbox(ctx, cfg.Sandbox, f.Getenv)
+	fmt.Fprintf(out, "\n%s\n", sandboxLine)
 	if root == "" {
 		fmt.Fprintln(f.IO.ErrOut, "not in a git checkout: showing the built-in runner types only")
+	}
+	if !sandboxOK && cfg.Sandbox.Mode == sandbox.ModeBwrap && opts.Strict {
+		return silentExit(1)
 	}
 	if len(missing) > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "missing runners that cadre.yaml uses: %s\n", strings.Join(missing, ", "))
@@ -189,6 +197,30 @@ func runRunnersCheck(ctx context.Context, f *Factory, opts *RunnersCheckOptions)
 		}
 	}
 	return nil
+}
+
+// checkSandbox says whether bubblewrap works here with cadre.yaml's
+// sandbox settings (mode none: with the defaults' network allow), by
+// running true in a step's full sandbox; ok is false when it does not.
+func checkSandbox(ctx context.Context, c config.Sandbox, getenv func(string) string) (ok bool, line string) {
+	network := c.Network
+	if c.Mode != sandbox.ModeBwrap {
+		network = sandbox.NetAllow
+	}
+	env := proc.MinimalEnv(func(k string) (string, bool) { v := getenv(k); return v, v != "" }, nil, nil)
+	p, err := sandbox.New(ctx, network, c.AllowHosts, getenv("PATH"))
+	if err == nil {
+		err = p.Check(ctx, env)
+	}
+	switch {
+	case err != nil && c.Mode == sandbox.ModeBwrap:
+		return false, fmt.Sprintf("sandbox: bwrap (network %s) asked for and NOT working here: %v; runs will refuse to start", network, err)
+	case err != nil:
+		return false, fmt.Sprintf("sandbox: none (sandbox.mode); bwrap would not work here: %v", err)
+	case c.Mode == sandbox.ModeBwrap:
+		return true, fmt.Sprintf("sandbox: bwrap (network %s) works here: agents run confined", network)
+	}
+	return true, "sandbox: none (sandbox.mode); bwrap works here: set sandbox.mode: bwrap to confine agents"
 }
 
 // planChecks lists the runners to check: every registered type and every

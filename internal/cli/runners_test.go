@@ -69,6 +69,9 @@ func rows(t *testing.T, out string) map[string]string {
 	}
 	m := map[string]string{}
 	for _, l := range lines[1:] {
+		if l == "" {
+			break // the sandbox line follows the table
+		}
 		m[strings.Fields(l)[0]] = l
 	}
 	return m
@@ -209,6 +212,10 @@ func TestRunnersCheckOutsideRepo(t *testing.T) {
 	got := rows(t, out)
 	if len(got) != 10 || !strings.Contains(got["claude"], "npm install -g @anthropic-ai/claude-code") {
 		t.Errorf("want the 10 built-in types with install hints, got:\n%s", out)
+	}
+	// With no bwrap on PATH, the last line says the sandbox would not work.
+	if !strings.Contains(out, "\n\nsandbox: none (sandbox.mode); bwrap would not work here: sandbox unavailable: bwrap (bubblewrap) not found in PATH") {
+		t.Errorf("no sandbox line in:\n%s", out)
 	}
 	if !strings.Contains(stderr, "not in a git checkout") {
 		t.Errorf("stderr %q does not say why only built-ins are shown", stderr)

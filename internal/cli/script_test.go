@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,11 +22,17 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/cli"
 	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // TestMain lets the test binary act as the cadre command inside scripts.
 func TestMain(m *testing.M) {
+	// Tests that run cadre in-process make this binary the sandbox's
+	// network bridge (os.Executable), as the cadre binary is in use.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.BridgeCommand {
+		os.Exit(sandbox.RunBridge(os.Args[2:], os.Stderr))
+	}
 	testscript.Main(m, map[string]func(){
 		"cadre":  func() { os.Exit(cli.Main()) },
 		"maxrss": maxRSS,
@@ -77,8 +86,61 @@ func TestScript(t *testing.T) {
 			"waitfile":  cmdWaitFile,
 			"groupgone": cmdGroupGone,
 			"seedevals": cmdSeedEvals,
+			"serve":     cmdServe,
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond != "sandbox" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			return sandboxWorks(), nil
 		},
 	})
+}
+
+// sandboxWorks probes once whether bubblewrap runs here; scripts guarded
+// by [sandbox] skip only where it is missing or the kernel forbids its
+// namespaces (.ci/run installs it).
+var sandboxWorks = sync.OnceValue(func() bool {
+	bw, err := proc.FindBwrap("")
+	if err == nil {
+		err = proc.ProbeSandbox(context.Background(), proc.Sandbox{Bwrap: bw})
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sandbox scripts skip: %v\n", err)
+	}
+	return err == nil
+})
+
+// cmdServe starts an HTTP server on ADDR (port 0: any) for the rest of the
+// script, answering every request with "NAME ok" and appending each
+// request's path to $WORK/NAME.hits, so a script can tell whether a
+// sandboxed agent reached it. It sets NAME_URL and NAME_PORT.
+//
+//	serve NAME ADDR
+func cmdServe(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: serve NAME ADDR")
+	}
+	name := args[0]
+	ln, err := net.Listen("tcp", args[1])
+	if err != nil {
+		ts.Fatalf("serve: %v", err)
+	}
+	hits := ts.MkAbs(filepath.Join(ts.Getenv("WORK"), name+".hits"))
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, err := os.OpenFile(hits, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, r.URL.Path)
+			f.Close()
+		}
+		fmt.Fprintf(w, "%s ok\n", name)
+	})}
+	go srv.Serve(ln)
+	ts.Defer(func() { srv.Close() })
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	upper := strings.ToUpper(name)
+	ts.Setenv(upper+"_URL", "http://"+ln.Addr().String())
+	ts.Setenv(upper+"_PORT", port)
 }
 
 // setupScript gives every script a private HOME with a git identity, so

@@ -162,6 +162,9 @@ type Selector struct {
 type Sandbox struct {
 	Mode    string `yaml:"mode"`    // none | bwrap
 	Network string `yaml:"network"` // allow | deny | model-only
+	// AllowHosts are host or host:port entries reachable under
+	// network: model-only besides the runner's model endpoints.
+	AllowHosts []string `yaml:"allow_hosts"`
 	// TrustRepo says whether an item's tree may keep configuration that
 	// runs programs (agent CLI hooks and MCP servers, git hooks and filter
 	// drivers, .envrc) while agents and cadre's git work in it. Unset, the

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/eval"
@@ -146,16 +148,49 @@ const notAvailable = "is not available yet"
 // must not go ahead without it, and a dry run must not approve what the
 // run would then reject.
 func (l *loader) unavailable(c *Config) error {
-	if c.Sandbox.Mode != "none" {
-		return l.invalid("sandbox.mode", fmt.Sprintf("%s %s; use none (the default)", c.Sandbox.Mode, notAvailable))
-	}
-	if c.Sandbox.Network != "allow" {
-		return l.invalid("sandbox.network", fmt.Sprintf("%s %s (there is no sandbox to enforce it); use allow (the default)", c.Sandbox.Network, notAvailable))
+	if err := l.sandbox(c.Sandbox); err != nil {
+		return err
 	}
 	if _, ok := c.Runners[Auto]; ok {
 		return l.invalid("runners."+Auto, fmt.Sprintf("the name %s is reserved for the model selector; give this runner another name", Auto))
 	}
 	return l.selector(c)
+}
+
+// sandbox refuses network and allow_hosts settings that nothing would
+// enforce: without a sandbox an agent reaches whatever the host reaches.
+func (l *loader) sandbox(s Sandbox) error {
+	if s.Mode == "none" && s.Network != "allow" {
+		return l.invalid("sandbox.network", fmt.Sprintf("%s needs sandbox.mode: bwrap (without a sandbox nothing can enforce it); set the mode or use allow", s.Network))
+	}
+	for i, h := range s.AllowHosts {
+		if bad := hostProblem(h); bad != "" {
+			return l.invalid(fmt.Sprintf("sandbox.allow_hosts[%d]", i), bad)
+		}
+	}
+	if len(s.AllowHosts) > 0 && s.Network != "model-only" {
+		reach := map[string]string{"allow": "reaches every host", "deny": "reaches none"}[s.Network]
+		return l.invalid("sandbox.allow_hosts", fmt.Sprintf("applies only to network: model-only (network %s %s); remove it or set network: model-only", s.Network, reach))
+	}
+	return nil
+}
+
+// hostProblem checks an allow_hosts entry: a host name or IP address,
+// with an optional port, and nothing else (no scheme, path or wildcard).
+func hostProblem(h string) string {
+	host, port := h, ""
+	if hh, p, err := net.SplitHostPort(h); err == nil {
+		host, port = hh, p
+	}
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("want host or host:port (no scheme, path or wildcard), got %q", h)
+		}
+	}
+	if host == "" || strings.ContainsAny(host, "/*:@ \t") && net.ParseIP(host) == nil {
+		return fmt.Sprintf("want host or host:port (no scheme, path or wildcard), got %q", h)
+	}
+	return ""
 }
 
 // selector checks the model selector's settings, and that a role asking

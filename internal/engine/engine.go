@@ -26,6 +26,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -75,6 +76,9 @@ type Deps struct {
 	// Crash, when set, is called at named points of the journal protocol;
 	// tests make it kill the process there (see CrashPoints).
 	Crash func(point string)
+	// Sandbox confines every agent process (cadre.yaml sandbox); nil runs
+	// them unconfined.
+	Sandbox *sandbox.Policy
 }
 
 // Crash points, in the order a step meets them.

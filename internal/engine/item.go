@@ -18,6 +18,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/safefile"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -578,6 +579,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 			e.publish(ir, ev)
 		}}
 	inv.OnStart = e.recordGroup(ctx, ir, sp.ID)
+	inv.Sandbox = e.stepSandbox(ir, base)
 	got, err := e.guardedInvoke(ctx, ir, rn, inv, rubric)
 	var te *tamperError
 	if errors.As(err, &te) {
@@ -959,4 +961,20 @@ func writeStepFile(root, path string, data []byte) error {
 		return fmt.Errorf("write step file: %w", err)
 	}
 	return nil
+}
+
+// stepSandbox is the run's sandbox policy for one step, reporting each
+// connection its proxy refused as a warning of that step; nil without a
+// sandbox.
+func (e *Engine) stepSandbox(ir *itemRun, base event.Event) *sandbox.Policy {
+	if e.d.Sandbox == nil {
+		return nil
+	}
+	p := *e.d.Sandbox
+	p.Warn = func(host string) {
+		ev := base
+		ev.Type, ev.Message = event.Warning, "sandbox refused a connection to "+host+" (network: model-only; allow it in sandbox.allow_hosts)"
+		e.publish(ir, ev)
+	}
+	return &p
 }

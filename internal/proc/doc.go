@@ -5,7 +5,9 @@
 // cadre: SIGKILL is its parent-death signal, and a watchdog outside its
 // group kills the rest of the group when cadre is gone. GroupOf and
 // KillGroup let a resume kill a group a crash left behind, identified by
-// its leader's pid and start time so a reused pid is never hit.
+// its leader's pid and start time so a reused pid is never hit. A Spec
+// with a Sandbox runs its program inside bubblewrap (see Sandbox), so every
+// runner that starts a process gets the same confinement from here.
 //
 // The package targets Unix; it relies on process groups and is exercised on
 // Linux.

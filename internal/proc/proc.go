@@ -71,6 +71,9 @@ type Spec struct {
 	// stays unreaped (so its pid is not reused) until after Run returns.
 	// Callers journal it (see GroupOf) to kill an orphaned group on resume.
 	OnStart func(pid int)
+	// Sandbox, when set, runs the program inside bubblewrap (see Sandbox);
+	// the pid OnStart sees is then bubblewrap's.
+	Sandbox *Sandbox
 
 	drainWait time.Duration // overrides drainWait in tests
 }
@@ -132,9 +135,15 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if env == nil {
 		env = []string{} // exec.Cmd inherits on nil
 	}
+	argv := append([]string{name}, s.Args...)
+	if s.Sandbox != nil {
+		var args []string
+		path, args = s.Sandbox.wrap(path, s)
+		argv = append([]string{path}, args...)
+	}
 	cmd := &exec.Cmd{
 		Path:   path,
-		Args:   append([]string{name}, s.Args...),
+		Args:   argv,
 		Dir:    s.Dir,
 		Env:    env,
 		Stdin:  s.Stdin,

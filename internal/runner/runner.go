@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 )
 
 // Caps says what a runner can do, so the engine can refuse a role a runner
@@ -56,6 +57,9 @@ type Invocation struct {
 	// agent runs, given through GIT_CONFIG_* variables: for an untrusted
 	// tree, hooks and filter drivers off.
 	GitConfig []string
+	// Sandbox, when set, confines every process the runner starts for
+	// this step (cadre.yaml sandbox); nil runs them unconfined.
+	Sandbox *sandbox.Policy
 }
 
 // Result is what a finished agent process produced.

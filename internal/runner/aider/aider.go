@@ -40,6 +40,14 @@ var defaultEnv = []string{
 	"GEMINI_API_KEY", "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY",
 }
 
+// Under a sandbox, a step's fresh home gets Aider's settings
+// (~/.aider.conf.yml); model-only lets it reach the OpenAI and Anthropic
+// APIs (another provider: runners.NAME.url or sandbox.allow_hosts).
+var (
+	sandboxHome  = []string{".aider.conf.yml"}
+	sandboxHosts = []string{"https://api.openai.com", "https://api.anthropic.com"}
+)
+
 // Runner runs one Aider process per step.
 type Runner struct {
 	cliutil.Agent
@@ -55,6 +63,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.Home, a.Hosts = sandboxHome, sandboxHosts
 	return &Runner{Agent: a}, nil
 }
 

@@ -36,6 +36,14 @@ var defaultEnv = []string{
 	"CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR",
 }
 
+// Under a sandbox, a step's fresh home gets Claude Code's settings and
+// login (~/.claude.json, ~/.claude/settings.json, ~/.claude/.credentials.json),
+// not its history; model-only lets it reach the Anthropic API.
+var (
+	sandboxHome  = []string{".claude.json", ".claude/settings.json", ".claude/.credentials.json"}
+	sandboxHosts = []string{"https://api.anthropic.com"}
+)
+
 // Runner runs one Claude Code process per step.
 type Runner struct {
 	cliutil.Agent
@@ -51,6 +59,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.Home, a.Hosts = sandboxHome, sandboxHosts
 	return &Runner{Agent: a}, nil
 }
 

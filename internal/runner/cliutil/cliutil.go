@@ -28,6 +28,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/safefile"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 )
 
 // MaxArgPrompt keeps a prompt given as one argument well under Linux's
@@ -52,6 +53,13 @@ type Agent struct {
 	Model    string   // the model of a step that names none
 	// Lookup reads the variables passed through; os.LookupEnv.
 	Lookup func(string) (string, bool)
+	// Home lists the files and directories, relative to the user's home,
+	// a sandboxed step copies into its fresh home: the CLI's settings
+	// and credentials, nothing else of the home.
+	Home []string
+	// Hosts are the CLI's own model endpoints (URLs), reachable under
+	// network: model-only when URL is not set.
+	Hosts []string
 }
 
 // NewAgent reads the settings every agent-CLI runner takes alike. It checks
@@ -92,7 +100,63 @@ func (a *Agent) Env(set map[string]string) []string { return proc.MinimalEnv(a.L
 func (a *Agent) Exec(ctx context.Context, inv runner.Invocation, log io.Writer, promptFlag string, spec proc.Spec) (proc.Result, error) {
 	fmt.Fprintf(log, "$ %s\n", CommandLine(a.Command, spec.Args, promptFlag, inv.Prompt, spec.Stdin != nil))
 	spec.Path, spec.Dir, spec.Log, spec.Timeout, spec.OnStart = a.Command, inv.Dir, log, inv.Timeout, inv.OnStart
+	hosts := a.Hosts
+	if a.URL != "" {
+		hosts = []string{a.URL}
+	}
+	release, err := Confine(ctx, inv, &spec, a.Home, hosts)
+	if err != nil {
+		return proc.Result{ExitCode: -1}, err
+	}
+	defer release()
 	return proc.Run(ctx, spec)
+}
+
+// Confine puts spec in the step's sandbox when inv asks for one: the
+// working tree and the output file's directory writable, the context
+// file's readable, home a fresh directory holding only the home files
+// listed, and under network: model-only only hosts (URLs or host:port) and
+// sandbox.allow_hosts reachable. release removes what it set up once the
+// process is done.
+func Confine(ctx context.Context, inv runner.Invocation, spec *proc.Spec, home, hosts []string) (release func(), err error) {
+	if inv.Sandbox == nil {
+		return func() {}, nil
+	}
+	st := sandbox.Step{Dir: inv.Dir, HomeFiles: home, Hosts: hosts, Env: spec.Env}
+	if inv.OutputPath != "" {
+		st.Writable = append(st.Writable, filepath.Dir(inv.OutputPath))
+	}
+	if inv.ContextPath != "" {
+		st.Readable = append(st.Readable, filepath.Dir(inv.ContextPath))
+	}
+	p, err := inv.Sandbox.Prepare(ctx, st)
+	if err != nil {
+		return nil, fmt.Errorf("prepare the sandbox: %w", err)
+	}
+	spec.Sandbox = p.Sandbox
+	spec.Env = setEnv(spec.Env, p.Env)
+	if spec.Log != nil {
+		// The transcript says how the agent was confined, so a reader of
+		// a refused write or connection knows why.
+		fmt.Fprintf(spec.Log, "[cadre: sandboxed by bubblewrap, network %s]\n", inv.Sandbox.Network)
+	}
+	return p.Close, nil
+}
+
+// setEnv replaces or adds the variables of set in env, keeping it sorted.
+func setEnv(env []string, set map[string]string) []string {
+	out := make([]string, 0, len(env)+len(set))
+	for _, e := range env {
+		k, _, _ := strings.Cut(e, "=")
+		if _, ok := set[k]; !ok {
+			out = append(out, e)
+		}
+	}
+	for k, v := range set {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Resolve joins a command written as a relative path (./bin/agent) to

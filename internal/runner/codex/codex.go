@@ -36,6 +36,15 @@ const (
 // credentials and endpoint Codex reads, and its home directory.
 var defaultEnv = []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY", "CODEX_HOME"}
 
+// Under a sandbox, a step's fresh home gets Codex's configuration and
+// login (~/.codex/config.toml, ~/.codex/auth.json), not its sessions;
+// model-only lets it reach the OpenAI API and the ChatGPT backend a
+// ChatGPT login uses.
+var (
+	sandboxHome  = []string{".codex/config.toml", ".codex/auth.json"}
+	sandboxHosts = []string{"https://api.openai.com", "https://chatgpt.com"}
+)
+
 // Runner runs one Codex process per step.
 type Runner struct {
 	cliutil.Agent
@@ -58,6 +67,7 @@ func WithPrices(t *price.Table) runner.Factory {
 		if err != nil {
 			return nil, err
 		}
+		a.Home, a.Hosts = sandboxHome, sandboxHosts
 		return &Runner{Agent: a, prices: t}, nil
 	}
 }

@@ -54,17 +54,24 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	vars := cliutil.Vars(inv)
 	vars["CADRE_REASK"] = strconv.FormatBool(inv.Reask)
 	vars["CADRE_MODEL"] = inv.Model
-	env := proc.MinimalEnv(r.lookup, r.pass, vars)
-	res, err := proc.Run(ctx, proc.Spec{
+	spec := proc.Spec{
 		Path:    r.command,
 		Args:    r.args,
 		Dir:     inv.Dir,
-		Env:     env,
+		Env:     proc.MinimalEnv(r.lookup, r.pass, vars),
 		Stdin:   strings.NewReader(inv.Prompt),
 		Log:     log,
 		Timeout: inv.Timeout,
 		OnStart: inv.OnStart,
-	})
+	}
+	// A plain command has no home files of its own and no model endpoint
+	// but those its *_BASE_URL variables name.
+	release, err := cliutil.Confine(ctx, inv, &spec, nil, nil)
+	if err != nil {
+		return runner.Result{ExitCode: -1}, cliutil.Outcome(r.name, "", err, nil)
+	}
+	defer release()
+	res, err := proc.Run(ctx, spec)
 	out := runner.Result{ExitCode: res.ExitCode, Output: string(res.Stdout), StderrTail: res.StderrTail}
 	return out, cliutil.Outcome(r.name, "", err, nil)
 }

@@ -47,6 +47,14 @@ var defaultEnv = []string{
 	"GOOGLE_APPLICATION_CREDENTIALS",
 }
 
+// Under a sandbox, a step's fresh home gets Gemini CLI's settings and
+// login (~/.gemini/settings.json, oauth_creds.json, google_accounts.json);
+// model-only lets it reach the Gemini API and Google's sign-in.
+var (
+	sandboxHome  = []string{".gemini/settings.json", ".gemini/oauth_creds.json", ".gemini/google_accounts.json"}
+	sandboxHosts = []string{"https://generativelanguage.googleapis.com", "https://cloudcode-pa.googleapis.com", "https://oauth2.googleapis.com"}
+)
+
 // Runner runs one Gemini CLI process per step.
 type Runner struct {
 	cliutil.Agent
@@ -68,6 +76,7 @@ func WithPrices(t *price.Table) runner.Factory {
 		if err != nil {
 			return nil, err
 		}
+		a.Home, a.Hosts = sandboxHome, sandboxHosts
 		return &Runner{Agent: a, prices: t}, nil
 	}
 }

@@ -39,6 +39,15 @@ var defaultEnv = []string{
 	"GOOGLE_GENERATIVE_AI_API_KEY", "OPENROUTER_API_KEY", "OPENCODE_CONFIG",
 }
 
+// Under a sandbox, a step's fresh home gets OpenCode's configuration and
+// login (~/.config/opencode, ~/.local/share/opencode/auth.json); its
+// providers are many, so model-only reaches only runners.NAME.url and
+// sandbox.allow_hosts.
+var (
+	sandboxHome  = []string{".config/opencode", ".local/share/opencode/auth.json"}
+	sandboxHosts []string
+)
+
 // Runner runs one OpenCode process per step.
 type Runner struct {
 	cliutil.Agent
@@ -55,6 +64,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.Home, a.Hosts = sandboxHome, sandboxHosts
 	if s.URL != "" && providerOf(s.Model) == "" {
 		return nil, fmt.Errorf("runners.%s.url needs runners.%s.model written provider/model (e.g. anthropic/claude-sonnet-4-5): the URL is that provider's", s.Name, s.Name)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/signal"
 )
@@ -311,8 +312,14 @@ func apply(ctx context.Context, inv runner.Invocation, a Action, log *strings.Bu
 		fmt.Fprintf(log, "patched %s\n", a.Replace.Path)
 		return os.WriteFile(full, []byte(strings.Replace(string(data), a.Replace.Old, a.Replace.New, 1)), 0o644)
 	case len(a.Run) > 0:
-		res, err := proc.Run(ctx, proc.Spec{Path: a.Run[0], Args: a.Run[1:], Dir: dir,
-			Env: proc.MinimalEnv(os.LookupEnv, nil, nil), OnStart: inv.OnStart})
+		spec := proc.Spec{Path: a.Run[0], Args: a.Run[1:], Dir: dir,
+			Env: proc.MinimalEnv(os.LookupEnv, nil, nil), OnStart: inv.OnStart}
+		release, err := cliutil.Confine(ctx, inv, &spec, nil, nil)
+		if err != nil {
+			return err
+		}
+		defer release()
+		res, err := proc.Run(ctx, spec)
 		fmt.Fprintf(log, "ran %v: exit %d\n%s", a.Run, res.ExitCode, res.Stdout)
 		if err != nil {
 			return err

@@ -1,0 +1,251 @@
+// Package sandbox turns cadre.yaml's sandbox section into the confinement
+// of one agent step: the bubblewrap mounts of proc.Sandbox (the worktree
+// and step directories writable, git metadata read-only, a fresh home with
+// only the runner's own files), and for network: model-only a proxy on a
+// Unix socket that lets through only the runner's model endpoints and
+// sandbox.allow_hosts, bridged into the agent's network namespace by a
+// helper (cadre's own binary, see RunBridge).
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/proc"
+)
+
+// Modes and networks of cadre.yaml's sandbox section.
+const (
+	ModeNone  = "none"
+	ModeBwrap = "bwrap"
+
+	NetAllow     = "allow"
+	NetDeny      = "deny"
+	NetModelOnly = "model-only"
+)
+
+// BridgeCommand is the hidden cadre subcommand that runs RunBridge.
+const BridgeCommand = "__sandbox-bridge"
+
+// Policy is a run's confinement. A nil *Policy means none.
+type Policy struct {
+	Network    string   // NetAllow, NetDeny or NetModelOnly
+	AllowHosts []string // host or host:port reachable under NetModelOnly
+	Bwrap      string   // the bubblewrap program
+	// Helper is cadre's own executable, run inside the sandbox as the
+	// network bridge under NetModelOnly.
+	Helper string
+	// Warn, when set, is told of every connection the proxy refused, with
+	// the host:port asked for.
+	Warn func(host string)
+}
+
+// New checks that the sandbox can work here: bubblewrap is found on
+// pathList and runs a trivial command with the network setting asked for.
+// It is called once per run, before anything starts; its error wraps
+// proc.ErrNoSandbox, and the run must then not start (never a fallback).
+func New(ctx context.Context, network string, allowHosts []string, pathList string) (*Policy, error) {
+	bw, err := proc.FindBwrap(pathList)
+	if err != nil {
+		return nil, err
+	}
+	p := &Policy{Network: network, AllowHosts: allowHosts, Bwrap: bw}
+	if network == NetModelOnly {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("%w: network model-only needs cadre's own executable as its bridge: %w", proc.ErrNoSandbox, err)
+		}
+		p.Helper = exe
+	}
+	if err := proc.ProbeSandbox(ctx, proc.Sandbox{Bwrap: bw, Net: network == NetAllow}); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Step is what one agent step's confinement depends on.
+type Step struct {
+	Dir string // the working tree, writable except its git metadata
+	// Writable are further directories the agent writes: that of its
+	// output file.
+	Writable []string
+	// Readable are directories it reads that the sandbox could hide:
+	// that of its context file.
+	Readable []string
+	// HomeFiles are paths relative to the user's home copied into the
+	// step's fresh home: the runner's own configuration and credentials.
+	HomeFiles []string
+	// Hosts are the runner's model endpoints (host:port) for model-only.
+	Hosts []string
+	// Env is the agent's environment; its HOME and PATH say where the
+	// home is and which program directories must stay visible, and its
+	// *_BASE_URL variables name model endpoints too.
+	Env []string
+}
+
+// Prepared is one step's sandbox, ready for proc.Spec.Sandbox, with the
+// variables to add to the agent's environment. Close removes the step's
+// home and stops its proxy.
+type Prepared struct {
+	Sandbox *proc.Sandbox
+	Env     map[string]string
+	closers []func()
+}
+
+// Close releases what Prepare set up.
+func (p *Prepared) Close() {
+	for i := len(p.closers) - 1; i >= 0; i-- {
+		p.closers[i]()
+	}
+}
+
+// Prepare builds the sandbox of one step: a fresh home, the mounts, and
+// under model-only the proxy and its bridge.
+func (p *Policy) Prepare(ctx context.Context, st Step) (*Prepared, error) {
+	out := &Prepared{Env: map[string]string{}}
+	sb := &proc.Sandbox{Bwrap: p.Bwrap, Net: p.Network == NetAllow}
+	out.Sandbox = sb
+	if st.Dir != "" {
+		dir, err := filepath.Abs(st.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: working tree: %w", err)
+		}
+		sb.Write = append(sb.Write, dir)
+		sb.ReadOnly = append(sb.ReadOnly, gitPaths(dir)...)
+	}
+	for _, d := range st.Writable {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("sandbox: step directory: %w", err)
+		}
+		sb.Write = append(sb.Write, d)
+	}
+	for _, d := range st.Readable {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("sandbox: step directory: %w", err)
+		}
+	}
+	hostHome := envGet(st.Env, "HOME")
+	home, err := os.MkdirTemp("", "cadre-home-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: home: %w", err)
+	}
+	out.closers = append(out.closers, func() { os.RemoveAll(home) })
+	if err := copyHome(hostHome, home, st.HomeFiles); err != nil {
+		out.Close()
+		return nil, err
+	}
+	sb.Home, sb.HomePath = home, hostHome
+	if !filepath.IsAbs(hostHome) || filepath.Clean(hostHome) == "/" {
+		// No usable home to hide: the fresh one is the home.
+		sb.HomePath = home
+		out.Env["HOME"] = home
+	}
+	sb.Expose = append(hiddenPath(envGet(st.Env, "PATH"), hostHome), st.Readable...)
+	if p.Network == NetModelOnly {
+		if err := p.startProxy(out, st); err != nil {
+			out.Close()
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// gitPaths are the git metadata of the working tree dir, kept read-only:
+// its .git (a directory, or for a worktree a file naming its directory
+// under the repository's .git/worktrees) and the repository's git
+// directory that a worktree's shares. The agent may read history; only
+// cadre commits.
+func gitPaths(dir string) []string {
+	dotGit := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(dotGit)
+	if err != nil {
+		return nil
+	}
+	paths := []string{dotGit}
+	if fi.IsDir() {
+		return paths
+	}
+	b, err := os.ReadFile(dotGit)
+	if err != nil {
+		return paths
+	}
+	gitDir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return paths
+	}
+	gitDir = strings.TrimSpace(gitDir)
+	if !filepath.IsAbs(gitDir) {
+		gitDir = filepath.Join(dir, gitDir)
+	}
+	common := gitDir
+	if c, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		common = strings.TrimSpace(string(c))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+	}
+	paths = append(paths, filepath.Clean(common))
+	if !inside(gitDir, common) {
+		paths = append(paths, gitDir)
+	}
+	return paths
+}
+
+// hiddenPath lists the directories of pathList that the sandbox's fresh
+// /tmp or home would hide, so the programs there stay reachable
+// (read-only).
+func hiddenPath(pathList, home string) []string {
+	var out []string
+	for _, d := range filepath.SplitList(pathList) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		if inside(d, "/tmp") || (filepath.IsAbs(home) && filepath.Clean(home) != "/" && inside(d, home)) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func inside(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// envGet is the last value of key in env.
+func envGet(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Check runs a trivial command in a step's full sandbox as the policy
+// sets it up (fresh home, mounts, and under model-only the proxy and its
+// bridge), in a throwaway working tree, for cadre runners check.
+func (p *Policy) Check(ctx context.Context, env []string) error {
+	dir, err := os.MkdirTemp("", "cadre-check-")
+	if err != nil {
+		return fmt.Errorf("sandbox check: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	prep, err := p.Prepare(ctx, Step{Dir: dir, Env: env})
+	if err != nil {
+		return err
+	}
+	defer prep.Close()
+	var log strings.Builder
+	res, err := proc.Run(ctx, proc.Spec{Path: "true", Dir: dir, Env: env, Log: &log, Sandbox: prep.Sandbox})
+	if err != nil {
+		return fmt.Errorf("sandbox check: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("sandbox check: true exited %d under bubblewrap: %s", res.ExitCode, strings.TrimSpace(res.StderrTail))
+	}
+	return nil
+}
