@@ -14,6 +14,7 @@ type ResumeOptions struct {
 	Budget   float64
 	Parallel int
 	JSON     bool
+	Serve    ServeFlags
 }
 
 // NewCmdResume builds cadre resume.
@@ -27,7 +28,8 @@ completed are replayed from their recorded results, never run again; a commit al
 is found by its Cadre-Step trailer and not repeated.` + exitStatusRunning,
 		Example: `  cadre resume                      # the latest run
   cadre resume 20261122-101500-ab12 # a given run
-  cadre resume --budget-usd 20      # a run paused at its budget, with a higher one`,
+  cadre resume --budget-usd 20      # a run paused at its budget, with a higher one
+  cadre resume --serve              # with the web board: answer paused items there`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -42,6 +44,7 @@ is found by its Cadre-Step trailer and not repeated.` + exitStatusRunning,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
 	cmd.Flags().Float64Var(&opts.Budget, "budget-usd", -1, "a new budget for the run (`X` dollars; 0 = no limit)")
 	cmd.Flags().IntVar(&opts.Parallel, "parallel", 0, "items at once (default: as the run started)")
+	addServeFlags(cmd, &opts.Serve)
 	return cmd
 }
 
@@ -55,6 +58,11 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		ov.BudgetUSD = &opts.Budget
 	}
 	ov.Parallel = opts.Parallel
+	if opts.Serve.Addr != "" {
+		return f.runServed(ctx, ws, opts.Serve, opts.JSON, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
+			return e.ResumeWith(ctx, opts.Run, ov)
+		})
+	}
 	var sum engine.Summary
 	err = f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
 		var err error

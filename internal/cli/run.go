@@ -34,6 +34,7 @@ type RunOptions struct {
 	DryRun   bool
 	Query    engine.IssueQuery
 	Prompt   string // cadre do
+	Serve    ServeFlags
 }
 
 // NewCmdRun builds cadre run; runF replaces the run function in tests.
@@ -60,7 +61,8 @@ completes.` + exitStatusRunning,
   cadre run 42 '#57' owner/repo#61         # GitHub issues: a branch and a pull request each
   cadre run --label cadre --limit 5        # the repository's issues labelled cadre
   cadre run --in-place --column code       # every task now in stage code
-  cadre run --in-place --json | jq .type   # machine-readable events`,
+  cadre run --in-place --json | jq .type   # machine-readable events
+  cadre run --serve                        # with the web board on 127.0.0.1:7420`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Targets = args
 			if runF != nil {
@@ -100,6 +102,11 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 			}
 			printPlan(f, plan, opts.JSON)
 			return nil
+		})
+	}
+	if opts.Serve.Addr != "" {
+		return f.runServed(ctx, ws, opts.Serve, opts.JSON, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
+			return e.Start(ctx, eo)
 		})
 	}
 	var sum engine.Summary
@@ -180,6 +187,7 @@ func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
 	fl.IntVar(&opts.Query.Limit, "limit", 0, "at most `N` issues from the query (default 30)")
 	fl.BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "print, per item, the workflow and each role's runner and model; run nothing")
+	addServeFlags(cmd, &opts.Serve)
 }
 
 // NewCmdDo builds cadre do: one ad-hoc item from a prompt.
