@@ -69,6 +69,9 @@ func (f *Factory) runServed(ctx context.Context, ws workspaceCtx, sf ServeFlags,
 		sum, err = e.Resume(ctx, sum.Run)
 	}
 	flush()
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	b.srv.Flush(fctx)
+	cancel()
 	return finishRun(f, sum, relPath(err, ws.root), asJSON)
 }
 

@@ -50,7 +50,7 @@ func artifacts(t testing.TB) string {
 
 func screenshot(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Errorf("screenshot: %v", err)
 		return

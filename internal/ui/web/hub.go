@@ -42,6 +42,7 @@ type hub struct {
 
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
+	last int64 // the journal's last event fanned out
 }
 
 func newHub(st *store.Store, poll time.Duration) *hub {
@@ -63,6 +64,22 @@ func (h *hub) unsubscribe(s *subscriber) {
 		delete(h.subs, s)
 		close(s.ch)
 	}
+}
+
+// delivered says whether every event up to seq was fanned out and every
+// stream has written what it was given.
+func (h *hub) delivered(seq int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.last < seq {
+		return false
+	}
+	for s := range h.subs {
+		if len(s.ch) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // clients is how many pages follow events now.
@@ -95,6 +112,9 @@ func (h *hub) run(ctx context.Context) error {
 		for _, e := range events {
 			h.broadcast(encode(e))
 		}
+		h.mu.Lock()
+		h.last = last
+		h.mu.Unlock()
 	}
 }
 

@@ -92,6 +92,30 @@ func New(o Options) (*Server, error) {
 // Clients is how many pages follow the event stream now.
 func (s *Server) Clients() int { return s.hub.clients() }
 
+// Flush waits (until ctx ends) for the pages to have been sent every
+// event journaled so far: a run --serve about to exit lets its board
+// show how the run ended.
+func (s *Server) Flush(ctx context.Context) {
+	seq, err := s.o.Store.LastEventSeq(ctx)
+	if err != nil {
+		return
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for !s.hub.delivered(seq) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	// The streams write and flush what they took from their queue.
+	select {
+	case <-ctx.Done():
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
 // Handler is the server's HTTP handler, with its security headers.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
