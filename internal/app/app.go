@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/notify"
 	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
@@ -78,6 +80,11 @@ type Options struct {
 	Runners func(prices map[string]config.Price) *runner.Registry
 	Crash   func(point string) // the engine's crash hook, for tests; may be nil
 	Sinks   []event.Sink       // where events go besides the journal
+	// Notify tunes the webhook notifier of cadre.yaml's notify: (tests
+	// shorten its backoff); NotifyWait bounds how long the end of a run
+	// waits for queued notifications (default 10s).
+	Notify     notify.Options
+	NotifyWait time.Duration
 }
 
 // NewEngine wires an engine for ws that journals into st. Its errors are
@@ -106,20 +113,35 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 		return nil, nil, err
 	}
 	journal := engine.NewJournalSink(st)
-	all := append([]event.Sink{journal}, o.Sinks...)
+	var bus *event.Bus
+	nopts := o.Notify
+	if nopts.Warn == nil {
+		// Called from the notifier's own goroutine, never inside Publish.
+		nopts.Warn = func(run, msg string) { bus.Publish(event.Event{Run: run, Type: event.Warning, Message: msg}) }
+	}
+	notifier := notify.New(ws.Config.Notify, nopts)
+	wait := o.NotifyWait
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	closeAll := func() {
+		notifier.Close(wait) // its last warnings still reach the journal
+		journal.Close()
+	}
+	all := append([]event.Sink{journal, notifier}, o.Sinks...)
 	if token := getenv(ws.Config.GitHub.TokenEnv); token != "" {
 		// Defence in depth: no event (journal, --json, live view) may carry
 		// the GitHub token, in any encoding, whatever produced the text.
 		all = []event.Sink{redactSink(redact.New(token), all)}
 	}
-	bus := event.NewBus(nil, all...)
+	bus = event.NewBus(nil, all...)
 	e, err := engine.New(ctx, engine.Deps{Root: ws.Root, Config: ws.Config, Store: st, Roles: roles, Runners: runners(ws.Config.Prices),
 		Workflows: flows, Forge: NewGitHub(ws, getenv), Bus: bus, Crash: o.Crash, Sandbox: policy})
 	if err != nil {
-		journal.Close()
+		closeAll()
 		return nil, nil, err
 	}
-	return e, journal.Close, nil
+	return e, closeAll, nil
 }
 
 // SandboxPolicy is the confinement cadre.yaml's sandbox section asks for,

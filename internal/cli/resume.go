@@ -16,6 +16,7 @@ type ResumeOptions struct {
 	JSON     bool
 	Plain    bool   // lines instead of the live view on a terminal
 	Sandbox  string // --sandbox: none or bwrap, over sandbox.mode
+	Serve    ServeFlags
 }
 
 // NewCmdResume builds cadre resume.
@@ -29,7 +30,8 @@ completed are replayed from their recorded results, never run again; a commit al
 is found by its Cadre-Step trailer and not repeated.` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre resume                      # the latest run
   cadre resume 20261122-101500-ab12 # a given run
-  cadre resume --budget-usd 20      # a run paused at its budget, with a higher one`,
+  cadre resume --budget-usd 20      # a run paused at its budget, with a higher one
+  cadre resume --serve              # with the web board: answer paused items there`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -46,6 +48,7 @@ is found by its Cadre-Step trailer and not repeated.` + liveViewHelp + "\n" + ex
 	cmd.Flags().Float64Var(&opts.Budget, "budget-usd", -1, "a new budget for the run (`X` dollars; 0 = no limit)")
 	cmd.Flags().IntVar(&opts.Parallel, "parallel", 0, "items at once (default: as the run started)")
 	addSandboxFlag(cmd, &opts.Sandbox)
+	addServeFlags(cmd, &opts.Serve)
 	return cmd
 }
 
@@ -62,6 +65,11 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		ov.BudgetUSD = &opts.Budget
 	}
 	ov.Parallel = opts.Parallel
+	if opts.Serve.Addr != "" {
+		return f.runServed(ctx, ws, opts.Serve, opts.JSON, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
+			return e.ResumeWith(ctx, opts.Run, ov)
+		})
+	}
 	live := f.liveView(opts.JSON, opts.Plain)
 	budget := ws.cfg.Limits.BudgetUSD
 	if ov.BudgetUSD != nil {

@@ -36,6 +36,7 @@ type RunOptions struct {
 	Query    engine.IssueQuery
 	Prompt   string // cadre do
 	Sandbox  string // --sandbox: none or bwrap, over sandbox.mode
+	Serve    ServeFlags
 }
 
 // NewCmdRun builds cadre run; runF replaces the run function in tests.
@@ -63,7 +64,8 @@ completes.` + liveViewHelp + "\n" + exitStatusRunning,
   cadre run --label cadre --limit 5        # the repository's issues labelled cadre
   cadre run --in-place --column code       # every task now in stage code
   cadre run --in-place --json | jq .type   # machine-readable events
-  cadre run --plain 2>run.log              # one line per event instead of the live view`,
+  cadre run --plain 2>run.log              # one line per event instead of the live view
+  cadre run --serve                        # with the web board on 127.0.0.1:7420`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Targets = args
 			if runF != nil {
@@ -106,6 +108,11 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 			}
 			printPlan(f, plan, opts.JSON)
 			return nil
+		})
+	}
+	if opts.Serve.Addr != "" {
+		return f.runServed(ctx, ws, opts.Serve, opts.JSON, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
+			return e.Start(ctx, eo)
 		})
 	}
 	budget := opts.Budget
@@ -188,6 +195,7 @@ func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
 	fl.BoolVar(&opts.Plain, "plain", false, "one line per event on stderr instead of the live view")
 	addSandboxFlag(cmd, &opts.Sandbox)
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "print, per item, the workflow and each role's runner and model; run nothing")
+	addServeFlags(cmd, &opts.Serve)
 }
 
 // NewCmdDo builds cadre do: one ad-hoc item from a prompt.

@@ -44,6 +44,8 @@ type Config struct {
 	Selector Selector `yaml:"selector"`
 	// Prices override or extend the built-in price table, by model name.
 	Prices map[string]Price `yaml:"prices"`
+	// Notify posts run events people wait for to a webhook.
+	Notify Notify `yaml:"notify"`
 
 	// where maps a key path to where its value was set, for errors found
 	// after loading (an unknown runner name, say).
@@ -146,6 +148,41 @@ type GitHub struct {
 	QueryAssignee  string   `yaml:"query_assignee"`
 	QueryState     string   `yaml:"query_state"`
 	QueryLimit     int      `yaml:"query_limit"`
+}
+
+// Notification kinds, the values of notify.on.
+const (
+	NotifyPaused    = "paused"    // an item waits for a human (cadre approve)
+	NotifyFailed    = "failed"    // an item failed
+	NotifyCompleted = "completed" // a run completed, every item done
+	NotifyBudget    = "budget"    // a run reached its budget and paused
+)
+
+// NotifyKinds are the accepted values of notify.on, in documentation order.
+var NotifyKinds = []string{NotifyPaused, NotifyFailed, NotifyCompleted, NotifyBudget}
+
+// Notify configures webhook notifications: a JSON POST (with a
+// Slack-compatible text field) per event of the kinds in On; no On means
+// every kind.
+type Notify struct {
+	Webhook string   `yaml:"webhook"`
+	On      []string `yaml:"on"`
+}
+
+// Wants says whether kind is to be posted.
+func (n Notify) Wants(kind string) bool {
+	if n.Webhook == "" {
+		return false
+	}
+	if len(n.On) == 0 {
+		return true
+	}
+	for _, k := range n.On {
+		if k == kind {
+			return true
+		}
+	}
+	return false
 }
 
 // Selector configures the model selector: roles whose runner is "auto" get

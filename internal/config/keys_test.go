@@ -179,6 +179,16 @@ var keyEffects = []keyEffect{
 		by: "engine: the UCB1 exploration weight of the selector"},
 	{key: "selector.explore", yaml: "selector: {explore: -1}",
 		refused: "cadre.yaml:1: selector.explore: want 0 or more, got -1"},
+	{key: "notify.webhook", yaml: "notify: {webhook: \"http://127.0.0.1:9/hook\"}", read: func(c Config) any { return c.Notify.Wants(NotifyPaused) },
+		by: "notify: events of every kind are posted to it (app wires the notifier into every run)"},
+	{key: "notify.webhook", yaml: "notify: {webhook: \"ftp://x\"}",
+		refused: `cadre.yaml:1: notify.webhook: want an http:// or https:// URL, got "ftp://x"`},
+	{key: "notify.on", yaml: "notify: {webhook: \"http://127.0.0.1:9/hook\", on: [failed]}", read: func(c Config) any { return wantedKinds(c) },
+		by: "notify: only the listed kinds are posted"},
+	{key: "notify.on", yaml: "notify: {webhook: \"http://127.0.0.1:9/hook\", on: [paused, finished]}",
+		refused: `cadre.yaml:1: notify.on[1]: want paused, failed, completed or budget, got "finished"`},
+	{key: "notify.on", yaml: "notify: {on: [failed]}",
+		refused: `cadre.yaml:1: notify.on: notify.on needs notify.webhook, the URL to post to`},
 	{key: "prices.MODEL.input_per_mtok", yaml: "prices: {m: {input_per_mtok: 1}}", read: func(c Config) any { return c.Prices["m"] },
 		by: "price table: cost estimates of runners that report only tokens"},
 	{key: "prices.MODEL.output_per_mtok", yaml: "prices: {m: {output_per_mtok: 1}}", read: func(c Config) any { return c.Prices["m"] },
@@ -187,6 +197,17 @@ var keyEffects = []keyEffect{
 		by: "price table: cost estimates of runners that report only tokens"},
 	{key: "prices.MODEL.cache_write_per_mtok", yaml: "prices: {m: {cache_write_per_mtok: 1}}", read: func(c Config) any { return c.Prices["m"] },
 		by: "price table: cost estimates of runners that report only tokens"},
+}
+
+// wantedKinds are the notification kinds c posts.
+func wantedKinds(c Config) []string {
+	var out []string
+	for _, k := range NotifyKinds {
+		if c.Notify.Wants(k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func first(a, _ string) string  { return a }

@@ -47,6 +47,9 @@ func (l *loader) validate(c *Config) error {
 	if err := l.unavailable(c); err != nil {
 		return err
 	}
+	if err := l.notify(c.Notify); err != nil {
+		return err
+	}
 	for i, label := range c.GitHub.Labels {
 		if strings.TrimSpace(label) == "" {
 			return l.invalid(fmt.Sprintf("github.labels[%d]", i), `want a label name, got ""`)
@@ -302,4 +305,23 @@ func urlProblem(s string) string {
 		return fmt.Sprintf("want an http:// or https:// URL, got %q", s)
 	}
 	return ""
+}
+
+// notify refuses a kind cadre does not post and kinds with nowhere to post
+// them, rather than accepting a setting that would do nothing.
+func (l *loader) notify(n Notify) error {
+	if n.Webhook != "" {
+		if bad := urlProblem(n.Webhook); bad != "" {
+			return l.invalid("notify.webhook", bad)
+		}
+	}
+	for i, k := range n.On {
+		if !slices.Contains(NotifyKinds, k) {
+			return l.invalid(fmt.Sprintf("notify.on[%d]", i), fmt.Sprintf("want %s, got %q", orList(NotifyKinds), k))
+		}
+	}
+	if len(n.On) > 0 && n.Webhook == "" {
+		return l.invalid("notify.on", "notify.on needs notify.webhook, the URL to post to")
+	}
+	return nil
 }

@@ -97,3 +97,14 @@ func (s *Store) Events(ctx context.Context, runID string, afterSeq int64) ([]Eve
 	}
 	return events, last, nil
 }
+
+// LastEventSeq is the sequence number of the journal's latest event (0 when
+// there is none): a reader that took a snapshot of the journal follows the
+// events after it.
+func (s *Store) LastEventSeq(ctx context.Context) (int64, error) {
+	var seq sql.NullInt64
+	if err := s.r.QueryRowContext(ctx, `SELECT MAX(seq) FROM events`).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("read last event: %w", err)
+	}
+	return seq.Int64, nil
+}

@@ -177,3 +177,25 @@ func scanRun(row rowScanner) (Run, error) {
 	}
 	return r, nil
 }
+
+// Runs returns the workflow runs (benchmarks aside), newest first.
+func (s *Store) Runs(ctx context.Context) ([]Run, error) {
+	rows, err := s.r.QueryContext(ctx,
+		`SELECT `+runColumns+` FROM runs WHERE workflow <> ? ORDER BY started_at DESC, rowid DESC`, WorkflowBench)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}

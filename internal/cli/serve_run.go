@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/store"
+)
+
+// ServeFlags are run's, resume's and do's --serve and --token-file.
+type ServeFlags struct {
+	Addr      string // "": no board
+	TokenFile string
+}
+
+// boardGrace is how long a paused run --serve waits for a page to
+// (re)connect before it exits 3 as a run without a board would.
+const boardGrace = 3 * time.Second
+
+func addServeFlags(cmd *cobra.Command, sf *ServeFlags) {
+	fl := cmd.Flags()
+	fl.StringVar(&sf.Addr, "serve", "", "serve the web board while the run goes on, on `HOST:PORT` (alone: "+defaultServeAddr+"); paused items wait for answers while the board is open")
+	fl.Lookup("serve").NoOptDefVal = defaultServeAddr
+	fl.StringVar(&sf.TokenFile, "token-file", "", "with --serve: the board's action token is in `FILE`")
+}
+
+// runServed runs start (a new run or a resume) with the web board served
+// from this process. When the run pauses for a human while a board page is
+// open, the process waits for the answers instead of exiting 3, and
+// resumes the run after each one, until the run no longer pauses, the page
+// is closed, the board's Stop is pressed or the process is interrupted.
+func (f *Factory) runServed(ctx context.Context, ws workspaceCtx, sf ServeFlags, asJSON bool,
+	start func(context.Context, *engine.Engine) (engine.Summary, error)) error {
+	st, err := openStore(ctx, ws.root)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	acts := newBoardActions(f, ws, st, false)
+	b, err := f.startBoard(ctx, ws, st, acts, sf.Addr, sf.TokenFile)
+	if err != nil {
+		return err
+	}
+	bctx, stopBoard := context.WithCancel(context.WithoutCancel(ctx))
+	var g errgroup.Group
+	g.Go(func() error { return b.serve(bctx) })
+	defer func() {
+		stopBoard()
+		g.Wait()
+	}()
+
+	e, flush, err := f.newEngine(ctx, ws, st, f.eventSink(asJSON))
+	if err != nil {
+		return err
+	}
+	seen := acts.count()
+	sum, err := start(ctx, e)
+	for err == nil && sum.Status == store.RunPaused {
+		if acts.count() == seen && !f.awaitAnswer(ctx, b, acts, sum) {
+			break
+		}
+		seen = acts.count()
+		sum, err = e.Resume(ctx, sum.Run)
+	}
+	flush()
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	b.srv.Flush(fctx)
+	cancel()
+	return finishRun(f, sum, relPath(err, ws.root), asJSON)
+}
+
+// awaitAnswer waits for an answer on the board; false when there will be
+// none: no page stays open, Stop was pressed, or ctx ended.
+func (f *Factory) awaitAnswer(ctx context.Context, b *board, acts *boardActions, sum engine.Summary) bool {
+	fmt.Fprintf(f.IO.ErrOut, "cadre: run %s paused: %s\ncadre: waiting for an answer on the board at %s (close it or press Ctrl-C to exit)\n",
+		sum.Run, sum.Reason, b.url)
+	seen := acts.count()
+	alone := time.Now()
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if acts.count() != seen {
+			return true
+		}
+		if acts.stopWaiting(sum.Run) {
+			return false
+		}
+		if b.srv.Clients() > 0 {
+			alone = time.Now()
+		} else if time.Since(alone) > boardGrace {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-acts.wake:
+		case <-t.C:
+		}
+	}
+}

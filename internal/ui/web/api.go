@@ -1,0 +1,291 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/store"
+)
+
+// maxFile bounds a step file served to the page; agents' logs can be huge.
+const maxFile = 1 << 20
+
+type runJSON struct {
+	ID       string     `json:"id"`
+	Repo     string     `json:"repo"`
+	Workflow string     `json:"workflow"`
+	Status   string     `json:"status"`
+	Started  time.Time  `json:"started"`
+	Updated  time.Time  `json:"updated"`
+	Ended    *time.Time `json:"ended,omitempty"`
+}
+
+type cardJSON struct {
+	ID          string      `json:"id"`
+	Title       string      `json:"title"`
+	Stage       string      `json:"stage"`
+	Status      string      `json:"status"`
+	Column      string      `json:"column"`
+	Reason      string      `json:"reason,omitempty"`
+	CurrentStep string      `json:"current_step,omitempty"`
+	Role        string      `json:"role,omitempty"`
+	Runner      string      `json:"runner,omitempty"`
+	Model       string      `json:"model,omitempty"`
+	Attempts    int         `json:"attempts"`
+	Steps       int         `json:"steps"`
+	Usage       event.Usage `json:"usage"`
+	Branch      string      `json:"branch,omitempty"`
+	PR          string      `json:"pr,omitempty"`
+	Waiting     bool        `json:"waiting"` // a question for a human is open
+}
+
+type boardJSON struct {
+	Run     runJSON     `json:"run"`
+	Seq     int64       `json:"seq"` // follow the events after this one
+	Columns []Column    `json:"columns"`
+	Items   []cardJSON  `json:"items"`
+	Usage   event.Usage `json:"usage"`
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	json.NewEncoder(w).Encode(v)
+}
+
+// fail answers err: 404 for what the journal does not have, 500 else.
+func fail(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, ErrConflict):
+		code = http.StatusConflict
+	}
+	http.Error(w, err.Error(), code)
+}
+
+func toRunJSON(r store.Run) runJSON {
+	return runJSON{ID: r.ID, Repo: r.Repo, Workflow: r.Workflow, Status: r.Status, Started: r.StartedAt, Updated: r.UpdatedAt, Ended: r.EndedAt}
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	runs, err := s.o.Store.Runs(r.Context())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	out := []runJSON{}
+	for _, run := range runs {
+		out = append(out, toRunJSON(run))
+	}
+	writeJSON(w, out)
+}
+
+func (s *Server) board(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("run")
+	// The sequence number is read first: events journaled while the
+	// snapshot is built are sent again, and applying one twice is harmless.
+	seq, err := s.o.Store.LastEventSeq(ctx)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	run, err := s.o.Store.GetRun(ctx, id)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	sum, err := engine.Summarize(ctx, s.o.Store, id)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	steps, err := s.o.Store.Steps(ctx, id)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	running := map[string]store.Step{} // an item's latest started agent step
+	waiting := map[string]bool{}
+	for _, st := range steps {
+		if st.Status != store.StepStarted {
+			continue
+		}
+		switch st.Kind {
+		case "agent":
+			running[st.ItemID] = st
+		case "human":
+			waiting[st.ItemID] = true
+		}
+	}
+	b := boardJSON{Run: toRunJSON(run), Seq: seq, Columns: Columns, Items: []cardJSON{}, Usage: sum.Usage}
+	for _, it := range sum.Items {
+		c := cardJSON{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: it.Status, Reason: it.Reason, CurrentStep: it.CurrentStep,
+			Attempts: it.Attempts, Steps: it.Steps, Usage: it.Usage, Branch: it.Branch, PR: it.PR, Waiting: waiting[it.ID]}
+		if st, ok := running[it.ID]; ok && it.Status == store.ItemRunning {
+			c.Role, c.Runner, c.Model = st.Role, st.Runner, st.Model
+		}
+		c.Column = itemColumn(it.Status, it.Stage, c.Role)
+		b.Items = append(b.Items, c)
+	}
+	writeJSON(w, b)
+}
+
+type stepJSON struct {
+	ID       string          `json:"id"`
+	Role     string          `json:"role,omitempty"`
+	Runner   string          `json:"runner,omitempty"`
+	Model    string          `json:"model,omitempty"`
+	Kind     string          `json:"kind"`
+	Status   string          `json:"status"`
+	Tries    int             `json:"tries"`
+	ExitCode int             `json:"exit_code"`
+	Signal   json.RawMessage `json:"signal,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Usage    event.Usage     `json:"usage"`
+	Error    string          `json:"error,omitempty"`
+	Started  time.Time       `json:"started"`
+	Ended    *time.Time      `json:"ended,omitempty"`
+	Files    []string        `json:"files"` // of prompt, context, output, log: those on disk
+}
+
+func (s *Server) item(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	run, id := r.PathValue("run"), r.PathValue("item")
+	sum, err := engine.Summarize(ctx, s.o.Store, run)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	var card *engine.ItemSummary
+	for i := range sum.Items {
+		if sum.Items[i].ID == id {
+			card = &sum.Items[i]
+		}
+	}
+	if card == nil {
+		fail(w, fmt.Errorf("item %s of run %s: %w", id, run, store.ErrNotFound))
+		return
+	}
+	steps, err := s.o.Store.Steps(ctx, run)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	out := struct {
+		Item  engine.ItemSummary `json:"item"`
+		Steps []stepJSON         `json:"steps"`
+	}{Item: *card, Steps: []stepJSON{}}
+	for _, st := range steps {
+		if st.ItemID != id {
+			continue
+		}
+		sj := stepJSON{ID: st.ID, Role: st.Role, Runner: st.Runner, Model: st.Model, Kind: st.Kind, Status: st.Status,
+			Tries: st.Tries, ExitCode: st.ExitCode, Signal: st.Signal, Result: st.Result, Error: s.o.Redact(st.Error),
+			Usage: event.Usage{InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens,
+				CacheReadTokens: st.Usage.CacheReadTokens, CacheWriteTokens: st.Usage.CacheWriteTokens,
+				CostUSD: st.Usage.CostUSD, CostEstimated: st.Usage.CostEstimated},
+			Started: st.StartedAt, Ended: st.EndedAt, Files: []string{}}
+		for _, kind := range fileKinds {
+			if p := stepFile(st.OutputPath, kind); p != "" {
+				if _, err := os.Stat(p); err == nil {
+					sj.Files = append(sj.Files, kind)
+				}
+			}
+		}
+		out.Steps = append(out.Steps, sj)
+	}
+	writeJSON(w, out)
+}
+
+// fileKinds are the step files the item page shows, in order. The prompt
+// is journaled only where a runner keeps it; otherwise the context file
+// is what the agent was given.
+var fileKinds = []string{"prompt", "context", "output", "log"}
+
+// stepFile derives a step's file of kind from its journaled output path
+// (.cadre/runs/RUN/items/ITEM/outputs/STEM.md, SPEC §6). The path comes
+// from the journal, never from the request.
+func stepFile(outPath, kind string) string {
+	if outPath == "" {
+		return ""
+	}
+	dir := filepath.Dir(filepath.Dir(outPath))
+	stem := strings.TrimSuffix(filepath.Base(outPath), ".md")
+	switch kind {
+	case "output":
+		return outPath
+	case "context":
+		return filepath.Join(dir, "contexts", stem+".json")
+	case "log":
+		return filepath.Join(dir, "logs", stem+".log")
+	case "prompt":
+		return filepath.Join(dir, "prompts", stem+".md")
+	}
+	return ""
+}
+
+func (s *Server) file(w http.ResponseWriter, r *http.Request) {
+	run, step, kind := r.PathValue("run"), r.URL.Query().Get("step"), r.URL.Query().Get("kind")
+	st, err := s.o.Store.GetStep(r.Context(), run, step)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	p := stepFile(st.OutputPath, kind)
+	if p == "" {
+		http.Error(w, "kind must be prompt, context, output or log", http.StatusBadRequest)
+		return
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("no %s file for step %s", kind, step), http.StatusNotFound)
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		fail(w, fmt.Errorf("read %s of step %s: %w", kind, step, err))
+		return
+	}
+	text := string(data)
+	if len(data) > maxFile {
+		text = string(data[:maxFile]) + "\n… (cut at 1 MiB)"
+	}
+	// text/plain with nosniff: even opened on its own, an agent's output
+	// is never rendered as HTML.
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, s.o.Redact(text))
+}
+
+func (s *Server) cost(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	run := r.PathValue("run")
+	if _, err := s.o.Store.GetRun(ctx, run); err != nil {
+		fail(w, err)
+		return
+	}
+	out := map[string][]engine.ReportRow{}
+	for _, by := range []string{"role", "runner", "model"} {
+		rows, err := engine.Report(ctx, s.o.Store, run, by)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		if rows == nil {
+			rows = []engine.ReportRow{}
+		}
+		out[by] = rows
+	}
+	writeJSON(w, out)
+}
