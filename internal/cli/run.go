@@ -34,6 +34,8 @@ type RunOptions struct {
 	DryRun   bool
 	Query    engine.IssueQuery
 	Prompt   string // cadre do
+	Engine   string // embedded or temporal
+	Temporal TemporalOptions
 }
 
 // NewCmdRun builds cadre run; runF replaces the run function in tests.
@@ -63,6 +65,9 @@ completes.` + exitStatusRunning,
   cadre run --in-place --json | jq .type   # machine-readable events`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Targets = args
+			if err := checkEngine(cmd, opts); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), f, opts)
 			}
@@ -70,6 +75,7 @@ completes.` + exitStatusRunning,
 		},
 	}
 	addRunFlags(cmd, opts)
+	addEngineFlags(cmd, opts)
 	return cmd
 }
 
@@ -101,6 +107,10 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 			printPlan(f, plan, opts.JSON)
 			return nil
 		})
+	}
+	if opts.Engine == engineTemporal {
+		sum, err := runTemporal(ctx, f, ws, eo, &opts.Temporal, opts.JSON)
+		return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 	}
 	var sum engine.Summary
 	err = f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {

@@ -309,3 +309,9 @@ func (s *ItemSteps) End(ctx context.Context, end Ending) (Ended, error) {
 	}
 	return Ended{Status: it.Status, Reason: it.Error, Halt: out.halt}, nil
 }
+
+// Workflows are the engine's workflow definitions.
+func (e *Engine) Workflows() *workflow.Registry { return e.d.Workflows }
+
+// RoleExists says whether the repository defines role name.
+func (e *Engine) RoleExists(name string) bool { return e.roleExists(name) }
