@@ -50,7 +50,7 @@ interrupted run resumes without repeating paid work.` + exitStatusRunning,
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr(err) })
 	root.AddCommand(NewCmdInit(f, nil), NewCmdRun(f, nil), NewCmdDo(f, nil), NewCmdResume(f, nil), NewCmdStop(f, nil), NewCmdStatus(f, nil),
-		NewCmdDemo(f, nil), NewCmdReport(f, nil), NewCmdScores(f, nil), NewCmdBench(f, nil), NewCmdWorktrees(f, nil), NewCmdWorkflows(f), NewCmdApprove(f, nil), NewCmdModelsim(f), NewCmdVersion(f), NewCmdRoles(f), NewCmdRunners(f), NewCmdServe(f, nil))
+		NewCmdDemo(f, nil), NewCmdReport(f, nil), NewCmdScores(f, nil), NewCmdBench(f, nil), NewCmdWorktrees(f, nil), NewCmdWorkflows(f), NewCmdApprove(f, nil), NewCmdModelsim(f), NewCmdVersion(f), NewCmdRoles(f), NewCmdRunners(f), NewCmdServe(f, nil), NewCmdWorker(f))
 	// cobra's completion command is kept, with the EXIT STATUS every
 	// command documents.
 	root.InitDefaultCompletionCmd()

@@ -37,6 +37,8 @@ type RunOptions struct {
 	Prompt   string // cadre do
 	Sandbox  string // --sandbox: none or bwrap, over sandbox.mode
 	Serve    ServeFlags
+	Engine   string // embedded or temporal
+	Temporal TemporalOptions
 }
 
 // NewCmdRun builds cadre run; runF replaces the run function in tests.
@@ -68,6 +70,9 @@ completes.` + liveViewHelp + "\n" + exitStatusRunning,
   cadre run --serve                        # with the web board on 127.0.0.1:7420`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Targets = args
+			if err := checkEngine(cmd, opts); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), f, opts)
 			}
@@ -75,6 +80,7 @@ completes.` + liveViewHelp + "\n" + exitStatusRunning,
 		},
 	}
 	addRunFlags(cmd, opts)
+	addEngineFlags(cmd, opts)
 	return cmd
 }
 
@@ -109,6 +115,10 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 			printPlan(f, plan, opts.JSON)
 			return nil
 		})
+	}
+	if opts.Engine == engineTemporal {
+		sum, err := runTemporal(ctx, f, ws, eo, &opts.Temporal, opts.JSON)
+		return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 	}
 	if opts.Serve.Addr != "" {
 		return f.runServed(ctx, ws, opts.Serve, opts.JSON, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {

@@ -174,39 +174,54 @@ func NewRunID(now time.Time) string {
 
 // Start begins a new run of opts.
 func (e *Engine) Start(ctx context.Context, opts Options) (Summary, error) {
-	if err := e.repo.ExcludeState(ctx); err != nil {
-		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
-	}
-	if err := e.checkWorkflows(opts); err != nil {
-		return Summary{}, err
-	}
-	runID := NewRunID(time.Now())
-	items, err := e.loadTargets(ctx, runID, opts)
+	runID, release, err := e.create(ctx, opts)
 	if err != nil {
 		return Summary{}, err
 	}
+	defer release()
+	return e.execute(ctx, runID, opts, false)
+}
+
+// create checks opts, journals a new run with its items and takes the
+// run's lock, which release gives back.
+func (e *Engine) create(ctx context.Context, opts Options) (runID string, release func(), err error) {
+	if err := e.repo.ExcludeState(ctx); err != nil {
+		return "", nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	if err := e.checkWorkflows(opts); err != nil {
+		return "", nil, err
+	}
+	runID = NewRunID(time.Now())
+	items, err := e.loadTargets(ctx, runID, opts)
+	if err != nil {
+		return "", nil, err
+	}
 	if err := e.checkRunners(opts); err != nil {
-		return Summary{}, err
+		return "", nil, err
 	}
 	lk, err := acquireLock(e.StateDir(), runID, e.d.PID, e.warn(runID))
 	if err != nil {
-		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
+		return "", nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
-	defer lk.release()
+	defer func() {
+		if err != nil {
+			lk.release()
+		}
+	}()
 	if opts.InPlace {
 		// In place, the agents write in this checkout: leftovers of a failed
 		// run would be committed with the next task.
 		if dirty, err := e.repo.Dirty(ctx); err != nil {
-			return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
+			return "", nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 		} else if len(dirty) > 0 {
-			return Summary{}, fmt.Errorf("%w: the working tree has uncommitted changes (%s): commit, stash or discard them first (leftovers of a failed run?)", ErrPreflight, listFiles(dirty))
+			return "", nil, fmt.Errorf("%w: the working tree has uncommitted changes (%s): commit, stash or discard them first (leftovers of a failed run?)", ErrPreflight, listFiles(dirty))
 		}
 	} else if _, err := e.repo.Git(ctx, "rev-parse", "--verify", "-q", e.d.Config.BaseBranch+"^{commit}"); err != nil {
-		return Summary{}, fmt.Errorf("%w: base_branch %q has no commit to branch from: set base_branch in cadre.yaml (or commit first)", ErrPreflight, e.d.Config.BaseBranch)
+		return "", nil, fmt.Errorf("%w: base_branch %q has no commit to branch from: set base_branch in cadre.yaml (or commit first)", ErrPreflight, e.d.Config.BaseBranch)
 	}
 	optsJSON, _ := json.Marshal(opts)
 	if err := e.d.Store.CreateRun(ctx, store.Run{ID: runID, Repo: e.d.Root, Workflow: workflowName(opts), Options: optsJSON, PID: e.d.PID}); err != nil {
-		return Summary{}, err
+		return "", nil, err
 	}
 	for _, t := range items {
 		source := "task"
@@ -218,10 +233,10 @@ func (e *Engine) Start(ctx context.Context, opts Options) (Summary, error) {
 		}
 		if err := e.d.Store.AddItem(ctx, store.Item{RunID: runID, ID: t.ID, Source: source, Ref: t.Path, Title: t.Title,
 			InitStage: t.Stage, InitAttempts: t.Attempts, Stage: t.Stage, Attempts: t.Attempts}); err != nil {
-			return Summary{}, err
+			return "", nil, err
 		}
 	}
-	return e.execute(ctx, runID, opts, false)
+	return runID, lk.release, nil
 }
 
 // ResumeOverrides change a stored run's options on resume.

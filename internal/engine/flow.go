@@ -34,6 +34,13 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 	if fx.paused != "" {
 		err = fmt.Errorf("%s: %w", fx.paused, workflow.ErrPaused)
 	}
+	return e.endFlow(ctx, ir, res, err)
+}
+
+// endFlow journals how an item's workflow ended (res, or err: a pause, a
+// tampering, a cancellation) and publishes the item's branch and pull
+// request when it completed.
+func (e *Engine) endFlow(ctx context.Context, ir *itemRun, res workflow.Result, err error) (itemOutcome, error) {
 	var te *tamperError
 	switch {
 	case errors.As(err, &te):
@@ -121,7 +128,12 @@ type flowExec struct {
 
 // Agent runs (or replays) an agent step.
 func (fx *flowExec) Agent(ctx context.Context, c workflow.AgentCall) (workflow.Outcome, error) {
-	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: fx.visit(c.Role), Work: c.Work,
+	return fx.agent(ctx, c, fx.visit(c.Role))
+}
+
+// agent runs (or replays) an agent step that is its role's visit-th.
+func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) (workflow.Outcome, error) {
+	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: visit, Work: c.Work,
 		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature}
 	if c.Task != nil {
 		data, _ := json.MarshalIndent(c.Task, "", "  ")

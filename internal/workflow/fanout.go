@@ -16,7 +16,7 @@ func (in *Interp) parallel(ctx context.Context, nodes []Node, sc *scope) error {
 		branch.inputs = append([]string(nil), sc.inputs...)
 		scopes[i] = &branch
 	}
-	err := all(ctx, len(nodes), func(ctx context.Context, i int) error { return in.node(ctx, nodes[i], scopes[i]) })
+	err := in.fan(ctx, len(nodes), func(ctx context.Context, i int) error { return in.node(ctx, nodes[i], scopes[i]) })
 	// Outputs join in definition order, whatever order the branches ended in.
 	for _, b := range scopes {
 		sc.inputs = appendNew(sc.inputs, b.inputs)
@@ -28,8 +28,17 @@ func (in *Interp) parallel(ctx context.Context, nodes []Node, sc *scope) error {
 	return err
 }
 
-// all runs fn for 0..n-1 at once and returns the first error in index
-// order. A failure cancels the others (the item is lost anyway), but a
+// fan runs fn for 0..n-1 at once through the interpreter's Fanout, or
+// goroutines when it has none.
+func (in *Interp) fan(ctx context.Context, n int, fn func(context.Context, int) error) error {
+	if in.Fanout != nil {
+		return in.Fanout(ctx, n, fn)
+	}
+	return all(ctx, n, fn)
+}
+
+// all runs fn for 0..n-1 at once on goroutines and returns the first error
+// in index order. A failure cancels the others (the item is lost anyway), but a
 // pause for a human does not: the siblings' steps, already paid for, run
 // to their end and are journaled, so the resumed item does not redo them.
 func all(ctx context.Context, n int, fn func(context.Context, int) error) error {
@@ -105,7 +114,7 @@ func (in *Interp) forEach(ctx context.Context, body []Node, sc *scope) error {
 			tsc.note = ""
 			scopes[i] = &tsc
 		}
-		err := all(ctx, len(wave), func(ctx context.Context, i int) error {
+		err := in.fan(ctx, len(wave), func(ctx context.Context, i int) error {
 			t := wave[i]
 			err := in.seq(ctx, body, scopes[i])
 			if !errors.Is(err, ErrPaused) {

@@ -24,6 +24,11 @@ type Interp struct {
 	Exec  Exec
 	Lim   FlowLimits
 	Roles func(string) bool // role exists, for triage's custom sequences
+	// Fanout runs fn for 0..n-1 at once with the goroutine version's semantics (first error
+	// in index order; a failure cancels the siblings, a pause does not).
+	// nil runs goroutines; a Temporal workflow sets its own, because
+	// workflow code may only run concurrently on the SDK's coroutines.
+	Fanout func(ctx context.Context, n int, fn func(context.Context, int) error) error
 
 	mu       sync.Mutex
 	counters map[string]int

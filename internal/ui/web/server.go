@@ -168,7 +168,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hubCtx, stopHub := context.WithCancel(gctx)
 	defer stopHub()
 	g.Go(func() error {
-		if err := s.hub.run(hubCtx); err != nil {
+		// A read cut short by the shutdown is no error.
+		if err := s.hub.run(hubCtx); err != nil && hubCtx.Err() == nil {
 			return fmt.Errorf("follow the journal: %w", err)
 		}
 		return nil

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// Driver runs one item of a journaled run to its end in another executor
+// (a Temporal workflow per item, performing its steps through ItemSteps)
+// and returns once the item's outcome is journaled.
+type Driver func(ctx context.Context, runID string, it store.Item) error
+
+// StartWith begins a new run of opts like Start, but drive runs each item,
+// all at once except that an item waits for the items it depends on. This
+// process keeps the run's lock and its journal entry, so cadre status and
+// report read the run as any other.
+func (e *Engine) StartWith(ctx context.Context, opts Options, drive Driver) (Summary, error) {
+	if opts.InPlace {
+		return Summary{}, fmt.Errorf("%w: --in-place works in this checkout, which only the embedded engine can do", ErrPreflight)
+	}
+	runID, release, err := e.create(ctx, opts)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer release()
+	if err := e.checkDeclarative(ctx, runID, opts); err != nil {
+		e.d.Store.SetRunStatus(context.WithoutCancel(ctx), runID, store.RunFailed, e.d.PID)
+		return Summary{}, err
+	}
+	start := time.Now()
+	if err := e.d.Store.SetRunStatus(ctx, runID, store.RunRunning, e.d.PID); err != nil {
+		return Summary{}, err
+	}
+	e.d.Bus.Publish(event.Event{Run: runID, Type: event.RunStarted, Message: "started"})
+	items, err := e.d.Store.Items(ctx, runID)
+	if err != nil {
+		return Summary{}, err
+	}
+	rs := &runState{id: runID, opts: opts, done: map[string]chan struct{}{}, ok: map[string]bool{}}
+	for _, it := range items {
+		rs.done[it.ID] = make(chan struct{})
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(items))
+	for i, it := range items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(rs.done[it.ID])
+			if reason := rs.waitDeps(ctx, it.ID, e.depsOf(it)); reason != "" {
+				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemSkipped), Error: &reason})
+				e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.Warning, Message: "skipped: " + reason})
+				return
+			}
+			if errs[i] = drive(ctx, runID, it); errs[i] != nil {
+				errs[i] = fmt.Errorf("item %s: %w", it.ID, errs[i])
+				return
+			}
+			got, err := e.d.Store.GetItem(ctx, runID, it.ID)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			rs.markOK(it.ID, got.Status == store.ItemCompleted)
+			switch got.Status {
+			case store.ItemFailed:
+				rs.fail(it.ID + ": " + got.Error)
+			case store.ItemPaused:
+				rs.pause(it.ID + ": " + got.Error)
+			case store.ItemStopped:
+				rs.halt(store.RunStopped, "stopped by request")
+			}
+		}()
+	}
+	wg.Wait()
+	var runErr error
+	for _, err := range errs {
+		if err != nil {
+			runErr = err
+			break
+		}
+	}
+	sum := Summary{Run: runID, Status: store.RunCompleted}
+	switch {
+	case rs.halted() != "":
+		sum.Status, sum.Reason = rs.halted(), rs.haltReason
+	case rs.failed != "":
+		sum.Status, sum.Reason = store.RunFailed, rs.failed
+	case rs.paused != "":
+		sum.Status, sum.Reason = store.RunPaused, rs.paused
+	}
+	return e.finish(ctx, runID, sum, start, runErr)
+}
+
+// checkDeclarative refuses a run whose items would run the runner
+// workflow, which is not an interpreter workflow and so runs only embedded.
+func (e *Engine) checkDeclarative(ctx context.Context, runID string, opts Options) error {
+	items, err := e.d.Store.Items(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		t, err := taskfile.Load(it.Ref)
+		if err != nil {
+			continue // the item fails with this when it begins
+		}
+		if e.workflowOf(opts, t) == workflow.RunnerWorkflow {
+			return fmt.Errorf("%w: %s would run the runner workflow, which runs only on the embedded engine: pass --workflow (cadre workflows list)", ErrPreflight, it.ID)
+		}
+	}
+	return nil
+}

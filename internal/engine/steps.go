@@ -1,0 +1,317 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// An executor that runs the interpreter itself (the Temporal workflow)
+// performs an item's effects one call at a time through ItemSteps: the
+// embedded engine's own agentStep, Action and askHuman, journaled in the
+// same store, so each effect has one implementation and a step that
+// completed is replayed, never redone, whichever process asks for it.
+
+// ErrTampered is wrapped when a step found the item's tree tampered with:
+// the item fails and the run stops, as in the embedded engine.
+var ErrTampered = errors.New("tampered")
+
+// RunSteps is what the step executors of one stored run share: its
+// options, runners and circuit breaker.
+type RunSteps struct {
+	e  *Engine
+	rs *runState
+}
+
+// OpenRun returns the shared state of a journaled run.
+func (e *Engine) OpenRun(ctx context.Context, runID string) (*RunSteps, error) {
+	r, err := e.d.Store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("open run %s: %w", runID, err)
+	}
+	var opts Options
+	if err := json.Unmarshal(r.Options, &opts); err != nil {
+		return nil, fmt.Errorf("open run %s: options: %w", runID, err)
+	}
+	// resumed: a worker may take over an item another one began, whose
+	// worktree then holds this run's own uncommitted changes.
+	rs := &runState{id: runID, opts: opts, resumed: true, done: map[string]chan struct{}{}, ok: map[string]bool{}}
+	return &RunSteps{e: e, rs: rs}, nil
+}
+
+// ItemSteps performs the steps of one item of a run.
+type ItemSteps struct {
+	e       *Engine
+	ir      *itemRun
+	fx      *flowExec
+	loadErr error
+
+	mu    sync.Mutex
+	ready bool // the item's tree is provisioned
+}
+
+// OpenItem prepares an item of the run for its steps. Close it when done.
+func (r *RunSteps) OpenItem(ctx context.Context, itemID string) (*ItemSteps, error) {
+	e, rs := r.e, r.rs
+	it, err := e.d.Store.GetItem(ctx, rs.id, itemID)
+	if err != nil {
+		return nil, fmt.Errorf("open item %s: %w", itemID, err)
+	}
+	s := &ItemSteps{e: e}
+	task, err := taskfile.Load(it.Ref)
+	if err != nil {
+		// Begin fails the item with this, as the embedded engine does.
+		s.loadErr = errors.New(relErr(err, e.d.Root))
+		task = &taskfile.Task{ID: it.ID, Title: it.Title, Path: it.Ref}
+	}
+	agents := rs.opts.Agents
+	if agents <= 0 {
+		agents = e.d.Config.Limits.ParallelAgents
+	}
+	ir := &itemRun{run: rs.id, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: newBoard(task.Path),
+		outDir: filepath.Join(e.StateDir(), "runs", rs.id, "items", it.ID), written: map[string]string{},
+		agents: make(chan struct{}, max(agents, 1))}
+	ir.trusted = e.trustsRepo(it)
+	if !ir.trusted {
+		ir.repo = e.repo.Untrusted()
+	}
+	name := e.workflowOf(rs.opts, task)
+	ir.cycle = newCycleLog(filepath.Join(ir.outDir, "current_cycle.md"), cycleID(e.StateDir(), time.Now()),
+		task.Title, fmt.Sprintf("- stage: %s, attempts: %d\n- task file: %s", it.InitStage, it.InitAttempts, task.Path), task.Contexts,
+		e.firstRole(name, it.InitStage))
+	s.ir, s.fx = ir, &flowExec{e: e, ir: ir}
+	return s, nil
+}
+
+// Close flushes the item's task file.
+func (s *ItemSteps) Close() error {
+	return s.ir.board.close()
+}
+
+// Begun is how an item starts: the workflow to run with its limits, or,
+// when Status is set, how it ended before any step.
+type Begun struct {
+	Workflow string              `json:"workflow,omitempty"`
+	Limits   workflow.FlowLimits `json:"limits"`
+	Status   string              `json:"status,omitempty"` // store.ItemFailed or store.ItemSkipped
+	Reason   string              `json:"reason,omitempty"`
+}
+
+// Begin checks the item, gives it its worktree and journals it running.
+// It is idempotent: an executor may call it again after a crash.
+func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
+	e, ir := s.e, s.ir
+	lim := e.d.Config.Limits
+	b := Begun{Limits: workflow.FlowLimits{AuditPassRating: lim.AuditPassRating, EscalateBelowConfidence: lim.EscalateBelowConfidence,
+		MaxReviewRounds: lim.MaxReviewRounds, MaxInsufficientLoops: lim.MaxInsufficientLoops,
+		MaxIterations: lim.MaxIterations, MaxAttempts: lim.MaxAttempts, ParallelAgents: lim.ParallelAgents}}
+	end := func(status, reason string) (Begun, error) {
+		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(status), Error: &reason}); err != nil {
+			return Begun{}, err
+		}
+		b.Status, b.Reason = status, reason
+		return b, nil
+	}
+	if s.loadErr != nil {
+		return end(store.ItemFailed, s.loadErr.Error())
+	}
+	name := e.workflowOf(ir.opts, ir.task)
+	if name == workflow.RunnerWorkflow {
+		return end(store.ItemFailed, "the runner workflow runs only on the embedded engine: choose a declarative workflow (--workflow)")
+	}
+	switch ir.it.InitStage {
+	case workflow.StageCompleted, workflow.StageBacklog, workflow.StageFailed:
+		return end(store.ItemSkipped, "stage "+ir.it.InitStage+": nothing to do")
+	}
+	if _, ok := e.d.Workflows.Get(name); !ok {
+		return end(store.ItemFailed, fmt.Sprintf("unknown workflow %q (see cadre workflows list)", name))
+	}
+	if err := s.provision(ctx); err != nil {
+		e.publish(ir, event.Event{Type: event.TaskFailed, Error: err.Error()})
+		return end(store.ItemFailed, err.Error())
+	}
+	if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)}); err != nil {
+		return Begun{}, err
+	}
+	e.publish(ir, event.Event{Type: event.TaskStarted, Message: ir.task.Title + " (" + name + ")"})
+	e.comment(ctx, ir, "start", fmt.Sprintf("cadre is working on this issue (run %s, workflow %s).", ir.run, name))
+	e.setBoard(ir, map[string]any{"stage": "code", "mode": name})
+	b.Workflow = name
+	return b, nil
+}
+
+// provision gives the item its worktree once per ItemSteps: in this
+// process, the first call of any step.
+func (s *ItemSteps) provision(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.loadErr != nil {
+		return s.loadErr
+	}
+	if s.ready || s.ir.opts.InPlace {
+		return nil
+	}
+	if err := s.e.provision(ctx, s.ir); err != nil {
+		return err
+	}
+	s.ready = true
+	return nil
+}
+
+// Agent performs (or replays) an agent step, the visit-th of its role for
+// the item: the caller counts visits, because a step may run in another
+// process than the item's earlier ones. A pause (a runner's quota) is an
+// error wrapping workflow.ErrPaused, a tampered tree one wrapping
+// ErrTampered.
+func (s *ItemSteps) Agent(ctx context.Context, c workflow.AgentCall, visit int) (workflow.Outcome, error) {
+	if err := s.provision(ctx); err != nil {
+		return workflow.Outcome{}, err
+	}
+	s.e.setBoard(s.ir, map[string]any{"agent": c.Role})
+	out, err := s.fx.agent(ctx, c, visit)
+	return out, tampered(err)
+}
+
+// Action performs (or replays) a deterministic step.
+func (s *ItemSteps) Action(ctx context.Context, c workflow.ActionCall) (workflow.Outcome, error) {
+	if err := s.provision(ctx); err != nil {
+		return workflow.Outcome{}, err
+	}
+	if c.Kind == "checks" && s.fx.baseline == nil {
+		// The baseline may have run in another process: its exit codes
+		// are in the journal.
+		if err := s.loadBaseline(ctx); err != nil {
+			return workflow.Outcome{}, err
+		}
+	}
+	out, err := s.fx.Action(ctx, c)
+	return out, tampered(err)
+}
+
+func (s *ItemSteps) loadBaseline(ctx context.Context) error {
+	steps, err := s.e.d.Store.Steps(ctx, s.ir.run)
+	if err != nil {
+		return fmt.Errorf("load baseline of %s: %w", s.ir.it.ID, err)
+	}
+	for _, st := range steps {
+		if st.ItemID == s.ir.it.ID && st.Kind == "baseline" && st.Status == store.StepCompleted {
+			var r actionResult
+			if err := json.Unmarshal(st.Result, &r); err != nil {
+				return fmt.Errorf("load baseline of %s: %w", s.ir.it.ID, err)
+			}
+			s.fx.baseline = r.Exits
+		}
+	}
+	return nil
+}
+
+func tampered(err error) error {
+	if te := (*tamperError)(nil); errors.As(err, &te) {
+		return fmt.Errorf("%s: %w", te.msg, ErrTampered)
+	}
+	return err
+}
+
+// Ask journals an escalation and the item as waiting for a human, unless
+// the journal already has the answer (cadre approve), which it returns.
+func (s *ItemSteps) Ask(ctx context.Context, c workflow.HumanCall) (ans workflow.Answer, answered bool, err error) {
+	e, ir := s.e, s.ir
+	ans, err = e.askHuman(ctx, ir, c)
+	if errors.Is(err, workflow.ErrPaused) {
+		reason := pauseReason(err)
+		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &reason}); err != nil {
+			return workflow.Answer{}, false, err
+		}
+		e.publish(ir, event.Event{Type: event.ItemPaused, Message: reason})
+		return workflow.Answer{}, false, nil
+	}
+	return ans, err == nil, err
+}
+
+// Answer journals a human's answer to the escalation c (given another way
+// than through the journal: a Temporal signal), and the item running again.
+func (s *ItemSteps) Answer(ctx context.Context, c workflow.HumanCall, ans workflow.Answer) error {
+	e, ir := s.e, s.ir
+	rec, err := e.d.Store.GetStep(ctx, ir.run, c.ID)
+	if err != nil {
+		return fmt.Errorf("answer %s: %w", c.ID, err)
+	}
+	if rec.Status != store.StepCompleted {
+		rec.Status = store.StepCompleted
+		rec.Result, _ = json.Marshal(actionResult{Approved: &ans.Approved, Note: ans.Note})
+		if err := e.d.Store.FinishStep(ctx, rec); err != nil {
+			return fmt.Errorf("answer %s: %w", c.ID, err)
+		}
+	}
+	ir.cycle.human(c, ans)
+	if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemRunning), Error: strp("")}); err != nil {
+		return err
+	}
+	e.publish(ir, event.Event{Type: event.ItemResumed, Message: "answered: " + c.ID})
+	return nil
+}
+
+// Warn publishes a warning of the item's workflow.
+func (s *ItemSteps) Warn(msg string) {
+	s.e.publish(s.ir, event.Event{Type: event.Warning, Message: msg})
+}
+
+// Ending is how an item's workflow ended, for End.
+type Ending struct {
+	Result   workflow.Result `json:"result"`
+	Paused   string          `json:"paused,omitempty"`   // it waits (a runner's quota)
+	Tampered string          `json:"tampered,omitempty"` // a step found the tree tampered with
+	Stopped  bool            `json:"stopped,omitempty"`  // cancelled (cadre stop)
+}
+
+// Ended is the item's journaled status after End.
+type Ended struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// Halt, when set, stops the whole run with this status (a tampered
+	// tree: the items share the repository's git).
+	Halt string `json:"halt,omitempty"`
+}
+
+// End journals how the item's workflow ended exactly as the embedded
+// engine does, publishing its branch and pull request when it completed.
+func (s *ItemSteps) End(ctx context.Context, end Ending) (Ended, error) {
+	e, ir := s.e, s.ir
+	if end.Stopped {
+		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)}); err != nil {
+			return Ended{}, err
+		}
+		return Ended{Status: store.ItemStopped, Reason: "stopped by request"}, nil
+	}
+	var err error
+	switch {
+	case end.Tampered != "":
+		err = &tamperError{end.Tampered}
+	case end.Paused != "":
+		err = fmt.Errorf("%s: %w", end.Paused, workflow.ErrPaused)
+	}
+	out, err := e.endFlow(ctx, ir, end.Result, err)
+	if err != nil {
+		return Ended{}, err
+	}
+	it, err := e.d.Store.GetItem(ctx, ir.run, ir.it.ID)
+	if err != nil {
+		return Ended{}, err
+	}
+	return Ended{Status: it.Status, Reason: it.Error, Halt: out.halt}, nil
+}
+
+// Workflows are the engine's workflow definitions.
+func (e *Engine) Workflows() *workflow.Registry { return e.d.Workflows }
+
+// RoleExists says whether the repository defines role name.
+func (e *Engine) RoleExists(name string) bool { return e.roleExists(name) }

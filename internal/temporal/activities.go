@@ -1,0 +1,204 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/event"
+	flow "github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// Activities perform an item's steps in a worker, through the embedded
+// engine's effect code against the repository's journal. For now a worker
+// works in the repository of the directory it started in, so the workers
+// of one task queue share a machine, its repository and its journal;
+// a worker keeps the items it touched open (their worktrees, their
+// task-file writers) until their workflow ends.
+type Activities struct {
+	Engine   *engine.Engine
+	Progress *Progress // the engine's step progress, for heartbeats
+
+	mu    sync.Mutex
+	runs  map[string]*engine.RunSteps
+	items map[ItemRef]*engine.ItemSteps
+}
+
+// item opens (once per worker) the steps of an item.
+func (a *Activities) item(ctx context.Context, ref ItemRef) (*engine.ItemSteps, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s := a.items[ref]; s != nil {
+		return s, nil
+	}
+	if a.runs == nil {
+		a.runs, a.items = map[string]*engine.RunSteps{}, map[ItemRef]*engine.ItemSteps{}
+	}
+	rs := a.runs[ref.Run]
+	if rs == nil {
+		var err error
+		if rs, err = a.Engine.OpenRun(ctx, ref.Run); err != nil {
+			return nil, err
+		}
+		a.runs[ref.Run] = rs
+	}
+	s, err := rs.OpenItem(ctx, ref.Item)
+	if err != nil {
+		return nil, err
+	}
+	a.items[ref] = s
+	return s, nil
+}
+
+// Begin checks the item and gives it its worktree.
+func (a *Activities) Begin(ctx context.Context, in ItemRef) (engine.Begun, error) {
+	s, err := a.item(ctx, in)
+	if err != nil {
+		return engine.Begun{}, err
+	}
+	return s.Begin(ctx)
+}
+
+// Agent performs (or replays) an agent step, heartbeating its progress.
+func (a *Activities) Agent(ctx context.Context, in AgentInput) (flow.Outcome, error) {
+	s, err := a.item(ctx, in.ItemRef)
+	if err != nil {
+		return flow.Outcome{}, err
+	}
+	defer a.heartbeat(ctx, in.Run, in.Call.ID)()
+	out, err := s.Agent(ctx, in.Call, in.Visit)
+	return out, stepFailure(err)
+}
+
+// Action performs (or replays) a deterministic step, heartbeating.
+func (a *Activities) Action(ctx context.Context, in ActionInput) (flow.Outcome, error) {
+	s, err := a.item(ctx, in.ItemRef)
+	if err != nil {
+		return flow.Outcome{}, err
+	}
+	defer a.heartbeat(ctx, in.Run, in.Call.ID)()
+	out, err := s.Action(ctx, in.Call)
+	return out, stepFailure(err)
+}
+
+// Ask journals a question to a human, or returns its journaled answer.
+func (a *Activities) Ask(ctx context.Context, in HumanInput) (Asked, error) {
+	s, err := a.item(ctx, in.ItemRef)
+	if err != nil {
+		return Asked{}, err
+	}
+	ans, ok, err := s.Ask(ctx, in.Call)
+	return Asked{Answered: ok, Answer: ans}, err
+}
+
+// Answer journals a human's answer.
+func (a *Activities) Answer(ctx context.Context, in AnswerInput) error {
+	s, err := a.item(ctx, in.ItemRef)
+	if err != nil {
+		return err
+	}
+	return s.Answer(ctx, in.Call, in.Answer)
+}
+
+// End journals the item's end and closes it in this worker.
+func (a *Activities) End(ctx context.Context, in EndInput) (engine.Ended, error) {
+	s, err := a.item(ctx, in.ItemRef)
+	if err != nil {
+		return engine.Ended{}, err
+	}
+	for _, w := range in.Warnings {
+		s.Warn(w)
+	}
+	ended, err := s.End(ctx, in.Ending)
+	if err != nil {
+		return engine.Ended{}, err
+	}
+	a.mu.Lock()
+	delete(a.items, in.ItemRef)
+	a.mu.Unlock()
+	if err := s.Close(); err != nil {
+		s.Warn("update task file: " + err.Error())
+	}
+	return ended, nil
+}
+
+// stepFailure marks the failures Temporal must not retry.
+func stepFailure(err error) error {
+	switch {
+	case errors.Is(err, flow.ErrPaused):
+		msg := strings.TrimSuffix(err.Error(), ": "+flow.ErrPaused.Error())
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypePaused, nil)
+	case errors.Is(err, engine.ErrTampered):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTampered, nil)
+	}
+	return err
+}
+
+// heartbeatEvery is how often a running step tells Temporal it is alive;
+// well under any sensible heartbeat timeout.
+const heartbeatEvery = 2 * time.Second
+
+// heartbeat sends the step's latest progress as heartbeats until the
+// returned function is called. Heartbeats are also how a step learns
+// that its workflow was cancelled.
+func (a *Activities) heartbeat(ctx context.Context, run, step string) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			activity.RecordHeartbeat(ctx, a.Progress.Last(run, step))
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// Progress keeps the last progress note of each running step, from the
+// engine's events.
+type Progress struct {
+	mu   sync.Mutex
+	last map[string]string
+}
+
+// Handle is the event.Sink method.
+func (p *Progress) Handle(ev event.Event) {
+	if p == nil || ev.Step == "" {
+		return
+	}
+	key := ev.Run + "\x00" + ev.Step
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == nil {
+		p.last = map[string]string{}
+	}
+	switch ev.Type {
+	case event.StepProgress, event.StepStarted:
+		p.last[key] = fmt.Sprintf("%s: %s", ev.Type, ev.Message)
+	case event.StepCompleted, event.StepFailed:
+		delete(p.last, key)
+	}
+}
+
+// Last is a step's latest progress note.
+func (p *Progress) Last(run, step string) string {
+	if p == nil {
+		return ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last[run+"\x00"+step]
+}

@@ -1,0 +1,60 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/store"
+)
+
+// Starter runs a run's items as workflows on a task queue.
+type Starter struct {
+	Client      client.Client
+	TaskQueue   string
+	StepTimeout time.Duration
+	Heartbeat   time.Duration // 0: DefaultHeartbeat
+}
+
+// stopWait bounds how long a cancelled run waits for its workflows to
+// journal their items stopped.
+const stopWait = time.Minute
+
+// Drive is an engine.Driver: it starts the item's workflow, or attaches
+// to it when it already runs or ran, and waits for its end. Cancelling ctx
+// (cadre stop --now, Ctrl-C) cancels the workflow, whose running steps are
+// cancelled and whose item is journaled stopped.
+func (s *Starter) Drive(ctx context.Context, runID string, it store.Item) error {
+	id := WorkflowID(runID, it.ID)
+	in := ItemInput{Run: runID, Item: it.ID, StepTimeout: s.StepTimeout, Heartbeat: s.Heartbeat}
+	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: s.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE}, WorkflowName, in)
+	if already := (*serviceerror.WorkflowExecutionAlreadyStarted)(nil); errors.As(err, &already) {
+		run, err = s.Client.GetWorkflow(ctx, id, ""), nil // it ran before: its result
+	}
+	if err != nil {
+		return fmt.Errorf("start workflow %s: %w", id, err)
+	}
+	var ended engine.Ended
+	err = run.Get(ctx, &ended)
+	if ctx.Err() == nil {
+		if err != nil {
+			return fmt.Errorf("workflow %s: %w", id, err)
+		}
+		return nil
+	}
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopWait)
+	defer cancel()
+	if err := s.Client.CancelWorkflow(bg, id, ""); err != nil {
+		return fmt.Errorf("cancel workflow %s: %w", id, err)
+	}
+	run.Get(bg, nil) // ends cancelled once the item is journaled stopped
+	return ctx.Err()
+}

@@ -1,0 +1,115 @@
+// Package temporal runs cadre's workflows on Temporal: one Temporal
+// workflow per item runs the same interpreter as the embedded engine
+// (internal/workflow), and each of its effects (an agent step, an action,
+// journaling a question to a human, the item's end) is an activity that
+// calls the embedded engine's own effect code (engine.ItemSteps) against
+// the shared journal. One implementation of the state machine, two
+// executors: Temporal only decides where and when each step runs.
+package temporal
+
+import (
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	flow "github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// Names registered with Temporal. They are part of recorded histories:
+// renaming one breaks the replay of workflows already running.
+const (
+	WorkflowName = "cadre.Item"
+	ActBegin     = "cadre.Begin"
+	ActAgent     = "cadre.Agent"
+	ActAction    = "cadre.Action"
+	ActAsk       = "cadre.Ask"
+	ActAnswer    = "cadre.Answer"
+	ActEnd       = "cadre.End"
+
+	// SignalApprove answers an item waiting for a human (an Approval).
+	SignalApprove = "approve"
+	// QueryPending returns the questions an item waits on ([]flow.HumanCall).
+	QueryPending = "pending"
+)
+
+// Error types of activity failures the workflow must not retry.
+const (
+	ErrTypePaused   = "paused"   // a runner's quota: the item waits, resumable later
+	ErrTypeTampered = "tampered" // the item's tree was tampered with: the run stops
+)
+
+// WorkflowID is an item's workflow id: starting the item again attaches to
+// its workflow instead of running it twice.
+func WorkflowID(run, item string) string { return "cadre-" + run + "-" + item }
+
+// ItemInput starts an item's workflow.
+type ItemInput struct {
+	Run  string `json:"run"`
+	Item string `json:"item"`
+	// StepTimeout bounds one agent step (defaults.timeout or --timeout).
+	StepTimeout time.Duration `json:"step_timeout"`
+	// Heartbeat is how long a step may go without a heartbeat before
+	// Temporal gives it to another worker (0: DefaultHeartbeat).
+	Heartbeat time.Duration `json:"heartbeat,omitempty"`
+	// Grace is what a step may take beyond its agent's or commands'
+	// timeouts: the journal, the prompt, the output (0: DefaultGrace).
+	Grace time.Duration `json:"grace,omitempty"`
+}
+
+// DefaultGrace is a step's time beyond its timeouts.
+const DefaultGrace = 2 * time.Minute
+
+// DefaultHeartbeat is how long a silent worker keeps a step.
+const DefaultHeartbeat = 30 * time.Second
+
+// ItemRef names an item of a run.
+type ItemRef struct {
+	Run  string `json:"run"`
+	Item string `json:"item"`
+}
+
+// AgentInput is one agent step, its role's visit-th for the item.
+type AgentInput struct {
+	ItemRef
+	Call  flow.AgentCall `json:"call"`
+	Visit int            `json:"visit"`
+}
+
+// ActionInput is one deterministic step.
+type ActionInput struct {
+	ItemRef
+	Call flow.ActionCall `json:"call"`
+}
+
+// HumanInput is a question to a human.
+type HumanInput struct {
+	ItemRef
+	Call flow.HumanCall `json:"call"`
+}
+
+// Asked is the journal's answer to a question, when it has one.
+type Asked struct {
+	Answered bool        `json:"answered"`
+	Answer   flow.Answer `json:"answer"`
+}
+
+// AnswerInput journals a human's answer.
+type AnswerInput struct {
+	ItemRef
+	Call   flow.HumanCall `json:"call"`
+	Answer flow.Answer    `json:"answer"`
+}
+
+// EndInput journals how the item's workflow ended.
+type EndInput struct {
+	ItemRef
+	Ending   engine.Ending `json:"ending"`
+	Warnings []string      `json:"warnings,omitempty"`
+}
+
+// Approval is the approve signal's payload. Call, when set, names the
+// question it answers; otherwise it answers the oldest one waiting.
+type Approval struct {
+	Approved bool   `json:"approved"`
+	Note     string `json:"note,omitempty"`
+	Call     string `json:"call,omitempty"`
+}

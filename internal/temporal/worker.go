@@ -1,0 +1,41 @@
+package temporal
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+)
+
+// Dial connects to a Temporal frontend. The SDK's own log goes to logw.
+func Dial(ctx context.Context, address, namespace string, logw io.Writer) (client.Client, error) {
+	c, err := client.DialContext(ctx, client.Options{HostPort: address, Namespace: namespace,
+		Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})))})
+	if err != nil {
+		return nil, fmt.Errorf("connect to temporal at %s: %w", address, err)
+	}
+	return c, nil
+}
+
+// Serve runs a worker for the repository of e on queue until ctx ends.
+// progress must be a sink of e's events, for the steps' heartbeats.
+func Serve(ctx context.Context, c client.Client, queue string, e *engine.Engine, progress *Progress) error {
+	w := worker.New(c, queue, worker.Options{})
+	RegisterWorkflow(w, &Workflows{Defs: e.Workflows(), Roles: e.RoleExists})
+	RegisterActivities(w, &Activities{Engine: e, Progress: progress})
+	stop := make(chan any)
+	go func() {
+		<-ctx.Done()
+		close(stop)
+	}()
+	if err := w.Run(stop); err != nil {
+		return fmt.Errorf("temporal worker on %s: %w", queue, err)
+	}
+	return nil
+}

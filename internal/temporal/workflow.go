@@ -1,0 +1,225 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	flow "github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// Workflows holds what the item workflow reads besides its input: the
+// repository's workflow definitions and roles. Every worker of a task
+// queue must load the same ones (the same repository): a workflow that
+// moves to a worker with other definitions would decide differently.
+type Workflows struct {
+	Defs  *flow.Registry
+	Roles func(string) bool
+}
+
+// Item runs one item's workflow: the interpreter decides, activities act.
+func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, error) {
+	ref := ItemRef{Run: in.Run, Item: in.Item}
+	x := newExec(ctx, ref, in)
+	var begun engine.Begun
+	if err := workflow.ExecuteActivity(x.journalCtx(ctx), ActBegin, ref).Get(ctx, &begun); err != nil {
+		return engine.Ended{}, err
+	}
+	if begun.Status != "" {
+		return engine.Ended{Status: begun.Status, Reason: begun.Reason}, nil
+	}
+	def, ok := w.Defs.Get(begun.Workflow)
+	if !ok {
+		return x.end(ctx, engine.Ending{Result: flow.Result{Status: flow.ResultFailed, Reason: "unknown workflow " + begun.Workflow + " on this worker"}})
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryPending, x.pendingCalls); err != nil {
+		return engine.Ended{}, err
+	}
+	workflow.Go(ctx, x.receiveApprovals)
+	interp := &flow.Interp{Item: in.Item, Defs: w.Defs, Exec: x, Lim: begun.Limits, Roles: w.Roles, Fanout: fanout}
+	res, err := interp.Run(withWorkflow(ctx), def)
+	ending := engine.Ending{Result: res, Paused: x.paused, Tampered: x.tampered}
+	switch {
+	case ctx.Err() != nil:
+		// Cancelled (cadre stop --now): journal the item stopped, then
+		// end the workflow cancelled.
+		ending = engine.Ending{Stopped: true}
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		if _, err := x.end(dctx, ending); err != nil {
+			return engine.Ended{}, err
+		}
+		return engine.Ended{}, ctx.Err()
+	case x.paused != "" || x.tampered != "":
+	case err != nil:
+		// A step failed past its retries (the journal, a lost worktree):
+		// the item fails, saying why.
+		ending.Result = flow.Result{Status: flow.ResultFailed, Reason: err.Error()}
+	}
+	return x.end(ctx, ending)
+}
+
+// exec is the interpreter's Exec inside the workflow: each effect is an
+// activity. Its state changes only on the workflow's coroutines, one at a
+// time, so it needs no lock and replays identically.
+type exec struct {
+	ref      ItemRef
+	in       ItemInput
+	visits   map[string]int
+	warnings []string
+	paused   string
+	tampered string
+
+	waiting []flow.HumanCall     // questions without an answer yet, oldest first
+	answers map[string]*Approval // answers to questions, by call id
+	early   []Approval           // approvals that came while no question waited
+}
+
+func newExec(ctx workflow.Context, ref ItemRef, in ItemInput) *exec {
+	if in.Heartbeat <= 0 {
+		in.Heartbeat = DefaultHeartbeat
+	}
+	if in.Grace <= 0 {
+		in.Grace = DefaultGrace
+	}
+	return &exec{ref: ref, in: in, visits: map[string]int{}, answers: map[string]*Approval{}}
+}
+
+// retry is today's policy for a step: the runner's own decorator retries
+// rate limits inside the step; Temporal retries the step when its worker
+// is lost or the journal fails, never a quota (the item pauses) nor a
+// tampered tree.
+var retry = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+	MaximumAttempts: 10, NonRetryableErrorTypes: []string{ErrTypePaused, ErrTypeTampered}}
+
+// stepCtx is the activity context of a step that runs an agent or the
+// project's commands: it heartbeats, so a lost worker's step moves on.
+func (x *exec) stepCtx(ctx workflow.Context, commands int) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Duration(commands)*x.in.StepTimeout + x.in.Grace,
+		HeartbeatTimeout:    x.in.Heartbeat,
+		RetryPolicy:         retry,
+		// A cancelled step ends (its agent's process group killed) before
+		// the item is journaled stopped.
+		WaitForCancellation: true,
+	})
+}
+
+// journalCtx is the activity context of a step that only journals.
+func (x *exec) journalCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: x.in.Grace, RetryPolicy: retry})
+}
+
+func (x *exec) Agent(ctx context.Context, c flow.AgentCall) (flow.Outcome, error) {
+	wctx := workflowOf(ctx)
+	x.visits[c.Role]++
+	var out flow.Outcome
+	err := workflow.ExecuteActivity(x.stepCtx(wctx, 1), ActAgent, AgentInput{ItemRef: x.ref, Call: c, Visit: x.visits[c.Role]}).Get(wctx, &out)
+	return out, x.stepErr(err)
+}
+
+func (x *exec) Action(ctx context.Context, c flow.ActionCall) (flow.Outcome, error) {
+	wctx := workflowOf(ctx)
+	// checks run up to four commands, a gatekeeper one agent.
+	var out flow.Outcome
+	err := workflow.ExecuteActivity(x.stepCtx(wctx, 4), ActAction, ActionInput{ItemRef: x.ref, Call: c}).Get(wctx, &out)
+	return out, x.stepErr(err)
+}
+
+// stepErr turns a step's failure into what the interpreter expects: a
+// pause wraps flow.ErrPaused; the rest ends the item.
+func (x *exec) stepErr(err error) error {
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	switch ae.Type() {
+	case ErrTypePaused:
+		if x.paused == "" {
+			x.paused = ae.Message()
+		}
+		return errors.Join(err, flow.ErrPaused)
+	case ErrTypeTampered:
+		if x.tampered == "" {
+			x.tampered = ae.Message()
+		}
+	}
+	return err
+}
+
+// Human journals the question, then waits for the approve signal (or
+// finds the answer already journaled), and journals the answer.
+func (x *exec) Human(ctx context.Context, c flow.HumanCall) (flow.Answer, error) {
+	wctx := workflowOf(ctx)
+	var asked Asked
+	if err := workflow.ExecuteActivity(x.journalCtx(wctx), ActAsk, HumanInput{ItemRef: x.ref, Call: c}).Get(wctx, &asked); err != nil {
+		return flow.Answer{}, err
+	}
+	if asked.Answered {
+		return asked.Answer, nil
+	}
+	x.waiting = append(x.waiting, c)
+	x.deliver()
+	if err := workflow.Await(wctx, func() bool { return x.answers[c.ID] != nil }); err != nil {
+		return flow.Answer{}, err
+	}
+	a := x.answers[c.ID]
+	ans := flow.Answer{Approved: a.Approved, Note: a.Note}
+	if err := workflow.ExecuteActivity(x.journalCtx(wctx), ActAnswer, AnswerInput{ItemRef: x.ref, Call: c, Answer: ans}).Get(wctx, nil); err != nil {
+		return flow.Answer{}, err
+	}
+	return ans, nil
+}
+
+// receiveApprovals takes approve signals for the workflow's lifetime.
+func (x *exec) receiveApprovals(ctx workflow.Context) {
+	ch := workflow.GetSignalChannel(ctx, SignalApprove)
+	for {
+		var a Approval
+		if !ch.Receive(ctx, &a) {
+			return
+		}
+		x.early = append(x.early, a)
+		x.deliver()
+	}
+}
+
+// deliver hands the approvals received to the questions waiting: by call
+// id, else to the oldest. An approval nothing waits for yet is kept for
+// the next question, so one sent early is not lost.
+func (x *exec) deliver() {
+	var keep []Approval
+	for _, a := range x.early {
+		i := -1
+		for j, c := range x.waiting {
+			if a.Call == "" || a.Call == c.ID {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			keep = append(keep, a)
+			continue
+		}
+		x.answers[x.waiting[i].ID] = &a
+		x.waiting = append(x.waiting[:i:i], x.waiting[i+1:]...)
+	}
+	x.early = keep
+}
+
+func (x *exec) pendingCalls() ([]flow.HumanCall, error) {
+	return append([]flow.HumanCall{}, x.waiting...), nil
+}
+
+// Warn keeps the warning for the item's end: journaling it needs an
+// activity, and the interpreter's Warn has no context to run one.
+func (x *exec) Warn(msg string) { x.warnings = append(x.warnings, msg) }
+
+func (x *exec) end(ctx workflow.Context, e engine.Ending) (engine.Ended, error) {
+	var ended engine.Ended
+	err := workflow.ExecuteActivity(x.journalCtx(ctx), ActEnd, EndInput{ItemRef: x.ref, Ending: e, Warnings: x.warnings}).Get(ctx, &ended)
+	return ended, err
+}

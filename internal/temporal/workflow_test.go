@@ -1,0 +1,245 @@
+package temporal
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/signal"
+	flow "github.com/cadre-dev/cadre/internal/workflow"
+)
+
+func newEnv(t *testing.T, f *fakeSteps) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	env := s.NewTestWorkflowEnvironment()
+	RegisterWorkflow(env, testWorkflows(t))
+	RegisterActivities(env, f)
+	return env
+}
+
+var input = ItemInput{Run: "r1", Item: "t1", StepTimeout: time.Minute}
+
+// The interpreter's decisions, not the Temporal code, choose the
+// activities: the same step ids and visits as the embedded engine, the
+// parallel branches both, then the commit, then the item's end.
+func TestItemRunsTheInterpretersSteps(t *testing.T) {
+	f := &fakeSteps{workflow: "fanout"}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var ended engine.Ended
+	if err := env.GetWorkflowResult(&ended); err != nil {
+		t.Fatal(err)
+	}
+	if ended.Status != flow.ResultCompleted {
+		t.Errorf("ended %+v, want completed", ended)
+	}
+	if len(f.calls) != 5 {
+		t.Fatalf("calls %q, want begin, two agents, commit, end", f.calls)
+	}
+	agents := []string{f.calls[1], f.calls[2]}
+	if !(contains(agents, "agent t1/work/executor#1 visit 1") && contains(agents, "agent t1/work/debugger#1 visit 1")) {
+		t.Errorf("parallel agents %q", agents)
+	}
+	want := []string{"begin r1/t1", "action t1/work/commit#1", "end"}
+	if diff := cmp.Diff(want, []string{f.calls[0], f.calls[3], f.calls[4]}); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// A failed agent step fails the item through the interpreter's rule (a
+// critical phase): nothing is committed.
+func TestFailedStepFailsTheItemWithoutCommit(t *testing.T) {
+	f := &fakeSteps{workflow: "simple", agent: func(context.Context, AgentInput) (flow.Outcome, error) {
+		return flow.Outcome{Failed: true, Reason: "no signal"}, nil
+	}}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "end"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if got := f.ends[0].Result; got.Status != flow.ResultFailed || !strings.Contains(got.Reason, "no signal") {
+		t.Errorf("ending %+v, want failed: no signal", got)
+	}
+}
+
+func lowConfidence(context.Context, AgentInput) (flow.Outcome, error) {
+	c := 1
+	return flow.Outcome{Signal: signal.Signal{Result: signal.Pass, Confidence: &c}}, nil
+}
+
+// An escalation waits for the approve signal, which the query shows it
+// waiting on; the answer is journaled and the work goes on to its commit.
+func TestApproveSignalAnswersAnEscalation(t *testing.T) {
+	f := &fakeSteps{workflow: "simple", agent: lowConfidence}
+	env := newEnv(t, f)
+	var pending []flow.HumanCall
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryPending)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := v.Get(&pending); err != nil {
+			t.Error(err)
+		}
+		env.SignalWorkflow(SignalApprove, Approval{Approved: true, Note: "go ahead"})
+	}, time.Hour)
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0].ID != "t1/work/executor#1/human" {
+		t.Errorf("pending before the signal: %+v", pending)
+	}
+	want := []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "ask t1/work/executor#1/human",
+		"answer t1/work/executor#1/human", "action t1/work/commit#1", "end"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]flow.Answer{{Approved: true, Note: "go ahead"}}, f.answers); diff != "" {
+		t.Errorf("journaled answers (-want +got):\n%s", diff)
+	}
+}
+
+// A rejection by signal ends the item failed, saying the human's note.
+func TestRejectSignalFailsTheItem(t *testing.T) {
+	f := &fakeSteps{workflow: "simple", agent: lowConfidence}
+	env := newEnv(t, f)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalApprove, Approval{Approved: false, Note: "wrong approach"})
+	}, time.Hour)
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.ends[0].Result; got.Status != flow.ResultFailed || !strings.Contains(got.Reason, "wrong approach") {
+		t.Errorf("ending %+v, want failed with the note", got)
+	}
+	if contains(f.calls, "action t1/work/commit#1") {
+		t.Errorf("rejected work was committed: %q", f.calls)
+	}
+}
+
+// An answer already in the journal (cadre approve) is taken without
+// waiting for a signal.
+func TestJournaledAnswerNeedsNoSignal(t *testing.T) {
+	f := &fakeSteps{workflow: "simple", agent: lowConfidence, asked: Asked{Answered: true, Answer: flow.Answer{Approved: true}}}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if contains(f.calls, "answer t1/work/executor#1/human") || !contains(f.calls, "action t1/work/commit#1") {
+		t.Errorf("calls %q", f.calls)
+	}
+}
+
+// Cancelling the workflow (cadre stop --now) cancels the running agent
+// step and journals the item stopped; the workflow ends cancelled.
+func TestCancelStopsTheRunningStep(t *testing.T) {
+	f := &fakeSteps{workflow: "simple", agent: func(ctx context.Context, in AgentInput) (flow.Outcome, error) {
+		for ctx.Err() == nil {
+			// Cancellation reaches an activity through its heartbeats.
+			activityHeartbeat(ctx)
+			time.Sleep(10 * time.Millisecond)
+		}
+		return flow.Outcome{}, ctx.Err()
+	}}
+	env := newEnv(t, f)
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
+		t.Fatalf("workflow error %v, want cancelled", err)
+	}
+	if len(f.ends) != 1 || !f.ends[0].Stopped {
+		t.Errorf("endings %+v, want one stopped", f.ends)
+	}
+	if contains(f.calls, "action t1/work/commit#1") {
+		t.Errorf("calls %q: committed after the cancel", f.calls)
+	}
+}
+
+// A step that outlives its start-to-close timeout (its agent's timeout
+// plus the grace: a hung worker) is given up, and the item fails saying
+// so, uncommitted, rather than hanging.
+func TestStepTimeoutFailsTheItem(t *testing.T) {
+	f := &fakeSteps{workflow: "simple", agent: func(ctx context.Context, in AgentInput) (flow.Outcome, error) {
+		<-ctx.Done() // hangs until its deadline
+		return flow.Outcome{}, ctx.Err()
+	}}
+	env := newEnv(t, f)
+	in := input
+	in.StepTimeout, in.Grace = 100*time.Millisecond, time.Millisecond
+	env.ExecuteWorkflow(WorkflowName, in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.ends[0].Result; got.Status != flow.ResultFailed || !strings.Contains(got.Reason, "StartToClose") {
+		t.Errorf("ending %+v, want failed by the timeout", got)
+	}
+	if contains(f.calls, "action t1/work/commit#1") {
+		t.Errorf("calls %q: committed after a timeout", f.calls)
+	}
+}
+
+// A step that keeps failing past its retries (the journal unreachable, a
+// timeout each time) fails the item saying why rather than hanging.
+func TestStepFailingPastRetriesFailsTheItem(t *testing.T) {
+	f := &fakeSteps{workflow: "simple"}
+	env := newEnv(t, f)
+	env.OnActivity(ActAgent, mockAny, mockAny).Return(flow.Outcome{}, temporal.NewApplicationError("journal unreachable", "io"))
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.ends[0].Result; got.Status != flow.ResultFailed || !strings.Contains(got.Reason, "journal unreachable") {
+		t.Errorf("ending %+v, want failed, saying why", got)
+	}
+}
+
+// A runner's quota pauses the item at once: the step is not retried.
+func TestQuotaPausesWithoutRetry(t *testing.T) {
+	f := &fakeSteps{workflow: "simple", agent: func(context.Context, AgentInput) (flow.Outcome, error) {
+		return flow.Outcome{}, stepFailure(fmt.Errorf("runner claude hit a quota: %w", flow.ErrPaused))
+	}}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "end"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(f.ends[0].Paused, "quota") {
+		t.Errorf("ending %+v, want paused by the quota", f.ends[0])
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
