@@ -542,6 +542,11 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	if err != nil {
 		return agentOut{failure: err.Error()}, nil
 	}
+	// Kept beside the step's other files: what the agent was asked is part
+	// of its record (the board shows it).
+	if err := writeStepFile(ir.outDir, filepath.Join(ir.outDir, "prompts", stepStem(ir.it.ID, sp.ID)+".md"), []byte(prompt)); err != nil {
+		return agentOut{}, err
+	}
 	select {
 	case ir.agents <- struct{}{}:
 		defer func() { <-ir.agents }()
