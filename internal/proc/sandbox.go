@@ -69,10 +69,8 @@ func (sb *Sandbox) bwrapArgs(path string, args []string, dir string) []string {
 		}
 		a = append(a, "--bind", sb.Home, home)
 	}
-	for _, p := range sb.Expose {
-		if _, err := os.Stat(p); err == nil {
-			a = append(a, "--ro-bind", p, p)
-		}
+	for _, p := range exposed(sb.Expose) {
+		a = append(a, "--ro-bind", p, p)
 	}
 	for _, d := range sb.Write {
 		a = append(a, "--bind", d, d)
@@ -157,4 +155,28 @@ func ProbeSandbox(ctx context.Context, sb Sandbox) error {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// exposed orders the paths to expose so that a directory is bound before
+// anything inside it, and leaves out what an exposed directory already
+// shows: bubblewrap cannot create the mount point of a file whose parent
+// does not exist yet in the fresh /tmp or home. Missing paths are left out.
+func exposed(paths []string) []string {
+	sorted := slices.Clone(paths)
+	slices.SortFunc(sorted, func(a, b string) int { return len(a) - len(b) })
+	var out, dirs []string
+	for _, p := range sorted {
+		fi, err := os.Stat(p)
+		if err != nil || slices.Contains(out, p) {
+			continue
+		}
+		if slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(p, d+"/") }) {
+			continue
+		}
+		out = append(out, p)
+		if fi.IsDir() {
+			dirs = append(dirs, p)
+		}
+	}
+	return out
 }
