@@ -52,3 +52,17 @@ func TestRealQwenRunCompletesTask(t *testing.T) {
 		t.Errorf("coder usage %+v: want Qwen Code's result tokens and an estimated cost", u)
 	}
 }
+
+// TestRealCopilotRunCompletesTask: Copilot CLI, in its bring-your-own-key
+// mode with no GitHub login (the runner's url becomes
+// COPILOT_PROVIDER_BASE_URL), writes the file itself with its create
+// tool; tokens come from its session log, cost from the price table.
+func TestRealCopilotRunCompletesTask(t *testing.T) {
+	u := realRun{cli: "copilot", content: "hello from copilot\n",
+		scenario: helloScenario("create", `{path: "{{cwd}}/hello.txt", file_text: "hello from copilot\n"}`),
+		runner:   `{command: %s, url: "%u/v1", model: modelsim}`,
+		env:      map[string]string{"COPILOT_PROVIDER_API_KEY": "copilot-test-key"}}.run(t)
+	if u.InputTokens+u.CacheReadTokens < 5100 || u.OutputTokens < 80 || u.CostUSD <= 0 || !u.CostEstimated {
+		t.Errorf("coder usage %+v: want Copilot CLI's session-log tokens and an estimated cost", u)
+	}
+}
