@@ -134,6 +134,7 @@ func TestRunnersCheck(t *testing.T) {
 		{"opencode", false, "missing", []string{"opencode not found on PATH; install: npm install -g opencode-ai"}},
 		{"qwen", false, "missing", []string{"qwen not found on PATH; install: npm install -g @qwen-code/qwen-code"}},
 		{"copilot", false, "missing", []string{"copilot not found on PATH; install: npm install -g @github/copilot"}},
+		{"crush", false, "missing", []string{"crush not found on PATH; install: npm install -g @charmland/crush"}},
 		{"aider", false, "missing", []string{"install: pipx install aider-chat"}},
 		{"anthropic", false, "missing", []string{"url https://api.anthropic.com", "ANTHROPIC_API_KEY is not set"}},
 		{"api", true, "ready", []string{"url " + srv.URL, "WORK_KEY is set", "model claude-haiku-4-5"}},
@@ -209,9 +210,9 @@ func TestRunnersCheckOutsideRepo(t *testing.T) {
 		t.Fatalf("exit %d, want 0: nothing is configured outside a checkout; stderr: %s", code, stderr)
 	}
 	got := rows(t, out)
-	if len(got) != 12 || !strings.Contains(got["claude"], "npm install -g @anthropic-ai/claude-code") ||
+	if len(got) != 13 || !strings.Contains(got["claude"], "npm install -g @anthropic-ai/claude-code") ||
 		!strings.Contains(got["qwen"], "npm install -g @qwen-code/qwen-code") {
-		t.Errorf("want the 12 built-in types with install hints, got:\n%s", out)
+		t.Errorf("want the 13 built-in types with install hints, got:\n%s", out)
 	}
 	if !strings.Contains(stderr, "not in a git checkout") {
 		t.Errorf("stderr %q does not say why only built-ins are shown", stderr)
