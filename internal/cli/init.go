@@ -120,7 +120,7 @@ func detectCommands(root string) config.Commands {
 // detectRunner picks the first agent CLI found on path (claude first).
 func detectRunner(path string) (string, []string) {
 	var found []string
-	for _, name := range []string{"claude", "codex", "gemini", "opencode", "aider"} {
+	for _, name := range []string{"claude", "codex", "gemini", "opencode", "qwen", "copilot", "crush", "aider"} {
 		for _, dir := range filepath.SplitList(path) {
 			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 				found = append(found, name)

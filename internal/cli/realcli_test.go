@@ -129,6 +129,10 @@ func (rr realRun) run(t *testing.T) store.Usage {
 		logs, _ := exec.Command("sh", "-c", "tail -n 30 "+repo+"/.cadre/runs/*/items/hello/logs/*.log").CombinedOutput()
 		t.Fatalf("cadre run exited %d\n%s\n%s\n%s", code, errOut.String(), out.String(), logs)
 	}
+	if os.Getenv("CADRE_KEEP_LOGS") != "" {
+		logs, _ := exec.Command("sh", "-c", "cat "+repo+"/.cadre/runs/*/items/hello/logs/*.log").CombinedOutput()
+		t.Logf("%s", logs)
+	}
 	show := exec.Command("git", "show", "cadre/hello-say-hello:hello.txt")
 	show.Dir = repo
 	got, err := show.Output()

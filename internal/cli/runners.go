@@ -49,7 +49,7 @@ func NewCmdRunners(f *Factory) *cobra.Command {
 		Use:   "check [--strict]",
 		Short: "Check that each runner's CLI, API key or file is there",
 		Long: `For every runner type and every runner configured in cadre.yaml, say whether it can run:
-agent CLIs (claude, codex, gemini, opencode, aider) are looked up on PATH and asked their
+agent CLIs (claude, codex, gemini, opencode, qwen, copilot, crush, aider) are looked up on PATH and asked their
 --version, and a missing one is shown with the command that installs it; model APIs
 (anthropic, openai, ollama) need their API key variable where the vendor's URL wants one,
 and are sent one short request for their model list at their base URL (GET /v1/models,
@@ -124,6 +124,12 @@ func agentCLI(typ string) (program, install string, ok bool) {
 		return "gemini", "npm install -g @google/gemini-cli", true
 	case "opencode":
 		return "opencode", "npm install -g opencode-ai", true
+	case "qwen":
+		return "qwen", "npm install -g @qwen-code/qwen-code", true
+	case "copilot":
+		return "copilot", "npm install -g @github/copilot", true
+	case "crush":
+		return "crush", "npm install -g @charmland/crush", true
 	case "aider":
 		return "aider", "pipx install aider-chat", true
 	}

@@ -135,6 +135,9 @@ func TestRunnersCheck(t *testing.T) {
 		{"cx", true, "missing", []string{"codex-beta not found on PATH (runners.cx.command); install: npm install -g @openai/codex"}},
 		{"gemini", false, "missing", []string{"--version exited 127: env: node: No such file or directory", "npm install -g @google/gemini-cli"}},
 		{"opencode", false, "missing", []string{"opencode not found on PATH; install: npm install -g opencode-ai"}},
+		{"qwen", false, "missing", []string{"qwen not found on PATH; install: npm install -g @qwen-code/qwen-code"}},
+		{"copilot", false, "missing", []string{"copilot not found on PATH; install: npm install -g @github/copilot"}},
+		{"crush", false, "missing", []string{"crush not found on PATH; install: npm install -g @charmland/crush"}},
 		{"aider", false, "missing", []string{"install: pipx install aider-chat"}},
 		{"anthropic", false, "missing", []string{"url https://api.anthropic.com", "ANTHROPIC_API_KEY is not set"}},
 		{"api", true, "ready", []string{"url " + srv.URL, "WORK_KEY is set", "model claude-haiku-4-5"}},
@@ -210,8 +213,9 @@ func TestRunnersCheckOutsideRepo(t *testing.T) {
 		t.Fatalf("exit %d, want 0: nothing is configured outside a checkout; stderr: %s", code, stderr)
 	}
 	got := rows(t, out)
-	if len(got) != 10 || !strings.Contains(got["claude"], "npm install -g @anthropic-ai/claude-code") {
-		t.Errorf("want the 10 built-in types with install hints, got:\n%s", out)
+	if len(got) != 13 || !strings.Contains(got["claude"], "npm install -g @anthropic-ai/claude-code") ||
+		!strings.Contains(got["qwen"], "npm install -g @qwen-code/qwen-code") {
+		t.Errorf("want the 13 built-in types with install hints, got:\n%s", out)
 	}
 	// With no bwrap on PATH, the last line says the sandbox would not work.
 	if !strings.Contains(out, "\n\nsandbox: none (sandbox.mode); bwrap would not work here: sandbox unavailable: bwrap (bubblewrap) not found in PATH") {

@@ -391,6 +391,7 @@ conversations:
 		{"claude", "# Environment\n - Primary working directory: /home/u/proj\n - Is a git repository: true", "/home/u/proj"},
 		{"codex", "<environment_context>\n  <cwd>/srv/x</cwd>\n</environment_context>", "/srv/x"},
 		{"gemini", "- **Workspace Directories:**\n  - /tmp/ws\n- **Directory Structure:**", "/tmp/ws"},
+		{"qwen", "I'm currently working in the following directories:\n  - /tmp/qw/a\n  - /tmp/qw/b\n", "/tmp/qw/a"},
 		{"none", "no directory here", "."},
 	}
 	for _, tc := range tests {

@@ -155,6 +155,7 @@ func dumpBodies(t *testing.T, dir string, next http.Handler) http.Handler {
 // sandbox is a throwaway HOME and a git repository to work in.
 type sandbox struct {
 	home, repo string
+	stdin      string // what the CLI reads on stdin
 }
 
 func newSandbox(t *testing.T) sandbox {
@@ -196,7 +197,7 @@ func (s sandbox) run2(t *testing.T, bin string, env []string, args ...string) ([
 		"TERM=dumb",
 		"NO_COLOR=1",
 	}, env...)
-	cmd.Stdin = strings.NewReader("")
+	cmd.Stdin = strings.NewReader(s.stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -37,11 +37,13 @@ func (c *call) text() string {
 
 // cwdPatterns find the working directory agent CLIs announce: Claude
 // Code's system prompt, Codex's environment_context, Gemini CLI's
-// session_context, in that order.
+// session_context, Qwen Code's list of directories (the first is its
+// working directory) and the plainer phrasings of other CLIs.
 var cwdPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`Primary working directory: *([^\n]+)`),
 	regexp.MustCompile(`<cwd>([^<]+)</cwd>`),
 	regexp.MustCompile(`\*\*Workspace Directories:\*\*\s*\n\s*- *([^\n]+)`),
+	regexp.MustCompile(`working in the following directories:\s*\n\s*- *([^\n]+)`),
 	regexp.MustCompile(`(?i)current working directory(?: is)?: *([^\n]+)`),
 	regexp.MustCompile(`(?i)working in the directory:? *([^\n]+)`),
 }

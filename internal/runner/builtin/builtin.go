@@ -11,12 +11,15 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/anthropic"
 	"github.com/cadre-dev/cadre/internal/runner/claude"
 	"github.com/cadre-dev/cadre/internal/runner/codex"
+	"github.com/cadre-dev/cadre/internal/runner/copilot"
+	"github.com/cadre-dev/cadre/internal/runner/crush"
 	execrunner "github.com/cadre-dev/cadre/internal/runner/exec"
 	"github.com/cadre-dev/cadre/internal/runner/gemini"
 	"github.com/cadre-dev/cadre/internal/runner/ollama"
 	"github.com/cadre-dev/cadre/internal/runner/openai"
 	"github.com/cadre-dev/cadre/internal/runner/opencode"
 	"github.com/cadre-dev/cadre/internal/runner/price"
+	"github.com/cadre-dev/cadre/internal/runner/qwen"
 	"github.com/cadre-dev/cadre/internal/runner/retry"
 	"github.com/cadre-dev/cadre/internal/runner/script"
 )
@@ -34,6 +37,9 @@ func Registry(prices map[string]config.Price) *runner.Registry {
 	r.Register("codex", rl(codex.WithPrices(table)))
 	r.Register("gemini", rl(gemini.WithPrices(table)))
 	r.Register("opencode", rl(opencode.New))
+	r.Register("qwen", rl(qwen.WithPrices(table)))
+	r.Register("copilot", rl(copilot.WithPrices(table)))
+	r.Register("crush", rl(crush.New))
 	r.Register("aider", rl(aider.New))
 	r.Register("anthropic", rl(func(s runner.Settings) (runner.Runner, error) {
 		return anthropic.NewWith(s, anthropic.Deps{Prices: table})

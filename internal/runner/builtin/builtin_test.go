@@ -10,7 +10,7 @@ import (
 // Every runner type SPEC §9 names must be reachable, from the CLI and the
 // Go API alike, since both build runners from this registry.
 func TestRegistryHasEveryType(t *testing.T) {
-	want := []string{"aider", "anthropic", "claude", "codex", "exec", "gemini", "ollama", "openai", "opencode", "script"}
+	want := []string{"aider", "anthropic", "claude", "codex", "copilot", "crush", "exec", "gemini", "ollama", "openai", "opencode", "qwen", "script"}
 	if got := Registry(nil).Types(); !slices.Equal(got, want) {
 		t.Fatalf("types = %v, want %v", got, want)
 	}

@@ -1,0 +1,217 @@
+// Package copilot runs GitHub Copilot CLI headless: `copilot -p PROMPT
+// --output-format json --allow-all-tools`, in the item's working tree.
+//
+// With a URL the CLI runs in its bring-your-own-key mode: the URL becomes
+// COPILOT_PROVIDER_BASE_URL (an OpenAI-compatible server) and
+// COPILOT_OFFLINE=true, so it needs no GitHub login and makes no other
+// network call; without one it uses the GitHub account of
+// COPILOT_GITHUB_TOKEN or of `copilot login`.
+//
+// Its JSON lines give the progress (tool executions), the reply (the last
+// assistant message), a session.error event on failure and a closing
+// result with the session id. They carry no tokens: the CLI records them
+// in its session log, COPILOT_HOME/session-state/ID/events.jsonl, as one
+// session.usage_record per model call, which the runner sums once the
+// process has ended. Copilot bills premium requests, not dollars, so the
+// cost is estimated from the price table.
+package copilot
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
+	"github.com/cadre-dev/cadre/internal/runner/price"
+)
+
+const (
+	defaultCommand = "copilot"
+	installHint    = "npm install -g @github/copilot"
+)
+
+// defaultEnv is passed through when the settings list no variables: the
+// token Copilot CLI takes before a stored login, its state directory, and
+// the bring-your-own-key provider's settings. GH_TOKEN and GITHUB_TOKEN
+// are left out: they are often cadre's own GitHub token.
+var defaultEnv = []string{
+	"COPILOT_GITHUB_TOKEN", "COPILOT_HOME", "COPILOT_MODEL",
+	"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_TYPE", "COPILOT_PROVIDER_API_KEY",
+	"COPILOT_PROVIDER_WIRE_API", "COPILOT_OFFLINE",
+}
+
+// Runner runs one Copilot CLI process per step.
+type Runner struct {
+	cliutil.Agent
+	prices *price.Table
+}
+
+// New builds a copilot runner that estimates cost from the built-in prices.
+func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New(nil))(s) }
+
+// WithPrices returns a factory of copilot runners that estimate cost from
+// t. Command defaults to "copilot"; Env lists the variables passed through;
+// URL, when set, is an OpenAI-compatible server used instead of GitHub's
+// (bring your own key); Model is the default --model; Args are added after
+// cadre's own flags.
+func WithPrices(t *price.Table) runner.Factory {
+	return func(s runner.Settings) (runner.Runner, error) {
+		a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "http://host:port/v1")
+		if err != nil {
+			return nil, err
+		}
+		return &Runner{Agent: a, prices: t}, nil
+	}
+}
+
+// Capabilities: Copilot CLI edits files, takes a model per step and
+// streams its events; its cost is estimated.
+func (r *Runner) Capabilities() runner.Caps {
+	return runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}
+}
+
+// Run runs Copilot CLI on inv.Prompt in inv.Dir.
+func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
+	log, err := cliutil.OpenLog(inv.LogPath)
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
+	}
+	defer log.Close()
+	args, stdin := r.argv(inv)
+	p := &parser{progress: inv.Progress}
+	res, err := r.Exec(ctx, inv, log, "", proc.Spec{Args: args, Env: r.env(inv), Stdin: stdin, OnLine: p.line})
+	out := runner.Result{
+		ExitCode:   res.ExitCode,
+		Output:     p.reply,
+		StderrTail: res.StderrTail,
+		SessionID:  p.sessionID,
+		Model:      r.ModelFor(inv),
+	}
+	if p.sessionID != "" {
+		u, model, uerr := sessionUsage(r.sessionLog(p.sessionID))
+		if uerr != nil {
+			fmt.Fprintf(log, "cadre: no usage: %v\n", uerr)
+		}
+		out.Usage = u
+		if out.Model == "" {
+			out.Model = model
+		}
+	}
+	if out.Usage.CostUSD == 0 {
+		out.Usage = cliutil.Estimate(r.prices, out.Model, out.Usage)
+	}
+	return out, cliutil.Outcome(r.Instance, installHint, err, p.failure)
+}
+
+// argv builds the CLI's arguments and, for a prompt too long for one
+// argument, its stdin (the CLI reads a piped prompt).
+func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
+	args := []string{"--output-format", "json", "--allow-all-tools", "--no-color"}
+	if m := r.ModelFor(inv); m != "" {
+		args = append(args, "--model", m)
+	}
+	// The output file lives outside the working tree: allow the agent there.
+	for _, d := range cliutil.OutsideDirs(inv) {
+		args = append(args, "--add-dir", d)
+	}
+	if inv.Session != "" {
+		args = append(args, "--resume", inv.Session)
+	}
+	args = append(args, r.Args...)
+	if len(inv.Prompt) > cliutil.MaxArgPrompt {
+		return args, strings.NewReader(inv.Prompt)
+	}
+	return append(args, "-p", inv.Prompt), nil
+}
+
+// env is the agent's environment: minimal, the passed-through keys, the
+// CADRE_* variables, no self-update, and the local provider when set.
+func (r *Runner) env(inv runner.Invocation) []string {
+	set := cliutil.Vars(inv)
+	// A CLI that replaces itself mid-run would change what was tested.
+	set["COPILOT_AUTO_UPDATE"] = "false"
+	if r.URL != "" {
+		set["COPILOT_PROVIDER_BASE_URL"] = r.URL
+		set["COPILOT_OFFLINE"] = "true"
+	}
+	return r.Env(set)
+}
+
+// sessionLog is where the CLI records session id's events: under
+// COPILOT_HOME when the agent gets one, else under the agent's HOME.
+func (r *Runner) sessionLog(id string) string {
+	dir, ok := "", false
+	if r.passes("COPILOT_HOME") {
+		dir, ok = r.Lookup("COPILOT_HOME")
+	}
+	if !ok || dir == "" {
+		home, _ := r.Lookup("HOME")
+		dir = filepath.Join(home, ".copilot")
+	}
+	return filepath.Join(dir, "session-state", filepath.Base(id), "events.jsonl")
+}
+
+func (r *Runner) passes(key string) bool {
+	for _, k := range r.Pass {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// usageRecord is a session.usage_record event of the session log.
+type usageRecord struct {
+	Type string `json:"type"`
+	Data struct {
+		Usage struct {
+			Model           string  `json:"model"`
+			InputTokens     int64   `json:"inputTokens"`
+			OutputTokens    int64   `json:"outputTokens"`
+			CacheReadTokens int64   `json:"cacheReadTokens"`
+			CacheWrite      int64   `json:"cacheWriteTokens"`
+			Cost            float64 `json:"cost"`
+		} `json:"usage"`
+	} `json:"data"`
+}
+
+// sessionUsage sums the session log's usage records, and names the model
+// of the last one.
+func sessionUsage(path string) (event.Usage, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return event.Usage{}, "", fmt.Errorf("read copilot session log: %w", err)
+	}
+	defer f.Close()
+	var u event.Usage
+	var model string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		if !strings.Contains(sc.Text(), `"session.usage_record"`) {
+			continue
+		}
+		rec, ok := cliutil.StdoutJSON[usageRecord]("stdout", sc.Text())
+		if !ok || rec.Type != "session.usage_record" {
+			continue
+		}
+		x := rec.Data.Usage
+		u.InputTokens += x.InputTokens
+		u.OutputTokens += x.OutputTokens
+		u.CacheReadTokens += x.CacheReadTokens
+		u.CacheWriteTokens += x.CacheWrite
+		u.CostUSD += x.Cost
+		model = x.Model
+	}
+	if err := sc.Err(); err != nil {
+		return u, model, fmt.Errorf("read copilot session log: %w", err)
+	}
+	return u, model, nil
+}

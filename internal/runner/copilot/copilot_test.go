@@ -1,0 +1,166 @@
+package copilot
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
+	"github.com/cadre-dev/cadre/internal/runner/runnertest"
+	"github.com/google/go-cmp/cmp"
+)
+
+func feed(t *testing.T, name string) (*parser, []string) {
+	t.Helper()
+	var notes []string
+	p := &parser{progress: func(n string) { notes = append(notes, n) }}
+	clitest.Feed(t, filepath.Join("testdata", name), p.line)
+	return p, notes
+}
+
+// The real-* files were recorded from Copilot CLI 1.0.102 against cadre
+// modelsim (internal/modelsim TestRealCLICopilot): its stdout, and for the
+// write its session log, where the tokens are.
+func TestParseRealTranscripts(t *testing.T) {
+	p, notes := feed(t, "real-write.jsonl")
+	if !strings.Contains(p.reply, "### SIGNAL BLOCK") || p.failure != nil || p.sessionID == "" {
+		t.Errorf("reply %q, failure %v, session %q: want the final text, no failure, the session", p.reply, p.failure, p.sessionID)
+	}
+	if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "create /") && strings.HasSuffix(n, "/hello.txt") }) {
+		t.Errorf("notes %q lack the create call", notes)
+	}
+	u, model, err := sessionUsage(filepath.Join("testdata", "real-write-events.jsonl"))
+	want := event.Usage{InputTokens: 2500, OutputTokens: 100, CacheReadTokens: 100}
+	if diff := cmp.Diff(want, u); diff != "" || err != nil || model != "modelsim" {
+		t.Errorf("session usage (%v, model %q) mismatch (-want +got):\n%s", err, model, diff)
+	}
+
+	p, _ = feed(t, "real-rate-limit.jsonl")
+	if e := p.failure; e == nil || e.Kind != runner.KindRateLimit || !strings.Contains(e.Msg, "rate limit reached") {
+		t.Errorf("failure = %+v, want the rate limit", e)
+	}
+	for _, tt := range []struct {
+		typ    string
+		status int
+		msg    string
+		want   runner.Kind
+	}{
+		{"authentication", 0, "No authentication information found", runner.KindAuth},
+		{"quota", 402, "You have no premium requests left", runner.KindQuota},
+		{"context_length", 0, "", runner.KindTurnLimit},
+		{"error", 500, "socket hang up", runner.KindBackend},
+	} {
+		if got := classify(tt.typ, tt.status, tt.msg); got != tt.want {
+			t.Errorf("classify(%q, %d, %q) = %s, want %s", tt.typ, tt.status, tt.msg, got, tt.want)
+		}
+	}
+}
+
+// fakeOK prints a reply and a result, and writes the session log the way
+// Copilot CLI does, under $COPILOT_HOME.
+func fakeOK(reply string, u event.Usage) string {
+	return `d="$COPILOT_HOME/session-state/fake-session"; mkdir -p "$d"` + "\n" +
+		fmt.Sprintf(`echo '{"type":"session.usage_record","data":{"usage":{"model":"claude-sonnet-5","inputTokens":%d,"outputTokens":%d,"cost":%v}}}' > "$d/events.jsonl"`,
+			u.InputTokens, u.OutputTokens, u.CostUSD) + "\n" +
+		`cat <<'EOF'` + "\n" + `{"type":"assistant.message","data":{"content":` + strconv.Quote(reply) + `}}` + "\n" +
+		`{"type":"result","sessionId":"fake-session","exitCode":0}` + "\nEOF\n"
+}
+
+func textEvent(s string) string {
+	return `printf '{"type":"assistant.message","data":{"content":"%s"}}\n' "` + s + `"` + "\n"
+}
+
+var fakes = map[runnertest.Behavior]string{
+	runnertest.OK:          "echo done > " + runnertest.WorkFile + "\n" + fakeOK(runnertest.OKReply, runnertest.OKUsage),
+	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\n" + fakeOK("wrote the output file", event.Usage{}),
+	runnertest.Crash:       "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n",
+	runnertest.Hang:        "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n",
+	runnertest.Flood:       fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize),
+	runnertest.Env:         "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" + textEvent("$names"),
+	runnertest.Context:     `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" + textEvent("$id"),
+}
+
+func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
+	t.Helper()
+	if s.Name == "" {
+		s.Name = "copilot"
+	}
+	s.Command = clitest.Script(t, "copilot", body)
+	r, err := New(s)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return r
+}
+
+func TestConformance(t *testing.T) {
+	t.Setenv("COPILOT_HOME", t.TempDir())
+	runnertest.Run(t, runnertest.Harness{
+		Usage: true,
+		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
+			body, ok := fakes[b]
+			if !ok {
+				t.Skipf("no fake copilot for behaviour %q", b)
+			}
+			return newFake(t, body, runner.Settings{})
+		},
+	})
+}
+
+func TestArgvAndEnv(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("COPILOT_HOME", home)
+	t.Setenv("GITHUB_TOKEN", "cadre-own-token")
+	r := newFake(t, clitest.DumpEnv+fakeOK("ok", event.Usage{InputTokens: 1000, OutputTokens: 100}),
+		runner.Settings{URL: "http://127.0.0.1:9/v1", Model: "claude-sonnet-5"})
+	inv := clitest.Invocation(t)
+	inv.Session = "s-1"
+	args, stdin := r.(*Runner).argv(inv)
+	want := []string{"--output-format", "json", "--allow-all-tools", "--no-color", "--model", "claude-sonnet-5",
+		"--add-dir", filepath.Dir(inv.ContextPath), "--add-dir", filepath.Dir(inv.OutputPath), "--resume", "s-1", "-p", inv.Prompt}
+	if diff := cmp.Diff(want, args); diff != "" || stdin != nil {
+		t.Errorf("argv mismatch (-want +got):\n%s", diff)
+	}
+	res, err := r.Run(t.Context(), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := clitest.ReadEnv(t, filepath.Join(inv.Dir, "env.out"))
+	if diff := cmp.Diff(clitest.WantEnv("COPILOT_HOME", "COPILOT_AUTO_UPDATE", "COPILOT_OFFLINE", "COPILOT_PROVIDER_BASE_URL"), clitest.Names(env)); diff != "" {
+		t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
+	}
+	if env["COPILOT_PROVIDER_BASE_URL"] != "http://127.0.0.1:9/v1" || env["COPILOT_OFFLINE"] != "true" {
+		t.Errorf("provider env = %q, offline %q", env["COPILOT_PROVIDER_BASE_URL"], env["COPILOT_OFFLINE"])
+	}
+	if res.SessionID != "fake-session" || res.Usage.InputTokens != 1000 || res.Usage.CostUSD <= 0 || !res.Usage.CostEstimated {
+		t.Errorf("result %+v: want the session log's tokens and an estimated cost", res)
+	}
+	// A prompt too long for one argument goes on stdin.
+	args, stdin = r.(*Runner).argv(runner.Invocation{Prompt: strings.Repeat("x", 200<<10)})
+	if b, _ := io.ReadAll(stdin); slices.Contains(args, "-p") || len(b) != 200<<10 {
+		t.Errorf("long prompt: args %q, %d bytes on stdin", args, len(b))
+	}
+}
+
+// A run whose session log is missing still returns its reply, with no usage.
+func TestMissingSessionLog(t *testing.T) {
+	t.Setenv("COPILOT_HOME", t.TempDir())
+	r := newFake(t, `echo '{"type":"assistant.message","data":{"content":"hi"}}'; echo '{"type":"result","sessionId":"gone","exitCode":0}'`+"\n", runner.Settings{})
+	res, err := r.Run(t.Context(), clitest.Invocation(t))
+	if err != nil || res.Output != "hi" || res.Usage != (event.Usage{}) {
+		t.Errorf("res %+v, err %v: want the reply and no usage", res, err)
+	}
+	r, _ = New(runner.Settings{Name: "cp", Command: "cadre-no-such-copilot"})
+	_, err = r.Run(t.Context(), clitest.Invocation(t))
+	if err == nil || !strings.Contains(err.Error(), installHint) || errors.Is(err, os.ErrExist) {
+		t.Errorf("missing CLI: %v, want the install hint", err)
+	}
+}

@@ -1,0 +1,124 @@
+// Package crush runs Crush headless: `crush run --quiet PROMPT`, in the
+// item's working tree. Crush's non-interactive run approves every tool
+// call itself (nobody is there to answer), so the agent can edit files and
+// run commands.
+//
+// `crush run` prints only the final answer, as plain text, on stdout, and
+// an error as one "Error: …" line on stderr; it has no JSON output and
+// reports no tokens, so this runner reports no usage. The provider and its
+// base URL come from Crush's own crush.json (it has no variable for a base
+// URL), so the runner takes no URL.
+//
+// These formats come from Crush's documentation and source (internal/cmd/
+// run.go): its npm package downloads its binary from GitHub while
+// installing, which the machines the tests run on cannot reach, so no
+// transcript of the real CLI was recorded.
+package crush
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
+)
+
+const (
+	defaultCommand = "crush"
+	installHint    = "npm install -g @charmland/crush"
+)
+
+// defaultEnv is passed through when the settings list no variables: the
+// provider keys Crush reads, and where its configuration lives.
+var defaultEnv = []string{
+	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY",
+	"GROQ_API_KEY", "CRUSH_GLOBAL_CONFIG", "CRUSH_GLOBAL_DATA",
+}
+
+// Runner runs one Crush process per step.
+type Runner struct {
+	cliutil.Agent
+}
+
+// New builds a crush runner. Command defaults to "crush"; Env lists the
+// variables passed through; Model is the default --model (model or
+// provider/model); Args are added after cadre's own flags. A URL is
+// refused: set the provider's base_url in crush.json.
+func New(s runner.Settings) (runner.Runner, error) {
+	if s.URL != "" {
+		return nil, fmt.Errorf("runners.%s.url: crush takes its provider's base URL from crush.json (providers.NAME.base_url), not from cadre", s.Name)
+	}
+	a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "")
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{Agent: a}, nil
+}
+
+// Capabilities: Crush edits files and takes a model per step; it prints
+// its answer at the end and reports no usage.
+func (r *Runner) Capabilities() runner.Caps {
+	return runner.Caps{EditsFiles: true, ModelChoice: true}
+}
+
+// Run runs Crush on inv.Prompt in inv.Dir.
+func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
+	log, err := cliutil.OpenLog(inv.LogPath)
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
+	}
+	defer log.Close()
+	args, stdin := r.argv(inv)
+	var errLine string
+	res, err := r.Exec(ctx, inv, log, "", proc.Spec{Args: args, Env: r.Env(cliutil.Vars(inv)), Stdin: stdin,
+		OnLine: func(stream, line string) {
+			if stream == "stderr" && strings.HasPrefix(line, "Error: ") {
+				errLine = strings.TrimPrefix(line, "Error: ")
+			}
+		}})
+	result := runner.Result{
+		ExitCode: res.ExitCode,
+		// The answer is all of stdout (proc keeps it bounded).
+		Output:     strings.TrimSpace(string(res.Stdout)),
+		StderrTail: res.StderrTail,
+		Model:      r.ModelFor(inv),
+	}
+	var failure *runner.Error
+	if res.ExitCode != 0 && errLine != "" {
+		failure = classify(errLine)
+	}
+	return result, cliutil.Outcome(r.Instance, installHint, err, failure)
+}
+
+// argv builds the CLI's arguments; the prompt goes on stdin, which `crush
+// run` reads when no prompt argument is given, so no length limit applies.
+func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
+	args := []string{"run", "--quiet"}
+	if m := r.ModelFor(inv); m != "" {
+		args = append(args, "--model", m)
+	}
+	if inv.Session != "" {
+		args = append(args, "--session", inv.Session)
+	}
+	return append(args, r.Args...), strings.NewReader(inv.Prompt)
+}
+
+// classify turns the error line into a *runner.Error by its words.
+func classify(msg string) *runner.Error {
+	m := strings.ToLower(msg)
+	kind := runner.KindBackend
+	switch {
+	case cliutil.ContainsAny(m, "no providers configured", "401", "403", "invalid x-api-key", "invalid api key", "unauthorized", "authentication"):
+		kind = runner.KindAuth
+	case cliutil.ContainsAny(m, "credit balance", "insufficient_quota", "exceeded your current quota", "billing"):
+		kind = runner.KindQuota
+	case cliutil.ContainsAny(m, "429", "rate limit", "rate_limit", "too many requests", "overloaded"):
+		kind = runner.KindRateLimit
+	case cliutil.ContainsAny(m, "prompt is too long", "context length", "context window", "maximum context"):
+		kind = runner.KindTurnLimit
+	}
+	return &runner.Error{Kind: kind, Msg: cliutil.Short(msg, cliutil.MsgMax), RetryAfter: cliutil.RetryAfter(msg)}
+}

@@ -1,0 +1,94 @@
+package crush
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
+	"github.com/cadre-dev/cadre/internal/runner/runnertest"
+	"github.com/google/go-cmp/cmp"
+)
+
+var fakes = map[runnertest.Behavior]string{
+	runnertest.OK:          "cat > /dev/null\necho done > " + runnertest.WorkFile + "\ncat <<'EOF'\n" + runnertest.OKReply + "EOF\n",
+	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\necho wrote the output file\n",
+	runnertest.Crash:       "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n",
+	runnertest.Hang:        "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n",
+	runnertest.Flood:       fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize),
+	runnertest.Env:         "env | cut -d= -f1\n",
+	runnertest.Context:     `sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT"` + "\n",
+}
+
+func newFake(t *testing.T, body string) runner.Runner {
+	t.Helper()
+	r, err := New(runner.Settings{Name: "crush", Command: clitest.Script(t, "crush", body), Model: "anthropic/claude-sonnet-5"})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return r
+}
+
+func TestConformance(t *testing.T) {
+	runnertest.Run(t, runnertest.Harness{
+		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
+			body, ok := fakes[b]
+			if !ok {
+				t.Skipf("no fake crush for behaviour %q", b)
+			}
+			return newFake(t, body)
+		},
+	})
+}
+
+// The fixtures are built from Crush's documented output (see the package
+// comment): the answer on stdout, one "Error: …" line on stderr.
+func TestFixtures(t *testing.T) {
+	tests := []struct {
+		file, stream string
+		exit         int
+		kind         runner.Kind
+		retry        time.Duration
+	}{
+		{"success.stdout", "1", 0, "", 0},
+		{"rate-limit.stderr", "2", 1, runner.KindRateLimit, 30 * time.Second},
+		{"no-provider.stderr", "2", 1, runner.KindAuth, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			abs, _ := filepath.Abs(filepath.Join("testdata", tt.file))
+			r := newFake(t, fmt.Sprintf("cat > /dev/null\ncat %q >&%s\nexit %d\n", abs, tt.stream, tt.exit))
+			res, err := r.Run(t.Context(), clitest.Invocation(t))
+			if tt.kind == "" {
+				if err != nil || !strings.HasPrefix(res.Output, "I created hello.txt") || !strings.HasSuffix(res.Output, "- Next: auditor") {
+					t.Errorf("err %v, output %q: want the answer, trimmed", err, res.Output)
+				}
+				return
+			}
+			var re *runner.Error
+			if !errors.As(err, &re) || re.Kind != tt.kind || re.RetryAfter != tt.retry || re.Runner != "crush" {
+				t.Errorf("err = %v, want a %s error retried after %s", err, tt.kind, tt.retry)
+			}
+		})
+	}
+}
+
+func TestArgvAndURL(t *testing.T) {
+	r, _ := New(runner.Settings{Name: "c", Model: "openai/gpt-5", Args: []string{"--verbose"}})
+	args, stdin := r.(*Runner).argv(runner.Invocation{Prompt: "-do it", Session: "s1"})
+	if diff := cmp.Diff([]string{"run", "--quiet", "--model", "openai/gpt-5", "--session", "s1", "--verbose"}, args); diff != "" {
+		t.Errorf("argv mismatch (-want +got):\n%s", diff)
+	}
+	if b, _ := io.ReadAll(stdin); string(b) != "-do it" {
+		t.Errorf("stdin %q, want the prompt", b)
+	}
+	if _, err := New(runner.Settings{Name: "c", URL: "http://127.0.0.1:1/v1"}); err == nil || !strings.Contains(err.Error(), "crush.json") {
+		t.Errorf("New with a url: %v, want an error pointing at crush.json", err)
+	}
+}
