@@ -88,8 +88,30 @@ func (c *cycleLog) add(sp agentSpec, out agentOut) {
 	if text == "" {
 		text = "(no output)"
 	}
-	fmt.Fprintf(&c.b, "\n### %s Output\n<!-- step %s -->\n%s\n", titleCase(sp.Role), sp.ID, text)
+	fmt.Fprintf(&c.b, "\n### %s Output\n<!-- step %s -->\n%s\n", titleCase(sp.Role), sp.ID, cycleText(text, out.output))
 	c.flush()
+}
+
+// cycleMax bounds one agent's text in the cycle log: the log is for
+// reading, and a flood of output would be copied into it (and into its
+// archive) at every step; the whole output stays in its own file.
+const cycleMax = 64 << 10
+
+// cycleText is text as the cycle log keeps it: whole when short, else its
+// start and its end (where the SIGNAL BLOCK is) around a note.
+func cycleText(text, file string) string {
+	if len(text) <= cycleMax {
+		return text
+	}
+	head, tail := text[:cycleMax/2], text[len(text)-cycleMax/2:]
+	// Cut at line starts, so neither half begins or ends mid-line.
+	if i := strings.LastIndexByte(head, '\n'); i > 0 {
+		head = head[:i]
+	}
+	if i := strings.IndexByte(tail, '\n'); i >= 0 {
+		tail = tail[i+1:]
+	}
+	return fmt.Sprintf("%s\n\n[… %d bytes left out here; the whole output is %s …]\n\n%s", head, len(text)-len(head)-len(tail), file, tail)
 }
 
 // roundOf reads the loop number of a goal:loop:step signature.

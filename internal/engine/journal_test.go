@@ -39,3 +39,17 @@ func TestJournalSinkWritesEveryEventInOrder(t *testing.T) {
 		}
 	}
 }
+
+// The cycle log keeps a long output's start and end (where the SIGNAL
+// BLOCK is) and points at the whole file; a short one stays whole.
+func TestCycleTextBoundsLongOutputs(t *testing.T) {
+	if got := cycleText("short\n### SIGNAL BLOCK", "/o.md"); got != "short\n### SIGNAL BLOCK" {
+		t.Errorf("short text changed: %q", got)
+	}
+	long := "first line\n" + strings.Repeat("flood flood flood\n", 100000) + "### SIGNAL BLOCK\n- Result: SUCCESS"
+	got := cycleText(long, "/o.md")
+	if len(got) > cycleMax+200 || !strings.HasPrefix(got, "first line\n") || !strings.HasSuffix(got, "- Result: SUCCESS") ||
+		!strings.Contains(got, "bytes left out here; the whole output is /o.md") {
+		t.Errorf("long text kept %d bytes: %.80q … %.80q", len(got), got, got[len(got)-80:])
+	}
+}
