@@ -44,7 +44,7 @@ func (g *GitHub) init(ctx context.Context) error {
 			return
 		}
 		g.token = token
-		g.client, g.err = forge.New(g.cfg.GitHub.APIURL, token, forge.WithRedactor(redact.New(token)), forge.WithWriteGap(time.Second/4))
+		g.client, g.err = forge.New(g.cfg.GitHub.APIURL, token, forge.WithRedactor(redact.New(token)), forge.WithWriteGap(time.Duration(g.cfg.GitHub.WriteInterval)))
 		g.repo = g.cfg.Repository
 		if g.repo == "" {
 			if repo, err := workspace.Open(ctx, g.root); err == nil {

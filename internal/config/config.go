@@ -148,6 +148,10 @@ type GitHub struct {
 	QueryAssignee  string   `yaml:"query_assignee"`
 	QueryState     string   `yaml:"query_state"`
 	QueryLimit     int      `yaml:"query_limit"`
+	// WriteInterval spaces mutating API calls while they are paced: the
+	// rate-limit budget is low or a secondary limit was met (forge
+	// WithWriteGap). Zero never paces.
+	WriteInterval Duration `yaml:"write_interval"`
 }
 
 // Notification kinds, the values of notify.on.
@@ -242,6 +246,11 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // Default returns the settings used when cadre.yaml sets nothing.
+// DefaultWriteInterval is github.write_interval's default: the spacing
+// cadre has always kept between GitHub writes, a quarter of the second
+// GitHub asks of heavy writers, since paced writes are also serial.
+const DefaultWriteInterval = time.Second / 4
+
 func Default() Config {
 	return Config{
 		BaseBranch: "main",
@@ -266,9 +275,10 @@ func Default() Config {
 			MaxIterations:           3,
 		},
 		GitHub: GitHub{
-			TokenEnv: "GITHUB_TOKEN",
-			APIURL:   "https://api.github.com/",
-			Comments: true,
+			TokenEnv:      "GITHUB_TOKEN",
+			APIURL:        "https://api.github.com/",
+			Comments:      true,
+			WriteInterval: Duration(DefaultWriteInterval),
 		},
 		Sandbox:  Sandbox{Mode: "none", Network: "allow"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},

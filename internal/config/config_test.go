@@ -30,7 +30,7 @@ func TestDefault(t *testing.T) {
 			ParallelIssues: 3, ParallelAgents: 3, BudgetUSD: 0, AuditPassRating: 8, MaxAttempts: 2,
 			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5, MaxIterations: 3,
 		},
-		GitHub:   GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Comments: true},
+		GitHub:   GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Comments: true, WriteInterval: Duration(250 * time.Millisecond)},
 		Sandbox:  Sandbox{Mode: "none", Network: "allow"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},
 	}
@@ -84,7 +84,7 @@ func TestParseSpecExample(t *testing.T) {
 			ParallelIssues: 3, ParallelAgents: 3, BudgetUSD: 0, AuditPassRating: 8, MaxAttempts: 2,
 			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5, MaxIterations: 3,
 		},
-		GitHub:   GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Labels: []string{}, Draft: false, Comments: true},
+		GitHub:   GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Labels: []string{}, Draft: false, Comments: true, WriteInterval: Duration(250 * time.Millisecond)},
 		Sandbox:  Sandbox{Mode: "none", Network: "allow"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},
 	}

@@ -36,6 +36,7 @@ func (l *loader) validate(c *Config) error {
 		{"limits.max_insufficient_loops", atLeast(c.Limits.MaxInsufficientLoops, 0)},
 		{"limits.max_iterations", atLeast(c.Limits.MaxIterations, 1)},
 		{"github.api_url", urlProblem(c.GitHub.APIURL)},
+		{"github.write_interval", notNegative(c.GitHub.WriteInterval)},
 		{"sandbox.mode", oneOf(c.Sandbox.Mode, "none", "bwrap")},
 		{"sandbox.network", oneOf(c.Sandbox.Network, "allow", "deny", "model-only")},
 	}
@@ -248,6 +249,13 @@ func nonEmpty(s, what string) string {
 func positive(d Duration) string {
 	if d <= 0 {
 		return fmt.Sprintf("want a duration above zero, got %q", d.String())
+	}
+	return ""
+}
+
+func notNegative(d Duration) string {
+	if d < 0 {
+		return fmt.Sprintf("want a duration of zero or more, got %q", d.String())
 	}
 	return ""
 }

@@ -36,7 +36,8 @@ const secondaryWait = time.Minute
 const maxBody = 16 << 20
 
 // Client calls GitHub's REST API. It is safe for concurrent use; mutating
-// requests are sent one at a time.
+// requests are paced as pacing.go describes, and never two at once for the
+// same resource.
 type Client struct {
 	base      *url.URL
 	token     string
@@ -50,12 +51,18 @@ type Client struct {
 	writeGap  time.Duration
 	masks     []*redact.Redactor
 
-	ensureMu sync.Mutex // one look-up-then-write (EnsurePR, EnsureComment) at a time
-	writeMu  sync.Mutex // one mutating request at a time
+	items  keyed         // one look-up-then-write per item at a time
+	writes keyed         // one mutating request per resource at a time
+	queue  chan struct{} // holds the one paced write in flight
+	// onWait, when set (by tests), hears what a caller is about to wait
+	// for: "item KEY", "write KEY" or "queue".
+	onWait func(what string)
 
 	mu           sync.Mutex // guards the fields below
 	blockedUntil time.Time  // send nothing before: a rate limit is in force
-	lastWrite    time.Time
+	calmUntil    time.Time  // pace writes until then: a secondary limit was met
+	budget       budget     // the quota the last answer reported
+	lastWrite    time.Time  // when the last write began
 }
 
 // Option configures a Client.
@@ -84,10 +91,6 @@ func WithMaxWait(d time.Duration) Option { return func(c *Client) { c.maxWait = 
 // WithRetries sets how often one call is retried after a rate limit, a 5xx
 // or a network error (the latter two only where resending is harmless).
 func WithRetries(n int) Option { return func(c *Client) { c.retries = n } }
-
-// WithWriteGap spaces mutating requests at least d apart, as GitHub asks of
-// clients that make many (about a second); the default is no gap.
-func WithWriteGap(d time.Duration) Option { return func(c *Client) { c.writeGap = d } }
 
 // WithRedactor masks r's secrets in every title, body and comment the
 // Client sends. The Client's own token is always masked.
@@ -122,6 +125,7 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 		maxWait:   DefaultMaxWait,
 		retries:   DefaultRetries,
 		masks:     []*redact.Redactor{redact.New(token)},
+		queue:     make(chan struct{}, 1),
 	}
 	for _, o := range opts {
 		o(c)
@@ -230,17 +234,25 @@ type call struct {
 	// resend marks a request that is harmless to send twice (reads,
 	// PATCH, adding labels), so a 5xx or network error is retried.
 	resend bool
+	// key names the resource a mutating request changes (issueKey,
+	// branchKey); "" means the path.
+	key string
 }
 
 // do sends cl, retrying as rate limits and cl.resend allow, and returns
 // the answer's headers.
 func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
-	if cl.method != http.MethodGet {
-		c.writeMu.Lock()
-		defer c.writeMu.Unlock()
-		if err := c.spaceWrites(ctx, cl.op); err != nil {
+	write := cl.method != http.MethodGet
+	if write {
+		key := cl.key
+		if key == "" {
+			key = cl.path
+		}
+		unlock, err := c.lockWrite(ctx, cl.op, key)
+		if err != nil {
 			return nil, err
 		}
+		defer unlock()
 	}
 	var payload []byte
 	if cl.body != nil {
@@ -251,10 +263,12 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 	}
 	secondary := 0
 	for attempt := 0; ; attempt++ {
-		if err := c.waitBlocked(ctx, cl.op); err != nil {
+		release, err := c.admit(ctx, cl.op, write)
+		if err != nil {
 			return nil, err
 		}
 		status, hdr, body, err := c.send(ctx, cl, payload)
+		release()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("github: %s: %w", cl.op, ctx.Err())
@@ -268,6 +282,7 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 			return nil, err
 		}
 		c.noteLimits(hdr)
+		c.noteBudget(hdr)
 		switch {
 		case status >= 200 && status < 300:
 			if cl.out != nil && len(bytes.TrimSpace(body)) > 0 {
@@ -284,11 +299,14 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 			}
 			if !isPrimary(hdr) {
 				secondary++
+				c.calm(wait)
 			}
+			// Every call waits, this one's retry and the next ones alike:
+			// requests sent while limited can get the client banned.
+			c.block(wait)
 			if wait > c.maxWait || attempt >= c.retries {
 				return nil, &Error{Op: cl.op, Status: status, Message: msg, RetryAfter: max(wait, time.Second)}
 			}
-			c.block(wait)
 			continue
 		case status >= 500 && cl.resend && attempt < c.retries:
 			if err := c.pause(ctx, cl.op, backoff(attempt)); err != nil {
@@ -299,6 +317,31 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 			return nil, &Error{Op: cl.op, Status: status, Message: apiMessage(body)}
 		}
 	}
+}
+
+// admit waits as rate limits and, for a write, pacing ask before one
+// attempt. A paced write holds the queue until release: through its waits
+// and its answer.
+func (c *Client) admit(ctx context.Context, op string, write bool) (release func(), err error) {
+	release = func() {}
+	paced := write && c.paced()
+	if paced {
+		if release, err = c.enterQueue(ctx, op); err != nil {
+			return nil, err
+		}
+	}
+	err = c.waitBlocked(ctx, op)
+	if err == nil && paced {
+		err = c.spaceWrite(ctx, op)
+	}
+	if err != nil {
+		release()
+		return nil, err
+	}
+	if write {
+		c.markWrite()
+	}
+	return release, nil
 }
 
 func backoff(attempt int) time.Duration { return time.Second << min(attempt, 6) }
@@ -470,26 +513,6 @@ func (c *Client) pause(ctx context.Context, op string, d time.Duration) error {
 		return fmt.Errorf("github: %s: %w", op, err)
 	}
 	return nil
-}
-
-// spaceWrites keeps mutating requests writeGap apart; the caller holds
-// writeMu.
-func (c *Client) spaceWrites(ctx context.Context, op string) error {
-	defer func() {
-		c.mu.Lock()
-		c.lastWrite = c.now()
-		c.mu.Unlock()
-	}()
-	if c.writeGap <= 0 {
-		return nil
-	}
-	c.mu.Lock()
-	d := c.lastWrite.Add(c.writeGap).Sub(c.now())
-	c.mu.Unlock()
-	if d <= 0 {
-		return nil
-	}
-	return c.pause(ctx, op, d)
 }
 
 // pages fetches a list and its following pages (GitHub's Link rel="next")

@@ -42,6 +42,13 @@ func (c *clock) sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
+// advance moves the clock without a sleep: time passing between calls.
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
 func (c *clock) sleeps() []time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -617,60 +624,6 @@ func TestRateLimitedWriteRetried(t *testing.T) {
 	}
 	if diff := cmp.Diff([]time.Duration{5 * time.Second}, clk.sleeps()); diff != "" {
 		t.Errorf("sleeps (-want +got):\n%s", diff)
-	}
-}
-
-func TestWriteGap(t *testing.T) {
-	srv, c, clk := setup(t, forge.WithWriteGap(time.Second))
-	n := srv.AddIssue("o", "r", forgetest.Issue{Title: "t"})
-	for _, kind := range []string{"a", "b"} {
-		if _, err := c.EnsureComment(ctx, "o", "r", n, "cadre:r:i:"+kind, kind); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The clock only moves when the client sleeps: the second write waited
-	// the whole gap.
-	if diff := cmp.Diff([]time.Duration{time.Second}, clk.sleeps()); diff != "" {
-		t.Errorf("sleeps (-want +got):\n%s", diff)
-	}
-}
-
-// Concurrent writers never have two mutating requests in flight, and each
-// marker is posted once.
-func TestWritesSerialised(t *testing.T) {
-	srv, c, _ := setup(t)
-	n := srv.AddIssue("o", "r", forgetest.Issue{Title: "t"})
-	var wg sync.WaitGroup
-	for i := range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			marker := fmt.Sprintf("cadre:r:%d:start", i%8)
-			if _, err := c.EnsureComment(ctx, "o", "r", n, marker, "hello"); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := newPR()
-			p.Head = fmt.Sprintf("cadre/%d", i%2)
-			if _, _, err := c.EnsurePR(ctx, "o", "r", p); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	if got := len(srv.Comments("o", "r", n)); got != 8 {
-		t.Errorf("%d comments, want 8", got)
-	}
-	if got := len(srv.PRs("o", "r")); got != 2 {
-		t.Errorf("%d pull requests, want 2", got)
-	}
-	if m := srv.MaxParallelWrites(); m != 1 {
-		t.Errorf("%d writes at once, want 1", m)
 	}
 }
 

@@ -311,8 +311,11 @@ func (c *Client) EnsurePR(ctx context.Context, owner, repo string, p NewPR) (pr 
 		return PR{}, false, fmt.Errorf("github: %s: base branch is empty", op)
 	}
 	p.Title, p.Body = c.clean(p.Title), c.clean(p.Body)
-	c.ensureMu.Lock()
-	defer c.ensureMu.Unlock()
+	unlock, err := c.lockItem(ctx, op, branchKey(owner, repo, p.Head))
+	if err != nil {
+		return PR{}, false, err
+	}
+	defer unlock()
 
 	found, err := c.findPR(ctx, owner, repo, p.Head)
 	if err != nil {
@@ -363,7 +366,8 @@ func (c *Client) createPR(ctx context.Context, op, owner, repo string, p NewPR) 
 		Draft bool   `json:"draft,omitempty"`
 	}{p.Title, p.Body, p.Head, p.Base, p.Draft}
 	var made apiPR
-	_, err := c.do(ctx, call{op: op, method: http.MethodPost, path: repoPath(owner, repo) + "/pulls", body: body, out: &made})
+	_, err := c.do(ctx, call{op: op, method: http.MethodPost, path: repoPath(owner, repo) + "/pulls", body: body, out: &made,
+		key: branchKey(owner, repo, p.Head)})
 	return made, err
 }
 
@@ -390,7 +394,8 @@ func (c *Client) adopt(ctx context.Context, owner, repo string, have apiPR, p Ne
 		op := fmt.Sprintf("update pull request %s/%s#%d", owner, repo, have.Number)
 		path := fmt.Sprintf("%s/pulls/%d", repoPath(owner, repo), have.Number)
 		var got apiPR
-		if _, err := c.do(ctx, call{op: op, method: http.MethodPatch, path: path, body: patch, out: &got, resend: true}); err != nil {
+		if _, err := c.do(ctx, call{op: op, method: http.MethodPatch, path: path, body: patch, out: &got, resend: true,
+			key: issueKey(owner, repo, have.Number)}); err != nil {
 			return have.pr(), err
 		}
 		got.Labels = have.Labels
@@ -416,7 +421,8 @@ func (c *Client) addLabels(ctx context.Context, owner, repo string, have apiPR, 
 	op := fmt.Sprintf("label pull request %s/%s#%d", owner, repo, have.Number)
 	path := fmt.Sprintf("%s/issues/%d/labels", repoPath(owner, repo), have.Number)
 	body := map[string][]string{"labels": missing}
-	if _, err := c.do(ctx, call{op: op, method: http.MethodPost, path: path, body: body, resend: true}); err != nil {
+	if _, err := c.do(ctx, call{op: op, method: http.MethodPost, path: path, body: body, resend: true,
+		key: issueKey(owner, repo, have.Number)}); err != nil {
 		return have.pr(), err
 	}
 	return have.pr(), nil
@@ -445,8 +451,11 @@ func (c *Client) EnsureComment(ctx context.Context, owner, repo string, issue in
 		return false, fmt.Errorf("github: %s: marker %q must be non-empty, one line, without '<', '>' or '--'", op, marker)
 	}
 	tag := hidden(marker)
-	c.ensureMu.Lock()
-	defer c.ensureMu.Unlock()
+	unlock, err := c.lockItem(ctx, op, issueKey(owner, repo, issue))
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	has := func() (bool, error) {
 		cs, err := c.comments(ctx, owner, repo, issue)
 		if err != nil {
@@ -459,7 +468,7 @@ func (c *Client) EnsureComment(ctx context.Context, owner, repo string, issue in
 	}
 	path := fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), issue)
 	send := map[string]string{"body": c.clean(body) + "\n\n" + tag}
-	_, err = c.do(ctx, call{op: op, method: http.MethodPost, path: path, body: send})
+	_, err = c.do(ctx, call{op: op, method: http.MethodPost, path: path, body: send, key: issueKey(owner, repo, issue)})
 	if err == nil {
 		return true, nil
 	}

@@ -7,7 +7,9 @@
 // It records every request, and has knobs for the failures a client must
 // survive: a fault (403/429 with retry-after, a secondary limit, a 5xx) on
 // the Nth request, a pull request that "already exists" when created, and a
-// create that succeeds but whose answer never arrives.
+// create that succeeds but whose answer never arrives; a quota to report
+// (SetRateLimit); and writes held in flight (HoldWrites) while it counts
+// how many are served at once, in all and per resource.
 package forgetest
 
 import (
@@ -158,9 +160,13 @@ type Server struct {
 	next      map[Endpoint]Mode
 	ids       int64
 	remaining int
+	limit     int
 	reset     time.Time
-	writing   int // writes being answered now
-	maxWrites int // most writes ever answered at once
+	writing   int            // writes being answered now
+	maxWrites int            // most writes ever answered at once
+	inflight  map[string]int // writes being answered now by resource
+	maxSame   int            // most writes ever answered at once for one resource
+	hold      *hold          // set while writes are held
 }
 
 type repo struct {
@@ -182,7 +188,8 @@ func New(t testing.TB, token string) *Server {
 		Token: token, Login: "cadre-bot", t: t,
 		closing: make(chan struct{}),
 		repos:   map[string]*repo{}, faults: map[int]Fault{}, next: map[Endpoint]Mode{},
-		remaining: 5000, reset: time.Now().Add(time.Hour),
+		remaining: 5000, limit: 5000, reset: time.Now().Add(time.Hour),
+		inflight: map[string]int{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + "/"
@@ -198,6 +205,7 @@ func (s *Server) Close() {
 	default:
 	}
 	close(s.closing)
+	s.ReleaseWrites()
 	s.srv.Close()
 }
 
@@ -371,19 +379,6 @@ func (s *Server) Comments(owner, name string, number int) []Comment {
 	return nil
 }
 
-func (s *Server) enterWrite() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.writing++
-	s.maxWrites = max(s.maxWrites, s.writing)
-}
-
-func (s *Server) leaveWrite() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.writing--
-}
-
 // MaxParallelWrites returns the most mutating requests that were ever
 // being served at once.
 func (s *Server) MaxParallelWrites() int {
@@ -397,8 +392,11 @@ func (s *Server) MaxParallelWrites() int {
 func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	write := req.Method != http.MethodGet
+	var res string
 	if write {
-		s.enterWrite()
+		res = resource(req.URL.Path, body)
+		s.enterWrite(res)
+		s.waitHold(Call{Method: req.Method, Path: req.URL.Path, Body: string(body)})
 	}
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{Method: req.Method, Path: req.URL.Path, RawQuery: req.URL.RawQuery, Header: req.Header.Clone(), Body: string(body)})
@@ -409,12 +407,12 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 	if a.stall {
 		s.calls[idx].Status = 0
 	}
-	remaining, reset := s.remaining, s.reset
+	remaining, limit, reset := s.remaining, s.limit, s.reset
 	s.mu.Unlock()
 	if write {
 		// Before answering: a client that waits for each answer can never
 		// be seen with two writes at once.
-		s.leaveWrite()
+		s.leaveWrite(res)
 	}
 
 	if a.stall {
@@ -428,7 +426,7 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("X-GitHub-Api-Version-Selected", "2022-11-28")
 	h.Set("X-GitHub-Request-Id", fmt.Sprintf("FAKE:%d", idx+1))
-	h.Set("X-RateLimit-Limit", "5000")
+	h.Set("X-RateLimit-Limit", strconv.Itoa(limit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	h.Set("X-RateLimit-Resource", "core")

@@ -106,3 +106,30 @@ func TestFaultOnNthCall(t *testing.T) {
 		t.Errorf("call 3: %d", status)
 	}
 }
+
+// Writes are counted per resource the way a client must serialise them.
+func TestResource(t *testing.T) {
+	tests := []struct{ path, body, want string }{
+		{"/repos/o/r/issues/7/comments", `{"body":"x"}`, "o/r#7"},
+		{"/repos/o/r/issues/7/labels", `{"labels":["a"]}`, "o/r#7"},
+		{"/repos/o/r/pulls/7", `{"title":"x"}`, "o/r#7"},
+		{"/repos/o/r/pulls", `{"head":"o:cadre/1"}`, "o/r@o:cadre/1"},
+		{"/elsewhere", ``, "/elsewhere"},
+	}
+	for _, tt := range tests {
+		if got := resource(tt.path, []byte(tt.body)); got != tt.want {
+			t.Errorf("resource(%q) = %q, want %q", tt.path, got, tt.want)
+		}
+	}
+}
+
+// The quota set is reported, and spent by each request.
+func TestSetRateLimit(t *testing.T) {
+	s := New(t, "")
+	s.AddIssue("o", "r", Issue{Title: "t"})
+	s.SetRateLimit(40, 1000)
+	_, h, _ := get(t, s, "GET", "/repos/o/r/issues/1", "", "")
+	if h.Get("X-RateLimit-Remaining") != "39" || h.Get("X-RateLimit-Limit") != "1000" {
+		t.Errorf("remaining %q of %q, want 39 of 1000", h.Get("X-RateLimit-Remaining"), h.Get("X-RateLimit-Limit"))
+	}
+}
