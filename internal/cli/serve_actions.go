@@ -131,7 +131,8 @@ func (a *boardActions) resume(ctx context.Context, run string) {
 	if err != nil || r.Status == store.RunCompleted {
 		return
 	}
-	fmt.Fprintf(a.f.IO.ErrOut, "cadre: resuming run %s after an answer on the board\n", run)
+	// One board may serve several repositories: say which one this is.
+	fmt.Fprintf(a.f.IO.ErrOut, "cadre: resuming run %s of %s after an answer on the board\n", run, a.ws.root)
 	e, flush, err := a.f.newEngine(ctx, a.ws, a.st, a.f.eventSink(false))
 	if err != nil {
 		fmt.Fprintf(a.f.IO.ErrOut, "cadre: resume %s: %v\n", run, err)
@@ -151,7 +152,7 @@ func (a *boardActions) resume(ctx context.Context, run string) {
 		a.mu.Lock()
 		delete(a.pending, run) // what this resume consumed
 		a.mu.Unlock()
-		fmt.Fprintf(a.f.IO.ErrOut, "cadre: run %s %s\n", run, sum.Status)
+		fmt.Fprintf(a.f.IO.ErrOut, "cadre: run %s of %s %s\n", run, a.ws.root, sum.Status)
 		return
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/ui/web"
 )
 
 // ServeFlags are run's, resume's and do's --serve and --token-file.
@@ -43,7 +44,8 @@ func (f *Factory) runServed(ctx context.Context, ws workspaceCtx, sf ServeFlags,
 	}
 	defer st.Close()
 	acts := newBoardActions(f, ws, st, false)
-	b, err := f.startBoard(ctx, ws, st, acts, sf.Addr, sf.TokenFile)
+	// Only this run's repository: its process answers for no other.
+	b, err := f.startBoard(ctx, []web.Repo{f.boardRepo(ws, st, acts)}, sf.Addr, sf.TokenFile)
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,8 @@ type approveRequest struct {
 	Note    string `json:"note"`
 }
 
-func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
-	if s.o.Actions == nil {
+func (s *Server) approve(w http.ResponseWriter, r *http.Request, rp *repo) {
+	if rp.Actions == nil {
 		http.Error(w, "this board is read-only", http.StatusNotImplemented)
 		return
 	}
@@ -22,19 +22,19 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "want a JSON body {\"approve\": true|false, \"note\": \"…\"}", http.StatusBadRequest)
 		return
 	}
-	if err := s.o.Actions.Approve(r.Context(), r.PathValue("run"), r.PathValue("item"), req.Approve, req.Note); err != nil {
+	if err := rp.Actions.Approve(r.Context(), r.PathValue("run"), r.PathValue("item"), req.Approve, req.Note); err != nil {
 		fail(w, err)
 		return
 	}
 	writeJSON(w, map[string]string{"status": "answered"})
 }
 
-func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
-	if s.o.Actions == nil {
+func (s *Server) stop(w http.ResponseWriter, r *http.Request, rp *repo) {
+	if rp.Actions == nil {
 		http.Error(w, "this board is read-only", http.StatusNotImplemented)
 		return
 	}
-	if err := s.o.Actions.Stop(r.Context(), r.PathValue("run")); err != nil {
+	if err := rp.Actions.Stop(r.Context(), r.PathValue("run")); err != nil {
 		fail(w, err)
 		return
 	}

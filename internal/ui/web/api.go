@@ -77,8 +77,37 @@ func toRunJSON(r store.Run) runJSON {
 	return runJSON{ID: r.ID, Repo: r.Repo, Workflow: r.Workflow, Status: r.Status, Started: r.StartedAt, Updated: r.UpdatedAt, Ended: r.EndedAt}
 }
 
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	runs, err := s.o.Store.Runs(r.Context())
+type repoJSON struct {
+	Key     string `json:"key"`
+	Name    string `json:"name"`
+	Dir     string `json:"dir,omitempty"`
+	Runs    int    `json:"runs"`
+	Running int    `json:"running"`
+}
+
+// listRepos lists the board's repositories, with how many runs each has
+// and how many of them run now, so the picker shows where work goes on.
+func (s *Server) listRepos(w http.ResponseWriter, r *http.Request) {
+	out := []repoJSON{}
+	for _, rp := range s.repos {
+		runs, err := rp.Store.Runs(r.Context())
+		if err != nil {
+			fail(w, fmt.Errorf("list the runs of %s: %w", rp.Name, err))
+			return
+		}
+		rj := repoJSON{Key: rp.key, Name: rp.Name, Dir: rp.Dir, Runs: len(runs)}
+		for _, run := range runs {
+			if run.Status == store.RunRunning {
+				rj.Running++
+			}
+		}
+		out = append(out, rj)
+	}
+	writeJSON(w, out)
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, rp *repo) {
+	runs, err := rp.Store.Runs(r.Context())
 	if err != nil {
 		fail(w, err)
 		return
@@ -90,27 +119,27 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, out)
 }
 
-func (s *Server) board(w http.ResponseWriter, r *http.Request) {
+func (s *Server) board(w http.ResponseWriter, r *http.Request, rp *repo) {
 	ctx := r.Context()
 	id := r.PathValue("run")
 	// The sequence number is read first: events journaled while the
 	// snapshot is built are sent again, and applying one twice is harmless.
-	seq, err := s.o.Store.LastEventSeq(ctx)
+	seq, err := rp.Store.LastEventSeq(ctx)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	run, err := s.o.Store.GetRun(ctx, id)
+	run, err := rp.Store.GetRun(ctx, id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	sum, err := engine.Summarize(ctx, s.o.Store, id)
+	sum, err := engine.Summarize(ctx, rp.Store, id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	steps, err := s.o.Store.Steps(ctx, id)
+	steps, err := rp.Store.Steps(ctx, id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -159,10 +188,10 @@ type stepJSON struct {
 	Files    []string        `json:"files"` // of prompt, context, output, log: those on disk
 }
 
-func (s *Server) item(w http.ResponseWriter, r *http.Request) {
+func (s *Server) item(w http.ResponseWriter, r *http.Request, rp *repo) {
 	ctx := r.Context()
 	run, id := r.PathValue("run"), r.PathValue("item")
-	sum, err := engine.Summarize(ctx, s.o.Store, run)
+	sum, err := engine.Summarize(ctx, rp.Store, run)
 	if err != nil {
 		fail(w, err)
 		return
@@ -177,7 +206,7 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("item %s of run %s: %w", id, run, store.ErrNotFound))
 		return
 	}
-	steps, err := s.o.Store.Steps(ctx, run)
+	steps, err := rp.Store.Steps(ctx, run)
 	if err != nil {
 		fail(w, err)
 		return
@@ -191,7 +220,7 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		sj := stepJSON{ID: st.ID, Role: st.Role, Runner: st.Runner, Model: st.Model, Kind: st.Kind, Status: st.Status,
-			Tries: st.Tries, ExitCode: st.ExitCode, Signal: st.Signal, Result: st.Result, Error: s.o.Redact(st.Error),
+			Tries: st.Tries, ExitCode: st.ExitCode, Signal: st.Signal, Result: st.Result, Error: rp.Redact(st.Error),
 			Usage: event.Usage{InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens,
 				CacheReadTokens: st.Usage.CacheReadTokens, CacheWriteTokens: st.Usage.CacheWriteTokens,
 				CostUSD: st.Usage.CostUSD, CostEstimated: st.Usage.CostEstimated},
@@ -235,9 +264,9 @@ func stepFile(outPath, kind string) string {
 	return ""
 }
 
-func (s *Server) file(w http.ResponseWriter, r *http.Request) {
+func (s *Server) file(w http.ResponseWriter, r *http.Request, rp *repo) {
 	run, step, kind := r.PathValue("run"), r.URL.Query().Get("step"), r.URL.Query().Get("kind")
-	st, err := s.o.Store.GetStep(r.Context(), run, step)
+	st, err := rp.Store.GetStep(r.Context(), run, step)
 	if err != nil {
 		fail(w, err)
 		return
@@ -265,19 +294,19 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request) {
 	// text/plain with nosniff: even opened on its own, an agent's output
 	// is never rendered as HTML.
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	io.WriteString(w, s.o.Redact(text))
+	io.WriteString(w, rp.Redact(text))
 }
 
-func (s *Server) cost(w http.ResponseWriter, r *http.Request) {
+func (s *Server) cost(w http.ResponseWriter, r *http.Request, rp *repo) {
 	ctx := r.Context()
 	run := r.PathValue("run")
-	if _, err := s.o.Store.GetRun(ctx, run); err != nil {
+	if _, err := rp.Store.GetRun(ctx, run); err != nil {
 		fail(w, err)
 		return
 	}
 	out := map[string][]engine.ReportRow{}
 	for _, by := range []string{"role", "runner", "model"} {
-		rows, err := engine.Report(ctx, s.o.Store, run, by)
+		rows, err := engine.Report(ctx, rp.Store, run, by)
 		if err != nil {
 			fail(w, err)
 			return

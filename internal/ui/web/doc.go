@@ -2,7 +2,9 @@
 // (plain HTML, CSS and JavaScript), a small JSON API over the journal and a
 // Server-Sent Events stream that follows the journal's events, so the same
 // board works in the process running a run (cadre run --serve), in another
-// process (cadre serve) and after the run ended.
+// process (cadre serve) and after the run ended. One board may show
+// several repositories, each with its own journal, under keys the server
+// makes (a request never names a directory).
 //
 // Reading is open to whoever reaches the address (127.0.0.1 by default;
 // requests naming another host are refused, against DNS rebinding); the

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -27,13 +28,19 @@ type journal struct {
 
 func newJournal(t testing.TB) *journal {
 	t.Helper()
+	return newJournalOf(t, "20261124-100000-ab12")
+}
+
+// newJournalOf is a journal in a directory of its own with run.
+func newJournalOf(t testing.TB, run string) *journal {
+	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "cadre.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	j := &journal{t: t, st: st, dir: dir, run: "20261124-100000-ab12"}
+	j := &journal{t: t, st: st, dir: dir, run: run}
 	if err := st.CreateRun(context.Background(), store.Run{ID: j.run, Repo: dir, Workflow: "runner"}); err != nil {
 		t.Fatal(err)
 	}
@@ -91,14 +98,14 @@ func (j *journal) emit(e event.Event) {
 // recorder is an Actions that records what the buttons asked.
 type recorder struct {
 	mu       sync.Mutex
-	approved []string
+	approved []string // RUN/ITEM
 	stopped  []string
 }
 
 func (r *recorder) Approve(_ context.Context, run, item string, ok bool, note string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.approved = append(r.approved, item)
+	r.approved = append(r.approved, run+"/"+item)
 	return nil
 }
 
@@ -107,6 +114,13 @@ func (r *recorder) Stop(_ context.Context, run string) error {
 	defer r.mu.Unlock()
 	r.stopped = append(r.stopped, run)
 	return nil
+}
+
+// log is what was approved (RUN/ITEM) and stopped so far.
+func (r *recorder) log() (approved, stopped []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.approved), slices.Clone(r.stopped)
 }
 
 func (r *recorder) calls() (int, int) {
@@ -119,7 +133,20 @@ func (r *recorder) calls() (int, int) {
 // returns its base URL and a function that stops it and waits.
 func serve(t testing.TB, j *journal, acts web.Actions, addr string) (string, func()) {
 	t.Helper()
-	srv, err := web.New(web.Options{Store: j.st, Token: testToken, Actions: acts, Poll: 20 * time.Millisecond})
+	return serveOptions(t, web.Options{Store: j.st, Actions: acts}, addr)
+}
+
+// serveRepos starts a board of several repositories on any port.
+func serveRepos(t testing.TB, repos ...web.Repo) string {
+	t.Helper()
+	base, _ := serveOptions(t, web.Options{Repos: repos}, "127.0.0.1:0")
+	return base
+}
+
+func serveOptions(t testing.TB, o web.Options, addr string) (string, func()) {
+	t.Helper()
+	o.Token, o.Poll = testToken, 20*time.Millisecond
+	srv, err := web.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,20 +38,44 @@ type Actions interface {
 
 // Options configure a Server.
 type Options struct {
+	// Store, Actions and Redact describe the one repository of a board
+	// without Repos.
 	Store   *store.Store
-	Token   string  // required by the actions; New refuses an empty one
 	Actions Actions // nil: the actions answer 501
 	// Redact masks secrets in the step files served (agent output, logs).
 	Redact func(string) string
+	// Repos are the repositories of a board that shows several; the
+	// first is the one the page opens on.
+	Repos []Repo
+	Token string // required by the actions; New refuses an empty one
 	// Poll is how often the journal is read for new events (50ms).
 	Poll time.Duration
 }
 
+// Repo is one repository a board shows: its journal and what its buttons
+// do there.
+type Repo struct {
+	Name    string // shown in the page's picker; its key in the API is a slug of it
+	Dir     string // shown as the picker's hint
+	Store   *store.Store
+	Actions Actions             // nil: the actions answer 501
+	Redact  func(string) string // nil: nothing masked
+}
+
+// repo is a Repo as served: its key in the API's paths and the hub that
+// follows its journal.
+type repo struct {
+	Repo
+	key string
+	hub *hub
+}
+
 // Server is the dashboard.
 type Server struct {
-	o   Options
-	hub *hub
-	mux *http.ServeMux
+	o     Options
+	repos []*repo
+	byKey map[string]*repo
+	mux   *http.ServeMux
 }
 
 // NewToken returns a fresh random action token.
@@ -69,44 +93,119 @@ func New(o Options) (*Server, error) {
 	if o.Poll <= 0 {
 		o.Poll = 50 * time.Millisecond
 	}
-	if o.Redact == nil {
-		o.Redact = func(s string) string { return s }
+	repos := o.Repos
+	switch {
+	case len(repos) == 0 && o.Store == nil:
+		return nil, errors.New("web board: no journal to show")
+	case len(repos) == 0:
+		repos = []Repo{{Name: "repository", Store: o.Store, Actions: o.Actions, Redact: o.Redact}}
+	case o.Store != nil:
+		return nil, errors.New("web board: give either Store or Repos, not both")
 	}
-	s := &Server{o: o, hub: newHub(o.Store, o.Poll), mux: http.NewServeMux()}
+	s := &Server{o: o, byKey: map[string]*repo{}, mux: http.NewServeMux()}
+	for _, r := range repos {
+		if r.Store == nil {
+			return nil, fmt.Errorf("web board: repository %s has no journal", r.Name)
+		}
+		if r.Redact == nil {
+			r.Redact = func(s string) string { return s }
+		}
+		// The key is made here, never taken from a request: a request can
+		// only pick one of these repositories, not name a directory.
+		key := slug(r.Name)
+		for n := 2; s.byKey[key] != nil; n++ {
+			key = fmt.Sprintf("%s-%d", slug(r.Name), n)
+		}
+		rp := &repo{Repo: r, key: key, hub: newHub(r.Store, o.Poll)}
+		s.repos = append(s.repos, rp)
+		s.byKey[key] = rp
+	}
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "index.html")
 	})
-	s.mux.HandleFunc("GET /api/runs", s.listRuns)
-	s.mux.HandleFunc("GET /api/runs/{run}", s.board)
-	s.mux.HandleFunc("GET /api/runs/{run}/items/{item}", s.item)
-	s.mux.HandleFunc("GET /api/runs/{run}/file", s.file)
-	s.mux.HandleFunc("GET /api/runs/{run}/cost", s.cost)
-	s.mux.HandleFunc("GET /api/events", s.events)
-	s.mux.HandleFunc("POST /api/runs/{run}/items/{item}/approve", s.authorized(s.approve))
-	s.mux.HandleFunc("POST /api/runs/{run}/stop", s.authorized(s.stop))
+	s.mux.HandleFunc("GET /api/repos", s.listRepos)
+	// /api/repos/KEY/… is a repository of the board; /api/… without a
+	// key is the first one, as on a board of one repository.
+	for _, pre := range []string{"/api", "/api/repos/{repo}"} {
+		s.mux.HandleFunc("GET "+pre+"/runs", s.inRepo(s.listRuns))
+		s.mux.HandleFunc("GET "+pre+"/runs/{run}", s.inRepo(s.board))
+		s.mux.HandleFunc("GET "+pre+"/runs/{run}/items/{item}", s.inRepo(s.item))
+		s.mux.HandleFunc("GET "+pre+"/runs/{run}/file", s.inRepo(s.file))
+		s.mux.HandleFunc("GET "+pre+"/runs/{run}/cost", s.inRepo(s.cost))
+		s.mux.HandleFunc("GET "+pre+"/events", s.inRepo(s.events))
+		s.mux.HandleFunc("POST "+pre+"/runs/{run}/items/{item}/approve", s.authorized(s.inRepo(s.approve)))
+		s.mux.HandleFunc("POST "+pre+"/runs/{run}/stop", s.authorized(s.inRepo(s.stop)))
+	}
 	return s, nil
 }
 
-// Clients is how many pages follow the event stream now.
-func (s *Server) Clients() int { return s.hub.clients() }
+// slug is name as a short path segment: lower-case letters, digits and
+// dashes.
+func slug(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(name) {
+		if (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') {
+			b.WriteRune(c)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.TrimSuffix(b.String(), "-")
+	if len(out) > 40 {
+		out = strings.TrimSuffix(out[:40], "-")
+	}
+	if out == "" {
+		return "repo"
+	}
+	return out
+}
+
+// inRepo resolves the request's repository key to one of the board's
+// repositories (404 for any other) before next handles it.
+func (s *Server) inRepo(next func(http.ResponseWriter, *http.Request, *repo)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rp := s.repos[0]
+		if key := r.PathValue("repo"); key != "" {
+			if rp = s.byKey[key]; rp == nil {
+				http.Error(w, "this board shows no such repository", http.StatusNotFound)
+				return
+			}
+		}
+		next(w, r, rp)
+	}
+}
+
+// Clients is how many pages follow an event stream now.
+func (s *Server) Clients() int {
+	n := 0
+	for _, rp := range s.repos {
+		n += rp.hub.clients()
+	}
+	return n
+}
 
 // Flush waits (until ctx ends) for the pages to have been sent every
 // event journaled so far: a run --serve about to exit lets its board
 // show how the run ended.
 func (s *Server) Flush(ctx context.Context) {
-	seq, err := s.o.Store.LastEventSeq(ctx)
-	if err != nil {
-		return
-	}
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
-	for !s.hub.delivered(seq) {
-		select {
-		case <-ctx.Done():
+	for _, rp := range s.repos {
+		seq, err := rp.Store.LastEventSeq(ctx)
+		if err != nil {
 			return
-		case <-t.C:
+		}
+		for !rp.hub.delivered(seq) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
 	}
 	// The streams write and flush what they took from their queue.
@@ -167,13 +266,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	g, gctx := errgroup.WithContext(ctx)
 	hubCtx, stopHub := context.WithCancel(gctx)
 	defer stopHub()
-	g.Go(func() error {
-		// A read cut short by the shutdown is no error.
-		if err := s.hub.run(hubCtx); err != nil && hubCtx.Err() == nil {
-			return fmt.Errorf("follow the journal: %w", err)
-		}
-		return nil
-	})
+	for _, rp := range s.repos {
+		g.Go(func() error {
+			// A read cut short by the shutdown is no error.
+			if err := rp.hub.run(hubCtx); err != nil && hubCtx.Err() == nil {
+				return fmt.Errorf("follow the journal of %s: %w", rp.Name, err)
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("web board: %w", err)

@@ -11,7 +11,7 @@ import (
 // ?after= (or the Last-Event-ID a reconnecting EventSource sends), then
 // new ones as they are journaled. ?run= limits it to one run. The stream
 // only reads.
-func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+func (s *Server) events(w http.ResponseWriter, r *http.Request, rp *repo) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
@@ -25,9 +25,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	// Subscribe before catching up, so nothing journaled in between is
 	// missed; what comes twice is skipped by its sequence number.
-	sub := s.hub.subscribe(run)
-	defer s.hub.unsubscribe(sub)
-	past, _, err := s.o.Store.Events(ctx, run, after)
+	sub := rp.hub.subscribe(run)
+	defer rp.hub.unsubscribe(sub)
+	past, _, err := rp.Store.Events(ctx, run, after)
 	if err != nil {
 		fail(w, err)
 		return

@@ -25,6 +25,9 @@ func TestHostileTextIsShownNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, ctx, `document.querySelector('.card[data-item="evil"] .title')`, 10*time.Second)
+	if !eval[bool](t, ctx, `document.querySelector('#repos').hidden`) {
+		t.Error("a board of one repository shows a repository picker")
+	}
 	if got := eval[string](t, ctx, `document.querySelector('.card[data-item="evil"] .title').textContent`); got != title {
 		t.Errorf("card title = %q, want the title as text %q", got, title)
 	}

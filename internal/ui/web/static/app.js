@@ -6,7 +6,7 @@
   const $ = (sel) => document.querySelector(sel);
   const enc = encodeURIComponent;
   const S = {
-    runs: [], run: '', board: null, cards: new Map(), es: null, seq: 0,
+    repos: [], repo: '', runs: [], run: '', board: null, cards: new Map(), es: null, seq: 0,
     view: 'board', item: '', token: '', refreshTimer: 0, itemTimer: 0, painted: false,
   };
   // Measurements read by the browser tests and the benchmark.
@@ -73,20 +73,35 @@
     });
   }
 
-  // --- routing: #/run/RUN, #/run/RUN/item/ITEM, #/run/RUN/cost
+  // --- routing: #/repo/REPO/run/RUN, …/run/RUN/item/ITEM, …/run/RUN/cost;
+  // a route without #/repo/REPO is the board's first repository.
   function route() {
-    const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
-    let run = '', view = 'board', item = '';
+    let parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+    let repo = '', run = '', view = 'board', item = '';
+    if (parts[0] === 'repo' && parts[1]) { repo = parts[1]; parts = parts.slice(2); }
     if (parts[0] === 'run' && parts[1]) {
       run = parts[1];
       if (parts[2] === 'item' && parts[3]) { view = 'item'; item = parts.slice(3).join('/'); }
       else if (parts[2] === 'cost') view = 'cost';
     }
-    return { run, view, item };
+    return { repo, run, view, item };
   }
+
+  // The API and the page's links of the repository shown.
+  const api = () => '/api/repos/' + enc(S.repo);
+  const runHref = (run) => '#/repo/' + enc(S.repo) + '/run/' + enc(run);
 
   async function navigate() {
     const r = route();
+    if (!S.repos.length) await loadRepos();
+    const repo = r.repo || (S.repos[0] && S.repos[0].key) || '';
+    if (repo !== S.repo) {
+      // Another journal: its runs, snapshot and event numbers are its own.
+      if (S.es) S.es.close();
+      S.es = null; S.run = ''; S.runs = []; S.board = null; S.cards.clear();
+      S.repo = repo;
+    }
+    renderRepoPicker();
     await loadRuns();
     let run = r.run || (S.runs[0] && S.runs[0].id) || '';
     const changed = run !== S.run;
@@ -95,6 +110,8 @@
     renderRunPicker();
     if (!run) {
       $('#view').replaceChildren(el('p', {}, 'No run in this journal yet: start one with cadre run.'));
+      $('#run-status').textContent = '';
+      $('#stop').hidden = true;
       return;
     }
     if (changed) {
@@ -109,21 +126,37 @@
     if (changed || !S.es) connect();
   }
 
-  async function loadRuns() {
+  async function loadRepos() {
     try {
-      S.runs = await getJSON('/api/runs');
+      S.repos = await getJSON('/api/repos');
+    } catch (e) { say(String(e)); }
+  }
+
+  // The picker shows only on a board of several repositories.
+  function renderRepoPicker() {
+    const sel = $('#repos');
+    sel.hidden = S.repos.length < 2;
+    sel.replaceChildren(...S.repos.map((r) => el('option', { value: r.key, selected: r.key === S.repo, title: r.dir },
+      r.name + ' · ' + r.runs + (r.runs === 1 ? ' run' : ' runs') + (r.running ? ' · ' + r.running + ' running' : ''))));
+    sel.onchange = () => { location.hash = '#/repo/' + enc(sel.value); };
+  }
+
+  async function loadRuns() {
+    if (!S.repo) return;
+    try {
+      S.runs = await getJSON(api() + '/runs');
     } catch (e) { say(String(e)); }
   }
 
   function renderRunPicker() {
     const sel = $('#runs');
     sel.replaceChildren(...S.runs.map((r) => el('option', { value: r.id, selected: r.id === S.run }, r.id + ' · ' + r.status)));
-    sel.onchange = () => { location.hash = '#/run/' + enc(sel.value); };
+    sel.onchange = () => { location.hash = runHref(sel.value); };
     const nav = $('#run-nav');
     if (!S.run) { nav.replaceChildren(); return; }
     nav.replaceChildren(
-      el('a', { href: '#/run/' + enc(S.run), id: 'nav-board' }, 'board'),
-      el('a', { href: '#/run/' + enc(S.run) + '/cost', id: 'nav-cost' }, 'cost'));
+      el('a', { href: runHref(S.run), id: 'nav-board' }, 'board'),
+      el('a', { href: runHref(S.run) + '/cost', id: 'nav-cost' }, 'cost'));
   }
 
   function renderRunStatus() {
@@ -134,7 +167,7 @@
     const stop = $('#stop');
     stop.hidden = b.run.status !== 'running';
     stop.onclick = async () => {
-      if (await post('/api/runs/' + enc(S.run) + '/stop')) say('Stop requested: running steps finish, no new step starts.');
+      if (await post(api() + '/runs/' + enc(S.run) + '/stop')) say('Stop requested: running steps finish, no new step starts.');
     };
   }
 
@@ -142,7 +175,7 @@
   async function refreshBoard(render) {
     let b;
     try {
-      b = await getJSON('/api/runs/' + enc(S.run));
+      b = await getJSON(api() + '/runs/' + enc(S.run));
     } catch (e) { say(String(e)); return; }
     M.refreshes++;
     S.board = b;
@@ -190,7 +223,7 @@
     Object.assign(card.data, c);
     const d = card.data;
     const node = el('div', { class: 'card', 'data-item': d.id, 'data-status': d.status, 'data-column': d.column },
-      el('a', { class: 'title', href: '#/run/' + enc(S.run) + '/item/' + enc(d.id) }, d.title || d.id),
+      el('a', { class: 'title', href: runHref(S.run) + '/item/' + enc(d.id) }, d.title || d.id),
       el('div', { class: 'meta' }, d.id + ' · ' + d.status + (d.role ? ' · ' + d.role + ' → ' + (d.runner || '') + (d.model ? '/' + d.model : '') : '')),
       el('div', { class: 'meta' }, tokens(d.usage) + ' · ' + money(d.usage) + (d.attempts ? ' · attempt ' + d.attempts : '')),
       d.reason ? el('div', { class: 'reason' }, d.reason) : null,
@@ -211,7 +244,7 @@
   }
 
   async function answer(item, approve, note) {
-    if (await post('/api/runs/' + enc(S.run) + '/items/' + enc(item) + '/approve', { approve, note })) {
+    if (await post(api() + '/runs/' + enc(S.run) + '/items/' + enc(item) + '/approve', { approve, note })) {
       say((approve ? 'Approved ' : 'Rejected ') + item + '.');
       scheduleRefresh();
     }
@@ -221,7 +254,7 @@
   function connect() {
     if (S.es) S.es.close();
     const conn = $('#conn');
-    const es = new EventSource('/api/events?run=' + enc(S.run) + '&after=' + S.seq);
+    const es = new EventSource(api() + '/events?run=' + enc(S.run) + '&after=' + S.seq);
     S.es = es;
     es.onopen = () => {
       conn.textContent = 'live'; conn.className = 'conn live';
@@ -280,7 +313,7 @@
   async function showItem() {
     let d;
     try {
-      d = await getJSON('/api/runs/' + enc(S.run) + '/items/' + enc(S.item));
+      d = await getJSON(api() + '/runs/' + enc(S.run) + '/items/' + enc(S.item));
     } catch (e) { say(String(e)); return; }
     const it = d.item;
     const waiting = d.steps.some((s) => s.kind === 'human' && s.status === 'started');
@@ -296,7 +329,7 @@
         pr ? el('tr', {}, el('th', {}, 'pull request'), el('td', {}, el('a', { href: pr, rel: 'noopener noreferrer', target: '_blank' }, pr))) : null)),
       waiting ? el('div', { class: 'actions', id: 'item-actions' }, note, approveButtons(it.ID, () => note.value)) : null);
     const steps = el('ol', { class: 'timeline', id: 'timeline' }, d.steps.map(stepNode));
-    $('#view').replaceChildren(el('p', {}, el('a', { href: '#/run/' + enc(S.run) }, '← board')), head, el('h2', {}, 'Steps'), steps);
+    $('#view').replaceChildren(el('p', {}, el('a', { href: runHref(S.run) }, '← board')), head, el('h2', {}, 'Steps'), steps);
   }
 
   // ItemSummary's usage fields are Go names; steps' are JSON names.
@@ -313,7 +346,7 @@
       const load = async () => {
         if (det.dataset.loaded) return;
         det.dataset.loaded = '1';
-        const r = await fetch('/api/runs/' + enc(S.run) + '/file?step=' + enc(s.id) + '&kind=' + kind);
+        const r = await fetch(api() + '/runs/' + enc(S.run) + '/file?step=' + enc(s.id) + '&kind=' + kind);
         pre.textContent = await r.text();
       };
       det.addEventListener('toggle', () => { if (det.open) load(); });
@@ -342,7 +375,7 @@
   async function showCost() {
     let d;
     try {
-      d = await getJSON('/api/runs/' + enc(S.run) + '/cost');
+      d = await getJSON(api() + '/runs/' + enc(S.run) + '/cost');
     } catch (e) { say(String(e)); return; }
     $('#view').replaceChildren(el('h1', {}, 'Run ' + S.run),
       el('div', { class: 'charts' }, ['role', 'runner', 'model'].map((by) => el('section', { 'data-by': by },
@@ -374,5 +407,11 @@
   window.addEventListener('hashchange', navigate);
   initToken();
   navigate();
-  setInterval(async () => { await loadRuns(); renderRunPicker(); }, 5000);
+  // Runs started since, in any repository: the pickers list them, and a
+  // page that showed an empty journal opens the new run.
+  setInterval(async () => {
+    await loadRepos(); renderRepoPicker();
+    await loadRuns(); renderRunPicker();
+    if (!S.run && S.runs.length) navigate();
+  }, 5000);
 })();
