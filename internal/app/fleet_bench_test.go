@@ -97,7 +97,7 @@ func (c countingRunner) Run(ctx context.Context, inv runner.Invocation) (runner.
 // gitShim puts a git first on PATH that logs each command line to the
 // returned file and execs the real git, so a benchmark counts every git
 // process cadre starts (pushes and worktree creation included).
-func gitShim(b *testing.B) (logPath string, restore func()) {
+func gitShim(b testing.TB) (logPath string, restore func()) {
 	b.Helper()
 	real, err := exec.LookPath("git")
 	if err != nil {
@@ -118,7 +118,7 @@ func gitShim(b *testing.B) (logPath string, restore func()) {
 
 // issueRepo is a repository with a bare origin and a fake GitHub holding n
 // open issues.
-func issueRepo(b *testing.B, n int) (root, bare string, fake *forgetest.Server) {
+func issueRepo(b testing.TB, n int) (root, bare string, fake *forgetest.Server) {
 	b.Helper()
 	work := b.TempDir()
 	root, bare = filepath.Join(work, "repo"), filepath.Join(work, "origin.git")
@@ -176,13 +176,15 @@ type issueRun struct {
 	gits, gcs       int
 	maxRSSKB        int64
 	bySub           map[string]int // git processes by subcommand
+	argv            []string       // every git command line, in order
+	root            string
 }
 
 // runIssues works issues GitHub issues through the cadre workflow,
 // parallel at once, with the script runner as an instant agent, the fake
 // GitHub without write spacing and a local bare origin; it checks every
 // issue became a pull request.
-func runIssues(b *testing.B, issues, parallel int) issueRun {
+func runIssues(b testing.TB, issues, parallel int) issueRun {
 	b.Helper()
 	ctx := context.Background()
 	root, bare, fake := issueRepo(b, issues)
@@ -225,11 +227,16 @@ func runIssues(b *testing.B, issues, parallel int) issueRun {
 	os.Truncate(logPath, 0)
 	cpu0 := selfCPU()
 	all0, _ := cpuTime()
-	b.StartTimer()
+	bb, timed := b.(*testing.B)
+	if timed {
+		bb.StartTimer()
+	}
 	start := time.Now()
 	sum, err := eng.Start(ctx, engine.Options{Targets: targets, Parallel: parallel})
 	wall := time.Since(start)
-	b.StopTimer()
+	if timed {
+		bb.StopTimer()
+	}
 	all1, maxrss := cpuTime()
 	cpu1 := selfCPU()
 	flush()
@@ -244,12 +251,13 @@ func runIssues(b *testing.B, issues, parallel int) issueRun {
 	}
 	_ = bare
 	log, _ := os.ReadFile(logPath)
-	r := issueRun{wall: wall, cpu: all1 - all0, self: cpu1 - cpu0, steps: steps.Load(), bytes: bytes.Load(), maxRSSKB: maxrss, bySub: map[string]int{}}
+	r := issueRun{wall: wall, cpu: all1 - all0, self: cpu1 - cpu0, steps: steps.Load(), bytes: bytes.Load(), maxRSSKB: maxrss, bySub: map[string]int{}, root: root}
 	for _, line := range strings.Split(string(log), "\036") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
 		r.gits++
+		r.argv = append(r.argv, line)
 		sub := gitSubcommand(strings.Fields(line))
 		r.bySub[sub]++
 		if sub == "gc" || sub == "maintenance" {
