@@ -85,6 +85,8 @@ type Options struct {
 	// waits for queued notifications (default 10s).
 	Notify     notify.Options
 	NotifyWait time.Duration
+	// Forge replaces the GitHub built from cadre.yaml (nil: that one).
+	Forge engine.Forge
 }
 
 // NewEngine wires an engine for ws that journals into st. Its errors are
@@ -135,8 +137,12 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 		all = []event.Sink{redactSink(redact.New(token), all)}
 	}
 	bus = event.NewBus(nil, all...)
+	var fg engine.Forge = NewGitHub(ws, getenv)
+	if o.Forge != nil {
+		fg = o.Forge
+	}
 	e, err := engine.New(ctx, engine.Deps{Root: ws.Root, Config: ws.Config, Store: st, Roles: roles, Runners: runners(ws.Config.Prices),
-		Workflows: flows, Forge: NewGitHub(ws, getenv), Bus: bus, Crash: o.Crash, Sandbox: policy})
+		Workflows: flows, Forge: fg, Bus: bus, Crash: o.Crash, Sandbox: policy})
 	if err != nil {
 		closeAll()
 		return nil, nil, err

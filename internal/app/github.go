@@ -29,11 +29,14 @@ type GitHub struct {
 	client *forge.Client
 	token  string
 	repo   string // owner/repo the bare issue numbers belong to
+	opts   []forge.Option
 }
 
-// NewGitHub returns ws's GitHub; getenv reads the token's variable.
-func NewGitHub(ws Workspace, getenv func(string) string) *GitHub {
-	return &GitHub{cfg: ws.Config, root: ws.Root, getenv: getenv, gh: forge.GHToken(ws.Config.GitHub.APIURL)}
+// NewGitHub returns ws's GitHub; getenv reads the token's variable. opts
+// apply after cadre's own client options, so they override them (a fake
+// server in a benchmark needs no write spacing).
+func NewGitHub(ws Workspace, getenv func(string) string, opts ...forge.Option) *GitHub {
+	return &GitHub{cfg: ws.Config, root: ws.Root, getenv: getenv, gh: forge.GHToken(ws.Config.GitHub.APIURL), opts: opts}
 }
 
 func (g *GitHub) init(ctx context.Context) error {
@@ -44,7 +47,8 @@ func (g *GitHub) init(ctx context.Context) error {
 			return
 		}
 		g.token = token
-		g.client, g.err = forge.New(g.cfg.GitHub.APIURL, token, forge.WithRedactor(redact.New(token)), forge.WithWriteGap(time.Duration(g.cfg.GitHub.WriteInterval)))
+		g.client, g.err = forge.New(g.cfg.GitHub.APIURL, token, append([]forge.Option{forge.WithRedactor(redact.New(token)),
+			forge.WithWriteGap(time.Duration(g.cfg.GitHub.WriteInterval))}, g.opts...)...)
 		g.repo = g.cfg.Repository
 		if g.repo == "" {
 			if repo, err := workspace.Open(ctx, g.root); err == nil {

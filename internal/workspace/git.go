@@ -45,6 +45,9 @@ type Repo struct {
 
 	idOnce   sync.Once
 	identity []string // -c options naming a committer when git has none
+
+	cacheMu sync.Mutex
+	cache   *gitCache // shared by the handles on the same tree
 }
 
 // child is another working tree of the same repository (a worktree); it

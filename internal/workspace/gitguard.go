@@ -41,30 +41,19 @@ func (a fileState) equal(b fileState) bool {
 
 // Snapshot records the repository's git state as seen from r's tree.
 func (r *Repo) Snapshot(ctx context.Context) (*GitState, error) {
-	out, err := git(ctx, r.Dir, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir")
+	common, gitDir, err := r.gitDirs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot git state: %w", err)
 	}
-	dirs := strings.Fields(out)
-	if len(dirs) != 2 {
-		return nil, fmt.Errorf("snapshot git state: unexpected rev-parse output %q", out)
-	}
-	common, gitDir := dirs[0], dirs[1]
 	paths := []string{filepath.Join(common, "config"), filepath.Join(common, "config.worktree"),
-		filepath.Join(gitDir, "config.worktree"), filepath.Join(common, "info", "attributes")}
+		filepath.Join(gitDir, "config.worktree"), filepath.Join(common, "info", "attributes"), systemConfig}
 	paths = append(paths, globalFiles()...)
-	// Every file configuration is read from, includes among them; reading
-	// configuration runs nothing.
-	origins, _ := git(ctx, r.Dir, "config", "--list", "--includes", "--show-origin", "-z")
-	recs := strings.Split(origins, "\x00")
-	for i := 0; i+1 < len(recs); i += 2 {
-		if p, ok := strings.CutPrefix(recs[i], "file:"); ok {
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(r.Dir, p)
-			}
-			paths = append(paths, p)
-		}
-	}
+	// Every file configuration is read from, includes among them (asked
+	// of git only when a configuration file changed: see configOrigins).
+	c := r.gitCache()
+	c.mu.Lock()
+	paths = append(paths, r.configOrigins(ctx, c)...)
+	c.mu.Unlock()
 	hooks := filepath.Join(common, "hooks")
 	paths = append(paths, hooks)
 	filepath.WalkDir(hooks, func(p string, d fs.DirEntry, err error) error {

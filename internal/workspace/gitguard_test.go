@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // Each way an agent could make git run a program is seen, named, and put
@@ -79,5 +81,42 @@ func TestGitStateSeesAndRestoresChanges(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(filepath.Join(git, "config")); string(after) != string(configBefore) {
 		t.Errorf(".git/config after restores:\n%s\nwant\n%s", after, configBefore)
+	}
+}
+
+// Once the repository's configuration has settled (read from cache, not
+// git), a filter driver or hook path added in place is still seen: by the
+// snapshot check and by the options that switch filters off.
+func TestSettledConfigChangesAreStillSeen(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	r := newRepo(t)
+	u := r.Untrusted()
+	for i, key := range []string{"filter.x.clean", "filter.y.smudge"} {
+		time.Sleep(2 * racyWindow) // the configuration is no longer racy: cached
+		before, err := u.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts := strings.Join(u.withFilters(ctx, nil), " "); i == 0 && strings.Contains(opts, "filter.") {
+			t.Fatalf("filters switched off before any is defined: %s", opts)
+		}
+		// Same size as a rewrite of the value would be: only the stat's
+		// times and the content differ.
+		if _, err := r.Git(ctx, "config", key, "touch ran"); err != nil {
+			t.Fatal(err)
+		}
+		changed, err := before.Changed(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(changed) != 1 || before.Name(changed[0]) != filepath.Join(".git", "config") {
+			t.Errorf("%s: changed %v, want .git/config", key, changed)
+		}
+		driver := strings.Split(key, ".")[1]
+		if opts := strings.Join(u.withFilters(ctx, nil), " "); !strings.Contains(opts, "filter."+driver+".clean=") {
+			t.Errorf("%s: filter %s not switched off: %s", key, driver, opts)
+		}
 	}
 }

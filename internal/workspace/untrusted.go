@@ -17,6 +17,7 @@ const filterKeys = `^filter\..*\.(clean|smudge|process|required)$`
 func (r *Repo) Untrusted() *Repo {
 	c := r.child(r.Dir)
 	c.untrusted = true
+	c.cache = r.gitCache()
 	return c
 }
 
@@ -25,15 +26,13 @@ func (r *Repo) IsUntrusted() bool { return r.untrusted }
 
 // withFilters puts before args the options that switch off every filter
 // driver git's configuration defines, when r is untrusted. The list is read
-// for each command, so a driver added during the run is switched off too.
+// again whenever a configuration file changed (filterConfig), so a driver
+// added during the run is switched off too.
 func (r *Repo) withFilters(ctx context.Context, args []string) []string {
 	if !r.untrusted || (len(args) > 0 && args[0] == "config") {
 		return args
 	}
-	// Reading configuration runs nothing; a failure (no driver defined:
-	// exit 1) means there is nothing to switch off.
-	out, _ := git(ctx, r.Dir, "config", "--name-only", "--get-regexp", filterKeys)
-	return append(filterOff(out), args...)
+	return append(filterOff(r.filterConfig(ctx)), args...)
 }
 
 // filterOff turns the names of filter.<driver>.<key> settings into the -c
@@ -66,8 +65,7 @@ func filterOff(names string) []string {
 // transport, and every filter driver now defined switched off.
 func (r *Repo) AgentGitConfig(ctx context.Context) []string {
 	kv := []string{"core.hooksPath=" + os.DevNull, "core.fsmonitor=false", "protocol.ext.allow=never"}
-	out, _ := git(ctx, r.Dir, "config", "--name-only", "--get-regexp", filterKeys)
-	opts := filterOff(out)
+	opts := filterOff(r.filterConfig(ctx))
 	for i := 1; i < len(opts); i += 2 {
 		kv = append(kv, opts[i])
 	}

@@ -1,0 +1,157 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// systemConfig is where a distribution's git reads its system-wide
+// configuration; watched whether or not it exists, so its creation shows.
+const systemConfig = "/etc/gitconfig"
+
+// racyWindow: a file changed this recently may change again within the
+// same (coarse, tick-based) timestamp without its stat changing, so what
+// was read from it is not cached (git's "racy" index entries, same reason).
+const racyWindow = 100 * time.Millisecond
+
+// gitCache holds what cadre would otherwise ask git for before and after
+// every agent step and before every git command of an untrusted tree: the
+// repository's directories, the files its configuration is read from and
+// the filter drivers it defines. Each costs a git process; between two
+// steps none of it changes unless a configuration file does, so entries
+// are kept while the stat of every configuration file is unchanged.
+type gitCache struct {
+	mu             sync.Mutex
+	common, gitDir string   // absolute; fixed for a working tree
+	stamp          string   // stat fingerprint the entries were read under; "" = nothing cached
+	origins        []string // files configuration is read from
+	filters        string   // git config --name-only --get-regexp filterKeys
+	haveFilters    bool
+}
+
+func (r *Repo) gitCache() *gitCache {
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
+	if r.cache == nil {
+		r.cache = &gitCache{}
+	}
+	return r.cache
+}
+
+// gitDirs returns the repository's common directory and this working
+// tree's git directory, absolute.
+func (r *Repo) gitDirs(ctx context.Context) (common, gitDir string, err error) {
+	c := r.gitCache()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.common != "" {
+		return c.common, c.gitDir, nil
+	}
+	out, err := git(ctx, r.Dir, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir")
+	if err != nil {
+		return "", "", err
+	}
+	dirs := strings.Fields(out)
+	if len(dirs) != 2 {
+		return "", "", fmt.Errorf("unexpected rev-parse output %q", out)
+	}
+	c.common, c.gitDir = dirs[0], dirs[1]
+	return c.common, c.gitDir, nil
+}
+
+// baseConfigFiles are the configuration files git reads for this tree
+// before any include: system, user, repository and worktree.
+func baseConfigFiles(common, gitDir string) []string {
+	return append([]string{systemConfig, filepath.Join(common, "config"), filepath.Join(common, "config.worktree"),
+		filepath.Join(gitDir, "config.worktree")}, globalFiles()...)
+}
+
+// fingerprint is the stat of each path (absent ones included), or "" when
+// one was changed within racyWindow.
+func fingerprint(paths []string) string {
+	var b strings.Builder
+	recent := time.Now().Add(-racyWindow)
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			fmt.Fprintf(&b, "%s:-\x00", p)
+			continue
+		}
+		if fi.ModTime().After(recent) {
+			return ""
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return ""
+		}
+		if time.Unix(st.Ctim.Sec, st.Ctim.Nsec).After(recent) {
+			return ""
+		}
+		fmt.Fprintf(&b, "%s:%d:%d:%d:%d:%d\x00", p, st.Ino, st.Size, fi.ModTime().UnixNano(), st.Ctim.Sec, st.Ctim.Nsec)
+	}
+	return b.String()
+}
+
+// configOrigins returns the files git reads configuration from for this
+// tree (includes among them). It asks git only when a configuration file
+// changed since the last answer; a configuration with includes is asked
+// every time, since an include may name a file that does not exist yet.
+// The caller holds c.mu.
+func (r *Repo) configOrigins(ctx context.Context, c *gitCache) []string {
+	base := baseConfigFiles(c.common, c.gitDir)
+	if c.stamp != "" && fingerprint(append(base, c.origins...)) == c.stamp {
+		return c.origins
+	}
+	c.stamp, c.haveFilters = "", false
+	// Reading configuration runs nothing.
+	out, _ := git(ctx, r.Dir, "config", "--list", "--includes", "--show-origin", "-z")
+	var origins []string
+	includes := false
+	recs := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(recs); i += 2 {
+		if p, ok := strings.CutPrefix(recs[i], "file:"); ok {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(r.Dir, p)
+			}
+			origins = append(origins, p)
+		}
+		key, _, _ := strings.Cut(recs[i+1], "\n")
+		if strings.HasPrefix(strings.ToLower(key), "include") {
+			includes = true
+		}
+	}
+	c.origins = origins
+	if !includes {
+		c.stamp = fingerprint(append(base, origins...))
+	}
+	return origins
+}
+
+// filterConfig is the output of git config --name-only --get-regexp
+// filterKeys: the settings of every filter driver now defined.
+func (r *Repo) filterConfig(ctx context.Context) string {
+	ask := func() string {
+		// A failure (no driver defined: exit 1) means there is nothing
+		// to switch off.
+		out, _ := git(ctx, r.Dir, "config", "--name-only", "--get-regexp", filterKeys)
+		return out
+	}
+	if _, _, err := r.gitDirs(ctx); err != nil {
+		return ask()
+	}
+	c := r.gitCache()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r.configOrigins(ctx, c)
+	if c.stamp != "" && c.haveFilters {
+		return c.filters
+	}
+	c.filters, c.haveFilters = ask(), c.stamp != ""
+	return c.filters
+}
