@@ -28,10 +28,20 @@ type verdict struct {
 // step. A failure to record is a warning; it loses no work.
 func (e *Engine) evaluate(ctx context.Context, ir *itemRun, v verdict) {
 	st, err := e.d.Store.GetStep(ctx, ir.run, v.step)
-	if err != nil || st.Kind != "agent" || st.Runner == "" {
-		return // not an agent step (or not journaled): nothing to attribute
+	if err != nil {
+		return // not journaled: nothing to attribute
 	}
-	ev := store.Evaluation{Source: store.SourceRun, RunID: ir.run, ItemID: ir.it.ID, StepID: v.step, Role: st.Role,
+	if ev, ok := evaluation(ir, st, v); ok {
+		e.record(ctx, ir, ev)
+	}
+}
+
+// evaluation is v of the journaled agent step st as a score-store record.
+func evaluation(ir *itemRun, st store.Step, v verdict) (store.Evaluation, bool) {
+	if st.Kind != "agent" || st.Runner == "" {
+		return store.Evaluation{}, false // not an agent's work: nothing to attribute
+	}
+	ev := store.Evaluation{Source: store.SourceRun, RunID: ir.run, ItemID: ir.it.ID, StepID: st.ID, Role: st.Role,
 		Runner: st.Runner, Model: st.Model, Kind: v.kind, Passed: v.passed, Score: v.score}
 	if v.detail != nil {
 		ev.Detail, _ = json.Marshal(v.detail)
@@ -43,8 +53,16 @@ func (e *Engine) evaluate(ctx context.Context, ir *itemRun, v verdict) {
 		}
 		ev.Usage = u
 	}
-	if err := e.d.Store.RecordEvaluation(context.WithoutCancel(ctx), ev); err != nil {
-		e.publish(ir, event.Event{Type: event.Warning, Step: v.step, Message: "score store: " + err.Error()})
+	return ev, true
+}
+
+// record writes evaluations; a failure is a warning, losing no work.
+func (e *Engine) record(ctx context.Context, ir *itemRun, evs ...store.Evaluation) {
+	if len(evs) == 0 {
+		return
+	}
+	if err := e.d.Store.RecordEvaluations(context.WithoutCancel(ctx), evs...); err != nil {
+		e.publish(ir, event.Event{Type: event.Warning, Step: evs[0].StepID, Message: "score store: " + err.Error()})
 	}
 }
 
@@ -86,12 +104,17 @@ func (e *Engine) outcomes(ctx context.Context, ir *itemRun, completed bool) {
 	if completed {
 		score = 1
 	}
+	// One write for the item, from the rows just read.
+	var evs []store.Evaluation
 	for _, st := range steps {
-		if st.ItemID != ir.it.ID || st.Kind != "agent" || st.Status != store.StepCompleted || workflow.IsReviewing(st.Role) {
+		if st.ItemID != ir.it.ID || st.Status != store.StepCompleted || workflow.IsReviewing(st.Role) {
 			continue
 		}
-		e.evaluate(ctx, ir, verdict{kind: store.KindOutcome, step: st.ID, passed: &completed, score: &score})
+		if ev, ok := evaluation(ir, st, verdict{kind: store.KindOutcome, step: st.ID, passed: &completed, score: &score}); ok {
+			evs = append(evs, ev)
+		}
 	}
+	e.record(ctx, ir, evs...)
 }
 
 // RecordPullRequest records what became of an item's pull request (merged,
