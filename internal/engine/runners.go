@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// runnerFor resolves the runner name and model for role under opts, and
+// where the name came from (for errors): a per-role setting wins over
+// --runner, which wins over defaults.runner.
+func (e *Engine) runnerFor(opts Options, roleName string) (name, model, from string) {
+	name, model = e.d.Config.RoleRunner(roleName)
+	rc := e.d.Config.Roles[roleName]
+	from = e.d.Config.Where("defaults.runner")
+	switch {
+	case rc.Runner != "":
+		from = e.d.Config.Where("roles." + roleName + ".runner")
+	case roleName == "critic" && e.d.Config.Roles["architect"].Runner != "":
+		// Seed 003: the critic defaults to the architect's backend; a
+		// separate critic judges better, so say so once.
+		name, model = e.d.Config.RoleRunner("architect")
+		from = e.d.Config.Where("roles.architect.runner")
+		e.criticOnce.Do(func() {
+			e.d.Bus.Publish(event.Event{Type: event.Warning, Role: "critic",
+				Message: "roles.critic is not configured: the critic uses the architect's runner " + name + " (a separate critic judges better)"})
+		})
+	case opts.Runner != "":
+		name, from = opts.Runner, "--runner"
+	}
+	if opts.Model != "" && rc.Model == "" {
+		model = opts.Model
+	}
+	return name, model, from
+}
+
+// checkWorkflows refuses a defaults.workflow that names no workflow: the
+// run would start and fail every prompt or issue item, and a dry run would
+// print a plan for it. (--workflow and a task file's workflow: are checked
+// as the targets load.)
+func (e *Engine) checkWorkflows(opts Options) error {
+	w := e.d.Config.Defaults.Workflow
+	if _, ok := e.d.Workflows.Get(w); ok || opts.Workflow != "" || w == workflow.RunnerWorkflow {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: unknown workflow %q (available: runner, %s)", ErrPreflight, e.d.Config.Where("defaults.workflow"), w,
+		strings.Join(e.d.Workflows.Names(), ", "))
+}
+
+// checkRunners builds every runner a role may use, so a missing or
+// misconfigured runner stops the run before anything starts.
+func (e *Engine) checkRunners(opts Options) error {
+	// A roles entry for a role that does not exist (a typo) would be
+	// ignored and its role run on the default runner.
+	for _, name := range slices.Sorted(maps.Keys(e.d.Config.Roles)) {
+		if !e.roleExists(name) {
+			return fmt.Errorf("%w: %s: no such role; fix the name (cadre roles list shows them) or remove the entry", ErrPreflight, e.d.Config.Where("roles."+name))
+		}
+	}
+	checked := map[string]bool{}
+	for _, ro := range e.d.Roles.List() {
+		name, _, from := e.runnerFor(opts, ro.Name)
+		names := []string{name}
+		if isAuto(name) {
+			cands, err := e.candidates()
+			if err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrPreflight, from, err)
+			}
+			names, from = nil, e.d.Config.Where("selector.candidates")
+			for _, c := range cands {
+				names = append(names, c.Runner)
+			}
+		}
+		for _, name := range names {
+			if checked[name] {
+				continue
+			}
+			checked[name] = true
+			if _, err := e.newRunner(name); err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrPreflight, from, err)
+			}
+		}
+	}
+	return nil
+}
+
+// trip stops every new step on a runner for the rest of the run.
+func (rs *runState) trip(name, why string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.tripped == nil {
+		rs.tripped = map[string]string{}
+	}
+	rs.tripped[name] = why
+}
+
+// broken says why a runner takes no new step in this run, if it does not.
+func (rs *runState) broken(name string) string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.tripped[name]
+}
+
+// runner returns the run's instance of the named runner, building it on
+// first use (a script runner parses its scenario once, not per step).
+func (rs *runState) runner(e *Engine, name string) (runner.Runner, error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r, ok := rs.runners[name]; ok {
+		return r, nil
+	}
+	r, err := e.newRunner(name)
+	if err != nil {
+		return nil, err
+	}
+	if d := e.d.Config.Runners[name].Timeout; d > 0 && rs.opts.Timeout == 0 {
+		r = withTimeout{Runner: r, d: e.d.Config.StepTimeout(name)}
+	}
+	if rs.runners == nil {
+		rs.runners = map[string]runner.Runner{}
+	}
+	rs.runners[name] = r
+	return r, nil
+}
+
+// withTimeout gives every step of a runner the runner's own limit
+// (runners.NAME.timeout) in place of defaults.timeout; --timeout, when
+// given, wins over both and this wrapper is not used.
+type withTimeout struct {
+	runner.Runner
+	d time.Duration
+}
+
+func (w withTimeout) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
+	inv.Timeout = w.d
+	return w.Runner.Run(ctx, inv)
+}
+
+// forbiddenEnv are variables no agent may receive, whatever a runner's
+// settings say: the code host's credentials are cadre's alone.
+func (e *Engine) forbiddenEnv(name string) bool {
+	tokenEnv := e.d.Config.GitHub.TokenEnv
+	return name == tokenEnv || name == "GITHUB_TOKEN" || name == "GH_TOKEN" || name == "GH_ENTERPRISE_TOKEN"
+}
+
+func (e *Engine) newRunner(name string) (runner.Runner, error) {
+	rc := e.d.Config.Runners[name]
+	typ := e.d.Config.RunnerType(name)
+	var pass []string
+	for _, k := range rc.Env {
+		if e.forbiddenEnv(k) {
+			e.d.Bus.Publish(event.Event{Type: event.Warning, Runner: name, Message: "runners." + name + ".env: " + k + " is cadre's GitHub credential and is never passed to an agent"})
+			continue
+		}
+		pass = append(pass, k)
+	}
+	if len(rc.Env) > 0 && len(pass) == 0 {
+		pass = []string{"CADRE_NO_EXTRA_ENV"} // keep "only what is listed" instead of the runner's defaults
+	}
+	rn, err := e.d.Runners.New(typ, runner.Settings{Name: name, Command: rc.Command, Args: rc.Args, Env: pass,
+		URL: rc.URL, Model: rc.Model, Scenario: rc.Scenario, BaseDir: e.d.Root})
+	if errors.Is(err, runner.ErrUnknown) {
+		return nil, fmt.Errorf("unknown runner %q: define it under runners: in cadre.yaml or use one of %s", typ, strings.Join(e.d.Runners.Types(), ", "))
+	}
+	return rn, err
+}

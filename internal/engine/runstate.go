@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/store"
+)
+
+// runState is what the items of one run share.
+type runState struct {
+	id      string
+	opts    Options
+	resumed bool
+	done    map[string]chan struct{} // closed when an item ends (or is never started)
+
+	mu         sync.Mutex
+	runners    map[string]runner.Runner // built once per run, by name
+	tripped    map[string]string        // runners stopped by the circuit breaker, with why
+	ok         map[string]bool          // item completed
+	haltStatus string
+	haltReason string
+	failed     string // first item failure that did not halt the run
+	paused     string // first item that waits (for a human or a runner)
+}
+
+func (rs *runState) pause(reason string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.paused == "" {
+		rs.paused = reason
+	}
+}
+
+func (rs *runState) markOK(id string, ok bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.ok[id] = ok
+}
+
+// halt stops the run with status; the first halt wins, a failure over a stop.
+func (rs *runState) halt(status, reason string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.haltStatus == "" || (status == store.RunFailed && rs.haltStatus != store.RunFailed) {
+		rs.haltStatus, rs.haltReason = status, reason
+	}
+}
+
+func (rs *runState) halted() string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.haltStatus
+}
+
+func (rs *runState) fail(reason string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.failed == "" {
+		rs.failed = reason
+	}
+}
+
+// waitDeps blocks until the item's dependencies in this run have ended and
+// says why the item cannot go on, if it cannot.
+func (rs *runState) waitDeps(ctx context.Context, item string, deps []string) string {
+	var missing []string
+	for _, d := range deps {
+		ch, inRun := rs.done[d]
+		if !inRun {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return "cancelled"
+		}
+		rs.mu.Lock()
+		ok := rs.ok[d]
+		rs.mu.Unlock()
+		if !ok {
+			missing = append(missing, d)
+		}
+	}
+	if len(missing) > 0 {
+		return "depends on " + strings.Join(missing, ", ") + ", which did not complete"
+	}
+	return ""
+}
+
+// depsOf reads an item's dependencies from its task file.
+func (e *Engine) depsOf(it store.Item) []string {
+	t, err := taskfile.Load(it.Ref)
+	if err != nil {
+		return nil
+	}
+	return t.DependsOn
+}

@@ -1,0 +1,413 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/eval"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/reply"
+	"github.com/cadre-dev/cadre/internal/role"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/safefile"
+	"github.com/cadre-dev/cadre/internal/signal"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// agentSpec is one agent step, whatever the workflow.
+type agentSpec struct {
+	ID, Role, Phase string
+	Workflow        string
+	Attempt         int            // the n of the step id
+	Visit           int            // nth invocation of the role for the item (0: Attempt)
+	Work            *workflow.Work // a reviewer's: the work it reviews
+	Inputs          []string
+	Review          string // runner workflow: the rejecting audit the coder addresses
+	Note            string // hand-off note (judge's discrepancy, human feedback)
+	Signature       string
+	TaskID          string         // context file taskId
+	Payload         map[string]any // context file payload additions
+	PayloadJSON     string         // step data shown in the prompt (a plan task)
+}
+
+// agentOut is a finished (or replayed) agent step.
+type agentOut struct {
+	sig     signal.Signal
+	output  string // output file
+	text    string // its content
+	failure string // non-empty when the step failed
+	paused  string // non-empty when the step could not run for now (quota)
+	usage   event.Usage
+}
+
+// agentStep performs one agent step, or replays it from the journal when it
+// already completed. The error is only for ctx cancellation or a journal
+// failure; agent failures are in agentOut.failure.
+func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agentOut, error) {
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, sp.ID); err == nil && rec.Status == store.StepCompleted {
+		var out agentOut
+		json.Unmarshal(rec.Signal, &out.sig)
+		out.output = rec.OutputPath
+		// A later agent may have replaced this output with a link since.
+		out.text, _ = readText(ir.outDir, rec.OutputPath)
+		ir.cycle.add(sp, out)
+		ir.worked(sp)
+		return out, nil
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return agentOut{}, err
+	}
+	if err := e.killOrphan(ctx, ir, sp.ID); err != nil {
+		return agentOut{}, err
+	}
+	runnerName, model, _ := e.runnerFor(ir.opts, sp.Role)
+	picked := ""
+	if isAuto(runnerName) {
+		c, err := e.pick(ctx, ir, sp)
+		if err != nil {
+			if ctx.Err() != nil {
+				return agentOut{}, ctx.Err()
+			}
+			return agentOut{failure: err.Error()}, nil
+		}
+		runnerName, model, picked = c.Runner, c.Model, "runner auto chose "+c.Reason
+	}
+	if why := ir.rs.broken(runnerName); why != "" {
+		return agentOut{paused: "runner " + runnerName + " is stopped for this run: " + why}, nil
+	}
+	rn, err := ir.rs.runner(e, runnerName)
+	if err != nil {
+		return agentOut{failure: err.Error()}, nil
+	}
+	ctxPath, outPath, logPath := ir.stepFiles(sp.ID)
+	cmds := e.d.Config.Commands
+	project := e.d.Config.Project
+	if project == "" {
+		project = filepath.Base(e.d.Root)
+	}
+	payload := map[string]any{"taskFile": ir.task.Path, "title": ir.task.Title, "contexts": ir.task.Contexts, "workflow": sp.Workflow}
+	for k, v := range sp.Payload {
+		payload[k] = v
+	}
+	if sp.Review != "" {
+		payload["review"] = sp.Review
+	}
+	if sp.Note != "" {
+		payload["note"] = sp.Note
+	}
+	var issueNumber *int
+	if is, ok := e.issueOf(ir.it); ok {
+		payload["taskFile"] = ""
+		payload["issue"] = map[string]any{"number": is.Number, "repository": is.Repo, "url": is.URL}
+		issueNumber = &is.Number
+	}
+	cf := contextFile{SchemaVersion: contextSchemaVersion, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,
+		WorktreePath: ir.dir, Phase: e.phaseNumber(sp.Workflow, sp.Phase), PhaseName: sp.Phase, TaskID: sp.TaskID,
+		Config:     contextConfig{Commands: map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}},
+		InputFiles: append([]string{}, sp.Inputs...), OutputPath: outPath, Payload: payload}
+	if err := writeJSON(ir.outDir, ctxPath, cf); err != nil {
+		return agentOut{}, err
+	}
+	// The agent may write its output file itself, and some CLIs refuse a
+	// directory they are granted that does not exist yet.
+	if err := os.MkdirAll(filepath.Dir(outPath), 0o755); err != nil {
+		return agentOut{}, fmt.Errorf("create outputs dir: %w", err)
+	}
+	inline := !rn.Capabilities().EditsFiles
+	taskFile := ir.task.Path
+	if ir.it.Source == "github" {
+		taskFile = "" // an issue's text reaches the agent only fenced as data, in the prompt
+	}
+	data := role.Data{Item: ir.it.ID, Title: ir.task.Title, TaskFile: taskFile, WorkDir: ir.dir,
+		ContextPath: ctxPath, OutputPath: outPath, Inputs: sp.Inputs, Review: sp.Review, Automated: true,
+		Workflow: sp.Workflow, Phase: sp.Phase, Body: ir.task.Body, Inline: inline, Payload: sp.PayloadJSON,
+		Note: sp.Note, Signature: sp.Signature}
+	var rubric eval.Rubric
+	if sp.Role == roleJudge {
+		rubric = e.rubric(sp.Work)
+		data.Rubric = rubricLines(rubric)
+	}
+	if inline {
+		for _, in := range sp.Inputs {
+			// An input is an earlier agent's output: a link there would
+			// send a host file to the model in this prompt.
+			text, err := readText(ir.outDir, in)
+			if errors.Is(err, safefile.ErrUnsafe) {
+				return agentOut{failure: fmt.Sprintf("input %s refused: %v", in, err)}, nil
+			}
+			data.InputTexts = append(data.InputTexts, text)
+		}
+	}
+	prompt, err := e.d.Roles.Render(sp.Role, data)
+	if err != nil {
+		return agentOut{failure: err.Error()}, nil
+	}
+	// Kept beside the step's other files: what the agent was asked is part
+	// of its record (the board shows it).
+	if err := writeStepFile(ir.outDir, filepath.Join(ir.outDir, "prompts", stepStem(ir.it.ID, sp.ID)+".md"), []byte(prompt)); err != nil {
+		return agentOut{}, err
+	}
+	select {
+	case ir.agents <- struct{}{}:
+		defer func() { <-ir.agents }()
+	case <-ctx.Done():
+		return agentOut{}, ctx.Err()
+	}
+	if err := ir.board.beginAgent(); err != nil {
+		return agentOut{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
+	}
+	defer ir.board.endAgent()
+	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: sp.ID, Role: sp.Role, Runner: runnerName, Model: model, Kind: "agent", OutputPath: outPath}
+	if err := e.d.Store.StartStep(ctx, rec); err != nil {
+		return agentOut{}, err
+	}
+	base := event.Event{Stage: sp.Phase, Phase: sp.Phase, Role: sp.Role, Step: sp.ID, Runner: runnerName, Model: model}
+	if sp.Workflow != workflow.RunnerWorkflow {
+		base.Stage = ""
+	}
+	ev := base
+	ev.Type = event.StageStarted
+	e.publish(ir, ev)
+	ev.Type, ev.Message = event.StepStarted, picked
+	e.publish(ir, ev)
+	e.d.Crash(CrashStepStarted)
+
+	timeout := ir.opts.Timeout
+	if timeout == 0 {
+		timeout = time.Duration(e.d.Config.Defaults.Timeout)
+	}
+	inv := runner.Invocation{Role: sp.Role, Item: ir.it.ID, Step: sp.ID, Attempt: sp.Attempt, Visit: sp.Visit, Prompt: prompt, Dir: ir.dir,
+		ContextPath: ctxPath, OutputPath: outPath, LogPath: logPath, Model: model, Timeout: timeout,
+		Progress: func(note string) {
+			ev := base
+			ev.Type, ev.Message = event.StepProgress, note
+			e.publish(ir, ev)
+		}}
+	inv.OnStart = e.recordGroup(ctx, ir, sp.ID)
+	inv.Sandbox = e.stepSandbox(ir, base)
+	got, err := e.guardedInvoke(ctx, ir, rn, inv, rubric)
+	var te *tamperError
+	if errors.As(err, &te) {
+		rec.Status, rec.Error = store.StepFailed, te.msg
+		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
+		ev := base
+		ev.Type, ev.Error = event.StepFailed, te.msg
+		e.publish(ir, ev)
+	}
+	if err != nil {
+		return agentOut{}, err
+	}
+	sig, output, usage, failure, kind := got.sig, got.output, got.usage, got.failure, got.kind
+	e.d.Crash(CrashAgentExited)
+	rec.Usage = toStoreUsage(usage)
+	if failure != "" {
+		rec.Status, rec.Error = store.StepFailed, failure
+		if err := e.d.Store.FinishStep(context.WithoutCancel(ctx), rec); err != nil {
+			return agentOut{}, err
+		}
+		ev := base
+		ev.Type, ev.Error, ev.Usage = event.StepFailed, failure, &usage
+		e.publish(ir, ev)
+		out := agentOut{failure: failure, usage: usage, output: outPath, text: output}
+		if kind == runner.KindQuota {
+			// The circuit breaker: no step starts on this runner for the
+			// rest of the run; this item pauses, resumable later.
+			ir.rs.trip(runnerName, failure)
+			e.publish(ir, event.Event{Type: event.Warning, Runner: runnerName, Message: "quota or spend limit reached: no new step starts on runner " + runnerName})
+			out.paused = "runner " + runnerName + " hit a quota or spend limit: " + failure
+		}
+		return out, nil
+	}
+	if sp.Role == workflow.RoleAuditor && sp.Workflow == workflow.RunnerWorkflow && sig.Rating != nil {
+		accepted := workflow.Rejection(sp.Role, sig, e.d.Config.Limits.AuditPassRating) == ""
+		if err := ir.board.flush(); err != nil {
+			return agentOut{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
+		}
+		if err := taskfile.SetReview(ir.task.Path, *sig.Rating, accepted, reviewText(output)); err != nil {
+			return agentOut{}, fmt.Errorf("write review of %s: %w", ir.it.ID, err)
+		}
+	}
+	rec.Status = store.StepCompleted
+	rec.Signal, _ = json.Marshal(sig)
+	if err := e.d.Store.FinishStep(ctx, rec); err != nil {
+		return agentOut{}, err
+	}
+	ev = base
+	ev.Type, ev.Usage = event.StepCompleted, &usage
+	e.publish(ir, ev)
+	ev.Type, ev.Usage = event.StageCompleted, nil
+	ev.Message = sig.LoopSummary
+	e.publish(ir, ev)
+	out := agentOut{sig: sig, output: outPath, text: output, usage: usage}
+	ir.cycle.add(sp, out)
+	e.reviewed(ctx, ir, sp, sig, got.judgement)
+	ir.worked(sp)
+	return out, nil
+}
+
+// step runs one step of the runner workflow and turns its outcome into the
+// state machine's event.
+func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st workflow.Step) (workflow.Event, error) {
+	out, err := e.agentStep(ctx, ir, agentSpec{ID: st.ID, Role: st.Role, Phase: st.Stage, Workflow: workflow.RunnerWorkflow,
+		Attempt: st.Attempt, Inputs: st.Inputs, Review: st.Review, Note: st.Note, TaskID: ir.it.ID,
+		Payload: map[string]any{"stage": st.Stage, "attempts": s.Attempts}})
+	if err != nil {
+		return workflow.Event{}, err
+	}
+	if out.paused != "" {
+		return workflow.Event{}, &pausedError{out.paused}
+	}
+	if out.failure != "" {
+		return workflow.Event{Kind: workflow.StepFailed, Role: st.Role, Reason: out.failure}, nil
+	}
+	return workflow.Event{Kind: workflow.StepDone, Role: st.Role, Step: st.ID, Signal: out.sig, Output: out.output}, nil
+}
+
+// asked is what invoke got from an agent.
+type asked struct {
+	sig       signal.Signal
+	output    string
+	usage     event.Usage
+	failure   string          // the step's error message when it failed
+	kind      runner.Kind     // the runner's failure kind (quota, ...)
+	judgement *eval.Judgement // a judge's scores, when it gave them
+}
+
+// invoke runs the agent, reads its output and signal, and re-asks once when
+// the reply has no usable SIGNAL BLOCK (or, from a judge, an unusable
+// judgement). The error is only for ctx cancellation or a journal failure.
+func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invocation, rubric eval.Rubric) (asked, error) {
+	var got asked
+	for ask := 0; ask < 2; ask++ {
+		// Each ask starts without an output file, so the file read after it
+		// is this ask's (the re-ask's answer, not the first one's copy).
+		os.Remove(inv.OutputPath)
+		res, rerr := rn.Run(ctx, inv)
+		got.usage = got.usage.Add(res.Usage)
+		if ctx.Err() != nil {
+			return got, ctx.Err()
+		}
+		if rerr != nil {
+			got.failure, got.kind = fmt.Sprintf("%s: %v", inv.Role, rerr), runner.KindOf(rerr)
+			return got, nil
+		}
+		output, err := collectOutput(inv.OutputPath, res.Output)
+		if errors.Is(err, safefile.ErrUnsafe) {
+			got.failure = fmt.Sprintf("%s output refused: %v; cadre reads only a regular file the agent wrote", inv.Role, err)
+			return got, nil
+		}
+		if err != nil {
+			return got, err
+		}
+		got.output = output
+		sig, perr := reply.Check(inv.Role, output)
+		if perr != nil && inv.Role == roleTriage {
+			// Triage's contract is its JSON decision (seed 003), and an
+			// unusable one has a safe default that "run: routed" applies
+			// with a warning, so its reply is never re-asked or failed
+			// for want of a SIGNAL BLOCK.
+			sig, perr = triageSignal(output), nil
+		}
+		var jerr error
+		if inv.Role == roleJudge {
+			sig, got.judgement, perr, jerr = e.judged(output, sig, perr, rubric)
+		}
+		got.sig = sig
+		// An auditor that exits non-zero but rated the work is an audit
+		// failure, not a crash (seed 001).
+		if res.ExitCode != 0 && !(perr == nil && inv.Role == workflow.RoleAuditor) {
+			got.failure = fmt.Sprintf("%s exited with code %d%s (see %s)", inv.Role, res.ExitCode, tail(res.StderrTail), inv.LogPath)
+			return got, nil
+		}
+		if perr == nil {
+			return got, nil
+		}
+		if ask == 1 {
+			switch {
+			case jerr != nil:
+				got.failure = fmt.Sprintf("unusable judgement in %s output: %v (see %s)", inv.Role, jerr, inv.OutputPath)
+			case errors.Is(perr, signal.ErrNoBlock):
+				got.failure = fmt.Sprintf("no SIGNAL BLOCK in %s output (see %s)", inv.Role, inv.OutputPath)
+			default:
+				got.failure = fmt.Sprintf("unusable SIGNAL BLOCK in %s output: %v (see %s)", inv.Role, perr, inv.OutputPath)
+			}
+			return got, nil
+		}
+		inv.Reask = true
+		// The re-ask continues the agent's own session where the backend
+		// keeps one, so it answers with its work in context.
+		inv.Session = res.SessionID
+		if jerr != nil {
+			inv.Prompt += reply.ReaskJudgement(jerr)
+		} else {
+			inv.Prompt += reply.Reask(perr)
+		}
+	}
+	got.failure = "unreachable"
+	return got, nil
+}
+
+// roleTriage is the role whose reply is a routing decision.
+const roleTriage = "triage"
+
+// triageSignal stands in for the SIGNAL BLOCK a triage reply lacks: its
+// decision summarised when the reply holds one, else no Result, so the
+// journal does not claim a success the routing step then ignores.
+func triageSignal(output string) signal.Signal {
+	t, err := signal.ParseTriage(output)
+	if err != nil {
+		return signal.Signal{Agent: roleTriage, LoopSummary: "no usable routing decision", Context: err.Error()}
+	}
+	sum := "chose workflow " + t.Workflow
+	if len(t.Roles) > 0 {
+		sum += " (" + strings.Join(t.Roles, ", ") + ")"
+	}
+	return signal.Signal{Agent: roleTriage, Result: signal.Success, LoopSummary: sum, Context: t.Reasoning}
+}
+
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 200 {
+		s = s[len(s)-200:]
+	}
+	return ": " + s
+}
+
+// collectOutput settles the step's output file: the agent's own file when it
+// wrote one (with the reply's signal block appended when only the reply has
+// it), else the reply itself.
+//
+// The file is read under the item's step directory (outputs/<step>.md sits
+// one level down) without following links: an output the agent made a
+// link (to /etc/passwd, say) is refused with an error wrapping
+// safefile.ErrUnsafe, never read through.
+func collectOutput(path, text string) (string, error) {
+	root := filepath.Dir(filepath.Dir(path))
+	data, err := safefile.ReadFile(root, path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		data = nil // no file: the reply is the output
+	case err != nil:
+		return "", err
+	}
+	out, merged := reply.Output(string(data), text)
+	if merged || len(strings.TrimSpace(string(data))) == 0 {
+		if err := writeStepFile(root, path, []byte(out)); err != nil {
+			return "", err
+		}
+	}
+	return out, nil
+}
