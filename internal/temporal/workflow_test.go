@@ -188,7 +188,9 @@ func TestStepTimeoutFailsTheItem(t *testing.T) {
 	}}
 	env := newEnv(t, f)
 	in := input
-	in.StepTimeout, in.Grace = 100*time.Millisecond, time.Millisecond
+	// The grace also bounds the journal-only activities (the item's start):
+	// long enough for them on a loaded machine, short enough for the test.
+	in.StepTimeout, in.Grace = 100*time.Millisecond, 500*time.Millisecond
 	env.ExecuteWorkflow(WorkflowName, in)
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
