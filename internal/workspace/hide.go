@@ -38,11 +38,24 @@ func (r *Repo) Hide(ctx context.Context, stash string) error {
 		return err
 	}
 	var m manifest
+	seen := map[string]bool{}
+	add := func(rel string) {
+		if !seen[rel] {
+			seen[rel] = true
+			m.Paths = append(m.Paths, rel)
+		}
+	}
 	for _, top := range ExecConfig {
+		// A link on the way (.claude -> elsewhere) is hidden itself: the
+		// files it leads to are not the tree's to move.
+		if link := linkOnPath(r.Dir, top); link != "" {
+			add(link)
+			continue
+		}
 		filepath.WalkDir(filepath.Join(r.Dir, top), func(p string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() {
 				rel, _ := filepath.Rel(r.Dir, p)
-				m.Paths = append(m.Paths, filepath.ToSlash(rel))
+				add(filepath.ToSlash(rel))
 			}
 			return nil
 		})
@@ -111,6 +124,9 @@ func (r *Repo) Unhide(ctx context.Context, stash string) error {
 		if _, err := os.Lstat(src); err != nil {
 			continue // put back before a crash
 		}
+		if linkOnPath(r.Dir, p) != "" {
+			continue // a link planted on the way: never put back through it
+		}
 		if _, err := os.Lstat(dst); err == nil {
 			continue // the agent's own file stays
 		}
@@ -130,4 +146,21 @@ func (r *Repo) Unhide(ctx context.Context, stash string) error {
 		return fmt.Errorf("put back repository configuration: %w", err)
 	}
 	return nil
+}
+
+// linkOnPath returns the first directory on the way to rel (slash-separated,
+// relative to root) that is a symbolic link, or "" when there is none.
+func linkOnPath(root, rel string) string {
+	parts := strings.Split(rel, "/")
+	for i := 1; i < len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir)))
+		if err != nil {
+			return ""
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return dir
+		}
+	}
+	return ""
 }

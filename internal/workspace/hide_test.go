@@ -82,3 +82,44 @@ func TestHideAndUnhide(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A link on the way to a hidden path is hidden itself, and a link planted
+// there meanwhile is never written through: the files outside the tree
+// stay where they are.
+func TestHideLinks(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "settings.json"), "theirs\n")
+	if err := os.Symlink(outside, filepath.Join(r.Dir, ".claude")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.Dir, ".gemini", "settings.json"), "{}")
+	stash := filepath.Join(t.TempDir(), "a")
+	if err := r.Hide(ctx, stash); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(outside, "settings.json")); string(got) != "theirs\n" {
+		t.Errorf("the file behind the link = %q while hidden", got)
+	}
+	if _, err := os.Lstat(filepath.Join(r.Dir, ".claude")); err == nil {
+		t.Error(".claude is still in the tree")
+	}
+	// The agent turns .gemini into a link while it is hidden.
+	if err := os.RemoveAll(filepath.Join(r.Dir, ".gemini")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(r.Dir, ".gemini")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Unhide(ctx, stash); err != nil {
+		t.Fatal(err)
+	}
+	if target, err := os.Readlink(filepath.Join(r.Dir, ".claude")); err != nil || target != outside {
+		t.Errorf(".claude after Unhide: %q, %v", target, err)
+	}
+	entries, _ := os.ReadDir(outside)
+	if len(entries) != 1 {
+		t.Errorf("outside the tree after Unhide: %v", entries)
+	}
+}
