@@ -135,24 +135,7 @@ func (s *Store) LatestRun(ctx context.Context) (Run, error) {
 // RunsOf returns the runs of one workflow, newest first (cadre bench looks
 // for an unfinished benchmark among its own).
 func (s *Store) RunsOf(ctx context.Context, workflow string) ([]Run, error) {
-	rows, err := s.r.QueryContext(ctx,
-		`SELECT `+runColumns+` FROM runs WHERE workflow = ? ORDER BY started_at DESC, rowid DESC`, workflow)
-	if err != nil {
-		return nil, fmt.Errorf("list %s runs: %w", workflow, err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list %s runs: %w", workflow, err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list %s runs: %w", workflow, err)
-	}
-	return out, nil
+	return s.listRuns(ctx, "workflow = ?", workflow, "list "+workflow+" runs")
 }
 
 func scanRun(row rowScanner) (Run, error) {
@@ -180,22 +163,28 @@ func scanRun(row rowScanner) (Run, error) {
 
 // Runs returns the workflow runs (benchmarks aside), newest first.
 func (s *Store) Runs(ctx context.Context) ([]Run, error) {
+	return s.listRuns(ctx, "workflow <> ?", WorkflowBench, "list runs")
+}
+
+// listRuns returns the runs whose workflow meets cond (with its one
+// argument), newest first; what names the listing in errors.
+func (s *Store) listRuns(ctx context.Context, cond, workflow, what string) ([]Run, error) {
 	rows, err := s.r.QueryContext(ctx,
-		`SELECT `+runColumns+` FROM runs WHERE workflow <> ? ORDER BY started_at DESC, rowid DESC`, WorkflowBench)
+		`SELECT `+runColumns+` FROM runs WHERE `+cond+` ORDER BY started_at DESC, rowid DESC`, workflow)
 	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []Run
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list runs: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }
