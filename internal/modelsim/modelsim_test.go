@@ -532,6 +532,26 @@ func TestCountTokens(t *testing.T) {
 	}
 }
 
+// The model lists answer as the real APIs do, naming the one model, so a
+// client probing them finds the server.
+func TestModelLists(t *testing.T) {
+	srv, log := newTestServer(t, "")
+	for path, want := range map[string]string{"/v1/models": `"id":"` + ModelName + `"`, "/api/tags": `"name":"` + ModelName + `"`} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(out), want) {
+			t.Errorf("GET %s = %d %s, want 200 naming %s", path, resp.StatusCode, out, ModelName)
+		}
+	}
+	if e := log.entries(t); len(e) != 2 || e[0].API != "models" || e[1].API != "models" {
+		t.Errorf("log = %+v, want the two model list requests", e)
+	}
+}
+
 func TestStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := Start(ctx, "127.0.0.1:0", New(Scenario{}, nil))

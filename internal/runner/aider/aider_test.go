@@ -128,15 +128,7 @@ var fakes = map[runnertest.Behavior]string{
 
 func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 	t.Helper()
-	if s.Name == "" {
-		s.Name = "aider"
-	}
-	s.Command = clitest.Script(t, "aider", body)
-	r, err := New(s)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return r
+	return clitest.Fake(t, New, "aider", body, s)
 }
 
 func TestConformance(t *testing.T) {

@@ -220,15 +220,7 @@ var fakes = map[runnertest.Behavior]string{
 
 func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 	t.Helper()
-	if s.Name == "" {
-		s.Name = "claude"
-	}
-	s.Command = clitest.Script(t, "claude", body)
-	r, err := New(s)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return r
+	return clitest.Fake(t, New, "claude", body, s)
 }
 
 func TestConformance(t *testing.T) {

@@ -170,15 +170,7 @@ var fakes = map[runnertest.Behavior]string{
 
 func newFake(t *testing.T, body string, s runner.Settings, prices *price.Table) runner.Runner {
 	t.Helper()
-	if s.Name == "" {
-		s.Name = "codex"
-	}
-	s.Command = clitest.Script(t, "codex", body)
-	r, err := WithPrices(prices)(s)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return r
+	return clitest.Fake(t, WithPrices(prices), "codex", body, s)
 }
 
 func TestConformance(t *testing.T) {

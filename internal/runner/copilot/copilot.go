@@ -17,12 +17,11 @@
 package copilot
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
@@ -30,6 +29,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/price"
+	"github.com/cadre-dev/cadre/internal/safefile"
 )
 
 const (
@@ -95,7 +95,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		Model:      r.ModelFor(inv),
 	}
 	if p.sessionID != "" {
-		u, model, uerr := sessionUsage(r.sessionLog(p.sessionID))
+		u, model, uerr := sessionUsage(r.stateDir(), p.sessionID)
 		if uerr != nil {
 			fmt.Fprintf(log, "cadre: no usage: %v\n", uerr)
 		}
@@ -144,27 +144,18 @@ func (r *Runner) env(inv runner.Invocation) []string {
 	return r.Env(set)
 }
 
-// sessionLog is where the CLI records session id's events: under
-// COPILOT_HOME when the agent gets one, else under the agent's HOME.
-func (r *Runner) sessionLog(id string) string {
+// stateDir is where the CLI keeps its state, sessions included:
+// COPILOT_HOME when the agent gets one, else ~/.copilot of the agent's HOME.
+func (r *Runner) stateDir() string {
 	dir, ok := "", false
-	if r.passes("COPILOT_HOME") {
+	if slices.Contains(r.Pass, "COPILOT_HOME") {
 		dir, ok = r.Lookup("COPILOT_HOME")
 	}
 	if !ok || dir == "" {
 		home, _ := r.Lookup("HOME")
 		dir = filepath.Join(home, ".copilot")
 	}
-	return filepath.Join(dir, "session-state", filepath.Base(id), "events.jsonl")
-}
-
-func (r *Runner) passes(key string) bool {
-	for _, k := range r.Pass {
-		if k == key {
-			return true
-		}
-	}
-	return false
+	return dir
 }
 
 // usageRecord is a session.usage_record event of the session log.
@@ -182,23 +173,21 @@ type usageRecord struct {
 	} `json:"data"`
 }
 
-// sessionUsage sums the session log's usage records, and names the model
-// of the last one.
-func sessionUsage(path string) (event.Usage, string, error) {
-	f, err := os.Open(path)
+// sessionUsage sums the usage records of session id's log, under the
+// state directory dir, and names the model of the last one. The agent can
+// write there, so a link in the log's place is refused, not read through.
+func sessionUsage(dir, id string) (event.Usage, string, error) {
+	data, err := safefile.ReadFile(dir, filepath.Join(dir, "session-state", filepath.Base(id), "events.jsonl"))
 	if err != nil {
 		return event.Usage{}, "", fmt.Errorf("read copilot session log: %w", err)
 	}
-	defer f.Close()
 	var u event.Usage
 	var model string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		if !strings.Contains(sc.Text(), `"session.usage_record"`) {
+	for line := range strings.Lines(string(data)) {
+		if !strings.Contains(line, `"session.usage_record"`) {
 			continue
 		}
-		rec, ok := cliutil.StdoutJSON[usageRecord]("stdout", sc.Text())
+		rec, ok := cliutil.StdoutJSON[usageRecord]("stdout", line)
 		if !ok || rec.Type != "session.usage_record" {
 			continue
 		}
@@ -209,9 +198,6 @@ func sessionUsage(path string) (event.Usage, string, error) {
 		u.CacheWriteTokens += x.CacheWrite
 		u.CostUSD += x.Cost
 		model = x.Model
-	}
-	if err := sc.Err(); err != nil {
-		return u, model, fmt.Errorf("read copilot session log: %w", err)
 	}
 	return u, model, nil
 }

@@ -37,7 +37,18 @@ func TestParseRealTranscripts(t *testing.T) {
 	if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "create /") && strings.HasSuffix(n, "/hello.txt") }) {
 		t.Errorf("notes %q lack the create call", notes)
 	}
-	u, model, err := sessionUsage(filepath.Join("testdata", "real-write-events.jsonl"))
+	dir := t.TempDir()
+	events, err := os.ReadFile(filepath.Join("testdata", "real-write-events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "session-state", "s"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "session-state", "s", "events.jsonl"), events, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u, model, err := sessionUsage(dir, "s")
 	want := event.Usage{InputTokens: 2500, OutputTokens: 100, CacheReadTokens: 100}
 	if diff := cmp.Diff(want, u); diff != "" || err != nil || model != "modelsim" {
 		t.Errorf("session usage (%v, model %q) mismatch (-want +got):\n%s", err, model, diff)
@@ -90,15 +101,7 @@ var fakes = map[runnertest.Behavior]string{
 
 func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 	t.Helper()
-	if s.Name == "" {
-		s.Name = "copilot"
-	}
-	s.Command = clitest.Script(t, "copilot", body)
-	r, err := New(s)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return r
+	return clitest.Fake(t, New, "copilot", body, s)
 }
 
 func TestConformance(t *testing.T) {
@@ -162,5 +165,21 @@ func TestMissingSessionLog(t *testing.T) {
 	_, err = r.Run(t.Context(), clitest.Invocation(t))
 	if err == nil || !strings.Contains(err.Error(), installHint) || errors.Is(err, os.ErrExist) {
 		t.Errorf("missing CLI: %v, want the install hint", err)
+	}
+}
+
+// A session log the agent replaced with a link is not read through: the
+// run keeps its reply and reports no usage.
+func TestSessionLogLinkRefused(t *testing.T) {
+	t.Setenv("COPILOT_HOME", t.TempDir())
+	elsewhere := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(elsewhere, []byte(`{"type":"session.usage_record","data":{"usage":{"model":"m","inputTokens":7}}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newFake(t, `d="$COPILOT_HOME/session-state/linked"; mkdir -p "$d"; ln -s '`+elsewhere+`' "$d/events.jsonl"`+"\n"+
+		`echo '{"type":"assistant.message","data":{"content":"hi"}}'; echo '{"type":"result","sessionId":"linked","exitCode":0}'`+"\n", runner.Settings{})
+	res, err := r.Run(t.Context(), clitest.Invocation(t))
+	if err != nil || res.Output != "hi" || res.Usage != (event.Usage{}) {
+		t.Errorf("res %+v, err %v: want the reply and no usage", res, err)
 	}
 }

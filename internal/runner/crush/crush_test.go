@@ -28,11 +28,7 @@ var fakes = map[runnertest.Behavior]string{
 
 func newFake(t *testing.T, body string) runner.Runner {
 	t.Helper()
-	r, err := New(runner.Settings{Name: "crush", Command: clitest.Script(t, "crush", body), Model: "anthropic/claude-sonnet-5"})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return r
+	return clitest.Fake(t, New, "crush", body, runner.Settings{Model: "anthropic/claude-sonnet-5"})
 }
 
 func TestConformance(t *testing.T) {

@@ -170,15 +170,7 @@ var fakes = map[runnertest.Behavior]string{
 
 func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 	t.Helper()
-	if s.Name == "" {
-		s.Name = "opencode"
-	}
-	s.Command = clitest.Script(t, "opencode", body)
-	r, err := New(s)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return r
+	return clitest.Fake(t, New, "opencode", body, s)
 }
 
 func TestConformance(t *testing.T) {

@@ -109,3 +109,18 @@ func Names(env map[string]string) []string {
 	slices.Sort(names)
 	return names
 }
+
+// Fake builds a runner with factory f whose command is a fake CLI called
+// name, running body (see Script); s.Name defaults to name.
+func Fake(t testing.TB, f runner.Factory, name, body string, s runner.Settings) runner.Runner {
+	t.Helper()
+	if s.Name == "" {
+		s.Name = name
+	}
+	s.Command = Script(t, name, body)
+	r, err := f(s)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return r
+}
