@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/cadre-dev/cadre/agent"
@@ -231,7 +232,7 @@ func (b *Bench) evaluate(ctx context.Context, tpl *templates, parent string, j J
 	req := cs.Checks()
 	exits, skipped := runCommands(ctx, dir, req.Commands, cs.Commands, b.CommandTimeout, io.Discard)
 	out.Detail.Skipped = skipped
-	req.Commands = without(req.Commands, skipped)
+	req.Commands = slices.DeleteFunc(slices.Clone(req.Commands), func(n string) bool { return slices.Contains(skipped, n) })
 	res := eval.Gatekeeper{}.ValidateWork(eval.Response{Text: resp.Text, Files: files, Commands: exits}, req)
 	if agentErr != nil {
 		out.Detail.Error = agentErr.Error()
@@ -252,19 +253,4 @@ func (b *Bench) evaluate(ctx context.Context, tpl *templates, parent string, j J
 	out.Score = jd.Quality()
 	out.Detail.Judge = &JudgeDetail{Scores: jd.Scores, Overall: jd.Overall, Reasoning: jd.Reasoning}
 	return out, nil
-}
-
-// without returns list less the names in drop.
-func without(list, drop []string) []string {
-	var out []string
-	for _, s := range list {
-		keep := true
-		for _, d := range drop {
-			keep = keep && s != d
-		}
-		if keep {
-			out = append(out, s)
-		}
-	}
-	return out
 }

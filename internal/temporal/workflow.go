@@ -23,10 +23,9 @@ type Workflows struct {
 
 // Item runs one item's workflow: the interpreter decides, activities act.
 func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, error) {
-	ref := ItemRef{Run: in.Run, Item: in.Item}
-	x := newExec(ctx, ref, in)
+	x := newExec(in)
 	var begun engine.Begun
-	if err := workflow.ExecuteActivity(x.journalCtx(ctx), ActBegin, ref).Get(ctx, &begun); err != nil {
+	if err := workflow.ExecuteActivity(x.journalCtx(ctx), ActBegin, x.ref).Get(ctx, &begun); err != nil {
 		return engine.Ended{}, err
 	}
 	if begun.Status != "" {
@@ -78,14 +77,14 @@ type exec struct {
 	early   []Approval           // approvals that came while no question waited
 }
 
-func newExec(ctx workflow.Context, ref ItemRef, in ItemInput) *exec {
+func newExec(in ItemInput) *exec {
 	if in.Heartbeat <= 0 {
 		in.Heartbeat = DefaultHeartbeat
 	}
 	if in.Grace <= 0 {
 		in.Grace = DefaultGrace
 	}
-	return &exec{ref: ref, in: in, visits: map[string]int{}, answers: map[string]*Approval{}}
+	return &exec{ref: ItemRef{Run: in.Run, Item: in.Item}, in: in, visits: map[string]int{}, answers: map[string]*Approval{}}
 }
 
 // retry is today's policy for a step: the runner's own decorator retries

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -276,14 +277,15 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request, rp *repo) {
 		http.Error(w, "kind must be prompt, context, output or log", http.StatusBadRequest)
 		return
 	}
-	f, err := os.Open(p)
-	if err != nil {
+	// Read under the item's step directory without following links: an
+	// agent that made its output a link to a file elsewhere gets nothing
+	// served.
+	data, err := safefile.ReadFile(filepath.Dir(filepath.Dir(st.OutputPath)), p)
+	switch {
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, safefile.ErrUnsafe):
 		http.Error(w, fmt.Sprintf("no %s file for step %s", kind, step), http.StatusNotFound)
 		return
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	if err != nil {
+	case err != nil:
 		fail(w, fmt.Errorf("read %s of step %s: %w", kind, step, err))
 		return
 	}

@@ -1,0 +1,43 @@
+package web_test
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A step file an agent replaced with a link to a file elsewhere is not
+// served; the real output is.
+func TestFileRefusesLinks(t *testing.T) {
+	j := newJournal(t)
+	j.item("T1", "One", "completed")
+	j.step("T1", "code", "coder", "plain output", 0.1)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("do not serve"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := filepath.Join(j.dir, "runs", j.run, "items", "T1", "logs")
+	os.MkdirAll(logs, 0o755)
+	if err := os.Symlink(secret, filepath.Join(logs, "code.log")); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := serve(t, j, nil, "127.0.0.1:0")
+	get := func(kind string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(base + "/api/runs/" + j.run + "/file?step=T1/code&kind=" + kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get("output"); code != http.StatusOK || body != "plain output" {
+		t.Fatalf("output: %d %q", code, body)
+	}
+	if code, body := get("log"); code != http.StatusNotFound || body == "do not serve" {
+		t.Fatalf("linked log: %d %q, want 404", code, body)
+	}
+}
