@@ -110,10 +110,7 @@ type Begun struct {
 // It is idempotent: an executor may call it again after a crash.
 func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 	e, ir := s.e, s.ir
-	lim := e.d.Config.Limits
-	b := Begun{Limits: workflow.FlowLimits{AuditPassRating: lim.AuditPassRating, EscalateBelowConfidence: lim.EscalateBelowConfidence,
-		MaxReviewRounds: lim.MaxReviewRounds, MaxInsufficientLoops: lim.MaxInsufficientLoops,
-		MaxIterations: lim.MaxIterations, MaxAttempts: lim.MaxAttempts, ParallelAgents: lim.ParallelAgents}}
+	b := Begun{Limits: e.flowLimits()}
 	end := func(status, reason string) (Begun, error) {
 		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(status), Error: &reason}); err != nil {
 			return Begun{}, err
