@@ -138,7 +138,7 @@ func (fx *flowExec) Agent(ctx context.Context, c workflow.AgentCall) (workflow.O
 // agent runs (or replays) an agent step that is its role's visit-th.
 func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) (workflow.Outcome, error) {
 	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: visit, Work: c.Work,
-		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature}
+		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature, PassRating: c.PassRating}
 	if c.Task != nil {
 		data, _ := json.MarshalIndent(c.Task, "", "  ")
 		sp.TaskID, sp.PayloadJSON = c.Task.ID, string(data)
