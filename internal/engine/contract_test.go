@@ -52,7 +52,7 @@ func TestInvokeTriageWithoutSignalBlock(t *testing.T) {
 			dir := t.TempDir()
 			inv := runner.Invocation{Role: tt.role, Item: "i", Step: "i/work/" + tt.role + "#1", Attempt: 1,
 				OutputPath: filepath.Join(dir, "out.md"), LogPath: filepath.Join(dir, "log")}
-			got, err := (&Engine{}).invoke(context.Background(), fake, inv, nil)
+			got, err := (&Engine{}).invoke(context.Background(), fake, inv, nil, 0)
 			sig, failure := got.sig, got.failure
 			if err != nil {
 				t.Fatal(err)
@@ -205,7 +205,7 @@ func TestInvokeJudge(t *testing.T) {
 			inv := runner.Invocation{Role: "judge", Item: "i", Step: "i/work/judge#1", Attempt: 1,
 				OutputPath: filepath.Join(dir, "out.md"), LogPath: filepath.Join(dir, "log")}
 			e := &Engine{d: Deps{Config: config.Default()}}
-			got, err := e.invoke(context.Background(), fake, inv, rubric)
+			got, err := e.invoke(context.Background(), fake, inv, rubric, 8)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,18 +23,22 @@ import (
 // runFlow drives an item through a declarative workflow: the interpreter
 // decides, flowExec performs (and replays) the steps.
 func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (itemOutcome, error) {
-	lim := e.d.Config.Limits
 	fx := &flowExec{e: e, ir: ir}
-	in := &workflow.Interp{Item: ir.it.ID, Defs: e.d.Workflows, Exec: fx, Roles: e.roleExists,
-		Lim: workflow.FlowLimits{AuditPassRating: lim.AuditPassRating, EscalateBelowConfidence: lim.EscalateBelowConfidence,
-			MaxReviewRounds: lim.MaxReviewRounds, MaxInsufficientLoops: lim.MaxInsufficientLoops,
-			MaxIterations: lim.MaxIterations, MaxAttempts: lim.MaxAttempts, ParallelAgents: lim.ParallelAgents}}
+	in := &workflow.Interp{Item: ir.it.ID, Defs: e.d.Workflows, Exec: fx, Roles: e.roleExists, Lim: e.flowLimits()}
 	e.setBoard(ir, map[string]any{"stage": "code", "mode": def.Name})
 	res, err := in.Run(ctx, def)
 	if fx.paused != "" {
 		err = fmt.Errorf("%s: %w", fx.paused, workflow.ErrPaused)
 	}
 	return e.endFlow(ctx, ir, res, err)
+}
+
+// flowLimits are cadre.yaml's limits as the interpreter takes them.
+func (e *Engine) flowLimits() workflow.FlowLimits {
+	lim := e.d.Config.Limits
+	return workflow.FlowLimits{AuditPassRating: lim.AuditPassRating, EscalateBelowConfidence: lim.EscalateBelowConfidence,
+		MaxReviewRounds: lim.MaxReviewRounds, MaxInsufficientLoops: lim.MaxInsufficientLoops,
+		MaxIterations: lim.MaxIterations, MaxAttempts: lim.MaxAttempts, ParallelAgents: lim.ParallelAgents}
 }
 
 // endFlow journals how an item's workflow ended (res, or err: a pause, a
@@ -134,7 +138,7 @@ func (fx *flowExec) Agent(ctx context.Context, c workflow.AgentCall) (workflow.O
 // agent runs (or replays) an agent step that is its role's visit-th.
 func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) (workflow.Outcome, error) {
 	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: visit, Work: c.Work,
-		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature}
+		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature, PassRating: c.PassRating}
 	if c.Task != nil {
 		data, _ := json.MarshalIndent(c.Task, "", "  ")
 		sp.TaskID, sp.PayloadJSON = c.Task.ID, string(data)

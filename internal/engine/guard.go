@@ -89,7 +89,7 @@ func checkGitState(ctx context.Context, repo *workspace.Repo, step string, befor
 // guardedInvoke runs one agent step with the item's executable
 // configuration hidden (when untrusted) and the repository's git state
 // checked around it. A *tamperError says the agent changed that state.
-func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runner, inv runner.Invocation, rubric eval.Rubric) (asked, error) {
+func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runner, inv runner.Invocation, rubric eval.Rubric, pass int) (asked, error) {
 	release, err := e.shield(ctx, ir)
 	if err != nil {
 		return asked{}, err
@@ -103,7 +103,7 @@ func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runne
 	if inv.Untrusted {
 		inv.GitConfig = ir.repo.AgentGitConfig(ctx)
 	}
-	got, err := e.invoke(ctx, rn, inv, rubric)
+	got, err := e.invoke(ctx, rn, inv, rubric, pass)
 	// The check comes first: putting the files back runs git.
 	if terr := checkGitState(ctx, ir.repo, inv.Step, before); terr != nil {
 		release()

@@ -73,6 +73,31 @@ func (e *Engine) publish(ir *itemRun, ev event.Event) {
 
 func strp(s string) *string { return &s }
 
+// newItemRun is the state of item it of run rs, whose task file is task:
+// its board, output directory, agent bound and trust.
+func (e *Engine) newItemRun(rs *runState, it store.Item, task *taskfile.Task) *itemRun {
+	agents := rs.opts.Agents
+	if agents <= 0 {
+		agents = e.d.Config.Limits.ParallelAgents
+	}
+	ir := &itemRun{run: rs.id, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: newBoard(task.Path),
+		outDir: filepath.Join(e.StateDir(), "runs", rs.id, "items", it.ID), written: map[string]string{},
+		agents: make(chan struct{}, max(agents, 1))}
+	ir.trusted = e.trustsRepo(it)
+	if !ir.trusted {
+		ir.repo = e.repo.Untrusted()
+	}
+	return ir
+}
+
+// startCycle starts the item's cycle log, for the workflow name.
+func (e *Engine) startCycle(ir *itemRun, name string) {
+	it, task := ir.it, ir.task
+	ir.cycle = newCycleLog(filepath.Join(ir.outDir, "current_cycle.md"), cycleID(e.StateDir(), time.Now()),
+		task.Title, fmt.Sprintf("- stage: %s, attempts: %d\n- task file: %s", it.InitStage, it.InitAttempts, task.Path), task.Contexts,
+		e.firstRole(name, it.InitStage))
+}
+
 // runItem drives one item through the runner workflow from the state the run
 // first saw, replaying journaled steps and running the rest.
 func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (itemOutcome, error) {
@@ -83,23 +108,12 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &msg})
 		return itemOutcome{failed: true, reason: msg}, nil
 	}
-	agents := rs.opts.Agents
-	if agents <= 0 {
-		agents = e.d.Config.Limits.ParallelAgents
-	}
-	brd := newBoard(task.Path)
+	ir := e.newItemRun(rs, it, task)
 	defer func() {
-		if err := brd.close(); err != nil {
+		if err := ir.board.close(); err != nil {
 			e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.Warning, Message: "update task file: " + err.Error()})
 		}
 	}()
-	ir := &itemRun{run: runID, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: brd,
-		outDir: filepath.Join(e.StateDir(), "runs", runID, "items", it.ID), written: map[string]string{},
-		agents: make(chan struct{}, max(agents, 1))}
-	ir.trusted = e.trustsRepo(it)
-	if !ir.trusted {
-		ir.repo = e.repo.Untrusted()
-	}
 	if rs.opts.InPlace {
 		if err := e.unshieldLeftovers(ctx, ir); err != nil {
 			return itemOutcome{}, err
@@ -115,9 +129,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 		return itemOutcome{}, nil
 	}
 	name := e.workflowOf(rs.opts, task)
-	ir.cycle = newCycleLog(filepath.Join(ir.outDir, "current_cycle.md"), cycleID(e.StateDir(), time.Now()),
-		task.Title, fmt.Sprintf("- stage: %s, attempts: %d\n- task file: %s", it.InitStage, it.InitAttempts, task.Path), task.Contexts,
-		e.firstRole(name, it.InitStage))
+	e.startCycle(ir, name)
 	if name != workflow.RunnerWorkflow {
 		switch it.InitStage {
 		case workflow.StageCompleted, workflow.StageBacklog, workflow.StageFailed:

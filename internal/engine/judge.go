@@ -38,10 +38,10 @@ func rubricLines(r eval.Rubric) string {
 
 // judged reads a judge's reply: its JSON judgement, when it gave one, is
 // its Rating (and stands in for a missing SIGNAL BLOCK: PASS when the
-// overall score reaches the pass rating); a reply with only a usable SIGNAL
-// BLOCK is taken as it is. A judgement that is there but unusable (a score
+// overall score reaches pass, the workflow's pass rating); a reply with
+// only a usable SIGNAL BLOCK is taken as it is. A judgement that is there but unusable (a score
 // out of range, a criterion missing) is returned as jerr, for one re-ask.
-func (e *Engine) judged(output string, sig signal.Signal, perr error, rubric eval.Rubric) (signal.Signal, *eval.Judgement, error, error) {
+func (e *Engine) judged(output string, sig signal.Signal, perr error, rubric eval.Rubric, pass int) (signal.Signal, *eval.Judgement, error, error) {
 	j, jerr := eval.ParseJudgement(output, rubric)
 	switch {
 	case jerr == nil:
@@ -49,7 +49,7 @@ func (e *Engine) judged(output string, sig signal.Signal, perr error, rubric eva
 		if perr != nil {
 			sig = signal.Signal{Agent: roleJudge, Result: signal.Insufficient, LoopSummary: fmt.Sprintf("overall %d/10", overall),
 				Context: j.Reasoning}
-			if overall >= e.d.Config.Limits.AuditPassRating {
+			if overall >= pass {
 				sig.Result = signal.Pass
 			}
 		}

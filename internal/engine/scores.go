@@ -79,7 +79,7 @@ func (e *Engine) reviewed(ctx context.Context, ir *itemRun, sp agentSpec, sig si
 	if work == "" || !workflow.IsReviewing(sp.Role) {
 		return
 	}
-	passed := workflow.Rejection(sp.Role, sig, e.d.Config.Limits.AuditPassRating) == ""
+	passed := workflow.Rejection(sp.Role, sig, e.passRating(sp)) == ""
 	v := verdict{kind: store.KindReview, step: work, passed: &passed,
 		detail: map[string]any{"reviewer": sp.Role, "step": sp.ID, "result": sig.Result, "verdict": sig.Verdict, "summary": sig.LoopSummary}}
 	if sig.Rating != nil {

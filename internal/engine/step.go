@@ -36,6 +36,15 @@ type agentSpec struct {
 	TaskID          string         // context file taskId
 	Payload         map[string]any // context file payload additions
 	PayloadJSON     string         // step data shown in the prompt (a plan task)
+	PassRating      int            // a reviewer's pass rating (0: limits.audit_pass_rating)
+}
+
+// passRating is the Rating the work sp reviews needs to pass.
+func (e *Engine) passRating(sp agentSpec) int {
+	if sp.PassRating > 0 {
+		return sp.PassRating
+	}
+	return e.d.Config.Limits.AuditPassRating
 }
 
 // agentOut is a finished (or replayed) agent step.
@@ -192,7 +201,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		}}
 	inv.OnStart = e.recordGroup(ctx, ir, sp.ID)
 	inv.Sandbox = e.stepSandbox(ir, base)
-	got, err := e.guardedInvoke(ctx, ir, rn, inv, rubric)
+	got, err := e.guardedInvoke(ctx, ir, rn, inv, rubric, e.passRating(sp))
 	var te *tamperError
 	if errors.As(err, &te) {
 		rec.Status, rec.Error = store.StepFailed, te.msg
@@ -226,7 +235,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		return out, nil
 	}
 	if sp.Role == workflow.RoleAuditor && sp.Workflow == workflow.RunnerWorkflow && sig.Rating != nil {
-		accepted := workflow.Rejection(sp.Role, sig, e.d.Config.Limits.AuditPassRating) == ""
+		accepted := workflow.Rejection(sp.Role, sig, e.passRating(sp)) == ""
 		if err := ir.board.flush(); err != nil {
 			return agentOut{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
 		}
@@ -283,7 +292,7 @@ type asked struct {
 // invoke runs the agent, reads its output and signal, and re-asks once when
 // the reply has no usable SIGNAL BLOCK (or, from a judge, an unusable
 // judgement). The error is only for ctx cancellation or a journal failure.
-func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invocation, rubric eval.Rubric) (asked, error) {
+func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invocation, rubric eval.Rubric, pass int) (asked, error) {
 	var got asked
 	for ask := 0; ask < 2; ask++ {
 		// Each ask starts without an output file, so the file read after it
@@ -317,7 +326,7 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		}
 		var jerr error
 		if inv.Role == roleJudge {
-			sig, got.judgement, perr, jerr = e.judged(output, sig, perr, rubric)
+			sig, got.judgement, perr, jerr = e.judged(output, sig, perr, rubric, pass)
 		}
 		got.sig = sig
 		// An auditor that exits non-zero but rated the work is an audit

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
@@ -73,21 +71,8 @@ func (r *RunSteps) OpenItem(ctx context.Context, itemID string) (*ItemSteps, err
 		s.loadErr = errors.New(relErr(err, e.d.Root))
 		task = &taskfile.Task{ID: it.ID, Title: it.Title, Path: it.Ref}
 	}
-	agents := rs.opts.Agents
-	if agents <= 0 {
-		agents = e.d.Config.Limits.ParallelAgents
-	}
-	ir := &itemRun{run: rs.id, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: newBoard(task.Path),
-		outDir: filepath.Join(e.StateDir(), "runs", rs.id, "items", it.ID), written: map[string]string{},
-		agents: make(chan struct{}, max(agents, 1))}
-	ir.trusted = e.trustsRepo(it)
-	if !ir.trusted {
-		ir.repo = e.repo.Untrusted()
-	}
-	name := e.workflowOf(rs.opts, task)
-	ir.cycle = newCycleLog(filepath.Join(ir.outDir, "current_cycle.md"), cycleID(e.StateDir(), time.Now()),
-		task.Title, fmt.Sprintf("- stage: %s, attempts: %d\n- task file: %s", it.InitStage, it.InitAttempts, task.Path), task.Contexts,
-		e.firstRole(name, it.InitStage))
+	ir := e.newItemRun(rs, it, task)
+	e.startCycle(ir, e.workflowOf(rs.opts, task))
 	s.ir, s.fx = ir, &flowExec{e: e, ir: ir}
 	return s, nil
 }
@@ -110,10 +95,7 @@ type Begun struct {
 // It is idempotent: an executor may call it again after a crash.
 func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 	e, ir := s.e, s.ir
-	lim := e.d.Config.Limits
-	b := Begun{Limits: workflow.FlowLimits{AuditPassRating: lim.AuditPassRating, EscalateBelowConfidence: lim.EscalateBelowConfidence,
-		MaxReviewRounds: lim.MaxReviewRounds, MaxInsufficientLoops: lim.MaxInsufficientLoops,
-		MaxIterations: lim.MaxIterations, MaxAttempts: lim.MaxAttempts, ParallelAgents: lim.ParallelAgents}}
+	b := Begun{Limits: e.flowLimits()}
 	end := func(status, reason string) (Begun, error) {
 		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(status), Error: &reason}); err != nil {
 			return Begun{}, err

@@ -33,6 +33,9 @@ type AgentCall struct {
 	Signature string           // goal:loop:step (seed 002)
 	Round     int              // loop round, 1-based; 0 outside loops
 	Work      *Work            // a reviewing role's: the work it reviews
+	// PassRating is a reviewing role's: the Rating the work needs to pass
+	// (the workflow's pass_rating, else limits.audit_pass_rating).
+	PassRating int
 }
 
 // Work is the last working (not reviewing) agent step in scope: what a

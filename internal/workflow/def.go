@@ -67,7 +67,7 @@ type Loop struct {
 var Gates = map[string]string{
 	"verdict-pass": "the last agent's Verdict is pass",
 	"result-pass":  "the last agent's Result is PASS",
-	"rating-pass":  "the last agent's Rating reaches limits.audit_pass_rating",
+	"rating-pass":  "the last agent's Rating reaches the workflow's pass_rating (else limits.audit_pass_rating)",
 	"checks-pass":  "the last checks found no regression against the baseline",
 	"review-pass":  "every reviewing role of the round accepted the work",
 }

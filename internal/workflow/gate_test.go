@@ -189,6 +189,42 @@ func TestPassRatingPerWorkflow(t *testing.T) {
 	}
 }
 
+// A reviewer is told the workflow's pass rating; a working role is not.
+func TestReviewerCallCarriesPassRating(t *testing.T) {
+	def := &Def{Name: "lenient", PassRating: 5, Phases: []Phase{{Name: "work", Critical: true,
+		Steps: []Node{{Role: "executor"}, {Role: "judge"}}}}}
+	f := newFake()
+	got := map[string]int{}
+	f.agent = func(c AgentCall, n int) Outcome {
+		got[c.Role] = c.PassRating
+		o := okOutcome(c.Role)
+		o.Signal.Rating = signal.Int(9)
+		return o
+	}
+	in := &Interp{Item: "42", Defs: defs(t), Exec: f, Lim: testLim}
+	in.Run(t.Context(), def)
+	if got["executor"] != 0 || got["judge"] != 5 {
+		t.Errorf("pass ratings %v, want the judge's 5 alone", got)
+	}
+}
+
+// A rating-pass loop gate passes at the workflow's pass_rating too.
+func TestRatingPassGateUsesPassRating(t *testing.T) {
+	def := &Def{Name: "lenient", PassRating: 5, Phases: []Phase{{Name: "work", Critical: true,
+		Steps: []Node{{Loop: &Loop{Until: "rating-pass", Max: "2", Do: []Node{{Role: "executor"}}}}, {Run: "commit"}}}}}
+	f := newFake()
+	f.agent = func(c AgentCall, n int) Outcome {
+		o := okOutcome(c.Role)
+		o.Signal.Rating = signal.Int(6)
+		return o
+	}
+	in := &Interp{Item: "42", Defs: defs(t), Exec: f, Lim: testLim}
+	res, _ := in.Run(t.Context(), def)
+	if got := strings.Join(f.calls, " "); got != "executor run:commit" || res.Status != ResultCompleted {
+		t.Errorf("calls %s (%s), want one round and the commit", got, res.Status)
+	}
+}
+
 // A rejection fails the item even in a non-critical phase.
 func TestRejectionInNonCriticalPhaseFailsTheItem(t *testing.T) {
 	def := &Def{Name: "x", Phases: []Phase{

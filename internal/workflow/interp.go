@@ -196,7 +196,7 @@ func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
 			Inputs: append([]string(nil), sc.inputs...), Note: note, Round: sc.round,
 			Signature: fmt.Sprintf("1:%d:%d", max(sc.round, 1), sc.index)}
 		if IsReviewing(role) {
-			call.Work = sc.checked()
+			call.Work, call.PassRating = sc.checked(), sc.pass
 		}
 		var err error
 		out, err = in.Exec.Agent(ctx, call)

@@ -28,7 +28,7 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 			sc.note = strings.TrimSpace(rej.reason + "\n\n" + sc.note)
 		case err != nil:
 			return err
-		case in.gate(l.Until, sc.last):
+		case gate(l.Until, sc.last, sc.pass):
 			return nil
 		}
 		exhausted := round >= limit
@@ -77,14 +77,15 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 	}
 }
 
-func (in *Interp) gate(until string, out Outcome) bool {
+// gate says whether out passes until; pass is the workflow's pass rating.
+func gate(until string, out Outcome, pass int) bool {
 	switch until {
 	case "verdict-pass":
 		return out.Signal.Verdict == signal.VerdictPass
 	case "result-pass":
 		return out.Signal.Result == signal.Pass
 	case "rating-pass":
-		return out.Signal.Rating != nil && *out.Signal.Rating >= in.Lim.AuditPassRating
+		return out.Signal.Rating != nil && *out.Signal.Rating >= pass
 	case "checks-pass":
 		return len(out.Regressions) == 0 && !out.Failed
 	case "review-pass":
