@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -115,7 +114,5 @@ func printBoardJSON(w io.Writer, run bench.Run, sum bench.Summary, rows []bench.
 		out.Rows = append(out.Rows, benchRowJSON{Role: r.Role, Candidate: r.Candidate(), Runner: r.Runner, Model: r.Model,
 			Cases: r.Cases, PassRate: r.PassRate, MeanScore: r.MeanScore, MeanCostUSD: r.MeanCostUSD, MeanLatencyMS: r.MeanLatencyMS})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return printJSON(w, out)
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -98,9 +97,7 @@ func runScores(ctx context.Context, f *Factory, opts *ScoresOptions) error {
 		for _, r := range rows {
 			out = append(out, toScoreJSON(r))
 		}
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"role": opts.Role, "source": opts.Source, "rows": out})
+		return printJSON(f.IO.Out, map[string]any{"role": opts.Role, "source": opts.Source, "rows": out})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, noScores(opts))
