@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -78,15 +77,10 @@ func printBoard(w io.Writer, rows []bench.Row) {
 	const line = "%-32s %5s %5s %5s %10s %9s\n"
 	for i, r := range rows {
 		if i == 0 || r.Role != rows[i-1].Role {
-			if i > 0 {
-				fmt.Fprintln(w)
-			}
-			fmt.Fprintf(w, "role %s\n", r.Role)
-			fmt.Fprintf(w, line, "RUNNER/MODEL", "RUNS", "PASS", "SCORE", "COST", "LATENCY")
+			roleHeading(w, i == 0, r.Role, line, "RUNNER/MODEL", "RUNS", "PASS", "SCORE", "COST", "LATENCY")
 		}
-		latency := time.Duration(r.MeanLatencyMS * float64(time.Millisecond)).Round(100 * time.Millisecond).String()
 		fmt.Fprintf(w, line, r.Candidate(), fmt.Sprint(r.Cases), fmt.Sprintf("%.0f%%", 100*r.PassRate),
-			fmt.Sprintf("%.1f", 10*r.MeanScore), fmt.Sprintf("$%.4f", r.MeanCostUSD), latency)
+			fmt.Sprintf("%.1f", 10*r.MeanScore), fmt.Sprintf("$%.4f", r.MeanCostUSD), latencyText(r.MeanLatencyMS))
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no results")
@@ -120,7 +114,5 @@ func printBoardJSON(w io.Writer, run bench.Run, sum bench.Summary, rows []bench.
 		out.Rows = append(out.Rows, benchRowJSON{Role: r.Role, Candidate: r.Candidate(), Runner: r.Runner, Model: r.Model,
 			Cases: r.Cases, PassRate: r.PassRate, MeanScore: r.MeanScore, MeanCostUSD: r.MeanCostUSD, MeanLatencyMS: r.MeanLatencyMS})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return printJSON(w, out)
 }

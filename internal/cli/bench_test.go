@@ -32,27 +32,9 @@ func TestNewCmdBenchOptions(t *testing.T) {
 		{"--runners a --repeat 0", cli.BenchOptions{}, "--repeat 0: want 1 or more"},
 	}
 	for _, tt := range tests {
-		var got *cli.BenchOptions
-		f := &cli.Factory{IO: cli.IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
-		cmd := cli.NewCmdBench(f, func(_ context.Context, _ *cli.Factory, o *cli.BenchOptions) error {
-			got = o
-			return nil
-		})
-		cmd.SetArgs(strings.Fields(tt.args))
-		cmd.SetOut(&bytes.Buffer{})
-		cmd.SetErr(&bytes.Buffer{})
-		err := cmd.Execute()
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%q: err = %v, want containing %q", tt.args, err, tt.wantErr)
-			}
-			if got != nil {
-				t.Errorf("%q: command ran despite the error", tt.args)
-			}
+		got := parsedOptions(t, cli.NewCmdBench, tt.args, tt.wantErr)
+		if got == nil {
 			continue
-		}
-		if err != nil || got == nil {
-			t.Fatalf("%q: opts %+v, err %v", tt.args, got, err)
 		}
 		if got.Roles == nil {
 			got.Roles = []string{}

@@ -21,6 +21,14 @@ func jsonSink(w io.Writer) event.Sink {
 	})
 }
 
+// printJSON prints v as indented JSON, the --json output of the
+// commands that print one document.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
 // lineSink prints one readable line per event.
 func lineSink(w io.Writer) event.Sink {
 	return event.SinkFunc(func(e event.Event) {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -62,9 +61,7 @@ func runReport(ctx context.Context, f *Factory, opts *ReportOptions) error {
 		return usageErr(err)
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"run": id, "by": opts.By, "rows": rows})
+		return printJSON(f.IO.Out, map[string]any{"run": id, "by": opts.By, "rows": rows})
 	}
 	fmt.Fprintf(f.IO.Out, "run %s by %s\n", id, opts.By)
 	// The quality columns appear only when the run was evaluated.

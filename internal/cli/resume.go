@@ -37,6 +37,9 @@ is found by its Cadre-Step trailer and not repeated.` + liveViewHelp + "\n" + ex
 			if len(args) == 1 {
 				opts.Run = args[0]
 			}
+			if err := checkServeFlags(cmd, opts.Serve, false); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), f, opts)
 			}

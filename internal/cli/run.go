@@ -73,6 +73,9 @@ completes.` + liveViewHelp + "\n" + exitStatusRunning,
 			if err := checkEngine(cmd, opts); err != nil {
 				return err
 			}
+			if err := checkServeFlags(cmd, opts.Serve, opts.DryRun); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), f, opts)
 			}
@@ -223,6 +226,9 @@ chooses), in its own worktree and branch like any other item. Takes the flags of
 			opts.Prompt = args[0]
 			if strings.TrimSpace(opts.Prompt) == "" {
 				return usageErr(errors.New("the prompt is empty: say what to do"))
+			}
+			if err := checkServeFlags(cmd, opts.Serve, opts.DryRun); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(cmd.Context(), f, opts)

@@ -15,13 +15,14 @@ func addSandboxFlag(cmd *cobra.Command, mode *string) {
 }
 
 // withSandboxFlag applies --sandbox to cfg. none turns the sandbox off,
-// network settings included (there is then nothing to enforce them);
-// bwrap keeps cadre.yaml's network settings.
+// network settings included (there is then nothing to enforce them), and
+// keeps trust_repo, which holds unconfined too; bwrap keeps cadre.yaml's
+// network settings.
 func withSandboxFlag(cfg config.Config, mode string) (config.Config, error) {
 	switch mode {
 	case "":
 	case sandbox.ModeNone:
-		cfg.Sandbox = config.Sandbox{Mode: sandbox.ModeNone, Network: sandbox.NetAllow}
+		cfg.Sandbox = config.Sandbox{Mode: sandbox.ModeNone, Network: sandbox.NetAllow, TrustRepo: cfg.Sandbox.TrustRepo}
 	case sandbox.ModeBwrap:
 		cfg.Sandbox.Mode = sandbox.ModeBwrap
 	default:

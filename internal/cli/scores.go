@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -98,9 +97,7 @@ func runScores(ctx context.Context, f *Factory, opts *ScoresOptions) error {
 		for _, r := range rows {
 			out = append(out, toScoreJSON(r))
 		}
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"role": opts.Role, "source": opts.Source, "rows": out})
+		return printJSON(f.IO.Out, map[string]any{"role": opts.Role, "source": opts.Source, "rows": out})
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, noScores(opts))
@@ -158,11 +155,7 @@ func printScores(w io.Writer, rows []store.EvalStat) {
 	const line = "%-32s %7s %5s %5s %10s %9s\n"
 	for i, r := range rows {
 		if i == 0 || r.Role != rows[i-1].Role {
-			if i > 0 {
-				fmt.Fprintln(w)
-			}
-			fmt.Fprintf(w, "role %s\n", r.Role)
-			fmt.Fprintf(w, line, "RUNNER/MODEL", "SAMPLES", "PASS", "SCORE", "COST", "LATENCY")
+			roleHeading(w, i == 0, r.Role, line, "RUNNER/MODEL", "SAMPLES", "PASS", "SCORE", "COST", "LATENCY")
 		}
 		pass, score, usd, latency := "-", "-", "-", "-"
 		if r.Checked > 0 {
@@ -173,10 +166,26 @@ func printScores(w io.Writer, rows []store.EvalStat) {
 		}
 		if r.Costed > 0 {
 			usd = fmt.Sprintf("$%.4f", r.MeanCostUSD)
-			latency = time.Duration(r.MeanLatencyMS * float64(time.Millisecond)).Round(100 * time.Millisecond).String()
+			latency = latencyText(r.MeanLatencyMS)
 		}
 		fmt.Fprintf(w, line, candidate(r), fmt.Sprint(r.Samples), pass, score, usd, latency)
 	}
+}
+
+// roleHeading starts one role's table in a listing grouped by role: a
+// blank line after the previous table, then "role NAME" and the column
+// header, printed with line.
+func roleHeading(w io.Writer, first bool, role, line string, cols ...any) {
+	if !first {
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "role %s\n", role)
+	fmt.Fprintf(w, line, cols...)
+}
+
+// latencyText shows a mean latency in milliseconds to a tenth of a second.
+func latencyText(ms float64) string {
+	return time.Duration(ms * float64(time.Millisecond)).Round(100 * time.Millisecond).String()
 }
 
 func toScoreJSON(r store.EvalStat) scoreJSON {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/cli"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -54,29 +55,43 @@ func TestNewCmdScoresOptions(t *testing.T) {
 		{"a b", cli.ScoresOptions{}, "accepts at most 1 arg"},
 	}
 	for _, tt := range tests {
-		var got *cli.ScoresOptions
-		f := &cli.Factory{IO: cli.IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
-		cmd := cli.NewCmdScores(f, func(_ context.Context, _ *cli.Factory, o *cli.ScoresOptions) error {
-			got = o
-			return nil
-		})
-		cmd.SetArgs(strings.Fields(tt.args))
-		cmd.SetOut(&bytes.Buffer{})
-		cmd.SetErr(&bytes.Buffer{})
-		err := cmd.Execute()
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%q: err = %v, want containing %q", tt.args, err, tt.wantErr)
-			}
-			if got != nil {
-				t.Errorf("%q: command ran despite the error", tt.args)
-			}
-			continue
-		}
-		if err != nil || got == nil || *got != tt.want {
-			t.Errorf("%q: opts = %+v, err %v; want %+v", tt.args, got, err, tt.want)
+		got := parsedOptions(t, cli.NewCmdScores, tt.args, tt.wantErr)
+		if got != nil && *got != tt.want {
+			t.Errorf("%q: opts = %+v; want %+v", tt.args, *got, tt.want)
 		}
 	}
+}
+
+// parsedOptions runs the command newCmd builds on args with a run function
+// that only keeps its options, and returns them. With wantErr set it
+// checks the command fails with an error containing wantErr, without
+// running, and returns nil; it returns nil too when the command failed.
+func parsedOptions[T any](t *testing.T, newCmd func(*cli.Factory, func(context.Context, *cli.Factory, *T) error) *cobra.Command, args, wantErr string) *T {
+	t.Helper()
+	var got *T
+	f := &cli.Factory{IO: cli.IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
+	cmd := newCmd(f, func(_ context.Context, _ *cli.Factory, o *T) error {
+		got = o
+		return nil
+	})
+	cmd.SetArgs(strings.Fields(args))
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	err := cmd.Execute()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%q: err = %v, want containing %q", args, err, wantErr)
+		}
+		if got != nil {
+			t.Errorf("%q: command ran despite the error", args)
+		}
+		return nil
+	}
+	if err != nil || got == nil {
+		t.Errorf("%q: opts %+v, err %v", args, got, err)
+		return nil
+	}
+	return got
 }
 
 func TestScoresTableBestFirst(t *testing.T) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 
 	"fmt"
 	"time"
@@ -29,6 +30,19 @@ func addServeFlags(cmd *cobra.Command, sf *ServeFlags) {
 	fl.StringVar(&sf.Addr, "serve", "", "serve the web board while the run goes on, on `HOST:PORT` (alone: "+defaultServeAddr+"); paused items wait for answers while the board is open")
 	fl.Lookup("serve").NoOptDefVal = defaultServeAddr
 	fl.StringVar(&sf.TokenFile, "token-file", "", "with --serve: the board's action token is in `FILE`")
+}
+
+// checkServeFlags refuses --token-file without --serve, and --serve where
+// nothing would serve the board (a dry run), which would otherwise be
+// ignored silently.
+func checkServeFlags(cmd *cobra.Command, sf ServeFlags, dryRun bool) error {
+	switch {
+	case sf.Addr == "" && cmd.Flags().Changed("token-file"):
+		return usageErr(errors.New("--token-file needs --serve"))
+	case sf.Addr != "" && dryRun:
+		return usageErr(errors.New("--serve cannot go with --dry-run, which runs nothing"))
+	}
+	return nil
 }
 
 // runServed runs start (a new run or a resume) with the web board served

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -109,9 +108,7 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 				CurrentStep: it.CurrentStep, Attempts: it.Attempts, Steps: it.Steps, Usage: it.Usage, Error: it.Reason,
 				Branch: it.Branch, PR: it.PR, Picks: it.Picks})
 		}
-		enc := json.NewEncoder(f.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return printJSON(f.IO.Out, out)
 	}
 	state := sum.Status
 	if active == id {

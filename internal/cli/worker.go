@@ -129,6 +129,9 @@ func checkEngine(cmd *cobra.Command, opts *RunOptions) error {
 		if opts.DryRun {
 			return usageErr(errors.New("--dry-run runs on the embedded engine only: drop --engine temporal"))
 		}
+		if opts.Serve.Addr != "" {
+			return usageErr(errors.New("--serve runs on the embedded engine only: drop --engine temporal"))
+		}
 	default:
 		return usageErr(fmt.Errorf("--engine %q: want embedded or temporal", opts.Engine))
 	}

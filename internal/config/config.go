@@ -245,12 +245,12 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Default returns the settings used when cadre.yaml sets nothing.
 // DefaultWriteInterval is github.write_interval's default: the spacing
 // cadre has always kept between GitHub writes, a quarter of the second
 // GitHub asks of heavy writers, since paced writes are also serial.
 const DefaultWriteInterval = time.Second / 4
 
+// Default returns the settings used when cadre.yaml sets nothing.
 func Default() Config {
 	return Config{
 		BaseBranch: "main",
