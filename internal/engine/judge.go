@@ -41,7 +41,7 @@ func rubricLines(r eval.Rubric) string {
 // overall score reaches pass, the workflow's pass rating); a reply with
 // only a usable SIGNAL BLOCK is taken as it is. A judgement that is there but unusable (a score
 // out of range, a criterion missing) is returned as jerr, for one re-ask.
-func (e *Engine) judged(output string, sig signal.Signal, perr error, rubric eval.Rubric, pass int) (signal.Signal, *eval.Judgement, error, error) {
+func judged(output string, sig signal.Signal, perr error, rubric eval.Rubric, pass int) (signal.Signal, *eval.Judgement, error, error) {
 	j, jerr := eval.ParseJudgement(output, rubric)
 	switch {
 	case jerr == nil:

@@ -326,7 +326,7 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		}
 		var jerr error
 		if inv.Role == roleJudge {
-			sig, got.judgement, perr, jerr = e.judged(output, sig, perr, rubric, pass)
+			sig, got.judgement, perr, jerr = judged(output, sig, perr, rubric, pass)
 		}
 		got.sig = sig
 		// An auditor that exits non-zero but rated the work is an audit
