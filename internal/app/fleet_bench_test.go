@@ -78,14 +78,17 @@ const issueScenario = `rules:
 const stepsPerIssue = 13
 
 // countingRunner is the script runner counting what cadre hands the agent:
-// the prompt and the context file.
+// the prompt, the role's instructions (a system prompt costs tokens on
+// every call as a message does) and the context file. Earlier outputs and
+// the item's text are files the prompt points at, read by the agent as it
+// needs them, and are not counted.
 type countingRunner struct {
 	runner.Runner
 	bytes, steps *atomic.Int64
 }
 
 func (c countingRunner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	n := int64(len(inv.Prompt))
+	n := int64(len(inv.Prompt) + len(inv.Instructions))
 	if fi, err := os.Stat(inv.ContextPath); err == nil {
 		n += fi.Size()
 	}

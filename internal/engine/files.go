@@ -1,21 +1,12 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/cadre-dev/cadre/internal/safefile"
 )
-
-func writeJSON(root, path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeStepFile(root, path, append(data, '\n'))
-}
 
 // writeFileAtomic writes path through a synced temp file and a rename, for
 // files people keep (archives): a crash leaves the old or the new content.

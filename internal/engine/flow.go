@@ -140,7 +140,7 @@ func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) 
 	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: visit, Work: c.Work,
 		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature, PassRating: c.PassRating}
 	if c.Task != nil {
-		data, _ := json.MarshalIndent(c.Task, "", "  ")
+		data, _ := json.Marshal(c.Task) // compact: it goes to the agent
 		sp.TaskID, sp.PayloadJSON = c.Task.ID, string(data)
 		sp.Payload = map[string]any{"task": c.Task}
 	}

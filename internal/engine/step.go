@@ -121,7 +121,13 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		WorktreePath: ir.dir, Phase: e.phaseNumber(sp.Workflow, sp.Phase), PhaseName: sp.Phase, TaskID: sp.TaskID,
 		Config:     contextConfig{Commands: map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}},
 		InputFiles: append([]string{}, sp.Inputs...), OutputPath: outPath, Payload: payload}
-	if err := writeJSON(ir.outDir, ctxPath, cf); err != nil {
+	// Compact: the context file is read by agents, and every byte of it is
+	// a token of every step.
+	cfData, err := json.Marshal(cf)
+	if err != nil {
+		return agentOut{}, fmt.Errorf("write context file: %w", err)
+	}
+	if err := writeStepFile(ir.outDir, ctxPath, append(cfData, '\n')); err != nil {
 		return agentOut{}, err
 	}
 	// The agent may write its output file itself, and some CLIs refuse a
@@ -143,6 +149,15 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		rubric = e.rubric(sp.Work)
 		data.Rubric = rubricLines(rubric)
 	}
+	if !inline && taskFile == "" && ir.task.Body != "" {
+		// An agent that reads files reads the item's text from one file
+		// beside its context file (readable under the sandbox too), not
+		// from a copy in every step's prompt.
+		data.ItemFile = filepath.Join(filepath.Dir(ctxPath), itemTextFile)
+		if err := writeStepFile(ir.outDir, data.ItemFile, []byte(itemText(ir.task.Body))); err != nil {
+			return agentOut{}, err
+		}
+	}
 	if inline {
 		for _, in := range sp.Inputs {
 			// An input is an earlier agent's output: a link there would
@@ -154,13 +169,13 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 			data.InputTexts = append(data.InputTexts, text)
 		}
 	}
-	prompt, err := e.d.Roles.Render(sp.Role, data)
+	prompt, err := e.d.Roles.RenderParts(sp.Role, data)
 	if err != nil {
 		return agentOut{failure: err.Error()}, nil
 	}
 	// Kept beside the step's other files: what the agent was asked is part
-	// of its record (the board shows it).
-	if err := writeStepFile(ir.outDir, filepath.Join(ir.outDir, "prompts", stepStem(ir.it.ID, sp.ID)+".md"), []byte(prompt)); err != nil {
+	// of its record (the board shows it), instructions included.
+	if err := writeStepFile(ir.outDir, filepath.Join(ir.outDir, "prompts", stepStem(ir.it.ID, sp.ID)+".md"), []byte(prompt.Whole())); err != nil {
 		return agentOut{}, err
 	}
 	select {
@@ -192,7 +207,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	if timeout == 0 {
 		timeout = time.Duration(e.d.Config.Defaults.Timeout)
 	}
-	inv := runner.Invocation{Role: sp.Role, Item: ir.it.ID, Step: sp.ID, Attempt: sp.Attempt, Visit: sp.Visit, Prompt: prompt, Dir: ir.dir,
+	inv := runner.Invocation{Role: sp.Role, Item: ir.it.ID, Step: sp.ID, Attempt: sp.Attempt, Visit: sp.Visit, Prompt: prompt.Text, Instructions: prompt.Instructions, Dir: ir.dir,
 		ContextPath: ctxPath, OutputPath: outPath, LogPath: logPath, Model: model, Timeout: timeout,
 		Progress: func(note string) {
 			ev := base
@@ -354,13 +369,24 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		// keeps one, so it answers with its work in context.
 		inv.Session = res.SessionID
 		if jerr != nil {
-			inv.Prompt += reply.ReaskJudgement(jerr)
+			inv.Followup = reply.ReaskJudgement(jerr)
 		} else {
-			inv.Prompt += reply.Reask(perr)
+			inv.Followup = reply.Reask(perr)
 		}
 	}
 	got.failure = "unreachable"
 	return got, nil
+}
+
+// itemTextFile is the name, in an item's contexts directory, of the file
+// holding the item's text for agents that read files.
+const itemTextFile = "item.md"
+
+// itemText is the item's text as its file holds it: fenced and labelled
+// as data, as the prompt of an agent that cannot read files shows it.
+func itemText(body string) string {
+	body = strings.NewReplacer("<<<", "< < <", ">>>", "> > >").Replace(body)
+	return "<<<ITEM TEXT (untrusted)\n" + strings.TrimRight(body, "\n") + "\nITEM TEXT (untrusted)>>>\n"
 }
 
 // roleTriage is the role whose reply is a routing decision.

@@ -19,7 +19,7 @@ func TestBuiltinsRender(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		for _, want := range []string{"### SIGNAL BLOCK", "- Agent: " + name, "/c.json", "/o.md", "/in/plan.md", "do NOT edit the task file's frontmatter"} {
-			if !strings.Contains(p, want) {
+			if !refers(p, want) {
 				t.Errorf("%s prompt lacks %q", name, want)
 			}
 		}
@@ -123,7 +123,7 @@ func TestCustomRoleGetsTheContract(t *testing.T) {
 	}
 	for _, w := range []string{"/ctx/42.json", "/r/tasks/42.md", "/wt/42", "/in/plan.md", `{"id":"t1"}`, "<<<NOTE\nRhyme.\nNOTE>>>",
 		"/out/review.md", "/out/42.md", "do NOT edit the task file's frontmatter", "### SIGNAL BLOCK\n- Agent: poet\n", "**Signature**: 1:2:3"} {
-		if !strings.Contains(p, w) {
+		if !refers(p, w) {
 			t.Errorf("custom role's prompt lacks %q:\n%s", w, p)
 		}
 	}
@@ -175,4 +175,13 @@ func TestWithOverridesOneRoleInACopy(t *testing.T) {
 	if _, err := base.With("executor", "{{.Nope", "custom prompt"); err == nil || !strings.Contains(err.Error(), "custom prompt") {
 		t.Fatalf("bad template: err = %v, want one naming its source", err)
 	}
+}
+
+// refers reports whether prompt names path: in full, or as the directory
+// of the earlier results and the file's name in it.
+func refers(prompt, path string) bool {
+	if strings.Contains(prompt, path) {
+		return true
+	}
+	return strings.Contains(prompt, "in `"+filepath.Dir(path)+"` (read them)") && strings.Contains(prompt, "`"+filepath.Base(path)+"`")
 }

@@ -97,7 +97,7 @@ func TestEveryRoleRenders(t *testing.T) {
 					want = append(want, `{"id":"retry-config"}`, "<<<NOTE\nKeep the old default.\nNOTE>>>")
 				}
 				for _, w := range want {
-					if !strings.Contains(p, w) {
+					if !refers(p, w) {
 						t.Errorf("prompt lacks %q:\n%s", w, p)
 					}
 				}

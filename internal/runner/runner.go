@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
@@ -25,13 +26,22 @@ type Caps struct {
 
 // Invocation is one agent step as the runner sees it.
 type Invocation struct {
-	Role        string
-	Item        string // item id (task file stem, issue number)
-	Step        string // stable step id
-	Attempt     int    // the n of the step id <...>#<n>: this step's attempt, 1-based (CADRE_ATTEMPT)
-	Visit       int    // nth invocation of this role for this item, 1-based (0: same as Attempt)
-	Reask       bool   // this is the corrective re-ask after an unusable reply
-	Prompt      string
+	Role    string
+	Item    string // item id (task file stem, issue number)
+	Step    string // stable step id
+	Attempt int    // the n of the step id <...>#<n>: this step's attempt, 1-based (CADRE_ATTEMPT)
+	Visit   int    // nth invocation of this role for this item, 1-based (0: same as Attempt)
+	Reask   bool   // this is the corrective re-ask after an unusable reply
+	// Prompt is the step's own text: the item, its data, the paths of the
+	// context, input and output files.
+	Prompt string
+	// Instructions are the role's fixed instructions and the SIGNAL BLOCK
+	// contract. A runner whose backend takes a system prompt passes them
+	// there, once per process (see UserText); any other sends Text.
+	Instructions string
+	// Followup is the corrective note of a re-ask, sent after the prompt,
+	// or alone into the resumed Session, which holds the prompt already.
+	Followup    string
 	Dir         string // working tree the agent works in
 	ContextPath string // SPEC §6 context file
 	OutputPath  string // where the agent may write its Markdown result
@@ -60,6 +70,44 @@ type Invocation struct {
 	// Sandbox, when set, confines every process the runner starts for
 	// this step (cadre.yaml sandbox); nil runs them unconfined.
 	Sandbox *sandbox.Policy
+}
+
+// Text is the whole message for a runner that has no system prompt: the
+// prompt, the role's instructions, then a re-ask's follow-up; only the
+// follow-up when it goes into a resumed session.
+func (inv Invocation) Text() string {
+	if inv.resumed() {
+		return inv.Followup
+	}
+	return join(inv.Prompt, inv.Instructions, inv.Followup)
+}
+
+// UserText is the user message for a runner that passes Instructions as
+// its system prompt: the prompt and a re-ask's follow-up, or only the
+// follow-up when it goes into a resumed session.
+func (inv Invocation) UserText() string {
+	if inv.resumed() {
+		return inv.Followup
+	}
+	return join(inv.Prompt, inv.Followup)
+}
+
+// resumed: a re-ask continuing the agent's session, which holds the
+// prompt and instructions already.
+func (inv Invocation) resumed() bool { return inv.Session != "" && inv.Followup != "" }
+
+func join(parts ...string) string {
+	out := ""
+	for _, p := range parts {
+		switch {
+		case strings.TrimSpace(p) == "":
+		case out == "":
+			out = p // a lone part goes as it is
+		default:
+			out = strings.TrimRight(out, " \t\n") + "\n\n" + strings.TrimLeft(p, "\n")
+		}
+	}
+	return out
 }
 
 // Result is what a finished agent process produced.

@@ -82,8 +82,8 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	defer log.Close()
 	msgFile := ""
 	// A prompt too long for one argument goes in a --message-file.
-	if len(inv.Prompt) > cliutil.MaxArgPrompt {
-		if msgFile, err = writeMessage(inv.Prompt); err != nil {
+	if len(inv.Text()) > cliutil.MaxArgPrompt {
+		if msgFile, err = writeMessage(inv.Text()); err != nil {
 			return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
 		}
 		defer os.Remove(msgFile)
@@ -134,7 +134,7 @@ func (r *Runner) argv(inv runner.Invocation, msgFile string) []string {
 		return append(args, "--message-file", msgFile)
 	}
 	// The "=" form keeps a prompt starting with "-" from reading as a flag.
-	return append(args, "--message="+inv.Prompt)
+	return append(args, "--message="+inv.Text())
 }
 
 // writeMessage writes a long prompt to a private temporary file.

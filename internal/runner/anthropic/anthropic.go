@@ -92,6 +92,7 @@ func (r *messages) Capabilities() runner.Caps { return runner.Caps{ModelChoice: 
 type request struct {
 	Model     string    `json:"model"`
 	MaxTokens int       `json:"max_tokens"`
+	System    string    `json:"system,omitempty"` // the role's instructions
 	Messages  []message `json:"messages"`
 }
 
@@ -136,8 +137,8 @@ func (r *messages) Run(ctx context.Context, inv runner.Invocation) (runner.Resul
 		h.Set("x-api-key", key)
 	}
 	call := httpapi.Request{
-		Runner: r.name, Endpoint: r.endpoint, Header: h, Key: key, Model: model, Prompt: inv.Prompt,
-		Body:    request{Model: model, MaxTokens: maxTokens, Messages: []message{{Role: "user", Content: inv.Prompt}}},
+		Runner: r.name, Endpoint: r.endpoint, Header: h, Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
+		Body:    request{Model: model, MaxTokens: maxTokens, System: inv.Instructions, Messages: []message{{Role: "user", Content: inv.UserText()}}},
 		Timeout: inv.Timeout, Progress: inv.Progress,
 	}
 	ans, err := httpapi.Send(ctx, r.d.Client, log, call)

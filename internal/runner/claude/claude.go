@@ -112,13 +112,19 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	for _, d := range cliutil.OutsideDirs(inv) {
 		args = append(args, "--add-dir", d)
 	}
+	// The role's instructions go once, into the system prompt, not into
+	// the message (a re-ask into the session sends only its note).
+	if inv.Instructions != "" {
+		args = append(args, "--append-system-prompt", inv.Instructions)
+	}
 	args = append(args, r.Args...)
-	if len(inv.Prompt) > cliutil.MaxArgPrompt {
-		return args, strings.NewReader(inv.Prompt)
+	prompt := inv.UserText()
+	if len(prompt) > cliutil.MaxArgPrompt {
+		return args, strings.NewReader(prompt)
 	}
 	// "--" ends the options, so neither a variadic flag above nor a prompt
 	// starting with "-" can swallow or be mistaken for an option.
-	return append(args, "--", inv.Prompt), nil
+	return append(args, "--", prompt), nil
 }
 
 // env is the agent's environment: minimal, the passed-through keys, the

@@ -98,7 +98,24 @@ func (a *Agent) Env(set map[string]string) []string { return proc.MinimalEnv(a.L
 // ("--prompt=", or "" for the bare prompt), so the log shows only its
 // length; a prompt on stdin is shown as a redirection.
 func (a *Agent) Exec(ctx context.Context, inv runner.Invocation, log io.Writer, promptFlag string, spec proc.Spec) (proc.Result, error) {
-	fmt.Fprintf(log, "$ %s\n", CommandLine(a.Command, spec.Args, promptFlag, inv.Prompt, spec.Stdin != nil))
+	// The message is the whole text, or the user text of a runner that
+	// passes the instructions apart, which are shown by length too.
+	prompt, args := inv.Text(), spec.Args
+	if n := len(args); n > 0 && args[n-1] == promptFlag+inv.UserText() {
+		prompt = inv.UserText()
+	}
+	if inv.Instructions != "" && slices.Contains(args, inv.Instructions) {
+		args = slices.Clone(args)
+		for i, v := range args {
+			if v == inv.Instructions {
+				args[i] = fmt.Sprintf("<instructions, %d bytes>", len(v))
+			}
+		}
+		if spec.Stdin != nil {
+			prompt = inv.UserText()
+		}
+	}
+	fmt.Fprintf(log, "$ %s\n", CommandLine(a.Command, args, promptFlag, prompt, spec.Stdin != nil))
 	spec.Path, spec.Dir, spec.Log, spec.Timeout, spec.OnStart = a.Command, inv.Dir, log, inv.Timeout, inv.OnStart
 	hosts := a.Hosts
 	if a.URL != "" {

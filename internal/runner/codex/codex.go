@@ -136,15 +136,45 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 			"-c", p+".wire_api="+strconv.Quote("responses"),
 			"-c", p+".env_key="+strconv.Quote("OPENAI_API_KEY"))
 	}
+	// The role's instructions go once, as developer instructions (a TOML
+	// string), not into the message.
+	if inv.Instructions != "" {
+		args = append(args, "-c", "developer_instructions="+tomlString(inv.Instructions))
+	}
 	args = append(args, r.Args...)
 	if inv.Session != "" {
 		args = append(args, "resume", inv.Session)
 	}
-	if len(inv.Prompt) > cliutil.MaxArgPrompt {
-		return append(args, "-"), strings.NewReader(inv.Prompt)
+	prompt := inv.UserText()
+	if len(prompt) > cliutil.MaxArgPrompt {
+		return append(args, "-"), strings.NewReader(prompt)
 	}
 	// "--" makes a prompt starting with "-" the prompt, not an option.
-	return append(args, "--", inv.Prompt), nil
+	return append(args, "--", prompt), nil
+}
+
+// tomlString is s as a TOML basic string: quotes, backslashes and control
+// characters escaped.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // parser reads the JSONL events as they arrive.

@@ -125,10 +125,10 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 		args = append(args, "--resume", inv.Session)
 	}
 	args = append(args, r.Args...)
-	if len(inv.Prompt) > cliutil.MaxArgPrompt {
-		return args, strings.NewReader(inv.Prompt)
+	if len(inv.Text()) > cliutil.MaxArgPrompt {
+		return args, strings.NewReader(inv.Text())
 	}
-	return append(args, "-p", inv.Prompt), nil
+	return append(args, "-p", inv.Text()), nil
 }
 
 // env is the agent's environment: minimal, the passed-through keys, the

@@ -103,7 +103,7 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	if inv.Session != "" {
 		args = append(args, "--session", inv.Session)
 	}
-	return append(args, r.Args...), strings.NewReader(inv.Prompt)
+	return append(args, r.Args...), strings.NewReader(inv.Text())
 }
 
 // classify turns the error line into a *runner.Error by its words.

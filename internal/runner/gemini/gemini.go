@@ -152,11 +152,11 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 		args = append(args, "--include-directories="+d)
 	}
 	args = append(args, r.Args...)
-	if len(inv.Prompt) > cliutil.MaxArgPrompt {
-		return args, strings.NewReader(inv.Prompt)
+	if len(inv.Text()) > cliutil.MaxArgPrompt {
+		return args, strings.NewReader(inv.Text())
 	}
 	// The "=" form keeps a prompt starting with "-" from reading as a flag.
-	return append(args, "--prompt="+inv.Prompt), nil
+	return append(args, "--prompt="+inv.Text()), nil
 }
 
 // env is the agent's environment: minimal, the passed-through keys, the

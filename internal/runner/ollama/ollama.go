@@ -113,8 +113,8 @@ func (r *chat) Run(ctx context.Context, inv runner.Invocation) (runner.Result, e
 		}
 	}
 	call := httpapi.Request{
-		Runner: r.name, Endpoint: r.endpoint, Header: h, Key: key, Model: model, Prompt: inv.Prompt,
-		Body:    request{Model: model, Stream: false, Messages: []message{{Role: "user", Content: inv.Prompt}}},
+		Runner: r.name, Endpoint: r.endpoint, Header: h, Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
+		Body:    request{Model: model, Stream: false, Messages: conversation(inv)},
 		Timeout: inv.Timeout, Progress: inv.Progress,
 		Hint: fmt.Sprintf("(is `ollama serve` running at %s? set runners.%s.url if it listens elsewhere)",
 			strings.TrimSuffix(r.endpoint, "/api/chat"), r.name),
@@ -176,4 +176,14 @@ func (r *chat) classify(ans httpapi.Answer, model, key string) *runner.Error {
 		re.Msg += fmt.Sprintf(" (pull it with: ollama pull %s)", model)
 	}
 	return re
+}
+
+// conversation is one step's messages: the role's instructions as the
+// system message, then the step's prompt.
+func conversation(inv runner.Invocation) []message {
+	var msgs []message
+	if inv.Instructions != "" {
+		msgs = append(msgs, message{Role: "system", Content: inv.Instructions})
+	}
+	return append(msgs, message{Role: "user", Content: inv.UserText()})
 }

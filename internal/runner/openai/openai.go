@@ -135,8 +135,8 @@ func (r *completions) Run(ctx context.Context, inv runner.Invocation) (runner.Re
 		h.Set("Authorization", "Bearer "+key)
 	}
 	call := httpapi.Request{
-		Runner: r.name, Endpoint: r.endpoint, Header: h, Key: key, Model: model, Prompt: inv.Prompt,
-		Body:    request{Model: model, Messages: []message{{Role: "user", Content: inv.Prompt}}},
+		Runner: r.name, Endpoint: r.endpoint, Header: h, Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
+		Body:    request{Model: model, Messages: chat(inv)},
 		Timeout: inv.Timeout, Progress: inv.Progress,
 	}
 	ans, err := httpapi.Send(ctx, r.d.Client, log, call)
@@ -269,4 +269,14 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// chat is the conversation of one step: the role's instructions as the
+// system message, then the step's prompt.
+func chat(inv runner.Invocation) []message {
+	var msgs []message
+	if inv.Instructions != "" {
+		msgs = append(msgs, message{Role: "system", Content: inv.Instructions})
+	}
+	return append(msgs, message{Role: "user", Content: inv.UserText()})
 }

@@ -89,7 +89,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	res, err := r.Exec(ctx, inv, log, "", proc.Spec{
 		Args:   args,
 		Env:    r.env(inv),
-		Stdin:  strings.NewReader(inv.Prompt),
+		Stdin:  strings.NewReader(inv.Text()),
 		OnLine: p.line,
 	})
 	out := runner.Result{

@@ -122,7 +122,11 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	if inv.Session != "" {
 		args = append(args, "--resume", inv.Session)
 	}
-	return append(args, r.Args...), strings.NewReader(inv.Prompt)
+	// The role's instructions go once, into the system prompt.
+	if inv.Instructions != "" {
+		args = append(args, "--append-system-prompt", inv.Instructions)
+	}
+	return append(args, r.Args...), strings.NewReader(inv.UserText())
 }
 
 // parser reads the stream-json events as they arrive.
