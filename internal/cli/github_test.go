@@ -160,8 +160,13 @@ func TestGitHubIssuesBecomePullRequests(t *testing.T) {
 		t.Fatal("no context file for issue 1")
 	}
 	data, _ := os.ReadFile(ctxs[0])
-	if !strings.Contains(string(data), `"issueNumber": 1`) {
+	if !strings.Contains(string(data), `"issueNumber":1`) {
 		t.Errorf("context file %s", data)
+	}
+	// ... in one file beside the context files, which the prompt points at.
+	item, err := os.ReadFile(filepath.Join(filepath.Dir(ctxs[0]), "item.md"))
+	if err != nil || !strings.HasPrefix(string(item), "<<<ITEM TEXT (untrusted)\n") || !strings.HasSuffix(string(item), "\nITEM TEXT (untrusted)>>>\n") {
+		t.Errorf("item text file: %v %q", err, item)
 	}
 	for _, c := range g.fake.Calls() {
 		for k, v := range c.Header {

@@ -198,7 +198,7 @@ func TestInvokeJudge(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var prompts []string
 			fake := &fakeRunner{do: func(inv runner.Invocation) runner.Result {
-				prompts = append(prompts, inv.Prompt)
+				prompts = append(prompts, inv.Text())
 				return runner.Result{Output: tt.replies[len(prompts)-1]}
 			}}
 			dir := t.TempDir()

@@ -281,6 +281,26 @@ func TestArgv(t *testing.T) {
 			want: append(slices.Clone(base), "--", "Fix it."),
 		},
 		{
+			name: "role instructions once, as the system prompt",
+			edit: func(inv *runner.Invocation) { inv.Instructions = "Review the diff.\nEnd with the SIGNAL BLOCK." },
+			want: append(slices.Clone(base), "--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs",
+				"--append-system-prompt", "Review the diff.\nEnd with the SIGNAL BLOCK.", "--", "Fix it."),
+		},
+		{
+			name: "a re-ask into the session sends only its note",
+			edit: func(inv *runner.Invocation) {
+				inv.Instructions, inv.Session, inv.Followup = "Review the diff.", "sess-1", "\n\nNo SIGNAL BLOCK: reply again."
+			},
+			want: append(slices.Clone(base), "--resume", "sess-1", "--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs",
+				"--append-system-prompt", "Review the diff.", "--", "\n\nNo SIGNAL BLOCK: reply again."),
+		},
+		{
+			name: "a re-ask without a session repeats the prompt, then the note",
+			edit: func(inv *runner.Invocation) { inv.Instructions, inv.Followup = "Review the diff.", "\n\nReply again." },
+			want: append(slices.Clone(base), "--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs",
+				"--append-system-prompt", "Review the diff.", "--", "Fix it.\n\nReply again."),
+		},
+		{
 			name: "a prompt like an option stays the prompt",
 			edit: func(inv *runner.Invocation) { inv.Prompt = "--help"; inv.ContextPath, inv.OutputPath = "", "" },
 			want: append(slices.Clone(base), "--", "--help"),
@@ -303,6 +323,9 @@ func TestArgv(t *testing.T) {
 				tt.edit(&in)
 			}
 			args, stdin := r.(*Runner).argv(in)
+			if n := strings.Count(strings.Join(args, "\x00"), "--append-system-prompt"); in.Instructions != "" && n != 1 {
+				t.Errorf("--append-system-prompt given %d times, want once", n)
+			}
 			if diff := cmp.Diff(tt.want, args); diff != "" {
 				t.Errorf("argv mismatch (-want +got):\n%s", diff)
 			}
