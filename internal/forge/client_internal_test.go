@@ -5,26 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 )
-
-func TestNextLink(t *testing.T) {
-	tests := map[string]string{
-		`<https://api.github.com/x?page=2>; rel="next", <https://api.github.com/x?page=5>; rel="last"`: "https://api.github.com/x?page=2",
-		`<https://api.github.com/x?page=1>; rel="prev", <https://api.github.com/x?page=3>; rel="next"`: "https://api.github.com/x?page=3",
-		`<https://api.github.com/x?page=1>; rel="first"`:                                               "",
-		``:         "",
-		`garbage`:  "",
-		`<a>;rel=`: "",
-	}
-	for in, want := range tests {
-		if got := nextLink(in); got != want {
-			t.Errorf("nextLink(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 func TestAPIMessage(t *testing.T) {
 	tests := []struct{ body, want string }{
@@ -69,13 +54,20 @@ func TestRetryAfterHeader(t *testing.T) {
 	}
 }
 
-// A Link to another host is not followed: the token would go with it.
+// A Link to another host is not followed there: the token would go with
+// it. The next page is asked of the API host, by its number.
 func TestPagesStayOnAPIHost(t *testing.T) {
 	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("request sent off the API host, Authorization %q", r.Header.Get("Authorization"))
 	}))
 	defer elsewhere.Close()
+	var pages []string
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pages = append(pages, r.URL.Query().Get("page"))
+		if r.URL.Query().Get("page") == "2" {
+			fmt.Fprint(w, `[{"number":2,"title":"t2"}]`)
+			return
+		}
 		w.Header().Set("Link", fmt.Sprintf(`<%s/repos/o/r/issues?page=2>; rel="next"`, elsewhere.URL))
 		fmt.Fprint(w, `[{"number":1,"title":"t"}]`)
 	}))
@@ -84,8 +76,62 @@ func TestPagesStayOnAPIHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Issues(context.Background(), "o", "r", Query{Limit: 10})
-	if err == nil || !strings.Contains(err.Error(), "next page link") {
+	got, err := c.Issues(context.Background(), "o", "r", Query{Limit: 10})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("Issues = %+v, %v", got, err)
+	}
+	if fmt.Sprint(pages) != "[ 2]" {
+		t.Errorf("pages asked of the API host: %q", pages)
+	}
+}
+
+// A list whose Link names an "after" cursor, as GitHub gives for some
+// lists, is followed by that cursor.
+func TestPagesByCursor(t *testing.T) {
+	var queries []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		queries = append(queries, r.URL.RawQuery)
+		if r.URL.Query().Get("after") == "Y3Vyc29y" {
+			fmt.Fprint(w, `[{"number":2,"title":"t2"}]`)
+			return
+		}
+		w.Header().Set("Link", fmt.Sprintf(`<http://%s/repos/o/r/issues?per_page=100&after=Y3Vyc29y>; rel="next"`, r.Host))
+		fmt.Fprint(w, `[{"number":1,"title":"t"}]`)
+	}))
+	defer api.Close()
+	c, err := New(api.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Issues(context.Background(), "o", "r", Query{})
+	if err != nil || len(got) != 2 || got[1].Number != 2 {
+		t.Fatalf("Issues = %+v, %v", got, err)
+	}
+	if len(queries) != 2 {
+		t.Fatalf("queries %q", queries)
+	}
+	if q, _ := url.ParseQuery(queries[1]); q.Get("after") != "Y3Vyc29y" || q.Get("page") != "" {
+		t.Errorf("second page asked as %q", queries[1])
+	}
+}
+
+// A redirect to another host is refused before anything is sent there.
+func TestRedirectOffHostRefused(t *testing.T) {
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("request sent off the API host, Authorization %q", r.Header.Get("Authorization"))
+	}))
+	defer elsewhere.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer api.Close()
+	c, err := New(api.URL, "ghp_tokentokentoken", WithRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Issue(context.Background(), Ref{Owner: "o", Repo: "r", Number: 1})
+	if err == nil || !strings.Contains(err.Error(), "github: get issue o/r#1: refused to send a request to 127.0.0.1") ||
+		strings.Contains(err.Error(), "ghp_") {
 		t.Fatalf("err = %v", err)
 	}
 }
