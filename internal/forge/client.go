@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-github/v92/github"
-
 	"github.com/cadre-dev/cadre/internal/redact"
 )
 
@@ -43,9 +41,7 @@ const maxBody = 16 << 20
 type Client struct {
 	base      *url.URL
 	token     string
-	gh        *github.Client
-	hc        *http.Client      // as WithHTTPClient gave it
-	next      http.RoundTripper // under the transport: hc's, or the default
+	hc        *http.Client
 	timeout   time.Duration
 	userAgent string
 	now       func() time.Time
@@ -72,8 +68,7 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithHTTPClient sends requests through hc's transport (a test transport,
-// a proxy).
+// WithHTTPClient sends requests through hc (a test transport, a proxy).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
 // WithTimeout bounds each request, reading its answer included.
@@ -152,28 +147,22 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 	if c.userAgent == "" {
 		c.userAgent = DefaultUserAgent
 	}
-	c.next = c.hc.Transport
-	if c.next == nil {
-		c.next = http.DefaultTransport
-	}
-	api := u.String() + "/"
-	gopts := []github.ClientOptionsFunc{
-		github.WithHTTPClient(&http.Client{Transport: transport{c}, Jar: c.hc.Jar}),
-		github.WithURLs(&api, nil),
-		github.WithUserAgent(c.userAgent),
-		// The transport keeps the rate limits, on the Client's clock; two
-		// bookkeepers would disagree.
-		github.WithDisableRateLimitCheck(),
-	}
-	if token != "" {
-		gopts = append(gopts, github.WithAuthToken(token))
-	}
-	gh, err := github.NewClient(gopts...)
-	if err != nil {
-		return nil, fmt.Errorf("github.api_url %q: %w", baseURL, err)
-	}
-	c.gh = gh
+	hc := *c.hc
+	hc.CheckRedirect = c.stayOnHost
+	c.hc = &hc
 	return c, nil
+}
+
+// stayOnHost follows a redirect only on the API host: the token goes with
+// it (net/http keeps it for the same host name on another port).
+func (c *Client) stayOnHost(req *http.Request, via []*http.Request) error {
+	if req.URL.Scheme != c.base.Scheme || req.URL.Host != c.base.Host {
+		return fmt.Errorf("redirected off the API host to %s", req.URL.Host)
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
 }
 
 func checkToken(token string) error {
@@ -248,80 +237,31 @@ func ambiguous(err error) bool {
 	return errors.As(err, &e) && e.RetryAfter == 0 && (e.Status == 0 || e.Status >= 500)
 }
 
-// call describes one REST request to the transport, through its context:
-// what to name it in errors, whether resending it is harmless, and which
-// resource it changes. The transport writes the outcome back.
+// call is one REST request.
 type call struct {
-	op string
+	op     string
+	method string
+	path   string     // under the base URL, e.g. /repos/o/r/pulls
+	query  url.Values // may be nil
+	next   *url.URL   // a page link to follow instead of path and query
+	body   any        // sent as JSON when not nil
+	out    any        // a 2xx answer is decoded into it when not nil
 	// resend marks a request that is harmless to send twice (reads,
-	// PATCH, adding labels), so a 5xx or network error is retried. Reads
-	// are always resent.
+	// PATCH, adding labels), so a 5xx or network error is retried.
 	resend bool
 	// key names the resource a mutating request changes (issueKey,
 	// branchKey); "" means the path.
 	key string
-
-	// Set by the transport: the last answer's status and message, and
-	// the wait a rate limit asked for when the transport gave up on it.
-	status     int
-	msg        string
-	retryAfter time.Duration
 }
 
-type callKey struct{}
-
-// callOf is the call req belongs to; a request sent without one (none is)
-// is named after its method and path.
-func callOf(req *http.Request) *call {
-	if cl, ok := req.Context().Value(callKey{}).(*call); ok {
-		return cl
-	}
-	return &call{op: req.Method + " " + req.URL.Path}
-}
-
-// api runs f, one go-github call, as cl: through the transport, which
-// paces, retries and waits out rate limits; and turns what fails into an
-// *Error or an error that names cl.op.
-func (c *Client) api(ctx context.Context, cl call, f func(ctx context.Context) (*github.Response, error)) (*github.Response, error) {
-	resp, err := f(context.WithValue(ctx, callKey{}, &cl))
-	if err == nil {
-		return resp, nil
-	}
-	var fe *Error
-	switch {
-	case errors.As(err, &fe):
-		return nil, fe
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("github: %s: %w", cl.op, ctx.Err())
-	case cl.status != 0 && (cl.status < 200 || cl.status > 299):
-		return nil, &Error{Op: cl.op, Status: cl.status, Message: cl.msg, RetryAfter: cl.retryAfter}
-	default:
-		return nil, fmt.Errorf("github: %s: read answer: %w", cl.op, err)
-	}
-}
-
-// transport sits under go-github, so every call it makes is paced, kept
-// to one write per resource, retried and held back by rate limits as
-// pacing.go describes, and never sent off the API host.
-type transport struct{ c *Client }
-
-func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	c, cl := t.c, callOf(req)
-	cl.status, cl.msg, cl.retryAfter = 0, "", 0
-	if req.Body != nil {
-		defer req.Body.Close()
-	}
-	if req.URL.Scheme != c.base.Scheme || req.URL.Host != c.base.Host {
-		// The token goes wherever the request goes: a redirect or a page
-		// link elsewhere is not followed.
-		return nil, &Error{Op: cl.op, Message: fmt.Sprintf("refused to send a request to %s, off the API host %s", req.URL.Host, c.base.Host)}
-	}
-	ctx := req.Context()
-	write := req.Method != http.MethodGet && req.Method != http.MethodHead
+// do sends cl, retrying as rate limits and cl.resend allow, and returns
+// the answer's headers.
+func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
+	write := cl.method != http.MethodGet
 	if write {
 		key := cl.key
 		if key == "" {
-			key = req.URL.Path
+			key = cl.path
 		}
 		unlock, err := c.lockWrite(ctx, cl.op, key)
 		if err != nil {
@@ -330,26 +270,25 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		defer unlock()
 	}
 	var payload []byte
-	if req.Body != nil {
+	if cl.body != nil {
 		var err error
-		if payload, err = io.ReadAll(req.Body); err != nil {
-			return nil, fmt.Errorf("github: %s: read request: %w", cl.op, err)
+		if payload, err = json.Marshal(cl.body); err != nil {
+			return nil, fmt.Errorf("github: %s: encode request: %w", cl.op, err)
 		}
 	}
-	resend := cl.resend || !write
 	secondary := 0
 	for attempt := 0; ; attempt++ {
 		release, err := c.admit(ctx, cl.op, write)
 		if err != nil {
 			return nil, err
 		}
-		resp, body, err := c.send(ctx, cl.op, req, payload)
+		status, hdr, body, err := c.send(ctx, cl, payload)
 		release()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("github: %s: %w", cl.op, ctx.Err())
 			}
-			if resend && attempt < c.retries {
+			if cl.resend && attempt < c.retries {
 				if err := c.pause(ctx, cl.op, backoff(attempt)); err != nil {
 					return nil, err
 				}
@@ -357,19 +296,21 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return nil, err
 		}
-		hdr, status := resp.Header, resp.StatusCode
 		c.noteLimits(hdr)
 		c.noteBudget(hdr)
-		cl.status = status
-		if status >= 200 && status < 300 {
-			return resp, nil
-		}
-		cl.msg = apiMessage(body)
 		switch {
+		case status >= 200 && status < 300:
+			if cl.out != nil && len(bytes.TrimSpace(body)) > 0 {
+				if err := json.Unmarshal(body, cl.out); err != nil {
+					return nil, fmt.Errorf("github: %s: read answer: %w", cl.op, err)
+				}
+			}
+			return hdr, nil
 		case status == http.StatusForbidden || status == http.StatusTooManyRequests:
-			wait, limited := c.limitWait(status, hdr, cl.msg, secondary)
+			msg := apiMessage(body)
+			wait, limited := c.limitWait(status, hdr, msg, secondary)
 			if !limited {
-				return resp, nil
+				return nil, &Error{Op: cl.op, Status: status, Message: msg}
 			}
 			if !isPrimary(hdr) {
 				secondary++
@@ -379,15 +320,16 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// requests sent while limited can get the client banned.
 			c.block(wait)
 			if wait > c.maxWait || attempt >= c.retries {
-				cl.retryAfter = max(wait, time.Second)
-				return resp, nil
+				return nil, &Error{Op: cl.op, Status: status, Message: msg, RetryAfter: max(wait, time.Second)}
 			}
-		case status >= 500 && resend && attempt < c.retries:
+			continue
+		case status >= 500 && cl.resend && attempt < c.retries:
 			if err := c.pause(ctx, cl.op, backoff(attempt)); err != nil {
 				return nil, err
 			}
+			continue
 		default:
-			return resp, nil
+			return nil, &Error{Op: cl.op, Status: status, Message: apiMessage(body)}
 		}
 	}
 }
@@ -419,32 +361,48 @@ func (c *Client) admit(ctx context.Context, op string, write bool) (release func
 
 func backoff(attempt int) time.Duration { return time.Second << min(attempt, 6) }
 
-// send makes one attempt of req and reads its answer whole, both within
-// the timeout; an error means no answer came.
-func (c *Client) send(ctx context.Context, op string, req *http.Request, payload []byte) (*http.Response, []byte, error) {
+// send makes one attempt; an error means no answer came.
+func (c *Client) send(ctx context.Context, cl call, payload []byte) (int, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	r := req.Clone(ctx)
-	r.Body, r.GetBody = nil, nil
-	if payload != nil {
-		r.Body = io.NopCloser(bytes.NewReader(payload))
-		r.ContentLength = int64(len(payload))
+	u := cl.next
+	if u == nil {
+		v := *c.base
+		v.Path = c.base.Path + cl.path
+		v.RawQuery = cl.query.Encode()
+		u = &v
 	}
-	resp, err := c.next.RoundTrip(r)
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, u.String(), rd)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("github: %s: %w", cl.op, err)
+	}
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	req.Header.Set("User-Agent", c.userAgent)
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
 	if err == nil {
 		var body []byte
 		body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
 		resp.Body.Close()
 		if err == nil {
-			resp.Body = io.NopCloser(bytes.NewReader(body))
-			return resp, body, nil
+			return resp.StatusCode, resp.Header, body, nil
 		}
 	}
 	msg := "no answer: " + oneLine(err.Error())
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = fmt.Sprintf("no answer within %s", c.timeout)
 	}
-	return nil, nil, &Error{Op: op, Message: msg, Err: err}
+	return 0, nil, nil, &Error{Op: cl.op, Message: msg, Err: err}
 }
 
 // apiMessage reads GitHub's error document ({"message", "errors"}) as one
@@ -570,4 +528,47 @@ func (c *Client) pause(ctx context.Context, op string, d time.Duration) error {
 		return fmt.Errorf("github: %s: %w", op, err)
 	}
 	return nil
+}
+
+// pages fetches a list and its following pages (GitHub's Link rel="next")
+// and hands each page to add, which reports whether more are wanted.
+func pages[T any](ctx context.Context, c *Client, op, path string, query url.Values, add func([]T) bool) error {
+	cl := call{op: op, method: http.MethodGet, path: path, query: query, resend: true}
+	for {
+		var page []T
+		cl.out = &page
+		hdr, err := c.do(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if !add(page) {
+			return nil
+		}
+		next := nextLink(hdr.Get("Link"))
+		if next == "" {
+			return nil
+		}
+		u, err := url.Parse(next)
+		if err != nil || u.Scheme != c.base.Scheme || u.Host != c.base.Host {
+			// The token goes wherever the request goes: never off the API host.
+			return fmt.Errorf("github: %s: next page link %q is not on %s", op, next, c.base.Host)
+		}
+		cl.next = u
+	}
+}
+
+// nextLink finds rel="next" in a Link header.
+func nextLink(h string) string {
+	for part := range strings.SplitSeq(h, ",") {
+		target, params, ok := strings.Cut(part, ";")
+		if !ok {
+			continue
+		}
+		for p := range strings.SplitSeq(params, ";") {
+			if strings.ReplaceAll(strings.TrimSpace(p), " ", "") == `rel="next"` {
+				return strings.Trim(strings.TrimSpace(target), "<>")
+			}
+		}
+	}
+	return ""
 }

@@ -6,8 +6,7 @@
 // never duplicates it: a pull request is keyed by its head branch
 // (EnsurePR), a comment by a hidden marker in its body (EnsureComment).
 //
-// The wire format is go-github's; the Client's own transport, under it,
-// honours GitHub's rate limits (retry-after, x-ratelimit-reset,
+// The Client honours GitHub's rate limits (retry-after, x-ratelimit-reset,
 // secondary limits) with bounded waits, and sends one mutating request at a
 // time. The token is sent only in the Authorization header: never in a URL,
 // an error or a log line.

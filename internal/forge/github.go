@@ -2,72 +2,95 @@ package forge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/google/go-github/v92/github"
 )
 
-func login(u *github.User) string { return u.GetLogin() }
+// Wire shapes of GitHub's REST API, as documented; only the fields used.
 
-func labelNames(ls []*github.Label) []string {
-	var out []string
-	for _, l := range ls {
-		out = append(out, l.GetName())
+type apiUser struct {
+	Login string `json:"login"`
+}
+
+// apiLabel reads a label given as an object (the usual) or a bare name.
+type apiLabel struct{ Name string }
+
+func (l *apiLabel) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &l.Name)
+	}
+	var o struct {
+		Name string `json:"name"`
+	}
+	err := json.Unmarshal(b, &o)
+	l.Name = o.Name
+	return err
+}
+
+type apiIssue struct {
+	Number      int        `json:"number"`
+	Title       string     `json:"title"`
+	Body        string     `json:"body"`
+	State       string     `json:"state"`
+	HTMLURL     string     `json:"html_url"`
+	User        apiUser    `json:"user"`
+	Labels      []apiLabel `json:"labels"`
+	Comments    int        `json:"comments"`
+	PullRequest *struct{}  `json:"pull_request"`
+}
+
+type apiComment struct {
+	ID   int64   `json:"id"`
+	Body string  `json:"body"`
+	User apiUser `json:"user"`
+}
+
+type apiBranch struct {
+	Ref   string `json:"ref"`
+	Label string `json:"label"` // owner:branch
+}
+
+type apiPR struct {
+	Number   int        `json:"number"`
+	HTMLURL  string     `json:"html_url"`
+	State    string     `json:"state"`
+	Title    string     `json:"title"`
+	Body     string     `json:"body"`
+	Draft    bool       `json:"draft"`
+	Merged   bool       `json:"merged"`    // only on a single pull request
+	MergedAt *string    `json:"merged_at"` // on lists too
+	Head     apiBranch  `json:"head"`
+	Base     apiBranch  `json:"base"`
+	Labels   []apiLabel `json:"labels"`
+}
+
+type apiMilestone struct {
+	Number int    `json:"number"`
+	Title  string `json:"title"`
+}
+
+func (p apiPR) pr() PR {
+	return PR{
+		Number: p.Number, URL: p.HTMLURL, State: p.State, Merged: p.Merged || p.MergedAt != nil,
+		Head: p.Head.Ref, Base: p.Base.Ref, Title: p.Title, Body: p.Body, Draft: p.Draft,
+	}
+}
+
+func (i apiIssue) issue() Issue {
+	out := Issue{Number: i.Number, Title: i.Title, Body: i.Body, URL: i.HTMLURL, Author: i.User.Login, State: i.State}
+	for _, l := range i.Labels {
+		out.Labels = append(out.Labels, l.Name)
 	}
 	return out
 }
 
-func toPR(p *github.PullRequest) PR {
-	return PR{
-		Number: p.GetNumber(), URL: p.GetHTMLURL(), State: p.GetState(), Merged: merged(p),
-		Head: p.GetHead().GetRef(), Base: p.GetBase().GetRef(), Title: p.GetTitle(), Body: p.GetBody(), Draft: p.GetDraft(),
-	}
-}
-
-// merged reads "merged", which only a single pull request carries, or
-// "merged_at", which lists carry too.
-func merged(p *github.PullRequest) bool { return p.GetMerged() || p.MergedAt != nil }
-
-func toIssue(i *github.Issue) Issue {
-	return Issue{
-		Number: i.GetNumber(), Title: i.GetTitle(), Body: i.GetBody(), URL: i.GetHTMLURL(),
-		Author: login(i.GetUser()), Labels: labelNames(i.Labels), State: i.GetState(),
-	}
-}
-
-// pages fetches a list and its following pages (GitHub's Link rel="next",
-// as go-github reads it: a page number, or an "after" cursor for lists
-// that take one, cur) and hands each page to add, which reports whether
-// more are wanted. list fetches the page opt and cur name.
-func pages[T any](ctx context.Context, c *Client, op string, opt *github.ListOptions, cur *github.ListCursorOptions,
-	list func(ctx context.Context) ([]T, *github.Response, error), add func([]T) bool) error {
-	opt.PerPage = 100
-	for {
-		var page []T
-		resp, err := c.api(ctx, call{op: op, resend: true}, func(ctx context.Context) (r *github.Response, err error) {
-			page, r, err = list(ctx)
-			return r, err
-		})
-		if err != nil {
-			return err
-		}
-		switch {
-		case !add(page):
-			return nil
-		case resp.NextPage != 0:
-			opt.Page = resp.NextPage
-		case cur != nil && resp.After != "":
-			opt.Page, cur.After = 0, resp.After
-		default:
-			return nil
-		}
-	}
-}
+func repoPath(owner, repo string) string { return "/repos/" + owner + "/" + repo }
 
 // Issue fetches one issue with its comments. A pull request's number is
 // refused: only issues are work items.
@@ -76,19 +99,16 @@ func (c *Client) Issue(ctx context.Context, ref Ref) (Issue, error) {
 	if err := checkRepo(ref.Owner, ref.Repo); err != nil {
 		return Issue{}, fmt.Errorf("github: %s: %w", op, err)
 	}
-	var ai *github.Issue
-	_, err := c.api(ctx, call{op: op, resend: true}, func(ctx context.Context) (r *github.Response, err error) {
-		ai, r, err = c.gh.Issues.Get(ctx, ref.Owner, ref.Repo, ref.Number)
-		return r, err
-	})
-	if err != nil {
+	var ai apiIssue
+	path := fmt.Sprintf("%s/issues/%d", repoPath(ref.Owner, ref.Repo), ref.Number)
+	if _, err := c.do(ctx, call{op: op, method: http.MethodGet, path: path, out: &ai, resend: true}); err != nil {
 		return Issue{}, err
 	}
-	if ai.IsPullRequest() {
+	if ai.PullRequest != nil {
 		return Issue{}, fmt.Errorf("github: %s: #%d is a pull request, not an issue", op, ref.Number)
 	}
-	is := toIssue(ai)
-	if ai.GetComments() > 0 {
+	is := ai.issue()
+	if ai.Comments > 0 {
 		cs, err := c.comments(ctx, ref.Owner, ref.Repo, ref.Number)
 		if err != nil {
 			return Issue{}, err
@@ -117,20 +137,24 @@ func (c *Client) Issues(ctx context.Context, owner, repo string, q Query) ([]Iss
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	opt := &github.IssueListByRepoOptions{State: state, Labels: q.Labels, Assignee: q.Assignee}
+	v := url.Values{"state": {state}, "per_page": {"100"}}
+	if len(q.Labels) > 0 {
+		v.Set("labels", strings.Join(q.Labels, ","))
+	}
+	if q.Assignee != "" {
+		v.Set("assignee", q.Assignee)
+	}
 	if q.Milestone != "" {
 		m, err := c.milestone(ctx, owner, repo, q.Milestone)
 		if err != nil {
 			return nil, err
 		}
-		opt.Milestone = m
+		v.Set("milestone", m)
 	}
-	var found []*github.Issue
-	err := pages(ctx, c, op, &opt.ListOptions, &opt.ListCursorOptions, func(ctx context.Context) ([]*github.Issue, *github.Response, error) {
-		return c.gh.Issues.ListByRepo(ctx, owner, repo, opt)
-	}, func(page []*github.Issue) bool {
+	var found []apiIssue
+	err := pages(ctx, c, op, repoPath(owner, repo)+"/issues", v, func(page []apiIssue) bool {
 		for _, ai := range page {
-			if !ai.IsPullRequest() && len(found) < limit {
+			if ai.PullRequest == nil && len(found) < limit {
 				found = append(found, ai)
 			}
 		}
@@ -141,9 +165,9 @@ func (c *Client) Issues(ctx context.Context, owner, repo string, q Query) ([]Iss
 	}
 	out := make([]Issue, 0, len(found))
 	for _, ai := range found {
-		is := toIssue(ai)
-		if ai.GetComments() > 0 {
-			if is.Comments, err = c.comments(ctx, owner, repo, ai.GetNumber()); err != nil {
+		is := ai.issue()
+		if ai.Comments > 0 {
+			if is.Comments, err = c.comments(ctx, owner, repo, ai.Number); err != nil {
 				return nil, err
 			}
 		}
@@ -163,13 +187,11 @@ func (c *Client) milestone(ctx context.Context, owner, repo, m string) (string, 
 	}
 	op := fmt.Sprintf("find milestone %q in %s/%s", m, owner, repo)
 	var num int
-	opt := &github.MilestoneListOptions{State: "all"}
-	err := pages(ctx, c, op, &opt.ListOptions, nil, func(ctx context.Context) ([]*github.Milestone, *github.Response, error) {
-		return c.gh.Issues.ListMilestones(ctx, owner, repo, opt)
-	}, func(page []*github.Milestone) bool {
+	v := url.Values{"state": {"all"}, "per_page": {"100"}}
+	err := pages(ctx, c, op, repoPath(owner, repo)+"/milestones", v, func(page []apiMilestone) bool {
 		for _, ms := range page {
-			if ms.GetTitle() == m || (num == 0 && strings.EqualFold(ms.GetTitle(), m)) {
-				num = ms.GetNumber()
+			if ms.Title == m || (num == 0 && strings.EqualFold(ms.Title, m)) {
+				num = ms.Number
 			}
 		}
 		return len(page) > 0
@@ -186,12 +208,10 @@ func (c *Client) milestone(ctx context.Context, owner, repo, m string) (string, 
 func (c *Client) comments(ctx context.Context, owner, repo string, issue int) ([]Comment, error) {
 	op := fmt.Sprintf("list comments of %s/%s#%d", owner, repo, issue)
 	var out []Comment
-	opt := &github.IssueListCommentsOptions{}
-	err := pages(ctx, c, op, &opt.ListOptions, nil, func(ctx context.Context) ([]*github.IssueComment, *github.Response, error) {
-		return c.gh.Issues.ListComments(ctx, owner, repo, issue, opt)
-	}, func(page []*github.IssueComment) bool {
+	path := fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), issue)
+	err := pages(ctx, c, op, path, url.Values{"per_page": {"100"}}, func(page []apiComment) bool {
 		for _, ac := range page {
-			out = append(out, Comment{ID: ac.GetID(), Author: login(ac.GetUser()), Body: ac.GetBody()})
+			out = append(out, Comment{ID: ac.ID, Author: ac.User.Login, Body: ac.Body})
 		}
 		return len(page) > 0
 	})
@@ -215,11 +235,11 @@ func (c *Client) FindPR(ctx context.Context, owner, repo, head string) (*PR, err
 	if p == nil || err != nil {
 		return nil, err
 	}
-	pr := toPR(p)
+	pr := p.pr()
 	return &pr, nil
 }
 
-func (c *Client) findPR(ctx context.Context, owner, repo, head string) (*github.PullRequest, error) {
+func (c *Client) findPR(ctx context.Context, owner, repo, head string) (*apiPR, error) {
 	op := fmt.Sprintf("find pull request for %s in %s/%s", head, owner, repo)
 	if err := checkRepo(owner, repo); err != nil {
 		return nil, fmt.Errorf("github: %s: %w", op, err)
@@ -228,17 +248,15 @@ func (c *Client) findPR(ctx context.Context, owner, repo, head string) (*github.
 		return nil, fmt.Errorf("github: %s: head branch is empty", op)
 	}
 	label := headLabel(owner, head)
-	var best *github.PullRequest
-	opt := &github.PullRequestListOptions{Head: label, State: "all"}
-	err := pages(ctx, c, op, &opt.ListOptions, nil, func(ctx context.Context) ([]*github.PullRequest, *github.Response, error) {
-		return c.gh.PullRequests.List(ctx, owner, repo, opt)
-	}, func(page []*github.PullRequest) bool {
+	var best *apiPR
+	v := url.Values{"head": {label}, "state": {"all"}, "per_page": {"100"}}
+	err := pages(ctx, c, op, repoPath(owner, repo)+"/pulls", v, func(page []apiPR) bool {
 		for _, p := range page {
-			if p.GetHead().GetLabel() != label {
+			if p.Head.Label != label {
 				continue // a filter GitHub ignored
 			}
-			if better(p, best) {
-				best = p
+			if better(&p, best) {
+				best = &p
 			}
 		}
 		return len(page) > 0
@@ -248,14 +266,14 @@ func (c *Client) findPR(ctx context.Context, owner, repo, head string) (*github.
 
 // better reports whether p is a better match than the one found so far:
 // an open pull request, else the newest.
-func better(p, than *github.PullRequest) bool {
+func better(p, than *apiPR) bool {
 	if than == nil {
 		return true
 	}
-	if (p.GetState() == "open") != (than.GetState() == "open") {
-		return p.GetState() == "open"
+	if (p.State == "open") != (than.State == "open") {
+		return p.State == "open"
 	}
-	return p.GetNumber() > than.GetNumber()
+	return p.Number > than.Number
 }
 
 // PRState fetches pull request number, e.g. to see whether it was merged.
@@ -264,15 +282,12 @@ func (c *Client) PRState(ctx context.Context, owner, repo string, number int) (P
 	if err := checkRepo(owner, repo); err != nil {
 		return PR{}, fmt.Errorf("github: %s: %w", op, err)
 	}
-	var p *github.PullRequest
-	_, err := c.api(ctx, call{op: op, resend: true}, func(ctx context.Context) (r *github.Response, err error) {
-		p, r, err = c.gh.PullRequests.Get(ctx, owner, repo, number)
-		return r, err
-	})
-	if err != nil {
+	var p apiPR
+	path := fmt.Sprintf("%s/pulls/%d", repoPath(owner, repo), number)
+	if _, err := c.do(ctx, call{op: op, method: http.MethodGet, path: path, out: &p, resend: true}); err != nil {
 		return PR{}, err
 	}
-	return toPR(p), nil
+	return p.pr(), nil
 }
 
 // EnsurePR makes sure exactly one pull request exists for p.Head and that
@@ -307,7 +322,7 @@ func (c *Client) EnsurePR(ctx context.Context, owner, repo string, p NewPR) (pr 
 		return PR{}, false, err
 	}
 	if found != nil {
-		pr, err := c.adopt(ctx, owner, repo, found, p)
+		pr, err := c.adopt(ctx, owner, repo, *found, p)
 		return pr, false, err
 	}
 	for attempt := 0; ; attempt++ {
@@ -325,7 +340,7 @@ func (c *Client) EnsurePR(ctx context.Context, owner, repo string, p NewPR) (pr 
 			return PR{}, false, fmt.Errorf("%w (then %w)", err, ferr)
 		}
 		if found != nil {
-			pr, aerr := c.adopt(ctx, owner, repo, found, p)
+			pr, aerr := c.adopt(ctx, owner, repo, *found, p)
 			// "Already exists" means someone else made it; a lost answer
 			// means this call most likely did.
 			return pr, !exists, aerr
@@ -342,48 +357,46 @@ func alreadyExists(err error) bool {
 		strings.Contains(strings.ToLower(e.Message), "already exists")
 }
 
-func (c *Client) createPR(ctx context.Context, op, owner, repo string, p NewPR) (*github.PullRequest, error) {
-	req := github.CreatePullRequest{Title: &p.Title, Body: &p.Body, Head: p.Head, Base: p.Base}
-	if p.Draft {
-		req.Draft = github.Ptr(true)
-	}
-	var made *github.PullRequest
-	_, err := c.api(ctx, call{op: op, key: branchKey(owner, repo, p.Head)}, func(ctx context.Context) (r *github.Response, err error) {
-		made, r, err = c.gh.PullRequests.Create(ctx, owner, repo, req)
-		return r, err
-	})
+func (c *Client) createPR(ctx context.Context, op, owner, repo string, p NewPR) (apiPR, error) {
+	body := struct {
+		Title string `json:"title"`
+		Body  string `json:"body"`
+		Head  string `json:"head"`
+		Base  string `json:"base"`
+		Draft bool   `json:"draft,omitempty"`
+	}{p.Title, p.Body, p.Head, p.Base, p.Draft}
+	var made apiPR
+	_, err := c.do(ctx, call{op: op, method: http.MethodPost, path: repoPath(owner, repo) + "/pulls", body: body, out: &made,
+		key: branchKey(owner, repo, p.Head)})
 	return made, err
 }
 
 // adopt brings an existing pull request up to p: title, body and base,
 // reopened when closed, labels added. A merged one is left alone.
-func (c *Client) adopt(ctx context.Context, owner, repo string, have *github.PullRequest, p NewPR) (PR, error) {
-	if merged(have) {
-		return toPR(have), nil
+func (c *Client) adopt(ctx context.Context, owner, repo string, have apiPR, p NewPR) (PR, error) {
+	if have.Merged || have.MergedAt != nil {
+		return have.pr(), nil
 	}
-	var patch github.PullRequest
-	changed := false
-	if have.GetTitle() != p.Title {
-		patch.Title, changed = &p.Title, true
+	patch := map[string]string{}
+	if have.Title != p.Title {
+		patch["title"] = p.Title
 	}
-	if normalise(have.GetBody()) != normalise(p.Body) {
-		patch.Body, changed = &p.Body, true
+	if normalise(have.Body) != normalise(p.Body) {
+		patch["body"] = p.Body
 	}
-	if have.GetBase().GetRef() != p.Base {
-		patch.Base, changed = &github.PullRequestBranch{Ref: &p.Base}, true
+	if have.Base.Ref != p.Base {
+		patch["base"] = p.Base
 	}
-	if have.GetState() == "closed" {
-		patch.State, changed = github.Ptr("open"), true
+	if have.State == "closed" {
+		patch["state"] = "open"
 	}
-	if changed {
-		op := fmt.Sprintf("update pull request %s/%s#%d", owner, repo, have.GetNumber())
-		var got *github.PullRequest
-		_, err := c.api(ctx, call{op: op, resend: true, key: issueKey(owner, repo, have.GetNumber())}, func(ctx context.Context) (r *github.Response, err error) {
-			got, r, err = c.gh.PullRequests.Edit(ctx, owner, repo, have.GetNumber(), &patch)
-			return r, err
-		})
-		if err != nil {
-			return toPR(have), err
+	if len(patch) > 0 {
+		op := fmt.Sprintf("update pull request %s/%s#%d", owner, repo, have.Number)
+		path := fmt.Sprintf("%s/pulls/%d", repoPath(owner, repo), have.Number)
+		var got apiPR
+		if _, err := c.do(ctx, call{op: op, method: http.MethodPatch, path: path, body: patch, out: &got, resend: true,
+			key: issueKey(owner, repo, have.Number)}); err != nil {
+			return have.pr(), err
 		}
 		got.Labels = have.Labels
 		have = got
@@ -395,23 +408,24 @@ func (c *Client) adopt(ctx context.Context, owner, repo string, have *github.Pul
 func normalise(s string) string { return strings.TrimSpace(strings.ReplaceAll(s, "\r\n", "\n")) }
 
 // addLabels adds the labels the pull request lacks.
-func (c *Client) addLabels(ctx context.Context, owner, repo string, have *github.PullRequest, labels []string) (PR, error) {
+func (c *Client) addLabels(ctx context.Context, owner, repo string, have apiPR, labels []string) (PR, error) {
 	var missing []string
-	haveNames := labelNames(have.Labels)
 	for _, l := range labels {
-		if l = strings.TrimSpace(l); l != "" && !slices.Contains(haveNames, l) && !slices.Contains(missing, l) {
+		if l = strings.TrimSpace(l); l != "" && !slices.ContainsFunc(have.Labels, func(h apiLabel) bool { return h.Name == l }) && !slices.Contains(missing, l) {
 			missing = append(missing, l)
 		}
 	}
 	if len(missing) == 0 {
-		return toPR(have), nil
+		return have.pr(), nil
 	}
-	op := fmt.Sprintf("label pull request %s/%s#%d", owner, repo, have.GetNumber())
-	_, err := c.api(ctx, call{op: op, resend: true, key: issueKey(owner, repo, have.GetNumber())}, func(ctx context.Context) (r *github.Response, err error) {
-		_, r, err = c.gh.Issues.AddLabelsToIssue(ctx, owner, repo, have.GetNumber(), missing)
-		return r, err
-	})
-	return toPR(have), err
+	op := fmt.Sprintf("label pull request %s/%s#%d", owner, repo, have.Number)
+	path := fmt.Sprintf("%s/issues/%d/labels", repoPath(owner, repo), have.Number)
+	body := map[string][]string{"labels": missing}
+	if _, err := c.do(ctx, call{op: op, method: http.MethodPost, path: path, body: body, resend: true,
+		key: issueKey(owner, repo, have.Number)}); err != nil {
+		return have.pr(), err
+	}
+	return have.pr(), nil
 }
 
 // CommentMarker is the key EnsureComment posts a comment under, one per
@@ -452,11 +466,9 @@ func (c *Client) EnsureComment(ctx context.Context, owner, repo string, issue in
 	if ok, err := has(); err != nil || ok {
 		return false, err
 	}
-	send := github.IssueCommentRequest{Body: c.clean(body) + "\n\n" + tag}
-	_, err = c.api(ctx, call{op: op, key: issueKey(owner, repo, issue)}, func(ctx context.Context) (r *github.Response, err error) {
-		_, r, err = c.gh.Issues.CreateComment(ctx, owner, repo, issue, send)
-		return r, err
-	})
+	path := fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), issue)
+	send := map[string]string{"body": c.clean(body) + "\n\n" + tag}
+	_, err = c.do(ctx, call{op: op, method: http.MethodPost, path: path, body: send, key: issueKey(owner, repo, issue)})
 	if err == nil {
 		return true, nil
 	}
