@@ -3,6 +3,8 @@
 // (pull requests listed among them with a pull_request key), issue
 // comments, labels, milestones, and pull requests (listed by head branch,
 // created, updated, fetched), with Link pagination and rate-limit headers.
+// A second client, go-github, reads it in gogithub_test.go, so a deviation
+// from the real format shows there.
 //
 // It records every request, and has knobs for the failures a client must
 // survive: a fault (403/429 with retry-after, a secondary limit, a 5xx) on
@@ -438,6 +440,7 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 	h.Set("X-GitHub-Request-Id", fmt.Sprintf("FAKE:%d", idx+1))
 	h.Set("X-RateLimit-Limit", strconv.Itoa(limit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
+	h.Set("X-RateLimit-Used", strconv.Itoa(max(limit-remaining, 0)))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	h.Set("X-RateLimit-Resource", "core")
 	for k, v := range a.header {

@@ -49,7 +49,7 @@ func TestGoGitHubReadsIssues(t *testing.T) {
 		is.GetCreatedAt().IsZero() {
 		t.Errorf("issue read as %+v", is)
 	}
-	if resp.Rate.Limit != 5000 || resp.Rate.Remaining != 4999 || resp.Rate.Reset.Before(time.Now()) {
+	if resp.Rate.Limit != 5000 || resp.Rate.Remaining != 4999 || resp.Rate.Used != 1 || resp.Rate.Resource != "core" || resp.Rate.Reset.Before(time.Now()) {
 		t.Errorf("rate read as %+v", resp.Rate)
 	}
 	if p, _, err := c.Issues.Get(ctx, "o", "r", pr); err != nil || !p.IsPullRequest() {
