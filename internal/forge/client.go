@@ -147,7 +147,22 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 	if c.userAgent == "" {
 		c.userAgent = DefaultUserAgent
 	}
+	hc := *c.hc
+	hc.CheckRedirect = c.stayOnHost
+	c.hc = &hc
 	return c, nil
+}
+
+// stayOnHost follows a redirect only on the API host: the token goes with
+// it (net/http keeps it for the same host name on another port).
+func (c *Client) stayOnHost(req *http.Request, via []*http.Request) error {
+	if req.URL.Scheme != c.base.Scheme || req.URL.Host != c.base.Host {
+		return fmt.Errorf("redirected off the API host to %s", req.URL.Host)
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
 }
 
 func checkToken(token string) error {

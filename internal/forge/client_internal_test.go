@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,56 @@ func TestPagesStayOnAPIHost(t *testing.T) {
 	}
 	_, err = c.Issues(context.Background(), "o", "r", Query{Limit: 10})
 	if err == nil || !strings.Contains(err.Error(), "next page link") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A list whose Link names an "after" cursor, as GitHub gives for some
+// lists, is followed by that cursor.
+func TestPagesByCursor(t *testing.T) {
+	var queries []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		queries = append(queries, r.URL.RawQuery)
+		if r.URL.Query().Get("after") == "Y3Vyc29y" {
+			fmt.Fprint(w, `[{"number":2,"title":"t2"}]`)
+			return
+		}
+		w.Header().Set("Link", fmt.Sprintf(`<http://%s/repos/o/r/issues?per_page=100&after=Y3Vyc29y>; rel="next"`, r.Host))
+		fmt.Fprint(w, `[{"number":1,"title":"t"}]`)
+	}))
+	defer api.Close()
+	c, err := New(api.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Issues(context.Background(), "o", "r", Query{})
+	if err != nil || len(got) != 2 || got[1].Number != 2 {
+		t.Fatalf("Issues = %+v, %v", got, err)
+	}
+	if len(queries) != 2 {
+		t.Fatalf("queries %q", queries)
+	}
+	if q, _ := url.ParseQuery(queries[1]); q.Get("after") != "Y3Vyc29y" || q.Get("page") != "" {
+		t.Errorf("second page asked as %q", queries[1])
+	}
+}
+
+// A redirect to another host, another port included, is not followed.
+func TestRedirectOffHostRefused(t *testing.T) {
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("request sent off the API host, Authorization %q", r.Header.Get("Authorization"))
+	}))
+	defer elsewhere.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer api.Close()
+	c, err := New(api.URL, "ghp_tokentokentoken", WithRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Issue(context.Background(), Ref{Owner: "o", Repo: "r", Number: 1})
+	if err == nil || !strings.Contains(err.Error(), "redirected off the API host to 127.0.0.1") || strings.Contains(err.Error(), "ghp_") {
 		t.Fatalf("err = %v", err)
 	}
 }

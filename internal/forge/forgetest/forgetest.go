@@ -3,6 +3,8 @@
 // (pull requests listed among them with a pull_request key), issue
 // comments, labels, milestones, and pull requests (listed by head branch,
 // created, updated, fetched), with Link pagination and rate-limit headers.
+// A second client, go-github, reads it in gogithub_test.go, so a deviation
+// from the real format shows there.
 //
 // It records every request, and has knobs for the failures a client must
 // survive: a fault (403/429 with retry-after, a secondary limit, a 5xx) on
@@ -79,24 +81,34 @@ type Fault struct {
 	Status  int
 	Header  map[string]string
 	Message string
+	// Doc is the documentation_url's path under docs.github.com/rest, as
+	// GitHub sends it: clients (go-github among them) tell a secondary
+	// rate limit by its "#about-secondary-rate-limits" anchor.
+	Doc string
 }
+
+// The documentation_url paths of GitHub's rate-limit answers.
+const (
+	secondaryDoc = "/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits"
+	primaryDoc   = "/using-the-rest-api/rate-limits-for-the-rest-api#about-primary-rate-limits"
+)
 
 // RetryAfter is a rate-limit answer with status (403 or 429) asking the
 // client to wait seconds.
 func RetryAfter(status, seconds int) Fault {
-	return Fault{Status: status, Header: map[string]string{"Retry-After": strconv.Itoa(seconds)},
+	return Fault{Status: status, Header: map[string]string{"Retry-After": strconv.Itoa(seconds)}, Doc: secondaryDoc,
 		Message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}
 }
 
 // SecondaryLimit is GitHub's secondary-limit 403 without a retry-after.
 func SecondaryLimit() Fault {
-	return Fault{Status: http.StatusForbidden,
+	return Fault{Status: http.StatusForbidden, Doc: secondaryDoc,
 		Message: "You have exceeded a secondary rate limit and have been temporarily blocked from content creation. Please retry your request again later."}
 }
 
 // PrimaryLimit is the 403 of a spent hourly quota that resets at reset.
 func PrimaryLimit(reset time.Time) Fault {
-	return Fault{Status: http.StatusForbidden, Message: "API rate limit exceeded for user ID 1.",
+	return Fault{Status: http.StatusForbidden, Message: "API rate limit exceeded for user ID 1.", Doc: primaryDoc,
 		Header: map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": strconv.FormatInt(reset.Unix(), 10)}}
 }
 
@@ -428,6 +440,7 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 	h.Set("X-GitHub-Request-Id", fmt.Sprintf("FAKE:%d", idx+1))
 	h.Set("X-RateLimit-Limit", strconv.Itoa(limit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
+	h.Set("X-RateLimit-Used", strconv.Itoa(max(limit-remaining, 0)))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	h.Set("X-RateLimit-Resource", "core")
 	for k, v := range a.header {
@@ -457,7 +470,7 @@ func notFound() answer { return msg(http.StatusNotFound, "Not Found", "") }
 func (s *Server) answer(req *http.Request, body []byte) answer {
 	if f, ok := s.faults[len(s.calls)]; ok {
 		delete(s.faults, len(s.calls))
-		a := msg(f.Status, f.Message, "/using-the-rest-api/rate-limits-for-the-rest-api")
+		a := msg(f.Status, f.Message, f.Doc)
 		a.header = f.Header
 		return a
 	}
