@@ -82,6 +82,13 @@ func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed 
 				e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.Warning, Message: "skipped: " + reason})
 				return
 			}
+			if e.stopRequested(runID) {
+				// cadre stop came before this item started (it waited
+				// for another): it stays to do, for resume.
+				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)})
+				rs.halt(store.RunStopped, "stopped by request")
+				return
+			}
 			if errs[i] = drive(ctx, runID, it); errs[i] != nil {
 				errs[i] = fmt.Errorf("item %s: %w", it.ID, errs[i])
 				return
