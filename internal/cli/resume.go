@@ -34,8 +34,8 @@ completed are replayed from their recorded results, never run again; a commit al
 is found by its Cadre-Step trailer and not repeated.
 
 A run started with --engine temporal goes on there: the workflows of its unfinished items
-start again (or are attached to while they still run) on the Temporal server it was started
-on, unless --temporal-address/--namespace/--task-queue or cadre.yaml's temporal keys say
+start again (or are attached to while they still run) on the Temporal server, namespace and
+task queue it was started on, unless --temporal-address/--namespace/--task-queue say
 otherwise; cadre workers perform the steps.` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre resume                      # the latest run
   cadre resume 20261122-101500-ab12 # a given run

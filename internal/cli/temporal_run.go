@@ -17,9 +17,8 @@ import (
 // dialWait bounds how long approve and stop try to reach Temporal.
 const dialWait = 15 * time.Second
 
-// dialRecorded connects to where a Temporal run's workflows are:
-// cadre.yaml's temporal keys where they are set, else where the run was
-// recorded to run.
+// dialRecorded connects to where a Temporal run's workflows are: where
+// the run was recorded to run.
 func (f *Factory) dialRecorded(ctx context.Context, recorded *engine.TemporalTarget) (client.Client, error) {
 	ws, err := f.workspace(ctx)
 	if err != nil {

@@ -42,28 +42,21 @@ func addTemporalFlags(cmd *cobra.Command, o *TemporalOptions) {
 	fl.StringVar(&o.TaskQueue, "task-queue", "", "Temporal task queue the workers poll (default temporal.task_queue, cadre)")
 }
 
-// temporalTarget is where to reach Temporal: each flag given, else the
-// environment or cadre.yaml where they set the key, else where the run
-// was recorded to run (recorded may be nil), else the defaults.
+// temporalTarget is where to reach Temporal: each flag given, else where
+// the run was recorded to run (recorded may be nil: a new run), else
+// cadre.yaml's temporal keys (or their CADRE_TEMPORAL_* variables). A
+// run's workflows live where it started them.
 func temporalTarget(cfg config.Config, o TemporalOptions, recorded *engine.TemporalTarget) engine.TemporalTarget {
-	pick := func(flag, key, fromCfg, fromRun string) string {
-		switch {
-		case flag != "":
-			return flag
-		case cfg.Where(key) != key || recorded == nil:
-			return fromCfg
-		}
-		return fromRun
-	}
-	var rec engine.TemporalTarget
+	t := engine.TemporalTarget{Address: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, TaskQueue: cfg.Temporal.TaskQueue}
 	if recorded != nil {
-		rec = *recorded
+		t = *recorded
 	}
-	return engine.TemporalTarget{
-		Address:   pick(o.Address, "temporal.address", cfg.Temporal.Address, rec.Address),
-		Namespace: pick(o.Namespace, "temporal.namespace", cfg.Temporal.Namespace, rec.Namespace),
-		TaskQueue: pick(o.TaskQueue, "temporal.task_queue", cfg.Temporal.TaskQueue, rec.TaskQueue),
+	for _, f := range []struct{ flag, dst *string }{{&o.Address, &t.Address}, {&o.Namespace, &t.Namespace}, {&o.TaskQueue, &t.TaskQueue}} {
+		if *f.flag != "" {
+			*f.dst = *f.flag
+		}
 	}
+	return t
 }
 
 // NewCmdWorker builds cadre worker.
