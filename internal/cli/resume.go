@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // ResumeOptions are the arguments of cadre resume.
@@ -17,6 +20,7 @@ type ResumeOptions struct {
 	Plain    bool   // lines instead of the live view on a terminal
 	Sandbox  string // --sandbox: none or bwrap, over sandbox.mode
 	Serve    ServeFlags
+	Temporal TemporalOptions // for a run started on the Temporal engine
 }
 
 // NewCmdResume builds cadre resume.
@@ -27,7 +31,12 @@ func NewCmdResume(f *Factory, runF func(context.Context, *Factory, *ResumeOption
 		Short: "Continue the latest (or given) run; completed steps are never re-run",
 		Long: `Continue a run that was interrupted, stopped or killed. Steps the journal records as
 completed are replayed from their recorded results, never run again; a commit already made
-is found by its Cadre-Step trailer and not repeated.` + liveViewHelp + "\n" + exitStatusRunning,
+is found by its Cadre-Step trailer and not repeated.
+
+A run started with --engine temporal goes on there: the workflows of its unfinished items
+start again (or are attached to while they still run) on the Temporal server, namespace and
+task queue it was started on, unless --temporal-address/--namespace/--task-queue say
+otherwise; cadre workers perform the steps.` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre resume                      # the latest run
   cadre resume 20261122-101500-ab12 # a given run
   cadre resume --budget-usd 20      # a run paused at its budget, with a higher one
@@ -52,6 +61,7 @@ is found by its Cadre-Step trailer and not repeated.` + liveViewHelp + "\n" + ex
 	cmd.Flags().IntVar(&opts.Parallel, "parallel", 0, "items at once (default: as the run started)")
 	addSandboxFlag(cmd, &opts.Sandbox)
 	addServeFlags(cmd, &opts.Serve)
+	addTemporalFlags(cmd, &opts.Temporal)
 	return cmd
 }
 
@@ -68,6 +78,30 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		ov.BudgetUSD = &opts.Budget
 	}
 	ov.Parallel = opts.Parallel
+	stored, err := storedOptions(ctx, ws, opts.Run)
+	if err != nil {
+		return err
+	}
+	if recorded := stored.Temporal; recorded == nil {
+		if set := opts.Temporal.set(); len(set) > 0 {
+			return usageErr(fmt.Errorf("%s: the run did not start on the Temporal engine", set[0]))
+		}
+	} else {
+		if opts.Serve.Addr != "" {
+			return usageErr(errors.New("--serve runs on the embedded engine only: this run is on Temporal; watch it with cadre serve"))
+		}
+		live := f.liveView(opts.JSON, opts.Plain)
+		budget := ws.cfg.Limits.BudgetUSD
+		if ov.BudgetUSD != nil {
+			budget = *ov.BudgetUSD
+		}
+		t := temporalTarget(ws.cfg, opts.Temporal, recorded)
+		sum, err := runTemporal(ctx, f, ws, engine.Options{Temporal: &t, Timeout: stored.Timeout}, live, budget, opts.JSON,
+			func(ctx context.Context, e *engine.Engine, drive engine.Driver) (engine.Summary, error) {
+				return e.ResumeDriven(ctx, opts.Run, ov, drive)
+			})
+		return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
+	}
 	if opts.Serve.Addr != "" {
 		return f.runServed(ctx, ws, opts.Serve, opts.JSON, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
 			return e.ResumeWith(ctx, opts.Run, ov)
@@ -85,6 +119,24 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 			return e.ResumeWith(ctx, opts.Run, ov)
 		})
 	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
+}
+
+// storedOptions are the options run (the latest when "") started with;
+// none when there is no such run (resume then says so).
+func storedOptions(ctx context.Context, ws workspaceCtx, run string) (engine.Options, error) {
+	if !hasJournal(ws.root) {
+		return engine.Options{}, nil
+	}
+	st, err := openStore(ctx, ws.root)
+	if err != nil {
+		return engine.Options{}, err
+	}
+	defer st.Close()
+	_, opts, err := engine.StoredRun(ctx, st, run)
+	if errors.Is(err, store.ErrNotFound) {
+		return engine.Options{}, nil
+	}
+	return opts, err
 }
 
 // storedBudget is the budget run (the latest when "") was started with,

@@ -70,7 +70,7 @@ completes.` + liveViewHelp + "\n" + exitStatusRunning,
   cadre run --serve                        # with the web board on 127.0.0.1:7420`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Targets = args
-			if err := checkEngine(cmd, opts); err != nil {
+			if err := checkEngineFlag(opts); err != nil {
 				return err
 			}
 			if err := checkServeFlags(cmd, opts.Serve, opts.DryRun); err != nil {
@@ -98,6 +98,10 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if ws.cfg, err = withSandboxFlag(ws.cfg, opts.Sandbox); err != nil {
 		return err
 	}
+	engineName, err := runEngineOf(ws.cfg, opts)
+	if err != nil {
+		return relPath(err, ws.root)
+	}
 	if opts.Runner == config.Auto && len(ws.cfg.Selector.Candidates) == 0 {
 		// Refused here, before a dry run could approve it, rather than
 		// failing the run as an unknown runner.
@@ -119,18 +123,20 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 			return nil
 		})
 	}
-	if opts.Engine == engineTemporal {
-		sum, err := runTemporal(ctx, f, ws, eo, &opts.Temporal, opts.JSON)
+	budget := opts.Budget
+	if budget == 0 {
+		budget = ws.cfg.Limits.BudgetUSD
+	}
+	if engineName == engineTemporal {
+		t := temporalTarget(ws.cfg, opts.Temporal, nil)
+		eo.Temporal = &t
+		sum, err := runTemporal(ctx, f, ws, eo, f.liveView(opts.JSON, opts.Plain), budget, opts.JSON, nil)
 		return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 	}
 	if opts.Serve.Addr != "" {
 		return f.runServed(ctx, ws, opts.Serve, opts.JSON, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
 			return e.Start(ctx, eo)
 		})
-	}
-	budget := opts.Budget
-	if budget == 0 {
-		budget = ws.cfg.Limits.BudgetUSD
 	}
 	sum, err := f.runEngine(ctx, ws, opts.JSON, f.liveView(opts.JSON, opts.Plain), budget,
 		func(ctx context.Context, e *engine.Engine) (engine.Summary, error) { return e.Start(ctx, eo) })

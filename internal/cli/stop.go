@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -26,7 +27,9 @@ func NewCmdStop(f *Factory, runF func(context.Context, *Factory, *StopOptions) e
 		Short: "Stop the active run: start no new step (--now also cancels running steps)",
 		Long: `Ask the active run (or RUN) to stop. By default running steps finish and no new step
 starts; with --now the running agents are cancelled (their process groups are killed). Either
-way the run can be continued with cadre resume.` + exitStatusSimple,
+way the run can be continued with cadre resume. A run on the Temporal engine is stopped
+through its items' workflows (a stop signal, or with --now a cancellation), even when the
+process that started it is gone.` + exitStatusSimple,
 		Example: `  cadre stop        # graceful
   cadre stop --now  # cancel running agents too`,
 		Args: cobra.MaximumNArgs(1),
@@ -50,12 +53,46 @@ func runStop(ctx context.Context, f *Factory, opts *StopOptions) error {
 		return err
 	}
 	stateDir := filepath.Join(root, workspace.StateDir)
-	run, pid, ok := engine.ReadLock(stateDir)
-	if !ok {
-		return usageErr(fmt.Errorf("no active run in %s", root))
-	}
-	if opts.Run != "" && opts.Run != run {
+	run, pid, active := engine.ReadLock(stateDir)
+	if active && opts.Run != "" && opts.Run != run {
 		return usageErr(fmt.Errorf("run %s is not active (the active run is %s)", opts.Run, run))
+	}
+	if hasJournal(root) {
+		if !active {
+			run = opts.Run
+		}
+		st, id, err := f.openRun(ctx, run)
+		if err != nil && active {
+			return err
+		}
+		if err == nil {
+			defer st.Close()
+			r, ro, err := engine.StoredRun(ctx, st, id)
+			if err != nil {
+				return err
+			}
+			// A Temporal run's workflows go on without the process that
+			// started them: it is stopped through them.
+			if ro.Temporal != nil && (active || r.Status == store.RunRunning) {
+				run = id
+				if err := engine.RequestStop(stateDir, run); err != nil {
+					return err
+				}
+				n, err := f.stopTemporal(ctx, st, run, ro.Temporal, opts.Now)
+				if err != nil {
+					return err
+				}
+				what := "told to start no new step"
+				if opts.Now {
+					what = "cancelled"
+				}
+				fmt.Fprintf(f.IO.ErrOut, "cadre: run %s: %d item workflow(s) %s\n", run, n, what)
+				return nil
+			}
+		}
+	}
+	if !active {
+		return usageErr(fmt.Errorf("no active run in %s", root))
 	}
 	if err := engine.RequestStop(stateDir, run); err != nil {
 		return err

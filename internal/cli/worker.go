@@ -4,26 +4,59 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/temporal"
 )
 
-// TemporalOptions say where the Temporal engine's server and queue are.
+// TemporalOptions are the Temporal flags: where the Temporal engine's
+// server and queue are. Empty ones fall back to cadre.yaml's temporal keys
+// (and their CADRE_TEMPORAL_* variables).
 type TemporalOptions struct {
 	Address   string
 	Namespace string
 	TaskQueue string
 }
 
+// set lists the Temporal flags given, by name.
+func (o TemporalOptions) set() []string {
+	var names []string
+	for name, v := range map[string]string{"temporal-address": o.Address, "namespace": o.Namespace, "task-queue": o.TaskQueue} {
+		if v != "" {
+			names = append(names, "--"+name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 func addTemporalFlags(cmd *cobra.Command, o *TemporalOptions) {
 	fl := cmd.Flags()
-	fl.StringVar(&o.Address, "temporal-address", "127.0.0.1:7233", "Temporal frontend `HOST:PORT`")
-	fl.StringVar(&o.Namespace, "namespace", "default", "Temporal namespace")
-	fl.StringVar(&o.TaskQueue, "task-queue", "cadre", "Temporal task queue the workers poll")
+	fl.StringVar(&o.Address, "temporal-address", "", "Temporal frontend `HOST:PORT` (default temporal.address, 127.0.0.1:7233)")
+	fl.StringVar(&o.Namespace, "namespace", "", "Temporal namespace (default temporal.namespace, default)")
+	fl.StringVar(&o.TaskQueue, "task-queue", "", "Temporal task queue the workers poll (default temporal.task_queue, cadre)")
+}
+
+// temporalTarget is where to reach Temporal: each flag given, else where
+// the run was recorded to run (recorded may be nil: a new run), else
+// cadre.yaml's temporal keys (or their CADRE_TEMPORAL_* variables). A
+// run's workflows live where it started them.
+func temporalTarget(cfg config.Config, o TemporalOptions, recorded *engine.TemporalTarget) engine.TemporalTarget {
+	t := engine.TemporalTarget{Address: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, TaskQueue: cfg.Temporal.TaskQueue}
+	if recorded != nil {
+		t = *recorded
+	}
+	for _, f := range []struct{ flag, dst *string }{{&o.Address, &t.Address}, {&o.Namespace, &t.Namespace}, {&o.TaskQueue, &t.TaskQueue}} {
+		if *f.flag != "" {
+			*f.dst = *f.flag
+		}
+	}
+	return t
 }
 
 // NewCmdWorker builds cadre worker.
@@ -59,7 +92,8 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := temporal.Dial(ctx, o.Address, o.Namespace, f.IO.ErrOut)
+	t := temporalTarget(ws.cfg, *o, nil)
+	c, err := temporal.Dial(ctx, t.Address, t.Namespace, f.IO.ErrOut)
 	if err != nil {
 		return err
 	}
@@ -75,32 +109,34 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions) error {
 		return err
 	}
 	defer flush()
-	fmt.Fprintf(f.IO.ErrOut, "cadre: worker for %s polling %s on %s\n", ws.root, o.TaskQueue, o.Address)
-	if err := temporal.Serve(ctx, c, o.TaskQueue, e, progress); err != nil && !errors.Is(err, context.Canceled) {
+	fmt.Fprintf(f.IO.ErrOut, "cadre: worker for %s polling %s on %s\n", ws.root, t.TaskQueue, t.Address)
+	if err := temporal.Serve(ctx, c, t.TaskQueue, e, progress); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
 }
 
-// runTemporal runs eo's items as Temporal workflows, journaled here.
-func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Options, o *TemporalOptions, asJSON bool) (engine.Summary, error) {
-	c, err := temporal.Dial(ctx, o.Address, o.Namespace, f.IO.ErrOut)
+// runTemporal runs eo's items as Temporal workflows at eo.Temporal,
+// journaled here; resume, when set, continues that run instead.
+func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Options, live bool, budget float64, asJSON bool,
+	resume func(context.Context, *engine.Engine, engine.Driver) (engine.Summary, error)) (engine.Summary, error) {
+	t := eo.Temporal
+	c, err := temporal.Dial(ctx, t.Address, t.Namespace, f.IO.ErrOut)
 	if err != nil {
-		return engine.Summary{}, err
+		return engine.Summary{}, usageErr(err)
 	}
 	defer c.Close()
 	timeout := eo.Timeout
 	if timeout == 0 {
 		timeout = time.Duration(ws.cfg.Defaults.Timeout)
 	}
-	s := &temporal.Starter{Client: c, TaskQueue: o.TaskQueue, StepTimeout: timeout}
-	var sum engine.Summary
-	err = f.withEngine(ctx, ws, asJSON, func(e *engine.Engine) error {
-		var err error
-		sum, err = e.StartWith(ctx, eo, s.Drive)
-		return err
+	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: timeout}
+	return f.runEngine(ctx, ws, asJSON, live, budget, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
+		if resume != nil {
+			return resume(ctx, e, s.Drive)
+		}
+		return e.StartWith(ctx, eo, s.Drive)
 	})
-	return sum, err
 }
 
 // Engines cadre run can use.
@@ -111,29 +147,40 @@ const (
 
 // addEngineFlags declares cadre run's --engine and its Temporal flags.
 func addEngineFlags(cmd *cobra.Command, opts *RunOptions) {
-	cmd.Flags().StringVar(&opts.Engine, "engine", engineEmbedded, "where items run: embedded (this process) or temporal (cadre workers)")
+	cmd.Flags().StringVar(&opts.Engine, "engine", "", "where items run: embedded (this process) or temporal (cadre workers) (default engine in cadre.yaml, embedded)")
 	addTemporalFlags(cmd, &opts.Temporal)
 }
 
-// checkEngine refuses an engine cadre does not have, and Temporal flags
-// without the Temporal engine, which would otherwise be ignored silently.
-func checkEngine(cmd *cobra.Command, opts *RunOptions) error {
+// checkEngineFlag refuses an engine cadre does not have.
+func checkEngineFlag(opts *RunOptions) error {
 	switch opts.Engine {
+	case "", engineEmbedded, engineTemporal:
+		return nil
+	}
+	return usageErr(fmt.Errorf("--engine %q: want embedded or temporal", opts.Engine))
+}
+
+// runEngineOf is the engine a run uses: --engine, else cadre.yaml's
+// engine. It refuses Temporal flags without the Temporal engine, which
+// would otherwise be ignored silently, and what only the embedded engine
+// does.
+func runEngineOf(cfg config.Config, opts *RunOptions) (string, error) {
+	name, from := opts.Engine, "--engine temporal"
+	if name == "" {
+		name, from = cfg.Engine, cfg.Where("engine")+" is temporal"
+	}
+	switch name {
 	case engineEmbedded:
-		for _, name := range []string{"temporal-address", "namespace", "task-queue"} {
-			if cmd.Flags().Changed(name) {
-				return usageErr(fmt.Errorf("--%s needs --engine temporal", name))
-			}
+		if set := opts.Temporal.set(); len(set) > 0 {
+			return "", usageErr(fmt.Errorf("%s needs --engine temporal (or engine: temporal in cadre.yaml)", set[0]))
 		}
 	case engineTemporal:
 		if opts.DryRun {
-			return usageErr(errors.New("--dry-run runs on the embedded engine only: drop --engine temporal"))
+			return "", usageErr(fmt.Errorf("--dry-run runs on the embedded engine only (%s): add --engine embedded", from))
 		}
 		if opts.Serve.Addr != "" {
-			return usageErr(errors.New("--serve runs on the embedded engine only: drop --engine temporal"))
+			return "", usageErr(fmt.Errorf("--serve runs on the embedded engine only (%s): add --engine embedded, and watch a Temporal run with cadre serve", from))
 		}
-	default:
-		return usageErr(fmt.Errorf("--engine %q: want embedded or temporal", opts.Engine))
 	}
-	return nil
+	return name, nil
 }

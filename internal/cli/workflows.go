@@ -177,7 +177,8 @@ func NewCmdApprove(f *Factory, runF func(context.Context, *Factory, *ApproveOpti
 (Result CLARIFICATION_NEEDED) or handed over to a human (Next: Human), and when a loop ran out of
 rounds as incomplete. approve lets it go on: the note is handed to the next agent (after a
 clarification, the same role is asked again with it; after incomplete, as many rounds run again);
---reject ends the item. Then continue the run with cadre resume.` + exitStatusSimple,
+--reject ends the item. Then continue the run with cadre resume; an item of a run on the
+Temporal engine waits in its workflow, which the answer reaches as a signal: it goes on at once.` + exitStatusSimple,
 		Example: `  cadre approve 20261122-101500-ab12 42 --note "use the v2 API"
   cadre approve 20261122-101500-ab12 42 --reject --note "wrong goal"`,
 		Args: cobra.ExactArgs(2),
@@ -207,6 +208,13 @@ func runApprove(ctx context.Context, f *Factory, opts *ApproveOptions) error {
 	verb := "approved"
 	if opts.Reject {
 		verb = "rejected"
+	}
+	// A Temporal run's item waits in its workflow for the answer.
+	if goes, err := f.signalApproval(ctx, st, run, opts.Item, step, !opts.Reject, opts.Note); err != nil {
+		return err
+	} else if goes {
+		fmt.Fprintf(f.IO.ErrOut, "cadre: %s %s; its workflow goes on\n", verb, step)
+		return nil
 	}
 	fmt.Fprintf(f.IO.ErrOut, "cadre: %s %s; continue with: cadre resume %s\n", verb, step, run)
 	return nil

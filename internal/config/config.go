@@ -47,6 +47,12 @@ type Config struct {
 	// Notify posts run events people wait for to a webhook.
 	Notify Notify `yaml:"notify"`
 
+	// Engine is where cadre run's items run: EngineEmbedded (this
+	// process) or EngineTemporal (cadre workers, through Temporal).
+	Engine string `yaml:"engine"`
+	// Temporal says where the Temporal engine's server and queue are.
+	Temporal Temporal `yaml:"temporal"`
+
 	// where maps a key path to where its value was set, for errors found
 	// after loading (an unknown runner name, say).
 	where map[string]string
@@ -225,6 +231,20 @@ func (s Sandbox) TrustsRepo(fromStranger bool) bool {
 	return !fromStranger
 }
 
+// Engines a run can use, the values of engine.
+const (
+	EngineEmbedded = "embedded"
+	EngineTemporal = "temporal"
+)
+
+// Temporal locates the Temporal engine: the frontend's address, the
+// namespace and the task queue the workers of this repository poll.
+type Temporal struct {
+	Address   string `yaml:"address"`
+	Namespace string `yaml:"namespace"`
+	TaskQueue string `yaml:"task_queue"`
+}
+
 // Duration is a time.Duration written in YAML and environment variables as
 // Go duration text such as "20m" or "90s".
 type Duration time.Duration
@@ -282,6 +302,8 @@ func Default() Config {
 		},
 		Sandbox:  Sandbox{Mode: "none", Network: "allow"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},
+		Engine:   EngineEmbedded,
+		Temporal: Temporal{Address: "127.0.0.1:7233", Namespace: "default", TaskQueue: "cadre"},
 	}
 }
 

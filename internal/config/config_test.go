@@ -33,6 +33,8 @@ func TestDefault(t *testing.T) {
 		GitHub:   GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Comments: true, WriteInterval: Duration(250 * time.Millisecond)},
 		Sandbox:  Sandbox{Mode: "none", Network: "allow"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},
+		Engine:   EngineEmbedded,
+		Temporal: Temporal{Address: "127.0.0.1:7233", Namespace: "default", TaskQueue: "cadre"},
 	}
 	if diff := cmp.Diff(want, Default(), ignoreWhere); diff != "" {
 		t.Errorf("Default() mismatch (-want +got):\n%s", diff)
@@ -87,6 +89,8 @@ func TestParseSpecExample(t *testing.T) {
 		GitHub:   GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Labels: []string{}, Draft: false, Comments: true, WriteInterval: Duration(250 * time.Millisecond)},
 		Sandbox:  Sandbox{Mode: "none", Network: "allow"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},
+		Engine:   EngineEmbedded,
+		Temporal: Temporal{Address: "127.0.0.1:7233", Namespace: "default", TaskQueue: "cadre"},
 	}
 	if diff := cmp.Diff(want, got, ignoreWhere); diff != "" {
 		t.Errorf("Parse(spec example) mismatch (-want +got):\n%s", diff)

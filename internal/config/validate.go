@@ -39,6 +39,10 @@ func (l *loader) validate(c *Config) error {
 		{"github.write_interval", notNegative(c.GitHub.WriteInterval)},
 		{"sandbox.mode", oneOf(c.Sandbox.Mode, "none", "bwrap")},
 		{"sandbox.network", oneOf(c.Sandbox.Network, "allow", "deny", "model-only")},
+		{"engine", oneOf(c.Engine, EngineEmbedded, EngineTemporal)},
+		{"temporal.address", hostPortProblem(c.Temporal.Address)},
+		{"temporal.namespace", nonEmpty(c.Temporal.Namespace, "a namespace name")},
+		{"temporal.task_queue", nonEmpty(c.Temporal.TaskQueue, "a task queue name")},
 	}
 	for _, ck := range checks {
 		if ck.bad != "" {
@@ -303,6 +307,15 @@ func repoProblem(s string) string {
 	owner, name, ok := strings.Cut(s, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") || strings.ContainsAny(s, " \t:") {
 		return fmt.Sprintf("want owner/repo, got %q", s)
+	}
+	return ""
+}
+
+// hostPortProblem checks a HOST:PORT address such as a Temporal frontend's.
+func hostPortProblem(s string) string {
+	host, port, err := net.SplitHostPort(s)
+	if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+		return fmt.Sprintf("want HOST:PORT such as 127.0.0.1:7233, got %q", s)
 	}
 	return ""
 }

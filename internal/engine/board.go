@@ -3,7 +3,10 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 )
@@ -37,9 +40,15 @@ type board struct {
 
 func newBoard(path string) *board {
 	// A process killed in the middle of an atomic write leaves its temp
-	// file beside the task file; it must not reach a commit.
-	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp"))
+	// file beside the task file; it must not reach a commit. A live
+	// process's (another worker writing the same board) is left alone.
+	prefix := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".")
+	stale, _ := filepath.Glob(prefix + "*.tmp")
 	for _, f := range stale {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(f, prefix), ".")
+		if n, err := strconv.Atoi(pid); err == nil && n != os.Getpid() && syscall.Kill(n, 0) == nil {
+			continue
+		}
 		os.Remove(f)
 	}
 	b := &board{path: path, pending: map[string]any{}}

@@ -55,6 +55,16 @@ type Options struct {
 	Query IssueQuery `json:"query,omitempty"`
 	// Prompt is an ad-hoc item's description (cadre do).
 	Prompt string `json:"prompt,omitempty"`
+	// Temporal, when set, says the run's items run as Temporal workflows
+	// there (StartWith), so resume, approve and stop reach them.
+	Temporal *TemporalTarget `json:"temporal,omitempty"`
+}
+
+// TemporalTarget is where a run's item workflows live.
+type TemporalTarget struct {
+	Address   string `json:"address"`
+	Namespace string `json:"namespace"`
+	TaskQueue string `json:"task_queue"`
 }
 
 // Deps are the engine's explicit dependencies.
@@ -249,31 +259,35 @@ func (e *Engine) Resume(ctx context.Context, runID string) (Summary, error) {
 
 // ResumeWith continues a run with some options changed (a higher budget).
 func (e *Engine) ResumeWith(ctx context.Context, runID string, ov ResumeOverrides) (Summary, error) {
-	var r store.Run
-	var err error
-	if runID == "" {
-		r, err = e.d.Store.LatestRun(ctx)
-	} else {
-		r, err = e.d.Store.GetRun(ctx, runID)
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		if runID == "" {
-			return Summary{}, fmt.Errorf("%w: no run recorded in %s", ErrNothingToResume, e.StateDir())
-		}
-		return Summary{}, fmt.Errorf("%w: no run %q (see cadre status)", ErrNothingToResume, runID)
-	}
+	id, opts, release, err := e.reopen(ctx, runID, ov)
 	if err != nil {
 		return Summary{}, err
 	}
+	defer release()
+	if opts.Temporal != nil {
+		return Summary{}, fmt.Errorf("%w: run %s runs on Temporal: resume it with the Temporal engine", ErrPreflight, id)
+	}
+	return e.execute(ctx, id, opts, true)
+}
+
+// reopen checks that run runID (the latest when "") can go on, applies ov
+// to its stored options and takes its lock, which release gives back.
+func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (id string, opts Options, release func(), err error) {
+	r, opts, err := StoredRun(ctx, e.d.Store, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		if runID == "" {
+			return "", opts, nil, fmt.Errorf("%w: no run recorded in %s", ErrNothingToResume, e.StateDir())
+		}
+		return "", opts, nil, fmt.Errorf("%w: no run %q (see cadre status)", ErrNothingToResume, runID)
+	}
+	if err != nil {
+		return "", opts, nil, err
+	}
 	if r.Status == store.RunCompleted {
-		return Summary{}, fmt.Errorf("%w: run %s already completed", ErrNothingToResume, r.ID)
+		return "", opts, nil, fmt.Errorf("%w: run %s already completed", ErrNothingToResume, r.ID)
 	}
 	if r.Workflow == store.WorkflowBench {
-		return Summary{}, fmt.Errorf("%w: run %s is a benchmark: continue it with cadre bench and the same roles, runners and repeat", ErrNothingToResume, r.ID)
-	}
-	var opts Options
-	if err := json.Unmarshal(r.Options, &opts); err != nil {
-		return Summary{}, fmt.Errorf("run %s: options: %w", r.ID, err)
+		return "", opts, nil, fmt.Errorf("%w: run %s is a benchmark: continue it with cadre bench and the same roles, runners and repeat", ErrNothingToResume, r.ID)
 	}
 	if ov.BudgetUSD != nil {
 		opts.BudgetUSD = *ov.BudgetUSD
@@ -282,15 +296,34 @@ func (e *Engine) ResumeWith(ctx context.Context, runID string, ov ResumeOverride
 		opts.Parallel = ov.Parallel
 	}
 	if err := e.checkRunners(opts); err != nil {
-		return Summary{}, err
+		return "", opts, nil, err
 	}
 	lk, err := acquireLock(e.StateDir(), r.ID, e.d.PID, e.warn(r.ID))
 	if err != nil {
-		return Summary{}, fmt.Errorf("%w: %w", ErrPreflight, err)
+		return "", opts, nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
-	defer lk.release()
 	os.Remove(e.stopPath(r.ID))
-	return e.execute(ctx, r.ID, opts, true)
+	return r.ID, opts, lk.release, nil
+}
+
+// StoredRun reads run runID (the latest when "") and the options it was
+// started with.
+func StoredRun(ctx context.Context, st *store.Store, runID string) (store.Run, Options, error) {
+	var r store.Run
+	var err error
+	if runID == "" {
+		r, err = st.LatestRun(ctx)
+	} else {
+		r, err = st.GetRun(ctx, runID)
+	}
+	if err != nil {
+		return r, Options{}, err
+	}
+	var opts Options
+	if err := json.Unmarshal(r.Options, &opts); err != nil {
+		return r, opts, fmt.Errorf("run %s: options: %w", r.ID, err)
+	}
+	return r, opts, nil
 }
 
 func workflowName(o Options) string {

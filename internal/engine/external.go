@@ -34,16 +34,35 @@ func (e *Engine) StartWith(ctx context.Context, opts Options, drive Driver) (Sum
 		e.d.Store.SetRunStatus(context.WithoutCancel(ctx), runID, store.RunFailed, e.d.PID)
 		return Summary{}, err
 	}
+	return e.drive(ctx, runID, opts, false, drive)
+}
+
+// ResumeDriven continues run runID (the latest when "") like ResumeWith,
+// but drive runs each item that has not ended: a run started with
+// StartWith goes on in the executor it started in. Completed steps replay
+// from the journal there, as in a resumed embedded run.
+func (e *Engine) ResumeDriven(ctx context.Context, runID string, ov ResumeOverrides, drive Driver) (Summary, error) {
+	id, opts, release, err := e.reopen(ctx, runID, ov)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer release()
+	return e.drive(ctx, id, opts, true, drive)
+}
+
+// drive runs the items of a journaled run through drive, all at once
+// except that an item waits for the items it depends on.
+func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed bool, drive Driver) (Summary, error) {
 	start := time.Now()
 	if err := e.d.Store.SetRunStatus(ctx, runID, store.RunRunning, e.d.PID); err != nil {
 		return Summary{}, err
 	}
-	e.d.Bus.Publish(event.Event{Run: runID, Type: event.RunStarted, Message: "started"})
+	e.d.Bus.Publish(event.Event{Run: runID, Type: event.RunStarted, Message: map[bool]string{false: "started", true: "resumed"}[resumed]})
 	items, err := e.d.Store.Items(ctx, runID)
 	if err != nil {
 		return Summary{}, err
 	}
-	rs := &runState{id: runID, opts: opts, done: map[string]chan struct{}{}, ok: map[string]bool{}}
+	rs := &runState{id: runID, opts: opts, resumed: resumed, done: map[string]chan struct{}{}, ok: map[string]bool{}}
 	for _, it := range items {
 		rs.done[it.ID] = make(chan struct{})
 	}
@@ -54,9 +73,20 @@ func (e *Engine) StartWith(ctx context.Context, opts Options, drive Driver) (Sum
 		go func() {
 			defer wg.Done()
 			defer close(rs.done[it.ID])
+			if it.Status == store.ItemCompleted || it.Status == store.ItemSkipped {
+				rs.markOK(it.ID, it.Status == store.ItemCompleted)
+				return
+			}
 			if reason := rs.waitDeps(ctx, it.ID, e.depsOf(it)); reason != "" {
 				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemSkipped), Error: &reason})
 				e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.Warning, Message: "skipped: " + reason})
+				return
+			}
+			if e.stopRequested(runID) {
+				// cadre stop came before this item started (it waited
+				// for another): it stays to do, for resume.
+				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)})
+				rs.halt(store.RunStopped, "stopped by request")
 				return
 			}
 			if errs[i] = drive(ctx, runID, it); errs[i] != nil {

@@ -29,6 +29,20 @@ type Activities struct {
 	mu    sync.Mutex
 	runs  map[string]*engine.RunSteps
 	items map[ItemRef]*engine.ItemSteps
+
+	// inflight counts the activities running, so a stopping worker can
+	// wait for them before it closes the journal they write to.
+	inflight sync.WaitGroup
+}
+
+// wait waits up to d for the running activities to return.
+func (a *Activities) wait(d time.Duration) {
+	done := make(chan struct{})
+	go func() { a.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 // item opens (once per worker) the steps of an item.
@@ -59,6 +73,8 @@ func (a *Activities) item(ctx context.Context, ref ItemRef) (*engine.ItemSteps, 
 
 // Begin checks the item and gives it its worktree.
 func (a *Activities) Begin(ctx context.Context, in ItemRef) (engine.Begun, error) {
+	a.inflight.Add(1)
+	defer a.inflight.Done()
 	s, err := a.item(ctx, in)
 	if err != nil {
 		return engine.Begun{}, err
@@ -68,6 +84,8 @@ func (a *Activities) Begin(ctx context.Context, in ItemRef) (engine.Begun, error
 
 // Agent performs (or replays) an agent step, heartbeating its progress.
 func (a *Activities) Agent(ctx context.Context, in AgentInput) (flow.Outcome, error) {
+	a.inflight.Add(1)
+	defer a.inflight.Done()
 	s, err := a.item(ctx, in.ItemRef)
 	if err != nil {
 		return flow.Outcome{}, err
@@ -79,6 +97,8 @@ func (a *Activities) Agent(ctx context.Context, in AgentInput) (flow.Outcome, er
 
 // Action performs (or replays) a deterministic step, heartbeating.
 func (a *Activities) Action(ctx context.Context, in ActionInput) (flow.Outcome, error) {
+	a.inflight.Add(1)
+	defer a.inflight.Done()
 	s, err := a.item(ctx, in.ItemRef)
 	if err != nil {
 		return flow.Outcome{}, err
@@ -90,6 +110,8 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (flow.Outcome, 
 
 // Ask journals a question to a human, or returns its journaled answer.
 func (a *Activities) Ask(ctx context.Context, in HumanInput) (Asked, error) {
+	a.inflight.Add(1)
+	defer a.inflight.Done()
 	s, err := a.item(ctx, in.ItemRef)
 	if err != nil {
 		return Asked{}, err
@@ -100,6 +122,8 @@ func (a *Activities) Ask(ctx context.Context, in HumanInput) (Asked, error) {
 
 // Answer journals a human's answer.
 func (a *Activities) Answer(ctx context.Context, in AnswerInput) error {
+	a.inflight.Add(1)
+	defer a.inflight.Done()
 	s, err := a.item(ctx, in.ItemRef)
 	if err != nil {
 		return err
@@ -109,6 +133,8 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) error {
 
 // End journals the item's end and closes it in this worker.
 func (a *Activities) End(ctx context.Context, in EndInput) (engine.Ended, error) {
+	a.inflight.Add(1)
+	defer a.inflight.Done()
 	s, err := a.item(ctx, in.ItemRef)
 	if err != nil {
 		return engine.Ended{}, err

@@ -9,6 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -35,7 +36,10 @@ func (s *Starter) Drive(ctx context.Context, runID string, it store.Item) error 
 	in := ItemInput{Run: runID, Item: it.ID, StepTimeout: s.StepTimeout, Heartbeat: s.Heartbeat}
 	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: s.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE}, WorkflowName, in)
+		// A closed workflow of an item that has not ended (stopped,
+		// paused, its run interrupted) runs again on resume: its
+		// completed steps replay from the journal.
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE}, WorkflowName, in)
 	if already := (*serviceerror.WorkflowExecutionAlreadyStarted)(nil); errors.As(err, &already) {
 		run, err = s.Client.GetWorkflow(ctx, id, ""), nil // it ran before: its result
 	}
@@ -45,9 +49,11 @@ func (s *Starter) Drive(ctx context.Context, runID string, it store.Item) error 
 	var ended engine.Ended
 	err = run.Get(ctx, &ended)
 	if ctx.Err() == nil {
-		if err != nil {
+		if err != nil && !temporal.IsCanceledError(err) {
 			return fmt.Errorf("workflow %s: %w", id, err)
 		}
+		// Cancelled by cadre stop --now from elsewhere: the workflow
+		// journaled the item stopped before it ended.
 		return nil
 	}
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopWait)

@@ -27,6 +27,9 @@ const (
 
 	// SignalApprove answers an item waiting for a human (an Approval).
 	SignalApprove = "approve"
+	// SignalStop asks an item to start no new step (cadre stop): running
+	// steps finish, then the item ends stopped, resumable.
+	SignalStop = "stop"
 	// QueryPending returns the questions an item waits on ([]flow.HumanCall).
 	QueryPending = "pending"
 )

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
@@ -23,18 +24,27 @@ func Dial(ctx context.Context, address, namespace string, logw io.Writer) (clien
 	return c, nil
 }
 
+// stopGrace bounds how long a stopping worker waits for its cancelled
+// steps to end (their agents' process groups killed).
+const stopGrace = 30 * time.Second
+
 // Serve runs a worker for the repository of e on queue until ctx ends.
 // progress must be a sink of e's events, for the steps' heartbeats.
 func Serve(ctx context.Context, c client.Client, queue string, e *engine.Engine, progress *Progress) error {
 	w := worker.New(c, queue, worker.Options{})
 	RegisterWorkflow(w, &Workflows{Defs: e.Workflows(), Roles: e.RoleExists})
-	RegisterActivities(w, &Activities{Engine: e, Progress: progress})
+	acts := &Activities{Engine: e, Progress: progress}
+	RegisterActivities(w, acts)
 	stop := make(chan any)
 	go func() {
 		<-ctx.Done()
 		close(stop)
 	}()
-	if err := w.Run(stop); err != nil {
+	err := w.Run(stop)
+	// The worker's stop cancels the running steps (another worker takes
+	// them over); they still journal how they ended before e is closed.
+	acts.wait(stopGrace)
+	if err != nil {
 		return fmt.Errorf("temporal worker on %s: %w", queue, err)
 	}
 	return nil

@@ -39,6 +39,7 @@ func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, erro
 		return engine.Ended{}, err
 	}
 	workflow.Go(ctx, x.receiveApprovals)
+	workflow.Go(ctx, x.receiveStop)
 	interp := &flow.Interp{Item: in.Item, Defs: w.Defs, Exec: x, Lim: begun.Limits, Roles: w.Roles, Fanout: fanout}
 	res, err := interp.Run(withWorkflow(ctx), def)
 	ending := engine.Ending{Result: res, Paused: x.paused, Tampered: x.tampered}
@@ -52,6 +53,9 @@ func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, erro
 			return engine.Ended{}, err
 		}
 		return engine.Ended{}, ctx.Err()
+	case x.stopping && errors.Is(err, errStopping):
+		// Stopped by request (cadre stop): the running steps finished.
+		return x.end(ctx, engine.Ending{Stopped: true})
 	case x.paused != "" || x.tampered != "":
 	case err != nil:
 		// A step failed past its retries (the journal, a lost worktree):
@@ -71,6 +75,8 @@ type exec struct {
 	warnings []string
 	paused   string
 	tampered string
+
+	stopping bool // cadre stop asked for no new step
 
 	waiting []flow.HumanCall     // questions without an answer yet, oldest first
 	answers map[string]*Approval // answers to questions, by call id
@@ -112,7 +118,22 @@ func (x *exec) journalCtx(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: x.in.Grace, RetryPolicy: retry})
 }
 
+// errStopping ends the item's flow once cadre stop asked for no new step.
+// It wraps flow.ErrPaused, so a fan-out lets its running siblings finish
+// instead of cancelling them.
+var errStopping = errors.Join(errors.New("stopped by request"), flow.ErrPaused)
+
+// receiveStop takes the stop signal.
+func (x *exec) receiveStop(ctx workflow.Context) {
+	if workflow.GetSignalChannel(ctx, SignalStop).Receive(ctx, nil) {
+		x.stopping = true
+	}
+}
+
 func (x *exec) Agent(ctx context.Context, c flow.AgentCall) (flow.Outcome, error) {
+	if x.stopping {
+		return flow.Outcome{}, errStopping
+	}
 	wctx := workflowOf(ctx)
 	x.visits[c.Role]++
 	var out flow.Outcome
@@ -121,6 +142,9 @@ func (x *exec) Agent(ctx context.Context, c flow.AgentCall) (flow.Outcome, error
 }
 
 func (x *exec) Action(ctx context.Context, c flow.ActionCall) (flow.Outcome, error) {
+	if x.stopping {
+		return flow.Outcome{}, errStopping
+	}
 	wctx := workflowOf(ctx)
 	// checks run up to four commands, a gatekeeper one agent.
 	var out flow.Outcome
@@ -162,8 +186,11 @@ func (x *exec) Human(ctx context.Context, c flow.HumanCall) (flow.Answer, error)
 	}
 	x.waiting = append(x.waiting, c)
 	x.deliver()
-	if err := workflow.Await(wctx, func() bool { return x.answers[c.ID] != nil }); err != nil {
+	if err := workflow.Await(wctx, func() bool { return x.answers[c.ID] != nil || x.stopping }); err != nil {
 		return flow.Answer{}, err
+	}
+	if x.answers[c.ID] == nil {
+		return flow.Answer{}, errStopping // the question stays journaled for resume
 	}
 	a := x.answers[c.ID]
 	ans := flow.Answer{Approved: a.Approved, Note: a.Note}

@@ -251,3 +251,60 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// cadre stop (graceful) is the stop signal: the running step finishes and
+// its outcome is kept, no new step starts (no commit), and the item ends
+// stopped, resumable, with the workflow completing rather than failing.
+func TestStopSignalLetsTheRunningStepFinish(t *testing.T) {
+	var finished bool
+	f := &fakeSteps{workflow: "simple", agent: func(ctx context.Context, in AgentInput) (flow.Outcome, error) {
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+			if ctx.Err() != nil {
+				return flow.Outcome{}, ctx.Err() // a graceful stop must not cancel it
+			}
+			activityHeartbeat(ctx)
+			time.Sleep(10 * time.Millisecond)
+		}
+		finished = true
+		return flow.Outcome{Output: "done"}, nil
+	}}
+	env := newEnv(t, f)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalStop, nil) }, time.Second)
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var ended engine.Ended
+	if err := env.GetWorkflowResult(&ended); err != nil {
+		t.Fatal(err)
+	}
+	if !finished {
+		t.Error("the running step did not finish")
+	}
+	want := []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "end"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if len(f.ends) != 1 || !f.ends[0].Stopped || ended.Status != "stopped" {
+		t.Errorf("endings %+v, result %+v: want one stopped", f.ends, ended)
+	}
+}
+
+// An item waiting for a human stops too: its question stays unanswered
+// in the journal, for cadre approve and resume.
+func TestStopSignalEndsAWaitForAHuman(t *testing.T) {
+	f := &fakeSteps{workflow: "simple", agent: lowConfidence}
+	env := newEnv(t, f)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalStop, nil) }, time.Hour)
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "ask t1/work/executor#1/human", "end"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if len(f.answers) != 0 || len(f.ends) != 1 || !f.ends[0].Stopped {
+		t.Errorf("answers %+v, endings %+v: want none answered, one stopped", f.answers, f.ends)
+	}
+}

@@ -432,7 +432,10 @@ func write(path string, data, old []byte, perm fs.FileMode) (err error) {
 		return nil
 	}
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	// The temp file names its writer's pid: a writer that finds one left
+	// by a dead process removes it, not one another live process (a
+	// worker sharing the checkout) is about to rename.
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+"."+strconv.Itoa(os.Getpid())+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("write task file: %w", err)
 	}
