@@ -27,10 +27,42 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 	in := &workflow.Interp{Item: ir.it.ID, Defs: e.d.Workflows, Exec: fx, Roles: e.roleExists, Lim: e.flowLimits()}
 	e.setBoard(ir, map[string]any{"stage": "code", "mode": def.Name})
 	res, err := in.Run(ctx, def)
-	if fx.paused != "" {
+	switch {
+	case fx.stopped && (err == nil || errors.Is(err, workflow.ErrPaused)):
+		return e.stopFlow(ctx, ir)
+	case fx.paused != "":
 		err = fmt.Errorf("%s: %w", fx.paused, workflow.ErrPaused)
 	}
 	return e.endFlow(ctx, ir, res, err)
+}
+
+// errStopping ends an item's flow before its next step once cadre stop
+// asked for none, or another item's hard stop halted the run. It wraps
+// ErrPaused so that the interpreter lets running sibling steps finish
+// instead of cancelling them.
+var errStopping = fmt.Errorf("stopped by request: %w", workflow.ErrPaused)
+
+// stopping says whether the item must start no new step.
+func (fx *flowExec) stopping() error {
+	if fx.e.stopRequested(fx.ir.run) || fx.ir.rs.halted() != "" {
+		fx.mu.Lock()
+		fx.stopped = true
+		fx.mu.Unlock()
+		return errStopping
+	}
+	return nil
+}
+
+// stopFlow journals an item whose flow stopped between steps: it stays to
+// do for cadre resume, and the run stops (or keeps the halt it had).
+func (e *Engine) stopFlow(ctx context.Context, ir *itemRun) (itemOutcome, error) {
+	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)})
+	status, reason := store.RunStopped, "stopped by request"
+	if h, why := ir.rs.haltedWhy(); h != "" {
+		status, reason = h, why
+	}
+	e.publish(ir, event.Event{Type: event.RunnerStopped, Message: reason})
+	return itemOutcome{halt: status, reason: reason}, nil
 }
 
 // flowLimits are cadre.yaml's limits as the interpreter takes them.
@@ -125,6 +157,7 @@ type flowExec struct {
 	ir       *itemRun
 	baseline map[string]int // command → exit code before the work
 	paused   string
+	stopped  bool // a step was refused: cadre stop or the run halted
 
 	mu     sync.Mutex
 	visits map[string]int // role → invocations so far
@@ -137,6 +170,9 @@ func (fx *flowExec) Agent(ctx context.Context, c workflow.AgentCall) (workflow.O
 
 // agent runs (or replays) an agent step that is its role's visit-th.
 func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) (workflow.Outcome, error) {
+	if err := fx.stopping(); err != nil {
+		return workflow.Outcome{}, err
+	}
 	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: visit, Work: c.Work,
 		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature, PassRating: c.PassRating}
 	if c.Task != nil {
@@ -197,6 +233,9 @@ type actionResult struct {
 // Action runs (or replays) a deterministic step.
 func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow.Outcome, error) {
 	e, ir := fx.e, fx.ir
+	if err := fx.stopping(); err != nil {
+		return workflow.Outcome{}, err
+	}
 	if rec, err := e.d.Store.GetStep(ctx, ir.run, c.ID); err == nil && rec.Status == store.StepCompleted {
 		var r actionResult
 		json.Unmarshal(rec.Result, &r)

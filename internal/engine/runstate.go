@@ -56,6 +56,13 @@ func (rs *runState) halted() string {
 	return rs.haltStatus
 }
 
+// haltedWhy is the run's halt status and its reason.
+func (rs *runState) haltedWhy() (string, string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.haltStatus, rs.haltReason
+}
+
 func (rs *runState) fail(reason string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
