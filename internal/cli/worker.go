@@ -38,6 +38,7 @@ func (o TemporalOptions) set() []string {
 func addTemporalFlags(cmd *cobra.Command, o *TemporalOptions) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.Address, "temporal-address", "", "Temporal frontend `HOST:PORT` (default temporal.address, 127.0.0.1:7233)")
+	fl.StringVar(&o.Address, "temporal", "", "the same as --temporal-address")
 	fl.StringVar(&o.Namespace, "namespace", "", "Temporal namespace (default temporal.namespace, default)")
 	fl.StringVar(&o.TaskQueue, "task-queue", "", "Temporal task queue the workers poll (default temporal.task_queue, cadre)")
 }
