@@ -115,6 +115,9 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 			if err != nil {
 				return relPath(err, ws.root)
 			}
+			if !opts.JSON {
+				fmt.Fprintln(f.IO.Out, sandboxChoice(ctx, ws.cfg.Sandbox, f.Getenv("PATH")))
+			}
 			printPlan(f, plan, opts.JSON)
 			return nil
 		})

@@ -31,7 +31,7 @@ func TestDefault(t *testing.T) {
 			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5, MaxIterations: 3,
 		},
 		GitHub:   GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Comments: true, WriteInterval: Duration(250 * time.Millisecond)},
-		Sandbox:  Sandbox{Mode: "none", Network: "allow"},
+		Sandbox:  Sandbox{Mode: "auto", Network: "allow"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},
 	}
 	if diff := cmp.Diff(want, Default(), ignoreWhere); diff != "" {
@@ -271,7 +271,7 @@ func TestValidationErrors(t *testing.T) {
 		{"negative runner timeout", "runners:\n  x:\n    timeout: -1m\n", nil,
 			`cadre.yaml:3: runners.x.timeout: want a duration above zero, got "-1m0s"`},
 		{"sandbox mode", "sandbox: {mode: docker}\n", nil,
-			`cadre.yaml:1: sandbox.mode: want none or bwrap, got "docker"`},
+			`cadre.yaml:1: sandbox.mode: want auto, none or bwrap, got "docker"`},
 		{"sandbox network", "sandbox: {network: some}\n", nil,
 			`cadre.yaml:1: sandbox.network: want allow, deny or model-only, got "some"`},
 		{"repository not owner/repo", "repository: https://github.com/o/r\n", nil,
@@ -287,12 +287,12 @@ func TestValidationErrors(t *testing.T) {
 		{"bad value from the environment", "", map[string]string{"CADRE_LIMITS_MAX_ATTEMPTS": "0"},
 			`CADRE_LIMITS_MAX_ATTEMPTS: want 1 or more, got 0`},
 		{"environment blamed over the file", "sandbox: {mode: bwrap}\n", map[string]string{"CADRE_SANDBOX_MODE": "jail"},
-			`CADRE_SANDBOX_MODE: want none or bwrap, got "jail"`},
+			`CADRE_SANDBOX_MODE: want auto, none or bwrap, got "jail"`},
 		// A network setting without a sandbox to enforce it is refused.
 		{"network deny", "sandbox: {network: deny}\n", nil,
-			`cadre.yaml:1: sandbox.network: deny needs sandbox.mode: bwrap (without a sandbox nothing can enforce it); set the mode or use allow`},
+			`cadre.yaml:1: sandbox.network: deny needs sandbox.mode: bwrap (sandbox.mode auto may run agents unconfined, where nothing can enforce it); set mode: bwrap or use allow`},
 		{"network model-only", "sandbox: {network: model-only}\n", nil,
-			`cadre.yaml:1: sandbox.network: model-only needs sandbox.mode: bwrap (without a sandbox nothing can enforce it); set the mode or use allow`},
+			`cadre.yaml:1: sandbox.network: model-only needs sandbox.mode: bwrap (sandbox.mode auto may run agents unconfined, where nothing can enforce it); set mode: bwrap or use allow`},
 		{"allow_hosts with a scheme", "sandbox: {mode: bwrap, network: model-only, allow_hosts: [\"https://x.org\"]}\n", nil,
 			`cadre.yaml:1: sandbox.allow_hosts[0]: want host or host:port (no scheme, path or wildcard), got "https://x.org"`},
 		{"allow_hosts with a bad port", "sandbox: {mode: bwrap, network: model-only, allow_hosts: [\"x.org:99999\"]}\n", nil,
