@@ -290,7 +290,7 @@ func TestRealClaudeUnderSandbox(t *testing.T) {
 func TestRealCodexUnderSandbox(t *testing.T) {
 	findCLI(t, "codex")
 	realRun{cli: "codex", scenario: codexScenario, content: "hello from codex\n", sandbox: sandboxed(t),
-		runner: `{command: %s, url: "%u/v1", model: modelsim, args: [--dangerously-bypass-approvals-and-sandbox]}`,
+		runner: `{command: %s, url: "%u/v1", model: modelsim}`,
 		env:    map[string]string{"OPENAI_API_KEY": "sk-openai-test-key", "CODEX_HOME": "$HOME/.codex"},
 		setup:  func(home string) { os.MkdirAll(filepath.Join(home, ".codex"), 0o755) }}.run(t)
 }
