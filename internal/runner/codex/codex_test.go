@@ -18,10 +18,10 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
-	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/google/go-cmp/cmp"
 )
 
