@@ -35,7 +35,7 @@ type RunOptions struct {
 	DryRun   bool
 	Query    engine.IssueQuery
 	Prompt   string // cadre do
-	Sandbox  string // --sandbox: none or bwrap, over sandbox.mode
+	Sandbox  string // --sandbox: bwrap, none or auto, over sandbox.mode
 	Serve    ServeFlags
 	Engine   string // embedded or temporal
 	Temporal TemporalOptions
