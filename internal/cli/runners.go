@@ -189,7 +189,11 @@ func runRunnersCheck(ctx context.Context, f *Factory, opts *RunnersCheckOptions)
 		}
 		fmt.Fprintf(out, "%-16s %-10s %-4s %-8s %s\n", c.name, c.typ, used, c.status, c.detail)
 	}
-	sandboxOK, sandboxLine := checkSandbox(ctx, cfg.Sandbox, f.Getenv)
+	sb := cfg.Sandbox
+	if root == "" {
+		sb = config.Default().Sandbox // what a run with no cadre.yaml gets
+	}
+	sandboxOK, sandboxLine := checkSandbox(ctx, sb, f.Getenv)
 	fmt.Fprintf(out, "\n%s\n", sandboxLine)
 	if root == "" {
 		fmt.Fprintln(f.IO.ErrOut, "not in a git checkout: showing the built-in runner types only")
