@@ -110,7 +110,7 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	if runners == nil {
 		runners = builtin.Registry
 	}
-	policy, err := SandboxPolicy(ctx, ws.Config.Sandbox, getenv("PATH"))
+	policy, fallback, err := SandboxPolicy(ctx, ws.Config.Sandbox, getenv("PATH"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,6 +137,9 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 		all = []event.Sink{redactSink(redact.New(token), all)}
 	}
 	bus = event.NewBus(nil, all...)
+	if fallback != nil {
+		bus.Publish(event.Event{Type: event.Warning, Message: "sandbox.mode auto: agents run unconfined: " + fallback.Error()})
+	}
 	var fg engine.Forge = NewGitHub(ws, getenv)
 	if o.Forge != nil {
 		fg = o.Forge
@@ -152,17 +155,26 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 
 // SandboxPolicy is the confinement cadre.yaml's sandbox section asks for,
 // checked to work here (bubblewrap found on pathList and run once with
-// the network setting); nil for mode none. Asked for and unavailable is an
-// error: the run must not start unconfined.
-func SandboxPolicy(ctx context.Context, c config.Sandbox, pathList string) (*sandbox.Policy, error) {
-	if c.Mode != sandbox.ModeBwrap {
-		return nil, nil
+// the network setting); nil for mode none. Asked for (mode bwrap) and
+// unavailable is an error: the run must not start unconfined. Under mode
+// auto it is nil when bubblewrap does not work here, and fallback says
+// why, for a warning.
+func SandboxPolicy(ctx context.Context, c config.Sandbox, pathList string) (p *sandbox.Policy, fallback, err error) {
+	switch c.Mode {
+	case sandbox.ModeBwrap:
+		p, err := sandbox.New(ctx, c.Network, c.AllowHosts, pathList)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sandbox.mode bwrap: %w", err)
+		}
+		return p, nil, nil
+	case sandbox.ModeAuto:
+		p, err := sandbox.New(ctx, c.Network, c.AllowHosts, pathList)
+		if err != nil {
+			return nil, err, nil
+		}
+		return p, nil, nil
 	}
-	p, err := sandbox.New(ctx, c.Network, c.AllowHosts, pathList)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox.mode bwrap: %w", err)
-	}
-	return p, nil
+	return nil, nil, nil
 }
 
 // redactSink masks secrets in an event's free text before the sinks see it.

@@ -106,7 +106,8 @@ func (g *GitHub) Issues(ctx context.Context, q engine.IssueQuery) ([]engine.Issu
 }
 
 // Push pushes the branch to origin, authenticating over HTTPS with the
-// token in git's environment (never its argv or the remote URL).
+// token through cadre's push proxy (never git's argv, environment or the
+// remote URL: see workspace.Repo.Push).
 func (g *GitHub) Push(ctx context.Context, dir, branch string) error {
 	if err := g.init(ctx); err != nil {
 		return err

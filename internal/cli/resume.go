@@ -18,7 +18,7 @@ type ResumeOptions struct {
 	Parallel int
 	JSON     bool
 	Plain    bool   // lines instead of the live view on a terminal
-	Sandbox  string // --sandbox: none or bwrap, over sandbox.mode
+	Sandbox  string // --sandbox: bwrap, none or auto, over sandbox.mode
 	Serve    ServeFlags
 	Temporal TemporalOptions // for a run started on the Temporal engine
 }

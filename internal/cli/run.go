@@ -35,7 +35,7 @@ type RunOptions struct {
 	DryRun   bool
 	Query    engine.IssueQuery
 	Prompt   string // cadre do
-	Sandbox  string // --sandbox: none or bwrap, over sandbox.mode
+	Sandbox  string // --sandbox: bwrap, none or auto, over sandbox.mode
 	Serve    ServeFlags
 	Engine   string // embedded or temporal
 	Temporal TemporalOptions
@@ -118,6 +118,9 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 			plan, err := e.DryRun(ctx, eo)
 			if err != nil {
 				return relPath(err, ws.root)
+			}
+			if !opts.JSON {
+				fmt.Fprintln(f.IO.Out, sandboxChoice(ctx, ws.cfg.Sandbox, f.Getenv("PATH")))
 			}
 			printPlan(f, plan, opts.JSON)
 			return nil

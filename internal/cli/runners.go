@@ -56,8 +56,9 @@ and are sent one short request for their model list at their base URL (GET /v1/m
 ollama: GET /api/tags) with that key: no answer within 3s, or a refusal, is missing;
 exec runners show whether their command is found, script runners whether their scenario is.
 USED marks the runners cadre.yaml names (runners, defaults.runner, roles.*.runner).
-A last line says whether the sandbox works here: it runs true under bubblewrap with
-cadre.yaml's sandbox settings (network, proxy and bridge included).
+A last line says whether the sandbox works here, and so whether runs confine their agents:
+it runs true under bubblewrap with cadre.yaml's sandbox settings (network, proxy and bridge
+included); under sandbox.mode auto (the default) it says whether runs get bwrap or none.
 
 STATUS is ready, missing (something to install or configure), or - (a type that only
 works once configured, such as exec).
@@ -188,7 +189,11 @@ func runRunnersCheck(ctx context.Context, f *Factory, opts *RunnersCheckOptions)
 		}
 		fmt.Fprintf(out, "%-16s %-10s %-4s %-8s %s\n", c.name, c.typ, used, c.status, c.detail)
 	}
-	sandboxOK, sandboxLine := checkSandbox(ctx, cfg.Sandbox, f.Getenv)
+	sb := cfg.Sandbox
+	if root == "" {
+		sb = config.Default().Sandbox // what a run with no cadre.yaml gets
+	}
+	sandboxOK, sandboxLine := checkSandbox(ctx, sb, f.Getenv)
 	fmt.Fprintf(out, "\n%s\n", sandboxLine)
 	if root == "" {
 		fmt.Fprintln(f.IO.ErrOut, "not in a git checkout: showing the built-in runner types only")
@@ -207,10 +212,11 @@ func runRunnersCheck(ctx context.Context, f *Factory, opts *RunnersCheckOptions)
 
 // checkSandbox says whether bubblewrap works here with cadre.yaml's
 // sandbox settings (mode none: with the defaults' network allow), by
-// running true in a step's full sandbox; ok is false when it does not.
+// running true in a step's full sandbox, and so which confinement a run
+// gets; ok is false when it does not work.
 func checkSandbox(ctx context.Context, c config.Sandbox, getenv func(string) string) (ok bool, line string) {
 	network := c.Network
-	if c.Mode != sandbox.ModeBwrap {
+	if c.Mode == sandbox.ModeNone {
 		network = sandbox.NetAllow
 	}
 	env := proc.MinimalEnv(func(k string) (string, bool) { v := getenv(k); return v, v != "" }, nil, nil)
@@ -221,12 +227,16 @@ func checkSandbox(ctx context.Context, c config.Sandbox, getenv func(string) str
 	switch {
 	case err != nil && c.Mode == sandbox.ModeBwrap:
 		return false, fmt.Sprintf("sandbox: bwrap (network %s) asked for and NOT working here: %v; runs will refuse to start", network, err)
+	case err != nil && c.Mode == sandbox.ModeAuto:
+		return false, fmt.Sprintf("sandbox: none (sandbox.mode auto falls back): bwrap does not work here: %v; agents run unconfined", err)
 	case err != nil:
 		return false, fmt.Sprintf("sandbox: none (sandbox.mode); bwrap would not work here: %v", err)
 	case c.Mode == sandbox.ModeBwrap:
 		return true, fmt.Sprintf("sandbox: bwrap (network %s) works here: agents run confined", network)
+	case c.Mode == sandbox.ModeAuto:
+		return true, fmt.Sprintf("sandbox: bwrap (sandbox.mode auto; network %s) works here: agents run confined", network)
 	}
-	return true, "sandbox: none (sandbox.mode); bwrap works here: set sandbox.mode: bwrap to confine agents"
+	return true, "sandbox: none (sandbox.mode); bwrap works here: set sandbox.mode: bwrap or auto to confine agents"
 }
 
 // planChecks lists the runners to check: every registered type and every

@@ -217,8 +217,9 @@ func TestRunnersCheckOutsideRepo(t *testing.T) {
 		!strings.Contains(got["qwen"], "npm install -g @qwen-code/qwen-code") {
 		t.Errorf("want the 13 built-in types with install hints, got:\n%s", out)
 	}
-	// With no bwrap on PATH, the last line says the sandbox would not work.
-	if !strings.Contains(out, "\n\nsandbox: none (sandbox.mode); bwrap would not work here: sandbox unavailable: bwrap (bubblewrap) not found in PATH") {
+	// With no bwrap on PATH, the last line says the default (auto) falls
+	// back to running agents unconfined.
+	if !strings.Contains(out, "\n\nsandbox: none (sandbox.mode auto falls back): bwrap does not work here: sandbox unavailable: bwrap (bubblewrap) not found in PATH") {
 		t.Errorf("no sandbox line in:\n%s", out)
 	}
 	if !strings.Contains(stderr, "not in a git checkout") {

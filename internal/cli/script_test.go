@@ -99,6 +99,7 @@ func TestScript(t *testing.T) {
 			"groupgone": cmdGroupGone,
 			"seedevals": cmdSeedEvals,
 			"serve":     cmdServe,
+			"collect":   cmdCollect,
 		},
 		Condition: func(cond string) (bool, error) {
 			if cond != "sandbox" {
@@ -153,6 +154,33 @@ func cmdServe(ts *testscript.TestScript, neg bool, args []string) {
 	upper := strings.ToUpper(name)
 	ts.Setenv(upper+"_URL", "http://"+ln.Addr().String())
 	ts.Setenv(upper+"_PORT", port)
+}
+
+// cmdCollect gathers the files called NAME that agents wrote in their
+// steps' output directories (.cadre/runs/*/items/*/outputs under the
+// current directory: besides its worktree, the one place a sandboxed
+// agent may write) into DEST, run by run and item by item; with none,
+// DEST is removed. Agents of a script record what they did there.
+//
+//	collect NAME DEST
+func cmdCollect(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: collect NAME DEST")
+	}
+	files, err := filepath.Glob(ts.MkAbs(filepath.Join(".cadre", "runs", "*", "items", "*", "outputs", args[0])))
+	ts.Check(err)
+	dest := ts.MkAbs(args[1])
+	if len(files) == 0 {
+		ts.Check(os.RemoveAll(dest))
+		return
+	}
+	var all []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		ts.Check(err)
+		all = append(all, b...)
+	}
+	ts.Check(os.WriteFile(dest, all, 0o644))
 }
 
 // setupScript gives every script a private HOME with a git identity, so

@@ -18,12 +18,13 @@ const otherCanary = "sk-canaryOTHER9876543210fedcba"
 
 // snoopAgent is a hostile exec agent: it dumps every environment it can
 // read under /proc (its own, init's, its parent's, everyone's) into its
-// reply, into a file outside the repository, and into a commit message of
-// its own, so whatever it finds would travel to the output file, the
-// cycle log, the journal, the events and the pull request body.
+// reply, into a file in its step's output directory (which a sandbox
+// lets it write), and into a commit message of its own, so whatever it
+// finds would travel to the output file, the cycle log, the journal, the
+// events and the pull request body.
 const snoopAgent = `#!/bin/sh
 cat >/dev/null
-loot=LOOT
+loot=$(dirname "$CADRE_OUTPUT")
 {
 	echo "== env"; env
 	for f in /proc/self/environ /proc/1/environ /proc/$PPID/environ /proc/[0-9]*/environ; do
@@ -50,18 +51,29 @@ BLOCK
 
 // TestAgentReadsNoSecretFromProc: with GITHUB_TOKEN and another secret in
 // cadre's environment, an agent that reads every /proc/*/environ it can
-// finds neither, anywhere: cadre's own process is not dumpable, so its
-// /proc entries refuse a same-user reader. Root reads any process
-// (CAP_SYS_PTRACE), so under root cadre and its agent run as nobody; the
-// check that matters is same user, no privilege.
+// finds neither, anywhere, in either sandbox mode: unconfined, cadre's own
+// process is not dumpable, so its /proc entries refuse a same-user
+// reader; under bwrap the agent sees no host process at all. Root reads
+// any process (CAP_SYS_PTRACE), so under root cadre and its agent run as
+// nobody; the check that matters is same user, no privilege.
 func TestAgentReadsNoSecretFromProc(t *testing.T) {
+	t.Run("none", func(t *testing.T) { agentReadsNoSecret(t, "none") })
+	t.Run("bwrap", func(t *testing.T) {
+		if !sandboxWorks() {
+			t.Skip("bubblewrap missing or the kernel forbids namespaces here")
+		}
+		agentReadsNoSecret(t, "bwrap")
+	})
+}
+
+func agentReadsNoSecret(t *testing.T, mode string) {
 	work, err := os.MkdirTemp("", "cadre-secrets-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(work) })
-	dir, bare, loot, home := filepath.Join(work, "repo"), filepath.Join(work, "origin.git"), filepath.Join(work, "loot"), filepath.Join(work, "home")
-	for _, d := range []string{filepath.Join(dir, "tasks"), loot, home} {
+	dir, bare, home := filepath.Join(work, "repo"), filepath.Join(work, "origin.git"), filepath.Join(work, "home")
+	for _, d := range []string{filepath.Join(dir, "tasks"), home} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -76,8 +88,9 @@ func TestAgentReadsNoSecretFromProc(t *testing.T) {
 		}
 	}
 	write(filepath.Join(dir, "cadre.yaml"), "repository: acme/widgets\ngithub: {api_url: \""+fake.URL+"\"}\n"+
+		"sandbox: {mode: "+mode+"}\n"+
 		"defaults: {runner: snoop, workflow: simple, timeout: 1m}\nrunners:\n  snoop: {type: exec, command: ./snoop.sh}\n", 0o644)
-	write(filepath.Join(dir, "snoop.sh"), strings.Replace(snoopAgent, "LOOT", loot, 1), 0o755)
+	write(filepath.Join(dir, "snoop.sh"), snoopAgent, 0o755)
 	write(filepath.Join(home, ".gitconfig"), "[user]\n\tname = Cadre Test\n\temail = test@example.com\n", 0o644)
 	git := func(dir string, args ...string) {
 		t.Helper()
@@ -114,21 +127,31 @@ func TestAgentReadsNoSecretFromProc(t *testing.T) {
 		t.Fatalf("cadre run: %v\n%s\n%s", err, errOut.String(), out.String())
 	}
 
-	// The agent really looked: it read its own environment, and its parent
-	// was cadre, whose environment it was refused.
-	dump, err := os.ReadFile(filepath.Join(loot, "dump.txt"))
+	// The agent really looked: it read its own environment, and (unconfined)
+	// its parent was cadre, whose environment it was refused; confined, no
+	// process of the host was there to read.
+	loot, _ := filepath.Glob(filepath.Join(dir, ".cadre", "runs", "*", "items", "*", "outputs"))
+	if len(loot) != 1 {
+		t.Fatalf("want one step output directory, got %q", loot)
+	}
+	dump, err := os.ReadFile(filepath.Join(loot[0], "dump.txt"))
 	if err != nil {
 		t.Fatalf("the agent left no dump: %v", err)
 	}
 	if !strings.Contains(string(dump), "== readable /proc/self/environ") {
 		t.Fatalf("the agent could not read even its own environment:\n%s", dump)
 	}
-	ppid, _ := os.ReadFile(filepath.Join(loot, "ppid"))
-	if got, want := strings.TrimSpace(string(ppid)), strconv.Itoa(c.Process.Pid); got != want {
-		t.Fatalf("the agent's parent is %s, want cadre (%s)", got, want)
-	}
-	if !strings.Contains(string(dump), "== refused /proc/"+strings.TrimSpace(string(ppid))+"/environ") {
-		t.Errorf("the agent read cadre's /proc/%s/environ", strings.TrimSpace(string(ppid)))
+	ppid, _ := os.ReadFile(filepath.Join(loot[0], "ppid"))
+	cadrePid := strconv.Itoa(c.Process.Pid)
+	if mode == "none" {
+		if got := strings.TrimSpace(string(ppid)); got != cadrePid {
+			t.Fatalf("the agent's parent is %s, want cadre (%s)", got, cadrePid)
+		}
+		if !strings.Contains(string(dump), "== refused /proc/"+cadrePid+"/environ") {
+			t.Errorf("the agent read cadre's /proc/%s/environ", cadrePid)
+		}
+	} else if strings.Contains(string(dump), "/proc/"+cadrePid+"/environ") {
+		t.Errorf("the sandboxed agent saw cadre's pid %s under /proc", cadrePid)
 	}
 	for _, secret := range []string{canary, otherCanary} {
 		for name, text := range map[string]string{"cadre's stdout (events)": out.String(), "cadre's stderr": errOut.String()} {
@@ -152,7 +175,8 @@ func TestAgentReadsNoSecretFromProc(t *testing.T) {
 		if len(prs) != 1 {
 			t.Fatalf("%d pull requests, want 1", len(prs))
 		}
-		if !strings.Contains(prs[0].Body, "== refused") {
+		// (A sandboxed agent cannot commit: .git is read-only to it.)
+		if mode == "none" && !strings.Contains(prs[0].Body, "== refused") {
 			t.Errorf("the agent's commit message did not reach the pull request body, so it proves nothing:\n%s", prs[0].Body)
 		}
 		if strings.Contains(prs[0].Title+prs[0].Body, secret) {

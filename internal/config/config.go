@@ -207,7 +207,9 @@ type Selector struct {
 
 // Sandbox configures agent process isolation.
 type Sandbox struct {
-	Mode    string `yaml:"mode"`    // none | bwrap
+	// Mode is none, bwrap, or auto (the default): bwrap where bubblewrap
+	// works here, none otherwise, with a warning.
+	Mode    string `yaml:"mode"`    // auto | none | bwrap
 	Network string `yaml:"network"` // allow | deny | model-only
 	// AllowHosts are host or host:port entries reachable under
 	// network: model-only besides the runner's model endpoints.
@@ -300,7 +302,7 @@ func Default() Config {
 			Comments:      true,
 			WriteInterval: Duration(DefaultWriteInterval),
 		},
-		Sandbox:  Sandbox{Mode: "none", Network: "allow"},
+		Sandbox:  Sandbox{Mode: "auto", Network: "allow"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},
 		Engine:   EngineEmbedded,
 		Temporal: Temporal{Address: "127.0.0.1:7233", Namespace: "default", TaskQueue: "cadre"},

@@ -37,7 +37,7 @@ func (l *loader) validate(c *Config) error {
 		{"limits.max_iterations", atLeast(c.Limits.MaxIterations, 1)},
 		{"github.api_url", urlProblem(c.GitHub.APIURL)},
 		{"github.write_interval", notNegative(c.GitHub.WriteInterval)},
-		{"sandbox.mode", oneOf(c.Sandbox.Mode, "none", "bwrap")},
+		{"sandbox.mode", oneOf(c.Sandbox.Mode, "auto", "none", "bwrap")},
 		{"sandbox.network", oneOf(c.Sandbox.Network, "allow", "deny", "model-only")},
 		{"engine", oneOf(c.Engine, EngineEmbedded, EngineTemporal)},
 		{"temporal.address", hostPortProblem(c.Temporal.Address)},
@@ -168,8 +168,10 @@ func (l *loader) unavailable(c *Config) error {
 // sandbox refuses network and allow_hosts settings that nothing would
 // enforce: without a sandbox an agent reaches whatever the host reaches.
 func (l *loader) sandbox(s Sandbox) error {
-	if s.Mode == "none" && s.Network != "allow" {
-		return l.invalid("sandbox.network", fmt.Sprintf("%s needs sandbox.mode: bwrap (without a sandbox nothing can enforce it); set the mode or use allow", s.Network))
+	// Under auto the run could fall back to none, where nothing would
+	// enforce a network setting: asking for one means asking for bwrap.
+	if s.Mode != "bwrap" && s.Network != "allow" {
+		return l.invalid("sandbox.network", fmt.Sprintf("%s needs sandbox.mode: bwrap (sandbox.mode %s may run agents unconfined, where nothing can enforce it); set mode: bwrap or use allow", s.Network, s.Mode))
 	}
 	for i, h := range s.AllowHosts {
 		if bad := hostProblem(h); bad != "" {

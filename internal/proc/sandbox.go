@@ -161,8 +161,24 @@ func firstLine(s string) string {
 // anything inside it, and leaves out what an exposed directory already
 // shows: bubblewrap cannot create the mount point of a file whose parent
 // does not exist yet in the fresh /tmp or home. Missing paths are left out.
+// A path is bound where its links lead: bubblewrap cannot create a mount
+// point through a link (a tools directory linked from a checkout), and the
+// links themselves stay visible on the read-only root.
 func exposed(paths []string) []string {
-	sorted := slices.Clone(paths)
+	sorted := make([]string, 0, len(paths))
+	for _, p := range paths {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || real == p {
+			sorted = append(sorted, p)
+			continue
+		}
+		sorted = append(sorted, real)
+		// The link itself too, where bubblewrap can make its mount point
+		// (no link above it): it may lie in the fresh /tmp or home.
+		if dir := filepath.Dir(p); evalsTo(dir, dir) {
+			sorted = append(sorted, p)
+		}
+	}
 	slices.SortFunc(sorted, func(a, b string) int { return len(a) - len(b) })
 	var out, dirs []string
 	for _, p := range sorted {
@@ -179,4 +195,9 @@ func exposed(paths []string) []string {
 		}
 	}
 	return out
+}
+
+func evalsTo(path, want string) bool {
+	real, err := filepath.EvalSymlinks(path)
+	return err == nil && real == want
 }

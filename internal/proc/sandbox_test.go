@@ -81,6 +81,25 @@ func TestSandboxExposesProgram(t *testing.T) {
 	}
 }
 
+// TestSandboxExposesThroughLinks: a program whose directory is reached
+// through a link (a checkout's .tools linked to a shared one) is bound
+// where the link leads, where bubblewrap can make its mount point; a link
+// in a plain directory is bound as well, so it runs by its own path.
+func TestSandboxExposesThroughLinks(t *testing.T) {
+	root := t.TempDir()
+	real := filepath.Join(root, "shared", "bin")
+	os.MkdirAll(real, 0o755)
+	os.WriteFile(filepath.Join(real, "prog"), []byte("#!/bin/sh\n"), 0o755)
+	os.Symlink(filepath.Join(root, "shared"), filepath.Join(root, "tools"))
+	os.MkdirAll(filepath.Join(root, "plain"), 0o755)
+	os.Symlink(filepath.Join(real, "prog"), filepath.Join(root, "plain", "prog"))
+	got := exposed([]string{filepath.Join(root, "tools", "bin", "prog"), filepath.Join(root, "plain", "prog")})
+	want := []string{filepath.Join(root, "plain", "prog"), filepath.Join(real, "prog")}
+	if !slices.Equal(got, want) { // shortest first
+		t.Errorf("exposed %q, want %q", got, want)
+	}
+}
+
 // TestSandboxConfines runs a hostile shell under the sandbox: every write
 // outside the writable directory fails, the read-only .git inside it stays
 // unchanged, the home and /tmp are fresh, and no host process is visible.

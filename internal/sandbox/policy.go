@@ -21,6 +21,10 @@ import (
 const (
 	ModeNone  = "none"
 	ModeBwrap = "bwrap"
+	// ModeAuto, the default, is bwrap where it works here and none
+	// otherwise: asked for by no one, so its absence is a warning, not
+	// a refusal.
+	ModeAuto = "auto"
 
 	NetAllow     = "allow"
 	NetDeny      = "deny"

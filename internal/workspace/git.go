@@ -93,13 +93,25 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 // gitEnv is git with extra environment (after the scrub), for settings that
 // must not appear in argv, where any local user could read them.
 func gitEnv(ctx context.Context, dir string, extra []string, args ...string) (string, error) {
+	return gitRun(ctx, dir, extra, nil, args...)
+}
+
+// gitRun is gitEnv telling started, when set, git's pid once it runs.
+func gitRun(ctx context.Context, dir string, extra []string, started func(pid int), args ...string) (string, error) {
 	full := append(append([]string(nil), safeArgs...), args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = dir
 	cmd.Env = gitEnviron(os.Environ(), extra)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	err := cmd.Start()
+	if err == nil {
+		if started != nil {
+			started(cmd.Process.Pid)
+		}
+		err = cmd.Wait()
+	}
+	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
@@ -234,15 +246,22 @@ func (r *Repo) CommitExcept(ctx context.Context, message string, mark Mark, exce
 }
 
 // Push pushes branch to remote. A non-empty authHeader ("Authorization:
-// ...") is handed to git through its environment (GIT_CONFIG_*), never in
-// argv or the remote URL, so the credential shows in no process list, no
-// config file and no error message.
+// ...") never reaches git, for an http(s) remote: git pushes through a
+// proxy of cadre's that adds it (see pushProxy), so the credential shows
+// in no process list, environment, config file or error message. Other
+// remotes (a path, ssh) take no header.
 func (r *Repo) Push(ctx context.Context, remote, branch, authHeader string) error {
-	var extra []string
+	refspec := "refs/heads/" + branch + ":refs/heads/" + branch
 	if authHeader != "" {
-		extra = []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=" + authHeader}
+		u, err := r.Git(ctx, "remote", "get-url", "--push", remote)
+		if err != nil {
+			u = remote // a URL given as the remote
+		}
+		if u = strings.TrimSpace(u); strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
+			return r.pushThroughProxy(ctx, u, authHeader, refspec)
+		}
 	}
-	_, err := gitEnv(ctx, r.Dir, extra, r.withFilters(ctx, []string{"push", "--quiet", "--", remote, "refs/heads/" + branch + ":refs/heads/" + branch})...)
+	_, err := git(ctx, r.Dir, r.withFilters(ctx, []string{"push", "--quiet", "--", remote, refspec})...)
 	return err
 }
 

@@ -18,6 +18,7 @@ var ExecConfig = []string{
 	".claude/settings.json", ".claude/settings.local.json", ".mcp.json",
 	".codex", ".gemini", ".opencode", "opencode.json", "opencode.jsonc",
 	".aider.conf.yml", ".envrc",
+	".qwen", ".github/copilot", ".github/mcp.json", "crush.json", ".crush.json",
 }
 
 // hiddenManifest records what Hide moved, so Unhide can put it back after

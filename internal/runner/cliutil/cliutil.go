@@ -98,6 +98,14 @@ func (a *Agent) Env(set map[string]string) []string { return proc.MinimalEnv(a.L
 // ("--prompt=", or "" for the bare prompt), so the log shows only its
 // length; a prompt on stdin is shown as a redirection.
 func (a *Agent) Exec(ctx context.Context, inv runner.Invocation, log io.Writer, promptFlag string, spec proc.Spec) (proc.Result, error) {
+	return a.ExecThen(ctx, inv, log, promptFlag, spec, nil)
+}
+
+// ExecThen is Exec calling then, when set, once the process has ended and
+// before a sandbox's fresh home is removed, so a runner can read what the
+// CLI left there (its session log). hostPath turns a path as the agent saw
+// it into where that file is on the host.
+func (a *Agent) ExecThen(ctx context.Context, inv runner.Invocation, log io.Writer, promptFlag string, spec proc.Spec, then func(hostPath func(string) string)) (proc.Result, error) {
 	// The message is the whole text, or the user text of a runner that
 	// passes the instructions apart, which are shown by length too.
 	prompt, args := inv.Text(), spec.Args
@@ -121,12 +129,35 @@ func (a *Agent) Exec(ctx context.Context, inv runner.Invocation, log io.Writer, 
 	if a.URL != "" {
 		hosts = []string{a.URL}
 	}
-	release, err := Confine(ctx, inv, &spec, a.Home, hosts)
+	prep, err := confine(ctx, inv, &spec, a.Home, hosts)
 	if err != nil {
 		return proc.Result{ExitCode: -1}, err
 	}
-	defer release()
-	return proc.Run(ctx, spec)
+	if prep != nil {
+		defer prep.Close()
+	}
+	res, err := proc.Run(ctx, spec)
+	if then != nil {
+		then(func(p string) string { return hostPath(prep, p) })
+	}
+	return res, err
+}
+
+// hostPath is where a file the agent saw at p is on the host: in a
+// sandbox's fresh home when p lies in the home it was mounted over.
+func hostPath(prep *sandbox.Prepared, p string) string {
+	if prep == nil || prep.Sandbox.Home == "" {
+		return p
+	}
+	home := prep.Sandbox.HomePath
+	if home == "" {
+		home = prep.Sandbox.Home
+	}
+	rel, err := filepath.Rel(home, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return p
+	}
+	return filepath.Join(prep.Sandbox.Home, rel)
 }
 
 // Confine puts spec in the step's sandbox when inv asks for one: the
@@ -136,8 +167,20 @@ func (a *Agent) Exec(ctx context.Context, inv runner.Invocation, log io.Writer, 
 // sandbox.allow_hosts reachable. release removes what it set up once the
 // process is done.
 func Confine(ctx context.Context, inv runner.Invocation, spec *proc.Spec, home, hosts []string) (release func(), err error) {
-	if inv.Sandbox == nil {
+	prep, err := confine(ctx, inv, spec, home, hosts)
+	if err != nil {
+		return nil, err
+	}
+	if prep == nil {
 		return func() {}, nil
+	}
+	return prep.Close, nil
+}
+
+// confine is Confine returning the prepared sandbox, nil for none.
+func confine(ctx context.Context, inv runner.Invocation, spec *proc.Spec, home, hosts []string) (*sandbox.Prepared, error) {
+	if inv.Sandbox == nil {
+		return nil, nil
 	}
 	st := sandbox.Step{Dir: inv.Dir, HomeFiles: home, Hosts: hosts, Env: spec.Env}
 	if inv.OutputPath != "" {
@@ -157,7 +200,7 @@ func Confine(ctx context.Context, inv runner.Invocation, spec *proc.Spec, home, 
 		// a refused write or connection knows why.
 		fmt.Fprintf(spec.Log, "[cadre: sandboxed by bubblewrap, network %s]\n", inv.Sandbox.Network)
 	}
-	return p.Close, nil
+	return p, nil
 }
 
 // setEnv replaces or adds the variables of set in env, keeping it sorted.

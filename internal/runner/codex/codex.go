@@ -1,6 +1,7 @@
 // Package codex runs the OpenAI Codex CLI headless: `codex exec --json`, in
 // the item's working tree, sandboxed to write only there (`--sandbox
-// workspace-write`, unless the settings' Args choose another sandbox), and
+// workspace-write`, unless the settings' Args choose another sandbox, or
+// cadre's own sandbox confines it), and
 // `codex exec resume` to continue a thread.
 //
 // The prompt is the last argument (after "--"), or stdin ("-") when it is too
@@ -111,8 +112,15 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	args := []string{"exec", "--json", "--skip-git-repo-check"}
 	// Codex refuses an option given twice, so a sandbox chosen in the
 	// settings' args replaces cadre's.
+	// Inside cadre's sandbox Codex's own cannot work (it writes nothing
+	// once nested), and cadre's confines it as much: the worktree and
+	// output directory writable, .git read-only, the network as set.
 	if !cliutil.HasFlag(r.Args, "--sandbox", "-s", "--full-auto", "--dangerously-bypass-approvals-and-sandbox") {
-		args = append(args, "--sandbox", "workspace-write")
+		mode := "workspace-write"
+		if inv.Sandbox != nil {
+			mode = "danger-full-access"
+		}
+		args = append(args, "--sandbox", mode)
 	}
 	if m := r.ModelFor(inv); m != "" {
 		args = append(args, "--model", m)

@@ -21,6 +21,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -228,6 +229,11 @@ func TestArgv(t *testing.T) {
 				"-c", `model_providers.cadre.env_key="OPENAI_API_KEY"`,
 				"-c", `model_reasoning_effort="high"`,
 				"resume", "thread-1", "--", "Fix it."}),
+		},
+		{
+			name: "inside cadre's sandbox: Codex's own off",
+			edit: func(inv *runner.Invocation) { inv.Sandbox = &sandbox.Policy{Network: sandbox.NetDeny} },
+			want: cat([]string{"exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access"}, dirs, []string{"--", "Fix it."}),
 		},
 		{
 			name: "a sandbox in the args replaces cadre's",

@@ -47,6 +47,17 @@ var defaultEnv = []string{
 	"COPILOT_PROVIDER_WIRE_API", "COPILOT_OFFLINE",
 }
 
+// Under a sandbox, a step's fresh home gets Copilot CLI's configuration
+// and login (~/.copilot/config.json, settings.json), not its sessions or
+// MCP servers; model-only lets it reach GitHub's Copilot API and the
+// GitHub endpoints its login uses.
+var (
+	sandboxHome  = []string{".copilot/config.json", ".copilot/settings.json"}
+	sandboxHosts = []string{"https://api.githubcopilot.com", "https://api.individual.githubcopilot.com",
+		"https://api.business.githubcopilot.com", "https://api.enterprise.githubcopilot.com",
+		"https://api.github.com", "https://github.com"}
+)
+
 // Runner runs one Copilot CLI process per step.
 type Runner struct {
 	cliutil.Agent
@@ -67,6 +78,7 @@ func WithPrices(t *price.Table) runner.Factory {
 		if err != nil {
 			return nil, err
 		}
+		a.Home, a.Hosts = sandboxHome, sandboxHosts
 		return &Runner{Agent: a, prices: t}, nil
 	}
 }
@@ -86,23 +98,32 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	defer log.Close()
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
-	res, err := r.Exec(ctx, inv, log, "", proc.Spec{Args: args, Env: r.env(inv), Stdin: stdin, OnLine: p.line})
+	var (
+		usage event.Usage
+		model string
+	)
+	// The session log is read before a sandbox's fresh home, where the
+	// CLI wrote it, is removed.
+	res, err := r.ExecThen(ctx, inv, log, "", proc.Spec{Args: args, Env: r.env(inv), Stdin: stdin, OnLine: p.line},
+		func(hostPath func(string) string) {
+			if p.sessionID == "" {
+				return
+			}
+			var uerr error
+			if usage, model, uerr = sessionUsage(hostPath(r.stateDir()), p.sessionID); uerr != nil {
+				fmt.Fprintf(log, "cadre: no usage: %v\n", uerr)
+			}
+		})
 	out := runner.Result{
 		ExitCode:   res.ExitCode,
 		Output:     p.reply,
 		StderrTail: res.StderrTail,
 		SessionID:  p.sessionID,
 		Model:      r.ModelFor(inv),
+		Usage:      usage,
 	}
-	if p.sessionID != "" {
-		u, model, uerr := sessionUsage(r.stateDir(), p.sessionID)
-		if uerr != nil {
-			fmt.Fprintf(log, "cadre: no usage: %v\n", uerr)
-		}
-		out.Usage = u
-		if out.Model == "" {
-			out.Model = model
-		}
+	if out.Model == "" {
+		out.Model = model
 	}
 	if out.Usage.CostUSD == 0 {
 		out.Usage = cliutil.Estimate(r.prices, out.Model, out.Usage)

@@ -182,3 +182,19 @@ func TestSessionLogLinkRefused(t *testing.T) {
 		t.Errorf("res %+v, err %v: want the reply and no usage", res, err)
 	}
 }
+
+// TestSandboxHome: under cadre's sandbox the CLI finds its own settings
+// and login in its fresh home, and nothing else of the user's; the usage
+// in the session log it wrote there is read before the home is removed.
+func TestSandboxHome(t *testing.T) {
+	inv := clitest.Invocation(t)
+	clitest.Sandboxed(t, &inv, append(slices.Clone(sandboxHome), ".bash_history", ".copilot/mcp-config.json"))
+	t.Setenv("COPILOT_HOME", "")
+	os.Unsetenv("COPILOT_HOME") // the default: ~/.copilot
+	r := newFake(t, clitest.ListHome+`COPILOT_HOME=$HOME/.copilot`+"\n"+fakeOK("ok", event.Usage{InputTokens: 1000, OutputTokens: 100}), runner.Settings{})
+	res, err := r.Run(t.Context(), inv)
+	clitest.CheckHome(t, inv.Dir, sandboxHome)
+	if err != nil || res.Usage.InputTokens != 1000 || res.Usage.OutputTokens != 100 {
+		t.Errorf("res %+v, err %v: want the usage of the session log written in the sandbox's home", res, err)
+	}
+}

@@ -38,6 +38,15 @@ var defaultEnv = []string{
 	"GROQ_API_KEY", "CRUSH_GLOBAL_CONFIG", "CRUSH_GLOBAL_DATA",
 }
 
+// Under a sandbox, a step's fresh home gets Crush's global configuration
+// and the providers and keys it stores (~/.config/crush/crush.json,
+// ~/.local/share/crush/crush.json), not its sessions. Crush's providers
+// are whatever crush.json names, so model-only has no endpoint of its
+// own: list the provider's host in sandbox.allow_hosts. An untrusted
+// tree's crush.json and .crush.json (MCP servers and language servers it
+// would start) are hidden by cadre: Crush has no option to skip them.
+var sandboxHome = []string{".config/crush/crush.json", ".local/share/crush/crush.json"}
+
 // Runner runs one Crush process per step.
 type Runner struct {
 	cliutil.Agent
@@ -55,6 +64,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.Home = sandboxHome
 	return &Runner{Agent: a}, nil
 }
 

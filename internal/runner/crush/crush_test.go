@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,4 +88,14 @@ func TestArgvAndURL(t *testing.T) {
 	if _, err := New(runner.Settings{Name: "c", URL: "http://127.0.0.1:1/v1"}); err == nil || !strings.Contains(err.Error(), "crush.json") {
 		t.Errorf("New with a url: %v, want an error pointing at crush.json", err)
 	}
+}
+
+// TestSandboxHome: under cadre's sandbox the CLI finds its own settings
+// and login in its fresh home, and nothing else of the user's.
+func TestSandboxHome(t *testing.T) {
+	inv := clitest.Invocation(t)
+	clitest.Sandboxed(t, &inv, append(slices.Clone(sandboxHome), ".bash_history"))
+	r := newFake(t, clitest.ListHome)
+	r.Run(t.Context(), inv)
+	clitest.CheckHome(t, inv.Dir, sandboxHome)
 }

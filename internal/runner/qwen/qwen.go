@@ -37,6 +37,16 @@ var defaultEnv = []string{
 	"ANTHROPIC_API_KEY", "GEMINI_API_KEY",
 }
 
+// Under a sandbox, a step's fresh home gets Qwen Code's settings and its
+// Qwen OAuth login (~/.qwen/settings.json, ~/.qwen/oauth_creds.json), not
+// its history or extensions; model-only lets it reach DashScope and the
+// Qwen OAuth service (another OpenAI-compatible server: runners.NAME.url or
+// sandbox.allow_hosts).
+var (
+	sandboxHome  = []string{".qwen/settings.json", ".qwen/oauth_creds.json"}
+	sandboxHosts = []string{"https://dashscope.aliyuncs.com", "https://dashscope-intl.aliyuncs.com", "https://chat.qwen.ai", "https://portal.qwen.ai"}
+)
+
 // Runner runs one Qwen Code process per step.
 type Runner struct {
 	cliutil.Agent
@@ -57,6 +67,7 @@ func WithPrices(t *price.Table) runner.Factory {
 		if err != nil {
 			return nil, err
 		}
+		a.Home, a.Hosts = sandboxHome, sandboxHosts
 		return &Runner{Agent: a, prices: t}, nil
 	}
 }

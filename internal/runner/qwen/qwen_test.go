@@ -161,3 +161,13 @@ func TestEnvAndEstimate(t *testing.T) {
 		t.Errorf("usage %+v: want a cost estimated from the price table", res.Usage)
 	}
 }
+
+// TestSandboxHome: under cadre's sandbox the CLI finds its own settings
+// and login in its fresh home, and nothing else of the user's.
+func TestSandboxHome(t *testing.T) {
+	inv := clitest.Invocation(t)
+	clitest.Sandboxed(t, &inv, append(slices.Clone(sandboxHome), ".bash_history"))
+	r := newFake(t, clitest.ListHome, runner.Settings{})
+	r.Run(t.Context(), inv)
+	clitest.CheckHome(t, inv.Dir, sandboxHome)
+}

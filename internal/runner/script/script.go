@@ -312,8 +312,10 @@ func apply(ctx context.Context, inv runner.Invocation, a Action, log *strings.Bu
 		fmt.Fprintf(log, "patched %s\n", a.Replace.Path)
 		return os.WriteFile(full, []byte(strings.Replace(string(data), a.Replace.Old, a.Replace.New, 1)), 0o644)
 	case len(a.Run) > 0:
+		// The step's CADRE_* variables (and git hardening), as every
+		// agent gets them: a run action is as much the agent's doing.
 		spec := proc.Spec{Path: a.Run[0], Args: a.Run[1:], Dir: dir,
-			Env: proc.MinimalEnv(os.LookupEnv, nil, nil), OnStart: inv.OnStart}
+			Env: proc.MinimalEnv(os.LookupEnv, nil, cliutil.Vars(inv)), OnStart: inv.OnStart}
 		release, err := cliutil.Confine(ctx, inv, &spec, nil, nil)
 		if err != nil {
 			return err

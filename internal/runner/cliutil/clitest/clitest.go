@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 )
 
 // Script writes an executable /bin/sh script called name, running body, in
@@ -123,4 +124,53 @@ func Fake(t testing.TB, f runner.Factory, name, body string, s runner.Settings) 
 		t.Fatalf("New: %v", err)
 	}
 	return r
+}
+
+// Sandboxed is inv confined by a network-deny sandbox, with HOME a fresh
+// directory holding the files listed (relative to it, each holding its own
+// name) and a key the CLI must not see, .ssh/id_ed25519. It skips the test
+// where bubblewrap cannot run (.ci/run installs it). It returns the home.
+func Sandboxed(t *testing.T, inv *runner.Invocation, files []string) string {
+	t.Helper()
+	p, err := sandbox.New(t.Context(), sandbox.NetDeny, nil, "")
+	if err != nil {
+		t.Skipf("sandboxed runner test: %v", err)
+	}
+	home := t.TempDir()
+	for _, f := range append(slices.Clone(files), ".ssh/id_ed25519") {
+		p := filepath.Join(home, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HOME", home)
+	inv.Sandbox = p
+	return home
+}
+
+// ListHome is a script body that writes, to home.txt in its working
+// directory, every file of its home with its content: NAME=CONTENT lines.
+const ListHome = `(cd "$HOME" && find . -type f | sort | while read -r f; do echo "${f#./}=$(cat "$f")"; done) > home.txt` + "\n"
+
+// CheckHome fails unless the home.txt that ListHome wrote in dir lists
+// exactly the files of want, each with its own name as content (as
+// Sandboxed wrote them): the CLI's own files were copied into its fresh
+// home, and nothing else of the user's home, the key least of all.
+func CheckHome(t *testing.T, dir string, want []string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "home.txt"))
+	if err != nil {
+		t.Fatalf("the CLI listed no home: %v", err)
+	}
+	var lines []string
+	for _, f := range want {
+		lines = append(lines, f+"="+f)
+	}
+	slices.Sort(lines)
+	if got := strings.TrimSpace(string(b)); got != strings.Join(lines, "\n") {
+		t.Errorf("the sandboxed CLI's home holds\n%s\nwant\n%s", got, strings.Join(lines, "\n"))
+	}
 }
