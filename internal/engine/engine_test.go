@@ -20,6 +20,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -862,5 +863,41 @@ func TestAttemptIsTheStepsN(t *testing.T) {
 		if got[step] != w {
 			t.Errorf("%s: attempt, visit = %v, want %v", step, got[step], w)
 		}
+	}
+}
+
+// A re-ask continues the agent's session, except under a sandbox, whose
+// per-process home held that session and is gone: there the agent gets
+// the whole prompt again with the note.
+func TestReaskResumesSessionUnlessSandboxed(t *testing.T) {
+	for _, sandboxed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sandboxed=%v", sandboxed), func(t *testing.T) {
+			var reask runner.Invocation
+			e := newEnv(t, func(inv runner.Invocation) runner.Result {
+				if inv.Role == "auditor" && !inv.Reask {
+					return runner.Result{Output: "looks fine", SessionID: "sess-1"}
+				}
+				if inv.Reask {
+					reask = inv
+				}
+				return passAll(inv)
+			}, [2]string{"a", "audit"})
+			if sandboxed {
+				e.eng.d.Sandbox = &sandbox.Policy{Network: sandbox.NetAllow}
+			}
+			if sum, err := e.eng.Start(context.Background(), Options{InPlace: true}); err != nil || sum.Status != store.RunCompleted {
+				t.Fatalf("%v %s %s", err, sum.Status, sum.Reason)
+			}
+			if !reask.Reask {
+				t.Fatal("no re-ask")
+			}
+			wantSession := map[bool]string{false: "sess-1", true: ""}[sandboxed]
+			if reask.Session != wantSession {
+				t.Errorf("re-ask session %q, want %q", reask.Session, wantSession)
+			}
+			if got, full := reask.UserText(), strings.Contains(reask.UserText(), reask.Prompt); full != sandboxed || !strings.Contains(got, reask.Followup) {
+				t.Errorf("re-ask text carries the prompt: %v, want %v; note included: %v", full, sandboxed, strings.Contains(got, reask.Followup))
+			}
+		})
 	}
 }

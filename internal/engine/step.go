@@ -366,8 +366,12 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		}
 		inv.Reask = true
 		// The re-ask continues the agent's own session where the backend
-		// keeps one, so it answers with its work in context.
-		inv.Session = res.SessionID
+		// keeps one, so it answers with its work in context. A sandboxed
+		// CLI kept its session in a home that went with its process, so
+		// there it is asked afresh: the prompt again, then the note.
+		if inv.Sandbox == nil {
+			inv.Session = res.SessionID
+		}
 		if jerr != nil {
 			inv.Followup = reply.ReaskJudgement(jerr)
 		} else {
