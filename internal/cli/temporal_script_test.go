@@ -65,6 +65,7 @@ func TestTemporalScript(t *testing.T) {
 			"initrepo": cmdInitRepo,
 			"exits":    cmdExits,
 			"waititem": cmdWaitItem,
+			"collect":  cmdCollect,
 		},
 	})
 }
