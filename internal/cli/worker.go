@@ -17,6 +17,9 @@ type TemporalOptions struct {
 	Address   string
 	Namespace string
 	TaskQueue string
+	// Heartbeat is how long a step's worker may go silent before Temporal
+	// gives the step to another worker (cadre run only; 0: the default).
+	Heartbeat time.Duration
 }
 
 func addTemporalFlags(cmd *cobra.Command, o *TemporalOptions) {
@@ -93,7 +96,7 @@ func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Opt
 	if timeout == 0 {
 		timeout = time.Duration(ws.cfg.Defaults.Timeout)
 	}
-	s := &temporal.Starter{Client: c, TaskQueue: o.TaskQueue, StepTimeout: timeout}
+	s := &temporal.Starter{Client: c, TaskQueue: o.TaskQueue, StepTimeout: timeout, Heartbeat: o.Heartbeat}
 	var sum engine.Summary
 	err = f.withEngine(ctx, ws, asJSON, func(e *engine.Engine) error {
 		var err error
@@ -113,6 +116,8 @@ const (
 func addEngineFlags(cmd *cobra.Command, opts *RunOptions) {
 	cmd.Flags().StringVar(&opts.Engine, "engine", engineEmbedded, "where items run: embedded (this process) or temporal (cadre workers)")
 	addTemporalFlags(cmd, &opts.Temporal)
+	cmd.Flags().DurationVar(&opts.Temporal.Heartbeat, "heartbeat-timeout", temporal.DefaultHeartbeat,
+		"how long a worker may go silent before its running step moves to another worker")
 }
 
 // checkEngine refuses an engine cadre does not have, and Temporal flags
@@ -120,7 +125,7 @@ func addEngineFlags(cmd *cobra.Command, opts *RunOptions) {
 func checkEngine(cmd *cobra.Command, opts *RunOptions) error {
 	switch opts.Engine {
 	case engineEmbedded:
-		for _, name := range []string{"temporal-address", "namespace", "task-queue"} {
+		for _, name := range []string{"temporal-address", "namespace", "task-queue", "heartbeat-timeout"} {
 			if cmd.Flags().Changed(name) {
 				return usageErr(fmt.Errorf("--%s needs --engine temporal", name))
 			}
@@ -131,6 +136,9 @@ func checkEngine(cmd *cobra.Command, opts *RunOptions) error {
 		}
 		if opts.Serve.Addr != "" {
 			return usageErr(errors.New("--serve runs on the embedded engine only: drop --engine temporal"))
+		}
+		if opts.Temporal.Heartbeat < time.Second {
+			return usageErr(fmt.Errorf("--heartbeat-timeout %s: want at least 1s", opts.Temporal.Heartbeat))
 		}
 	default:
 		return usageErr(fmt.Errorf("--engine %q: want embedded or temporal", opts.Engine))

@@ -141,20 +141,30 @@ func stepFailure(err error) error {
 	return err
 }
 
-// heartbeatEvery is how often a running step tells Temporal it is alive;
-// well under any sensible heartbeat timeout.
+// heartbeatEvery is how often a running step tells Temporal it is alive,
+// at most: a third of its heartbeat timeout when that is shorter, so a
+// short timeout (a fast failover) does not take live steps away.
 const heartbeatEvery = 2 * time.Second
 
+func heartbeatInterval(timeout time.Duration) time.Duration {
+	if timeout > 0 && timeout/3 < heartbeatEvery {
+		return timeout / 3
+	}
+	return heartbeatEvery
+}
+
 // heartbeat sends the step's latest progress as heartbeats until the
-// returned function is called. Heartbeats are also how a step learns
-// that its workflow was cancelled.
+// returned function is called, which waits for the last one: a heartbeat
+// sent after the activity returned fails (its context is gone). A step
+// quicker than one interval sends none. Heartbeats are also how a step
+// learns that its workflow was cancelled.
 func (a *Activities) heartbeat(ctx context.Context, run, step string) func() {
-	done := make(chan struct{})
+	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
-		t := time.NewTicker(heartbeatEvery)
+		defer close(ended)
+		t := time.NewTicker(heartbeatInterval(activity.GetInfo(ctx).HeartbeatTimeout))
 		defer t.Stop()
 		for {
-			activity.RecordHeartbeat(ctx, a.Progress.Last(run, step))
 			select {
 			case <-done:
 				return
@@ -162,9 +172,13 @@ func (a *Activities) heartbeat(ctx context.Context, run, step string) func() {
 				return
 			case <-t.C:
 			}
+			activity.RecordHeartbeat(ctx, a.Progress.Last(run, step))
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		close(done)
+		<-ended
+	}
 }
 
 // Progress keeps the last progress note of each running step, from the
