@@ -59,6 +59,7 @@ func (a *Activities) item(ctx context.Context, ref ItemRef) (*engine.ItemSteps, 
 
 // Begin checks the item and gives it its worktree.
 func (a *Activities) Begin(ctx context.Context, in ItemRef) (engine.Begun, error) {
+	defer a.heartbeat(ctx, in.Run, "")()
 	s, err := a.item(ctx, in)
 	if err != nil {
 		return engine.Begun{}, err
@@ -90,6 +91,7 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (flow.Outcome, 
 
 // Ask journals a question to a human, or returns its journaled answer.
 func (a *Activities) Ask(ctx context.Context, in HumanInput) (Asked, error) {
+	defer a.heartbeat(ctx, in.Run, "")()
 	s, err := a.item(ctx, in.ItemRef)
 	if err != nil {
 		return Asked{}, err
@@ -100,6 +102,7 @@ func (a *Activities) Ask(ctx context.Context, in HumanInput) (Asked, error) {
 
 // Answer journals a human's answer.
 func (a *Activities) Answer(ctx context.Context, in AnswerInput) error {
+	defer a.heartbeat(ctx, in.Run, "")()
 	s, err := a.item(ctx, in.ItemRef)
 	if err != nil {
 		return err
@@ -109,6 +112,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) error {
 
 // End journals the item's end and closes it in this worker.
 func (a *Activities) End(ctx context.Context, in EndInput) (engine.Ended, error) {
+	defer a.heartbeat(ctx, in.Run, "")()
 	s, err := a.item(ctx, in.ItemRef)
 	if err != nil {
 		return engine.Ended{}, err
