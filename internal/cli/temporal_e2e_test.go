@@ -306,7 +306,8 @@ func (g *temporalRepo) start(t *testing.T, name string, args ...string) *cadrePr
 	return p
 }
 
-// wait waits for the process to exit, killing it after limit.
+// wait waits for the process to exit and returns its exit code (-1:
+// killed by a signal); it fails the test after limit.
 func (p *cadreProc) wait(t *testing.T, limit time.Duration) int {
 	t.Helper()
 	select {
@@ -549,6 +550,10 @@ func (g *temporalRepo) checkTemporalRun(t *testing.T, kills []map[string]agentSt
 		out, err := exec.Command("git", "-C", g.bare, "log", "--format=%H %(trailers:key=Cadre-Step,valueonly,separator=%x2C)", "main.."+pr.Head).Output()
 		if err != nil {
 			t.Errorf("branch %s of pull request %d: %v", pr.Head, pr.Number, err)
+			continue
+		}
+		if strings.TrimSpace(string(out)) == "" {
+			t.Errorf("branch %s of pull request %d has no commits over main", pr.Head, pr.Number)
 			continue
 		}
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
