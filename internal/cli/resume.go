@@ -96,7 +96,7 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 			budget = *ov.BudgetUSD
 		}
 		t := temporalTarget(ws.cfg, opts.Temporal, recorded)
-		sum, err := runTemporal(ctx, f, ws, engine.Options{Temporal: &t, Timeout: stored.Timeout}, live, budget, opts.JSON,
+		sum, err := runTemporal(ctx, f, ws, engine.Options{Temporal: &t, Timeout: stored.Timeout}, 0, live, budget, opts.JSON,
 			func(ctx context.Context, e *engine.Engine, drive engine.Driver) (engine.Summary, error) {
 				return e.ResumeDriven(ctx, opts.Run, ov, drive)
 			})

@@ -21,6 +21,9 @@ type TemporalOptions struct {
 	Address   string
 	Namespace string
 	TaskQueue string
+	// Heartbeat is how long a step's worker may go silent before Temporal
+	// gives the step to another worker (cadre run only; 0: the default).
+	Heartbeat time.Duration
 }
 
 // set lists the Temporal flags given, by name.
@@ -30,6 +33,9 @@ func (o TemporalOptions) set() []string {
 		if v != "" {
 			names = append(names, "--"+name)
 		}
+	}
+	if o.Heartbeat != 0 {
+		names = append(names, "--heartbeat-timeout")
 	}
 	slices.Sort(names)
 	return names
@@ -119,7 +125,7 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions) error {
 
 // runTemporal runs eo's items as Temporal workflows at eo.Temporal,
 // journaled here; resume, when set, continues that run instead.
-func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Options, live bool, budget float64, asJSON bool,
+func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Options, heartbeat time.Duration, live bool, budget float64, asJSON bool,
 	resume func(context.Context, *engine.Engine, engine.Driver) (engine.Summary, error)) (engine.Summary, error) {
 	t := eo.Temporal
 	c, err := temporal.Dial(ctx, t.Address, t.Namespace, f.IO.ErrOut)
@@ -131,7 +137,7 @@ func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Opt
 	if timeout == 0 {
 		timeout = time.Duration(ws.cfg.Defaults.Timeout)
 	}
-	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: timeout}
+	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: timeout, Heartbeat: heartbeat}
 	return f.runEngine(ctx, ws, asJSON, live, budget, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
 		if resume != nil {
 			return resume(ctx, e, s.Drive)
@@ -150,6 +156,8 @@ const (
 func addEngineFlags(cmd *cobra.Command, opts *RunOptions) {
 	cmd.Flags().StringVar(&opts.Engine, "engine", "", "where items run: embedded (this process) or temporal (cadre workers) (default engine in cadre.yaml, embedded)")
 	addTemporalFlags(cmd, &opts.Temporal)
+	cmd.Flags().DurationVar(&opts.Temporal.Heartbeat, "heartbeat-timeout", 0,
+		fmt.Sprintf("how long a worker may go silent before its running step moves to another worker (default %s)", temporal.DefaultHeartbeat))
 }
 
 // checkEngineFlag refuses an engine cadre does not have.
@@ -181,6 +189,9 @@ func runEngineOf(cfg config.Config, opts *RunOptions) (string, error) {
 		}
 		if opts.Serve.Addr != "" {
 			return "", usageErr(fmt.Errorf("--serve runs on the embedded engine only (%s): add --engine embedded, and watch a Temporal run with cadre serve", from))
+		}
+		if h := opts.Temporal.Heartbeat; h != 0 && h < time.Second {
+			return "", usageErr(fmt.Errorf("--heartbeat-timeout %s: want at least 1s", h))
 		}
 	}
 	return name, nil

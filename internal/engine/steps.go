@@ -280,6 +280,13 @@ func (s *ItemSteps) End(ctx context.Context, end Ending) (Ended, error) {
 		err = &tamperError{end.Tampered}
 	case end.Paused != "":
 		err = fmt.Errorf("%s: %w", end.Paused, workflow.ErrPaused)
+	case end.Result.Status == workflow.ResultCompleted || end.Result.Status == workflow.ResultAnswered:
+		// Publishing pushes the item's tree, which this process may not
+		// have opened: its other steps may have run in another worker.
+		// Unprovisioned, the item's tree is the main checkout.
+		if err := s.provision(ctx); err != nil {
+			return Ended{}, fmt.Errorf("publish %s: %w", ir.it.ID, err)
+		}
 	}
 	out, err := e.endFlow(ctx, ir, end.Result, err)
 	if err != nil {

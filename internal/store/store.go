@@ -80,7 +80,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	w.SetMaxOpenConns(1)
 	s := &Store{w: w, now: func() time.Time { return time.Now().UTC() }}
-	if err := migrate(ctx, w, migrationFS); err != nil {
+	if err := migrateWhenFree(ctx, w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
@@ -189,6 +189,26 @@ func migrate(ctx context.Context, db *sql.DB, fsys fs.FS) error {
 	return nil
 }
 
+// migrateWhenFree migrates, waiting up to busyTimeout for other
+// processes opening the journal at the same time (cadre run and its
+// workers starting together): turning a new file to WAL mode, or reading
+// it while another connection does, fails busy at once, without waiting
+// for the busy timeout.
+func migrateWhenFree(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		err := migrate(ctx, db, migrationFS)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // applyNext applies the first migration newer than the database's version
 // and returns the resulting version.
 func applyNext(ctx context.Context, db *sql.DB, ms []migration) (int, error) {
@@ -294,6 +314,11 @@ func jsonCol(s sql.NullString) json.RawMessage {
 func isForeignKey(err error) bool {
 	var e *sqlite.Error
 	return errors.As(err, &e) && e.Code() == sqlitelib.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+func isBusy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqlitelib.SQLITE_BUSY
 }
 
 func isUnique(err error) bool {

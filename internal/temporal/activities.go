@@ -75,6 +75,7 @@ func (a *Activities) item(ctx context.Context, ref ItemRef) (*engine.ItemSteps, 
 func (a *Activities) Begin(ctx context.Context, in ItemRef) (engine.Begun, error) {
 	a.inflight.Add(1)
 	defer a.inflight.Done()
+	defer a.heartbeat(ctx, in.Run, "")()
 	s, err := a.item(ctx, in)
 	if err != nil {
 		return engine.Begun{}, err
@@ -112,6 +113,7 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (flow.Outcome, 
 func (a *Activities) Ask(ctx context.Context, in HumanInput) (Asked, error) {
 	a.inflight.Add(1)
 	defer a.inflight.Done()
+	defer a.heartbeat(ctx, in.Run, "")()
 	s, err := a.item(ctx, in.ItemRef)
 	if err != nil {
 		return Asked{}, err
@@ -124,6 +126,7 @@ func (a *Activities) Ask(ctx context.Context, in HumanInput) (Asked, error) {
 func (a *Activities) Answer(ctx context.Context, in AnswerInput) error {
 	a.inflight.Add(1)
 	defer a.inflight.Done()
+	defer a.heartbeat(ctx, in.Run, "")()
 	s, err := a.item(ctx, in.ItemRef)
 	if err != nil {
 		return err
@@ -135,6 +138,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) error {
 func (a *Activities) End(ctx context.Context, in EndInput) (engine.Ended, error) {
 	a.inflight.Add(1)
 	defer a.inflight.Done()
+	defer a.heartbeat(ctx, in.Run, "")()
 	s, err := a.item(ctx, in.ItemRef)
 	if err != nil {
 		return engine.Ended{}, err
@@ -167,20 +171,30 @@ func stepFailure(err error) error {
 	return err
 }
 
-// heartbeatEvery is how often a running step tells Temporal it is alive;
-// well under any sensible heartbeat timeout.
+// heartbeatEvery is how often a running step tells Temporal it is alive,
+// at most: a third of its heartbeat timeout when that is shorter, so a
+// short timeout (a fast failover) does not take live steps away.
 const heartbeatEvery = 2 * time.Second
 
+func heartbeatInterval(timeout time.Duration) time.Duration {
+	if timeout > 0 && timeout/3 < heartbeatEvery {
+		return timeout / 3
+	}
+	return heartbeatEvery
+}
+
 // heartbeat sends the step's latest progress as heartbeats until the
-// returned function is called. Heartbeats are also how a step learns
-// that its workflow was cancelled.
+// returned function is called, which waits for the last one: a heartbeat
+// sent after the activity returned fails (its context is gone). A step
+// quicker than one interval sends none. Heartbeats are also how a step
+// learns that its workflow was cancelled.
 func (a *Activities) heartbeat(ctx context.Context, run, step string) func() {
-	done := make(chan struct{})
+	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
-		t := time.NewTicker(heartbeatEvery)
+		defer close(ended)
+		t := time.NewTicker(heartbeatInterval(activity.GetInfo(ctx).HeartbeatTimeout))
 		defer t.Stop()
 		for {
-			activity.RecordHeartbeat(ctx, a.Progress.Last(run, step))
 			select {
 			case <-done:
 				return
@@ -188,9 +202,13 @@ func (a *Activities) heartbeat(ctx context.Context, run, step string) func() {
 				return
 			case <-t.C:
 			}
+			activity.RecordHeartbeat(ctx, a.Progress.Last(run, step))
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		close(done)
+		<-ended
+	}
 }
 
 // Progress keeps the last progress note of each running step, from the

@@ -113,9 +113,13 @@ func (x *exec) stepCtx(ctx workflow.Context, commands int) workflow.Context {
 	})
 }
 
-// journalCtx is the activity context of a step that only journals.
+// journalCtx is the activity context of a step that journals, and at
+// the item's start and end provisions its worktree or publishes it. It
+// heartbeats too: without a heartbeat timeout, such a step held by a
+// worker that died would wait out its whole start-to-close timeout.
 func (x *exec) journalCtx(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: x.in.Grace, RetryPolicy: retry})
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: x.in.Grace,
+		HeartbeatTimeout: x.in.Heartbeat, RetryPolicy: retry})
 }
 
 // errStopping ends the item's flow once cadre stop asked for no new step.
