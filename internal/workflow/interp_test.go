@@ -571,3 +571,72 @@ func sortStrings(s []string) []string {
 	}
 	return s
 }
+
+// TestInputsAreRelevant pins which earlier outputs each step is handed: all
+// of the earlier phases, its own task's chain but no other task's, and in
+// a review loop the round before (the review a fixer answers, the fix a
+// reviewer checks) but not older, superseded rounds; the steps after the
+// fan-out read every task's outputs.
+func TestInputsAreRelevant(t *testing.T) {
+	f := newFake()
+	var mu sync.Mutex
+	got := map[string][]string{}
+	short := func(id string) string { return strings.TrimPrefix(id, "42/") }
+	f.agent = func(c AgentCall, n int) Outcome {
+		mu.Lock()
+		got[short(c.ID)] = c.Inputs
+		mu.Unlock()
+		o := okOutcome(c.Role)
+		o.Output = short(c.ID)
+		if c.Role == "code-reviewer" && c.Task.ID == "a" && n < 2 {
+			o.Signal.Verdict = signal.VerdictNeedsFixes
+		}
+		return o
+	}
+	f.action = func(c ActionCall) Outcome {
+		if c.Kind == "baseline" || c.Kind == "checks" {
+			return Outcome{Output: short(c.ID)}
+		}
+		return Outcome{}
+	}
+	res, err := runWF(t, "cadre", f)
+	if err != nil || res.Status != ResultCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	analysis := []string{"analysis/issue-analyst#1", "analysis/codebase-scout#1"}
+	planning := append(analysis[:2:2], "planning/implementation-planner#1", "planning/adjudicator#1")
+	pre := append(planning[:4:4], "implementation/baseline#1")
+	with := func(base []string, more ...string) []string { return append(append([]string(nil), base...), more...) }
+	const a, b = "implementation/a/", "implementation/b/"
+	want := map[string][]string{
+		"analysis/issue-analyst#1":          nil,
+		"analysis/codebase-scout#1":         nil,
+		"planning/implementation-planner#1": analysis,
+		"planning/adjudicator#1":            with(analysis, "planning/implementation-planner#1"),
+		a + "code-writer#1":                 pre,
+		a + "test-writer#1":                 with(pre, a+"code-writer#1"),
+		a + "code-reviewer#1":               with(pre, a+"code-writer#1", a+"test-writer#1"),
+		a + "fix-surgeon#1":                 with(pre, a+"code-writer#1", a+"test-writer#1", a+"code-reviewer#1"),
+		a + "code-reviewer#2":               with(pre, a+"code-writer#1", a+"test-writer#1", a+"code-reviewer#1", a+"fix-surgeon#1"),
+		a + "fix-surgeon#2":                 with(pre, a+"code-writer#1", a+"test-writer#1", a+"code-reviewer#1", a+"fix-surgeon#1", a+"code-reviewer#2"),
+		// The first round's review and fix are superseded by the second's.
+		a + "code-reviewer#3": with(pre, a+"code-writer#1", a+"test-writer#1", a+"code-reviewer#2", a+"fix-surgeon#2"),
+		// Task b depends on a, whose work is committed: none of a's outputs.
+		b + "code-writer#1":   pre,
+		b + "test-writer#1":   with(pre, b+"code-writer#1"),
+		b + "code-reviewer#1": with(pre, b+"code-writer#1", b+"test-writer#1"),
+		"pr/pr-composer#1": with(pre, a+"code-writer#1", a+"test-writer#1", a+"code-reviewer#2", a+"fix-surgeon#2", a+"code-reviewer#3",
+			b+"code-writer#1", b+"test-writer#1", b+"code-reviewer#1", "integration/checks#1"),
+	}
+	for id, w := range want {
+		if diff := cmp.Diff(w, got[id], cmpEmpty); diff != "" {
+			t.Errorf("%s inputs (-want +got):\n%s", id, diff)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d agent steps, want %d: %v", len(got), len(want), got)
+	}
+}
+
+// cmpEmpty takes a nil and an empty list as equal.
+var cmpEmpty = cmp.FilterValues(func(x, y []string) bool { return len(x) == 0 && len(y) == 0 }, cmp.Ignore())

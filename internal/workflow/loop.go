@@ -16,7 +16,13 @@ import (
 func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 	bound := in.Lim.bound(l.Max + l.MaxBetween) // exactly one is set
 	limit, betweens := bound, 0
+	// A round reads what came before the loop, the round before it and
+	// the steps between them (the review a fixer answers, the fix a
+	// reviewer checks); older rounds are superseded and left out.
+	base, last := len(sc.inputs), len(sc.inputs)
 	for round := 1; ; round++ {
+		sc.inputs = append(sc.inputs[:base:base], sc.inputs[last:]...)
+		last = len(sc.inputs)
 		rsc := *sc
 		rsc.round, rsc.index, rsc.inRound = round, 0, true
 		err := in.seq(ctx, l.Do, &rsc)
