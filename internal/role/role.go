@@ -52,16 +52,13 @@ type Data struct {
 	// untrusted data, rendered only through the "untrusted" partial, fenced
 	// and labelled, and only when Inline is set or there is no TaskFile.
 	Body string
-	// Inline asks for inputs pasted into the prompt rather than given as
-	// paths, for runners that cannot read files (model APIs).
+	// Inline asks for inputs pasted into the prompt rather than read from
+	// files, for runners that cannot read files (model APIs). Otherwise
+	// the prompt points at the context file's inputFiles, which list the
+	// same paths as Inputs: it does not repeat them.
 	Inline bool
 	// InputTexts are the contents of Inputs, in order, when Inline.
 	InputTexts []string
-	// InputDir and InputNames are Inputs as one directory and the file
-	// names in it, when they share one (set by Render): the prompt names
-	// the directory once.
-	InputDir   string
-	InputNames []string
 	// ItemFile, when set, holds the item's text (Body) for an agent that
 	// reads files: the prompt points at it instead of carrying the text.
 	ItemFile string
@@ -231,7 +228,6 @@ func (r *Registry) RenderParts(name string, d Data) (Prompt, error) {
 		return Prompt{}, err
 	}
 	d.Role = name
-	d.InputDir, d.InputNames = commonDir(d.Inputs)
 	// No text may carry the mark that splits the prompt.
 	d.Title, d.Payload, d.Item = unmark(d.Title), unmark(d.Payload), unmark(d.Item)
 	// Untrusted text must not be able to close the fence it is put in.
@@ -254,23 +250,6 @@ func (r *Registry) RenderParts(name string, d Data) (Prompt, error) {
 		p.Instructions = instr + "\n"
 	}
 	return p, nil
-}
-
-// commonDir is paths as their one directory and the names in it, or
-// nothing when they are not all in one directory.
-func commonDir(paths []string) (string, []string) {
-	if len(paths) == 0 {
-		return "", nil
-	}
-	dir := filepath.Dir(paths[0])
-	names := make([]string, len(paths))
-	for i, p := range paths {
-		if filepath.Dir(p) != dir || !filepath.IsAbs(p) {
-			return "", nil
-		}
-		names[i] = filepath.Base(p)
-	}
-	return dir, names
 }
 
 func unmark(s string) string { return strings.ReplaceAll(s, "\x00", "") }
@@ -314,14 +293,9 @@ Earlier steps' results:
 <<<RESULT {{$i}}
 {{$t}}
 RESULT {{$i}}>>>
-{{end}}{{else if .InputDir}}
+{{end}}{{else if .Inputs}}
 
-Earlier steps' results, in ` + "`{{.InputDir}}`" + ` (read them): {{range $i, $n := .InputNames}}{{if $i}}, {{end}}` + "`{{$n}}`" + `{{end}}.
-{{- else if .Inputs}}
-
-Earlier steps' results (read them):
-{{range .Inputs}}- {{.}}
-{{end}}{{end}}{{end}}
+Read the earlier steps' results: the files in the context file's ` + "`inputFiles`" + `.{{end}}{{end}}
 {{define "automated"}}{{if .Automated}}
 cadre owns every state change: do NOT edit the task file's frontmatter and do not commit; report
 only through the SIGNAL BLOCK.{{end}}{{end}}

@@ -177,11 +177,16 @@ func TestWithOverridesOneRoleInACopy(t *testing.T) {
 	}
 }
 
-// refers reports whether prompt names path: in full, or as the directory
-// of the earlier results and the file's name in it.
+// refers reports whether prompt names path: in full, or, for an earlier
+// result (a path under /in/), by sending the agent to the context file's
+// inputFiles, which list it.
 func refers(prompt, path string) bool {
 	if strings.Contains(prompt, path) {
 		return true
 	}
-	return strings.Contains(prompt, "in `"+filepath.Dir(path)+"` (read them)") && strings.Contains(prompt, "`"+filepath.Base(path)+"`")
+	return strings.HasPrefix(path, "/in/") && strings.Contains(prompt, inputsRef)
 }
+
+// inputsRef is how a prompt for an agent that reads files points at the
+// earlier results.
+const inputsRef = "Read the earlier steps' results: the files in the context file's `inputFiles`."

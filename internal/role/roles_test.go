@@ -111,6 +111,9 @@ func TestEveryRoleRenders(t *testing.T) {
 				if got := strings.Contains(p, "do NOT edit the task file's frontmatter"); got != d.Automated {
 					t.Errorf("automated rule present = %v, want %v", got, d.Automated)
 				}
+				if !d.Inline && strings.Contains(p, "/in/analysis.md") {
+					t.Error("the prompt repeats an input path the context file lists")
+				}
 				if d.Inline && isAdded(name) && strings.Contains(p, "/ctx/42.json") {
 					t.Error("inline prompt asks to read the context file")
 				}
