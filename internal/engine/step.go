@@ -101,7 +101,15 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	if project == "" {
 		project = filepath.Base(e.d.Root)
 	}
-	payload := map[string]any{"taskFile": ir.task.Path, "title": ir.task.Title, "contexts": ir.task.Contexts, "workflow": sp.Workflow}
+	// Empty entries are left out: every byte of the file is read by the
+	// agent, and an empty one tells it nothing.
+	payload := map[string]any{"title": ir.task.Title, "workflow": sp.Workflow}
+	if ir.task.Path != "" {
+		payload["taskFile"] = ir.task.Path
+	}
+	if len(ir.task.Contexts) > 0 {
+		payload["contexts"] = ir.task.Contexts
+	}
 	for k, v := range sp.Payload {
 		payload[k] = v
 	}
@@ -113,7 +121,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	}
 	var issueNumber *int
 	if is, ok := e.issueOf(ir.it); ok {
-		payload["taskFile"] = ""
+		delete(payload, "taskFile")
 		payload["issue"] = map[string]any{"number": is.Number, "repository": is.Repo, "url": is.URL}
 		issueNumber = &is.Number
 	}
