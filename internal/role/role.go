@@ -302,6 +302,8 @@ Read the earlier steps' results: the files in the context file's ` + "`inputFile
 {{define "automated"}}{{if .Automated}}
 cadre owns every state change: do not commit{{if .TaskFile}}, do NOT edit the task file's frontmatter{{end}};
 report only through the SIGNAL BLOCK.{{end}}{{end}}
+{{define "read"}}Read the context file ` + "`{{.ContextPath}}`" + `{{if .Inputs}}, the earlier steps' results its ` + "`inputFiles`" + ` list{{end}}
+{{- if .Payload}}, your plan task (the step data): its ` + "`payload.task`" + `{{end}}{{if .TaskFile}}, the task file ` + "`{{.TaskFile}}`" + `{{end}}.{{end}}
 {{define "split"}}` + splitMark + `{{end}}
 {{define "context"}}{{if not .Inline}}
 
@@ -315,8 +317,8 @@ Your last attempt was rejected. Read the review ` + "`{{.Review}}`" + ` and fix 
 
 Write your result as Markdown to ` + "`{{.OutputPath}}`" + ` (or print it as your reply).{{end}}
 {{define "signal"}}
-End your reply with this block. Confidence below 5, Result CLARIFICATION_NEEDED (question in
-Context) or Next: Human pause the item for a person: only if you cannot go on without one.
+End your reply with this block. Confidence below 5, CLARIFICATION_NEEDED (question in Context) or
+Next: Human pause the item for a person: only if you cannot go on without one.
 
 ### SIGNAL BLOCK
 - Agent: {{.Role}}

@@ -184,12 +184,12 @@ func refers(prompt, path string) bool {
 	if strings.Contains(prompt, path) {
 		return true
 	}
-	return strings.HasPrefix(path, "/in/") && strings.Contains(prompt, inputsRef)
+	if !strings.HasPrefix(path, "/in/") {
+		return false
+	}
+	return strings.Contains(prompt, "Read the earlier steps' results: the files in the context file's `inputFiles`.") ||
+		strings.Contains(prompt, ", the earlier steps' results its `inputFiles` list")
 }
-
-// inputsRef is how a prompt for an agent that reads files points at the
-// earlier results.
-const inputsRef = "Read the earlier steps' results: the files in the context file's `inputFiles`."
 
 // TestItemFileReference: an agent that reads files is pointed at the
 // item's text by name when it sits beside the context file, in full

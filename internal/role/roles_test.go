@@ -100,7 +100,7 @@ func TestEveryRoleRenders(t *testing.T) {
 					if d.Inline {
 						want = append(want, `{"id":"retry-config"}`)
 					} else {
-						want = append(want, "the context file's `payload.task`")
+						want = append(want, "`payload.task`")
 					}
 				}
 				for _, w := range want {
