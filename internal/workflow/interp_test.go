@@ -576,7 +576,8 @@ func sortStrings(s []string) []string {
 // of the earlier phases, its own task's chain but no other task's, and in
 // a review loop the round before (the review a fixer answers, the fix a
 // reviewer checks) but not older, superseded rounds; the steps after the
-// fan-out read every task's outputs.
+// fan-out read every task's outputs; the baseline's output goes to no
+// agent (the checks' output carries its exit codes).
 func TestInputsAreRelevant(t *testing.T) {
 	f := newFake()
 	var mu sync.Mutex
@@ -605,7 +606,8 @@ func TestInputsAreRelevant(t *testing.T) {
 	}
 	analysis := []string{"analysis/issue-analyst#1", "analysis/codebase-scout#1"}
 	planning := append(analysis[:2:2], "planning/implementation-planner#1", "planning/adjudicator#1")
-	pre := append(planning[:4:4], "implementation/baseline#1")
+	// The baseline reaches agents through the checks' output only.
+	pre := planning
 	with := func(base []string, more ...string) []string { return append(append([]string(nil), base...), more...) }
 	const a, b = "implementation/a/", "implementation/b/"
 	want := map[string][]string{
