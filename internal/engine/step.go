@@ -103,7 +103,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	}
 	// Empty entries are left out: every byte of the file is read by the
 	// agent, and an empty one tells it nothing.
-	payload := map[string]any{"title": ir.task.Title, "workflow": sp.Workflow}
+	payload := map[string]any{"title": ir.task.Title}
 	if ir.task.Path != "" {
 		payload["taskFile"] = ir.task.Path
 	}
@@ -122,7 +122,9 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	var issueNumber *int
 	if is, ok := e.issueOf(ir.it); ok {
 		delete(payload, "taskFile")
-		payload["issue"] = map[string]any{"number": is.Number, "repository": is.Repo, "url": is.URL}
+		// Its number and repository are the file's issueNumber and
+		// repository already.
+		payload["issue"] = map[string]any{"url": is.URL}
 		issueNumber = &is.Number
 	}
 	cf := contextFile{SchemaVersion: contextSchemaVersion, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,

@@ -178,7 +178,7 @@ func TestRoleOutputContracts(t *testing.T) {
 		{"pr-composer", []string{"`# <title>`", "## Summary", "## Changes", "## Testing", "`Closes`"}},
 		{"integration-checker", []string{"baseline", "Do not change any file", "fix-surgeon"}},
 		{"fix-surgeon", []string{"smallest change", "Do not refactor"}},
-		{"code-writer", []string{"Implement ONLY the task"}},
+		{"code-writer", []string{"Implement ONLY your plan task"}},
 		{"gatekeeper", []string{"Result PASS", "Result FAIL"}},
 		{"critic", []string{"architect's design", "Result PASS", "INSUFFICIENT"}},
 	}

@@ -576,8 +576,9 @@ func sortStrings(s []string) []string {
 // of the earlier phases, its own task's chain but no other task's, and in
 // a review loop the round before (the review a fixer answers, the fix a
 // reviewer checks) but not older, superseded rounds; the steps after the
-// fan-out read every task's outputs; the baseline's output goes to no
-// agent (the checks' output carries its exit codes).
+// fan-out read every task's outputs, of its review loop the last review
+// and the fix before it; the baseline's output goes to no agent (the
+// checks' output carries its exit codes).
 func TestInputsAreRelevant(t *testing.T) {
 	f := newFake()
 	var mu sync.Mutex
@@ -627,7 +628,8 @@ func TestInputsAreRelevant(t *testing.T) {
 		b + "code-writer#1":   pre,
 		b + "test-writer#1":   with(pre, b+"code-writer#1"),
 		b + "code-reviewer#1": with(pre, b+"code-writer#1", b+"test-writer#1"),
-		"pr/pr-composer#1": with(pre, a+"code-writer#1", a+"test-writer#1", a+"code-reviewer#2", a+"fix-surgeon#2", a+"code-reviewer#3",
+		// After the loop: the last review and the fix before it.
+		"pr/pr-composer#1": with(pre, a+"code-writer#1", a+"test-writer#1", a+"fix-surgeon#2", a+"code-reviewer#3",
 			b+"code-writer#1", b+"test-writer#1", b+"code-reviewer#1", "integration/checks#1"),
 	}
 	for id, w := range want {

@@ -18,11 +18,21 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 	limit, betweens := bound, 0
 	// A round reads what came before the loop, the round before it and
 	// the steps between them (the review a fixer answers, the fix a
-	// reviewer checks); older rounds are superseded and left out.
-	base, last := len(sc.inputs), len(sc.inputs)
+	// reviewer checks); older rounds are superseded and left out. Once
+	// the loop ends, the steps after it read the last round and the fix
+	// before it, not the rounds it superseded.
+	base := len(sc.inputs)
+	var prevDo, prevBetween []string
+	keep := func(lists ...[]string) {
+		in := append([]string(nil), sc.inputs[:base]...)
+		for _, l := range lists {
+			in = append(in, l...)
+		}
+		sc.inputs = in
+	}
 	for round := 1; ; round++ {
-		sc.inputs = append(sc.inputs[:base:base], sc.inputs[last:]...)
-		last = len(sc.inputs)
+		keep(prevDo, prevBetween)
+		start := len(sc.inputs)
 		rsc := *sc
 		rsc.round, rsc.index, rsc.inRound = round, 0, true
 		err := in.seq(ctx, l.Do, &rsc)
@@ -35,6 +45,7 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 		case err != nil:
 			return err
 		case gate(l.Until, sc.last, sc.pass):
+			keep(prevBetween, sc.inputs[start:])
 			return nil
 		}
 		exhausted := round >= limit
@@ -49,6 +60,7 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 			switch l.Exhausted {
 			case "continue":
 				in.Exec.Warn(reason + "; going on")
+				keep(prevBetween, sc.inputs[start:])
 				return nil
 			case "incomplete":
 				ans, err := in.Exec.Human(ctx, HumanCall{ID: in.id(sc, "incomplete"), Kind: HumanIncomplete,
@@ -70,8 +82,10 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 				return &failure{reason}
 			}
 		}
+		prevDo, prevBetween = append([]string(nil), sc.inputs[start:]...), nil
 		if len(l.Between) > 0 {
 			betweens++
+			mid := len(sc.inputs)
 			bsc := *sc
 			bsc.round, bsc.index = round, len(l.Do)
 			err := in.seq(ctx, l.Between, &bsc)
@@ -79,6 +93,7 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 			if err != nil {
 				return err
 			}
+			prevBetween = append([]string(nil), sc.inputs[mid:]...)
 		}
 	}
 }
