@@ -644,3 +644,57 @@ func TestInputsAreRelevant(t *testing.T) {
 
 // cmpEmpty takes a nil and an empty list as equal.
 var cmpEmpty = cmp.FilterValues(func(x, y []string) bool { return len(x) == 0 && len(y) == 0 }, cmp.Ignore())
+
+// TestInputsAfterIntegrationRounds: in the integration loop the checker
+// and the fixer read each round's checks and the round before; the PR
+// composer after it reads the passing checks and the diagnosis and fix
+// before them, not the failed rounds they superseded.
+func TestInputsAfterIntegrationRounds(t *testing.T) {
+	f := newFake()
+	var mu sync.Mutex
+	got := map[string][]string{}
+	short := func(id string) string { return strings.TrimPrefix(id, "42/") }
+	f.agent = func(c AgentCall, n int) Outcome {
+		mu.Lock()
+		got[short(c.ID)] = c.Inputs
+		mu.Unlock()
+		o := okOutcome(c.Role)
+		o.Output = short(c.ID)
+		return o
+	}
+	checks := 0
+	f.action = func(c ActionCall) Outcome {
+		if c.Kind != "checks" {
+			return Outcome{}
+		}
+		checks++
+		o := Outcome{Output: short(c.ID)}
+		if checks < 3 {
+			o.Regressions = []string{"test"}
+		}
+		return o
+	}
+	res, err := runWF(t, "cadre", f)
+	if err != nil || res.Status != ResultCompleted || len(res.PhaseFailures) != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	const i = "integration/"
+	first := got[i+"integration-checker#1"]
+	if len(first) == 0 || first[len(first)-1] != i+"checks#1" {
+		t.Fatalf("integration-checker#1 inputs %v: want the checks last", first)
+	}
+	before := first[:len(first)-1]
+	with := func(more ...string) []string { return append(append([]string(nil), before...), more...) }
+	want := map[string][]string{
+		i + "integration-checker#1": with(i + "checks#1"),
+		i + "fix-surgeon#1":         with(i+"checks#1", i+"integration-checker#1"),
+		i + "integration-checker#2": with(i+"checks#1", i+"integration-checker#1", i+"fix-surgeon#1", i+"checks#2"),
+		i + "fix-surgeon#2":         with(i+"checks#1", i+"integration-checker#1", i+"fix-surgeon#1", i+"checks#2", i+"integration-checker#2"),
+		"pr/pr-composer#1":          with(i+"integration-checker#2", i+"fix-surgeon#2", i+"checks#3"),
+	}
+	for id, w := range want {
+		if diff := cmp.Diff(w, got[id]); diff != "" {
+			t.Errorf("%s inputs (-want +got):\n%s", id, diff)
+		}
+	}
+}
