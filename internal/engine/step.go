@@ -35,7 +35,7 @@ type agentSpec struct {
 	Signature       string
 	TaskID          string         // context file taskId
 	Payload         map[string]any // context file payload additions
-	PayloadJSON     string         // step data shown in the prompt (a plan task)
+	PayloadJSON     string         // the plan task: pasted into the prompt of an agent that cannot read files
 	PassRating      int            // a reviewer's pass rating (0: limits.audit_pass_rating)
 }
 
