@@ -122,9 +122,13 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	var issueNumber *int
 	if is, ok := e.issueOf(ir.it); ok {
 		delete(payload, "taskFile")
-		// Its number and repository are the file's issueNumber and
-		// repository already.
-		payload["issue"] = map[string]any{"url": is.URL}
+		// Its number is the file's issueNumber, and its repository the
+		// file's repository unless the issue is another repository's.
+		issue := map[string]any{"url": is.URL}
+		if is.Repo != e.d.Config.Repository {
+			issue["repository"] = is.Repo
+		}
+		payload["issue"] = issue
 		issueNumber = &is.Number
 	}
 	cf := contextFile{SchemaVersion: contextSchemaVersion, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,
