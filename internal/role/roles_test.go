@@ -115,7 +115,7 @@ func TestEveryRoleRenders(t *testing.T) {
 				if n := strings.Count(p, "ITEM TEXT (untrusted)>>>"); pasted && n != 1 {
 					t.Errorf("item text fence closed %d times, want 1", n)
 				}
-				if got := strings.Contains(p, "cadre owns every state change: do not commit"); got != d.Automated {
+				if got := strings.Contains(p, "(cadre owns every state change); report"); got != d.Automated {
 					t.Errorf("automated rule present = %v, want %v", got, d.Automated)
 				}
 				// The frontmatter rule only where there is a task file.
