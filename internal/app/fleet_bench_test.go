@@ -293,7 +293,7 @@ func gitSubcommand(argv []string) string {
 // sh adds about 1 ms per git process), and cadre's own process alone
 // (which also serves the fake GitHub); peak RSS; git processes and
 // automatic gc/maintenance runs per issue; bytes handed to agents per
-// issue (prompt + context file).
+// issue (prompt, role instructions and context file).
 func BenchmarkIssueFleet(b *testing.B) {
 	for _, c := range []struct{ issues, parallel int }{{1, 1}, {30, 10}, {100, 10}} {
 		b.Run(fmt.Sprintf("%dx%d", c.issues, c.parallel), func(b *testing.B) {

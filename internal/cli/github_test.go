@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,6 +163,21 @@ func TestGitHubIssuesBecomePullRequests(t *testing.T) {
 	data, _ := os.ReadFile(ctxs[0])
 	if !strings.Contains(string(data), `"issueNumber":1`) {
 		t.Errorf("context file %s", data)
+	}
+	// The payload names the issue by its URL; its number and (same)
+	// repository are the file's own fields, not repeated.
+	var cf struct {
+		Repository string `json:"repository"`
+		Payload    struct {
+			Issue    map[string]any `json:"issue"`
+			TaskFile *string        `json:"taskFile"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(data, &cf); err != nil {
+		t.Fatalf("context file %s: %v", data, err)
+	}
+	if u, _ := cf.Payload.Issue["url"].(string); !strings.HasSuffix(u, "/acme/widgets/issues/1") || len(cf.Payload.Issue) != 1 || cf.Repository != "acme/widgets" || cf.Payload.TaskFile != nil {
+		t.Errorf("context file's issue: %s", data)
 	}
 	// ... in one file beside the context files, which the prompt points at.
 	item, err := os.ReadFile(filepath.Join(filepath.Dir(ctxs[0]), "item.md"))

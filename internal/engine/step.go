@@ -35,7 +35,7 @@ type agentSpec struct {
 	Signature       string
 	TaskID          string         // context file taskId
 	Payload         map[string]any // context file payload additions
-	PayloadJSON     string         // step data shown in the prompt (a plan task)
+	PayloadJSON     string         // the plan task: pasted into the prompt of an agent that cannot read files
 	PassRating      int            // a reviewer's pass rating (0: limits.audit_pass_rating)
 }
 
@@ -101,7 +101,15 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	if project == "" {
 		project = filepath.Base(e.d.Root)
 	}
-	payload := map[string]any{"taskFile": ir.task.Path, "title": ir.task.Title, "contexts": ir.task.Contexts, "workflow": sp.Workflow}
+	// Empty entries are left out: every byte of the file is read by the
+	// agent, and an empty one tells it nothing.
+	payload := map[string]any{"title": ir.task.Title}
+	if ir.task.Path != "" {
+		payload["taskFile"] = ir.task.Path
+	}
+	if len(ir.task.Contexts) > 0 {
+		payload["contexts"] = ir.task.Contexts
+	}
 	for k, v := range sp.Payload {
 		payload[k] = v
 	}
@@ -113,8 +121,14 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	}
 	var issueNumber *int
 	if is, ok := e.issueOf(ir.it); ok {
-		payload["taskFile"] = ""
-		payload["issue"] = map[string]any{"number": is.Number, "repository": is.Repo, "url": is.URL}
+		delete(payload, "taskFile")
+		// Its number is the file's issueNumber, and its repository the
+		// file's repository unless the issue is another repository's.
+		issue := map[string]any{"url": is.URL}
+		if is.Repo != e.d.Config.Repository {
+			issue["repository"] = is.Repo
+		}
+		payload["issue"] = issue
 		issueNumber = &is.Number
 	}
 	cf := contextFile{SchemaVersion: contextSchemaVersion, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,

@@ -94,7 +94,14 @@ func TestEveryRoleRenders(t *testing.T) {
 					want = append(want, d.TaskFile)
 				}
 				if isAdded(name) {
-					want = append(want, `{"id":"retry-config"}`, "<<<NOTE\nKeep the old default.\nNOTE>>>")
+					want = append(want, "<<<NOTE\nKeep the old default.\nNOTE>>>")
+					// The plan task: in the prompt when pasted, else in
+					// the context file the prompt points at.
+					if d.Inline {
+						want = append(want, `{"id":"retry-config"}`)
+					} else {
+						want = append(want, "`payload.task`")
+					}
 				}
 				for _, w := range want {
 					if !refers(p, w) {
@@ -108,8 +115,18 @@ func TestEveryRoleRenders(t *testing.T) {
 				if n := strings.Count(p, "ITEM TEXT (untrusted)>>>"); pasted && n != 1 {
 					t.Errorf("item text fence closed %d times, want 1", n)
 				}
-				if got := strings.Contains(p, "do NOT edit the task file's frontmatter"); got != d.Automated {
+				if got := strings.Contains(p, "(cadre owns every state change); report"); got != d.Automated {
 					t.Errorf("automated rule present = %v, want %v", got, d.Automated)
+				}
+				// The frontmatter rule only where there is a task file.
+				if got, want := strings.Contains(p, "do NOT edit the task file's frontmatter"), d.Automated && d.TaskFile != ""; got != want {
+					t.Errorf("frontmatter rule present = %v, want %v", got, want)
+				}
+				if !d.Inline && strings.Contains(p, `{"id":"retry-config"}`) {
+					t.Error("the prompt repeats the plan task the context file holds")
+				}
+				if !d.Inline && strings.Contains(p, "/in/analysis.md") {
+					t.Error("the prompt repeats an input path the context file lists")
 				}
 				if d.Inline && isAdded(name) && strings.Contains(p, "/ctx/42.json") {
 					t.Error("inline prompt asks to read the context file")
@@ -161,7 +178,7 @@ func TestRoleOutputContracts(t *testing.T) {
 		{"pr-composer", []string{"`# <title>`", "## Summary", "## Changes", "## Testing", "`Closes`"}},
 		{"integration-checker", []string{"baseline", "Do not change any file", "fix-surgeon"}},
 		{"fix-surgeon", []string{"smallest change", "Do not refactor"}},
-		{"code-writer", []string{"Implement ONLY the task"}},
+		{"code-writer", []string{"Implement ONLY your plan task"}},
 		{"gatekeeper", []string{"Result PASS", "Result FAIL"}},
 		{"critic", []string{"architect's design", "Result PASS", "INSUFFICIENT"}},
 	}

@@ -104,17 +104,23 @@ func (in *Interp) forEach(ctx context.Context, body []Node, sc *scope) error {
 		in.pending[t.ID] = t.Files
 	}
 	in.mu.Unlock()
+	// A task's steps read what came before the fan-out and their own
+	// task's chain, never another task's outputs: a task later in the
+	// plan finds the work of those it depends on committed in the
+	// worktree. Once every task has run, the steps after the fan-out (the
+	// integration checker, the PR composer) read all of them.
+	before := sc.inputs[:len(sc.inputs):len(sc.inputs)]
+	var done []string
 	for _, wave := range waves {
-		base := len(sc.inputs)
 		scopes := make([]*scope, len(wave))
 		for i := range wave {
 			tsc := *sc
 			tsc.task = &wave[i]
-			tsc.inputs = append([]string(nil), sc.inputs...)
+			tsc.inputs = append([]string(nil), before...)
 			tsc.note = ""
 			scopes[i] = &tsc
 		}
-		err := in.fan(ctx, len(wave), func(ctx context.Context, i int) error {
+		err = in.fan(ctx, len(wave), func(ctx context.Context, i int) error {
 			t := wave[i]
 			err := in.seq(ctx, body, scopes[i])
 			if !errors.Is(err, ErrPaused) {
@@ -132,14 +138,15 @@ func (in *Interp) forEach(ctx context.Context, body []Node, sc *scope) error {
 			}
 			return err
 		})
-		if err != nil {
-			return err
-		}
 		for _, ts := range scopes {
-			sc.inputs = appendNew(sc.inputs, ts.inputs[base:])
+			done = appendNew(done, ts.inputs[len(before):])
+		}
+		if err != nil {
+			break
 		}
 	}
-	return nil
+	sc.inputs = appendNew(append([]string(nil), before...), done)
+	return err
 }
 
 // othersFiles lists the files declared by the plan's other unfinished tasks.

@@ -319,7 +319,10 @@ func (in *Interp) action(ctx context.Context, kind string, sc *scope) error {
 		data, _ := json.Marshal(map[string]any{"regressions": out.Regressions})
 		sc.note = string(data)
 	}
-	if out.Output != "" {
+	// The baseline is what the checks compare against: its result reaches
+	// agents through the checks' output, which shows each command's
+	// baseline exit code, not as an input of its own.
+	if out.Output != "" && kind != "baseline" {
 		sc.inputs = append(sc.inputs, out.Output)
 	}
 	return nil

@@ -571,3 +571,130 @@ func sortStrings(s []string) []string {
 	}
 	return s
 }
+
+// TestInputsAreRelevant pins which earlier outputs each step is handed: all
+// of the earlier phases, its own task's chain but no other task's, and in
+// a review loop the round before (the review a fixer answers, the fix a
+// reviewer checks) but not older, superseded rounds; the steps after the
+// fan-out read every task's outputs, of its review loop the last review
+// and the fix before it; the baseline's output goes to no agent (the
+// checks' output carries its exit codes).
+func TestInputsAreRelevant(t *testing.T) {
+	f := newFake()
+	var mu sync.Mutex
+	got := map[string][]string{}
+	short := func(id string) string { return strings.TrimPrefix(id, "42/") }
+	f.agent = func(c AgentCall, n int) Outcome {
+		mu.Lock()
+		got[short(c.ID)] = c.Inputs
+		mu.Unlock()
+		o := okOutcome(c.Role)
+		o.Output = short(c.ID)
+		if c.Role == "code-reviewer" && c.Task.ID == "a" && n < 2 {
+			o.Signal.Verdict = signal.VerdictNeedsFixes
+		}
+		return o
+	}
+	f.action = func(c ActionCall) Outcome {
+		if c.Kind == "baseline" || c.Kind == "checks" {
+			return Outcome{Output: short(c.ID)}
+		}
+		return Outcome{}
+	}
+	res, err := runWF(t, "cadre", f)
+	if err != nil || res.Status != ResultCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	analysis := []string{"analysis/issue-analyst#1", "analysis/codebase-scout#1"}
+	planning := append(analysis[:2:2], "planning/implementation-planner#1", "planning/adjudicator#1")
+	// The baseline reaches agents through the checks' output only.
+	pre := planning
+	with := func(base []string, more ...string) []string { return append(append([]string(nil), base...), more...) }
+	const a, b = "implementation/a/", "implementation/b/"
+	want := map[string][]string{
+		"analysis/issue-analyst#1":          nil,
+		"analysis/codebase-scout#1":         nil,
+		"planning/implementation-planner#1": analysis,
+		"planning/adjudicator#1":            with(analysis, "planning/implementation-planner#1"),
+		a + "code-writer#1":                 pre,
+		a + "test-writer#1":                 with(pre, a+"code-writer#1"),
+		a + "code-reviewer#1":               with(pre, a+"code-writer#1", a+"test-writer#1"),
+		a + "fix-surgeon#1":                 with(pre, a+"code-writer#1", a+"test-writer#1", a+"code-reviewer#1"),
+		a + "code-reviewer#2":               with(pre, a+"code-writer#1", a+"test-writer#1", a+"code-reviewer#1", a+"fix-surgeon#1"),
+		a + "fix-surgeon#2":                 with(pre, a+"code-writer#1", a+"test-writer#1", a+"code-reviewer#1", a+"fix-surgeon#1", a+"code-reviewer#2"),
+		// The first round's review and fix are superseded by the second's.
+		a + "code-reviewer#3": with(pre, a+"code-writer#1", a+"test-writer#1", a+"code-reviewer#2", a+"fix-surgeon#2"),
+		// Task b depends on a, whose work is committed: none of a's outputs.
+		b + "code-writer#1":   pre,
+		b + "test-writer#1":   with(pre, b+"code-writer#1"),
+		b + "code-reviewer#1": with(pre, b+"code-writer#1", b+"test-writer#1"),
+		// After the loop: the last review and the fix before it.
+		"pr/pr-composer#1": with(pre, a+"code-writer#1", a+"test-writer#1", a+"fix-surgeon#2", a+"code-reviewer#3",
+			b+"code-writer#1", b+"test-writer#1", b+"code-reviewer#1", "integration/checks#1"),
+	}
+	for id, w := range want {
+		if diff := cmp.Diff(w, got[id], cmpEmpty); diff != "" {
+			t.Errorf("%s inputs (-want +got):\n%s", id, diff)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d agent steps, want %d: %v", len(got), len(want), got)
+	}
+}
+
+// cmpEmpty takes a nil and an empty list as equal.
+var cmpEmpty = cmp.FilterValues(func(x, y []string) bool { return len(x) == 0 && len(y) == 0 }, cmp.Ignore())
+
+// TestInputsAfterIntegrationRounds: in the integration loop the checker
+// and the fixer read each round's checks and the round before; the PR
+// composer after it reads the passing checks and the diagnosis and fix
+// before them, not the failed rounds they superseded.
+func TestInputsAfterIntegrationRounds(t *testing.T) {
+	f := newFake()
+	var mu sync.Mutex
+	got := map[string][]string{}
+	short := func(id string) string { return strings.TrimPrefix(id, "42/") }
+	f.agent = func(c AgentCall, n int) Outcome {
+		mu.Lock()
+		got[short(c.ID)] = c.Inputs
+		mu.Unlock()
+		o := okOutcome(c.Role)
+		o.Output = short(c.ID)
+		return o
+	}
+	checks := 0
+	f.action = func(c ActionCall) Outcome {
+		if c.Kind != "checks" {
+			return Outcome{}
+		}
+		checks++
+		o := Outcome{Output: short(c.ID)}
+		if checks < 3 {
+			o.Regressions = []string{"test"}
+		}
+		return o
+	}
+	res, err := runWF(t, "cadre", f)
+	if err != nil || res.Status != ResultCompleted || len(res.PhaseFailures) != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	const i = "integration/"
+	first := got[i+"integration-checker#1"]
+	if len(first) == 0 || first[len(first)-1] != i+"checks#1" {
+		t.Fatalf("integration-checker#1 inputs %v: want the checks last", first)
+	}
+	before := first[:len(first)-1]
+	with := func(more ...string) []string { return append(append([]string(nil), before...), more...) }
+	want := map[string][]string{
+		i + "integration-checker#1": with(i + "checks#1"),
+		i + "fix-surgeon#1":         with(i+"checks#1", i+"integration-checker#1"),
+		i + "integration-checker#2": with(i+"checks#1", i+"integration-checker#1", i+"fix-surgeon#1", i+"checks#2"),
+		i + "fix-surgeon#2":         with(i+"checks#1", i+"integration-checker#1", i+"fix-surgeon#1", i+"checks#2", i+"integration-checker#2"),
+		"pr/pr-composer#1":          with(i+"integration-checker#2", i+"fix-surgeon#2", i+"checks#3"),
+	}
+	for id, w := range want {
+		if diff := cmp.Diff(w, got[id]); diff != "" {
+			t.Errorf("%s inputs (-want +got):\n%s", id, diff)
+		}
+	}
+}

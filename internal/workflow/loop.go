@@ -16,7 +16,23 @@ import (
 func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 	bound := in.Lim.bound(l.Max + l.MaxBetween) // exactly one is set
 	limit, betweens := bound, 0
+	// A round reads what came before the loop, the round before it and
+	// the steps between them (the review a fixer answers, the fix a
+	// reviewer checks); older rounds are superseded and left out. Once
+	// the loop ends, the steps after it read the last round and the fix
+	// before it, not the rounds it superseded.
+	base := len(sc.inputs)
+	var prevDo, prevBetween []string
+	keep := func(lists ...[]string) {
+		in := append([]string(nil), sc.inputs[:base]...)
+		for _, l := range lists {
+			in = append(in, l...)
+		}
+		sc.inputs = in
+	}
 	for round := 1; ; round++ {
+		keep(prevDo, prevBetween)
+		start := len(sc.inputs)
 		rsc := *sc
 		rsc.round, rsc.index, rsc.inRound = round, 0, true
 		err := in.seq(ctx, l.Do, &rsc)
@@ -29,6 +45,7 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 		case err != nil:
 			return err
 		case gate(l.Until, sc.last, sc.pass):
+			keep(prevBetween, sc.inputs[start:])
 			return nil
 		}
 		exhausted := round >= limit
@@ -43,6 +60,7 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 			switch l.Exhausted {
 			case "continue":
 				in.Exec.Warn(reason + "; going on")
+				keep(prevBetween, sc.inputs[start:])
 				return nil
 			case "incomplete":
 				ans, err := in.Exec.Human(ctx, HumanCall{ID: in.id(sc, "incomplete"), Kind: HumanIncomplete,
@@ -64,8 +82,10 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 				return &failure{reason}
 			}
 		}
+		prevDo, prevBetween = append([]string(nil), sc.inputs[start:]...), nil
 		if len(l.Between) > 0 {
 			betweens++
+			mid := len(sc.inputs)
 			bsc := *sc
 			bsc.round, bsc.index = round, len(l.Do)
 			err := in.seq(ctx, l.Between, &bsc)
@@ -73,6 +93,7 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 			if err != nil {
 				return err
 			}
+			prevBetween = append([]string(nil), sc.inputs[mid:]...)
 		}
 	}
 }
