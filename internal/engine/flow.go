@@ -397,7 +397,7 @@ func (e *Engine) askHuman(ctx context.Context, ir *itemRun, c workflow.HumanCall
 
 // waitsForHuman says whether an item has a question no human answered yet.
 func (e *Engine) waitsForHuman(ctx context.Context, run, item string) bool {
-	steps, err := e.d.Store.Steps(ctx, run)
+	steps, err := e.d.Store.ItemSteps(ctx, run, item)
 	if err != nil {
 		return false
 	}

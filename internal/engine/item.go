@@ -261,7 +261,7 @@ func (e *Engine) failItem(ctx context.Context, ir *itemRun, s workflow.State, re
 func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 	owned := false
 	if ir.rs.resumed {
-		steps, err := e.d.Store.Steps(ctx, ir.run)
+		steps, err := e.d.Store.ItemSteps(ctx, ir.run, ir.it.ID)
 		if err != nil {
 			return err
 		}

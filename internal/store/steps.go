@@ -186,24 +186,40 @@ func (s *Store) GetStep(ctx context.Context, runID, id string) (Step, error) {
 // Steps returns the steps of a run in the order they were first started
 // (none for an unknown run).
 func (s *Store) Steps(ctx context.Context, runID string) ([]Step, error) {
-	rows, err := s.r.QueryContext(ctx,
-		`SELECT `+stepColumns+` FROM steps WHERE run_id = ? ORDER BY seq`, runID)
+	steps, err := s.listSteps(ctx, `SELECT `+stepColumns+` FROM steps WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list steps of run %s: %w", runID, err)
+	}
+	return steps, nil
+}
+
+// ItemSteps returns the steps of one item of a run in the order they were
+// first started (none for an unknown run or item). An engine reads an
+// item's steps when the item ends; reading the whole run there would cost
+// every item time in proportion to the size of the fleet.
+func (s *Store) ItemSteps(ctx context.Context, runID, itemID string) ([]Step, error) {
+	steps, err := s.listSteps(ctx, `SELECT `+stepColumns+` FROM steps WHERE run_id = ? AND item_id = ? ORDER BY seq`, runID, itemID)
+	if err != nil {
+		return nil, fmt.Errorf("list steps of item %s of run %s: %w", itemID, runID, err)
+	}
+	return steps, nil
+}
+
+func (s *Store) listSteps(ctx context.Context, query string, args ...any) ([]Step, error) {
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var steps []Step
 	for rows.Next() {
 		st, err := scanStep(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list steps of run %s: %w", runID, err)
+			return nil, err
 		}
 		steps = append(steps, st)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list steps of run %s: %w", runID, err)
-	}
-	return steps, nil
+	return steps, rows.Err()
 }
 
 // Totals sums the usage of every finished try (completed or failed) of the
