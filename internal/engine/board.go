@@ -9,10 +9,11 @@ import (
 )
 
 // board writes an item's task-file frontmatter (stage, mode, agent,
-// attempts) from a goroutine of its own. Every write is still atomic and
-// fsync'd (taskfile.Update), but a step does not wait for the disk: the
-// journal, not the task file, is what resume trusts, and replay rewrites
-// the file. Writes that are still pending coalesce into one. flush waits for
+// attempts) from a goroutine of its own. Every write is atomic (temp file
+// and rename, taskfile.UpdateNoSync) but not fsync'd, and a step does not
+// wait for it: the journal, not the task file, is what resume trusts, and
+// replay rewrites the file, so only an OS crash could leave a stale stage
+// there, which the resume then corrects. Writes that are still pending coalesce into one. flush waits for
 // the file to be current: before a review is written into it, before it is
 // committed, and when the item ends.
 //
@@ -64,7 +65,7 @@ func (b *board) loop() {
 		}
 		b.pending, b.order, b.busy = map[string]any{}, nil, true
 		b.mu.Unlock()
-		err := taskfile.Update(b.path, fields)
+		err := taskfile.UpdateNoSync(b.path, fields)
 		b.mu.Lock()
 		b.busy = false
 		if err != nil && b.err == nil {
