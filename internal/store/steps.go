@@ -104,31 +104,32 @@ func (s *Store) FinishStep(ctx context.Context, st Step) error {
 	}
 	u := st.Usage
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		var (
-			status string
-			tries  int
-		)
-		err := tx.QueryRowContext(ctx, `SELECT status, tries FROM steps WHERE run_id = ? AND id = ?`,
-			st.RunID, st.ID).Scan(&status, &tries)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("step of run %s %w (start it first)", st.RunID, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if status == StepCompleted {
-			return ErrCompleted
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE steps SET
+		// One statement updates and reads the try it finished; the reason
+		// no row matched is looked up only when none did.
+		var tries int
+		err := tx.QueryRowContext(ctx, `UPDATE steps SET
 			status = ?, exit_code = ?, output_path = COALESCE(NULLIF(?, ''), output_path),
 			signal = ?, result = ?,
 			input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
 			cost_usd = ?, cost_estimated = ?, error = ?, ended_at = ?, pgid = 0, pgid_start = 0
-			WHERE run_id = ? AND id = ?`,
+			WHERE run_id = ? AND id = ? AND status <> 'completed'
+			RETURNING tries`,
 			st.Status, st.ExitCode, st.OutputPath, signal, result,
 			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
 			u.CostUSD, u.CostEstimated, st.Error, fmtTime(ended),
-			st.RunID, st.ID); err != nil {
+			st.RunID, st.ID).Scan(&tries)
+		if errors.Is(err, sql.ErrNoRows) {
+			var status string
+			err := tx.QueryRowContext(ctx, `SELECT status FROM steps WHERE run_id = ? AND id = ?`, st.RunID, st.ID).Scan(&status)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("step of run %s %w (start it first)", st.RunID, ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			return ErrCompleted
+		}
+		if err != nil {
 			return err
 		}
 		// Keyed by try, so finishing the same try twice replaces rather
