@@ -347,14 +347,11 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 	if err := ir.board.flush(); err != nil { // in place the task file is committed too
 		return "", fmt.Errorf("update task %s: %w", ir.it.ID, err)
 	}
-	if err := fx.e.refuseOutsideLinks(ctx, ir); err != nil {
-		return "", err
-	}
 	msg := commitMessage(ir.task)
 	if c.Task != nil {
 		msg = fmt.Sprintf("cadre: %s task %s: %s", ir.it.ID, c.Task.ID, oneLine(c.Task.Title))
 	}
-	sha, err := ir.repo.CommitExcept(ctx, msg, mark, c.Others)
+	sha, err := ir.repo.Commit(ctx, msg, mark, workspace.CommitOptions{Except: c.Others, Base: fx.e.d.Config.BaseBranch, Check: outsideLinks(ir)})
 	if err != nil {
 		return "", err
 	}

@@ -223,11 +223,11 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 }
 
 func currentBranch(ctx context.Context, ir *itemRun) string {
-	out, err := ir.repo.Git(ctx, "rev-parse", "--abbrev-ref", "HEAD")
+	branch, err := ir.repo.Branch(ctx)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(out)
+	return branch
 }
 
 // prText is the pull request's title and body: the pr-composer's output when

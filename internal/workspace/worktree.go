@@ -113,8 +113,11 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 	if err := CheckItemID(item); err != nil {
 		return nil, err
 	}
-	if _, err := w.repo.Git(ctx, "check-ref-format", "--branch", branch); err != nil {
-		return nil, fmt.Errorf("branch name %q for item %s is not valid: %w", branch, item, err)
+	// The names cadre makes pass plainBranch; git judges any other.
+	if !plainBranch(branch) {
+		if _, err := w.repo.Git(ctx, "check-ref-format", "--branch", branch); err != nil {
+			return nil, fmt.Errorf("branch name %q for item %s is not valid: %w", branch, item, err)
+		}
 	}
 	path := w.Path(item)
 	w.mu.Lock()
@@ -125,7 +128,8 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 	}
 	if _, err := os.Stat(filepath.Join(path, ".git")); err == nil {
 		wt := repo.child(path)
-		cur, err := wt.Git(ctx, "rev-parse", "--abbrev-ref", "HEAD")
+		repo.inherit(ctx, wt)
+		cur, err := wt.Branch(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("worktree %s: %w", path, err)
 		}
@@ -170,7 +174,9 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 			return nil, fmt.Errorf("create worktree for %s: %w", item, err)
 		}
 	}
-	return repo.child(path), nil
+	wt := repo.child(path)
+	repo.inherit(ctx, wt)
+	return wt, nil
 }
 
 func listPaths(paths []string) string {
