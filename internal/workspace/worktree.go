@@ -85,6 +85,9 @@ type Worktrees struct {
 	repo *Repo
 	dir  string // <root>/.cadre/worktrees
 	mu   sync.Mutex
+
+	poolMu sync.Mutex
+	pool   *pool // prepared worktrees (StartPool); nil when off
 }
 
 // NewWorktrees manages the item worktrees of repo.
@@ -120,12 +123,22 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 		}
 	}
 	path := w.Path(item)
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	repo := w.repo
 	if opt.Untrusted {
 		repo = repo.Untrusted()
 	}
+	// A prepared worktree is handed over outside w.mu, which the pool
+	// holds while it prepares the next one.
+	w.poolMu.Lock()
+	p := w.pool
+	w.poolMu.Unlock()
+	if _, err := os.Lstat(path); p != nil && errors.Is(err, os.ErrNotExist) {
+		if wt := p.take(ctx, repo, branch, path); wt != nil {
+			return wt, nil
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if _, err := os.Stat(filepath.Join(path, ".git")); err == nil {
 		wt := repo.child(path)
 		repo.inherit(ctx, wt)
