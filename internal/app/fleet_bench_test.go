@@ -117,8 +117,8 @@ func gitShim(b testing.TB) (logPath string, restore func()) {
 }
 
 // issueRepo is a repository with a bare origin and a fake GitHub holding n
-// open issues.
-func issueRepo(b testing.TB, n int) (root, bare string, fake *forgetest.Server) {
+// open issues; extra is added to its cadre.yaml.
+func issueRepo(b testing.TB, n int, extra string) (root, bare string, fake *forgetest.Server) {
 	b.Helper()
 	work := b.TempDir()
 	root, bare = filepath.Join(work, "repo"), filepath.Join(work, "origin.git")
@@ -130,7 +130,7 @@ func issueRepo(b testing.TB, n int) (root, bare string, fake *forgetest.Server) 
 	os.MkdirAll(filepath.Join(root, "src"), 0o755)
 	os.WriteFile(filepath.Join(root, "cadre.yaml"), []byte("repository: acme/widgets\ngithub: {api_url: \""+fake.URL+"\"}\n"+
 		"defaults: {runner: fake, workflow: cadre}\ncommands: {build: \"true\", test: \"true\"}\n"+
-		"runners:\n  fake: {type: script, scenario: scenario.yaml}\n"), 0o644)
+		"runners:\n  fake: {type: script, scenario: scenario.yaml}\n"+extra), 0o644)
 	os.WriteFile(filepath.Join(root, "scenario.yaml"), []byte(issueScenario), 0o644)
 	for i := range 50 {
 		os.WriteFile(filepath.Join(root, "src", fmt.Sprintf("f%02d.go", i)), []byte("package src\n"), 0o644)
@@ -186,8 +186,14 @@ type issueRun struct {
 // issue became a pull request.
 func runIssues(b testing.TB, issues, parallel int) issueRun {
 	b.Helper()
+	return runIssuesWith(b, issues, parallel, "")
+}
+
+// runIssuesWith is runIssues with extra added to cadre.yaml.
+func runIssuesWith(b testing.TB, issues, parallel int, extra string) issueRun {
+	b.Helper()
 	ctx := context.Background()
-	root, bare, fake := issueRepo(b, issues)
+	root, bare, fake := issueRepo(b, issues, extra)
 	logPath, restore := gitShim(b)
 	defer restore()
 	getenv := func(k string) string {

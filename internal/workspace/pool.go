@@ -40,9 +40,10 @@ type pool struct {
 }
 
 // StartPool removes the prepared worktrees a killed run left behind, then
-// keeps n worktrees checked out at base ready for Ensure, preparing them
-// in the background. StopPool removes those still unused. n ≤ 0 does
-// nothing.
+// keeps n worktrees checked out at base ready for Ensure: the first before
+// it returns (the first item needs one at once, and would otherwise check
+// it out itself), the others in the background. StopPool removes those
+// still unused. n ≤ 0 does nothing.
 func (w *Worktrees) StartPool(ctx context.Context, base string, n int) error {
 	if n <= 0 {
 		return nil
@@ -51,6 +52,11 @@ func (w *Worktrees) StartPool(ctx context.Context, base string, n int) error {
 		return err
 	}
 	p := &pool{w: w, repo: w.repo.Untrusted(), base: base, size: n, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	first := filepath.Join(w.dir, poolDir, "0")
+	p.next = 1
+	if err := p.prepare(ctx, first); err == nil {
+		p.ready = append(p.ready, first)
+	}
 	w.poolMu.Lock()
 	w.pool = p
 	w.poolMu.Unlock()
