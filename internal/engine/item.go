@@ -80,7 +80,7 @@ func (e *Engine) newItemRun(rs *runState, it store.Item, task *taskfile.Task) *i
 	if agents <= 0 {
 		agents = e.d.Config.Limits.ParallelAgents
 	}
-	ir := &itemRun{run: rs.id, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: newBoard(task.Path),
+	ir := &itemRun{run: rs.id, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: newBoard(task.Path, it.Source == "github"),
 		outDir: filepath.Join(e.StateDir(), "runs", rs.id, "items", it.ID), written: map[string]string{},
 		agents: make(chan struct{}, max(agents, 1))}
 	ir.trusted = e.trustsRepo(it)
