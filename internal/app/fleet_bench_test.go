@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -77,11 +78,14 @@ const issueScenario = `rules:
 
 const stepsPerIssue = 13
 
-// countingRunner is the script runner counting what cadre hands the agent:
-// the prompt and the context file.
+// countingRunner is the script runner counting what cadre hands the agent
+// (the prompt and the context file) and the CPU the agent itself spends:
+// the script runner plays the agent inside cadre's process (writing its
+// files and its transcript), which a real agent does in its own.
 type countingRunner struct {
 	runner.Runner
 	bytes, steps *atomic.Int64
+	agentCPU     *atomic.Int64 // nanoseconds
 }
 
 func (c countingRunner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
@@ -91,7 +95,21 @@ func (c countingRunner) Run(ctx context.Context, inv runner.Invocation) (runner.
 	}
 	c.bytes.Add(n)
 	c.steps.Add(1)
-	return c.Runner.Run(ctx, inv)
+	// The script runner works on the calling goroutine: pinned to this
+	// thread, the thread's CPU time around Run is the agent's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t0 := threadCPU()
+	res, err := c.Runner.Run(ctx, inv)
+	c.agentCPU.Add(int64(threadCPU() - t0))
+	return res, err
+}
+
+// threadCPU is the user+system time of the calling thread.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(1, &ru) // RUSAGE_THREAD
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // gitShim puts a git first on PATH that logs each command line to the
@@ -172,6 +190,7 @@ func selfCPU() time.Duration {
 // issueRun is one measured run of issues GitHub issues.
 type issueRun struct {
 	wall, cpu, self time.Duration
+	agent           time.Duration // the script agent's CPU, inside self
 	steps, bytes    int64
 	gits, gcs       int
 	maxRSSKB        int64
@@ -206,12 +225,12 @@ func runIssuesWith(b testing.TB, issues, parallel int, extra string) issueRun {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var bytes, steps atomic.Int64
+	var bytes, steps, agentCPU atomic.Int64
 	runners := func(map[string]config.Price) *runner.Registry {
 		reg := runner.NewRegistry()
 		reg.Register("script", func(s runner.Settings) (runner.Runner, error) {
 			r, err := script.New(s)
-			return countingRunner{Runner: r, bytes: &bytes, steps: &steps}, err
+			return countingRunner{Runner: r, bytes: &bytes, steps: &steps, agentCPU: &agentCPU}, err
 		})
 		return reg
 	}
@@ -257,7 +276,7 @@ func runIssuesWith(b testing.TB, issues, parallel int, extra string) issueRun {
 	}
 	_ = bare
 	log, _ := os.ReadFile(logPath)
-	r := issueRun{wall: wall, cpu: all1 - all0, self: cpu1 - cpu0, steps: steps.Load(), bytes: bytes.Load(), maxRSSKB: maxrss, bySub: map[string]int{}, root: root}
+	r := issueRun{wall: wall, cpu: all1 - all0, self: cpu1 - cpu0, agent: time.Duration(agentCPU.Load()), steps: steps.Load(), bytes: bytes.Load(), maxRSSKB: maxrss, bySub: map[string]int{}, root: root}
 	for _, line := range strings.Split(string(log), "\036") {
 		if strings.TrimSpace(line) == "" {
 			continue
@@ -293,8 +312,10 @@ func gitSubcommand(argv []string) string {
 // configuration it reports wall time; overhead per agent step (wall ×
 // parallel ÷ steps: the agent is instant, so all of it is cadre's, git's
 // and the fake server's); CPU per step including children (the git shim's
-// sh adds about 1 ms per git process), and cadre's own process alone
-// (which also serves the fake GitHub); peak RSS; git processes and
+// sh adds about 1 ms per git process), cadre's process alone (which also
+// serves the fake GitHub and plays the script agent), and that less the
+// script agent's own CPU (its files and transcript: a real agent's work,
+// in its own process); peak RSS; git processes and
 // automatic gc/maintenance runs per issue; bytes handed to agents per
 // issue (prompt + context file).
 func BenchmarkIssueFleet(b *testing.B) {
@@ -307,6 +328,7 @@ func BenchmarkIssueFleet(b *testing.B) {
 				tot.wall += r.wall
 				tot.cpu += r.cpu
 				tot.self += r.self
+				tot.agent += r.agent
 				tot.steps += r.steps
 				tot.bytes += r.bytes
 				tot.gits += r.gits
@@ -322,6 +344,7 @@ func BenchmarkIssueFleet(b *testing.B) {
 			b.ReportMetric(ms(tot.wall)*float64(min(c.parallel, c.issues))/steps, "ms-overhead/step")
 			b.ReportMetric(ms(tot.cpu)/steps, "ms-cpu/step")
 			b.ReportMetric(ms(tot.self)/steps, "ms-cadre-cpu/step")
+			b.ReportMetric(ms(tot.self-tot.agent)/steps, "ms-cadre-own-cpu/step")
 			b.ReportMetric(float64(tot.maxRSSKB)/1024, "MB-peak-rss")
 			b.ReportMetric(float64(tot.gits)/issues, "git/issue")
 			b.ReportMetric(float64(tot.gcs)/issues, "gc/issue")
