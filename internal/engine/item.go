@@ -33,6 +33,11 @@ type itemRun struct {
 	opts Options
 	it   store.Item
 	task *taskfile.Task
+	// issueOnce reads the item's issue record (issue.json) once: cadre
+	// wrote it when the item was made, and every step would read it again.
+	issueOnce sync.Once
+	issue     Issue
+	isIssue   bool
 	repo *workspace.Repo // the tree the agents work in
 	// trusted: the tree may keep configuration that runs programs
 	// (sandbox.trust_repo); if not, agents see none and git runs no filter.

@@ -113,7 +113,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		payload["note"] = sp.Note
 	}
 	var issueNumber *int
-	if is, ok := e.issueOf(ir.it); ok {
+	if is, ok := ir.issueOf(e); ok {
 		payload["taskFile"] = ""
 		payload["issue"] = map[string]any{"number": is.Number, "repository": is.Repo, "url": is.URL}
 		issueNumber = &is.Number
