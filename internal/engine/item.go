@@ -38,7 +38,7 @@ type itemRun struct {
 	issueOnce sync.Once
 	issue     Issue
 	isIssue   bool
-	repo *workspace.Repo // the tree the agents work in
+	repo      *workspace.Repo // the tree the agents work in
 	// trusted: the tree may keep configuration that runs programs
 	// (sandbox.trust_repo); if not, agents see none and git runs no filter.
 	trusted bool

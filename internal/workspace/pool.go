@@ -35,8 +35,9 @@ type pool struct {
 	next    int      // number of the next directory
 	stopped bool
 
-	wake chan struct{}
-	done chan struct{}
+	wake   chan struct{}
+	done   chan struct{}
+	cancel context.CancelFunc // stops a preparation under way (StopPool)
 }
 
 // StartPool removes the prepared worktrees a killed run left behind, then
@@ -60,7 +61,9 @@ func (w *Worktrees) StartPool(ctx context.Context, base string, n int) error {
 	w.poolMu.Lock()
 	w.pool = p
 	w.poolMu.Unlock()
-	go p.fill(context.WithoutCancel(ctx))
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.cancel = cancel
+	go p.fill(fctx)
 	p.poke()
 	return nil
 }
@@ -78,6 +81,8 @@ func (w *Worktrees) StopPool(ctx context.Context) error {
 	p.mu.Lock()
 	p.stopped = true
 	p.mu.Unlock()
+	// A checkout under way is cut short: what it leaves, cleanPool removes.
+	p.cancel()
 	p.poke()
 	<-p.done
 	return w.cleanPool(ctx)
