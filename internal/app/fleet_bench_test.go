@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -77,14 +78,17 @@ const issueScenario = `rules:
 
 const stepsPerIssue = 13
 
-// countingRunner is the script runner counting what cadre hands the agent:
-// the prompt, the role's instructions (a system prompt costs tokens on
-// every call as a message does) and the context file. Earlier outputs and
-// the item's text are files the prompt points at, read by the agent as it
-// needs them, and are not counted.
+// countingRunner is the script runner counting what cadre hands the agent
+// (the prompt, the role's instructions — a system prompt costs tokens on
+// every call as a message does — and the context file) and the CPU the
+// agent itself spends: the script runner plays the agent inside cadre's
+// process (writing its files and its transcript), which a real agent does
+// in its own. Earlier outputs and the item's text are files the prompt
+// points at, read by the agent as it needs them, and are not counted.
 type countingRunner struct {
 	runner.Runner
 	bytes, steps *atomic.Int64
+	agentCPU     *atomic.Int64 // nanoseconds
 }
 
 func (c countingRunner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
@@ -94,7 +98,21 @@ func (c countingRunner) Run(ctx context.Context, inv runner.Invocation) (runner.
 	}
 	c.bytes.Add(n)
 	c.steps.Add(1)
-	return c.Runner.Run(ctx, inv)
+	// The script runner works on the calling goroutine: pinned to this
+	// thread, the thread's CPU time around Run is the agent's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t0 := threadCPU()
+	res, err := c.Runner.Run(ctx, inv)
+	c.agentCPU.Add(int64(threadCPU() - t0))
+	return res, err
+}
+
+// threadCPU is the user+system time of the calling thread.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(1, &ru) // RUSAGE_THREAD
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // gitShim puts a git first on PATH that logs each command line to the
@@ -120,8 +138,8 @@ func gitShim(b testing.TB) (logPath string, restore func()) {
 }
 
 // issueRepo is a repository with a bare origin and a fake GitHub holding n
-// open issues.
-func issueRepo(b testing.TB, n int) (root, bare string, fake *forgetest.Server) {
+// open issues; extra is added to its cadre.yaml.
+func issueRepo(b testing.TB, n int, extra string) (root, bare string, fake *forgetest.Server) {
 	b.Helper()
 	work := b.TempDir()
 	root, bare = filepath.Join(work, "repo"), filepath.Join(work, "origin.git")
@@ -133,7 +151,7 @@ func issueRepo(b testing.TB, n int) (root, bare string, fake *forgetest.Server) 
 	os.MkdirAll(filepath.Join(root, "src"), 0o755)
 	os.WriteFile(filepath.Join(root, "cadre.yaml"), []byte("repository: acme/widgets\ngithub: {api_url: \""+fake.URL+"\"}\n"+
 		"defaults: {runner: fake, workflow: cadre}\ncommands: {build: \"true\", test: \"true\"}\n"+
-		"runners:\n  fake: {type: script, scenario: scenario.yaml}\n"), 0o644)
+		"runners:\n  fake: {type: script, scenario: scenario.yaml}\n"+extra), 0o644)
 	os.WriteFile(filepath.Join(root, "scenario.yaml"), []byte(issueScenario), 0o644)
 	for i := range 50 {
 		os.WriteFile(filepath.Join(root, "src", fmt.Sprintf("f%02d.go", i)), []byte("package src\n"), 0o644)
@@ -175,6 +193,7 @@ func selfCPU() time.Duration {
 // issueRun is one measured run of issues GitHub issues.
 type issueRun struct {
 	wall, cpu, self time.Duration
+	agent           time.Duration // the script agent's CPU, inside self
 	steps, bytes    int64
 	gits, gcs       int
 	maxRSSKB        int64
@@ -189,8 +208,14 @@ type issueRun struct {
 // issue became a pull request.
 func runIssues(b testing.TB, issues, parallel int) issueRun {
 	b.Helper()
+	return runIssuesWith(b, issues, parallel, "")
+}
+
+// runIssuesWith is runIssues with extra added to cadre.yaml.
+func runIssuesWith(b testing.TB, issues, parallel int, extra string) issueRun {
+	b.Helper()
 	ctx := context.Background()
-	root, bare, fake := issueRepo(b, issues)
+	root, bare, fake := issueRepo(b, issues, extra)
 	logPath, restore := gitShim(b)
 	defer restore()
 	getenv := func(k string) string {
@@ -203,12 +228,12 @@ func runIssues(b testing.TB, issues, parallel int) issueRun {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var bytes, steps atomic.Int64
+	var bytes, steps, agentCPU atomic.Int64
 	runners := func(map[string]config.Price) *runner.Registry {
 		reg := runner.NewRegistry()
 		reg.Register("script", func(s runner.Settings) (runner.Runner, error) {
 			r, err := script.New(s)
-			return countingRunner{Runner: r, bytes: &bytes, steps: &steps}, err
+			return countingRunner{Runner: r, bytes: &bytes, steps: &steps, agentCPU: &agentCPU}, err
 		})
 		return reg
 	}
@@ -254,7 +279,7 @@ func runIssues(b testing.TB, issues, parallel int) issueRun {
 	}
 	_ = bare
 	log, _ := os.ReadFile(logPath)
-	r := issueRun{wall: wall, cpu: all1 - all0, self: cpu1 - cpu0, steps: steps.Load(), bytes: bytes.Load(), maxRSSKB: maxrss, bySub: map[string]int{}, root: root}
+	r := issueRun{wall: wall, cpu: all1 - all0, self: cpu1 - cpu0, agent: time.Duration(agentCPU.Load()), steps: steps.Load(), bytes: bytes.Load(), maxRSSKB: maxrss, bySub: map[string]int{}, root: root}
 	for _, line := range strings.Split(string(log), "\036") {
 		if strings.TrimSpace(line) == "" {
 			continue
@@ -290,8 +315,10 @@ func gitSubcommand(argv []string) string {
 // configuration it reports wall time; overhead per agent step (wall ×
 // parallel ÷ steps: the agent is instant, so all of it is cadre's, git's
 // and the fake server's); CPU per step including children (the git shim's
-// sh adds about 1 ms per git process), and cadre's own process alone
-// (which also serves the fake GitHub); peak RSS; git processes and
+// sh adds about 1 ms per git process), cadre's process alone (which also
+// serves the fake GitHub and plays the script agent), and that less the
+// script agent's own CPU (its files and transcript: a real agent's work,
+// in its own process); peak RSS; git processes and
 // automatic gc/maintenance runs per issue; bytes handed to agents per
 // issue (prompt, role instructions and context file).
 func BenchmarkIssueFleet(b *testing.B) {
@@ -304,6 +331,7 @@ func BenchmarkIssueFleet(b *testing.B) {
 				tot.wall += r.wall
 				tot.cpu += r.cpu
 				tot.self += r.self
+				tot.agent += r.agent
 				tot.steps += r.steps
 				tot.bytes += r.bytes
 				tot.gits += r.gits
@@ -319,6 +347,7 @@ func BenchmarkIssueFleet(b *testing.B) {
 			b.ReportMetric(ms(tot.wall)*float64(min(c.parallel, c.issues))/steps, "ms-overhead/step")
 			b.ReportMetric(ms(tot.cpu)/steps, "ms-cpu/step")
 			b.ReportMetric(ms(tot.self)/steps, "ms-cadre-cpu/step")
+			b.ReportMetric(ms(tot.self-tot.agent)/steps, "ms-cadre-own-cpu/step")
 			b.ReportMetric(float64(tot.maxRSSKB)/1024, "MB-peak-rss")
 			b.ReportMetric(float64(tot.gits)/issues, "git/issue")
 			b.ReportMetric(float64(tot.gcs)/issues, "gc/issue")

@@ -120,6 +120,9 @@ type Limits struct {
 	EscalateBelowConfidence int     `yaml:"escalate_below_confidence"`
 	MaxInsufficientLoops    int     `yaml:"max_insufficient_loops"`
 	MaxIterations           int     `yaml:"max_iterations"` // seed 003 moa: architect → executor → critic rounds
+	// WorktreePool: worktrees kept checked out at the base ahead of need,
+	// for repositories where checking out is slow (0: off).
+	WorktreePool int `yaml:"worktree_pool"`
 }
 
 // Price is what a model costs per million tokens, for runners whose backend

@@ -35,6 +35,7 @@ func (l *loader) validate(c *Config) error {
 		{"limits.escalate_below_confidence", rating(c.Limits.EscalateBelowConfidence)},
 		{"limits.max_insufficient_loops", atLeast(c.Limits.MaxInsufficientLoops, 0)},
 		{"limits.max_iterations", atLeast(c.Limits.MaxIterations, 1)},
+		{"limits.worktree_pool", atLeast(c.Limits.WorktreePool, 0)},
 		{"github.api_url", urlProblem(c.GitHub.APIURL)},
 		{"github.write_interval", notNegative(c.GitHub.WriteInterval)},
 		{"sandbox.mode", oneOf(c.Sandbox.Mode, "auto", "none", "bwrap")},

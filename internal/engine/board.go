@@ -7,15 +7,17 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 )
 
 // board writes an item's task-file frontmatter (stage, mode, agent,
-// attempts) from a goroutine of its own. Every write is still atomic and
-// fsync'd (taskfile.Update), but a step does not wait for the disk: the
-// journal, not the task file, is what resume trusts, and replay rewrites
-// the file. Writes that are still pending coalesce into one. flush waits for
+// attempts) from a goroutine of its own. Every write is atomic (temp file
+// and rename, taskfile.UpdateNoSync) but not fsync'd, and a step does not
+// wait for it: the journal, not the task file, is what resume trusts, and
+// replay rewrites the file, so only an OS crash could leave a stale stage
+// there, which the resume then corrects. Writes that are still pending coalesce into one. flush waits for
 // the file to be current: before a review is written into it, before it is
 // committed, and when the item ends.
 //
@@ -24,8 +26,17 @@ import (
 // file is made current before the first agent starts (the agent sees the
 // stage it works in) and what is queued meanwhile waits for the last one to
 // end. Only an explicit flush writes while agents run.
+//
+// A lazy board is one no agent is pointed at (a GitHub issue's task file,
+// which cadre generates under .cadre/ and never hands to the agent): it
+// writes while agents run, and waits lazyDelay after a first change for
+// others to join it, so a burst of short steps costs one write, not one
+// per step. flush and close write at once, as for any board.
 type board struct {
-	path string
+	path  string
+	lazy  bool
+	delay time.Duration // lazy boards: lazyDelay
+	first time.Time     // when the oldest pending field was set
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -38,7 +49,10 @@ type board struct {
 	err     error // the first write error, reported by flush
 }
 
-func newBoard(path string) *board {
+// lazyDelay is how long a lazy board lets changes gather before writing.
+const lazyDelay = 250 * time.Millisecond
+
+func newBoard(path string, lazy bool) *board {
 	// A process killed in the middle of an atomic write leaves its temp
 	// file beside the task file; it must not reach a commit. A live
 	// process's (another worker writing the same board) is left alone.
@@ -51,7 +65,7 @@ func newBoard(path string) *board {
 		}
 		os.Remove(f)
 	}
-	b := &board{path: path, pending: map[string]any{}}
+	b := &board{path: path, lazy: lazy, delay: lazyDelay, pending: map[string]any{}}
 	b.cond = sync.NewCond(&b.mu)
 	go b.loop()
 	return b
@@ -61,11 +75,21 @@ func (b *board) loop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for {
-		for !b.closed && (len(b.order) == 0 || (b.agents > 0 && b.forcing == 0)) {
+		for !b.closed && (len(b.order) == 0 || (!b.lazy && b.agents > 0 && b.forcing == 0)) {
 			b.cond.Wait()
 		}
 		if len(b.order) == 0 {
 			return // closed and nothing left
+		}
+		if wait := b.delay - time.Since(b.first); b.lazy && !b.closed && b.forcing == 0 && wait > 0 {
+			t := time.AfterFunc(wait, func() {
+				b.mu.Lock()
+				b.cond.Broadcast()
+				b.mu.Unlock()
+			})
+			b.cond.Wait()
+			t.Stop()
+			continue
 		}
 		fields := make([]taskfile.Field, 0, len(b.order))
 		for _, k := range b.order {
@@ -73,7 +97,7 @@ func (b *board) loop() {
 		}
 		b.pending, b.order, b.busy = map[string]any{}, nil, true
 		b.mu.Unlock()
-		err := taskfile.Update(b.path, fields)
+		err := taskfile.UpdateNoSync(b.path, fields)
 		b.mu.Lock()
 		b.busy = false
 		if err != nil && b.err == nil {
@@ -90,6 +114,9 @@ func (b *board) set(fields []taskfile.Field) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.order) == 0 {
+		b.first = time.Now()
+	}
 	for _, f := range fields {
 		if _, ok := b.pending[f.Key]; !ok {
 			b.order = append(b.order, f.Key)
@@ -114,10 +141,11 @@ func (b *board) flush() error {
 
 // beginAgent is called before an agent step runs: when it is the only one,
 // the file is made current first; background writes then wait for endAgent.
+// A lazy board's file is no agent's, so neither applies to it.
 func (b *board) beginAgent() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.agents == 0 {
+	if b.agents == 0 && !b.lazy {
 		for len(b.order) > 0 || b.busy {
 			b.cond.Wait()
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 )
@@ -13,7 +14,7 @@ import (
 func TestBoardCoalescesAndFlushes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.md")
 	os.WriteFile(path, []byte("---\nstage: plan\nkeep: me\n---\n# T\n"), 0o644)
-	b := newBoard(path)
+	b := newBoard(path, false)
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Add(1)
@@ -45,7 +46,7 @@ func TestBoardCoalescesAndFlushes(t *testing.T) {
 }
 
 func TestBoardReportsWriteErrors(t *testing.T) {
-	b := newBoard(filepath.Join(t.TempDir(), "missing.md"))
+	b := newBoard(filepath.Join(t.TempDir(), "missing.md"), false)
 	b.set([]taskfile.Field{{Key: "stage", Value: "code"}})
 	if err := b.close(); err == nil {
 		t.Error("a failed write was not reported")
@@ -60,7 +61,7 @@ func TestBoardRemovesStaleTempFiles(t *testing.T) {
 	os.WriteFile(stale, []byte("half"), 0o644)
 	other := filepath.Join(dir, ".u.md.1.tmp")
 	os.WriteFile(other, []byte("not ours"), 0o644)
-	b := newBoard(path)
+	b := newBoard(path, false)
 	defer b.close()
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Error("stale temp file left")
@@ -76,7 +77,7 @@ func TestBoardRemovesStaleTempFiles(t *testing.T) {
 func TestBoardHoldsWritesWhileAnAgentRuns(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.md")
 	os.WriteFile(path, []byte("---\nstage: plan\n---\n# T\n"), 0o644)
-	b := newBoard(path)
+	b := newBoard(path, false)
 	b.set([]taskfile.Field{{Key: "stage", Value: "code"}})
 	if err := b.beginAgent(); err != nil {
 		t.Fatal(err)
@@ -102,4 +103,43 @@ func TestBoardHoldsWritesWhileAnAgentRuns(t *testing.T) {
 		t.Errorf("after the agent: %q", data)
 	}
 	b.close()
+}
+
+// A lazy board (a file no agent reads) lets a burst of changes gather,
+// even while agents run, and writes them together; flush and close write
+// at once.
+func TestLazyBoardGathersChanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.md")
+	os.WriteFile(path, []byte("---\nstage: plan\n---\n# T\n"), 0o644)
+	before, _ := os.Stat(path)
+	b := newBoard(path, true)
+	b.mu.Lock()
+	b.delay = time.Hour // nothing is written before a flush
+	b.mu.Unlock()
+	for _, role := range []string{"analyst", "scout", "planner", "coder"} {
+		if err := b.beginAgent(); err != nil {
+			t.Fatal(err)
+		}
+		b.set([]taskfile.Field{{Key: "agent", Value: role}, {Key: "stage", Value: "code"}})
+		b.endAgent()
+	}
+	if now, _ := os.Stat(path); !os.SameFile(before, now) {
+		t.Fatal("a lazy board wrote before its delay or a flush")
+	}
+	if err := b.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if tk, _ := taskfile.Load(path); tk.Agent != "coder" || tk.Stage != "code" {
+		t.Errorf("after flush: agent %s stage %s", tk.Agent, tk.Stage)
+	}
+	b.mu.Lock()
+	b.delay = 0 // then it writes as soon as it can
+	b.mu.Unlock()
+	b.set([]taskfile.Field{{Key: "stage", Value: "completed"}})
+	if err := b.close(); err != nil {
+		t.Fatal(err)
+	}
+	if tk, _ := taskfile.Load(path); tk.Stage != "completed" {
+		t.Errorf("close did not flush: %s", tk.Stage)
+	}
 }

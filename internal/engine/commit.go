@@ -35,9 +35,8 @@ func (e *Engine) commit(ctx context.Context, ir *itemRun) error {
 		}
 	}
 	if sha == "" {
-		if err = e.refuseOutsideLinks(ctx, ir); err == nil {
-			sha, err = ir.repo.CommitAll(ctx, commitMessage(ir.task), workspace.Mark{Step: id, Run: ir.run})
-		}
+		sha, err = ir.repo.Commit(ctx, commitMessage(ir.task), workspace.Mark{Step: id, Run: ir.run},
+			workspace.CommitOptions{Base: e.d.Config.BaseBranch, Check: outsideLinks(ir)})
 		if err != nil {
 			rec.Status, rec.Error = store.StepFailed, err.Error()
 			e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)

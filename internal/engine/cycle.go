@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -19,11 +20,12 @@ import (
 // SIGNAL BLOCK by iteration. It is rebuilt from the start on resume (replayed
 // steps append again), so it always shows the whole item.
 type cycleLog struct {
-	mu     sync.Mutex
-	path   string
-	b      strings.Builder
-	iter   int
-	closed bool
+	mu      sync.Mutex
+	path    string
+	b       strings.Builder
+	iter    int
+	closed  bool
+	written int // how much of b the file holds; the log only grows
 }
 
 // newCycleLog starts the log of an item with the goal, the starting state,
@@ -135,9 +137,29 @@ func titleCase(role string) string {
 	return strings.Join(words, " ")
 }
 
+// flush brings the file up to date: written whole the first time (a
+// resume rebuilds the log from the start), then by appending what was
+// added, so a step costs one small append rather than truncating and
+// rewriting a log that grows with the item. A failed write is a lost
+// record, not lost work; the next flush writes the file whole again.
 func (c *cycleLog) flush() {
-	if err := writeStepFile(filepath.Dir(c.path), c.path, []byte(c.b.String())); err != nil {
-		return // the cycle log is a record; losing it loses no work
+	root, all := filepath.Dir(c.path), c.b.String()
+	if c.written == 0 {
+		if writeStepFile(root, c.path, []byte(all)) == nil {
+			c.written = len(all)
+		}
+		return
+	}
+	f, err := safefile.OpenAppend(root, c.path, 0o644)
+	if err == nil {
+		_, err = f.WriteString(all[c.written:])
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	c.written = len(all)
+	if err != nil {
+		c.written = 0
 	}
 }
 

@@ -387,6 +387,18 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 	if opts.InPlace || parallel < 1 {
 		parallel = 1
 	}
+	if n := e.d.Config.Limits.WorktreePool; n > 0 && !opts.InPlace {
+		// Prepared worktrees outlive no run: StartPool clears what a
+		// killed one left, StopPool what this one did not hand out.
+		if err := e.wts.StartPool(ctx, e.d.Config.BaseBranch, n); err != nil {
+			return Summary{}, err
+		}
+		defer func() {
+			if err := e.wts.StopPool(context.WithoutCancel(ctx)); err != nil {
+				e.d.Bus.Publish(event.Event{Run: runID, Type: event.Warning, Message: "remove prepared worktrees: " + err.Error()})
+			}
+		}()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(parallel)
 	for i, it := range items {

@@ -386,14 +386,11 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 	if err := ir.board.flush(); err != nil { // in place the task file is committed too
 		return "", fmt.Errorf("update task %s: %w", ir.it.ID, err)
 	}
-	if err := fx.e.refuseOutsideLinks(ctx, ir); err != nil {
-		return "", err
-	}
 	msg := commitMessage(ir.task)
 	if c.Task != nil {
 		msg = fmt.Sprintf("cadre: %s task %s: %s", ir.it.ID, c.Task.ID, oneLine(c.Task.Title))
 	}
-	sha, err := ir.repo.CommitExcept(ctx, msg, mark, c.Others)
+	sha, err := ir.repo.Commit(ctx, msg, mark, workspace.CommitOptions{Except: c.Others, Base: fx.e.d.Config.BaseBranch, Check: outsideLinks(ir)})
 	if err != nil {
 		return "", err
 	}
@@ -436,7 +433,7 @@ func (e *Engine) askHuman(ctx context.Context, ir *itemRun, c workflow.HumanCall
 
 // waitsForHuman says whether an item has a question no human answered yet.
 func (e *Engine) waitsForHuman(ctx context.Context, run, item string) bool {
-	steps, err := e.d.Store.Steps(ctx, run)
+	steps, err := e.d.Store.ItemSteps(ctx, run, item)
 	if err != nil {
 		return false
 	}

@@ -143,10 +143,16 @@ func (e *Engine) issueOf(it store.Item) (Issue, bool) {
 	return g.Issue, true
 }
 
+// issueOf is Engine.issueOf of the item, read once per item run.
+func (ir *itemRun) issueOf(e *Engine) (Issue, bool) {
+	ir.issueOnce.Do(func() { ir.issue, ir.isIssue = e.issueOf(ir.it) })
+	return ir.issue, ir.isIssue
+}
+
 // comment posts a progress comment on an issue item, once per kind, as a
 // journaled step. Comments are best effort: a failure is a warning.
 func (e *Engine) comment(ctx context.Context, ir *itemRun, kind, body string) {
-	is, ok := e.issueOf(ir.it)
+	is, ok := ir.issueOf(e)
 	if !ok || e.d.Forge == nil || !e.d.Config.GitHub.Comments {
 		return
 	}
@@ -172,7 +178,7 @@ func (e *Engine) comment(ctx context.Context, ir *itemRun, kind, body string) {
 // publish pushes a completed issue item's branch and opens (or adopts) its
 // pull request, each once, as journaled steps.
 func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
-	is, ok := e.issueOf(ir.it)
+	is, ok := ir.issueOf(e)
 	if !ok || e.d.Forge == nil || ir.rs.opts.InPlace {
 		return "", nil
 	}
@@ -223,11 +229,11 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 }
 
 func currentBranch(ctx context.Context, ir *itemRun) string {
-	out, err := ir.repo.Git(ctx, "rev-parse", "--abbrev-ref", "HEAD")
+	branch, err := ir.repo.Branch(ctx)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(out)
+	return branch
 }
 
 // prText is the pull request's title and body: the pr-composer's output when
@@ -284,7 +290,7 @@ func (e *Engine) refuseIssue(is Issue) string {
 // finishIssue publishes a completed issue item and reports its end on the
 // issue; a publishing failure fails the item (its work stays on its branch).
 func (e *Engine) finishIssue(ctx context.Context, ir *itemRun, ok bool, reason string) (string, error) {
-	if _, isIssue := e.issueOf(ir.it); !isIssue {
+	if _, isIssue := ir.issueOf(e); !isIssue {
 		return "", nil
 	}
 	if !ok {

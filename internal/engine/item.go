@@ -33,7 +33,12 @@ type itemRun struct {
 	opts Options
 	it   store.Item
 	task *taskfile.Task
-	repo *workspace.Repo // the tree the agents work in
+	// issueOnce reads the item's issue record (issue.json) once: cadre
+	// wrote it when the item was made, and every step would read it again.
+	issueOnce sync.Once
+	issue     Issue
+	isIssue   bool
+	repo      *workspace.Repo // the tree the agents work in
 	// trusted: the tree may keep configuration that runs programs
 	// (sandbox.trust_repo); if not, agents see none and git runs no filter.
 	trusted bool
@@ -80,7 +85,7 @@ func (e *Engine) newItemRun(rs *runState, it store.Item, task *taskfile.Task) *i
 	if agents <= 0 {
 		agents = e.d.Config.Limits.ParallelAgents
 	}
-	ir := &itemRun{run: rs.id, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: newBoard(task.Path),
+	ir := &itemRun{run: rs.id, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: newBoard(task.Path, it.Source == "github"),
 		outDir: filepath.Join(e.StateDir(), "runs", rs.id, "items", it.ID), written: map[string]string{},
 		agents: make(chan struct{}, max(agents, 1))}
 	ir.trusted = e.trustsRepo(it)
@@ -261,7 +266,7 @@ func (e *Engine) failItem(ctx context.Context, ir *itemRun, s workflow.State, re
 func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 	owned := false
 	if ir.rs.resumed {
-		steps, err := e.d.Store.Steps(ctx, ir.run)
+		steps, err := e.d.Store.ItemSteps(ctx, ir.run, ir.it.ID)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,5 +52,37 @@ func TestCycleTextBoundsLongOutputs(t *testing.T) {
 	if len(got) > cycleMax+200 || !strings.HasPrefix(got, "first line\n") || !strings.HasSuffix(got, "- Result: SUCCESS") ||
 		!strings.Contains(got, "bytes left out here; the whole output is /o.md") {
 		t.Errorf("long text kept %d bytes: %.80q … %.80q", len(got), got, got[len(got)-80:])
+	}
+}
+
+// The cycle log is appended to step by step and always holds the whole
+// log; a log started again (a resume) replaces the file rather than
+// appending to the old one, and a write that fails is made good by the
+// next one.
+func TestCycleLogAppendsAndRestartsWhole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "item", "current_cycle.md")
+	read := func() string {
+		data, _ := os.ReadFile(path)
+		return string(data)
+	}
+	c := newCycleLog(path, "2026-01-01-001", "Add a", "clean", nil, "coder")
+	c.add(agentSpec{ID: "s1", Role: "coder", Attempt: 1}, agentOut{text: "wrote a"})
+	c.add(agentSpec{ID: "s2", Role: "auditor", Attempt: 1}, agentOut{text: "looks fine"})
+	if got := read(); got != c.b.String() || !strings.Contains(got, "wrote a") || !strings.Contains(got, "looks fine") {
+		t.Fatalf("file after two steps:\n%s\nwant:\n%s", got, c.b.String())
+	}
+	again := newCycleLog(path, "2026-01-01-001", "Add a", "clean", nil, "coder")
+	if got := read(); got != again.b.String() || strings.Contains(got, "wrote a") {
+		t.Fatalf("a restarted log appended to the old one:\n%s", got)
+	}
+	// The file is replaced by a directory: the append fails, and the next
+	// flush after it is removed writes the whole log.
+	os.Remove(path)
+	os.Mkdir(path, 0o755)
+	again.add(agentSpec{ID: "s1", Role: "coder", Attempt: 1}, agentOut{text: "wrote a"})
+	os.Remove(path)
+	again.add(agentSpec{ID: "s2", Role: "auditor", Attempt: 1}, agentOut{text: "looks fine"})
+	if got := read(); got != again.b.String() {
+		t.Fatalf("after a failed write:\n%s\nwant:\n%s", got, again.b.String())
 	}
 }

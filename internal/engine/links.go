@@ -1,40 +1,27 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
-// refuseOutsideLinks fails a commit whose changes hold a symbolic link
+// outsideLinks refuses a commit whose changes hold a symbolic link
 // pointing outside the item's tree. git commits a link, not what it points
 // at, but the link travels in the branch and the pull request: whoever
 // checks it out (a reviewer, CI, the next agent, cadre reading a file back)
-// reads the host file it names. The changes are the uncommitted ones and
-// those the item's branch made since the base (an agent may commit itself).
-func (e *Engine) refuseOutsideLinks(ctx context.Context, ir *itemRun) error {
-	paths, err := ir.repo.Changed(ctx)
-	if err != nil {
-		return fmt.Errorf("list changed files: %w", err)
-	}
-	if base := e.d.Config.BaseBranch; base != "" {
-		// In place the base is the branch itself and this is empty; a
-		// missing base (no such branch yet) leaves only the uncommitted.
-		if out, err := ir.repo.Git(ctx, "diff", "--name-only", "-z", "--no-renames", base+"...HEAD", "--"); err == nil {
-			paths = append(paths, strings.Split(strings.TrimRight(out, "\x00"), "\x00")...)
+// reads the host file it names. The changes are what the commit adds and
+// what the item's branch made since the base (an agent may commit itself):
+// workspace.Repo.Commit lists both in one diff and hands them here.
+func outsideLinks(ir *itemRun) func(paths []string) error {
+	return func(paths []string) error {
+		for _, p := range paths {
+			if target, bad := outsideLink(ir.dir, p); bad {
+				return fmt.Errorf("commit refused: %s is a symbolic link to %s, outside the worktree (remove it or point it inside)", p, target)
+			}
 		}
+		return nil
 	}
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		if target, bad := outsideLink(ir.dir, p); bad {
-			return fmt.Errorf("commit refused: %s is a symbolic link to %s, outside the worktree (remove it or point it inside)", p, target)
-		}
-	}
-	return nil
 }
 
 // outsideLink reports whether rel (relative to root) is a symbolic link

@@ -37,14 +37,9 @@ func (e *Engine) recordGroup(ctx context.Context, ir *itemRun, step string) func
 // recorded process (same pid and start time): a pid reused since is left
 // alone. A group whose leader is gone but whose members live on cannot be
 // told from a later group with the same id; it is reported, not killed.
-func (e *Engine) killOrphan(ctx context.Context, ir *itemRun, step string) error {
-	rec, err := e.d.Store.GetStep(ctx, ir.run, step)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+// rec is the step as the journal has it, read once by the caller.
+func (e *Engine) killOrphan(ctx context.Context, ir *itemRun, rec store.Step) error {
+	step := rec.ID
 	if rec.Status != store.StepStarted || rec.Pgid == 0 {
 		return nil
 	}

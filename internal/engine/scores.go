@@ -96,7 +96,7 @@ func (e *Engine) reviewed(ctx context.Context, ir *itemRun, sp agentSpec, sig si
 
 // outcomes records how the item ended for every working step it ran.
 func (e *Engine) outcomes(ctx context.Context, ir *itemRun, completed bool) {
-	steps, err := e.d.Store.Steps(ctx, ir.run)
+	steps, err := e.d.Store.ItemSteps(ctx, ir.run, ir.it.ID)
 	if err != nil {
 		return
 	}

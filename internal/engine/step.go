@@ -61,19 +61,20 @@ type agentOut struct {
 // already completed. The error is only for ctx cancellation or a journal
 // failure; agent failures are in agentOut.failure.
 func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agentOut, error) {
-	if rec, err := e.d.Store.GetStep(ctx, ir.run, sp.ID); err == nil && rec.Status == store.StepCompleted {
+	if prev, err := e.d.Store.GetStep(ctx, ir.run, sp.ID); err == nil && prev.Status == store.StepCompleted {
 		var out agentOut
-		json.Unmarshal(rec.Signal, &out.sig)
-		out.output = rec.OutputPath
+		json.Unmarshal(prev.Signal, &out.sig)
+		out.output = prev.OutputPath
 		// A later agent may have replaced this output with a link since.
-		out.text, _ = readText(ir.outDir, rec.OutputPath)
+		out.text, _ = readText(ir.outDir, prev.OutputPath)
 		ir.cycle.add(sp, out)
 		ir.worked(sp)
 		return out, nil
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return agentOut{}, err
-	}
-	if err := e.killOrphan(ctx, ir, sp.ID); err != nil {
+	} else if err == nil {
+		if err := e.killOrphan(ctx, ir, prev); err != nil {
+			return agentOut{}, err
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return agentOut{}, err
 	}
 	runnerName, model, _ := e.runnerFor(ir.opts, sp.Role)
@@ -120,7 +121,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		payload["note"] = sp.Note
 	}
 	var issueNumber *int
-	if is, ok := e.issueOf(ir.it); ok {
+	if is, ok := ir.issueOf(e); ok {
 		delete(payload, "taskFile")
 		// Its number is the file's issueNumber, and its repository the
 		// file's repository unless the issue is another repository's.

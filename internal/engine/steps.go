@@ -180,7 +180,7 @@ func (s *ItemSteps) Action(ctx context.Context, c workflow.ActionCall) (workflow
 }
 
 func (s *ItemSteps) loadBaseline(ctx context.Context) error {
-	steps, err := s.e.d.Store.Steps(ctx, s.ir.run)
+	steps, err := s.e.d.Store.ItemSteps(ctx, s.ir.run, s.ir.it.ID)
 	if err != nil {
 		return fmt.Errorf("load baseline of %s: %w", s.ir.it.ID, err)
 	}

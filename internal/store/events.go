@@ -27,6 +27,8 @@ func (s *Store) AppendEvent(ctx context.Context, e Event) error {
 
 // AppendEvents adds events to the journal in one transaction, in order:
 // all of them or none.
+const appendEventQuery = `INSERT INTO events (run_id, time, type, item_id, data) VALUES (?, ?, ?, ?, ?)`
+
 func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
 	for _, e := range events {
 		if e.RunID == "" || e.Type == "" {
@@ -34,14 +36,16 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
 		}
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
+		insert, err := s.txStmt(ctx, tx, appendEventQuery)
+		if err != nil {
+			return fmt.Errorf("append events: %w", err)
+		}
 		for _, e := range events {
 			data, err := jsonArg("data", e.Data)
 			if err != nil {
 				return fmt.Errorf("append event %s: %w", e.Type, err)
 			}
-			_, err = tx.ExecContext(ctx,
-				`INSERT INTO events (run_id, time, type, item_id, data) VALUES (?, ?, ?, ?, ?)`,
-				e.RunID, fmtTime(s.orNow(e.Time)), e.Type, e.ItemID, data)
+			_, err = insert.ExecContext(ctx, e.RunID, fmtTime(s.orNow(e.Time)), e.Type, e.ItemID, data)
 			if isForeignKey(err) {
 				return fmt.Errorf("append event %s: run %s %w", e.Type, e.RunID, ErrNotFound)
 			}

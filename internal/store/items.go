@@ -104,8 +104,12 @@ func (s *Store) UpdateItem(ctx context.Context, runID, id string, u ItemUpdate) 
 		set("attempts", *u.Attempts)
 	}
 	args = append(args, runID, id)
-	res, err := s.w.ExecContext(ctx,
-		`UPDATE items SET `+strings.Join(sets, ", ")+` WHERE run_id = ? AND id = ?`, args...)
+	// One text per combination of fields set: a handful, each prepared once.
+	stmt, err := s.prepared(ctx, true, `UPDATE items SET `+strings.Join(sets, ", ")+` WHERE run_id = ? AND id = ?`)
+	if err != nil {
+		return fmt.Errorf("update item %s: %w", id, err)
+	}
+	res, err := stmt.ExecContext(ctx, args...)
 	if err != nil {
 		return fmt.Errorf("update item %s: %w", id, err)
 	}

@@ -53,7 +53,7 @@ func (s *Store) StartStep(ctx context.Context, st Step) error {
 	if st.RunID == "" || st.ID == "" {
 		return fmt.Errorf("start step %q of run %q: run id and step id are required", st.ID, st.RunID)
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO steps
+	stmt, err := s.prepared(ctx, true, `INSERT INTO steps
 		(run_id, id, item_id, role, runner, model, kind, status, tries, output_path, started_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, 'started', 1, ?, ?)
 		ON CONFLICT (run_id, id) DO UPDATE SET
@@ -64,8 +64,11 @@ func (s *Store) StartStep(ctx context.Context, st Step) error {
 			input_tokens = 0, output_tokens = 0, cache_read_tokens = 0, cache_write_tokens = 0,
 			cost_usd = 0, cost_estimated = 0, error = '',
 			started_at = excluded.started_at, ended_at = NULL, pgid = 0, pgid_start = 0
-		WHERE status <> 'completed'`,
-		st.RunID, st.ID, st.ItemID, st.Role, st.Runner, st.Model, st.Kind, st.OutputPath,
+		WHERE status <> 'completed'`)
+	if err != nil {
+		return fmt.Errorf("start step %s: %w", st.ID, err)
+	}
+	res, err := stmt.ExecContext(ctx, st.RunID, st.ID, st.ItemID, st.Role, st.Runner, st.Model, st.Kind, st.OutputPath,
 		fmtTime(s.orNow(st.StartedAt)))
 	if isForeignKey(err) {
 		return fmt.Errorf("start step %s: run %s %w", st.ID, st.RunID, ErrNotFound)
@@ -104,39 +107,38 @@ func (s *Store) FinishStep(ctx context.Context, st Step) error {
 	}
 	u := st.Usage
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		var (
-			status string
-			tries  int
-		)
-		err := tx.QueryRowContext(ctx, `SELECT status, tries FROM steps WHERE run_id = ? AND id = ?`,
-			st.RunID, st.ID).Scan(&status, &tries)
+		// One statement updates and reads the try it finished; the reason
+		// no row matched is looked up only when none did.
+		var tries int
+		update, err := s.txStmt(ctx, tx, finishStepQuery)
+		if err != nil {
+			return err
+		}
+		err = update.QueryRowContext(ctx, st.Status, st.ExitCode, st.OutputPath, signal, result,
+			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
+			u.CostUSD, u.CostEstimated, st.Error, fmtTime(ended),
+			st.RunID, st.ID).Scan(&tries)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("step of run %s %w (start it first)", st.RunID, ErrNotFound)
+			var status string
+			err := tx.QueryRowContext(ctx, `SELECT status FROM steps WHERE run_id = ? AND id = ?`, st.RunID, st.ID).Scan(&status)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("step of run %s %w (start it first)", st.RunID, ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			return ErrCompleted
 		}
 		if err != nil {
 			return err
 		}
-		if status == StepCompleted {
-			return ErrCompleted
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE steps SET
-			status = ?, exit_code = ?, output_path = COALESCE(NULLIF(?, ''), output_path),
-			signal = ?, result = ?,
-			input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
-			cost_usd = ?, cost_estimated = ?, error = ?, ended_at = ?, pgid = 0, pgid_start = 0
-			WHERE run_id = ? AND id = ?`,
-			st.Status, st.ExitCode, st.OutputPath, signal, result,
-			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
-			u.CostUSD, u.CostEstimated, st.Error, fmtTime(ended),
-			st.RunID, st.ID); err != nil {
-			return err
-		}
 		// Keyed by try, so finishing the same try twice replaces rather
 		// than double-counts.
-		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO step_usage
-			(run_id, step_id, try, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_estimated)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			st.RunID, st.ID, tries, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
+		usage, err := s.txStmt(ctx, tx, stepUsageQuery)
+		if err != nil {
+			return err
+		}
+		_, err = usage.ExecContext(ctx, st.RunID, st.ID, tries, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
 			u.CostUSD, u.CostEstimated)
 		return err
 	})
@@ -146,6 +148,21 @@ func (s *Store) FinishStep(ctx context.Context, st Step) error {
 	return nil
 }
 
+// finishStepQuery finishes a started step and returns its try.
+const finishStepQuery = `UPDATE steps SET
+			status = ?, exit_code = ?, output_path = COALESCE(NULLIF(?, ''), output_path),
+			signal = ?, result = ?,
+			input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
+			cost_usd = ?, cost_estimated = ?, error = ?, ended_at = ?, pgid = 0, pgid_start = 0
+			WHERE run_id = ? AND id = ? AND status <> 'completed'
+			RETURNING tries`
+
+// stepUsageQuery keeps the usage of one try, keyed by try, so finishing the
+// same try twice replaces rather than double-counts.
+const stepUsageQuery = `INSERT OR REPLACE INTO step_usage
+			(run_id, step_id, try, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_estimated)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 // SetStepGroup records the process group of the agent a started step is
 // running: pgid (its leader's pid) and start, the leader's start time. A
 // resume kills the group of a step that never finished, before running the
@@ -153,8 +170,12 @@ func (s *Store) FinishStep(ctx context.Context, st Step) error {
 // started (finished, or unknown) returns ErrNotFound: its agent is no
 // longer its own.
 func (s *Store) SetStepGroup(ctx context.Context, runID, stepID string, pgid int, start uint64) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE steps SET pgid = ?, pgid_start = ?
-		WHERE run_id = ? AND id = ? AND status = 'started'`, pgid, int64(start), runID, stepID)
+	stmt, err := s.prepared(ctx, true, `UPDATE steps SET pgid = ?, pgid_start = ?
+		WHERE run_id = ? AND id = ? AND status = 'started'`)
+	if err != nil {
+		return fmt.Errorf("record process group of step %s: %w", stepID, err)
+	}
+	res, err := stmt.ExecContext(ctx, pgid, int64(start), runID, stepID)
 	if err != nil {
 		return fmt.Errorf("record process group of step %s: %w", stepID, err)
 	}
@@ -172,8 +193,11 @@ const stepColumns = `run_id, item_id, id, role, runner, model, kind, status, tri
 
 // GetStep returns one step of a run, or ErrNotFound.
 func (s *Store) GetStep(ctx context.Context, runID, id string) (Step, error) {
-	st, err := scanStep(s.r.QueryRowContext(ctx,
-		`SELECT `+stepColumns+` FROM steps WHERE run_id = ? AND id = ?`, runID, id))
+	stmt, err := s.prepared(ctx, false, `SELECT `+stepColumns+` FROM steps WHERE run_id = ? AND id = ?`)
+	if err != nil {
+		return Step{}, fmt.Errorf("get step %s: %w", id, err)
+	}
+	st, err := scanStep(stmt.QueryRowContext(ctx, runID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Step{}, fmt.Errorf("get step %s of run %s: %w", id, runID, ErrNotFound)
 	}
@@ -186,24 +210,44 @@ func (s *Store) GetStep(ctx context.Context, runID, id string) (Step, error) {
 // Steps returns the steps of a run in the order they were first started
 // (none for an unknown run).
 func (s *Store) Steps(ctx context.Context, runID string) ([]Step, error) {
-	rows, err := s.r.QueryContext(ctx,
-		`SELECT `+stepColumns+` FROM steps WHERE run_id = ? ORDER BY seq`, runID)
+	steps, err := s.listSteps(ctx, `SELECT `+stepColumns+` FROM steps WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list steps of run %s: %w", runID, err)
+	}
+	return steps, nil
+}
+
+// ItemSteps returns the steps of one item of a run in the order they were
+// first started (none for an unknown run or item). An engine reads an
+// item's steps when the item ends; reading the whole run there would cost
+// every item time in proportion to the size of the fleet.
+func (s *Store) ItemSteps(ctx context.Context, runID, itemID string) ([]Step, error) {
+	steps, err := s.listSteps(ctx, `SELECT `+stepColumns+` FROM steps WHERE run_id = ? AND item_id = ? ORDER BY seq`, runID, itemID)
+	if err != nil {
+		return nil, fmt.Errorf("list steps of item %s of run %s: %w", itemID, runID, err)
+	}
+	return steps, nil
+}
+
+func (s *Store) listSteps(ctx context.Context, query string, args ...any) ([]Step, error) {
+	stmt, err := s.prepared(ctx, false, query)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var steps []Step
 	for rows.Next() {
 		st, err := scanStep(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list steps of run %s: %w", runID, err)
+			return nil, err
 		}
 		steps = append(steps, st)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list steps of run %s: %w", runID, err)
-	}
-	return steps, nil
+	return steps, rows.Err()
 }
 
 // Totals sums the usage of every finished try (completed or failed) of the

@@ -183,6 +183,35 @@ func TestStepsInStartOrder(t *testing.T) {
 	}
 }
 
+func TestItemStepsOfOneItemInStartOrder(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	mustRun(t, s, "r1", t0)
+	mustRun(t, s, "r2", t0)
+	for _, st := range []store.Step{
+		{RunID: "r1", ItemID: "i", ID: "c"}, {RunID: "r1", ItemID: "j", ID: "a"}, {RunID: "r2", ItemID: "i", ID: "x"},
+		{RunID: "r1", ItemID: "i", ID: "b"},
+	} {
+		if err := s.StartStep(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps, err := s.ItemSteps(ctx, "r1", "i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, st := range steps {
+		ids = append(ids, st.RunID+"/"+st.ItemID+"/"+st.ID)
+	}
+	if diff := cmp.Diff([]string{"r1/i/c", "r1/i/b"}, ids); diff != "" {
+		t.Errorf("ItemSteps (-want +got):\n%s", diff)
+	}
+	if steps, err := s.ItemSteps(ctx, "r1", "none"); err != nil || len(steps) != 0 {
+		t.Errorf("unknown item: %v, %v", steps, err)
+	}
+}
+
 func TestTotals(t *testing.T) {
 	ctx := context.Background()
 	u := func(in int64, cost float64, est bool) store.Usage {

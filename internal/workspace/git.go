@@ -206,31 +206,60 @@ var ErrStateStaged = errors.New("refusing to commit cadre state")
 // trailers (none for a zero mark), after checking that nothing under
 // .cadre/ is staged.
 func (r *Repo) CommitAll(ctx context.Context, message string, mark Mark) (string, error) {
-	return r.CommitExcept(ctx, message, mark, nil)
+	return r.Commit(ctx, message, mark, CommitOptions{})
 }
 
 // CommitExcept is CommitAll leaving the paths in except (and their changes)
 // out of the commit, for work that belongs to someone else.
 func (r *Repo) CommitExcept(ctx context.Context, message string, mark Mark, except []string) (string, error) {
+	return r.Commit(ctx, message, mark, CommitOptions{Except: except})
+}
+
+// CommitOptions say what Commit leaves out and checks.
+type CommitOptions struct {
+	// Except: paths (and their changes) left out, work of someone else.
+	Except []string
+	// Base: the branch the tree's branch was made from; the paths Check
+	// sees are then the branch's whole change since it (its commits
+	// included), not only what this commit adds.
+	Base string
+	// Check sees the changed paths before the commit is made; an error
+	// refuses the commit (the changes stay staged).
+	Check func(paths []string) error
+}
+
+// Commit stages every change but opt.Except, refuses the commit when a
+// path under .cadre/ is staged or opt.Check says no, and commits with
+// message and mark's trailers (none for a zero mark). It returns the new
+// commit. Staging, listing and committing take three git processes (four
+// with paths to leave out): the list of paths comes from one diff of the
+// index against the merge base with opt.Base, which covers what status and
+// a diff of the branch would each give.
+func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt CommitOptions) (string, error) {
 	if _, err := r.Git(ctx, "add", "-A", "--", "."); err != nil {
 		return "", err
 	}
-	if len(except) > 0 {
-		args := append([]string{"reset", "--quiet", "--"}, except...)
+	if len(opt.Except) > 0 {
+		args := append([]string{"reset", "--quiet", "--"}, opt.Except...)
 		if _, err := r.Git(ctx, args...); err != nil {
 			// A path that never existed makes reset fail; unstage one by one.
-			for _, p := range except {
+			for _, p := range opt.Except {
 				r.Git(ctx, "reset", "--quiet", "--", p)
 			}
 		}
 	}
-	staged, err := r.Git(ctx, "diff", "--cached", "--name-only", "-z")
+	paths, err := r.stagedSince(ctx, opt.Base)
 	if err != nil {
 		return "", err
 	}
-	for _, p := range strings.Split(staged, "\x00") {
+	for _, p := range paths {
 		if p == StateDir || strings.HasPrefix(p, StateDir+"/") {
 			return "", fmt.Errorf("%w: %s is staged (is %s/ in .gitignore or info/exclude?)", ErrStateStaged, p, StateDir)
+		}
+	}
+	if opt.Check != nil {
+		if err := opt.Check(paths); err != nil {
+			return "", err
 		}
 	}
 	args := []string{"commit", "--quiet", "--allow-empty", "--no-verify", "-m", message}
@@ -241,8 +270,40 @@ func (r *Repo) CommitExcept(ctx context.Context, message string, mark Mark, exce
 	if _, err := r.Git(ctx, args...); err != nil {
 		return "", err
 	}
-	sha, err := r.Git(ctx, "rev-parse", "HEAD")
-	return strings.TrimSpace(sha), err
+	return r.Head(ctx)
+}
+
+// stagedSince lists the paths the index changes against the merge base of
+// HEAD and base (against HEAD when base is ""), renames as a deletion and
+// an addition. When base does not exist (or git predates --merge-base),
+// it is what is staged plus what the branch changed since base, if
+// anything.
+func (r *Repo) stagedSince(ctx context.Context, base string) ([]string, error) {
+	split := func(out string) []string {
+		var paths []string
+		for _, p := range strings.Split(out, "\x00") {
+			if p != "" {
+				paths = append(paths, p)
+			}
+		}
+		return paths
+	}
+	if base != "" {
+		if out, err := r.Git(ctx, "diff", "--cached", "--name-only", "-z", "--no-renames", "--merge-base", base, "--"); err == nil {
+			return split(out), nil
+		}
+	}
+	staged, err := r.Git(ctx, "diff", "--cached", "--name-only", "-z", "--no-renames")
+	if err != nil {
+		return nil, err
+	}
+	paths := split(staged)
+	if base != "" {
+		if out, err := r.Git(ctx, "diff", "--name-only", "-z", "--no-renames", base+"...HEAD", "--"); err == nil {
+			paths = append(paths, split(out)...)
+		}
+	}
+	return paths, nil
 }
 
 // Push pushes branch to remote. A non-empty authHeader ("Authorization:

@@ -33,6 +33,7 @@ type gitCache struct {
 	origins        []string // files configuration is read from
 	filters        string   // git config --name-only --get-regexp filterKeys
 	haveFilters    bool
+	states         stateCache // watched files as last read (Snapshot); own lock
 }
 
 func (r *Repo) gitCache() *gitCache {

@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
+	"time"
 )
 
 // maxWatched bounds how much of one watched file a snapshot keeps (one byte
@@ -33,6 +36,68 @@ type fileState struct {
 	mode   fs.FileMode
 	link   string // a symlink's target
 	data   []byte
+	key    statKey // the stat it was read under; zero when not cacheable
+}
+
+// statKey is what a file's lstat says of its content. Writing a file or
+// replacing it changes its ctime (and inode or size or mtime besides);
+// ctime cannot be set back by a process short of changing the system
+// clock, so an unchanged key means unchanged content, the way git trusts
+// its index. A file changed within racyWindow of being looked at gets no
+// key: a second change in the same timestamp tick would not show.
+type statKey struct {
+	ino, size           uint64
+	mode                fs.FileMode
+	mtime, ctimeS, ctNS int64
+}
+
+func keyOf(fi fs.FileInfo, now time.Time) (statKey, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return statKey{}, false
+	}
+	recent := now.Add(-racyWindow)
+	if fi.ModTime().After(recent) || time.Unix(st.Ctim.Sec, st.Ctim.Nsec).After(recent) {
+		return statKey{}, false
+	}
+	return statKey{ino: st.Ino, size: uint64(st.Size), mode: fi.Mode(), mtime: fi.ModTime().UnixNano(),
+		ctimeS: st.Ctim.Sec, ctNS: st.Ctim.Nsec}, true
+}
+
+// stateCache keeps the watched files as last read, by path, so a snapshot
+// before and after every agent step reads only what changed: a repository
+// holds a dozen hooks and several configuration files, each opened and
+// read twice per step otherwise.
+type stateCache struct {
+	mu    sync.Mutex
+	files map[string]fileState
+}
+
+func (c *stateCache) read(p string) fileState {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return fileState{}
+	}
+	key, ok := keyOf(fi, time.Now())
+	if ok {
+		c.mu.Lock()
+		st, hit := c.files[p]
+		c.mu.Unlock()
+		if hit && st.key == key {
+			return st
+		}
+	}
+	st := readFrom(p, fi)
+	if ok {
+		st.key = key
+		c.mu.Lock()
+		if c.files == nil {
+			c.files = map[string]fileState{}
+		}
+		c.files[p] = st
+		c.mu.Unlock()
+	}
+	return st
 }
 
 func (a fileState) equal(b fileState) bool {
@@ -65,7 +130,7 @@ func (r *Repo) Snapshot(ctx context.Context) (*GitState, error) {
 	s := &GitState{root: filepath.Dir(common), files: map[string]fileState{}}
 	for _, p := range paths {
 		if _, seen := s.files[p]; !seen {
-			s.files[p] = readState(p)
+			s.files[p] = c.states.read(p)
 		}
 	}
 	return s, nil
@@ -94,6 +159,11 @@ func readState(p string) fileState {
 	if err != nil {
 		return fileState{}
 	}
+	return readFrom(p, fi)
+}
+
+// readFrom reads the file p whose lstat is fi.
+func readFrom(p string, fi fs.FileInfo) fileState {
 	st := fileState{exists: true, mode: fi.Mode()}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:

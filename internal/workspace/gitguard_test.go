@@ -120,3 +120,51 @@ func TestSettledConfigChangesAreStillSeen(t *testing.T) {
 		}
 	}
 }
+
+// A watched file read from the snapshot cache (settled, so only its stat
+// is looked at) is still seen changed when an agent rewrites it with the
+// same size and puts its modification time back: the change time moved.
+func TestCachedHookRewrittenInPlaceIsSeen(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	r := newRepo(t)
+	hook := filepath.Join(r.Dir, ".git", "hooks", "post-checkout")
+	write(t, hook, "#!/bin/sh\ntrue\n")
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(hook, old, old)
+	time.Sleep(2 * racyWindow)
+	for range 2 { // the second snapshot reads the hook from the cache
+		before, err := r.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := before.Changed(ctx, r); len(got) != 0 {
+			t.Fatalf("changed with no change: %v", got)
+		}
+	}
+	if r.gitCache().states.files[hook].key == (statKey{}) {
+		t.Fatal("the settled hook was not cached")
+	}
+	before, _ := r.Snapshot(ctx)
+	f, err := os.OpenFile(hook, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("#!/bin/sh\nevil\n"), 0)
+	f.Close()
+	os.Chtimes(hook, old, old)
+	got, err := before.Changed(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != hook {
+		t.Fatalf("changed = %v, want the hook", got)
+	}
+	if err := before.Restore(got); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(hook); string(data) != "#!/bin/sh\ntrue\n" {
+		t.Errorf("hook after restore: %q", data)
+	}
+}

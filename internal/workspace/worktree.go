@@ -85,6 +85,9 @@ type Worktrees struct {
 	repo *Repo
 	dir  string // <root>/.cadre/worktrees
 	mu   sync.Mutex
+
+	poolMu sync.Mutex
+	pool   *pool // prepared worktrees (StartPool); nil when off
 }
 
 // NewWorktrees manages the item worktrees of repo.
@@ -113,19 +116,33 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 	if err := CheckItemID(item); err != nil {
 		return nil, err
 	}
-	if _, err := w.repo.Git(ctx, "check-ref-format", "--branch", branch); err != nil {
-		return nil, fmt.Errorf("branch name %q for item %s is not valid: %w", branch, item, err)
+	// The names cadre makes pass plainBranch; git judges any other.
+	if !plainBranch(branch) {
+		if _, err := w.repo.Git(ctx, "check-ref-format", "--branch", branch); err != nil {
+			return nil, fmt.Errorf("branch name %q for item %s is not valid: %w", branch, item, err)
+		}
 	}
 	path := w.Path(item)
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	repo := w.repo
 	if opt.Untrusted {
 		repo = repo.Untrusted()
 	}
+	// A prepared worktree is handed over outside w.mu, which the pool
+	// holds while it prepares the next one.
+	w.poolMu.Lock()
+	p := w.pool
+	w.poolMu.Unlock()
+	if _, err := os.Lstat(path); p != nil && errors.Is(err, os.ErrNotExist) {
+		if wt := p.take(ctx, repo, branch, path); wt != nil {
+			return wt, nil
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if _, err := os.Stat(filepath.Join(path, ".git")); err == nil {
 		wt := repo.child(path)
-		cur, err := wt.Git(ctx, "rev-parse", "--abbrev-ref", "HEAD")
+		repo.inherit(ctx, wt)
+		cur, err := wt.Branch(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("worktree %s: %w", path, err)
 		}
@@ -170,7 +187,9 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 			return nil, fmt.Errorf("create worktree for %s: %w", item, err)
 		}
 	}
-	return repo.child(path), nil
+	wt := repo.child(path)
+	repo.inherit(ctx, wt)
+	return wt, nil
 }
 
 func listPaths(paths []string) string {

@@ -40,14 +40,28 @@ func Update(path string, set []Field) error {
 	if len(set) == 0 {
 		return nil
 	}
-	return rewrite(path, func(data []byte) ([]byte, error) { return update(path, data, set) })
+	return rewrite(path, true, func(data []byte) ([]byte, error) { return update(path, data, set) })
+}
+
+// UpdateNoSync is Update without the two fsyncs: the replacement is still
+// atomic (a reader, or a process killed mid-write, sees the old file or the
+// new one), but an operating-system crash or power loss may leave the old
+// content. It is for a caller whose record of truth is elsewhere and who
+// rewrites the file after such a crash anyway: the engine's board, which
+// replays the stage fields from the journal on resume. Those writes come
+// several times per agent step, and two fsyncs each were most of their cost.
+func UpdateNoSync(path string, set []Field) error {
+	if len(set) == 0 {
+		return nil
+	}
+	return rewrite(path, false, func(data []byte) ([]byte, error) { return update(path, data, set) })
 }
 
 // rewrite replaces the file at path with change(its content). Someone else
 // (an agent editing the task's body) may write the file meanwhile: when its
 // content changed between the read and the rename, the change is applied
 // again to the new content, so their edit is never overwritten.
-func rewrite(path string, change func([]byte) ([]byte, error)) error {
+func rewrite(path string, sync bool, change func([]byte) ([]byte, error)) error {
 	for try := 0; ; try++ {
 		target, data, perm, err := read(path)
 		if err != nil {
@@ -57,7 +71,7 @@ func rewrite(path string, change func([]byte) ([]byte, error)) error {
 		if err != nil {
 			return err
 		}
-		err = write(target, out, data, perm)
+		err = write(target, out, data, perm, sync)
 		if !errors.Is(err, errChanged) || try == maxRewrites {
 			return err
 		}
@@ -335,7 +349,7 @@ func verify(path string, before *frontmatter, out string, set []Field) error {
 // one is followed by a blank line when another section follows. The file's line ending is used
 // throughout. Atomic as Update.
 func SetReview(path string, rating int, accepted bool, text string) error {
-	return rewrite(path, func(data []byte) ([]byte, error) { return review(path, data, rating, accepted, text) })
+	return rewrite(path, true, func(data []byte) ([]byte, error) { return review(path, data, rating, accepted, text) })
 }
 
 // review returns data, the content of the task file at path, with its review section set.
@@ -427,7 +441,7 @@ func read(path string) (target string, data []byte, perm fs.FileMode, err error)
 
 // write replaces the file at path with data, atomically: a reader sees the old file or the new
 // one, never a mix, and a crash leaves one of the two. Nothing is written when data equals old.
-func write(path string, data, old []byte, perm fs.FileMode) (err error) {
+func write(path string, data, old []byte, perm fs.FileMode, sync bool) (err error) {
 	if string(data) == string(old) {
 		return nil
 	}
@@ -452,8 +466,10 @@ func write(path string, data, old []byte, perm fs.FileMode) (err error) {
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
+	if sync {
+		if err := f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
@@ -464,6 +480,9 @@ func write(path string, data, old []byte, perm fs.FileMode) (err error) {
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		return err
+	}
+	if !sync {
+		return nil
 	}
 	// The rename is durable only once the directory entry is on disk.
 	dh, err := os.Open(dir)

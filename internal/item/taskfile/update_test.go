@@ -227,6 +227,37 @@ func TestUpdateUnchangedDoesNotRewrite(t *testing.T) {
 	}
 }
 
+// TestUpdateNoSyncReplacesAtomically: the unsynced variant makes the same
+// change, keeps the mode, replaces the file by rename (a reader holding
+// the old file keeps the old content) and leaves no temp file.
+func TestUpdateNoSyncReplacesAtomically(t *testing.T) {
+	path := writeTask(t, "---\nstage: plan # now\ntitle: T\n---\nbody\n")
+	os.Chmod(path, 0o600)
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := UpdateNoSync(path, []Field{{"stage", "code"}, {"attempts", 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readTask(t, path), "---\nstage: code # now\ntitle: T\nattempts: 2\n---\nbody\n"; got != want {
+		t.Errorf("content:\n%s\nwant:\n%s", got, want)
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.SameFile(before, after) {
+		t.Error("the file was rewritten in place, not replaced by a rename")
+	}
+	if after.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", after.Mode().Perm())
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("directory holds %d entries, want 1 (a temp file left behind?)", len(entries))
+	}
+}
+
 func TestUpdateMissingFile(t *testing.T) {
 	err := Update(filepath.Join(t.TempDir(), "none.md"), []Field{{"stage", "code"}})
 	if !errors.Is(err, os.ErrNotExist) {
