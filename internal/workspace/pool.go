@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -106,17 +107,39 @@ func (w *Worktrees) cleanPool(ctx context.Context) error {
 	defer w.mu.Unlock()
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
-		if _, err := w.repo.Git(ctx, "worktree", "remove", "--force", "--", p); err != nil {
+		// Twice --force: a checkout cut short leaves its worktree locked
+		// ("initializing"), which one --force does not remove.
+		if _, err := w.repo.Git(ctx, "worktree", "remove", "--force", "--force", "--", p); err != nil {
 			if err := os.RemoveAll(p); err != nil {
 				return fmt.Errorf("clean worktree pool: %w", err)
 			}
 		}
 	}
+	w.unlockPool(ctx, dir)
 	if _, err := w.repo.Git(ctx, "worktree", "prune"); err != nil {
 		return fmt.Errorf("clean worktree pool: %w", err)
 	}
 	os.Remove(dir)
 	return nil
+}
+
+// unlockPool unlocks the registrations of prepared worktrees under dir, so
+// that prune removes those whose directory is gone: git locks a worktree
+// while it checks it out, and a checkout killed early (StopPool, a killed
+// run) leaves the lock, which prune respects.
+func (w *Worktrees) unlockPool(ctx context.Context, dir string) {
+	common, _, err := w.repo.gitDirs(ctx)
+	if err != nil {
+		return
+	}
+	admins, _ := filepath.Glob(filepath.Join(common, "worktrees", "*", "gitdir"))
+	for _, f := range admins {
+		data, err := os.ReadFile(f)
+		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(data)), dir+string(filepath.Separator)) {
+			continue
+		}
+		os.Remove(filepath.Join(filepath.Dir(f), "locked"))
+	}
 }
 
 func (p *pool) poke() {

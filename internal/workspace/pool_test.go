@@ -208,3 +208,29 @@ func TestPoolNotForTrustedItemsWithFilters(t *testing.T) {
 	}
 	noPoolLeft(t, r, w)
 }
+
+// A preparation killed mid-checkout leaves its registration locked, which
+// git worktree prune keeps; stopping the pool still leaves none.
+func TestPoolRemovesLockedLeftover(t *testing.T) {
+	ctx := context.Background()
+	r, w := poolRepo(t)
+	if err := w.StartPool(ctx, "main", 1); err != nil {
+		t.Fatal(err)
+	}
+	ready := waitReady(t, w, 1)
+	admin, ok := linkedGitDir(ready[0])
+	if !ok {
+		t.Fatal("no registration for the prepared worktree")
+	}
+	write(t, filepath.Join(admin, "locked"), "initializing\n")
+	if err := os.RemoveAll(ready[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.StopPool(ctx); err != nil {
+		t.Fatal(err)
+	}
+	noPoolLeft(t, r, w)
+	if got := worktreeList(t, r); len(got) != 1 {
+		t.Errorf("git lists %v, want the main worktree only", got)
+	}
+}
