@@ -57,6 +57,7 @@ func (s *ItemSteps) Stage(ctx context.Context, st workflow.State, d workflow.Dec
 	if err := s.provision(ctx); err != nil {
 		return Staged{}, err
 	}
+	ir.forgetWritten()
 	if err := e.syncFrontmatter(ctx, ir, st, d); err != nil {
 		return Staged{}, err
 	}
@@ -101,6 +102,7 @@ func (s *ItemSteps) endRunner(ctx context.Context, end Ending) (itemOutcome, err
 	default:
 		return e.failItem(ctx, ir, st, fmt.Sprintf("unexpected decision %v", d.Kind))
 	}
+	ir.forgetWritten()
 	if err := e.syncFrontmatter(ctx, ir, st, d); err != nil {
 		return itemOutcome{}, err
 	}
@@ -151,4 +153,14 @@ func (e *Engine) runHalted(run string) bool {
 	}
 	_, err := os.Stat(e.haltPath(run))
 	return err == nil
+}
+
+// forgetWritten drops what this process last wrote to the task file: an
+// executor's other processes may have written it since (the item's
+// previous step ran on another worker), so the next values are written
+// even when they equal this process's last ones.
+func (ir *itemRun) forgetWritten() {
+	ir.boardMu.Lock()
+	defer ir.boardMu.Unlock()
+	clear(ir.written)
 }

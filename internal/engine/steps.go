@@ -43,6 +43,15 @@ func (e *Engine) OpenRun(ctx context.Context, runID string) (*RunSteps, error) {
 	// resumed: a worker may take over an item another one began, whose
 	// worktree then holds this run's own uncommitted changes.
 	rs := &runState{id: runID, opts: opts, resumed: true, done: map[string]chan struct{}{}, ok: map[string]bool{}}
+	// The run's own items are the dependencies its driver awaits; Begin
+	// checks only the others (unmetDeps), as the embedded engine does.
+	items, err := e.d.Store.Items(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("open run %s: %w", runID, err)
+	}
+	for _, it := range items {
+		rs.done[it.ID] = nil
+	}
 	return &RunSteps{e: e, rs: rs}, nil
 }
 
@@ -112,6 +121,10 @@ func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 	if s.loadErr != nil {
 		return end(store.ItemFailed, s.loadErr.Error())
 	}
+	if reason := e.unmetDeps(ir.task, ir.rs); reason != "" {
+		e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + reason})
+		return end(store.ItemSkipped, reason)
+	}
 	name := e.workflowOf(ir.opts, ir.task)
 	if name == workflow.RunnerWorkflow {
 		// The executor decides with workflow.Next from the same state; a
@@ -178,6 +191,7 @@ func (s *ItemSteps) Agent(ctx context.Context, c workflow.AgentCall, visit int) 
 	if err := s.provision(ctx); err != nil {
 		return workflow.Outcome{}, err
 	}
+	s.ir.forgetWritten() // the item's previous step may have run in another process
 	s.e.setBoard(s.ir, map[string]any{"agent": c.Role})
 	out, err := s.fx.agent(ctx, c, visit)
 	return out, tampered(err)
