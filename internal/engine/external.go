@@ -2,14 +2,15 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/store"
-	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
 // Driver runs one item of a journaled run to its end in another executor
@@ -30,10 +31,6 @@ func (e *Engine) StartWith(ctx context.Context, opts Options, drive Driver) (Sum
 		return Summary{}, err
 	}
 	defer release()
-	if err := e.checkDeclarative(ctx, runID, opts); err != nil {
-		e.d.Store.SetRunStatus(context.WithoutCancel(ctx), runID, store.RunFailed, e.d.PID)
-		return Summary{}, err
-	}
 	return e.drive(ctx, runID, opts, false, drive)
 }
 
@@ -47,6 +44,10 @@ func (e *Engine) ResumeDriven(ctx context.Context, runID string, ov ResumeOverri
 		return Summary{}, err
 	}
 	defer release()
+	// The halt of the run's last attempt is over: its items go on.
+	if err := os.Remove(e.haltPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Summary{}, fmt.Errorf("resume %s: %w", id, err)
+	}
 	return e.drive(ctx, id, opts, true, drive)
 }
 
@@ -82,6 +83,13 @@ func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed 
 				e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.Warning, Message: "skipped: " + reason})
 				return
 			}
+			if why := e.haltReason(runID); why != "" {
+				// Another item's hard stop halted the run before this
+				// one started (it waited for another).
+				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)})
+				rs.halt(store.RunFailed, why)
+				return
+			}
 			if e.stopRequested(runID) {
 				// cadre stop came before this item started (it waited
 				// for another): it stays to do, for resume.
@@ -101,7 +109,13 @@ func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed 
 			rs.markOK(it.ID, got.Status == store.ItemCompleted)
 			switch got.Status {
 			case store.ItemFailed:
-				rs.fail(it.ID + ": " + got.Error)
+				if why := e.haltReason(runID); why != "" {
+					// A hard stop (or a tampered tree) halts the run,
+					// as in the embedded engine.
+					rs.halt(store.RunFailed, why)
+				} else {
+					rs.fail(it.ID + ": " + got.Error)
+				}
 			case store.ItemPaused:
 				rs.pause(it.ID + ": " + got.Error)
 			case store.ItemStopped:
@@ -127,23 +141,4 @@ func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed 
 		sum.Status, sum.Reason = store.RunPaused, rs.paused
 	}
 	return e.finish(ctx, runID, sum, start, runErr)
-}
-
-// checkDeclarative refuses a run whose items would run the runner
-// workflow, which is not an interpreter workflow and so runs only embedded.
-func (e *Engine) checkDeclarative(ctx context.Context, runID string, opts Options) error {
-	items, err := e.d.Store.Items(ctx, runID)
-	if err != nil {
-		return err
-	}
-	for _, it := range items {
-		t, err := taskfile.Load(it.Ref)
-		if err != nil {
-			continue // the item fails with this when it begins
-		}
-		if e.workflowOf(opts, t) == workflow.RunnerWorkflow {
-			return fmt.Errorf("%w: %s would run the runner workflow, which runs only on the embedded engine: pass --workflow (cadre workflows list)", ErrPreflight, it.ID)
-		}
-	}
-	return nil
 }

@@ -216,25 +216,11 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 			}
 			s, d = e.next(lim, ir, s, workflow.Event{Kind: workflow.Answered, Human: &ans})
 		case workflow.Complete:
-			if err := e.commit(ctx, ir); err != nil {
-				return e.failItem(ctx, ir, s, err.Error())
-			}
-			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp(s.Stage), Attempts: &s.Attempts, CurrentStep: strp("")})
-			e.archiveCycle(ctx, ir, time.Now(), "")
-			e.outcomes(ctx, ir, true)
-			e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: s.Stage})
-			return itemOutcome{completed: true}, nil
+			return e.completeItem(ctx, ir, s)
 		case workflow.HardStop:
 			return e.failItem(ctx, ir, s, d.Reason)
 		case workflow.Stopped:
-			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemStopped), Stage: strp(s.Stage), Attempts: &s.Attempts})
-			reason := "stopped by request"
-			status := store.RunStopped
-			if h := rs.halted(); h != "" {
-				status, reason = h, rs.haltReason
-			}
-			e.publish(ir, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Message: d.Reason})
-			return itemOutcome{halt: status, reason: reason}, nil
+			return e.stopItem(ctx, ir, s, d)
 		default:
 			return itemOutcome{}, fmt.Errorf("item %s: unexpected decision %v", it.ID, d.Kind)
 		}
@@ -248,6 +234,31 @@ func (e *Engine) next(lim workflow.Limits, ir *itemRun, s workflow.State, ev wor
 		s, _ = workflow.Next(lim, s, workflow.Event{Kind: workflow.Stop})
 	}
 	return workflow.Next(lim, s, ev)
+}
+
+// completeItem commits a task that reached completed and journals it so.
+func (e *Engine) completeItem(ctx context.Context, ir *itemRun, s workflow.State) (itemOutcome, error) {
+	if err := e.commit(ctx, ir); err != nil {
+		return e.failItem(ctx, ir, s, err.Error())
+	}
+	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp(s.Stage), Attempts: &s.Attempts, CurrentStep: strp("")})
+	e.archiveCycle(ctx, ir, time.Now(), "")
+	e.outcomes(ctx, ir, true)
+	e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: s.Stage})
+	return itemOutcome{completed: true}, nil
+}
+
+// stopItem journals an item that honoured a stop (cadre stop, or another
+// item's hard stop) before a new stage: it stays to do, for resume.
+func (e *Engine) stopItem(ctx context.Context, ir *itemRun, s workflow.State, d workflow.Decision) (itemOutcome, error) {
+	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemStopped), Stage: strp(s.Stage), Attempts: &s.Attempts})
+	reason := "stopped by request"
+	status := store.RunStopped
+	if h, why := ir.rs.haltedWhy(); h != "" {
+		status, reason = h, why
+	}
+	e.publish(ir, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Message: d.Reason})
+	return itemOutcome{halt: status, reason: reason}, nil
 }
 
 // failItem ends an item on a hard stop, which halts the whole run.

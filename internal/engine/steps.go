@@ -43,6 +43,15 @@ func (e *Engine) OpenRun(ctx context.Context, runID string) (*RunSteps, error) {
 	// resumed: a worker may take over an item another one began, whose
 	// worktree then holds this run's own uncommitted changes.
 	rs := &runState{id: runID, opts: opts, resumed: true, done: map[string]chan struct{}{}, ok: map[string]bool{}}
+	// The run's own items are the dependencies its driver awaits; Begin
+	// checks only the others (unmetDeps), as the embedded engine does.
+	items, err := e.d.Store.Items(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("open run %s: %w", runID, err)
+	}
+	for _, it := range items {
+		rs.done[it.ID] = nil
+	}
 	return &RunSteps{e: e, rs: rs}, nil
 }
 
@@ -89,6 +98,12 @@ type Begun struct {
 	Limits   workflow.FlowLimits `json:"limits"`
 	Status   string              `json:"status,omitempty"` // store.ItemFailed or store.ItemSkipped
 	Reason   string              `json:"reason,omitempty"`
+	// The runner workflow's: the item's stage and attempts as the run
+	// first saw them (workflow.Initial), and whether the run halted or
+	// was asked to stop before the item began.
+	Stage    string `json:"stage,omitempty"`
+	Attempts int    `json:"attempts,omitempty"`
+	Halted   bool   `json:"halted,omitempty"`
 }
 
 // Begin checks the item, gives it its worktree and journals it running.
@@ -106,9 +121,27 @@ func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 	if s.loadErr != nil {
 		return end(store.ItemFailed, s.loadErr.Error())
 	}
+	if reason := e.unmetDeps(ir.task, ir.rs); reason != "" {
+		e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + reason})
+		return end(store.ItemSkipped, reason)
+	}
 	name := e.workflowOf(ir.opts, ir.task)
 	if name == workflow.RunnerWorkflow {
-		return end(store.ItemFailed, "the runner workflow runs only on the embedded engine: choose a declarative workflow (--workflow)")
+		// The executor decides with workflow.Next from the same state; a
+		// skip is journaled here, before the item is seen running.
+		_, d := workflow.Next(e.runnerLimits(), workflow.Initial(ir.it.ID, ir.it.InitStage, ir.it.InitAttempts), workflow.Event{Kind: workflow.Start})
+		if d.Kind == workflow.Skip {
+			e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + d.Reason})
+			return end(store.ItemSkipped, d.Reason)
+		}
+		// Its tree is provisioned by its first step, as the embedded
+		// engine provisions only an item with a step to run.
+		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)}); err != nil {
+			return Begun{}, err
+		}
+		e.publish(ir, event.Event{Type: event.TaskStarted, Stage: ir.it.InitStage, Message: ir.task.Title})
+		b.Workflow, b.Stage, b.Attempts, b.Halted = name, ir.it.InitStage, ir.it.InitAttempts, e.runHalted(ir.run)
+		return b, nil
 	}
 	switch ir.it.InitStage {
 	case workflow.StageCompleted, workflow.StageBacklog, workflow.StageFailed:
@@ -158,6 +191,7 @@ func (s *ItemSteps) Agent(ctx context.Context, c workflow.AgentCall, visit int) 
 	if err := s.provision(ctx); err != nil {
 		return workflow.Outcome{}, err
 	}
+	s.ir.forgetWritten() // the item's previous step may have run in another process
 	s.e.setBoard(s.ir, map[string]any{"agent": c.Role})
 	out, err := s.fx.agent(ctx, c, visit)
 	return out, tampered(err)
@@ -249,10 +283,13 @@ func (s *ItemSteps) Warn(msg string) {
 
 // Ending is how an item's workflow ended, for End.
 type Ending struct {
-	Result   workflow.Result `json:"result"`
-	Paused   string          `json:"paused,omitempty"`   // it waits (a runner's quota)
-	Tampered string          `json:"tampered,omitempty"` // a step found the tree tampered with
-	Stopped  bool            `json:"stopped,omitempty"`  // cancelled (cadre stop)
+	Result workflow.Result `json:"result"`
+	// Runner, for the runner workflow, is its last decision (Result is
+	// the interpreter's, unused then).
+	Runner   *RunnerEnding `json:"runner,omitempty"`
+	Paused   string        `json:"paused,omitempty"`   // it waits (a runner's quota)
+	Tampered string        `json:"tampered,omitempty"` // a step found the tree tampered with
+	Stopped  bool          `json:"stopped,omitempty"`  // cancelled (cadre stop)
 }
 
 // Ended is the item's journaled status after End.
@@ -268,6 +305,13 @@ type Ended struct {
 // engine does, publishing its branch and pull request when it completed.
 func (s *ItemSteps) End(ctx context.Context, end Ending) (Ended, error) {
 	e, ir := s.e, s.ir
+	if end.Runner != nil {
+		out, err := s.endRunner(ctx, end)
+		if err != nil {
+			return Ended{}, err
+		}
+		return s.ended(ctx, out)
+	}
 	if end.Stopped {
 		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)}); err != nil {
 			return Ended{}, err
@@ -292,11 +336,29 @@ func (s *ItemSteps) End(ctx context.Context, end Ending) (Ended, error) {
 	if err != nil {
 		return Ended{}, err
 	}
+	return s.ended(ctx, out)
+}
+
+// ended reads the item's journaled end; an end that fails the run (a hard
+// stop, a tampered tree) is told to the run's items in other processes.
+func (s *ItemSteps) ended(ctx context.Context, out itemOutcome) (Ended, error) {
+	e, ir := s.e, s.ir
+	if out.halt == store.RunFailed {
+		if err := e.haltRun(ir.run, out.reason); err != nil {
+			return Ended{}, err
+		}
+	}
 	it, err := e.d.Store.GetItem(ctx, ir.run, ir.it.ID)
 	if err != nil {
 		return Ended{}, err
 	}
 	return Ended{Status: it.Status, Reason: it.Error, Halt: out.halt}, nil
+}
+
+// runnerLimits are cadre.yaml's limits as the runner workflow takes them.
+func (e *Engine) runnerLimits() workflow.Limits {
+	lim := e.d.Config.Limits
+	return workflow.Limits{AuditPassRating: lim.AuditPassRating, MaxAttempts: lim.MaxAttempts, EscalateBelowConfidence: lim.EscalateBelowConfidence}
 }
 
 // Workflows are the engine's workflow definitions.

@@ -109,6 +109,19 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (flow.Outcome, 
 	return out, stepFailure(err)
 }
 
+// Stage performs (or replays) a step of the runner workflow, heartbeating.
+func (a *Activities) Stage(ctx context.Context, in StageInput) (engine.Staged, error) {
+	a.inflight.Add(1)
+	defer a.inflight.Done()
+	s, err := a.item(ctx, in.ItemRef)
+	if err != nil {
+		return engine.Staged{}, err
+	}
+	defer a.heartbeat(ctx, in.Run, in.Decision.Step.ID)()
+	out, err := s.Stage(ctx, in.State, in.Decision)
+	return out, stepFailure(err)
+}
+
 // Ask journals a question to a human, or returns its journaled answer.
 func (a *Activities) Ask(ctx context.Context, in HumanInput) (Asked, error) {
 	a.inflight.Add(1)

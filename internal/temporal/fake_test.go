@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/signal"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
 
@@ -25,6 +26,14 @@ type fakeSteps struct {
 	workflow string
 	agent    func(ctx context.Context, in AgentInput) (flow.Outcome, error)
 	asked    Asked // what Ask returns
+
+	// The runner workflow's: the item's first stage and attempts, and
+	// what each stage's step gives (nil: runnerStage).
+	stage    string
+	attempts int
+	halted   bool // the run halted before the item began
+	staged   func(ctx context.Context, in StageInput) (engine.Staged, error)
+	states   []flow.State // the state each stage was asked in
 }
 
 func (f *fakeSteps) log(format string, args ...any) {
@@ -35,7 +44,38 @@ func (f *fakeSteps) log(format string, args ...any) {
 
 func (f *fakeSteps) Begin(ctx context.Context, in ItemRef) (engine.Begun, error) {
 	f.log("begin %s/%s", in.Run, in.Item)
-	return engine.Begun{Workflow: f.workflow, Limits: flow.FlowLimits{EscalateBelowConfidence: 5, MaxReviewRounds: 2}}, nil
+	return engine.Begun{Workflow: f.workflow, Limits: flow.FlowLimits{EscalateBelowConfidence: 5, MaxReviewRounds: 2, AuditPassRating: 8, MaxAttempts: 2},
+		Stage: f.stage, Attempts: f.attempts, Halted: f.halted}, nil
+}
+
+func (f *fakeSteps) Stage(ctx context.Context, in StageInput) (engine.Staged, error) {
+	st := in.Decision.Step
+	f.log("stage %s review %q", st.ID, st.Review)
+	f.mu.Lock()
+	f.states = append(f.states, in.State)
+	f.mu.Unlock()
+	if f.staged != nil {
+		return f.staged(ctx, in)
+	}
+	return runnerStage(9)(ctx, in)
+}
+
+// runnerStage is a stage whose agent succeeds, the auditor rating each
+// visit as ratings says (the last one for later visits).
+func runnerStage(ratings ...int) func(context.Context, StageInput) (engine.Staged, error) {
+	return func(_ context.Context, in StageInput) (engine.Staged, error) {
+		st := in.Decision.Step
+		c := 9
+		sig := signal.Signal{Agent: st.Role, Result: signal.Success, Confidence: &c}
+		if st.Role == flow.RoleAuditor {
+			r := ratings[min(st.Attempt, len(ratings))-1]
+			sig.Result, sig.Rating = signal.Pass, &r
+			if r < 8 {
+				sig.Result = signal.Fail
+			}
+		}
+		return engine.Staged{Event: flow.Event{Kind: flow.StepDone, Role: st.Role, Step: st.ID, Signal: sig, Output: "out/" + st.ID}}, nil
+	}
 }
 
 func (f *fakeSteps) Agent(ctx context.Context, in AgentInput) (flow.Outcome, error) {
@@ -71,6 +111,17 @@ func (f *fakeSteps) End(ctx context.Context, in EndInput) (engine.Ended, error) 
 	f.mu.Unlock()
 	if in.Ending.Stopped {
 		return engine.Ended{Status: "stopped"}, nil
+	}
+	if r := in.Ending.Runner; r != nil {
+		switch {
+		case in.Ending.Paused != "":
+			return engine.Ended{Status: "paused", Reason: in.Ending.Paused}, nil
+		case r.Decision.Kind == flow.Complete:
+			return engine.Ended{Status: "completed"}, nil
+		case r.Decision.Kind == flow.Stopped:
+			return engine.Ended{Status: "stopped"}, nil
+		}
+		return engine.Ended{Status: "failed", Reason: r.Decision.Reason}, nil
 	}
 	return engine.Ended{Status: in.Ending.Result.Status, Reason: in.Ending.Result.Reason}, nil
 }

@@ -16,6 +16,7 @@ type Steps interface {
 	Begin(ctx context.Context, in ItemRef) (engine.Begun, error)
 	Agent(ctx context.Context, in AgentInput) (flow.Outcome, error)
 	Action(ctx context.Context, in ActionInput) (flow.Outcome, error)
+	Stage(ctx context.Context, in StageInput) (engine.Staged, error)
 	Ask(ctx context.Context, in HumanInput) (Asked, error)
 	Answer(ctx context.Context, in AnswerInput) error
 	End(ctx context.Context, in EndInput) (engine.Ended, error)
@@ -40,7 +41,7 @@ func RegisterWorkflow(r WorkflowRegistry, wf *Workflows) {
 
 // RegisterActivities registers steps under the names histories record.
 func RegisterActivities(r ActivityRegistry, steps Steps) {
-	for name, fn := range map[string]any{ActBegin: steps.Begin, ActAgent: steps.Agent, ActAction: steps.Action,
+	for name, fn := range map[string]any{ActBegin: steps.Begin, ActAgent: steps.Agent, ActAction: steps.Action, ActStage: steps.Stage,
 		ActAsk: steps.Ask, ActAnswer: steps.Answer, ActEnd: steps.End} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -9,17 +9,33 @@ import (
 	"go.temporal.io/sdk/worker"
 )
 
-// Determinism: the history of a real run (recorded from the dev server
-// with `temporal workflow show --output json`: the simple workflow, one
-// agent step and its commit) replays against today's workflow code. A
-// change that makes the workflow decide differently, or in another order,
-// for the same activity results fails here before it breaks the workflows
-// running on a server.
+// Determinism: histories of real runs replay against today's workflow
+// code. A change that makes the workflow decide differently, or in another
+// order, for the same activity results fails here before it breaks the
+// workflows running on a server.
+//
+// Each was recorded from the dev server with `temporal workflow show
+// --workflow-id <id> --output json` after a run with the script runner:
+//   - history-simple.json: the simple workflow, one agent step and its
+//     commit;
+//   - history-runner.json: the runner workflow (a plain task file, no
+//     workflow: key) from stage plan, its first audit rated 4 and its
+//     second 9 (audit_pass_rating 8): planner, coder, auditor, coder,
+//     auditor, then the end that commits. The repository, cadre.yaml and
+//     scenario are those of task "retry" in
+//     internal/cli/testdata/temporal/temporal_runner.txtar with the task
+//     at stage plan; record again with one worker and cadre run against
+//     `temporal server start-dev`, whose address and queue cadre.yaml
+//     names.
 func TestReplayRecordedHistory(t *testing.T) {
-	r := worker.NewWorkflowReplayer()
-	RegisterWorkflow(r, testWorkflows(t))
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := r.ReplayWorkflowHistoryFromJSONFile(logger, "testdata/history-simple.json"); err != nil {
-		t.Fatal(err)
+	for _, file := range []string{"testdata/history-simple.json", "testdata/history-runner.json"} {
+		t.Run(file, func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			RegisterWorkflow(r, testWorkflows(t))
+			logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, file); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -1,7 +1,9 @@
 // Package temporal runs cadre's workflows on Temporal: one Temporal
-// workflow per item runs the same interpreter as the embedded engine
-// (internal/workflow), and each of its effects (an agent step, an action,
-// journaling a question to a human, the item's end) is an activity that
+// workflow per item runs the same decision code as the embedded engine
+// (internal/workflow: the interpreter of declarative workflows, or the
+// runner workflow's workflow.Next), and each of its effects (an agent
+// step, an action, a stage of the runner workflow, journaling a question
+// to a human, the item's end) is an activity that
 // calls the embedded engine's own effect code (engine.ItemSteps) against
 // the shared journal. One implementation of the state machine, two
 // executors: Temporal only decides where and when each step runs.
@@ -21,6 +23,7 @@ const (
 	ActBegin     = "cadre.Begin"
 	ActAgent     = "cadre.Agent"
 	ActAction    = "cadre.Action"
+	ActStage     = "cadre.Stage"
 	ActAsk       = "cadre.Ask"
 	ActAnswer    = "cadre.Answer"
 	ActEnd       = "cadre.End"
@@ -81,6 +84,14 @@ type AgentInput struct {
 type ActionInput struct {
 	ItemRef
 	Call flow.ActionCall `json:"call"`
+}
+
+// StageInput is a step of the runner workflow: the decision workflow.Next
+// made in state State.
+type StageInput struct {
+	ItemRef
+	State    flow.State    `json:"state"`
+	Decision flow.Decision `json:"decision"`
 }
 
 // HumanInput is a question to a human.

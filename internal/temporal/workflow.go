@@ -21,7 +21,8 @@ type Workflows struct {
 	Roles func(string) bool
 }
 
-// Item runs one item's workflow: the interpreter decides, activities act.
+// Item runs one item's workflow: the interpreter (or, for the runner
+// workflow, workflow.Next) decides, activities act.
 func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, error) {
 	x := newExec(in)
 	var begun engine.Begun
@@ -30,6 +31,9 @@ func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, erro
 	}
 	if begun.Status != "" {
 		return engine.Ended{Status: begun.Status, Reason: begun.Reason}, nil
+	}
+	if begun.Workflow == flow.RunnerWorkflow {
+		return x.runner(ctx, begun)
 	}
 	def, ok := w.Defs.Get(begun.Workflow)
 	if !ok {
@@ -252,4 +256,85 @@ func (x *exec) end(ctx workflow.Context, e engine.Ending) (engine.Ended, error) 
 	var ended engine.Ended
 	err := workflow.ExecuteActivity(x.journalCtx(ctx), ActEnd, EndInput{ItemRef: x.ref, Ending: e, Warnings: x.warnings}).Get(ctx, &ended)
 	return ended, err
+}
+
+// runner drives the runner workflow (seed 001's stage pipeline) as the
+// embedded engine's item loop does: workflow.Next, pure and deterministic,
+// decides here in workflow code, and each decision's effect is an
+// activity (a stage's agent step with the task file's frontmatter, the
+// question to a human, the item's end: its commit, or the hard stop that
+// halts the run). A stop (the stop signal, or cadre stop or another
+// item's hard stop as a stage reports them) reaches workflow.Next as a
+// Stop event before its next decision: the running step finishes and no
+// new stage starts.
+func (x *exec) runner(ctx workflow.Context, b engine.Begun) (engine.Ended, error) {
+	if err := workflow.SetQueryHandler(ctx, QueryPending, x.pendingCalls); err != nil {
+		return engine.Ended{}, err
+	}
+	workflow.Go(ctx, x.receiveApprovals)
+	workflow.Go(ctx, x.receiveStop)
+	lim := flow.Limits{AuditPassRating: b.Limits.AuditPassRating, MaxAttempts: b.Limits.MaxAttempts,
+		EscalateBelowConfidence: b.Limits.EscalateBelowConfidence}
+	halted := b.Halted
+	next := func(s flow.State, ev flow.Event) (flow.State, flow.Decision) {
+		if !s.Stopping && (halted || x.stopping) {
+			s, _ = flow.Next(lim, s, flow.Event{Kind: flow.Stop})
+		}
+		return flow.Next(lim, s, ev)
+	}
+	s, d := next(flow.Initial(x.ref.Item, b.Stage, b.Attempts), flow.Event{Kind: flow.Start})
+	for {
+		var err error
+		switch d.Kind {
+		case flow.RunStep:
+			var got engine.Staged
+			err = workflow.ExecuteActivity(x.stepCtx(ctx, 1), ActStage, StageInput{ItemRef: x.ref, State: s, Decision: d}).Get(ctx, &got)
+			if err == nil {
+				halted = halted || got.Halted
+				s, d = next(s, got.Event)
+				continue
+			}
+		case flow.AskHuman:
+			var ans flow.Answer
+			ans, err = x.Human(withWorkflow(ctx), d.Human)
+			if err == nil {
+				s, d = next(s, flow.Event{Kind: flow.Answered, Human: &ans})
+				continue
+			}
+		default:
+			// Complete, HardStop or Stopped: the item's end says which.
+			return x.end(ctx, engine.Ending{Runner: &engine.RunnerEnding{State: s, Decision: d}})
+		}
+		return x.runnerFailed(ctx, s, err)
+	}
+}
+
+// runnerFailed ends a runner-workflow item whose step or question failed:
+// cancelled (cadre stop --now), stopped while it waited for a human,
+// paused (a quota), its tree tampered with, or a step failing past its
+// retries, which is a hard stop.
+func (x *exec) runnerFailed(ctx workflow.Context, s flow.State, err error) (engine.Ended, error) {
+	end := engine.Ending{Runner: &engine.RunnerEnding{State: s}}
+	switch {
+	case ctx.Err() != nil:
+		end.Stopped = true
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		if _, err := x.end(dctx, end); err != nil {
+			return engine.Ended{}, err
+		}
+		return engine.Ended{}, ctx.Err()
+	case x.stopping && errors.Is(err, errStopping):
+		end.Runner.Decision = flow.Decision{Kind: flow.Stopped, Reason: "stopped while waiting for a human"}
+		return x.end(ctx, end)
+	}
+	x.stepErr(err)
+	switch {
+	case x.tampered != "":
+		end.Tampered = x.tampered
+	case x.paused != "":
+		end.Paused = x.paused
+	default:
+		end.Runner.Decision = flow.Decision{Kind: flow.HardStop, Reason: err.Error()}
+	}
+	return x.end(ctx, end)
 }

@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// The runner workflow (seed 001's stage pipeline) in an executor that
+// drives workflow.Next itself (the Temporal workflow): each decision's
+// effect is one call here, performed by the embedded engine's own code
+// (step, syncFrontmatter, completeItem, failItem, stopItem), so the
+// pipeline's effects have one implementation whichever executor decides.
+//
+// A hard stop halts the whole run. The embedded engine tells its other
+// items through the run's shared state in memory; an executor's items run
+// in several processes, so the hard-stopping item writes the run's halt
+// file beside its stop file (.cadre/runs/<run>/halt, holding the reason),
+// and every stage call reports whether the run halted or was asked to
+// stop, which the executor hands to workflow.Next as a Stop before its
+// next decision, as the embedded engine's next does. The workers of a
+// task queue share the repository's state directory (its journal is
+// there), so they all see the file; resuming the run removes it.
+
+// Staged is a runner-workflow step's outcome, for workflow.Next.
+type Staged struct {
+	Event workflow.Event `json:"event"`
+	// Halted: cadre stop or another item's hard stop came; the item
+	// starts no new stage.
+	Halted bool `json:"halted,omitempty"`
+}
+
+// RunnerEnding is the runner workflow's last decision for an item, and
+// the state it was made in.
+type RunnerEnding struct {
+	State    workflow.State    `json:"state"`
+	Decision workflow.Decision `json:"decision"`
+}
+
+// Stage performs (or replays from the journal) the step of decision d,
+// made in state st: the task file's frontmatter is brought to the state
+// first, as the embedded engine does before each decision. A pause (a
+// runner's quota, the budget) is an error wrapping workflow.ErrPaused, a
+// tampered tree one wrapping ErrTampered.
+func (s *ItemSteps) Stage(ctx context.Context, st workflow.State, d workflow.Decision) (Staged, error) {
+	e, ir := s.e, s.ir
+	if d.Kind != workflow.RunStep {
+		return Staged{}, fmt.Errorf("stage of %s: decision %v runs no step", ir.it.ID, d.Kind)
+	}
+	if err := s.provision(ctx); err != nil {
+		return Staged{}, err
+	}
+	ir.forgetWritten()
+	if err := e.syncFrontmatter(ctx, ir, st, d); err != nil {
+		return Staged{}, err
+	}
+	if reason := e.overBudget(ctx, ir, d.Step.ID); reason != "" {
+		return Staged{}, fmt.Errorf("%s: %w", reason, workflow.ErrPaused)
+	}
+	ev, err := e.step(ctx, ir, st, d.Step)
+	if pe := (*pausedError)(nil); errors.As(err, &pe) {
+		return Staged{}, fmt.Errorf("%s: %w", pe.reason, workflow.ErrPaused)
+	}
+	if err != nil {
+		return Staged{}, tampered(err)
+	}
+	// The next stage may run in another process: its frontmatter must
+	// not be overtaken by a write still queued here.
+	if err := ir.board.flush(); err != nil {
+		return Staged{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
+	}
+	return Staged{Event: ev, Halted: e.runHalted(ir.run)}, nil
+}
+
+// endRunner journals how a runner-workflow item ended, as the embedded
+// engine's item loop does: completed and committed, failed (which halts
+// the run), stopped, or paused.
+func (s *ItemSteps) endRunner(ctx context.Context, end Ending) (itemOutcome, error) {
+	e, ir := s.e, s.ir
+	st, d := end.Runner.State, end.Runner.Decision
+	switch {
+	case end.Stopped:
+		return e.stopItem(ctx, ir, st, workflow.Decision{Kind: workflow.Stopped, Reason: "cancelled"})
+	case end.Tampered != "":
+		return e.failItem(ctx, ir, st, end.Tampered)
+	case end.Paused != "":
+		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &end.Paused}); err != nil {
+			return itemOutcome{}, err
+		}
+		e.publish(ir, event.Event{Type: event.ItemPaused, Stage: st.Stage, Message: end.Paused})
+		return itemOutcome{paused: true, reason: end.Paused}, nil
+	}
+	switch d.Kind {
+	case workflow.Complete, workflow.HardStop, workflow.Stopped:
+	default:
+		return e.failItem(ctx, ir, st, fmt.Sprintf("unexpected decision %v", d.Kind))
+	}
+	ir.forgetWritten()
+	if err := e.syncFrontmatter(ctx, ir, st, d); err != nil {
+		return itemOutcome{}, err
+	}
+	switch d.Kind {
+	case workflow.Complete:
+		// The commit is made in the item's tree, which this process may
+		// not have opened yet.
+		if err := s.provision(ctx); err != nil {
+			return e.failItem(ctx, ir, st, err.Error())
+		}
+		return e.completeItem(ctx, ir, st)
+	case workflow.HardStop:
+		return e.failItem(ctx, ir, st, d.Reason)
+	}
+	return e.stopItem(ctx, ir, st, d)
+}
+
+func (e *Engine) haltPath(run string) string {
+	return filepath.Join(e.StateDir(), "runs", run, "halt")
+}
+
+// haltRun tells the run's items in every process that the run halted.
+func (e *Engine) haltRun(run, reason string) error {
+	p := e.haltPath(run)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("halt run %s: %w", run, err)
+	}
+	if err := os.WriteFile(p, []byte(reason+"\n"), 0o644); err != nil {
+		return fmt.Errorf("halt run %s: %w", run, err)
+	}
+	return nil
+}
+
+// haltReason is why the run halted (another process's item hard-stopped
+// it), or "".
+func (e *Engine) haltReason(run string) string {
+	data, err := os.ReadFile(e.haltPath(run))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// runHalted says whether the run's items must start no new stage.
+func (e *Engine) runHalted(run string) bool {
+	if e.stopRequested(run) {
+		return true
+	}
+	_, err := os.Stat(e.haltPath(run))
+	return err == nil
+}
+
+// forgetWritten drops what this process last wrote to the task file: an
+// executor's other processes may have written it since (the item's
+// previous step ran on another worker), so the next values are written
+// even when they equal this process's last ones.
+func (ir *itemRun) forgetWritten() {
+	ir.boardMu.Lock()
+	defer ir.boardMu.Unlock()
+	clear(ir.written)
+}

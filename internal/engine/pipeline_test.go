@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// twoWorkers is a Driver that runs the runner workflow as the Temporal
+// item workflow does (workflow.Next deciding, Begin, Stage and End acting)
+// with its steps alternating between two "workers": each keeps the items
+// it opened, as a worker process does, so a step finds what it last did
+// for the item outdated by the other worker's steps since.
+type twoWorkers struct {
+	e      *Engine
+	mu     sync.Mutex
+	runs   [2]*RunSteps
+	items  [2]map[string]*ItemSteps
+	halted []string // the run's halt as each item's driving began
+}
+
+func (w *twoWorkers) open(ctx context.Context, t *testing.T, i int, run, item string) *ItemSteps {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.runs[i] == nil {
+		rs, err := w.e.OpenRun(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.runs[i], w.items[i] = rs, map[string]*ItemSteps{}
+	}
+	if s := w.items[i][item]; s != nil {
+		return s
+	}
+	s, err := w.runs[i].OpenItem(ctx, item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.items[i][item] = s
+	return s
+}
+
+func (w *twoWorkers) drive(t *testing.T) Driver {
+	return func(ctx context.Context, run string, it store.Item) error {
+		w.mu.Lock()
+		w.halted = append(w.halted, w.e.haltReason(run))
+		w.mu.Unlock()
+		n := 0
+		b, err := w.open(ctx, t, n, run, it.ID).Begin(ctx)
+		if err != nil || b.Status != "" {
+			return err
+		}
+		lim := workflow.Limits{AuditPassRating: b.Limits.AuditPassRating, MaxAttempts: b.Limits.MaxAttempts, EscalateBelowConfidence: b.Limits.EscalateBelowConfidence}
+		halted := b.Halted
+		next := func(s workflow.State, ev workflow.Event) (workflow.State, workflow.Decision) {
+			if halted && !s.Stopping {
+				s, _ = workflow.Next(lim, s, workflow.Event{Kind: workflow.Stop})
+			}
+			return workflow.Next(lim, s, ev)
+		}
+		s, d := next(workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
+		for d.Kind == workflow.RunStep {
+			n++
+			got, err := w.open(ctx, t, n%2, run, it.ID).Stage(ctx, s, d)
+			if err != nil {
+				return err
+			}
+			halted = halted || got.Halted
+			s, d = next(s, got.Event)
+		}
+		// The end runs where the last stage did: that worker last wrote
+		// the stage the item ends in, before the other's step since.
+		st := w.open(ctx, t, n%2, run, it.ID)
+		if _, err := st.End(ctx, Ending{Runner: &RunnerEnding{State: s, Decision: d}}); err != nil {
+			return err
+		}
+		for i := range w.items {
+			if s := w.items[i][it.ID]; s != nil {
+				if err := s.Close(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// The runner workflow's effects through ItemSteps, each step in the other
+// worker than the one before: the task files end as on the embedded
+// engine (stage, attempts, the review), each task is committed once on its
+// branch, and the run completes.
+func TestItemStepsRunTheStagePipelineAcrossWorkers(t *testing.T) {
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Role == "auditor" && inv.Item == "b" && inv.Attempt == 1 {
+			return runner.Result{Output: signalText("auditor", "INSUFFICIENT", 3)}
+		}
+		return passAll(inv)
+	}, [2]string{"a", "code"}, [2]string{"b", "code"}, [2]string{"c", "plan"})
+	w := &twoWorkers{e: e.eng}
+	sum, err := e.eng.StartWith(context.Background(), Options{}, w.drive(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != store.RunCompleted {
+		t.Fatalf("run %s: %s", sum.Status, sum.Reason)
+	}
+	for id, attempts := range map[string]int{"a": 0, "b": 1, "c": 0} {
+		tk := e.task(id)
+		if tk.Stage != workflow.StageCompleted || tk.Attempts != attempts {
+			t.Errorf("%s: frontmatter %s/%d, want completed/%d", id, tk.Stage, tk.Attempts, attempts)
+		}
+		if !strings.Contains(tk.Body, "**Verdict: ACCEPTED**") {
+			t.Errorf("%s: accepted review not written:\n%s", id, tk.Body)
+		}
+	}
+	log := git(t, e.root, "log", "--all", "--format=%s")
+	for _, id := range []string{"a", "b", "c"} {
+		if n := strings.Count(log, "cadre: complete task "+id+":"); n != 1 {
+			t.Errorf("%d commits of %s, want 1:\n%s", n, id, log)
+		}
+	}
+	want := []string{"b/code/coder#1", "b/audit/auditor#1", "b/code/coder#2", "b/audit/auditor#2"}
+	var got []string
+	for _, c := range e.fake.calls {
+		if strings.HasPrefix(c, "b/") {
+			got = append(got, c)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("b's agent steps %q, want %q", got, want)
+	}
+}
+
+// A hard stop halts the run in the other items' "processes" too: a, from
+// audit, fails its audits (its task file says audit, whichever worker
+// wrote it last); b's running coder finishes, b starts no new stage and
+// is stopped, and the run fails with a's reason. Resuming clears the halt.
+func TestItemStepsHardStopHaltsTheOtherItems(t *testing.T) {
+	var eng *Engine
+	var run string
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		switch {
+		case inv.Item == "a" && inv.Role == "auditor":
+			return runner.Result{Output: signalText("auditor", "INSUFFICIENT", 3)}
+		case inv.Item == "b" && inv.Role == "coder":
+			// b's coder is still running when a hard-stops.
+			for deadline := time.Now().Add(10 * time.Second); eng.haltReason(run) == "" && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		return passAll(inv)
+	}, [2]string{"a", "audit"}, [2]string{"b", "code"})
+	eng = e.eng
+	w := &twoWorkers{e: e.eng}
+	drive := w.drive(t)
+	sum, err := e.eng.StartWith(context.Background(), Options{}, func(ctx context.Context, id string, it store.Item) error {
+		run = id
+		return drive(ctx, id, it)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != store.RunFailed || !strings.HasPrefix(sum.Reason, "a: audit rated 3/10") {
+		t.Errorf("run %s: %s, want failed by a's audits", sum.Status, sum.Reason)
+	}
+	if b, err := e.st.GetItem(context.Background(), sum.Run, "b"); err != nil || b.Status != store.ItemStopped {
+		t.Errorf("b: %+v, %v: want stopped", b, err)
+	}
+	if tk := e.task("b"); tk.Stage != workflow.StageCode {
+		t.Errorf("b's stage %s, want code: no audit after the halt", tk.Stage)
+	}
+	for _, c := range e.fake.calls {
+		if strings.HasPrefix(c, "b/audit") {
+			t.Errorf("b's auditor ran after the halt: %q", e.fake.calls)
+		}
+	}
+	if tk := e.task("a"); tk.Stage != workflow.StageAudit || tk.Attempts != 2 {
+		t.Errorf("a: frontmatter %s/%d, want audit/2", tk.Stage, tk.Attempts)
+	}
+
+	w2 := &twoWorkers{e: e.eng}
+	if _, err := e.eng.ResumeDriven(context.Background(), sum.Run, ResumeOverrides{}, w2.drive(t)); err != nil {
+		t.Fatal(err)
+	}
+	if len(w2.halted) != 2 {
+		t.Errorf("resume drove %d items, want a and b", len(w2.halted))
+	}
+	for _, h := range w2.halted {
+		if h != "" {
+			t.Errorf("resumed with the old halt %q", h)
+		}
+	}
+	if _, err := os.Stat(e.eng.haltPath(sum.Run)); err != nil {
+		t.Errorf("a's hard stop again on resume wrote no halt: %v", err)
+	}
+}
