@@ -49,7 +49,13 @@ func WriteFile(root, path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	werr := f.Truncate(0)
+	// A new file is empty: truncating it anyway is not free, as ext4
+	// takes a truncation to zero followed by writes as a replacement and
+	// flushes the file to disk on close.
+	var werr error
+	if fi, err := f.Stat(); err != nil || fi.Size() > 0 {
+		werr = f.Truncate(0)
+	}
 	if werr == nil {
 		_, werr = f.Write(data)
 	}
