@@ -2,9 +2,11 @@ package workspace
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -74,7 +76,11 @@ func baseConfigFiles(common, gitDir string) []string {
 }
 
 // fingerprint is the stat of each path (absent ones included), or "" when
-// one was changed within racyWindow.
+// it cannot be taken. A file changed within racyWindow may change again
+// without its stat changing: its content is part of its fingerprint
+// instead, so a repository whose configuration was just written (cadre's
+// own setup, a test's) is not asked again at every step of the run's
+// first moments.
 func fingerprint(paths []string) string {
 	var b strings.Builder
 	recent := time.Now().Add(-racyWindow)
@@ -84,15 +90,20 @@ func fingerprint(paths []string) string {
 			fmt.Fprintf(&b, "%s:-\x00", p)
 			continue
 		}
-		if fi.ModTime().After(recent) {
-			return ""
-		}
 		st, ok := fi.Sys().(*syscall.Stat_t)
 		if !ok {
 			return ""
 		}
-		if time.Unix(st.Ctim.Sec, st.Ctim.Nsec).After(recent) {
-			return ""
+		if fi.ModTime().After(recent) || time.Unix(st.Ctim.Sec, st.Ctim.Nsec).After(recent) {
+			if !fi.Mode().IsRegular() {
+				return ""
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return ""
+			}
+			fmt.Fprintf(&b, "%s:%d:=%x\x00", p, st.Ino, sha256.Sum256(data))
+			continue
 		}
 		fmt.Fprintf(&b, "%s:%d:%d:%d:%d:%d\x00", p, st.Ino, st.Size, fi.ModTime().UnixNano(), st.Ctim.Sec, st.Ctim.Nsec)
 	}
@@ -110,9 +121,12 @@ func (r *Repo) configOrigins(ctx context.Context, c *gitCache) []string {
 		return c.origins
 	}
 	c.stamp, c.haveFilters = "", false
+	// Taken before git reads: a file changed while it does leaves no stamp.
+	before := fingerprint(base)
 	// Reading configuration runs nothing.
 	out, _ := git(ctx, r.Dir, "config", "--list", "--includes", "--show-origin", "-z")
 	var origins []string
+	var filters strings.Builder
 	includes := false
 	recs := strings.Split(out, "\x00")
 	for i := 0; i+1 < len(recs); i += 2 {
@@ -126,13 +140,23 @@ func (r *Repo) configOrigins(ctx context.Context, c *gitCache) []string {
 		if strings.HasPrefix(strings.ToLower(key), "include") {
 			includes = true
 		}
+		// The names are canonical, as git config --get-regexp matches
+		// them: the filter drivers come from the same read, not from a
+		// second git process.
+		if filterKeyRE.MatchString(key) {
+			filters.WriteString(key + "\n")
+		}
 	}
 	c.origins = origins
-	if !includes {
+	c.filters, c.haveFilters = filters.String(), true
+	if !includes && before != "" && fingerprint(base) == before {
 		c.stamp = fingerprint(append(base, origins...))
 	}
 	return origins
 }
+
+// filterKeyRE is filterKeys compiled.
+var filterKeyRE = regexp.MustCompile(filterKeys)
 
 // filterConfig is the output of git config --name-only --get-regexp
 // filterKeys: the settings of every filter driver now defined.
@@ -150,7 +174,7 @@ func (r *Repo) filterConfig(ctx context.Context) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r.configOrigins(ctx, c)
-	if c.stamp != "" && c.haveFilters {
+	if c.haveFilters {
 		return c.filters
 	}
 	c.filters, c.haveFilters = ask(), c.stamp != ""
