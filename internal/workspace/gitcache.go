@@ -35,6 +35,7 @@ type gitCache struct {
 	origins        []string // files configuration is read from
 	filters        string   // git config --name-only --get-regexp filterKeys
 	haveFilters    bool
+	email          string     // git config user.email, from the same read
 	states         stateCache // watched files as last read (Snapshot); own lock
 }
 
@@ -127,7 +128,7 @@ func (r *Repo) configOrigins(ctx context.Context, c *gitCache) []string {
 	out, _ := git(ctx, r.Dir, "config", "--list", "--includes", "--show-origin", "-z")
 	var origins []string
 	var filters strings.Builder
-	includes := false
+	includes, email := false, ""
 	recs := strings.Split(out, "\x00")
 	for i := 0; i+1 < len(recs); i += 2 {
 		if p, ok := strings.CutPrefix(recs[i], "file:"); ok {
@@ -136,9 +137,12 @@ func (r *Repo) configOrigins(ctx context.Context, c *gitCache) []string {
 			}
 			origins = append(origins, p)
 		}
-		key, _, _ := strings.Cut(recs[i+1], "\n")
+		key, value, _ := strings.Cut(recs[i+1], "\n")
 		if strings.HasPrefix(strings.ToLower(key), "include") {
 			includes = true
+		}
+		if key == "user.email" {
+			email = value // the last one wins, as in git config user.email
 		}
 		// The names are canonical, as git config --get-regexp matches
 		// them: the filter drivers come from the same read, not from a
@@ -148,7 +152,7 @@ func (r *Repo) configOrigins(ctx context.Context, c *gitCache) []string {
 		}
 	}
 	c.origins = origins
-	c.filters, c.haveFilters = filters.String(), true
+	c.filters, c.haveFilters, c.email = filters.String(), true, email
 	if !includes && before != "" && fingerprint(base) == before {
 		c.stamp = fingerprint(append(base, origins...))
 	}
@@ -179,4 +183,18 @@ func (r *Repo) filterConfig(ctx context.Context) string {
 	}
 	c.filters, c.haveFilters = ask(), c.stamp != ""
 	return c.filters
+}
+
+// userEmail is git config user.email, read with the configuration's
+// origins rather than by a git process of its own.
+func (r *Repo) userEmail(ctx context.Context) string {
+	if _, _, err := r.gitDirs(ctx); err != nil {
+		out, _ := r.Git(ctx, "config", "user.email")
+		return out
+	}
+	c := r.gitCache()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r.configOrigins(ctx, c)
+	return c.email
 }

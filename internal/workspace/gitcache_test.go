@@ -52,3 +52,29 @@ func TestRacyConfigFiltersFollowChanges(t *testing.T) {
 		t.Errorf("filters kept %t: %q", c.haveFilters, c.filters)
 	}
 }
+
+// Commits name the configured author, read with the configuration
+// listing; a repository with none gets cadre's.
+func TestCommitterFromConfiguration(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	for _, email := range []string{"t@example.com", ""} {
+		r := newRepo(t)
+		if email == "" {
+			r.Git(ctx, "config", "--unset", "user.email")
+			r = &Repo{Dir: r.Dir}
+		}
+		write(t, filepath.Join(r.Dir, "f.txt"), "x\n")
+		if _, err := r.CommitAll(ctx, "c", Mark{}); err != nil {
+			t.Fatal(err)
+		}
+		want := email
+		if want == "" {
+			want = "cadre@localhost"
+		}
+		if got, _ := r.Git(ctx, "log", "-1", "--format=%ae"); strings.TrimSpace(got) != want {
+			t.Errorf("author %q, want %q", strings.TrimSpace(got), want)
+		}
+	}
+}
