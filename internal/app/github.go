@@ -112,10 +112,9 @@ func (g *GitHub) Push(ctx context.Context, dir, branch string) error {
 	if err := g.init(ctx); err != nil {
 		return err
 	}
-	repo, err := workspace.Open(ctx, dir)
-	if err != nil {
-		return err
-	}
+	// dir is the item's working tree, as the engine made it: git need not
+	// be asked for its top level (push runs from anywhere in a tree).
+	repo := &workspace.Repo{Dir: dir}
 	header := ""
 	if url, err := repo.Git(ctx, "remote", "get-url", "origin"); err == nil && strings.HasPrefix(strings.TrimSpace(url), "https://") {
 		header = "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+g.token))

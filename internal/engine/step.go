@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,8 +170,13 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		// beside its context file (readable under the sandbox too), not
 		// from a copy in every step's prompt.
 		data.ItemFile = filepath.Join(filepath.Dir(ctxPath), itemTextFile)
-		if err := writeStepFile(ir.outDir, data.ItemFile, []byte(itemText(ir.task.Body))); err != nil {
-			return agentOut{}, err
+		// Written once per item: rewritten only when missing or changed
+		// (an agent may have edited it), not at every step.
+		text := []byte(itemText(ir.task.Body))
+		if old, err := safefile.ReadFile(ir.outDir, data.ItemFile); err != nil || !bytes.Equal(old, text) {
+			if err := writeStepFile(ir.outDir, data.ItemFile, text); err != nil {
+				return agentOut{}, err
+			}
 		}
 	}
 	if inline {

@@ -49,9 +49,14 @@ func WriteFile(root, path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	werr := f.Truncate(0)
+	// Written over, then cut to length: ext4 takes a truncation to zero
+	// followed by writes as a replacement and flushes the file to disk on
+	// close, which a step file does not need.
+	_, werr := f.WriteAt(data, 0)
 	if werr == nil {
-		_, werr = f.Write(data)
+		if fi, err := f.Stat(); err != nil || fi.Size() > int64(len(data)) {
+			werr = f.Truncate(int64(len(data)))
+		}
 	}
 	if err := f.Close(); werr == nil {
 		werr = err

@@ -62,7 +62,7 @@ func (r *Repo) child(dir string) *Repo {
 // repository and user configuration name none.
 func (r *Repo) committer() []string {
 	r.idOnce.Do(func() {
-		if email, _ := r.Git(context.Background(), "config", "user.email"); strings.TrimSpace(email) == "" {
+		if strings.TrimSpace(r.userEmail(context.Background())) == "" {
 			r.identity = []string{"-c", "user.name=cadre", "-c", "user.email=cadre@localhost"}
 		}
 	})
@@ -135,14 +135,13 @@ func subcommand(args []string) string {
 // ExcludeState makes sure .cadre/ is ignored by this repository through
 // info/exclude, so state never shows as a change and is never staged.
 func (r *Repo) ExcludeState(ctx context.Context) error {
-	p, err := r.Git(ctx, "rev-parse", "--git-path", "info/exclude")
+	// info/exclude is the repository's, in its common directory, for
+	// every worktree (git rev-parse --git-path info/exclude).
+	common, _, err := r.gitDirs(ctx)
 	if err != nil {
 		return err
 	}
-	path := strings.TrimSpace(p)
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(r.Dir, path)
-	}
+	path := filepath.Join(common, "info", "exclude")
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", path, err)

@@ -2,9 +2,11 @@ package workspace
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,6 +35,7 @@ type gitCache struct {
 	origins        []string // files configuration is read from
 	filters        string   // git config --name-only --get-regexp filterKeys
 	haveFilters    bool
+	email          string     // git config user.email, from the same read
 	states         stateCache // watched files as last read (Snapshot); own lock
 }
 
@@ -74,7 +77,11 @@ func baseConfigFiles(common, gitDir string) []string {
 }
 
 // fingerprint is the stat of each path (absent ones included), or "" when
-// one was changed within racyWindow.
+// it cannot be taken. A file changed within racyWindow may change again
+// without its stat changing: its content is part of its fingerprint
+// instead, so a repository whose configuration was just written (cadre's
+// own setup, a test's) is not asked again at every step of the run's
+// first moments.
 func fingerprint(paths []string) string {
 	var b strings.Builder
 	recent := time.Now().Add(-racyWindow)
@@ -84,15 +91,20 @@ func fingerprint(paths []string) string {
 			fmt.Fprintf(&b, "%s:-\x00", p)
 			continue
 		}
-		if fi.ModTime().After(recent) {
-			return ""
-		}
 		st, ok := fi.Sys().(*syscall.Stat_t)
 		if !ok {
 			return ""
 		}
-		if time.Unix(st.Ctim.Sec, st.Ctim.Nsec).After(recent) {
-			return ""
+		if fi.ModTime().After(recent) || time.Unix(st.Ctim.Sec, st.Ctim.Nsec).After(recent) {
+			if !fi.Mode().IsRegular() {
+				return ""
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return ""
+			}
+			fmt.Fprintf(&b, "%s:%d:=%x\x00", p, st.Ino, sha256.Sum256(data))
+			continue
 		}
 		fmt.Fprintf(&b, "%s:%d:%d:%d:%d:%d\x00", p, st.Ino, st.Size, fi.ModTime().UnixNano(), st.Ctim.Sec, st.Ctim.Nsec)
 	}
@@ -110,10 +122,13 @@ func (r *Repo) configOrigins(ctx context.Context, c *gitCache) []string {
 		return c.origins
 	}
 	c.stamp, c.haveFilters = "", false
+	// Taken before git reads: a file changed while it does leaves no stamp.
+	before := fingerprint(base)
 	// Reading configuration runs nothing.
 	out, _ := git(ctx, r.Dir, "config", "--list", "--includes", "--show-origin", "-z")
 	var origins []string
-	includes := false
+	var filters strings.Builder
+	includes, email := false, ""
 	recs := strings.Split(out, "\x00")
 	for i := 0; i+1 < len(recs); i += 2 {
 		if p, ok := strings.CutPrefix(recs[i], "file:"); ok {
@@ -122,17 +137,30 @@ func (r *Repo) configOrigins(ctx context.Context, c *gitCache) []string {
 			}
 			origins = append(origins, p)
 		}
-		key, _, _ := strings.Cut(recs[i+1], "\n")
+		key, value, _ := strings.Cut(recs[i+1], "\n")
 		if strings.HasPrefix(strings.ToLower(key), "include") {
 			includes = true
 		}
+		if key == "user.email" {
+			email = value // the last one wins, as in git config user.email
+		}
+		// The names are canonical, as git config --get-regexp matches
+		// them: the filter drivers come from the same read, not from a
+		// second git process.
+		if filterKeyRE.MatchString(key) {
+			filters.WriteString(key + "\n")
+		}
 	}
 	c.origins = origins
-	if !includes {
+	c.filters, c.haveFilters, c.email = filters.String(), true, email
+	if !includes && before != "" && fingerprint(base) == before {
 		c.stamp = fingerprint(append(base, origins...))
 	}
 	return origins
 }
+
+// filterKeyRE is filterKeys compiled.
+var filterKeyRE = regexp.MustCompile(filterKeys)
 
 // filterConfig is the output of git config --name-only --get-regexp
 // filterKeys: the settings of every filter driver now defined.
@@ -150,9 +178,23 @@ func (r *Repo) filterConfig(ctx context.Context) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r.configOrigins(ctx, c)
-	if c.stamp != "" && c.haveFilters {
+	if c.haveFilters {
 		return c.filters
 	}
 	c.filters, c.haveFilters = ask(), c.stamp != ""
 	return c.filters
+}
+
+// userEmail is git config user.email, read with the configuration's
+// origins rather than by a git process of its own.
+func (r *Repo) userEmail(ctx context.Context) string {
+	if _, _, err := r.gitDirs(ctx); err != nil {
+		out, _ := r.Git(ctx, "config", "user.email")
+		return out
+	}
+	c := r.gitCache()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r.configOrigins(ctx, c)
+	return c.email
 }

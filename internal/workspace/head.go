@@ -160,5 +160,5 @@ func (r *Repo) inherit(ctx context.Context, c *Repo) {
 		return
 	}
 	cc.origins, cc.stamp = p.origins, stamp
-	cc.filters, cc.haveFilters = p.filters, p.haveFilters
+	cc.filters, cc.haveFilters, cc.email = p.filters, p.haveFilters, p.email
 }
