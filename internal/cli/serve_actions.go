@@ -45,15 +45,22 @@ func (a *boardActions) signal() {
 
 // Approve journals the answer, as cadre approve does.
 func (a *boardActions) Approve(ctx context.Context, run, item string, approved bool, note string) error {
-	if _, err := engine.Approve(ctx, a.st, run, item, approved, note); err != nil {
+	step, err := engine.Approve(ctx, a.st, run, item, approved, note)
+	if err != nil {
 		if _, gerr := a.st.GetItem(ctx, run, item); gerr != nil {
 			return gerr
 		}
 		return fmt.Errorf("%w: %w", web.ErrConflict, err)
 	}
+	// A run on Temporal waits in its item's workflow, which takes the
+	// answer as a signal and goes on: there is nothing to resume here.
+	goes, err := a.f.signalApproval(ctx, a.st, run, item, step, approved, note)
+	if err != nil {
+		return err
+	}
 	a.mu.Lock()
 	a.answered++
-	if a.standalone {
+	if a.standalone && !goes {
 		a.pending[run] = true
 	}
 	a.mu.Unlock()
