@@ -35,8 +35,8 @@ is found by its Cadre-Step trailer and not repeated.
 
 A run started with --engine temporal goes on there: the workflows of its unfinished items
 start again (or are attached to while they still run) on the Temporal server, namespace and
-task queue it was started on, unless --temporal-address/--namespace/--task-queue say
-otherwise; cadre workers perform the steps.` + liveViewHelp + "\n" + exitStatusRunning,
+task queue it was started on, with its --heartbeat-timeout, unless --temporal-address/
+--namespace/--task-queue/--heartbeat-timeout say otherwise; cadre workers perform the steps.` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre resume                      # the latest run
   cadre resume 20261122-101500-ab12 # a given run
   cadre resume --budget-usd 20      # a run paused at its budget, with a higher one
@@ -62,6 +62,7 @@ otherwise; cadre workers perform the steps.` + liveViewHelp + "\n" + exitStatusR
 	addSandboxFlag(cmd, &opts.Sandbox)
 	addServeFlags(cmd, &opts.Serve)
 	addTemporalFlags(cmd, &opts.Temporal)
+	addHeartbeatFlag(cmd, &opts.Temporal, "as the run started")
 	return cmd
 }
 
@@ -90,13 +91,16 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		if opts.Serve.Addr != "" {
 			return usageErr(errors.New("--serve runs on the embedded engine only: this run is on Temporal; watch it with cadre serve"))
 		}
+		if err := checkHeartbeat(opts.Temporal.Heartbeat); err != nil {
+			return err
+		}
 		live := f.liveView(opts.JSON, opts.Plain)
 		budget := ws.cfg.Limits.BudgetUSD
 		if ov.BudgetUSD != nil {
 			budget = *ov.BudgetUSD
 		}
 		t := temporalTarget(ws.cfg, opts.Temporal, recorded)
-		sum, err := runTemporal(ctx, f, ws, engine.Options{Temporal: &t, Timeout: stored.Timeout}, 0, live, budget, opts.JSON,
+		sum, err := runTemporal(ctx, f, ws, engine.Options{Temporal: &t, Timeout: stored.Timeout}, live, budget, opts.JSON,
 			func(ctx context.Context, e *engine.Engine, drive engine.Driver) (engine.Summary, error) {
 				return e.ResumeDriven(ctx, opts.Run, ov, drive)
 			})

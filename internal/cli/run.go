@@ -133,7 +133,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if engineName == engineTemporal {
 		t := temporalTarget(ws.cfg, opts.Temporal, nil)
 		eo.Temporal = &t
-		sum, err := runTemporal(ctx, f, ws, eo, opts.Temporal.Heartbeat, f.liveView(opts.JSON, opts.Plain), budget, opts.JSON, nil)
+		sum, err := runTemporal(ctx, f, ws, eo, f.liveView(opts.JSON, opts.Plain), budget, opts.JSON, nil)
 		return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 	}
 	if opts.Serve.Addr != "" {

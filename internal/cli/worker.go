@@ -63,7 +63,24 @@ func temporalTarget(cfg config.Config, o TemporalOptions, recorded *engine.Tempo
 			*f.dst = *f.flag
 		}
 	}
+	if o.Heartbeat != 0 {
+		t.Heartbeat = o.Heartbeat
+	}
 	return t
+}
+
+// addHeartbeatFlag declares --heartbeat-timeout, of cadre run and resume.
+func addHeartbeatFlag(cmd *cobra.Command, o *TemporalOptions, what string) {
+	cmd.Flags().DurationVar(&o.Heartbeat, "heartbeat-timeout", 0,
+		fmt.Sprintf("how long a worker may go silent before its running step moves to another worker (default %s)", what))
+}
+
+// checkHeartbeat refuses a heartbeat timeout too short to keep.
+func checkHeartbeat(h time.Duration) error {
+	if h != 0 && h < time.Second {
+		return usageErr(fmt.Errorf("--heartbeat-timeout %s: want at least 1s", h))
+	}
+	return nil
 }
 
 // NewCmdWorker builds cadre worker.
@@ -125,7 +142,7 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions) error {
 
 // runTemporal runs eo's items as Temporal workflows at eo.Temporal,
 // journaled here; resume, when set, continues that run instead.
-func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Options, heartbeat time.Duration, live bool, budget float64, asJSON bool,
+func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Options, live bool, budget float64, asJSON bool,
 	resume func(context.Context, *engine.Engine, engine.Driver) (engine.Summary, error)) (engine.Summary, error) {
 	t := eo.Temporal
 	c, err := temporal.Dial(ctx, t.Address, t.Namespace, f.IO.ErrOut)
@@ -137,7 +154,7 @@ func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Opt
 	if timeout == 0 {
 		timeout = time.Duration(ws.cfg.Defaults.Timeout)
 	}
-	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: timeout, Heartbeat: heartbeat}
+	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: timeout, Heartbeat: t.Heartbeat}
 	return f.runEngine(ctx, ws, asJSON, live, budget, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
 		if resume != nil {
 			return resume(ctx, e, s.Drive)
@@ -156,8 +173,7 @@ const (
 func addEngineFlags(cmd *cobra.Command, opts *RunOptions) {
 	cmd.Flags().StringVar(&opts.Engine, "engine", "", "where items run: embedded (this process) or temporal (cadre workers) (default engine in cadre.yaml, embedded)")
 	addTemporalFlags(cmd, &opts.Temporal)
-	cmd.Flags().DurationVar(&opts.Temporal.Heartbeat, "heartbeat-timeout", 0,
-		fmt.Sprintf("how long a worker may go silent before its running step moves to another worker (default %s)", temporal.DefaultHeartbeat))
+	addHeartbeatFlag(cmd, &opts.Temporal, temporal.DefaultHeartbeat.String())
 }
 
 // checkEngineFlag refuses an engine cadre does not have.
@@ -190,8 +206,8 @@ func runEngineOf(cfg config.Config, opts *RunOptions) (string, error) {
 		if opts.Serve.Addr != "" {
 			return "", usageErr(fmt.Errorf("--serve runs on the embedded engine only (%s): add --engine embedded, and watch a Temporal run with cadre serve", from))
 		}
-		if h := opts.Temporal.Heartbeat; h != 0 && h < time.Second {
-			return "", usageErr(fmt.Errorf("--heartbeat-timeout %s: want at least 1s", h))
+		if err := checkHeartbeat(opts.Temporal.Heartbeat); err != nil {
+			return "", err
 		}
 	}
 	return name, nil

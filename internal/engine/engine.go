@@ -65,6 +65,9 @@ type TemporalTarget struct {
 	Address   string `json:"address"`
 	Namespace string `json:"namespace"`
 	TaskQueue string `json:"task_queue"`
+	// Heartbeat is the run's --heartbeat-timeout (0: the default), kept
+	// so that a resumed run's steps move between workers as they did.
+	Heartbeat time.Duration `json:"heartbeat,omitempty"`
 }
 
 // Deps are the engine's explicit dependencies.
