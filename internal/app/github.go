@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -116,14 +117,39 @@ func (g *GitHub) Push(ctx context.Context, dir, branch string) error {
 	if err != nil {
 		return err
 	}
-	header := ""
-	if url, err := repo.Git(ctx, "remote", "get-url", "origin"); err == nil && strings.HasPrefix(strings.TrimSpace(url), "https://") {
+	// The URL git pushes to (a pushurl wins over the url), read once and
+	// pushed to as read: the token goes only to the GitHub host, never to
+	// a host a pushurl names, which an unconfined agent could have set.
+	remote, header := "origin", ""
+	if url, err := repo.Git(ctx, "remote", "get-url", "--push", "origin"); err == nil && strings.HasPrefix(strings.TrimSpace(url), "https://") {
+		remote = strings.TrimSpace(url)
+		if host, want := urlHost(remote), g.gitHost(); host != want {
+			return fmt.Errorf("push: origin's push URL is on %s, not on %s, where the GitHub token is for (github.api_url): cadre sends it nowhere else", host, want)
+		}
 		header = "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+g.token))
 	}
-	if err := repo.Push(ctx, "origin", branch, header); err != nil {
+	if err := repo.Push(ctx, remote, branch, header); err != nil {
 		return fmt.Errorf("%s", redact.New(g.token).String(err.Error()))
 	}
 	return nil
+}
+
+// gitHost is the host GitHub serves repositories from: github.com for
+// api.github.com, else (GitHub Enterprise) the API's own host.
+func (g *GitHub) gitHost() string {
+	if h := urlHost(g.cfg.GitHub.APIURL); h != "api.github.com" {
+		return h
+	}
+	return "github.com"
+}
+
+// urlHost is the lower-case host name of raw, without port or user.
+func urlHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Hostname())
 }
 
 // EnsurePR opens or adopts the pull request of the head branch.
