@@ -144,6 +144,12 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions) error {
 // journaled here; resume, when set, continues that run instead.
 func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Options, live bool, budget float64, asJSON bool,
 	resume func(context.Context, *engine.Engine, engine.Driver) (engine.Summary, error)) (engine.Summary, error) {
+	if ws.cfg.Limits.WorktreePool > 0 {
+		// Each worker checks out the worktrees of the steps it takes;
+		// a pool in this process would prepare worktrees no item takes.
+		return engine.Summary{}, usageErr(fmt.Errorf("%s: the worktree pool works on the embedded engine only, not on Temporal: set it to 0 for this run (CADRE_LIMITS_WORKTREE_POOL=0)",
+			ws.cfg.Where("limits.worktree_pool")))
+	}
 	t := eo.Temporal
 	c, err := temporal.Dial(ctx, t.Address, t.Namespace, f.IO.ErrOut)
 	if err != nil {
