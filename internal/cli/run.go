@@ -91,6 +91,10 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if opts.Parallel < 0 || opts.Agents < 0 || opts.Budget < 0 {
 		return usageErr(fmt.Errorf("--parallel, --agents and --budget-usd must not be negative"))
 	}
+	if opts.InPlace && opts.Parallel > 1 {
+		// One checkout holds one item's changes at a time.
+		return usageErr(fmt.Errorf("--parallel %d: --in-place runs the tasks one after another in this checkout; drop --in-place to run them at once in worktrees", opts.Parallel))
+	}
 	ws, err := f.workspace(ctx)
 	if err != nil {
 		return err
