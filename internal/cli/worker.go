@@ -215,6 +215,23 @@ func runEngineOf(cfg config.Config, opts *RunOptions) (string, error) {
 		if err := checkHeartbeat(opts.Temporal.Heartbeat); err != nil {
 			return "", err
 		}
+		if err := temporalIgnores(opts.Sandbox, opts.Parallel, from); err != nil {
+			return "", err
+		}
 	}
 	return name, nil
+}
+
+// temporalIgnores refuses the flags of this process that a run on
+// Temporal would ignore: its workers run the steps, confined as their
+// own cadre.yaml says, and each item's workflow starts at once (what runs
+// at the same time is up to the workers).
+func temporalIgnores(sandbox string, parallel int, from string) error {
+	if sandbox != "" {
+		return usageErr(fmt.Errorf("--sandbox on the Temporal engine (%s): the workers confine the agents as their sandbox.mode says; start them with CADRE_SANDBOX_MODE=%s instead", from, sandbox))
+	}
+	if parallel != 0 {
+		return usageErr(fmt.Errorf("--parallel on the Temporal engine (%s): every item's workflow starts at once and the workers run them; start more or fewer workers instead", from))
+	}
+	return nil
 }
