@@ -218,6 +218,11 @@ func runEngineOf(cfg config.Config, opts *RunOptions) (string, error) {
 		if err := temporalIgnores(opts.Sandbox, opts.Parallel, from); err != nil {
 			return "", err
 		}
+		if opts.InPlace {
+			// Said before dialing: a server that is not up yet is not
+			// what stands in the way.
+			return "", usageErr(fmt.Errorf("--in-place works in this checkout, which only the embedded engine can do (%s): add --engine embedded", from))
+		}
 	}
 	return name, nil
 }
