@@ -71,7 +71,13 @@ func (a *boardActions) Approve(ctx context.Context, run, item string, approved b
 // Stop asks the active run to start no new step; a run --serve waiting
 // for approvals stops waiting.
 func (a *boardActions) Stop(ctx context.Context, run string) error {
-	if active, _, ok := engine.ReadLock(stateDirOf(a.ws)); ok && active == run {
+	active, _, ok := engine.ReadLock(stateDirOf(a.ws))
+	// A run on Temporal is stopped through its workflows, also once the
+	// process that started it is gone, as cadre stop does.
+	if _, onTemporal, err := a.f.stopOnTemporal(ctx, a.st, stateDirOf(a.ws), run, ok && active == run, false); onTemporal || err != nil {
+		return err
+	}
+	if ok && active == run {
 		return engine.RequestStop(stateDirOf(a.ws), run)
 	}
 	a.mu.Lock()

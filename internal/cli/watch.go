@@ -143,6 +143,11 @@ type watchActions struct {
 
 func (a *watchActions) Stop(now bool) error {
 	active, pid, ok := engine.ReadLock(a.stateDir)
+	// A run on Temporal is stopped through its workflows, also once the
+	// process that started it is gone, as cadre stop does.
+	if _, onTemporal, err := a.f.stopOnTemporal(context.Background(), a.st, a.stateDir, a.run, ok && active == a.run, now); onTemporal || err != nil {
+		return err
+	}
 	if !ok || active != a.run {
 		return fmt.Errorf("stop: run %s is not active", a.run)
 	}
