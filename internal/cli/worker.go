@@ -90,9 +90,9 @@ func NewCmdWorker(f *Factory) *cobra.Command {
 		Use:   "worker --temporal-address HOST:PORT --task-queue Q",
 		Short: "Perform the steps of runs started with --engine temporal",
 		Long: `Poll a Temporal task queue and run the item workflows and steps of runs started with
-cadre run --engine temporal, for the repository in the current directory. Start as many
-workers as the machine can take agents; when one dies, another continues its items from
-their last journaled step.
+cadre run --engine temporal, for the repository in the current directory. Start one or
+more; each runs every step it is given at once (limits.parallel_issues does not bound it
+yet). When one dies, another continues its items from their last journaled step.
 
 For now every worker of a task queue works in the same repository on the same machine:
 the items' worktrees and the journal (.cadre) are shared, not fetched per worker.
