@@ -209,6 +209,9 @@ func (e *Engine) create(ctx context.Context, opts Options) (runID string, releas
 	if err := e.checkRunners(opts); err != nil {
 		return "", nil, err
 	}
+	if err := e.checkDetachedTemporal(ctx, runID); err != nil {
+		return "", nil, err
+	}
 	lk, err := acquireLock(e.StateDir(), runID, e.d.PID, e.warn(runID))
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %w", ErrPreflight, err)
@@ -301,12 +304,44 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 	if err := e.checkRunners(opts); err != nil {
 		return "", opts, nil, err
 	}
+	if err := e.checkDetachedTemporal(ctx, r.ID); err != nil {
+		return "", opts, nil, err
+	}
 	lk, err := acquireLock(e.StateDir(), r.ID, e.d.PID, e.warn(r.ID))
 	if err != nil {
 		return "", opts, nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
 	os.Remove(e.stopPath(r.ID))
 	return r.ID, opts, lk.release, nil
+}
+
+// checkDetachedTemporal refuses to take over the lock of another run on
+// Temporal whose starting process is gone while some of its items have
+// not ended: their workflows go on without that process, and a second
+// run would work in the same worktrees at the same time. Resuming that
+// run itself (self) attaches to its workflows and may take the lock.
+func (e *Engine) checkDetachedTemporal(ctx context.Context, self string) error {
+	li, err := readLock(filepath.Join(e.StateDir(), "lock"))
+	if err != nil || li.Run == self || alive(li.PID) {
+		return nil // no lock, ours, or one acquireLock refuses itself
+	}
+	r, opts, err := StoredRun(ctx, e.d.Store, li.Run)
+	if err != nil || opts.Temporal == nil || r.Status != store.RunRunning {
+		return nil
+	}
+	items, err := e.d.Store.Items(ctx, li.Run)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		switch it.Status {
+		case store.ItemCompleted, store.ItemSkipped, store.ItemFailed, store.ItemStopped:
+			continue
+		}
+		return fmt.Errorf("%w: run %s is on Temporal and its item %s may still run there, though the process that started it (pid %d) is gone: follow it with cadre resume %s, or stop it with cadre stop %s",
+			ErrPreflight, li.Run, it.ID, li.PID, li.Run, li.Run)
+	}
+	return nil
 }
 
 // StoredRun reads run runID (the latest when "") and the options it was
