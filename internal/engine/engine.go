@@ -321,27 +321,39 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 // run would work in the same worktrees at the same time. Resuming that
 // run itself (self) attaches to its workflows and may take the lock.
 func (e *Engine) checkDetachedTemporal(ctx context.Context, self string) error {
-	li, err := readLock(filepath.Join(e.StateDir(), "lock"))
-	if err != nil || li.Run == self || alive(li.PID) {
-		return nil // no lock, ours, or one acquireLock refuses itself
-	}
-	r, opts, err := StoredRun(ctx, e.d.Store, li.Run)
-	if err != nil || opts.Temporal == nil || r.Status != store.RunRunning {
-		return nil
-	}
-	items, err := e.d.Store.Items(ctx, li.Run)
-	if err != nil {
+	run, item, pid, err := DetachedTemporal(ctx, e.d.Store, e.StateDir())
+	if err != nil || run == "" || run == self {
 		return err
+	}
+	return fmt.Errorf("%w: run %s is on Temporal and its item %s may still run there, though the process that started it (pid %d) is gone: follow it with cadre resume %s, or stop it with cadre stop %s",
+		ErrPreflight, run, item, pid, run, run)
+}
+
+// DetachedTemporal reports the run holding the lock in stateDir when it
+// is on Temporal, its process (pid) is gone, and its item has not ended:
+// the item's workflow may still run, in the run's worktrees. run is ""
+// for any other lock, or none.
+func DetachedTemporal(ctx context.Context, st *store.Store, stateDir string) (run, item string, pid int, err error) {
+	li, err := readLock(filepath.Join(stateDir, "lock"))
+	if err != nil || alive(li.PID) {
+		return "", "", 0, nil // no lock, or a live one (acquireLock refuses it itself)
+	}
+	r, opts, err := StoredRun(ctx, st, li.Run)
+	if err != nil || opts.Temporal == nil || r.Status != store.RunRunning {
+		return "", "", 0, nil
+	}
+	items, err := st.Items(ctx, li.Run)
+	if err != nil {
+		return "", "", 0, err
 	}
 	for _, it := range items {
 		switch it.Status {
 		case store.ItemCompleted, store.ItemSkipped, store.ItemFailed, store.ItemStopped:
 			continue
 		}
-		return fmt.Errorf("%w: run %s is on Temporal and its item %s may still run there, though the process that started it (pid %d) is gone: follow it with cadre resume %s, or stop it with cadre stop %s",
-			ErrPreflight, li.Run, it.ID, li.PID, li.Run, li.Run)
+		return li.Run, it.ID, li.PID, nil
 	}
-	return nil
+	return "", "", 0, nil
 }
 
 // StoredRun reads run runID (the latest when "") and the options it was
