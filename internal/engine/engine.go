@@ -437,6 +437,9 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 	if opts.InPlace || parallel < 1 {
 		parallel = 1
 	}
+	if e.d.Config.Limits.WorktreePool > 0 && opts.InPlace {
+		e.warn(runID)(e.d.Config.Where("limits.worktree_pool") + " is not used by --in-place, which works in this checkout, not in worktrees")
+	}
 	if n := e.d.Config.Limits.WorktreePool; n > 0 && !opts.InPlace {
 		// Prepared worktrees outlive no run: StartPool clears what a
 		// killed one left, StopPool what this one did not hand out.
