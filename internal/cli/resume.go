@@ -94,6 +94,9 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		if err := checkHeartbeat(opts.Temporal.Heartbeat); err != nil {
 			return err
 		}
+		if err := opts.Temporal.check(); err != nil {
+			return err
+		}
 		if err := temporalIgnores(opts.Sandbox, opts.Parallel, "the run started on it"); err != nil {
 			return err
 		}

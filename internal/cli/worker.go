@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,6 +42,23 @@ func (o TemporalOptions) set() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// check refuses Temporal flags that cannot name a server or a queue, as
+// cadre.yaml's temporal keys are, before anything dials.
+func (o TemporalOptions) check() error {
+	if o.Address != "" {
+		host, port, err := net.SplitHostPort(o.Address)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return usageErr(fmt.Errorf("--temporal-address %q: want HOST:PORT such as 127.0.0.1:7233", o.Address))
+		}
+	}
+	for _, f := range []struct{ name, v, what string }{{"namespace", o.Namespace, "a namespace name"}, {"task-queue", o.TaskQueue, "a task queue name"}} {
+		if f.v != "" && strings.TrimSpace(f.v) == "" {
+			return usageErr(fmt.Errorf("--%s %q: want %s", f.name, f.v, f.what))
+		}
+	}
+	return nil
 }
 
 func addTemporalFlags(cmd *cobra.Command, o *TemporalOptions) {
@@ -114,6 +134,9 @@ EXIT STATUS
 func runWorker(ctx context.Context, f *Factory, o *TemporalOptions) error {
 	ws, err := f.workspace(ctx)
 	if err != nil {
+		return err
+	}
+	if err := o.check(); err != nil {
 		return err
 	}
 	t := temporalTarget(ws.cfg, *o, nil)
@@ -213,6 +236,9 @@ func runEngineOf(cfg config.Config, opts *RunOptions) (string, error) {
 			return "", usageErr(fmt.Errorf("--serve runs on the embedded engine only (%s): add --engine embedded, and watch a Temporal run with cadre serve", from))
 		}
 		if err := checkHeartbeat(opts.Temporal.Heartbeat); err != nil {
+			return "", err
+		}
+		if err := opts.Temporal.check(); err != nil {
 			return "", err
 		}
 		if err := temporalIgnores(opts.Sandbox, opts.Parallel, from); err != nil {
