@@ -173,6 +173,12 @@ func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) 
 	if err := fx.stopping(); err != nil {
 		return workflow.Outcome{}, err
 	}
+	// As in the stage pipeline: once the run has spent its budget no new
+	// agent step starts; the item pauses, and so does the run.
+	if reason := fx.e.overBudget(ctx, fx.ir, c.ID); reason != "" {
+		fx.paused = reason
+		return workflow.Outcome{}, fmt.Errorf("%s: %w", reason, workflow.ErrPaused)
+	}
 	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: visit, Work: c.Work,
 		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature, PassRating: c.PassRating}
 	if c.Task != nil {
