@@ -134,13 +134,12 @@ func (g *GitHub) Push(ctx context.Context, dir, branch string) error {
 	return nil
 }
 
-// gitHost is the host GitHub serves repositories from: github.com for
-// api.github.com, else (GitHub Enterprise) the API's own host.
+// gitHost is the host GitHub serves repositories from: the API's host
+// without its "api." (github.com for api.github.com, octo.ghe.com for
+// GitHub Enterprise Cloud's api.octo.ghe.com), else the API's own host
+// (GitHub Enterprise Server's https://HOST/api/v3).
 func (g *GitHub) gitHost() string {
-	if h := urlHost(g.cfg.GitHub.APIURL); h != "api.github.com" {
-		return h
-	}
-	return "github.com"
+	return strings.TrimPrefix(urlHost(g.cfg.GitHub.APIURL), "api.")
 }
 
 // urlHost is the lower-case host name of raw, without port or user.

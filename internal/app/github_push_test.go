@@ -46,16 +46,24 @@ func TestPushTokenOnlyToGitHubHost(t *testing.T) {
 		}
 		return ""
 	}
-	g := app.NewGitHub(app.Workspace{Root: dir, Config: config.Default()}, getenv)
-	err := g.Push(context.Background(), dir, "main")
-	if err == nil {
-		t.Fatal("push to a pushurl off GitHub went through")
-	}
-	if want := "origin's push URL is on 127.0.0.1, not on github.com"; !strings.Contains(err.Error(), want) {
-		t.Errorf("error %q, want it to say %q", err, want)
-	}
-	if strings.Contains(err.Error(), token) {
-		t.Errorf("error carries the token: %q", err)
+	for _, c := range []struct{ apiURL, host string }{
+		{"https://api.github.com/", "github.com"},
+		{"https://api.octo.ghe.com/", "octo.ghe.com"},         // GitHub Enterprise Cloud
+		{"https://ghe.example.com/api/v3", "ghe.example.com"}, // GitHub Enterprise Server
+	} {
+		cfg := config.Default()
+		cfg.GitHub.APIURL = c.apiURL
+		g := app.NewGitHub(app.Workspace{Root: dir, Config: cfg}, getenv)
+		err := g.Push(context.Background(), dir, "main")
+		if err == nil {
+			t.Fatalf("%s: push to a pushurl off GitHub went through", c.apiURL)
+		}
+		if want := "origin's push URL is on 127.0.0.1, not on " + c.host + ","; !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %q, want it to say %q", c.apiURL, err, want)
+		}
+		if strings.Contains(err.Error(), token) {
+			t.Errorf("error carries the token: %q", err)
+		}
 	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the other host got %d request(s)", n)
