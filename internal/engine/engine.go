@@ -304,6 +304,14 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 	if err := e.checkRunners(opts); err != nil {
 		return "", opts, nil, err
 	}
+	if ov.BudgetUSD != nil || ov.Parallel > 0 {
+		// Kept with the run: Temporal workers read its options from the
+		// journal, and a later resume goes on with them.
+		data, _ := json.Marshal(opts)
+		if err := e.d.Store.SetRunOptions(ctx, r.ID, data); err != nil {
+			return "", opts, nil, err
+		}
+	}
 	if err := e.checkDetachedTemporal(ctx, r.ID); err != nil {
 		return "", opts, nil, err
 	}

@@ -174,8 +174,15 @@ func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) 
 		return workflow.Outcome{}, err
 	}
 	// As in the stage pipeline: once the run has spent its budget no new
-	// agent step starts; the item pauses, and so does the run.
-	if reason := fx.e.overBudget(ctx, fx.ir, c.ID); reason != "" {
+	// agent step starts; the item pauses (each item at its next agent
+	// step), and so does the run. The budget is read from the journal,
+	// not this process's copy of the options: a Temporal worker keeps
+	// that copy while cadre resume --budget-usd raises the budget.
+	budget := fx.ir.opts.BudgetUSD
+	if _, opts, err := StoredRun(ctx, fx.e.d.Store, fx.ir.run); err == nil {
+		budget = opts.BudgetUSD
+	}
+	if reason := fx.e.budgetReached(ctx, fx.ir.run, c.ID, budget); reason != "" {
 		fx.paused = reason
 		return workflow.Outcome{}, fmt.Errorf("%s: %w", reason, workflow.ErrPaused)
 	}
