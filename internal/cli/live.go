@@ -266,8 +266,8 @@ func runBudget(ctx context.Context, st *store.Store, run string, fallback float6
 	var o struct {
 		Budget float64 `json:"budget_usd"`
 	}
-	if json.Unmarshal(r.Options, &o) == nil && o.Budget > 0 {
-		return o.Budget
+	if json.Unmarshal(r.Options, &o) == nil && o.Budget != 0 {
+		return max(o.Budget, 0) // engine.NoBudget: none
 	}
 	return fallback
 }

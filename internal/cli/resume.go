@@ -49,6 +49,10 @@ task queue it was started on, with its --heartbeat-timeout, unless --temporal-ad
 			if err := checkServeFlags(cmd, opts.Serve, false); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("budget-usd") && opts.Budget < 0 {
+				// -1 is the flag's "not given": any negative would be ignored.
+				return usageErr(fmt.Errorf("--budget-usd %g: want 0 (no limit) or more", opts.Budget))
+			}
 			if runF != nil {
 				return runF(cmd.Context(), f, opts)
 			}
@@ -57,7 +61,7 @@ task queue it was started on, with its --heartbeat-timeout, unless --temporal-ad
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
 	cmd.Flags().BoolVar(&opts.Plain, "plain", false, "one line per event on stderr instead of the live view")
-	cmd.Flags().Float64Var(&opts.Budget, "budget-usd", -1, "a new budget for the run (`X` dollars; 0 = no limit)")
+	cmd.Flags().Float64Var(&opts.Budget, "budget-usd", -1, "a new budget for the run (`X` dollars; 0 = no limit, limits.budget_usd's either)")
 	cmd.Flags().IntVar(&opts.Parallel, "parallel", 0, "items at once (default: as the run started)")
 	addSandboxFlag(cmd, &opts.Sandbox)
 	addServeFlags(cmd, &opts.Serve)

@@ -49,7 +49,8 @@ type Options struct {
 	Parallel int `json:"parallel,omitempty"`
 	// Agents is how many agent steps of one item run at once (0: limits.parallel_agents).
 	Agents int `json:"agents,omitempty"`
-	// BudgetUSD stops new steps once the run has spent this much (0: limits.budget_usd).
+	// BudgetUSD stops new steps once the run has spent this much (0:
+	// limits.budget_usd; NoBudget: no limit).
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Query selects GitHub issues to work on, besides the targets.
 	Query IssueQuery `json:"query,omitempty"`
@@ -59,6 +60,10 @@ type Options struct {
 	// there (StartWith), so resume, approve and stop reach them.
 	Temporal *TemporalTarget `json:"temporal,omitempty"`
 }
+
+// NoBudget is the BudgetUSD of a run without a budget, whatever
+// limits.budget_usd says (cadre resume --budget-usd 0).
+const NoBudget = -1
 
 // TemporalTarget is where a run's item workflows live.
 type TemporalTarget struct {
@@ -297,6 +302,10 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 	}
 	if ov.BudgetUSD != nil {
 		opts.BudgetUSD = *ov.BudgetUSD
+		if opts.BudgetUSD == 0 {
+			// cadre resume --budget-usd 0 lifts the limit, cadre.yaml's too.
+			opts.BudgetUSD = NoBudget
+		}
 	}
 	if ov.Parallel > 0 {
 		opts.Parallel = ov.Parallel

@@ -297,10 +297,13 @@ func (e *Engine) overBudget(ctx context.Context, ir *itemRun, step string) strin
 }
 
 // budgetReached says why no new step may start, when run's spending has
-// reached budget (0: limits.budget_usd; none set: no limit); a step the
-// journal has as completed is replayed free.
+// reached budget (0: limits.budget_usd; none set, or NoBudget: no limit);
+// a step the journal has as completed is replayed free.
 func (e *Engine) budgetReached(ctx context.Context, run, step string, budget float64) string {
-	if budget <= 0 {
+	if budget < 0 {
+		return ""
+	}
+	if budget == 0 {
 		budget = e.d.Config.Limits.BudgetUSD
 	}
 	if budget <= 0 {
