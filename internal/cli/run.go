@@ -240,6 +240,9 @@ chooses), in its own worktree and branch like any other item. Takes the flags of
 			if strings.TrimSpace(opts.Prompt) == "" {
 				return usageErr(errors.New("the prompt is empty: say what to do"))
 			}
+			if err := checkEngineFlag(opts); err != nil {
+				return err
+			}
 			if err := checkServeFlags(cmd, opts.Serve, opts.DryRun); err != nil {
 				return err
 			}
@@ -250,6 +253,9 @@ chooses), in its own worktree and branch like any other item. Takes the flags of
 		},
 	}
 	addRunFlags(cmd, opts)
+	// engine: temporal in cadre.yaml applies to cadre do as to cadre run,
+	// so --engine embedded must be there to override it.
+	addEngineFlags(cmd, opts)
 	return cmd
 }
 
