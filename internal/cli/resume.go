@@ -87,6 +87,9 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 	if err != nil {
 		return err
 	}
+	if stored.InPlace && opts.Parallel > 1 {
+		return usageErr(fmt.Errorf("--parallel %d: the run works in place, one task after another in this checkout", opts.Parallel))
+	}
 	if recorded := stored.Temporal; recorded == nil {
 		if set := opts.Temporal.set(); len(set) > 0 {
 			return usageErr(fmt.Errorf("%s: the run did not start on the Temporal engine", set[0]))
