@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -115,14 +116,38 @@ func (g *GitHub) Push(ctx context.Context, dir, branch string) error {
 	// dir is the item's working tree, as the engine made it: git need not
 	// be asked for its top level (push runs from anywhere in a tree).
 	repo := &workspace.Repo{Dir: dir}
-	header := ""
-	if url, err := repo.Git(ctx, "remote", "get-url", "origin"); err == nil && strings.HasPrefix(strings.TrimSpace(url), "https://") {
+	// The URL git pushes to (a pushurl wins over the url), read once and
+	// pushed to as read: the token goes only to the GitHub host, never to
+	// a host a pushurl names, which an unconfined agent could have set.
+	remote, header := "origin", ""
+	if url, err := repo.Git(ctx, "remote", "get-url", "--push", "origin"); err == nil && strings.HasPrefix(strings.TrimSpace(url), "https://") {
+		remote = strings.TrimSpace(url)
+		if host, want := urlHost(remote), g.gitHost(); host != want {
+			return fmt.Errorf("push: origin's push URL is on %s, not on %s, where the GitHub token is for (github.api_url): cadre sends it nowhere else", host, want)
+		}
 		header = "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+g.token))
 	}
-	if err := repo.Push(ctx, "origin", branch, header); err != nil {
+	if err := repo.Push(ctx, remote, branch, header); err != nil {
 		return fmt.Errorf("%s", redact.New(g.token).String(err.Error()))
 	}
 	return nil
+}
+
+// gitHost is the host GitHub serves repositories from: the API's host
+// without its "api." (github.com for api.github.com, octo.ghe.com for
+// GitHub Enterprise Cloud's api.octo.ghe.com), else the API's own host
+// (GitHub Enterprise Server's https://HOST/api/v3).
+func (g *GitHub) gitHost() string {
+	return strings.TrimPrefix(urlHost(g.cfg.GitHub.APIURL), "api.")
+}
+
+// urlHost is the lower-case host name of raw, without port or user.
+func urlHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Hostname())
 }
 
 // EnsurePR opens or adopts the pull request of the head branch.

@@ -17,6 +17,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -91,6 +92,15 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	ws, err := f.workspace(ctx)
 	if err != nil {
 		return err
+	}
+	// The benchmark's agents run in throwaway work directories, not under
+	// the sandbox: a sandbox asked for by name is refused, never ignored,
+	// and the default auto is said not to apply.
+	switch ws.cfg.Sandbox.Mode {
+	case sandbox.ModeBwrap:
+		return usageErr(fmt.Errorf("%s is bwrap, and cadre bench runs its agents unconfined (in throwaway work directories): run it with CADRE_SANDBOX_MODE=none to accept that", ws.cfg.Where("sandbox.mode")))
+	case sandbox.ModeAuto:
+		fmt.Fprintln(f.IO.ErrOut, "cadre: warning: cadre bench runs its agents unconfined, in throwaway work directories (sandbox.mode applies to runs)")
 	}
 	roleDir := filepath.Join(ws.root, workspace.StateDir, "roles")
 	roles, err := role.Load(roleDir)

@@ -64,7 +64,7 @@ func (f *Factory) runEngine(ctx context.Context, ws workspaceCtx, asJSON, live b
 	}
 	defer st.Close()
 	feed := tui.NewFeed(4096)
-	acts := &runActions{st: st}
+	acts := &runActions{f: f, st: st}
 	e, flush, err := f.newEngine(ctx, ws, st, event.SinkFunc(func(ev event.Event) {
 		acts.setRun(ev.Run)
 		feed.Handle(ev)
@@ -174,6 +174,7 @@ func readSnapshot(ctx context.Context, st *store.Store, run string) (tui.Snapsho
 
 // runActions are the view's keys acting on a run of this process.
 type runActions struct {
+	f        *Factory
 	st       *store.Store
 	stateDir string
 	cancel   context.CancelFunc // cancels the running steps
@@ -217,19 +218,24 @@ func (a *runActions) Stop(now bool) error {
 }
 
 func (a *runActions) Approve(item string, approved bool, note string) error {
-	return approveFromView(a.st, a.runID(), item, approved, note)
+	return approveFromView(a.f, a.st, a.runID(), item, approved, note)
 }
 
 func (a *runActions) Log(item, step string) (string, error) {
 	return tailFile(engine.StepLogPath(a.stateDir, a.runID(), item, step), 64<<10)
 }
 
-// approveFromView is cadre approve for the views.
-func approveFromView(st *store.Store, run, item string, approved bool, note string) error {
-	if _, err := engine.Approve(context.Background(), st, run, item, approved, note); err != nil {
+// approveFromView is cadre approve for the views: the answer journaled
+// and, for a run on Temporal, handed to the item's waiting workflow,
+// which reads no journal for it.
+func approveFromView(f *Factory, st *store.Store, run, item string, approved bool, note string) error {
+	ctx := context.Background()
+	step, err := engine.Approve(ctx, st, run, item, approved, note)
+	if err != nil {
 		return fmt.Errorf("approve %s: %w", item, err)
 	}
-	return nil
+	_, err = f.signalApproval(ctx, st, run, item, step, approved, note)
+	return err
 }
 
 // tailFile returns the last n bytes of path.
@@ -260,8 +266,8 @@ func runBudget(ctx context.Context, st *store.Store, run string, fallback float6
 	var o struct {
 		Budget float64 `json:"budget_usd"`
 	}
-	if json.Unmarshal(r.Options, &o) == nil && o.Budget > 0 {
-		return o.Budget
+	if json.Unmarshal(r.Options, &o) == nil && o.Budget != 0 {
+		return max(o.Budget, 0) // engine.NoBudget: none
 	}
 	return fallback
 }

@@ -35,8 +35,8 @@ is found by its Cadre-Step trailer and not repeated.
 
 A run started with --engine temporal goes on there: the workflows of its unfinished items
 start again (or are attached to while they still run) on the Temporal server, namespace and
-task queue it was started on, unless --temporal-address/--namespace/--task-queue say
-otherwise; cadre workers perform the steps.` + liveViewHelp + "\n" + exitStatusRunning,
+task queue it was started on, with its --heartbeat-timeout, unless --temporal-address/
+--namespace/--task-queue/--heartbeat-timeout say otherwise; cadre workers perform the steps.` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre resume                      # the latest run
   cadre resume 20261122-101500-ab12 # a given run
   cadre resume --budget-usd 20      # a run paused at its budget, with a higher one
@@ -49,6 +49,10 @@ otherwise; cadre workers perform the steps.` + liveViewHelp + "\n" + exitStatusR
 			if err := checkServeFlags(cmd, opts.Serve, false); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("budget-usd") && opts.Budget < 0 {
+				// -1 is the flag's "not given": any negative would be ignored.
+				return usageErr(fmt.Errorf("--budget-usd %g: want 0 (no limit) or more", opts.Budget))
+			}
 			if runF != nil {
 				return runF(cmd.Context(), f, opts)
 			}
@@ -57,11 +61,12 @@ otherwise; cadre workers perform the steps.` + liveViewHelp + "\n" + exitStatusR
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "JSON-lines events on stdout")
 	cmd.Flags().BoolVar(&opts.Plain, "plain", false, "one line per event on stderr instead of the live view")
-	cmd.Flags().Float64Var(&opts.Budget, "budget-usd", -1, "a new budget for the run (`X` dollars; 0 = no limit)")
+	cmd.Flags().Float64Var(&opts.Budget, "budget-usd", -1, "a new budget for the run (`X` dollars; 0 = no limit, limits.budget_usd's either)")
 	cmd.Flags().IntVar(&opts.Parallel, "parallel", 0, "items at once (default: as the run started)")
 	addSandboxFlag(cmd, &opts.Sandbox)
 	addServeFlags(cmd, &opts.Serve)
 	addTemporalFlags(cmd, &opts.Temporal)
+	addHeartbeatFlag(cmd, &opts.Temporal, "as the run started")
 	return cmd
 }
 
@@ -82,6 +87,9 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 	if err != nil {
 		return err
 	}
+	if stored.InPlace && opts.Parallel > 1 {
+		return usageErr(fmt.Errorf("--parallel %d: the run works in place, one task after another in this checkout", opts.Parallel))
+	}
 	if recorded := stored.Temporal; recorded == nil {
 		if set := opts.Temporal.set(); len(set) > 0 {
 			return usageErr(fmt.Errorf("%s: the run did not start on the Temporal engine", set[0]))
@@ -90,13 +98,22 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		if opts.Serve.Addr != "" {
 			return usageErr(errors.New("--serve runs on the embedded engine only: this run is on Temporal; watch it with cadre serve"))
 		}
+		if err := checkHeartbeat(opts.Temporal.Heartbeat); err != nil {
+			return err
+		}
+		if err := opts.Temporal.check(); err != nil {
+			return err
+		}
+		if err := temporalIgnores(opts.Sandbox, opts.Parallel, "the run started on it"); err != nil {
+			return err
+		}
 		live := f.liveView(opts.JSON, opts.Plain)
 		budget := ws.cfg.Limits.BudgetUSD
 		if ov.BudgetUSD != nil {
 			budget = *ov.BudgetUSD
 		}
 		t := temporalTarget(ws.cfg, opts.Temporal, recorded)
-		sum, err := runTemporal(ctx, f, ws, engine.Options{Temporal: &t, Timeout: stored.Timeout}, 0, live, budget, opts.JSON,
+		sum, err := runTemporal(ctx, f, ws, engine.Options{Temporal: &t, Timeout: stored.Timeout}, live, budget, opts.JSON,
 			func(ctx context.Context, e *engine.Engine, drive engine.Driver) (engine.Summary, error) {
 				return e.ResumeDriven(ctx, opts.Run, ov, drive)
 			})

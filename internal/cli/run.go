@@ -91,6 +91,10 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if opts.Parallel < 0 || opts.Agents < 0 || opts.Budget < 0 {
 		return usageErr(fmt.Errorf("--parallel, --agents and --budget-usd must not be negative"))
 	}
+	if opts.InPlace && opts.Parallel > 1 {
+		// One checkout holds one item's changes at a time.
+		return usageErr(fmt.Errorf("--parallel %d: --in-place runs the tasks one after another in this checkout; drop --in-place to run them at once in worktrees", opts.Parallel))
+	}
 	ws, err := f.workspace(ctx)
 	if err != nil {
 		return err
@@ -133,7 +137,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if engineName == engineTemporal {
 		t := temporalTarget(ws.cfg, opts.Temporal, nil)
 		eo.Temporal = &t
-		sum, err := runTemporal(ctx, f, ws, eo, opts.Temporal.Heartbeat, f.liveView(opts.JSON, opts.Plain), budget, opts.JSON, nil)
+		sum, err := runTemporal(ctx, f, ws, eo, f.liveView(opts.JSON, opts.Plain), budget, opts.JSON, nil)
 		return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 	}
 	if opts.Serve.Addr != "" {
@@ -236,6 +240,9 @@ chooses), in its own worktree and branch like any other item. Takes the flags of
 			if strings.TrimSpace(opts.Prompt) == "" {
 				return usageErr(errors.New("the prompt is empty: say what to do"))
 			}
+			if err := checkEngineFlag(opts); err != nil {
+				return err
+			}
 			if err := checkServeFlags(cmd, opts.Serve, opts.DryRun); err != nil {
 				return err
 			}
@@ -246,6 +253,9 @@ chooses), in its own worktree and branch like any other item. Takes the flags of
 		},
 	}
 	addRunFlags(cmd, opts)
+	// engine: temporal in cadre.yaml applies to cadre do as to cadre run,
+	// so --engine embedded must be there to override it.
+	addEngineFlags(cmd, opts)
 	return cmd
 }
 

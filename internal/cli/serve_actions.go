@@ -45,15 +45,22 @@ func (a *boardActions) signal() {
 
 // Approve journals the answer, as cadre approve does.
 func (a *boardActions) Approve(ctx context.Context, run, item string, approved bool, note string) error {
-	if _, err := engine.Approve(ctx, a.st, run, item, approved, note); err != nil {
+	step, err := engine.Approve(ctx, a.st, run, item, approved, note)
+	if err != nil {
 		if _, gerr := a.st.GetItem(ctx, run, item); gerr != nil {
 			return gerr
 		}
 		return fmt.Errorf("%w: %w", web.ErrConflict, err)
 	}
+	// A run on Temporal waits in its item's workflow, which takes the
+	// answer as a signal and goes on: there is nothing to resume here.
+	goes, err := a.f.signalApproval(ctx, a.st, run, item, step, approved, note)
+	if err != nil {
+		return err
+	}
 	a.mu.Lock()
 	a.answered++
-	if a.standalone {
+	if a.standalone && !goes {
 		a.pending[run] = true
 	}
 	a.mu.Unlock()
@@ -64,7 +71,13 @@ func (a *boardActions) Approve(ctx context.Context, run, item string, approved b
 // Stop asks the active run to start no new step; a run --serve waiting
 // for approvals stops waiting.
 func (a *boardActions) Stop(ctx context.Context, run string) error {
-	if active, _, ok := engine.ReadLock(stateDirOf(a.ws)); ok && active == run {
+	active, _, ok := engine.ReadLock(stateDirOf(a.ws))
+	// A run on Temporal is stopped through its workflows, also once the
+	// process that started it is gone, as cadre stop does.
+	if _, onTemporal, err := a.f.stopOnTemporal(ctx, a.st, stateDirOf(a.ws), run, ok && active == run, false); onTemporal || err != nil {
+		return err
+	}
+	if ok && active == run {
 		return engine.RequestStop(stateDirOf(a.ws), run)
 	}
 	a.mu.Lock()

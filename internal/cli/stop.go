@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
-	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -67,26 +66,18 @@ func runStop(ctx context.Context, f *Factory, opts *StopOptions) error {
 		}
 		if err == nil {
 			defer st.Close()
-			r, ro, err := engine.StoredRun(ctx, st, id)
+			// A Temporal run's workflows go on without the process that
+			// started them: it is stopped through them.
+			n, onTemporal, err := f.stopOnTemporal(ctx, st, stateDir, id, active, opts.Now)
 			if err != nil {
 				return err
 			}
-			// A Temporal run's workflows go on without the process that
-			// started them: it is stopped through them.
-			if ro.Temporal != nil && (active || r.Status == store.RunRunning) {
-				run = id
-				if err := engine.RequestStop(stateDir, run); err != nil {
-					return err
-				}
-				n, err := f.stopTemporal(ctx, st, run, ro.Temporal, opts.Now)
-				if err != nil {
-					return err
-				}
+			if onTemporal {
 				what := "told to start no new step"
 				if opts.Now {
 					what = "cancelled"
 				}
-				fmt.Fprintf(f.IO.ErrOut, "cadre: run %s: %d item workflow(s) %s\n", run, n, what)
+				fmt.Fprintf(f.IO.ErrOut, "cadre: run %s: %d item workflow(s) %s\n", id, n, what)
 				return nil
 			}
 		}

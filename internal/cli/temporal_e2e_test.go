@@ -335,7 +335,7 @@ func TestTemporalWorkerKilledMidStep(t *testing.T) {
 	// A killed worker's steps move on after 5s of silence; a live one
 	// heartbeats every 5/3s, which a loaded machine still keeps up with.
 	run := g.start(t, "run", append([]string{"run", "--plain", "--engine", "temporal", "--temporal-address", addr,
-		"--task-queue", queue, "--heartbeat-timeout", "5s", "--parallel", strconv.Itoa(temporalItems)}, targets...)...)
+		"--task-queue", queue, "--heartbeat-timeout", "5s"}, targets...)...)
 
 	// kill waits until a live worker holds the gate's step and kills it;
 	// it returns the workers killed so far.

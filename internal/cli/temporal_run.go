@@ -18,16 +18,12 @@ import (
 const dialWait = 15 * time.Second
 
 // dialRecorded connects to where a Temporal run's workflows are: where
-// the run was recorded to run.
+// the run was recorded to run. That needs no cadre.yaml, so a board
+// serving another repository (cadre serve --repo) reaches them too.
 func (f *Factory) dialRecorded(ctx context.Context, recorded *engine.TemporalTarget) (client.Client, error) {
-	ws, err := f.workspace(ctx)
-	if err != nil {
-		return nil, err
-	}
-	t := temporalTarget(ws.cfg, TemporalOptions{}, recorded)
 	ctx, cancel := context.WithTimeout(ctx, dialWait)
 	defer cancel()
-	return temporal.Dial(ctx, t.Address, t.Namespace, f.IO.ErrOut)
+	return temporal.Dial(ctx, recorded.Address, recorded.Namespace, f.IO.ErrOut)
 }
 
 // notRunning says whether err means the workflow is not running (never
@@ -58,6 +54,26 @@ func (f *Factory) signalApproval(ctx context.Context, st *store.Store, run, item
 		return false, fmt.Errorf("signal the workflow of %s (the answer is journaled; cadre resume %s hands it over): %w", item, run, err)
 	}
 	return true, nil
+}
+
+// stopOnTemporal is cadre stop for a run on the Temporal engine that may
+// still run there (the process that started it active, or gone with the
+// run recorded running): the stop request, then the signal (with now the
+// cancellation) to its items' workflows. onTemporal is false, and nothing
+// done, for any other run.
+func (f *Factory) stopOnTemporal(ctx context.Context, st *store.Store, stateDir, run string, active, now bool) (n int, onTemporal bool, err error) {
+	r, ro, err := engine.StoredRun(ctx, st, run)
+	if err != nil {
+		return 0, false, err
+	}
+	if ro.Temporal == nil || (!active && r.Status != store.RunRunning) {
+		return 0, false, nil
+	}
+	if err := engine.RequestStop(stateDir, run); err != nil {
+		return 0, true, err
+	}
+	n, err = f.stopTemporal(ctx, st, run, ro.Temporal, now)
+	return n, true, err
 }
 
 // stopTemporal asks the workflows of run's unfinished items to stop: to

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -66,6 +68,7 @@ func TestTemporalScript(t *testing.T) {
 			"exits":    cmdExits,
 			"waititem": cmdWaitItem,
 			"collect":  cmdCollect,
+			"freeport": cmdFreePort,
 		},
 	})
 }
@@ -120,4 +123,20 @@ func cmdWaitItem(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	ts.Fatalf("waititem: %s is %q after a minute, want %s", args[0], last, args[1])
+}
+
+// cmdFreePort sets NAME to a loopback TCP port free a moment ago, for a
+// server the script starts in the background.
+//
+//	freeport NAME
+func cmdFreePort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: freeport NAME")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ts.Fatalf("freeport: %v", err)
+	}
+	defer ln.Close()
+	ts.Setenv(args[0], strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 }

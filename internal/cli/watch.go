@@ -38,7 +38,7 @@ func runWatch(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	}
 	flows, _ := f.workflows(ctx)
 	v := startView(f, tui.Config{Run: id, Watch: true, Budget: runBudget(ctx, st, id, budget),
-		Actions: &watchActions{st: st, stateDir: stateDir, run: id}, Steps: tui.StepsFunc(flows)})
+		Actions: &watchActions{f: f, st: st, stateDir: stateDir, run: id}, Steps: tui.StepsFunc(flows)})
 	pollCtx, stop := context.WithCancel(ctx)
 	polled := make(chan struct{})
 	go func() {
@@ -135,6 +135,7 @@ func watchLines(ctx context.Context, f *Factory, st *store.Store, stateDir, run 
 // watchActions are the watcher's keys acting on a run of another process,
 // through the journal and the run's lock, as cadre stop and approve do.
 type watchActions struct {
+	f        *Factory
 	st       *store.Store
 	stateDir string
 	run      string
@@ -142,6 +143,11 @@ type watchActions struct {
 
 func (a *watchActions) Stop(now bool) error {
 	active, pid, ok := engine.ReadLock(a.stateDir)
+	// A run on Temporal is stopped through its workflows, also once the
+	// process that started it is gone, as cadre stop does.
+	if _, onTemporal, err := a.f.stopOnTemporal(context.Background(), a.st, a.stateDir, a.run, ok && active == a.run, now); onTemporal || err != nil {
+		return err
+	}
 	if !ok || active != a.run {
 		return fmt.Errorf("stop: run %s is not active", a.run)
 	}
@@ -157,7 +163,7 @@ func (a *watchActions) Stop(now bool) error {
 }
 
 func (a *watchActions) Approve(item string, approved bool, note string) error {
-	return approveFromView(a.st, a.run, item, approved, note)
+	return approveFromView(a.f, a.st, a.run, item, approved, note)
 }
 
 func (a *watchActions) Log(item, step string) (string, error) {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -41,6 +44,23 @@ func (o TemporalOptions) set() []string {
 	return names
 }
 
+// check refuses Temporal flags that cannot name a server or a queue, as
+// cadre.yaml's temporal keys are, before anything dials.
+func (o TemporalOptions) check() error {
+	if o.Address != "" {
+		host, port, err := net.SplitHostPort(o.Address)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return usageErr(fmt.Errorf("--temporal-address %q: want HOST:PORT such as 127.0.0.1:7233", o.Address))
+		}
+	}
+	for _, f := range []struct{ name, v, what string }{{"namespace", o.Namespace, "a namespace name"}, {"task-queue", o.TaskQueue, "a task queue name"}} {
+		if f.v != "" && strings.TrimSpace(f.v) == "" {
+			return usageErr(fmt.Errorf("--%s %q: want %s", f.name, f.v, f.what))
+		}
+	}
+	return nil
+}
+
 func addTemporalFlags(cmd *cobra.Command, o *TemporalOptions) {
 	fl := cmd.Flags()
 	fl.StringVar(&o.Address, "temporal-address", "", "Temporal frontend `HOST:PORT` (default temporal.address, 127.0.0.1:7233)")
@@ -63,7 +83,24 @@ func temporalTarget(cfg config.Config, o TemporalOptions, recorded *engine.Tempo
 			*f.dst = *f.flag
 		}
 	}
+	if o.Heartbeat != 0 {
+		t.Heartbeat = o.Heartbeat
+	}
 	return t
+}
+
+// addHeartbeatFlag declares --heartbeat-timeout, of cadre run and resume.
+func addHeartbeatFlag(cmd *cobra.Command, o *TemporalOptions, what string) {
+	cmd.Flags().DurationVar(&o.Heartbeat, "heartbeat-timeout", 0,
+		fmt.Sprintf("how long a worker may go silent before its running step moves to another worker (default %s)", what))
+}
+
+// checkHeartbeat refuses a heartbeat timeout too short to keep.
+func checkHeartbeat(h time.Duration) error {
+	if h != 0 && h < time.Second {
+		return usageErr(fmt.Errorf("--heartbeat-timeout %s: want at least 1s", h))
+	}
+	return nil
 }
 
 // NewCmdWorker builds cadre worker.
@@ -73,9 +110,9 @@ func NewCmdWorker(f *Factory) *cobra.Command {
 		Use:   "worker --temporal-address HOST:PORT --task-queue Q",
 		Short: "Perform the steps of runs started with --engine temporal",
 		Long: `Poll a Temporal task queue and run the item workflows and steps of runs started with
-cadre run --engine temporal, for the repository in the current directory. Start as many
-workers as the machine can take agents; when one dies, another continues its items from
-their last journaled step.
+cadre run --engine temporal, for the repository in the current directory. Start one or
+more; each runs every step it is given at once (limits.parallel_issues does not bound it
+yet). When one dies, another continues its items from their last journaled step.
 
 For now every worker of a task queue works in the same repository on the same machine:
 the items' worktrees and the journal (.cadre) are shared, not fetched per worker.
@@ -97,6 +134,9 @@ EXIT STATUS
 func runWorker(ctx context.Context, f *Factory, o *TemporalOptions) error {
 	ws, err := f.workspace(ctx)
 	if err != nil {
+		return err
+	}
+	if err := o.check(); err != nil {
 		return err
 	}
 	t := temporalTarget(ws.cfg, *o, nil)
@@ -125,8 +165,14 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions) error {
 
 // runTemporal runs eo's items as Temporal workflows at eo.Temporal,
 // journaled here; resume, when set, continues that run instead.
-func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Options, heartbeat time.Duration, live bool, budget float64, asJSON bool,
+func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Options, live bool, budget float64, asJSON bool,
 	resume func(context.Context, *engine.Engine, engine.Driver) (engine.Summary, error)) (engine.Summary, error) {
+	if ws.cfg.Limits.WorktreePool > 0 {
+		// Each worker checks out the worktrees of the steps it takes;
+		// a pool in this process would prepare worktrees no item takes.
+		return engine.Summary{}, usageErr(fmt.Errorf("%s: the worktree pool works on the embedded engine only, not on Temporal: set it to 0 for this run (CADRE_LIMITS_WORKTREE_POOL=0)",
+			ws.cfg.Where("limits.worktree_pool")))
+	}
 	t := eo.Temporal
 	c, err := temporal.Dial(ctx, t.Address, t.Namespace, f.IO.ErrOut)
 	if err != nil {
@@ -137,7 +183,7 @@ func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Opt
 	if timeout == 0 {
 		timeout = time.Duration(ws.cfg.Defaults.Timeout)
 	}
-	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: timeout, Heartbeat: heartbeat}
+	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: timeout, Heartbeat: t.Heartbeat}
 	return f.runEngine(ctx, ws, asJSON, live, budget, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
 		if resume != nil {
 			return resume(ctx, e, s.Drive)
@@ -156,8 +202,7 @@ const (
 func addEngineFlags(cmd *cobra.Command, opts *RunOptions) {
 	cmd.Flags().StringVar(&opts.Engine, "engine", "", "where items run: embedded (this process) or temporal (cadre workers) (default engine in cadre.yaml, embedded)")
 	addTemporalFlags(cmd, &opts.Temporal)
-	cmd.Flags().DurationVar(&opts.Temporal.Heartbeat, "heartbeat-timeout", 0,
-		fmt.Sprintf("how long a worker may go silent before its running step moves to another worker (default %s)", temporal.DefaultHeartbeat))
+	addHeartbeatFlag(cmd, &opts.Temporal, temporal.DefaultHeartbeat.String())
 }
 
 // checkEngineFlag refuses an engine cadre does not have.
@@ -190,9 +235,34 @@ func runEngineOf(cfg config.Config, opts *RunOptions) (string, error) {
 		if opts.Serve.Addr != "" {
 			return "", usageErr(fmt.Errorf("--serve runs on the embedded engine only (%s): add --engine embedded, and watch a Temporal run with cadre serve", from))
 		}
-		if h := opts.Temporal.Heartbeat; h != 0 && h < time.Second {
-			return "", usageErr(fmt.Errorf("--heartbeat-timeout %s: want at least 1s", h))
+		if err := checkHeartbeat(opts.Temporal.Heartbeat); err != nil {
+			return "", err
+		}
+		if err := opts.Temporal.check(); err != nil {
+			return "", err
+		}
+		if err := temporalIgnores(opts.Sandbox, opts.Parallel, from); err != nil {
+			return "", err
+		}
+		if opts.InPlace {
+			// Said before dialing: a server that is not up yet is not
+			// what stands in the way.
+			return "", usageErr(fmt.Errorf("--in-place works in this checkout, which only the embedded engine can do (%s): add --engine embedded", from))
 		}
 	}
 	return name, nil
+}
+
+// temporalIgnores refuses the flags of this process that a run on
+// Temporal would ignore: its workers run the steps, confined as their
+// own cadre.yaml says, and each item's workflow starts at once (what runs
+// at the same time is up to the workers).
+func temporalIgnores(sandbox string, parallel int, from string) error {
+	if sandbox != "" {
+		return usageErr(fmt.Errorf("--sandbox on the Temporal engine (%s): the workers confine the agents as their sandbox.mode says; start them with CADRE_SANDBOX_MODE=%s instead", from, sandbox))
+	}
+	if parallel != 0 {
+		return usageErr(fmt.Errorf("--parallel on the Temporal engine (%s): every item's workflow starts at once and the workers run them; start more or fewer workers instead", from))
+	}
+	return nil
 }

@@ -85,8 +85,25 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 		}
 		return nil
 	}
-	if run, pid, active := engine.ReadLock(filepath.Join(ws.root, workspace.StateDir)); active {
+	stateDir := filepath.Join(ws.root, workspace.StateDir)
+	if run, pid, active := engine.ReadLock(stateDir); active {
 		return usageErr(fmt.Errorf("run %s (pid %d) is active and may be using its worktrees: stop it first", run, pid))
+	}
+	if hasJournal(ws.root) {
+		// A run on Temporal goes on in its workflows once the process
+		// that started it is gone.
+		st, err := openStore(ctx, ws.root)
+		if err != nil {
+			return err
+		}
+		run, item, _, err := engine.DetachedTemporal(ctx, st, stateDir)
+		st.Close()
+		if err != nil {
+			return err
+		}
+		if run != "" {
+			return usageErr(fmt.Errorf("run %s is on Temporal and its item %s may still run there, in its worktree: stop it (cadre stop %s) or let it end (cadre resume %s) first", run, item, run, run))
+		}
 	}
 	// With GitHub access, a branch whose pull request was merged or closed
 	// is done with, whatever its local state.

@@ -292,6 +292,12 @@ func TestValidationErrors(t *testing.T) {
 			`CADRE_LIMITS_MAX_ATTEMPTS: want 1 or more, got 0`},
 		{"environment blamed over the file", "sandbox: {mode: bwrap}\n", map[string]string{"CADRE_SANDBOX_MODE": "jail"},
 			`CADRE_SANDBOX_MODE: want auto, none or bwrap, got "jail"`},
+		// A mode from the environment that leaves the file's network
+		// setting unenforced is blamed on the variable.
+		{"mode from the environment under the file's network", "sandbox: {mode: bwrap, network: deny}\n", map[string]string{"CADRE_SANDBOX_MODE": "auto"},
+			`CADRE_SANDBOX_MODE: auto may run agents unconfined, where nothing can enforce sandbox.network deny (cadre.yaml:1: sandbox.network); want bwrap, or network allow`},
+		{"network with mode none", "sandbox: {mode: none, network: deny}\n", nil,
+			`cadre.yaml:1: sandbox.network: deny needs sandbox.mode: bwrap (sandbox.mode none runs agents unconfined, where nothing can enforce it); set mode: bwrap or use allow`},
 		// A network setting without a sandbox to enforce it is refused.
 		{"network deny", "sandbox: {network: deny}\n", nil,
 			`cadre.yaml:1: sandbox.network: deny needs sandbox.mode: bwrap (sandbox.mode auto may run agents unconfined, where nothing can enforce it); set mode: bwrap or use allow`},

@@ -172,7 +172,15 @@ func (l *loader) sandbox(s Sandbox) error {
 	// Under auto the run could fall back to none, where nothing would
 	// enforce a network setting: asking for one means asking for bwrap.
 	if s.Mode != "bwrap" && s.Network != "allow" {
-		return l.invalid("sandbox.network", fmt.Sprintf("%s needs sandbox.mode: bwrap (sandbox.mode %s may run agents unconfined, where nothing can enforce it); set mode: bwrap or use allow", s.Network, s.Mode))
+		why := map[string]string{"none": "runs", "auto": "may run"}[s.Mode] + " agents unconfined"
+		// A mode from the environment over a file's network setting is
+		// what changed: blame the variable, not the file's line.
+		_, modeEnv := l.fromEnv["sandbox.mode"]
+		if _, netEnv := l.fromEnv["sandbox.network"]; modeEnv && !netEnv {
+			return l.invalid("sandbox.mode", fmt.Sprintf("%s %s, where nothing can enforce sandbox.network %s (%s); want bwrap, or network allow",
+				s.Mode, why, s.Network, l.whereOf("sandbox.network")))
+		}
+		return l.invalid("sandbox.network", fmt.Sprintf("%s needs sandbox.mode: bwrap (sandbox.mode %s %s, where nothing can enforce it); set mode: bwrap or use allow", s.Network, s.Mode, why))
 	}
 	for i, h := range s.AllowHosts {
 		if bad := hostProblem(h); bad != "" {
@@ -244,6 +252,14 @@ func (l *loader) invalid(path, msg string) error {
 		return fmt.Errorf("%s: %s: %s", where, path, msg)
 	}
 	return fmt.Errorf("%s: %s", path, msg)
+}
+
+// whereOf names where path was set: its file and line, else the path.
+func (l *loader) whereOf(path string) string {
+	if where, ok := l.origin[path]; ok {
+		return where + ": " + path
+	}
+	return path
 }
 
 func nonEmpty(s, what string) string {

@@ -49,7 +49,8 @@ type Options struct {
 	Parallel int `json:"parallel,omitempty"`
 	// Agents is how many agent steps of one item run at once (0: limits.parallel_agents).
 	Agents int `json:"agents,omitempty"`
-	// BudgetUSD stops new steps once the run has spent this much (0: limits.budget_usd).
+	// BudgetUSD stops new steps once the run has spent this much (0:
+	// limits.budget_usd; NoBudget: no limit).
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Query selects GitHub issues to work on, besides the targets.
 	Query IssueQuery `json:"query,omitempty"`
@@ -60,11 +61,18 @@ type Options struct {
 	Temporal *TemporalTarget `json:"temporal,omitempty"`
 }
 
+// NoBudget is the BudgetUSD of a run without a budget, whatever
+// limits.budget_usd says (cadre resume --budget-usd 0).
+const NoBudget = -1
+
 // TemporalTarget is where a run's item workflows live.
 type TemporalTarget struct {
 	Address   string `json:"address"`
 	Namespace string `json:"namespace"`
 	TaskQueue string `json:"task_queue"`
+	// Heartbeat is the run's --heartbeat-timeout (0: the default), kept
+	// so that a resumed run's steps move between workers as they did.
+	Heartbeat time.Duration `json:"heartbeat,omitempty"`
 }
 
 // Deps are the engine's explicit dependencies.
@@ -206,6 +214,9 @@ func (e *Engine) create(ctx context.Context, opts Options) (runID string, releas
 	if err := e.checkRunners(opts); err != nil {
 		return "", nil, err
 	}
+	if err := e.checkDetachedTemporal(ctx, runID); err != nil {
+		return "", nil, err
+	}
 	lk, err := acquireLock(e.StateDir(), runID, e.d.PID, e.warn(runID))
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %w", ErrPreflight, err)
@@ -291,11 +302,26 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 	}
 	if ov.BudgetUSD != nil {
 		opts.BudgetUSD = *ov.BudgetUSD
+		if opts.BudgetUSD == 0 {
+			// cadre resume --budget-usd 0 lifts the limit, cadre.yaml's too.
+			opts.BudgetUSD = NoBudget
+		}
 	}
 	if ov.Parallel > 0 {
 		opts.Parallel = ov.Parallel
 	}
 	if err := e.checkRunners(opts); err != nil {
+		return "", opts, nil, err
+	}
+	if ov.BudgetUSD != nil || ov.Parallel > 0 {
+		// Kept with the run: Temporal workers read its options from the
+		// journal, and a later resume goes on with them.
+		data, _ := json.Marshal(opts)
+		if err := e.d.Store.SetRunOptions(ctx, r.ID, data); err != nil {
+			return "", opts, nil, err
+		}
+	}
+	if err := e.checkDetachedTemporal(ctx, r.ID); err != nil {
 		return "", opts, nil, err
 	}
 	lk, err := acquireLock(e.StateDir(), r.ID, e.d.PID, e.warn(r.ID))
@@ -304,6 +330,47 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 	}
 	os.Remove(e.stopPath(r.ID))
 	return r.ID, opts, lk.release, nil
+}
+
+// checkDetachedTemporal refuses to take over the lock of another run on
+// Temporal whose starting process is gone while some of its items have
+// not ended: their workflows go on without that process, and a second
+// run would work in the same worktrees at the same time. Resuming that
+// run itself (self) attaches to its workflows and may take the lock.
+func (e *Engine) checkDetachedTemporal(ctx context.Context, self string) error {
+	run, item, pid, err := DetachedTemporal(ctx, e.d.Store, e.StateDir())
+	if err != nil || run == "" || run == self {
+		return err
+	}
+	return fmt.Errorf("%w: run %s is on Temporal and its item %s may still run there, though the process that started it (pid %d) is gone: follow it with cadre resume %s, or stop it with cadre stop %s",
+		ErrPreflight, run, item, pid, run, run)
+}
+
+// DetachedTemporal reports the run holding the lock in stateDir when it
+// is on Temporal, its process (pid) is gone, and its item has not ended:
+// the item's workflow may still run, in the run's worktrees. run is ""
+// for any other lock, or none.
+func DetachedTemporal(ctx context.Context, st *store.Store, stateDir string) (run, item string, pid int, err error) {
+	li, err := readLock(filepath.Join(stateDir, "lock"))
+	if err != nil || alive(li.PID) {
+		return "", "", 0, nil // no lock, or a live one (acquireLock refuses it itself)
+	}
+	r, opts, err := StoredRun(ctx, st, li.Run)
+	if err != nil || opts.Temporal == nil || r.Status != store.RunRunning {
+		return "", "", 0, nil
+	}
+	items, err := st.Items(ctx, li.Run)
+	if err != nil {
+		return "", "", 0, err
+	}
+	for _, it := range items {
+		switch it.Status {
+		case store.ItemCompleted, store.ItemSkipped, store.ItemFailed, store.ItemStopped:
+			continue
+		}
+		return li.Run, it.ID, li.PID, nil
+	}
+	return "", "", 0, nil
 }
 
 // StoredRun reads run runID (the latest when "") and the options it was
@@ -386,6 +453,9 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 	}
 	if opts.InPlace || parallel < 1 {
 		parallel = 1
+	}
+	if e.d.Config.Limits.WorktreePool > 0 && opts.InPlace {
+		e.warn(runID)(e.d.Config.Where("limits.worktree_pool") + " is not used by --in-place, which works in this checkout, not in worktrees")
 	}
 	if n := e.d.Config.Limits.WorktreePool; n > 0 && !opts.InPlace {
 		// Prepared worktrees outlive no run: StartPool clears what a

@@ -173,6 +173,19 @@ func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) 
 	if err := fx.stopping(); err != nil {
 		return workflow.Outcome{}, err
 	}
+	// As in the stage pipeline: once the run has spent its budget no new
+	// agent step starts; the item pauses (each item at its next agent
+	// step), and so does the run. The budget is read from the journal,
+	// not this process's copy of the options: a Temporal worker keeps
+	// that copy while cadre resume --budget-usd raises the budget.
+	budget := fx.ir.opts.BudgetUSD
+	if _, opts, err := StoredRun(ctx, fx.e.d.Store, fx.ir.run); err == nil {
+		budget = opts.BudgetUSD
+	}
+	if reason := fx.e.budgetReached(ctx, fx.ir.run, c.ID, budget); reason != "" {
+		fx.paused = reason
+		return workflow.Outcome{}, fmt.Errorf("%s: %w", reason, workflow.ErrPaused)
+	}
 	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: visit, Work: c.Work,
 		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature, PassRating: c.PassRating}
 	if c.Task != nil {

@@ -300,23 +300,34 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 // overBudget says why no new step may start, when the run's spending has
 // reached its budget; a step the journal has as completed is replayed free.
 func (e *Engine) overBudget(ctx context.Context, ir *itemRun, step string) string {
-	budget := ir.opts.BudgetUSD
-	if budget <= 0 {
+	reason := e.budgetReached(ctx, ir.run, step, ir.opts.BudgetUSD)
+	if reason != "" {
+		ir.rs.halt(store.RunPaused, reason)
+	}
+	return reason
+}
+
+// budgetReached says why no new step may start, when run's spending has
+// reached budget (0: limits.budget_usd; none set, or NoBudget: no limit);
+// a step the journal has as completed is replayed free.
+func (e *Engine) budgetReached(ctx context.Context, run, step string, budget float64) string {
+	if budget < 0 {
+		return ""
+	}
+	if budget == 0 {
 		budget = e.d.Config.Limits.BudgetUSD
 	}
 	if budget <= 0 {
 		return ""
 	}
-	if rec, err := e.d.Store.GetStep(ctx, ir.run, step); err == nil && rec.Status == store.StepCompleted {
+	if rec, err := e.d.Store.GetStep(ctx, run, step); err == nil && rec.Status == store.StepCompleted {
 		return ""
 	}
-	tot, err := e.d.Store.Totals(ctx, ir.run)
+	tot, err := e.d.Store.Totals(ctx, run)
 	if err != nil || tot.CostUSD < budget {
 		return ""
 	}
-	reason := fmt.Sprintf("budget reached: spent $%.4f of $%.4f; continue with cadre resume --budget-usd N", tot.CostUSD, budget)
-	ir.rs.halt(store.RunPaused, reason)
-	return reason
+	return fmt.Sprintf("budget reached: spent $%.4f of $%.4f; continue with cadre resume --budget-usd N", tot.CostUSD, budget)
 }
 
 // unmetDeps names the dependencies of t outside this run that are not

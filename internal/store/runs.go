@@ -99,6 +99,26 @@ func (s *Store) SetRunStatus(ctx context.Context, id, status string, pid int) er
 	return nil
 }
 
+// SetRunOptions replaces the options a run goes by (a resume's higher
+// budget), so that every process reading the run from the journal, and a
+// later resume, goes by them too.
+func (s *Store) SetRunOptions(ctx context.Context, id string, options json.RawMessage) error {
+	opts, err := jsonArg("options", options)
+	if err != nil {
+		return fmt.Errorf("set run %s options: %w", id, err)
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET options = ?, updated_at = ? WHERE id = ?`, opts, fmtTime(s.now()), id)
+	if err != nil {
+		return fmt.Errorf("set run %s options: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("set run %s options: %w", id, err)
+	} else if n == 0 {
+		return fmt.Errorf("set run %s options: run %w", id, ErrNotFound)
+	}
+	return nil
+}
+
 const runColumns = `id, repo, workflow, status, options, pid, started_at, updated_at, ended_at`
 
 // GetRun returns the run with the given id, or ErrNotFound.

@@ -458,3 +458,25 @@ func TestAppendEventErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestSetRunOptions(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	mustRun(t, s, "r1", t0)
+	if err := s.SetRunOptions(ctx, "r1", json.RawMessage(`{"budget_usd":20}`)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetRun(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Options) != `{"budget_usd":20}` {
+		t.Errorf("options = %s, want the new ones", got.Options)
+	}
+	if err := s.SetRunOptions(ctx, "missing", json.RawMessage(`{}`)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing run: err = %v, want ErrNotFound", err)
+	}
+	if err := s.SetRunOptions(ctx, "r1", json.RawMessage(`{`)); err == nil {
+		t.Error("invalid JSON was accepted")
+	}
+}
