@@ -81,7 +81,7 @@ func checkCompleted(b testing.TB, sum engine.Summary, err error, n int) {
 // the simple workflow: one agent step and a commit each) on the embedded
 // engine (limits.parallel_issues 10) and on the Temporal dev server with
 // two workers (each its own engine and journal connection, as two cadre
-// worker processes), and reports both wall times and their ratio.
+// worker processes, each running at most 10 steps at once), and reports both wall times and their ratio.
 func BenchmarkTemporalVsEmbedded(b *testing.B) {
 	bin, err := filepath.Abs(filepath.Join("..", "..", ".tools", "bin", "temporal"))
 	if _, serr := os.Stat(bin); err != nil || serr != nil {
@@ -116,7 +116,7 @@ func BenchmarkTemporalVsEmbedded(b *testing.B) {
 		for range 2 {
 			w, closeW := benchEngine(b, root)
 			defer closeW()
-			go func() { done <- temporal.Serve(wctx, srv.Client(), queue, w, &temporal.Progress{}) }()
+			go func() { done <- temporal.Serve(wctx, srv.Client(), queue, w, &temporal.Progress{}, parallel) }()
 		}
 		e, closeE = benchEngine(b, root)
 		s := &temporal.Starter{Client: srv.Client(), TaskQueue: queue, StepTimeout: time.Minute}

@@ -106,13 +106,16 @@ func checkHeartbeat(h time.Duration) error {
 // NewCmdWorker builds cadre worker.
 func NewCmdWorker(f *Factory) *cobra.Command {
 	o := &TemporalOptions{}
+	var slots int
 	cmd := &cobra.Command{
 		Use:   "worker --temporal-address HOST:PORT --task-queue Q",
 		Short: "Perform the steps of runs started with --engine temporal",
 		Long: `Poll a Temporal task queue and run the item workflows and steps of runs started with
 cadre run --engine temporal, for the repository in the current directory. Start one or
-more; each runs every step it is given at once (limits.parallel_issues does not bound it
-yet). When one dies, another continues its items from their last journaled step.
+more; each runs at most --parallel steps at once (default limits.parallel_issues ×
+limits.parallel_agents, the most agents the embedded engine runs on one machine), the
+others waiting on the queue. When one dies, another continues its items from their last
+journaled step.
 
 For now every worker of a task queue works in the same repository on the same machine:
 the items' worktrees and the journal (.cadre) are shared, not fetched per worker.
@@ -124,20 +127,27 @@ EXIT STATUS
 		Example: `  cadre worker --temporal-address 127.0.0.1:7233 --task-queue cadre`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runWorker(cmd.Context(), f, o)
+			return runWorker(cmd.Context(), f, o, slots)
 		},
 	}
 	addTemporalFlags(cmd, o)
+	cmd.Flags().IntVar(&slots, "parallel", 0, "steps this worker runs at once (default limits.parallel_issues × limits.parallel_agents)")
 	return cmd
 }
 
-func runWorker(ctx context.Context, f *Factory, o *TemporalOptions) error {
+func runWorker(ctx context.Context, f *Factory, o *TemporalOptions, slots int) error {
+	if slots < 0 {
+		return usageErr(fmt.Errorf("--parallel %d: want at least 1", slots))
+	}
 	ws, err := f.workspace(ctx)
 	if err != nil {
 		return err
 	}
 	if err := o.check(); err != nil {
 		return err
+	}
+	if slots == 0 {
+		slots = max(1, ws.cfg.Limits.ParallelIssues*ws.cfg.Limits.ParallelAgents)
 	}
 	t := temporalTarget(ws.cfg, *o, nil)
 	c, err := temporal.Dial(ctx, t.Address, t.Namespace, f.IO.ErrOut)
@@ -156,8 +166,8 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions) error {
 		return err
 	}
 	defer flush()
-	fmt.Fprintf(f.IO.ErrOut, "cadre: worker for %s polling %s on %s\n", ws.root, t.TaskQueue, t.Address)
-	if err := temporal.Serve(ctx, c, t.TaskQueue, e, progress); err != nil && !errors.Is(err, context.Canceled) {
+	fmt.Fprintf(f.IO.ErrOut, "cadre: worker for %s polling %s on %s, %d steps at once\n", ws.root, t.TaskQueue, t.Address, slots)
+	if err := temporal.Serve(ctx, c, t.TaskQueue, e, progress, slots); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil

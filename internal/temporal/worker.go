@@ -30,8 +30,11 @@ const stopGrace = 30 * time.Second
 
 // Serve runs a worker for the repository of e on queue until ctx ends.
 // progress must be a sink of e's events, for the steps' heartbeats.
-func Serve(ctx context.Context, c client.Client, queue string, e *engine.Engine, progress *Progress) error {
-	w := worker.New(c, queue, worker.Options{})
+func Serve(ctx context.Context, c client.Client, queue string, e *engine.Engine, progress *Progress, slots int) error {
+	// slots bounds the steps this worker runs at once, as the embedded
+	// engine's limits bound one machine's agents; the rest wait on the
+	// queue for this worker or another.
+	w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: slots})
 	RegisterWorkflow(w, &Workflows{Defs: e.Workflows(), Roles: e.RoleExists})
 	acts := &Activities{Engine: e, Progress: progress}
 	RegisterActivities(w, acts)
