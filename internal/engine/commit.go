@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
@@ -18,7 +19,34 @@ func (e *Engine) commit(ctx context.Context, ir *itemRun) error {
 	if err := ir.board.flush(); err != nil {
 		return fmt.Errorf("update task %s: %w", ir.it.ID, err)
 	}
-	id := ir.it.ID + "/commit"
+	return e.commitOnce(ctx, ir, ir.it.ID+"/commit", workspace.CommitOptions{Base: e.d.Config.BaseBranch, Check: outsideLinks(ir)})
+}
+
+// commitBoard commits, in place, the task file's last frontmatter (stage:
+// completed) of an item whose declarative workflow made its own commits
+// before that was written, so the next run in place finds a clean tree.
+// Only the task file goes in; once, as commit does.
+func (e *Engine) commitBoard(ctx context.Context, ir *itemRun) error {
+	if !ir.rs.opts.InPlace || ir.task == nil || ir.task.Path == "" {
+		return nil
+	}
+	if err := ir.board.flush(); err != nil {
+		return fmt.Errorf("update task %s: %w", ir.it.ID, err)
+	}
+	abs, err := filepath.Abs(ir.task.Path)
+	if err != nil {
+		return nil
+	}
+	rel, err := filepath.Rel(ir.repo.Dir, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil // a task file outside the tree is not the tree's
+	}
+	return e.commitOnce(ctx, ir, ir.it.ID+"/complete", workspace.CommitOptions{Only: []string{filepath.ToSlash(rel)}})
+}
+
+// commitOnce commits as step id, once: a commit already carrying the
+// step's trailer (a crash after committing) is adopted, not repeated.
+func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt workspace.CommitOptions) error {
 	prev, err := e.d.Store.GetStep(ctx, ir.run, id)
 	if err == nil && prev.Status == store.StepCompleted {
 		return nil
@@ -35,8 +63,7 @@ func (e *Engine) commit(ctx context.Context, ir *itemRun) error {
 		}
 	}
 	if sha == "" {
-		sha, err = ir.repo.Commit(ctx, commitMessage(ir.task), workspace.Mark{Step: id, Run: ir.run},
-			workspace.CommitOptions{Base: e.d.Config.BaseBranch, Check: outsideLinks(ir)})
+		sha, err = ir.repo.Commit(ctx, commitMessage(ir.task), workspace.Mark{Step: id, Run: ir.run}, opt)
 		if err != nil {
 			rec.Status, rec.Error = store.StepFailed, err.Error()
 			e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)

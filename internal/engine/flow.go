@@ -110,6 +110,9 @@ func (e *Engine) endFlow(ctx context.Context, ir *itemRun, res workflow.Result, 
 			return itemOutcome{failed: true, reason: ir.it.ID + ": " + reason}, nil
 		}
 		e.setBoard(ir, map[string]any{"stage": "completed"})
+		if err := e.commitBoard(ctx, ir); err != nil {
+			e.publish(ir, event.Event{Type: event.Warning, Message: "commit the task file: " + err.Error()})
+		}
 		e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp("completed"),
 			Error: strp(strings.Join(res.PhaseFailures, "; "))})
 		e.archiveCycle(ctx, ir, now, "")

@@ -225,6 +225,9 @@ type CommitOptions struct {
 	// Check sees the changed paths before the commit is made; an error
 	// refuses the commit (the changes stay staged).
 	Check func(paths []string) error
+	// Only, when set, commits these paths alone: nothing else is staged,
+	// and what was staged before stays out of the commit.
+	Only []string
 }
 
 // Commit stages every change but opt.Except, refuses the commit when a
@@ -235,6 +238,9 @@ type CommitOptions struct {
 // index against the merge base with opt.Base, which covers what status and
 // a diff of the branch would each give.
 func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt CommitOptions) (string, error) {
+	if len(opt.Only) > 0 {
+		return r.commitOnly(ctx, message, mark, opt.Only)
+	}
 	if _, err := r.Git(ctx, "add", "-A", "--", "."); err != nil {
 		return "", err
 	}
@@ -261,12 +267,43 @@ func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt Commit
 			return "", err
 		}
 	}
-	args := []string{"commit", "--quiet", "--allow-empty", "--no-verify", "-m", message}
+	if _, err := r.Git(ctx, r.commitArgs(message, mark, "--allow-empty")...); err != nil {
+		return "", err
+	}
+	return r.Head(ctx)
+}
+
+// commitArgs is git commit's argv with message, mark's trailers and extra.
+func (r *Repo) commitArgs(message string, mark Mark, extra ...string) []string {
+	args := append([]string{"commit", "--quiet", "--no-verify"}, extra...)
+	args = append(args, "-m", message)
 	if mark.Step != "" {
 		args = append(args, "-m", TrailerKey+": "+mark.Step+"\n"+RunTrailerKey+": "+mark.Run)
 	}
-	args = append(append([]string(nil), r.committer()...), args...)
-	if _, err := r.Git(ctx, args...); err != nil {
+	return append(append([]string(nil), r.committer()...), args...)
+}
+
+// commitOnly commits the changes of paths alone (none under .cadre/),
+// returning "" when they have none.
+func (r *Repo) commitOnly(ctx context.Context, message string, mark Mark, paths []string) (string, error) {
+	for _, p := range paths {
+		if p == StateDir || strings.HasPrefix(p, StateDir+"/") {
+			return "", fmt.Errorf("%w: %s", ErrStateStaged, p)
+		}
+	}
+	changed, err := r.Git(ctx, append([]string{"status", "--porcelain", "-z", "--"}, paths...)...)
+	if err != nil {
+		return "", err
+	}
+	if changed == "" {
+		return "", nil
+	}
+	// Added first: --only commits a path git knows, new ones included.
+	if _, err := r.Git(ctx, append([]string{"add", "-A", "--"}, paths...)...); err != nil {
+		return "", err
+	}
+	args := append(r.commitArgs(message, mark, "--only"), "--")
+	if _, err := r.Git(ctx, append(args, paths...)...); err != nil {
 		return "", err
 	}
 	return r.Head(ctx)

@@ -172,3 +172,39 @@ func TestPushToBareRemote(t *testing.T) {
 		t.Error("the auth header reached the repository's config")
 	}
 }
+
+// CommitOptions.Only commits the paths given and nothing else, new files
+// included; with no change in them there is no commit.
+func TestCommitOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	r, err := Init(ctx, dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "task.md"), []byte("stage: code\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "other.txt"), []byte("x\n"), 0o644)
+	if _, err := r.Commit(ctx, "init", Mark{}, CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "task.md"), []byte("stage: completed\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "other.txt"), []byte("changed\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "new.md"), []byte("new\n"), 0o644)
+	sha, err := r.Commit(ctx, "complete", Mark{Step: "t/complete", Run: "r1"}, CommitOptions{Only: []string{"task.md", "new.md"}})
+	if err != nil || sha == "" {
+		t.Fatalf("commit: %q %v", sha, err)
+	}
+	files, _ := r.Git(ctx, "show", "--name-only", "--format=", "HEAD")
+	if got := strings.Fields(files); strings.Join(got, ",") != "new.md,task.md" {
+		t.Errorf("committed %v, want new.md and task.md only", got)
+	}
+	if msg, _ := r.Git(ctx, "log", "-1", "--format=%B"); !strings.Contains(msg, TrailerKey+": t/complete") {
+		t.Errorf("message %q lacks the trailer", msg)
+	}
+	if st, _ := r.Git(ctx, "status", "--porcelain"); strings.TrimSpace(st) != "M other.txt" {
+		t.Errorf("status %q, want other.txt left modified", st)
+	}
+	if sha, err := r.Commit(ctx, "again", Mark{}, CommitOptions{Only: []string{"task.md"}}); err != nil || sha != "" {
+		t.Errorf("nothing to commit: %q %v, want no commit", sha, err)
+	}
+}
