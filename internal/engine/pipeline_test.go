@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,14 +145,15 @@ func TestItemStepsRunTheStagePipelineAcrossWorkers(t *testing.T) {
 // is stopped, and the run fails with a's reason. Resuming clears the halt.
 func TestItemStepsHardStopHaltsTheOtherItems(t *testing.T) {
 	var eng *Engine
-	var run string
+	var run atomic.Value // the run's id, set by each item's driver
 	e := newEnv(t, func(inv runner.Invocation) runner.Result {
 		switch {
 		case inv.Item == "a" && inv.Role == "auditor":
 			return runner.Result{Output: signalText("auditor", "INSUFFICIENT", 3)}
 		case inv.Item == "b" && inv.Role == "coder":
 			// b's coder is still running when a hard-stops.
-			for deadline := time.Now().Add(10 * time.Second); eng.haltReason(run) == "" && time.Now().Before(deadline); {
+			id, _ := run.Load().(string)
+			for deadline := time.Now().Add(10 * time.Second); eng.haltReason(id) == "" && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}
@@ -161,7 +163,7 @@ func TestItemStepsHardStopHaltsTheOtherItems(t *testing.T) {
 	w := &twoWorkers{e: e.eng}
 	drive := w.drive(t)
 	sum, err := e.eng.StartWith(context.Background(), Options{}, func(ctx context.Context, id string, it store.Item) error {
-		run = id
+		run.Store(id)
 		return drive(ctx, id, it)
 	})
 	if err != nil {
