@@ -192,9 +192,12 @@ func (s *ItemSteps) Agent(ctx context.Context, c workflow.AgentCall, visit int) 
 		return workflow.Outcome{}, err
 	}
 	s.ir.forgetWritten() // the item's previous step may have run in another process
+	if s.e.runHalted(s.ir.run) {
+		return workflow.Outcome{}, ErrStopping // before the task file says a new agent
+	}
 	s.e.setBoard(s.ir, map[string]any{"agent": c.Role})
 	out, err := s.fx.agent(ctx, c, visit)
-	return out, tampered(err)
+	return out, stepErr(err)
 }
 
 // Action performs (or replays) a deterministic step.
@@ -210,7 +213,7 @@ func (s *ItemSteps) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		}
 	}
 	out, err := s.fx.Action(ctx, c)
-	return out, tampered(err)
+	return out, stepErr(err)
 }
 
 func (s *ItemSteps) loadBaseline(ctx context.Context) error {
@@ -228,6 +231,20 @@ func (s *ItemSteps) loadBaseline(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ErrStopping is returned by a step refused because cadre stop came (its
+// stop file) or another item's hard stop halted the run (its halt file):
+// the item ends stopped, resumable, as it does on the stop signal.
+var ErrStopping = errors.New("stopped by request")
+
+// stepErr is err as an executor takes it: a refused step is ErrStopping
+// rather than a pause, a tampered tree wraps ErrTampered.
+func stepErr(err error) error {
+	if errors.Is(err, errStopping) {
+		return ErrStopping
+	}
+	return tampered(err)
 }
 
 func tampered(err error) error {

@@ -168,6 +168,10 @@ func (x *exec) stepErr(err error) error {
 		return err
 	}
 	switch ae.Type() {
+	case ErrTypeStopping:
+		// As the stop signal: no new step starts, the running ones finish.
+		x.stopping = true
+		return errStopping
 	case ErrTypePaused:
 		if x.paused == "" {
 			x.paused = ae.Message()
