@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -199,5 +200,54 @@ func TestItemStepsHardStopHaltsTheOtherItems(t *testing.T) {
 	}
 	if _, err := os.Stat(e.eng.haltPath(sum.Run)); err != nil {
 		t.Errorf("a's hard stop again on resume wrote no halt: %v", err)
+	}
+}
+
+// The cycle log of an item whose steps alternate between two workers
+// holds every step's entry, each once and in order, iteration by
+// iteration, in the file and in its archive, whichever worker wrote it.
+func TestItemStepsCycleLogAcrossWorkers(t *testing.T) {
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Role == "auditor" && inv.Attempt == 1 {
+			return runner.Result{Output: signalText("auditor", "INSUFFICIENT", 3)}
+		}
+		return passAll(inv)
+	}, [2]string{"b", "code"})
+	w := &twoWorkers{e: e.eng}
+	sum, err := e.eng.StartWith(context.Background(), Options{}, w.drive(t))
+	if err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("run %+v, %v", sum, err)
+	}
+	cur, err := os.ReadFile(filepath.Join(e.eng.StateDir(), "runs", sum.Run, "items", "b", "current_cycle.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, err := filepath.Glob(filepath.Join(e.eng.StateDir(), "archive", "*.md"))
+	if err != nil || len(arch) != 1 {
+		t.Fatalf("archives %q, %v: want one", arch, err)
+	}
+	archived, err := os.ReadFile(arch[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"## Iteration 0", "## Iteration 1", "<!-- step b/code/coder#1 -->", "<!-- step b/audit/auditor#1 -->",
+		"## Iteration 2", "<!-- step b/code/coder#2 -->", "<!-- step b/audit/auditor#2 -->"}
+	for name, log := range map[string]string{"current_cycle.md": string(cur), "archive": string(archived)} {
+		at := 0
+		for _, s := range want {
+			if n := strings.Count(log, s); n != 1 {
+				t.Errorf("%s: %q %d times, want once:\n%s", name, s, n, log)
+				break
+			}
+			i := strings.Index(log, s)
+			if i < at {
+				t.Errorf("%s: %q out of order:\n%s", name, s, log)
+				break
+			}
+			at = i
+		}
+		if !strings.HasPrefix(log, "# Cycle: ") {
+			t.Errorf("%s: no header:\n%s", name, log)
+		}
 	}
 }

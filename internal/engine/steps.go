@@ -81,7 +81,9 @@ func (r *RunSteps) OpenItem(ctx context.Context, itemID string) (*ItemSteps, err
 		task = &taskfile.Task{ID: it.ID, Title: it.Title, Path: it.Ref}
 	}
 	ir := e.newItemRun(rs, it, task)
-	e.startCycle(ir, e.workflowOf(rs.opts, task))
+	// The item's steps may run in several workers: each appends to the
+	// one cycle log file, which Begin starts.
+	e.startCycle(ir, e.workflowOf(rs.opts, task), true)
 	s.ir, s.fx = ir, &flowExec{e: e, ir: ir}
 	return s, nil
 }
@@ -136,6 +138,7 @@ func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 		}
 		// Its tree is provisioned by its first step, as the embedded
 		// engine provisions only an item with a step to run.
+		ir.cycle.reset()
 		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)}); err != nil {
 			return Begun{}, err
 		}
@@ -154,6 +157,7 @@ func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 		e.publish(ir, event.Event{Type: event.TaskFailed, Error: err.Error()})
 		return end(store.ItemFailed, err.Error())
 	}
+	ir.cycle.reset()
 	if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)}); err != nil {
 		return Begun{}, err
 	}
