@@ -312,6 +312,16 @@ func (e *Engine) overBudget(ctx context.Context, ir *itemRun, step string) strin
 	return reason
 }
 
+// runBudget is the run's budget as the journal has it now: an executor's
+// process keeps its copy of the options while cadre resume --budget-usd
+// raises the budget.
+func (e *Engine) runBudget(ctx context.Context, ir *itemRun) float64 {
+	if _, opts, err := StoredRun(ctx, e.d.Store, ir.run); err == nil {
+		return opts.BudgetUSD
+	}
+	return ir.opts.BudgetUSD
+}
+
 // budgetReached says why no new step may start, when run's spending has
 // reached budget (0: limits.budget_usd; none set, or NoBudget: no limit);
 // a step the journal has as completed is replayed free.

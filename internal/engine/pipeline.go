@@ -61,7 +61,10 @@ func (s *ItemSteps) Stage(ctx context.Context, st workflow.State, d workflow.Dec
 	if err := e.syncFrontmatter(ctx, ir, st, d); err != nil {
 		return Staged{}, err
 	}
-	if reason := e.overBudget(ctx, ir, d.Step.ID); reason != "" {
+	// The budget as the journal has it (cadre resume --budget-usd may
+	// have raised it since this process opened the run); the item
+	// pauses, and so does each of the run's items at its next step.
+	if reason := e.budgetReached(ctx, ir.run, d.Step.ID, e.runBudget(ctx, ir)); reason != "" {
 		return Staged{}, fmt.Errorf("%s: %w", reason, workflow.ErrPaused)
 	}
 	ev, err := e.step(ctx, ir, st, d.Step)

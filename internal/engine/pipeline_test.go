@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,9 +68,14 @@ func (w *twoWorkers) drive(t *testing.T) Driver {
 			return workflow.Next(lim, s, ev)
 		}
 		s, d := next(workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
+		end := Ending{}
 		for d.Kind == workflow.RunStep {
 			n++
 			got, err := w.open(ctx, t, n%2, run, it.ID).Stage(ctx, s, d)
+			if errors.Is(err, workflow.ErrPaused) {
+				end.Paused = pauseReason(err) // a quota, the budget
+				break
+			}
 			if err != nil {
 				return err
 			}
@@ -79,7 +85,8 @@ func (w *twoWorkers) drive(t *testing.T) Driver {
 		// The end runs where the last stage did: that worker last wrote
 		// the stage the item ends in, before the other's step since.
 		st := w.open(ctx, t, n%2, run, it.ID)
-		if _, err := st.End(ctx, Ending{Runner: &RunnerEnding{State: s, Decision: d}}); err != nil {
+		end.Runner = &RunnerEnding{State: s, Decision: d}
+		if _, err := st.End(ctx, end); err != nil {
 			return err
 		}
 		for i := range w.items {

@@ -42,7 +42,7 @@ func (e *Engine) OpenRun(ctx context.Context, runID string) (*RunSteps, error) {
 	}
 	// resumed: a worker may take over an item another one began, whose
 	// worktree then holds this run's own uncommitted changes.
-	rs := &runState{id: runID, opts: opts, resumed: true, done: map[string]chan struct{}{}, ok: map[string]bool{}}
+	rs := &runState{id: runID, opts: opts, resumed: true, files: true, done: map[string]chan struct{}{}, ok: map[string]bool{}}
 	// The run's own items are the dependencies its driver awaits; Begin
 	// checks only the others (unmetDeps), as the embedded engine does.
 	items, err := e.d.Store.Items(ctx, runID)

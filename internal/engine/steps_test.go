@@ -3,10 +3,13 @@ package engine
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -162,5 +165,65 @@ func TestItemStepsDeclarativeStopsOnHaltOrStopFile(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The budget on an executor's workers: the run's items pause at their
+// next agent step or stage once the journal's spending reaches it, the
+// run pauses, and cadre resume --budget-usd continues them on the same
+// long-lived workers, which must read the raised budget from the journal
+// (not their copy of the run's options) and hold no halt of their own
+// from the paused attempt.
+func TestItemStepsBudgetPausesAndResumesOnTheSameWorkers(t *testing.T) {
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Role == "executor" {
+			return runner.Result{Output: signalText("executor", "SUCCESS", -1), Usage: event.Usage{CostUSD: 0.01}}
+		}
+		return passAll(inv)
+	}, [2]string{"a", "code"}, [2]string{"c", "code"})
+	body := "---\nstage: code\nattempts: 0\nworkflow: simple\n---\n# Task c\n\n## Goal\nDo c.\n"
+	if err := os.WriteFile(filepath.Join(e.root, "tasks", "c.md"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := &twoWorkers{e: e.eng}
+	drive := func(ctx context.Context, run string, it store.Item) error {
+		if it.ID == "c" {
+			return w.driveFlow(t)(ctx, run, it)
+		}
+		return w.drive(t)(ctx, run, it)
+	}
+	sum, err := e.eng.StartWith(context.Background(), Options{BudgetUSD: 0.005}, drive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != store.RunPaused || !strings.Contains(sum.Reason, "budget reached") {
+		t.Fatalf("run %s: %s, want paused by the budget", sum.Status, sum.Reason)
+	}
+	for _, c := range e.fake.calls {
+		if strings.HasPrefix(c, "a/audit") {
+			t.Errorf("a's auditor ran past the budget: %q", e.fake.calls)
+		}
+	}
+	// The workers live on; their items ended.
+	w.items = [2]map[string]*ItemSteps{{}, {}}
+	budget := 1.0
+	sum, err = e.eng.ResumeDriven(context.Background(), sum.Run, ResumeOverrides{BudgetUSD: &budget}, drive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != store.RunCompleted {
+		t.Fatalf("resumed run %s: %s, want completed", sum.Status, sum.Reason)
+	}
+	for _, id := range []string{"a", "c"} {
+		if it, err := e.st.GetItem(context.Background(), sum.Run, id); err != nil || it.Status != store.ItemCompleted {
+			t.Errorf("%s: %+v, %v: want completed", id, it, err)
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range e.fake.calls {
+		if seen[c] {
+			t.Errorf("agent step %s ran twice: %q", c, e.fake.calls)
+		}
+		seen[c] = true
 	}
 }
