@@ -54,6 +54,12 @@ func (s *ItemSteps) Stage(ctx context.Context, st workflow.State, d workflow.Dec
 	if d.Kind != workflow.RunStep {
 		return Staged{}, fmt.Errorf("stage of %s: decision %v runs no step", ir.it.ID, d.Kind)
 	}
+	if e.runHalted(ir.run) {
+		// cadre stop or another item's hard stop came since the last
+		// stage reported none: no new stage starts, as the embedded
+		// engine's next decides Stopped.
+		return Staged{}, ErrStopping
+	}
 	if err := s.provision(ctx); err != nil {
 		return Staged{}, err
 	}

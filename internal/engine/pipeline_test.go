@@ -258,3 +258,48 @@ func TestItemStepsCycleLogAcrossWorkers(t *testing.T) {
 		}
 	}
 }
+
+// A stage asked for once cadre stop came (its stop file), though the
+// last stage reported none, is refused before anything runs; the item
+// ends stopped at its stage, for resume.
+func TestItemStepsStageRefusedAfterStop(t *testing.T) {
+	e := newEnv(t, passAll, [2]string{"a", "code"})
+	var staged error
+	sum, err := e.eng.StartWith(context.Background(), Options{}, func(ctx context.Context, run string, it store.Item) error {
+		rs, err := e.eng.OpenRun(ctx, run)
+		if err != nil {
+			return err
+		}
+		s, err := rs.OpenItem(ctx, it.ID)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		b, err := s.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if err := RequestStop(e.eng.StateDir(), run); err != nil {
+			return err
+		}
+		st, d := workflow.Next(e.eng.runnerLimits(), workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
+		_, staged = s.Stage(ctx, st, d)
+		_, err = s.End(ctx, Ending{Runner: &RunnerEnding{State: st, Decision: workflow.Decision{Kind: workflow.Stopped, Reason: "stopped by request"}}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(staged, ErrStopping) {
+		t.Errorf("stage: %v, want refused", staged)
+	}
+	if len(e.fake.calls) != 0 {
+		t.Errorf("agent steps %q after the stop", e.fake.calls)
+	}
+	if a, err := e.st.GetItem(context.Background(), sum.Run, "a"); err != nil || a.Status != store.ItemStopped || a.Stage != workflow.StageCode {
+		t.Errorf("a: %+v, %v: want stopped at code", a, err)
+	}
+	if sum.Status != store.RunStopped {
+		t.Errorf("run %s: %s, want stopped", sum.Status, sum.Reason)
+	}
+}
