@@ -26,6 +26,56 @@ type cycleLog struct {
 	iter    int
 	closed  bool
 	written int // how much of b the file holds; the log only grows
+
+	// shared: the item's steps run in several processes (Temporal
+	// workers sharing the state directory), each with its own cycleLog,
+	// so the file, not b, is the log: each entry is appended to what
+	// the file holds then, once (a step replayed after a lost worker is
+	// already there), and the archive is the file.
+	shared bool
+}
+
+// sharedCycleLog is the log of an item whose steps may run in several
+// processes: it takes up the file as it is; reset starts it.
+func sharedCycleLog(path, id, goal, state string, docs []string, next string) *cycleLog {
+	c := &cycleLog{path: path, shared: true}
+	c.header(id, goal, state, docs, next)
+	return c
+}
+
+// reset starts a shared log from its header (the item's workflow began,
+// or began again on resume: its replayed steps append again).
+func (c *cycleLog) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written, c.iter = 0, 0
+	c.flush()
+}
+
+// sync takes up a shared log's file as another process left it.
+func (c *cycleLog) sync() {
+	if !c.shared {
+		return
+	}
+	data, err := os.ReadFile(c.path)
+	if err != nil || len(data) == 0 {
+		return // not started here: b keeps the header, written whole
+	}
+	all := string(data)
+	c.b.Reset()
+	c.b.WriteString(all)
+	c.written = len(all)
+	c.iter = 0
+	if m := iterRE.FindAllStringSubmatch(all, -1); len(m) > 0 {
+		fmt.Sscan(m[len(m)-1][1], &c.iter)
+	}
+}
+
+var iterRE = regexp.MustCompile(`(?m)^## Iteration ([0-9]+)$`)
+
+// has says whether a shared log already holds step's entry.
+func (c *cycleLog) has(step string) bool {
+	return c.shared && strings.Contains(c.b.String(), "<!-- step "+step+" -->\n")
 }
 
 // newCycleLog starts the log of an item with the goal, the starting state,
@@ -33,6 +83,12 @@ type cycleLog struct {
 // to next, the first role.
 func newCycleLog(path, id, goal, state string, docs []string, next string) *cycleLog {
 	c := &cycleLog{path: path}
+	c.header(id, goal, state, docs, next)
+	c.flush()
+	return c
+}
+
+func (c *cycleLog) header(id, goal, state string, docs []string, next string) {
 	fmt.Fprintf(&c.b, "# Cycle: %s\n\n## Goal\n%s\n\n## Current State\n%s\n\n## Context Docs\n", id, goal, state)
 	if len(docs) == 0 {
 		c.b.WriteString("- (none)\n")
@@ -44,8 +100,6 @@ func newCycleLog(path, id, goal, state string, docs []string, next string) *cycl
 	fmt.Fprintf(&c.b, "\n## Iteration 0\n\n### Human Output\n%s\n\n### SIGNAL BLOCK\n- Agent: Human\n- Result: INIT\n"+
 		"- Loop Summary: goal set: %s\n- Confidence: 10\n- Next: %s\n- Context: the goal above\n\n**Signature**: 1:0:0\n",
 		goal, oneLine(goal), titleCase(next))
-	c.flush()
-	return c
 }
 
 // human appends a human's answer to an escalation.
@@ -55,6 +109,9 @@ func (c *cycleLog) human(q workflow.HumanCall, a workflow.Answer) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.sync(); c.has(q.ID) {
+		return
+	}
 	result, verb := signal.Pass, "approved"
 	if !a.Approved {
 		result, verb = signal.Fail, "rejected"
@@ -75,6 +132,9 @@ func (c *cycleLog) add(sp agentSpec, out agentOut) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.sync(); c.has(sp.ID) {
+		return
+	}
 	iter := max(sp.Attempt, 1)
 	if r := roundOf(sp.Signature); r > 0 {
 		iter = r
@@ -171,6 +231,7 @@ func (c *cycleLog) archive(stateDir string, now time.Time, title string, pr int,
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.sync()
 	name := ArchiveName(now, title, pr, suffix)
 	dir := filepath.Join(stateDir, "archive")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -42,9 +42,10 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 // instead of cancelling them.
 var errStopping = fmt.Errorf("stopped by request: %w", workflow.ErrPaused)
 
-// stopping says whether the item must start no new step.
+// stopping says whether the item must start no new step. The halt file
+// is how an item of another process (a Temporal worker) halts the run.
 func (fx *flowExec) stopping() error {
-	if fx.e.stopRequested(fx.ir.run) || fx.ir.rs.halted() != "" {
+	if fx.e.runHalted(fx.ir.run) || (!fx.ir.rs.files && fx.ir.rs.halted() != "") {
 		fx.mu.Lock()
 		fx.stopped = true
 		fx.mu.Unlock()
@@ -181,11 +182,7 @@ func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) 
 	// step), and so does the run. The budget is read from the journal,
 	// not this process's copy of the options: a Temporal worker keeps
 	// that copy while cadre resume --budget-usd raises the budget.
-	budget := fx.ir.opts.BudgetUSD
-	if _, opts, err := StoredRun(ctx, fx.e.d.Store, fx.ir.run); err == nil {
-		budget = opts.BudgetUSD
-	}
-	if reason := fx.e.budgetReached(ctx, fx.ir.run, c.ID, budget); reason != "" {
+	if reason := fx.e.budgetReached(ctx, fx.ir.run, c.ID, fx.e.runBudget(ctx, fx.ir)); reason != "" {
 		fx.paused = reason
 		return workflow.Outcome{}, fmt.Errorf("%s: %w", reason, workflow.ErrPaused)
 	}

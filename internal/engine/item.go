@@ -95,10 +95,15 @@ func (e *Engine) newItemRun(rs *runState, it store.Item, task *taskfile.Task) *i
 	return ir
 }
 
-// startCycle starts the item's cycle log, for the workflow name.
-func (e *Engine) startCycle(ir *itemRun, name string) {
+// startCycle starts the item's cycle log, for the workflow name; shared,
+// it takes up the file another process wrote.
+func (e *Engine) startCycle(ir *itemRun, name string, shared bool) {
 	it, task := ir.it, ir.task
-	ir.cycle = newCycleLog(filepath.Join(ir.outDir, "current_cycle.md"), cycleID(e.StateDir(), time.Now()),
+	mk := newCycleLog
+	if shared {
+		mk = sharedCycleLog
+	}
+	ir.cycle = mk(filepath.Join(ir.outDir, "current_cycle.md"), cycleID(e.StateDir(), time.Now()),
 		task.Title, fmt.Sprintf("- stage: %s, attempts: %d\n- task file: %s", it.InitStage, it.InitAttempts, task.Path), task.Contexts,
 		e.firstRole(name, it.InitStage))
 }
@@ -134,7 +139,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 		return itemOutcome{}, nil
 	}
 	name := e.workflowOf(rs.opts, task)
-	e.startCycle(ir, name)
+	e.startCycle(ir, name, false)
 	if name != workflow.RunnerWorkflow {
 		switch it.InitStage {
 		case workflow.StageCompleted, workflow.StageBacklog, workflow.StageFailed:
@@ -305,6 +310,16 @@ func (e *Engine) overBudget(ctx context.Context, ir *itemRun, step string) strin
 		ir.rs.halt(store.RunPaused, reason)
 	}
 	return reason
+}
+
+// runBudget is the run's budget as the journal has it now: an executor's
+// process keeps its copy of the options while cadre resume --budget-usd
+// raises the budget.
+func (e *Engine) runBudget(ctx context.Context, ir *itemRun) float64 {
+	if _, opts, err := StoredRun(ctx, e.d.Store, ir.run); err == nil {
+		return opts.BudgetUSD
+	}
+	return ir.opts.BudgetUSD
 }
 
 // budgetReached says why no new step may start, when run's spending has

@@ -54,6 +54,12 @@ func (s *ItemSteps) Stage(ctx context.Context, st workflow.State, d workflow.Dec
 	if d.Kind != workflow.RunStep {
 		return Staged{}, fmt.Errorf("stage of %s: decision %v runs no step", ir.it.ID, d.Kind)
 	}
+	if e.runHalted(ir.run) {
+		// cadre stop or another item's hard stop came since the last
+		// stage reported none: no new stage starts, as the embedded
+		// engine's next decides Stopped.
+		return Staged{}, ErrStopping
+	}
 	if err := s.provision(ctx); err != nil {
 		return Staged{}, err
 	}
@@ -61,7 +67,10 @@ func (s *ItemSteps) Stage(ctx context.Context, st workflow.State, d workflow.Dec
 	if err := e.syncFrontmatter(ctx, ir, st, d); err != nil {
 		return Staged{}, err
 	}
-	if reason := e.overBudget(ctx, ir, d.Step.ID); reason != "" {
+	// The budget as the journal has it (cadre resume --budget-usd may
+	// have raised it since this process opened the run); the item
+	// pauses, and so does each of the run's items at its next step.
+	if reason := e.budgetReached(ctx, ir.run, d.Step.ID, e.runBudget(ctx, ir)); reason != "" {
 		return Staged{}, fmt.Errorf("%s: %w", reason, workflow.ErrPaused)
 	}
 	ev, err := e.step(ctx, ir, st, d.Step)

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,9 +69,14 @@ func (w *twoWorkers) drive(t *testing.T) Driver {
 			return workflow.Next(lim, s, ev)
 		}
 		s, d := next(workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
+		end := Ending{}
 		for d.Kind == workflow.RunStep {
 			n++
 			got, err := w.open(ctx, t, n%2, run, it.ID).Stage(ctx, s, d)
+			if errors.Is(err, workflow.ErrPaused) {
+				end.Paused = pauseReason(err) // a quota, the budget
+				break
+			}
 			if err != nil {
 				return err
 			}
@@ -79,7 +86,8 @@ func (w *twoWorkers) drive(t *testing.T) Driver {
 		// The end runs where the last stage did: that worker last wrote
 		// the stage the item ends in, before the other's step since.
 		st := w.open(ctx, t, n%2, run, it.ID)
-		if _, err := st.End(ctx, Ending{Runner: &RunnerEnding{State: s, Decision: d}}); err != nil {
+		end.Runner = &RunnerEnding{State: s, Decision: d}
+		if _, err := st.End(ctx, end); err != nil {
 			return err
 		}
 		for i := range w.items {
@@ -201,5 +209,99 @@ func TestItemStepsHardStopHaltsTheOtherItems(t *testing.T) {
 	}
 	if _, err := os.Stat(e.eng.haltPath(sum.Run)); err != nil {
 		t.Errorf("a's hard stop again on resume wrote no halt: %v", err)
+	}
+}
+
+// The cycle log of an item whose steps alternate between two workers
+// holds every step's entry, each once and in order, iteration by
+// iteration, in the file and in its archive, whichever worker wrote it.
+func TestItemStepsCycleLogAcrossWorkers(t *testing.T) {
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Role == "auditor" && inv.Attempt == 1 {
+			return runner.Result{Output: signalText("auditor", "INSUFFICIENT", 3)}
+		}
+		return passAll(inv)
+	}, [2]string{"b", "code"})
+	w := &twoWorkers{e: e.eng}
+	sum, err := e.eng.StartWith(context.Background(), Options{}, w.drive(t))
+	if err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("run %+v, %v", sum, err)
+	}
+	cur, err := os.ReadFile(filepath.Join(e.eng.StateDir(), "runs", sum.Run, "items", "b", "current_cycle.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, err := filepath.Glob(filepath.Join(e.eng.StateDir(), "archive", "*.md"))
+	if err != nil || len(arch) != 1 {
+		t.Fatalf("archives %q, %v: want one", arch, err)
+	}
+	archived, err := os.ReadFile(arch[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"## Iteration 0", "## Iteration 1", "<!-- step b/code/coder#1 -->", "<!-- step b/audit/auditor#1 -->",
+		"## Iteration 2", "<!-- step b/code/coder#2 -->", "<!-- step b/audit/auditor#2 -->"}
+	for name, log := range map[string]string{"current_cycle.md": string(cur), "archive": string(archived)} {
+		at := 0
+		for _, s := range want {
+			if n := strings.Count(log, s); n != 1 {
+				t.Errorf("%s: %q %d times, want once:\n%s", name, s, n, log)
+				break
+			}
+			i := strings.Index(log, s)
+			if i < at {
+				t.Errorf("%s: %q out of order:\n%s", name, s, log)
+				break
+			}
+			at = i
+		}
+		if !strings.HasPrefix(log, "# Cycle: ") {
+			t.Errorf("%s: no header:\n%s", name, log)
+		}
+	}
+}
+
+// A stage asked for once cadre stop came (its stop file), though the
+// last stage reported none, is refused before anything runs; the item
+// ends stopped at its stage, for resume.
+func TestItemStepsStageRefusedAfterStop(t *testing.T) {
+	e := newEnv(t, passAll, [2]string{"a", "code"})
+	var staged error
+	sum, err := e.eng.StartWith(context.Background(), Options{}, func(ctx context.Context, run string, it store.Item) error {
+		rs, err := e.eng.OpenRun(ctx, run)
+		if err != nil {
+			return err
+		}
+		s, err := rs.OpenItem(ctx, it.ID)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		b, err := s.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if err := RequestStop(e.eng.StateDir(), run); err != nil {
+			return err
+		}
+		st, d := workflow.Next(e.eng.runnerLimits(), workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
+		_, staged = s.Stage(ctx, st, d)
+		_, err = s.End(ctx, Ending{Runner: &RunnerEnding{State: st, Decision: workflow.Decision{Kind: workflow.Stopped, Reason: "stopped by request"}}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(staged, ErrStopping) {
+		t.Errorf("stage: %v, want refused", staged)
+	}
+	if len(e.fake.calls) != 0 {
+		t.Errorf("agent steps %q after the stop", e.fake.calls)
+	}
+	if a, err := e.st.GetItem(context.Background(), sum.Run, "a"); err != nil || a.Status != store.ItemStopped || a.Stage != workflow.StageCode {
+		t.Errorf("a: %+v, %v: want stopped at code", a, err)
+	}
+	if sum.Status != store.RunStopped {
+		t.Errorf("run %s: %s, want stopped", sum.Status, sum.Reason)
 	}
 }

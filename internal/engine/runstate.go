@@ -15,7 +15,11 @@ type runState struct {
 	id      string
 	opts    Options
 	resumed bool
-	done    map[string]chan struct{} // closed when an item ends (or is never started)
+	// files: the run's items run in several processes (OpenRun), which
+	// learn of a halt from the run's halt and stop files only; this
+	// process's halt in memory would outlive the run's attempt.
+	files bool
+	done  map[string]chan struct{} // closed when an item ends (or is never started)
 
 	mu         sync.Mutex
 	runners    map[string]runner.Runner // built once per run, by name

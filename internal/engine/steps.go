@@ -42,7 +42,7 @@ func (e *Engine) OpenRun(ctx context.Context, runID string) (*RunSteps, error) {
 	}
 	// resumed: a worker may take over an item another one began, whose
 	// worktree then holds this run's own uncommitted changes.
-	rs := &runState{id: runID, opts: opts, resumed: true, done: map[string]chan struct{}{}, ok: map[string]bool{}}
+	rs := &runState{id: runID, opts: opts, resumed: true, files: true, done: map[string]chan struct{}{}, ok: map[string]bool{}}
 	// The run's own items are the dependencies its driver awaits; Begin
 	// checks only the others (unmetDeps), as the embedded engine does.
 	items, err := e.d.Store.Items(ctx, runID)
@@ -81,7 +81,9 @@ func (r *RunSteps) OpenItem(ctx context.Context, itemID string) (*ItemSteps, err
 		task = &taskfile.Task{ID: it.ID, Title: it.Title, Path: it.Ref}
 	}
 	ir := e.newItemRun(rs, it, task)
-	e.startCycle(ir, e.workflowOf(rs.opts, task))
+	// The item's steps may run in several workers: each appends to the
+	// one cycle log file, which Begin starts.
+	e.startCycle(ir, e.workflowOf(rs.opts, task), true)
 	s.ir, s.fx = ir, &flowExec{e: e, ir: ir}
 	return s, nil
 }
@@ -136,6 +138,7 @@ func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 		}
 		// Its tree is provisioned by its first step, as the embedded
 		// engine provisions only an item with a step to run.
+		ir.cycle.reset()
 		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)}); err != nil {
 			return Begun{}, err
 		}
@@ -154,6 +157,7 @@ func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 		e.publish(ir, event.Event{Type: event.TaskFailed, Error: err.Error()})
 		return end(store.ItemFailed, err.Error())
 	}
+	ir.cycle.reset()
 	if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)}); err != nil {
 		return Begun{}, err
 	}
@@ -192,9 +196,12 @@ func (s *ItemSteps) Agent(ctx context.Context, c workflow.AgentCall, visit int) 
 		return workflow.Outcome{}, err
 	}
 	s.ir.forgetWritten() // the item's previous step may have run in another process
+	if s.e.runHalted(s.ir.run) {
+		return workflow.Outcome{}, ErrStopping // before the task file says a new agent
+	}
 	s.e.setBoard(s.ir, map[string]any{"agent": c.Role})
 	out, err := s.fx.agent(ctx, c, visit)
-	return out, tampered(err)
+	return out, stepErr(err)
 }
 
 // Action performs (or replays) a deterministic step.
@@ -210,7 +217,7 @@ func (s *ItemSteps) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		}
 	}
 	out, err := s.fx.Action(ctx, c)
-	return out, tampered(err)
+	return out, stepErr(err)
 }
 
 func (s *ItemSteps) loadBaseline(ctx context.Context) error {
@@ -228,6 +235,20 @@ func (s *ItemSteps) loadBaseline(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ErrStopping is returned by a step refused because cadre stop came (its
+// stop file) or another item's hard stop halted the run (its halt file):
+// the item ends stopped, resumable, as it does on the stop signal.
+var ErrStopping = errors.New("stopped by request")
+
+// stepErr is err as an executor takes it: a refused step is ErrStopping
+// rather than a pause, a tampered tree wraps ErrTampered.
+func stepErr(err error) error {
+	if errors.Is(err, errStopping) {
+		return ErrStopping
+	}
+	return tampered(err)
 }
 
 func tampered(err error) error {

@@ -175,6 +175,8 @@ func (a *Activities) End(ctx context.Context, in EndInput) (engine.Ended, error)
 // stepFailure marks the failures Temporal must not retry.
 func stepFailure(err error) error {
 	switch {
+	case errors.Is(err, engine.ErrStopping):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStopping, nil)
 	case errors.Is(err, flow.ErrPaused):
 		msg := strings.TrimSuffix(err.Error(), ": "+flow.ErrPaused.Error())
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypePaused, nil)

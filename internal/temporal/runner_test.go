@@ -260,3 +260,29 @@ func TestRunnerStageFailures(t *testing.T) {
 		t.Errorf("ending %+v, want a hard stop saying why", end)
 	}
 }
+
+// A stage refused because cadre stop (its stop file) or another item's
+// hard stop (the halt file) came after the last stage reported none:
+// the item ends stopped, resumable, not failed by a hard stop.
+func TestRunnerRefusedStageStopsTheItem(t *testing.T) {
+	f := runnerSteps(flow.StageCode, 0)
+	f.staged = func(ctx context.Context, in StageInput) (engine.Staged, error) {
+		if in.Decision.Step.Role == flow.RoleAuditor {
+			return engine.Staged{}, stepFailure(engine.ErrStopping)
+		}
+		return runnerStage(9)(ctx, in)
+	}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"begin r1/t1", `stage t1/code/coder#1 review ""`, `stage t1/audit/auditor#1 review ""`, "end"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	end := f.ends[len(f.ends)-1]
+	if end.Runner == nil || end.Runner.Decision.Kind != flow.Stopped || end.Paused != "" || end.Stopped {
+		t.Errorf("ending %+v, want the runner's stopped decision", end)
+	}
+}

@@ -41,6 +41,10 @@ const (
 const (
 	ErrTypePaused   = "paused"   // a runner's quota: the item waits, resumable later
 	ErrTypeTampered = "tampered" // the item's tree was tampered with: the run stops
+	// ErrTypeStopping: the step was refused, cadre stop (its stop file)
+	// or another item's hard stop (the run's halt file) having come; the
+	// item ends stopped, as on the stop signal.
+	ErrTypeStopping = "stopping"
 )
 
 // WorkflowID is an item's workflow id: starting the item again attaches to

@@ -168,6 +168,10 @@ func (x *exec) stepErr(err error) error {
 		return err
 	}
 	switch ae.Type() {
+	case ErrTypeStopping:
+		// As the stop signal: no new step starts, the running ones finish.
+		x.stopping = true
+		return errStopping
 	case ErrTypePaused:
 		if x.paused == "" {
 			x.paused = ae.Message()
@@ -327,7 +331,12 @@ func (x *exec) runnerFailed(ctx workflow.Context, s flow.State, err error) (engi
 		end.Runner.Decision = flow.Decision{Kind: flow.Stopped, Reason: "stopped while waiting for a human"}
 		return x.end(ctx, end)
 	}
-	x.stepErr(err)
+	if errors.Is(x.stepErr(err), errStopping) {
+		// The stage was refused: cadre stop (its stop file) or another
+		// item's hard stop (the halt file) came since the last stage.
+		end.Runner.Decision = flow.Decision{Kind: flow.Stopped, Reason: "stopped by request"}
+		return x.end(ctx, end)
+	}
 	switch {
 	case x.tampered != "":
 		end.Tampered = x.tampered

@@ -308,3 +308,31 @@ func TestStopSignalEndsAWaitForAHuman(t *testing.T) {
 		t.Errorf("answers %+v, endings %+v: want none answered, one stopped", f.answers, f.ends)
 	}
 }
+
+// A step refused because cadre stop came through the stop file, or
+// another item's hard stop halted the run (its halt file), ends the item
+// stopped as the stop signal does, resumable, not paused: the interpreter
+// starts nothing more.
+func TestRefusedStepStopsTheItem(t *testing.T) {
+	f := &fakeSteps{workflow: "fanout", agent: func(_ context.Context, in AgentInput) (flow.Outcome, error) {
+		if strings.Contains(in.Call.ID, "debugger") {
+			return flow.Outcome{}, stepFailure(engine.ErrStopping)
+		}
+		return flow.Outcome{Output: "done"}, nil
+	}}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var ended engine.Ended
+	if err := env.GetWorkflowResult(&ended); err != nil {
+		t.Fatal(err)
+	}
+	if contains(f.calls, "action t1/work/commit#1") {
+		t.Errorf("calls %q: committed after the stop", f.calls)
+	}
+	if len(f.ends) != 1 || !f.ends[0].Stopped || f.ends[0].Paused != "" || ended.Status != "stopped" {
+		t.Errorf("endings %+v, result %+v: want one stopped", f.ends, ended)
+	}
+}
