@@ -32,8 +32,9 @@ type Invocation struct {
 	Attempt int    // the n of the step id <...>#<n>: this step's attempt, 1-based (CADRE_ATTEMPT)
 	Visit   int    // nth invocation of this role for this item, 1-based (0: same as Attempt)
 	Reask   bool   // this is the corrective re-ask after an unusable reply
-	// Prompt is the step's own text: the item, its data, the paths of the
-	// context, input and output files.
+	// Prompt is the step's own text: for an agent that reads files, the
+	// context file's path and what in it to read (the item's text, earlier
+	// outputs, the output path); for one that cannot, that content itself.
 	Prompt string
 	// Instructions are the role's fixed instructions and the SIGNAL BLOCK
 	// contract. A runner whose backend takes a system prompt passes them
