@@ -84,29 +84,26 @@ func baseConfigFiles(common, gitDir string) []string {
 // first moments.
 func fingerprint(paths []string) string {
 	var b strings.Builder
-	recent := time.Now().Add(-racyWindow)
+	now := time.Now()
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
 		if err != nil {
 			fmt.Fprintf(&b, "%s:-\x00", p)
 			continue
 		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return ""
-		}
-		if fi.ModTime().After(recent) || time.Unix(st.Ctim.Sec, st.Ctim.Nsec).After(recent) {
-			if !fi.Mode().IsRegular() {
-				return ""
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return ""
-			}
-			fmt.Fprintf(&b, "%s:%d:=%x\x00", p, st.Ino, sha256.Sum256(data))
+		if key, ok := keyOf(fi, now); ok {
+			fmt.Fprintf(&b, "%s:%v\x00", p, key)
 			continue
 		}
-		fmt.Fprintf(&b, "%s:%d:%d:%d:%d:%d\x00", p, st.Ino, st.Size, fi.ModTime().UnixNano(), st.Ctim.Sec, st.Ctim.Nsec)
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || !fi.Mode().IsRegular() {
+			return ""
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintf(&b, "%s:%d:=%x\x00", p, st.Ino, sha256.Sum256(data))
 	}
 	return b.String()
 }

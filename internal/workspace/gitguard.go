@@ -110,9 +110,7 @@ func (r *Repo) Snapshot(ctx context.Context) (*GitState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot git state: %w", err)
 	}
-	paths := []string{filepath.Join(common, "config"), filepath.Join(common, "config.worktree"),
-		filepath.Join(gitDir, "config.worktree"), filepath.Join(common, "info", "attributes"), systemConfig}
-	paths = append(paths, globalFiles()...)
+	paths := append(baseConfigFiles(common, gitDir), filepath.Join(common, "info", "attributes"))
 	// Every file configuration is read from, includes among them (asked
 	// of git only when a configuration file changed: see configOrigins).
 	c := r.gitCache()
