@@ -131,29 +131,27 @@ func (c *Client) markWrite() {
 // lockWrite holds key (one resource) for the whole of one mutating call,
 // its retries included.
 func (c *Client) lockWrite(ctx context.Context, op, key string) (unlock func(), err error) {
-	unlock, err = c.writes.lock(ctx, key, c.waitHook("write "))
-	if err != nil {
-		return nil, fmt.Errorf("github: %s: %w", op, err)
-	}
-	return unlock, nil
+	return c.hold(ctx, &c.writes, "write ", op, key)
 }
 
 // lockItem holds key for a look-up-then-write (EnsurePR, EnsureComment),
 // so two callers for the same item cannot both find nothing and both
 // write.
 func (c *Client) lockItem(ctx context.Context, op, key string) (unlock func(), err error) {
-	unlock, err = c.items.lock(ctx, key, c.waitHook("item "))
+	return c.hold(ctx, &c.items, "item ", op, key)
+}
+
+// hold locks key in k, telling onWait (as what+key) when it must wait.
+func (c *Client) hold(ctx context.Context, k *keyed, what, op, key string) (unlock func(), err error) {
+	var hook func(string)
+	if c.onWait != nil {
+		hook = func(key string) { c.onWait(what + key) }
+	}
+	unlock, err = k.lock(ctx, key, hook)
 	if err != nil {
 		return nil, fmt.Errorf("github: %s: %w", op, err)
 	}
 	return unlock, nil
-}
-
-func (c *Client) waitHook(prefix string) func(string) {
-	if c.onWait == nil {
-		return nil
-	}
-	return func(key string) { c.onWait(prefix + key) }
 }
 
 // issueKey names an issue or pull request (they share numbers) as a
