@@ -59,3 +59,38 @@ func TestWriteRefusesLinks(t *testing.T) {
 		t.Errorf("rewritten file holds %q", data)
 	}
 }
+
+func TestCheckAndAppendRefuseLinks(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(outside, []byte("keep"), 0o644)
+	os.Symlink(outside, filepath.Join(root, "link.md"))
+	os.WriteFile(filepath.Join(root, "plain.md"), []byte("a"), 0o644)
+
+	if err := Check(root, filepath.Join(root, "link.md")); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("Check of a link: %v, want ErrUnsafe", err)
+	}
+	for _, p := range []string{"plain.md", "none.md"} {
+		if err := Check(root, filepath.Join(root, p)); err != nil {
+			t.Errorf("Check %s: %v", p, err)
+		}
+	}
+	if f, err := OpenAppend(root, filepath.Join(root, "link.md"), 0o644); !errors.Is(err, ErrUnsafe) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("OpenAppend of a link: %v, want ErrUnsafe", err)
+	}
+	f, err := OpenAppend(root, filepath.Join(root, "plain.md"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("b")
+	f.Close()
+	if data, _ := os.ReadFile(filepath.Join(root, "plain.md")); string(data) != "ab" {
+		t.Errorf("appended file holds %q", data)
+	}
+	if data, _ := os.ReadFile(outside); string(data) != "keep" {
+		t.Errorf("the file outside became %q", data)
+	}
+}
