@@ -227,6 +227,16 @@ func (s *GitState) Restore(paths []string) error {
 			first = err
 		}
 	}
+	// A directory replaced (by a link to elsewhere, say) is made again
+	// first, so the files restored below land in it, not through the link.
+	for _, p := range paths {
+		if st, ok := s.files[p]; ok && st.exists && st.mode.IsDir() {
+			if cur, err := os.Lstat(p); err == nil && !cur.IsDir() {
+				keep(os.Remove(p))
+			}
+			keep(os.MkdirAll(p, st.mode.Perm()))
+		}
+	}
 	// Deepest first, so a new directory's files go before the directory.
 	slices.SortFunc(paths, func(a, b string) int { return len(b) - len(a) })
 	for _, p := range paths {

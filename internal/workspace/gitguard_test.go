@@ -168,3 +168,45 @@ func TestCachedHookRewrittenInPlaceIsSeen(t *testing.T) {
 		t.Errorf("hook after restore: %q", data)
 	}
 }
+
+// A hooks directory replaced by a link to another directory is made again,
+// and restoring its hooks writes nothing through the link.
+func TestGitStateRestoresReplacedHooksDir(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	r := newRepo(t)
+	hooks := filepath.Join(r.Dir, ".git", "hooks")
+	write(t, filepath.Join(hooks, "post-checkout"), "#!/bin/sh\n")
+	before, err := r.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	write(t, filepath.Join(elsewhere, "post-checkout"), "#!/bin/sh\ntouch x\n")
+	if err := os.RemoveAll(hooks); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, hooks); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := before.Changed(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := before.Restore(changed); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(hooks); err != nil || !fi.IsDir() {
+		t.Fatalf("hooks after restore: %v, %v", fi, err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(hooks, "post-checkout")); string(data) != "#!/bin/sh\n" {
+		t.Errorf("restored hook holds %q", data)
+	}
+	if data, _ := os.ReadFile(filepath.Join(elsewhere, "post-checkout")); string(data) != "#!/bin/sh\ntouch x\n" {
+		t.Errorf("the file the link led to became %q", data)
+	}
+	if got, _ := before.Changed(ctx, r); len(got) != 0 {
+		t.Errorf("still changed after restore: %v", got)
+	}
+}
