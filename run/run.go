@@ -89,8 +89,12 @@ func Start(ctx context.Context, dir string, opts Options) (Summary, error) {
 
 // Resume continues run runID (the latest run when empty) of the
 // repository around dir; completed steps are never run again. Of opts only
-// OnEvent, Getenv and BudgetUSD (a new budget) apply.
+// OnEvent, Getenv and BudgetUSD (a new budget) apply: the run keeps what it
+// was started with, and any other option set is refused.
 func Resume(ctx context.Context, dir, runID string, opts Options) (Summary, error) {
+	if f := startOnly(opts); f != "" {
+		return Summary{}, fmt.Errorf("run: resume: Options.%s applies only to Start (a run keeps what it was started with); leave it unset", f)
+	}
 	var sum Summary
 	err := withEngine(ctx, dir, opts, func(_ app.Workspace, e *engine.Engine) error {
 		var ov engine.ResumeOverrides
@@ -102,6 +106,31 @@ func Resume(ctx context.Context, dir, runID string, opts Options) (Summary, erro
 		return err
 	})
 	return sum, err
+}
+
+// startOnly names the first option set that Resume cannot apply, or "".
+func startOnly(o Options) string {
+	switch {
+	case len(o.Targets) > 0:
+		return "Targets"
+	case o.Prompt != "":
+		return "Prompt"
+	case o.Workflow != "":
+		return "Workflow"
+	case o.Runner != "":
+		return "Runner"
+	case o.Model != "":
+		return "Model"
+	case o.Parallel != 0:
+		return "Parallel"
+	case o.Agents != 0:
+		return "Agents"
+	case o.Timeout != 0:
+		return "Timeout"
+	case o.InPlace:
+		return "InPlace"
+	}
+	return ""
 }
 
 func withEngine(ctx context.Context, dir string, opts Options, fn func(app.Workspace, *engine.Engine) error) error {

@@ -237,6 +237,27 @@ func TestExecuteResumesOnlyUnfinishedJobs(t *testing.T) {
 	}
 }
 
+// A benchmark scored by one judge is not continued by another: its
+// leaderboard would mix two judges' scales.
+func TestOpenResumesOnlyWithTheSameJudge(t *testing.T) {
+	_, dir := benchFixture(t)
+	st := openStore(t)
+	ctx := context.Background()
+	opts := bench.Options{Runners: []string{"good"}, Repeat: 1, Judge: "claude"}
+	run, err := bench.Open(ctx, st, dir, opts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := opts
+	other.Judge = "codex"
+	if o, err := bench.Open(ctx, st, dir, other, false); err != nil || o.Resumed || o.ID == run.ID {
+		t.Errorf("Open with judge codex = %+v, %v; want a new run", o, err)
+	}
+	if again, err := bench.Open(ctx, st, dir, opts, false); err != nil || !again.Resumed || again.ID != run.ID {
+		t.Errorf("Open with judge claude again = %+v, %v; want run %s resumed", again, err, run.ID)
+	}
+}
+
 func TestRank(t *testing.T) {
 	rows := []bench.Row{
 		{Role: "planner", Runner: "a", MeanScore: 0.5},

@@ -15,8 +15,9 @@ import (
 )
 
 // Options are what a benchmark was started with, journaled as its run's
-// options. Roles, Runners and Repeat identify it: running cadre bench again
-// with the same three continues it.
+// options. Roles, Runners, Repeat and Judge identify it: running cadre
+// bench again with the same four continues it (another judge would score
+// the rest on another scale).
 type Options struct {
 	Roles   []string `json:"roles"` // empty: every role with a case
 	Runners []string `json:"runners"`
@@ -32,7 +33,7 @@ func (o Options) same(p Options) bool {
 		slices.Sort(c)
 		return slices.Compact(c)
 	}
-	return o.Repeat == p.Repeat && slices.Equal(norm(o.Roles), norm(p.Roles)) && slices.Equal(norm(o.Runners), norm(p.Runners))
+	return o.Repeat == p.Repeat && o.Judge == p.Judge && slices.Equal(norm(o.Roles), norm(p.Roles)) && slices.Equal(norm(o.Runners), norm(p.Runners))
 }
 
 // Run is a journaled benchmark.

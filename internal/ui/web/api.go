@@ -227,10 +227,9 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request, rp *repo) {
 				CostUSD: st.Usage.CostUSD, CostEstimated: st.Usage.CostEstimated},
 			Started: st.StartedAt, Ended: st.EndedAt, Files: []string{}}
 		for _, kind := range fileKinds {
-			if p := stepFile(st.OutputPath, kind); p != "" {
-				if _, err := os.Stat(p); err == nil {
-					sj.Files = append(sj.Files, kind)
-				}
+			// Listed only as file serves it: a plain file, not a link.
+			if fi, err := os.Lstat(stepFile(st.OutputPath, kind)); err == nil && fi.Mode().IsRegular() {
+				sj.Files = append(sj.Files, kind)
 			}
 		}
 		out.Steps = append(out.Steps, sj)

@@ -1,10 +1,12 @@
 package web_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -39,5 +41,22 @@ func TestFileRefusesLinks(t *testing.T) {
 	}
 	if code, body := get("log"); code != http.StatusNotFound || body == "do not serve" {
 		t.Fatalf("linked log: %d %q, want 404", code, body)
+	}
+	// The item page offers only what is served: the output, not the link.
+	resp, err := http.Get(base + "/api/runs/" + j.run + "/items/T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var item struct {
+		Steps []struct {
+			Files []string `json:"files"`
+		} `json:"steps"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&item); err != nil {
+		t.Fatal(err)
+	}
+	if len(item.Steps) != 1 || !slices.Equal(item.Steps[0].Files, []string{"output"}) {
+		t.Errorf("item steps %+v, want one step offering only output", item.Steps)
 	}
 }
