@@ -42,10 +42,9 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 // instead of cancelling them.
 var errStopping = fmt.Errorf("stopped by request: %w", workflow.ErrPaused)
 
-// stopping says whether the item must start no new step. The halt file
-// is how an item of another process (a Temporal worker) halts the run.
+// stopping refuses the item's next step when it must start none.
 func (fx *flowExec) stopping() error {
-	if fx.e.runHalted(fx.ir.run) || (!fx.ir.rs.files && fx.ir.rs.halted() != "") {
+	if fx.e.mustStop(fx.ir) {
 		fx.mu.Lock()
 		fx.stopped = true
 		fx.mu.Unlock()

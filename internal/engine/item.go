@@ -235,7 +235,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 // next feeds ev to the state machine, first telling it about a stop
 // request or a halt of the run by another item.
 func (e *Engine) next(lim workflow.Limits, ir *itemRun, s workflow.State, ev workflow.Event) (workflow.State, workflow.Decision) {
-	if !s.Stopping && (e.stopRequested(ir.run) || ir.rs.halted() != "") {
+	if !s.Stopping && e.mustStop(ir) {
 		s, _ = workflow.Next(lim, s, workflow.Event{Kind: workflow.Stop})
 	}
 	return workflow.Next(lim, s, ev)
