@@ -248,9 +248,10 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 	if err := fx.stopping(); err != nil {
 		return workflow.Outcome{}, err
 	}
-	if rec, err := e.d.Store.GetStep(ctx, ir.run, c.ID); err == nil && rec.Status == store.StepCompleted {
+	prev, err := e.d.Store.GetStep(ctx, ir.run, c.ID)
+	if err == nil && prev.Status == store.StepCompleted {
 		var r actionResult
-		json.Unmarshal(rec.Result, &r)
+		json.Unmarshal(prev.Result, &r)
 		if c.Kind == "baseline" {
 			fx.baseline = r.Exits
 		}
@@ -264,8 +265,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		return workflow.Outcome{}, err
 	}
 	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: c.ID, Kind: c.Kind}
-	prev, perr := e.d.Store.GetStep(ctx, ir.run, c.ID)
-	tried := perr == nil && prev.Tries > 0
+	tried := prev.Tries > 0 // started before: a crash may have left its commit unrecorded
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
 		return workflow.Outcome{}, err
 	}
