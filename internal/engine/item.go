@@ -314,8 +314,12 @@ func (e *Engine) overBudget(ctx context.Context, ir *itemRun, step string) strin
 
 // runBudget is the run's budget as the journal has it now: an executor's
 // process keeps its copy of the options while cadre resume --budget-usd
-// raises the budget.
+// raises the budget. A run of this process alone holds its lock, so its
+// options cannot change under it and the journal is not read.
 func (e *Engine) runBudget(ctx context.Context, ir *itemRun) float64 {
+	if !ir.rs.files {
+		return ir.opts.BudgetUSD
+	}
 	if _, opts, err := StoredRun(ctx, e.d.Store, ir.run); err == nil {
 		return opts.BudgetUSD
 	}
