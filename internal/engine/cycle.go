@@ -52,12 +52,14 @@ func (c *cycleLog) reset() {
 	c.flush()
 }
 
-// sync takes up a shared log's file as another process left it.
+// sync takes up a shared log's file as another process left it, never
+// through a link planted in its place: what it reads goes into the
+// archive.
 func (c *cycleLog) sync() {
 	if !c.shared {
 		return
 	}
-	data, err := os.ReadFile(c.path)
+	data, err := safefile.ReadFile(filepath.Dir(c.path), c.path)
 	if err != nil || len(data) == 0 {
 		return // not started here: b keeps the header, written whole
 	}

@@ -435,17 +435,9 @@ func (e *Engine) stopRequested(run string) bool {
 // no item starts a new step after it.
 func (e *Engine) execute(ctx context.Context, runID string, opts Options, resumed bool) (Summary, error) {
 	start := time.Now()
-	if err := e.d.Store.SetRunStatus(ctx, runID, store.RunRunning, e.d.PID); err != nil {
-		return Summary{}, err
-	}
-	e.d.Bus.Publish(event.Event{Run: runID, Type: event.RunStarted, Message: map[bool]string{false: "started", true: "resumed"}[resumed]})
-	items, err := e.d.Store.Items(ctx, runID)
+	rs, items, err := e.beginRun(ctx, runID, opts, resumed)
 	if err != nil {
 		return Summary{}, err
-	}
-	rs := &runState{id: runID, opts: opts, resumed: resumed, done: map[string]chan struct{}{}, ok: map[string]bool{}}
-	for _, it := range items {
-		rs.done[it.ID] = make(chan struct{})
 	}
 	parallel := opts.Parallel
 	if parallel <= 0 {
@@ -524,16 +516,7 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 		})
 	}
 	err = g.Wait()
-	sum := Summary{Run: runID, Status: store.RunCompleted}
-	switch {
-	case rs.halted() != "":
-		sum.Status, sum.Reason = rs.halted(), rs.haltReason
-	case rs.failed != "":
-		sum.Status, sum.Reason = store.RunFailed, rs.failed
-	case rs.paused != "":
-		sum.Status, sum.Reason = store.RunPaused, rs.paused
-	}
-	return e.finish(ctx, runID, sum, start, err)
+	return e.finish(ctx, runID, rs.summary(), start, err)
 }
 
 // finish records the run's end and builds its summary.

@@ -55,17 +55,9 @@ func (e *Engine) ResumeDriven(ctx context.Context, runID string, ov ResumeOverri
 // except that an item waits for the items it depends on.
 func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed bool, drive Driver) (Summary, error) {
 	start := time.Now()
-	if err := e.d.Store.SetRunStatus(ctx, runID, store.RunRunning, e.d.PID); err != nil {
-		return Summary{}, err
-	}
-	e.d.Bus.Publish(event.Event{Run: runID, Type: event.RunStarted, Message: map[bool]string{false: "started", true: "resumed"}[resumed]})
-	items, err := e.d.Store.Items(ctx, runID)
+	rs, items, err := e.beginRun(ctx, runID, opts, resumed)
 	if err != nil {
 		return Summary{}, err
-	}
-	rs := &runState{id: runID, opts: opts, resumed: resumed, done: map[string]chan struct{}{}, ok: map[string]bool{}}
-	for _, it := range items {
-		rs.done[it.ID] = make(chan struct{})
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(items))
@@ -131,14 +123,5 @@ func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed 
 			break
 		}
 	}
-	sum := Summary{Run: runID, Status: store.RunCompleted}
-	switch {
-	case rs.halted() != "":
-		sum.Status, sum.Reason = rs.halted(), rs.haltReason
-	case rs.failed != "":
-		sum.Status, sum.Reason = store.RunFailed, rs.failed
-	case rs.paused != "":
-		sum.Status, sum.Reason = store.RunPaused, rs.paused
-	}
-	return e.finish(ctx, runID, sum, start, runErr)
+	return e.finish(ctx, runID, rs.summary(), start, runErr)
 }

@@ -42,10 +42,9 @@ func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (i
 // instead of cancelling them.
 var errStopping = fmt.Errorf("stopped by request: %w", workflow.ErrPaused)
 
-// stopping says whether the item must start no new step. The halt file
-// is how an item of another process (a Temporal worker) halts the run.
+// stopping refuses the item's next step when it must start none.
 func (fx *flowExec) stopping() error {
-	if fx.e.runHalted(fx.ir.run) || (!fx.ir.rs.files && fx.ir.rs.halted() != "") {
+	if fx.e.mustStop(fx.ir) {
 		fx.mu.Lock()
 		fx.stopped = true
 		fx.mu.Unlock()
@@ -249,9 +248,10 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 	if err := fx.stopping(); err != nil {
 		return workflow.Outcome{}, err
 	}
-	if rec, err := e.d.Store.GetStep(ctx, ir.run, c.ID); err == nil && rec.Status == store.StepCompleted {
+	prev, err := e.d.Store.GetStep(ctx, ir.run, c.ID)
+	if err == nil && prev.Status == store.StepCompleted {
 		var r actionResult
-		json.Unmarshal(rec.Result, &r)
+		json.Unmarshal(prev.Result, &r)
 		if c.Kind == "baseline" {
 			fx.baseline = r.Exits
 		}
@@ -265,8 +265,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		return workflow.Outcome{}, err
 	}
 	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: c.ID, Kind: c.Kind}
-	prev, perr := e.d.Store.GetStep(ctx, ir.run, c.ID)
-	tried := perr == nil && prev.Tries > 0
+	tried := prev.Tries > 0 // started before: a crash may have left its commit unrecorded
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
 		return workflow.Outcome{}, err
 	}

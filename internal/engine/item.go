@@ -235,7 +235,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 // next feeds ev to the state machine, first telling it about a stop
 // request or a halt of the run by another item.
 func (e *Engine) next(lim workflow.Limits, ir *itemRun, s workflow.State, ev workflow.Event) (workflow.State, workflow.Decision) {
-	if !s.Stopping && (e.stopRequested(ir.run) || ir.rs.halted() != "") {
+	if !s.Stopping && e.mustStop(ir) {
 		s, _ = workflow.Next(lim, s, workflow.Event{Kind: workflow.Stop})
 	}
 	return workflow.Next(lim, s, ev)
@@ -314,8 +314,12 @@ func (e *Engine) overBudget(ctx context.Context, ir *itemRun, step string) strin
 
 // runBudget is the run's budget as the journal has it now: an executor's
 // process keeps its copy of the options while cadre resume --budget-usd
-// raises the budget.
+// raises the budget. A run of this process alone holds its lock, so its
+// options cannot change under it and the journal is not read.
 func (e *Engine) runBudget(ctx context.Context, ir *itemRun) float64 {
+	if !ir.rs.files {
+		return ir.opts.BudgetUSD
+	}
 	if _, opts, err := StoredRun(ctx, e.d.Store, ir.run); err == nil {
 		return opts.BudgetUSD
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -84,5 +85,38 @@ func TestCycleLogAppendsAndRestartsWhole(t *testing.T) {
 	again.add(agentSpec{ID: "s2", Role: "auditor", Attempt: 1}, agentOut{text: "looks fine"})
 	if got := read(); got != again.b.String() {
 		t.Fatalf("after a failed write:\n%s\nwant:\n%s", got, again.b.String())
+	}
+}
+
+// A shared cycle log takes up its file as another process left it, but
+// not a link planted in its place: the file it points to stays out of the
+// log and its archive.
+func TestSharedCycleLogRefusesALink(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("## Iteration 7\nTOKEN=abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "item", "current_cycle.md")
+	c := sharedCycleLog(path, "2026-01-01-001", "Add a", "clean", nil, "coder")
+	c.reset()
+	c.add(agentSpec{ID: "s1", Role: "coder", Attempt: 1}, agentOut{text: "wrote a"})
+	if !strings.Contains(c.b.String(), "wrote a") {
+		t.Fatalf("log after a step:\n%s", c.b.String())
+	}
+	os.Remove(path)
+	if err := os.Symlink(secret, path); err != nil {
+		t.Fatal(err)
+	}
+	c.add(agentSpec{ID: "s2", Role: "auditor", Attempt: 1}, agentOut{text: "looks fine"})
+	archived, err := c.archive(filepath.Join(dir, "state"), time.Now(), "Add a", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(archived)
+	for name, log := range map[string]string{"log": c.b.String(), "archive": string(data)} {
+		if strings.Contains(log, "TOKEN=abc") {
+			t.Errorf("the %s took up the linked file:\n%s", name, log)
+		}
 	}
 }

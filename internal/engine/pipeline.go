@@ -155,6 +155,15 @@ func (e *Engine) haltReason(run string) string {
 	return strings.TrimSpace(string(data))
 }
 
+// mustStop says whether the item must start no new step: cadre stop came,
+// or the run halted. The halt file is how an item of another process (a
+// Temporal worker) halts the run; a run whose items run in several
+// processes goes by its files only, as this process's halt in memory
+// would outlive the run's attempt.
+func (e *Engine) mustStop(ir *itemRun) bool {
+	return e.runHalted(ir.run) || (!ir.rs.files && ir.rs.halted() != "")
+}
+
 // runHalted says whether the run's items must start no new stage.
 func (e *Engine) runHalted(run string) bool {
 	if e.stopRequested(run) {

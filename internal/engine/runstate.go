@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -73,6 +74,40 @@ func (rs *runState) fail(reason string) {
 	if rs.failed == "" {
 		rs.failed = reason
 	}
+}
+
+// beginRun journals run as running and returns the state its items share.
+func (e *Engine) beginRun(ctx context.Context, runID string, opts Options, resumed bool) (*runState, []store.Item, error) {
+	if err := e.d.Store.SetRunStatus(ctx, runID, store.RunRunning, e.d.PID); err != nil {
+		return nil, nil, err
+	}
+	e.d.Bus.Publish(event.Event{Run: runID, Type: event.RunStarted, Message: map[bool]string{false: "started", true: "resumed"}[resumed]})
+	items, err := e.d.Store.Items(ctx, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	rs := &runState{id: runID, opts: opts, resumed: resumed, done: map[string]chan struct{}{}, ok: map[string]bool{}}
+	for _, it := range items {
+		rs.done[it.ID] = make(chan struct{})
+	}
+	return rs, items, nil
+}
+
+// summary is how the run ended once its items have: halted, else failed,
+// else paused, else completed.
+func (rs *runState) summary() Summary {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	sum := Summary{Run: rs.id, Status: store.RunCompleted}
+	switch {
+	case rs.haltStatus != "":
+		sum.Status, sum.Reason = rs.haltStatus, rs.haltReason
+	case rs.failed != "":
+		sum.Status, sum.Reason = store.RunFailed, rs.failed
+	case rs.paused != "":
+		sum.Status, sum.Reason = store.RunPaused, rs.paused
+	}
+	return sum
 }
 
 // waitDeps blocks until the item's dependencies in this run have ended and

@@ -196,10 +196,8 @@ func (s *ItemSteps) Agent(ctx context.Context, c workflow.AgentCall, visit int) 
 		return workflow.Outcome{}, err
 	}
 	s.ir.forgetWritten() // the item's previous step may have run in another process
-	if s.e.runHalted(s.ir.run) {
-		return workflow.Outcome{}, ErrStopping // before the task file says a new agent
-	}
-	s.e.setBoard(s.ir, map[string]any{"agent": c.Role})
+	// fx.agent refuses the step (stop, halt, budget) before the task file
+	// says a new agent.
 	out, err := s.fx.agent(ctx, c, visit)
 	return out, stepErr(err)
 }
