@@ -29,52 +29,7 @@ const benchToken = "ghp_benchTOKEN0123456789abcdef"
 // issueScenario answers every role of the cadre workflow at once: a plan of
 // two tasks, one review round on the first, checks passing, a PR text. An
 // issue takes 13 agent steps.
-const issueScenario = `rules:
-  - role: issue-analyst
-    say: Two files are needed.
-    signal: {result: SUCCESS, confidence: 9}
-  - role: codebase-scout
-    say: The repository is small.
-    signal: {result: SUCCESS, confidence: 9}
-  - role: implementation-planner
-    say: |
-      Plan:
-      ` + "```json" + `
-      {"tasks":[{"id":"a","title":"Write a","files":["a.txt"],"depends_on":[],"acceptance_criteria":["a.txt exists"],"testable":true},
-                {"id":"b","title":"Write b","files":["b.txt"],"depends_on":["a"],"acceptance_criteria":["b.txt exists"],"testable":true}]}
-      ` + "```" + `
-    signal: {result: PLAN_CREATED, confidence: 9}
-  - role: adjudicator
-    say: The plan is sound.
-    signal: {result: PASS, confidence: 9}
-  - role: code-writer
-    attempt: 1
-    actions:
-      - write: {path: a.txt, content: "a\n"}
-    signal: {result: SUCCESS, confidence: 9}
-  - role: code-writer
-    attempt: 2
-    actions:
-      - write: {path: b.txt, content: "b\n"}
-    signal: {result: SUCCESS, confidence: 9}
-  - role: test-writer
-    signal: {result: SUCCESS, confidence: 9}
-  - role: code-reviewer
-    attempt: 1
-    say: a.txt lacks a final line.
-    signal: {result: INSUFFICIENT, confidence: 9, rating: 5, verdict: needs-fixes}
-  - role: code-reviewer
-    signal: {result: PASS, confidence: 9, rating: 9, verdict: pass}
-  - role: fix-surgeon
-    actions:
-      - append: {path: a.txt, content: "fixed\n"}
-    signal: {result: SUCCESS, confidence: 9}
-  - role: pr-composer
-    say: |
-      # Add a and b
-      Adds a.txt and b.txt.
-    signal: {result: SUCCESS, confidence: 9}
-`
+const issueScenario = "testdata/issue-scenario.yaml"
 
 const stepsPerIssue = 13
 
@@ -152,7 +107,11 @@ func issueRepo(b testing.TB, n int, extra string) (root, bare string, fake *forg
 	os.WriteFile(filepath.Join(root, "cadre.yaml"), []byte("repository: acme/widgets\ngithub: {api_url: \""+fake.URL+"\"}\n"+
 		"defaults: {runner: fake, workflow: cadre}\ncommands: {build: \"true\", test: \"true\"}\n"+
 		"runners:\n  fake: {type: script, scenario: scenario.yaml}\n"+extra), 0o644)
-	os.WriteFile(filepath.Join(root, "scenario.yaml"), []byte(issueScenario), 0o644)
+	scenario, err := os.ReadFile(issueScenario)
+	if err != nil {
+		b.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "scenario.yaml"), scenario, 0o644)
 	for i := range 50 {
 		os.WriteFile(filepath.Join(root, "src", fmt.Sprintf("f%02d.go", i)), []byte("package src\n"), 0o644)
 	}

@@ -90,6 +90,14 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 	if stored.InPlace && opts.Parallel > 1 {
 		return usageErr(fmt.Errorf("--parallel %d: the run works in place, one task after another in this checkout", opts.Parallel))
 	}
+	// The live view's budget: the new one, else the run's own (NoBudget:
+	// none), else cadre.yaml's.
+	budget := ws.cfg.Limits.BudgetUSD
+	if ov.BudgetUSD != nil {
+		budget = *ov.BudgetUSD
+	} else if stored.BudgetUSD != 0 {
+		budget = max(stored.BudgetUSD, 0)
+	}
 	if recorded := stored.Temporal; recorded == nil {
 		if set := opts.Temporal.set(); len(set) > 0 {
 			return usageErr(fmt.Errorf("%s: the run did not start on the Temporal engine", set[0]))
@@ -108,10 +116,6 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 			return err
 		}
 		live := f.liveView(opts.JSON, opts.Plain)
-		budget := ws.cfg.Limits.BudgetUSD
-		if ov.BudgetUSD != nil {
-			budget = *ov.BudgetUSD
-		}
 		t := temporalTarget(ws.cfg, opts.Temporal, recorded)
 		sum, err := runTemporal(ctx, f, ws, engine.Options{Temporal: &t, Timeout: stored.Timeout}, live, budget, opts.JSON,
 			func(ctx context.Context, e *engine.Engine, drive engine.Driver) (engine.Summary, error) {
@@ -125,12 +129,6 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		})
 	}
 	live := f.liveView(opts.JSON, opts.Plain)
-	budget := ws.cfg.Limits.BudgetUSD
-	if ov.BudgetUSD != nil {
-		budget = *ov.BudgetUSD
-	} else if live {
-		budget = storedBudget(ctx, ws, opts.Run, budget)
-	}
 	sum, err := f.runEngine(ctx, ws, opts.JSON, live, budget,
 		func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
 			return e.ResumeWith(ctx, opts.Run, ov)
@@ -154,25 +152,4 @@ func storedOptions(ctx context.Context, ws workspaceCtx, run string) (engine.Opt
 		return engine.Options{}, nil
 	}
 	return opts, err
-}
-
-// storedBudget is the budget run (the latest when "") was started with,
-// for the view's footer; fallback when it cannot be read.
-func storedBudget(ctx context.Context, ws workspaceCtx, run string, fallback float64) float64 {
-	if !hasJournal(ws.root) {
-		return fallback
-	}
-	st, err := openStore(ctx, ws.root)
-	if err != nil {
-		return fallback
-	}
-	defer st.Close()
-	if run == "" {
-		r, err := st.LatestRun(ctx)
-		if err != nil {
-			return fallback
-		}
-		run = r.ID
-	}
-	return runBudget(ctx, st, run, fallback)
 }

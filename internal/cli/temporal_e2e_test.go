@@ -59,54 +59,12 @@ func (g gate) pids() []int {
 }
 
 // temporalScenario is the fleet benchmark's issue: 13 agent steps, two
-// committed tasks. BLOCKED is replaced by the rule of the blocked step.
-const temporalScenario = `rules:
-  - role: issue-analyst
-    say: Two files are needed.
-    signal: {result: SUCCESS, confidence: 9}
-  - role: codebase-scout
-    say: The repository is small.
-    signal: {result: SUCCESS, confidence: 9}
-  - role: implementation-planner
-    say: |
-      Plan:
-      ` + "```json" + `
-      {"tasks":[{"id":"a","title":"Write a","files":["a.txt"],"depends_on":[],"acceptance_criteria":["a.txt exists"],"testable":true},
-                {"id":"b","title":"Write b","files":["b.txt"],"depends_on":["a"],"acceptance_criteria":["b.txt exists"],"testable":true}]}
-      ` + "```" + `
-    signal: {result: PLAN_CREATED, confidence: 9}
-  - role: adjudicator
-    say: The plan is sound.
-    signal: {result: PASS, confidence: 9}
-  - role: code-writer
-    attempt: 1
-    actions:
-      - write: {path: a.txt, content: "a\n"}
-    signal: {result: SUCCESS, confidence: 9}
-BLOCKED
-  - role: code-writer
-    attempt: 2
-    actions:
-      - write: {path: b.txt, content: "b\n"}
-    signal: {result: SUCCESS, confidence: 9}
-  - role: test-writer
-    signal: {result: SUCCESS, confidence: 9}
-  - role: code-reviewer
-    attempt: 1
-    say: a.txt lacks a final line.
-    signal: {result: INSUFFICIENT, confidence: 9, rating: 5, verdict: needs-fixes}
-  - role: code-reviewer
-    signal: {result: PASS, confidence: 9, rating: 9, verdict: pass}
-  - role: fix-surgeon
-    actions:
-      - append: {path: a.txt, content: "fixed\n"}
-    signal: {result: SUCCESS, confidence: 9}
-  - role: pr-composer
-    say: |
-      # Add a and b
-      Adds a.txt and b.txt.
-    signal: {result: SUCCESS, confidence: 9}
-`
+// committed tasks. The rule of the blocked step goes before the second
+// code-writer rule, which it overrides for blockedItem.
+const (
+	temporalScenario = "../app/testdata/issue-scenario.yaml"
+	secondWriter     = "  - role: code-writer\n    attempt: 2\n"
+)
 
 // blockedRule holds blockedItem's second code-writer step at g.
 func blockedRule(g gate) string {
@@ -209,7 +167,11 @@ func newTemporalRepo(t *testing.T) *temporalRepo {
 		"github: {api_url: \""+g.fake.URL+"\", write_interval: 0s}\n"+
 		"defaults: {runner: fake, workflow: cadre}\ncommands: {build: \"true\", test: \"true\"}\n"+
 		"runners:\n  fake: {type: script, scenario: scenario.yaml}\n"), 0o644)
-	scenario := strings.Replace(temporalScenario, "BLOCKED", blockedRule(g.agent), 1)
+	issue, err := os.ReadFile(temporalScenario)
+	if err != nil || !strings.Contains(string(issue), secondWriter) {
+		t.Fatalf("%s lacks the second code-writer rule: %v", temporalScenario, err)
+	}
+	scenario := strings.Replace(string(issue), secondWriter, blockedRule(g.agent)+"\n"+secondWriter, 1)
 	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(scenario), 0o644)
 	// The workers' git holds the push of pushedItem's branch.
 	real, err := exec.LookPath("git")

@@ -71,91 +71,91 @@ func (a *Activities) item(ctx context.Context, ref ItemRef) (*engine.ItemSteps, 
 	return s, nil
 }
 
+// begin starts an activity on ref's item: counted in flight, heartbeating
+// step's progress, the item opened. The returned function ends it.
+func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engine.ItemSteps, func(), error) {
+	a.inflight.Add(1)
+	stop := a.heartbeat(ctx, ref.Run, step)
+	end := func() { stop(); a.inflight.Done() }
+	s, err := a.item(ctx, ref)
+	if err != nil {
+		end()
+		return nil, nil, err
+	}
+	return s, end, nil
+}
+
 // Begin checks the item and gives it its worktree.
 func (a *Activities) Begin(ctx context.Context, in ItemRef) (engine.Begun, error) {
-	a.inflight.Add(1)
-	defer a.inflight.Done()
-	defer a.heartbeat(ctx, in.Run, "")()
-	s, err := a.item(ctx, in)
+	s, end, err := a.begin(ctx, in, "")
 	if err != nil {
 		return engine.Begun{}, err
 	}
+	defer end()
 	return s.Begin(ctx)
 }
 
 // Agent performs (or replays) an agent step, heartbeating its progress.
 func (a *Activities) Agent(ctx context.Context, in AgentInput) (flow.Outcome, error) {
-	a.inflight.Add(1)
-	defer a.inflight.Done()
-	s, err := a.item(ctx, in.ItemRef)
+	s, end, err := a.begin(ctx, in.ItemRef, in.Call.ID)
 	if err != nil {
 		return flow.Outcome{}, err
 	}
-	defer a.heartbeat(ctx, in.Run, in.Call.ID)()
+	defer end()
 	out, err := s.Agent(ctx, in.Call, in.Visit)
 	return out, stepFailure(err)
 }
 
 // Action performs (or replays) a deterministic step, heartbeating.
 func (a *Activities) Action(ctx context.Context, in ActionInput) (flow.Outcome, error) {
-	a.inflight.Add(1)
-	defer a.inflight.Done()
-	s, err := a.item(ctx, in.ItemRef)
+	s, end, err := a.begin(ctx, in.ItemRef, in.Call.ID)
 	if err != nil {
 		return flow.Outcome{}, err
 	}
-	defer a.heartbeat(ctx, in.Run, in.Call.ID)()
+	defer end()
 	out, err := s.Action(ctx, in.Call)
 	return out, stepFailure(err)
 }
 
 // Stage performs (or replays) a step of the runner workflow, heartbeating.
 func (a *Activities) Stage(ctx context.Context, in StageInput) (engine.Staged, error) {
-	a.inflight.Add(1)
-	defer a.inflight.Done()
-	s, err := a.item(ctx, in.ItemRef)
+	s, end, err := a.begin(ctx, in.ItemRef, in.Decision.Step.ID)
 	if err != nil {
 		return engine.Staged{}, err
 	}
-	defer a.heartbeat(ctx, in.Run, in.Decision.Step.ID)()
+	defer end()
 	out, err := s.Stage(ctx, in.State, in.Decision)
 	return out, stepFailure(err)
 }
 
 // Ask journals a question to a human, or returns its journaled answer.
 func (a *Activities) Ask(ctx context.Context, in HumanInput) (Asked, error) {
-	a.inflight.Add(1)
-	defer a.inflight.Done()
-	defer a.heartbeat(ctx, in.Run, "")()
-	s, err := a.item(ctx, in.ItemRef)
+	s, end, err := a.begin(ctx, in.ItemRef, "")
 	if err != nil {
 		return Asked{}, err
 	}
+	defer end()
 	ans, ok, err := s.Ask(ctx, in.Call)
 	return Asked{Answered: ok, Answer: ans}, err
 }
 
 // Answer journals a human's answer.
 func (a *Activities) Answer(ctx context.Context, in AnswerInput) error {
-	a.inflight.Add(1)
-	defer a.inflight.Done()
-	defer a.heartbeat(ctx, in.Run, "")()
-	s, err := a.item(ctx, in.ItemRef)
+	s, end, err := a.begin(ctx, in.ItemRef, "")
 	if err != nil {
 		return err
 	}
+	defer end()
 	return s.Answer(ctx, in.Call, in.Answer)
 }
 
 // End journals the item's end and closes it in this worker.
 func (a *Activities) End(ctx context.Context, in EndInput) (engine.Ended, error) {
-	a.inflight.Add(1)
-	defer a.inflight.Done()
-	defer a.heartbeat(ctx, in.Run, "")()
-	s, err := a.item(ctx, in.ItemRef)
+	s, end, err := a.begin(ctx, in.ItemRef, "")
 	if err != nil {
 		return engine.Ended{}, err
 	}
+	defer end()
 	for _, w := range in.Warnings {
 		s.Warn(w)
 	}
