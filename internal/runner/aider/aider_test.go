@@ -7,7 +7,6 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -119,9 +118,9 @@ var fakes = map[runnertest.Behavior]string{
 		runnertest.OKReply + fmt.Sprintf("\nTokens: %d sent, %d received. Cost: $%g message, $%g session.\n",
 		runnertest.OKUsage.InputTokens, runnertest.OKUsage.OutputTokens, runnertest.OKUsage.CostUSD, runnertest.OKUsage.CostUSD) + "EOF\n",
 	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\necho wrote the output file\n",
-	runnertest.Crash:       "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n",
-	runnertest.Hang:        "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n",
-	runnertest.Flood:       fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize),
+	runnertest.Crash:       clitest.CrashBody,
+	runnertest.Hang:        clitest.HangBody,
+	runnertest.Flood:       clitest.FloodBody,
 	runnertest.Env:         "env | cut -d= -f1\n",
 	runnertest.Context:     `sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT"` + "\n",
 }

@@ -237,19 +237,9 @@ func (p *parser) assistant(ev streamEvent) {
 				p.note("says: " + cliutil.FirstLine(b.Text))
 			}
 		case "tool_use":
-			p.note(toolNote(b))
+			p.note(cliutil.ToolNote(b.Name, b.Input, "file_path", "path", "command", "pattern", "url", "description"))
 		}
 	}
-}
-
-// toolNote names a tool call by its tool and the argument that says most.
-func toolNote(b block) string {
-	for _, key := range []string{"file_path", "path", "command", "pattern", "url", "description"} {
-		if v, ok := b.Input[key].(string); ok && v != "" {
-			return b.Name + " " + v
-		}
-	}
-	return b.Name
 }
 
 func (p *parser) note(s string) { cliutil.Note(p.progress, s) }

@@ -433,6 +433,17 @@ func Note(progress func(string), s string) {
 	}
 }
 
+// ToolNote names a tool call by its tool and the first of keys that its
+// input holds as a non-empty string: the argument that says most.
+func ToolNote(name string, input map[string]any, keys ...string) string {
+	for _, key := range keys {
+		if v, ok := input[key].(string); ok && v != "" {
+			return name + " " + v
+		}
+	}
+	return name
+}
+
 // Short makes s one line of at most n characters, ending in "…" when cut.
 func Short(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")

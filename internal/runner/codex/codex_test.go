@@ -9,7 +9,6 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -160,9 +159,9 @@ var fakes = map[runnertest.Behavior]string{
 			"input_tokens": runnertest.OKUsage.InputTokens, "cached_input_tokens": 0, "output_tokens": runnertest.OKUsage.OutputTokens}}) + "EOF\n",
 	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\ncat <<'EOF'\n" +
 		events(started, message("wrote the output file")) + "EOF\n",
-	runnertest.Crash: "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n",
-	runnertest.Hang:  "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n",
-	runnertest.Flood: fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize),
+	runnertest.Crash: clitest.CrashBody,
+	runnertest.Hang:  clitest.HangBody,
+	runnertest.Flood: clitest.FloodBody,
 	runnertest.Env: "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" +
 		`printf '{"type":"item.completed","item":{"type":"agent_message","text":"%s"}}\n' "$names"` + "\n",
 	runnertest.Context: `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" +

@@ -91,9 +91,9 @@ func textEvent(s string) string {
 var fakes = map[runnertest.Behavior]string{
 	runnertest.OK:          "echo done > " + runnertest.WorkFile + "\n" + fakeOK(runnertest.OKReply, runnertest.OKUsage),
 	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\n" + fakeOK("wrote the output file", event.Usage{}),
-	runnertest.Crash:       "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n",
-	runnertest.Hang:        "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n",
-	runnertest.Flood:       fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize),
+	runnertest.Crash:       clitest.CrashBody,
+	runnertest.Hang:        clitest.HangBody,
+	runnertest.Flood:       clitest.FloodBody,
 	runnertest.Env:         "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" + textEvent("$names"),
 	runnertest.Context:     `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" + textEvent("$id"),
 }

@@ -41,7 +41,7 @@ func (p *parser) line(stream, line string) {
 			p.note("says: " + cliutil.FirstLine(t))
 		}
 	case "tool.execution_start":
-		p.note(toolNote(ev.Data.ToolName, ev.Data.Arguments))
+		p.note(cliutil.ToolNote(ev.Data.ToolName, ev.Data.Arguments, "path", "command", "pattern", "url"))
 	case "session.error":
 		msg := ev.Data.Message
 		p.failure = &runner.Error{Kind: classify(ev.Data.ErrorType, ev.Data.StatusCode, msg),
@@ -49,16 +49,6 @@ func (p *parser) line(stream, line string) {
 	case "result":
 		p.sessionID = ev.SessionID
 	}
-}
-
-// toolNote names a tool call by its tool and the argument that says most.
-func toolNote(name string, args map[string]any) string {
-	for _, key := range []string{"path", "command", "pattern", "url"} {
-		if v, ok := args[key].(string); ok && v != "" {
-			return name + " " + v
-		}
-	}
-	return name
 }
 
 func (p *parser) note(s string) { cliutil.Note(p.progress, s) }

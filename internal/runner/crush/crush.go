@@ -1,5 +1,5 @@
-// Package crush runs Crush headless: `crush run --quiet PROMPT`, in the
-// item's working tree. Crush's non-interactive run approves every tool
+// Package crush runs Crush headless: `crush run --quiet` with the prompt on
+// stdin, in the item's working tree. Crush's non-interactive run approves every tool
 // call itself (nobody is there to answer), so the agent can edit files and
 // run commands.
 //

@@ -2,15 +2,14 @@ package exec_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/exec"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 )
@@ -19,11 +18,11 @@ import (
 var agents = map[runnertest.Behavior]string{
 	runnertest.OK:          "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\n" + runnertest.OKReply + "EOF\n",
 	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\n",
-	runnertest.Crash:       "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n",
+	runnertest.Crash:       clitest.CrashBody,
 	// The child keeps the inherited stdout, as a real tool would; the pid
 	// file is renamed into place so it is never read half written.
-	runnertest.Hang:    "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n",
-	runnertest.Flood:   fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize),
+	runnertest.Hang:    clitest.HangBody,
+	runnertest.Flood:   clitest.FloodBody,
 	runnertest.Env:     "env | cut -d= -f1\n",
 	runnertest.Context: `sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT"` + "\n",
 }

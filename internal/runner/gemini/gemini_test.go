@@ -10,7 +10,6 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -165,9 +164,9 @@ var fakes = map[runnertest.Behavior]string{
 		outputDoc(runnertest.OKReply, runnertest.OKUsage) + "EOF\n",
 	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\ncat <<'EOF'\n" +
 		outputDoc("wrote the output file", event.Usage{}) + "EOF\n",
-	runnertest.Crash: "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n",
-	runnertest.Hang:  "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n",
-	runnertest.Flood: fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize),
+	runnertest.Crash: clitest.CrashBody,
+	runnertest.Hang:  clitest.HangBody,
+	runnertest.Flood: clitest.FloodBody,
 	runnertest.Env: "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" +
 		`printf '{\n  "response": "%s"\n}\n' "$names"` + "\n",
 	runnertest.Context: `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" +

@@ -251,10 +251,8 @@ func (p *parser) reply() string {
 // says most.
 func toolNote(pt *part) string {
 	if pt.State != nil {
-		for _, key := range []string{"filePath", "command", "pattern", "path", "url"} {
-			if v, ok := pt.State.Input[key].(string); ok && v != "" {
-				return pt.Tool + " " + v
-			}
+		if n := cliutil.ToolNote(pt.Tool, pt.State.Input, "filePath", "command", "pattern", "path", "url"); n != pt.Tool {
+			return n
 		}
 		if pt.State.Title != "" {
 			return pt.Tool + " " + pt.State.Title

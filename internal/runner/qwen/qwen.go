@@ -229,7 +229,7 @@ func (p *parser) assistant(m *message) {
 				p.note("says: " + cliutil.FirstLine(c.Text))
 			}
 		case "tool_use":
-			p.note(toolNote(c.Name, c.Input))
+			p.note(cliutil.ToolNote(c.Name, c.Input, "file_path", "command", "pattern", "path", "url"))
 		}
 	}
 }
@@ -240,16 +240,6 @@ func (p *parser) reply() string {
 		return p.result
 	}
 	return p.lastText
-}
-
-// toolNote names a tool call by its tool and the argument that says most.
-func toolNote(name string, input map[string]any) string {
-	for _, key := range []string{"file_path", "command", "pattern", "path", "url"} {
-		if v, ok := input[key].(string); ok && v != "" {
-			return name + " " + v
-		}
-	}
-	return name
 }
 
 func (p *parser) note(s string) { cliutil.Note(p.progress, s) }

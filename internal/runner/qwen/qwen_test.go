@@ -2,11 +2,9 @@ package qwen
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -93,9 +91,9 @@ var fakes = map[runnertest.Behavior]string{
 	runnertest.OK: "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\n" + events(result(runnertest.OKReply, runnertest.OKUsage)) + "EOF\n",
 	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\ncat <<'EOF'\n" +
 		events(result("wrote the output file", event.Usage{})) + "EOF\n",
-	runnertest.Crash:   "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n",
-	runnertest.Hang:    "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n",
-	runnertest.Flood:   fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize),
+	runnertest.Crash:   clitest.CrashBody,
+	runnertest.Hang:    clitest.HangBody,
+	runnertest.Flood:   clitest.FloodBody,
 	runnertest.Env:     "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" + textEvent("$names"),
 	runnertest.Context: `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" + textEvent("$id"),
 }

@@ -7,14 +7,25 @@ package clitest
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/cadre-dev/cadre/internal/sandbox"
+)
+
+// Script bodies of a fake CLI that behaves as the conformance suite's
+// Crash, Hang and Flood ask, whatever the CLI's output format.
+var (
+	CrashBody = "echo " + runnertest.CrashStderr + " >&2\nexit " + strconv.Itoa(runnertest.CrashExit) + "\n"
+	HangBody  = "sleep 1000 &\necho $! > pid.tmp && mv pid.tmp " + runnertest.ChildPIDFile + "\nwait\n"
+	FloodBody = fmt.Sprintf("yes 0123456789abcdef0123456789abcdef | head -c %d\n", runnertest.FloodSize)
 )
 
 // Script writes an executable /bin/sh script called name, running body, in
