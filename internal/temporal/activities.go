@@ -2,8 +2,10 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,18 +19,27 @@ import (
 )
 
 // Activities perform an item's steps in a worker, through the embedded
-// engine's effect code against the repository's journal. For now a worker
-// works in the repository of the directory it started in, so the workers
-// of one task queue share a machine, its repository and its journal;
-// a worker keeps the items it touched open (their worktrees, their
-// task-file writers) until their workflow ends.
+// engine's effect code against the journal of the repository the worker
+// started in: the run's own journal when the worker shares its home's
+// state directory, else a replica of the item's (home.go). A worker keeps
+// the items it touched open (their worktrees, their task-file writers)
+// until their workflow ends.
 type Activities struct {
 	Engine   *engine.Engine
 	Progress *Progress // the engine's step progress, for heartbeats
 
-	mu    sync.Mutex
-	runs  map[string]*engine.RunSteps
-	items map[ItemRef]*engine.ItemSteps
+	// Home names the journal this worker works on (HomeOf its state
+	// directory); ID and Queue name the worker and its own task queue,
+	// which the items of runs from elsewhere come back to.
+	Home, ID, Queue string
+	// Replica keeps the items of runs from elsewhere.
+	Replica Replica
+
+	mu       sync.Mutex
+	runs     map[string]*engine.RunSteps
+	items    map[ItemRef]*engine.ItemSteps
+	hydrated map[ItemRef]int // the export each remote item was last hydrated from
+	busy     map[ItemRef]int // the activities running per item
 
 	// inflight counts the activities running, so a stopping worker can
 	// wait for them before it closes the journal they write to.
@@ -45,8 +56,19 @@ func (a *Activities) wait(d time.Duration) {
 	}
 }
 
+// Replica is the engine's side of an item of a run from elsewhere.
+type Replica interface {
+	// Hydrate brings the item's journal (and the files its steps read)
+	// to the home's snapshot, dropping what this worker did not send home.
+	Hydrate(ctx context.Context, run, item string, snap json.RawMessage) error
+	// Take returns what the item's steps changed since the last take (nil:
+	// nothing).
+	Take(ctx context.Context, run, item string) (json.RawMessage, error)
+}
+
 // item opens (once per worker) the steps of an item.
 func (a *Activities) item(ctx context.Context, ref ItemRef) (*engine.ItemSteps, error) {
+	ref = ref.key()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if s := a.items[ref]; s != nil {
@@ -71,117 +93,220 @@ func (a *Activities) item(ctx context.Context, ref ItemRef) (*engine.ItemSteps, 
 	return s, nil
 }
 
+// span is one activity on an item.
+type span struct {
+	a      *Activities
+	ref    ItemRef
+	remote bool // the run's home is elsewhere: the item is a replica's
+	stop   func()
+}
+
 // begin starts an activity on ref's item: counted in flight, heartbeating
-// step's progress, the item opened. The returned function ends it.
-func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engine.ItemSteps, func(), error) {
+// step's progress, the item hydrated when it is a run's from elsewhere
+// and this worker's replica is behind, the item opened. The span's end
+// ends it.
+func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engine.ItemSteps, *span, error) {
 	a.inflight.Add(1)
 	stop := a.heartbeat(ctx, ref.Run, step)
-	end := func() { stop(); a.inflight.Done() }
+	sp := &span{a: a, ref: ref.key(), remote: ref.Sync != nil && ref.Sync.Home != a.Home, stop: func() { stop(); a.inflight.Done() }}
+	if sp.remote {
+		if err := a.hydrate(ctx, ref); err != nil {
+			sp.stop()
+			return nil, nil, err
+		}
+		a.count(sp.ref, 1)
+	}
 	s, err := a.item(ctx, ref)
 	if err != nil {
-		end()
+		sp.end(ctx, err)
 		return nil, nil, err
 	}
-	return s, end, nil
+	return s, sp, nil
+}
+
+// end ends the activity: what it changed in a replica goes in its result,
+// or, when it failed for good (a pause, a stop, a tampered tree), in its
+// failure. A failure Temporal retries leaves its changes for the next take.
+func (sp *span) end(ctx context.Context, err error) (Synced, error) {
+	defer sp.stop()
+	var sy Synced
+	if sp.remote {
+		defer sp.a.count(sp.ref, -1)
+		err = stepFailure(err, nil)
+		var ae *temporal.ApplicationError
+		if err == nil || (errors.As(err, &ae) && ae.NonRetryable()) {
+			batch, terr := sp.a.Replica.Take(ctx, sp.ref.Run, sp.ref.Item)
+			if terr != nil {
+				return Synced{}, fmt.Errorf("journal of %s: %w", sp.ref.Item, terr)
+			}
+			sy = Synced{Worker: sp.a.ID, Queue: sp.a.Queue, Batch: batch}
+			if err != nil {
+				err = stepFailure(err, &sy)
+			}
+		}
+		return sy, err
+	}
+	return sy, stepFailure(err, nil)
+}
+
+func (a *Activities) count(ref ItemRef, d int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy == nil {
+		a.busy = map[ItemRef]int{}
+	}
+	a.busy[ref] += d
+}
+
+// hydrate brings a remote item's replica to the home's snapshot unless
+// this worker made every change since it was last brought up to date.
+func (a *Activities) hydrate(ctx context.Context, ref ItemRef) error {
+	if a.Replica == nil {
+		return errors.New("this worker keeps no replica for runs started on another machine")
+	}
+	if slices.Contains(ref.Sync.Fresh, a.ID) {
+		return nil
+	}
+	if ref.Sync.Snap == nil {
+		return errCold(ref.Item)
+	}
+	key := ref.key()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if at, ok := a.hydrated[key]; ok && at >= ref.Sync.At {
+		return nil // a sibling step brought it there
+	}
+	if a.busy[key] > 0 {
+		// A sibling step still runs on the replica: hydrating would drop
+		// its changes. Temporal retries this one after it.
+		return fmt.Errorf("item %s: a step of it still runs on this worker", ref.Item)
+	}
+	if s := a.items[key]; s != nil {
+		delete(a.items, key)
+		if err := s.Close(); err != nil {
+			s.Warn("update task file: " + err.Error())
+		}
+	}
+	delete(a.runs, ref.Run) // its options may have changed (cadre resume)
+	if err := a.Replica.Hydrate(ctx, ref.Run, ref.Item, ref.Sync.Snap); err != nil {
+		return fmt.Errorf("hydrate item %s from its home: %w", ref.Item, err)
+	}
+	if a.hydrated == nil {
+		a.hydrated = map[ItemRef]int{}
+	}
+	a.hydrated[key] = ref.Sync.At
+	return nil
 }
 
 // Begin checks the item and gives it its worktree.
-func (a *Activities) Begin(ctx context.Context, in ItemRef) (engine.Begun, error) {
-	s, end, err := a.begin(ctx, in, "")
+func (a *Activities) Begin(ctx context.Context, in ItemRef) (BeginResult, error) {
+	s, sp, err := a.begin(ctx, in, "")
 	if err != nil {
-		return engine.Begun{}, err
+		return BeginResult{}, err
 	}
-	defer end()
-	return s.Begin(ctx)
+	b, err := s.Begin(ctx)
+	sy, err := sp.end(ctx, err)
+	return BeginResult{Begun: b, Synced: sy}, err
 }
 
 // Agent performs (or replays) an agent step, heartbeating its progress.
-func (a *Activities) Agent(ctx context.Context, in AgentInput) (flow.Outcome, error) {
-	s, end, err := a.begin(ctx, in.ItemRef, in.Call.ID)
+func (a *Activities) Agent(ctx context.Context, in AgentInput) (StepResult, error) {
+	s, sp, err := a.begin(ctx, in.ItemRef, in.Call.ID)
 	if err != nil {
-		return flow.Outcome{}, err
+		return StepResult{}, err
 	}
-	defer end()
 	out, err := s.Agent(ctx, in.Call, in.Visit)
-	return out, stepFailure(err)
+	sy, err := sp.end(ctx, err)
+	return StepResult{Outcome: out, Synced: sy}, err
 }
 
 // Action performs (or replays) a deterministic step, heartbeating.
-func (a *Activities) Action(ctx context.Context, in ActionInput) (flow.Outcome, error) {
-	s, end, err := a.begin(ctx, in.ItemRef, in.Call.ID)
+func (a *Activities) Action(ctx context.Context, in ActionInput) (StepResult, error) {
+	s, sp, err := a.begin(ctx, in.ItemRef, in.Call.ID)
 	if err != nil {
-		return flow.Outcome{}, err
+		return StepResult{}, err
 	}
-	defer end()
 	out, err := s.Action(ctx, in.Call)
-	return out, stepFailure(err)
+	sy, err := sp.end(ctx, err)
+	return StepResult{Outcome: out, Synced: sy}, err
 }
 
 // Stage performs (or replays) a step of the runner workflow, heartbeating.
-func (a *Activities) Stage(ctx context.Context, in StageInput) (engine.Staged, error) {
-	s, end, err := a.begin(ctx, in.ItemRef, in.Decision.Step.ID)
+func (a *Activities) Stage(ctx context.Context, in StageInput) (StageResult, error) {
+	s, sp, err := a.begin(ctx, in.ItemRef, in.Decision.Step.ID)
 	if err != nil {
-		return engine.Staged{}, err
+		return StageResult{}, err
 	}
-	defer end()
 	out, err := s.Stage(ctx, in.State, in.Decision)
-	return out, stepFailure(err)
+	sy, err := sp.end(ctx, err)
+	return StageResult{Staged: out, Synced: sy}, err
 }
 
 // Ask journals a question to a human, or returns its journaled answer.
 func (a *Activities) Ask(ctx context.Context, in HumanInput) (Asked, error) {
-	s, end, err := a.begin(ctx, in.ItemRef, "")
+	s, sp, err := a.begin(ctx, in.ItemRef, "")
 	if err != nil {
 		return Asked{}, err
 	}
-	defer end()
 	ans, ok, err := s.Ask(ctx, in.Call)
-	return Asked{Answered: ok, Answer: ans}, err
+	sy, err := sp.end(ctx, err)
+	return Asked{Answered: ok, Answer: ans, Synced: sy}, err
 }
 
 // Answer journals a human's answer.
-func (a *Activities) Answer(ctx context.Context, in AnswerInput) error {
-	s, end, err := a.begin(ctx, in.ItemRef, "")
+func (a *Activities) Answer(ctx context.Context, in AnswerInput) (AnswerResult, error) {
+	s, sp, err := a.begin(ctx, in.ItemRef, "")
 	if err != nil {
-		return err
+		return AnswerResult{}, err
 	}
-	defer end()
-	return s.Answer(ctx, in.Call, in.Answer)
+	err = s.Answer(ctx, in.Call, in.Answer)
+	sy, err := sp.end(ctx, err)
+	return AnswerResult{Synced: sy}, err
 }
 
 // End journals the item's end and closes it in this worker.
-func (a *Activities) End(ctx context.Context, in EndInput) (engine.Ended, error) {
-	s, end, err := a.begin(ctx, in.ItemRef, "")
+func (a *Activities) End(ctx context.Context, in EndInput) (EndResult, error) {
+	s, sp, err := a.begin(ctx, in.ItemRef, "")
 	if err != nil {
-		return engine.Ended{}, err
+		return EndResult{}, err
 	}
-	defer end()
 	for _, w := range in.Warnings {
 		s.Warn(w)
 	}
 	ended, err := s.End(ctx, in.Ending)
-	if err != nil {
-		return engine.Ended{}, err
+	if err == nil {
+		a.mu.Lock()
+		delete(a.items, sp.ref)
+		delete(a.hydrated, sp.ref)
+		a.mu.Unlock()
+		if cerr := s.Close(); cerr != nil {
+			s.Warn("update task file: " + cerr.Error())
+		}
 	}
-	a.mu.Lock()
-	delete(a.items, in.ItemRef)
-	a.mu.Unlock()
-	if err := s.Close(); err != nil {
-		s.Warn("update task file: " + err.Error())
-	}
-	return ended, nil
+	sy, err := sp.end(ctx, err)
+	return EndResult{Ended: ended, Synced: sy}, err
 }
 
-// stepFailure marks the failures Temporal must not retry.
-func stepFailure(err error) error {
+// stepFailure marks the failures Temporal must not retry; sy, when set,
+// goes with the failure: what the step changed in a replica.
+func stepFailure(err error, sy *Synced) error {
+	var details []any
+	if sy != nil {
+		details = []any{*sy}
+	}
+	var ae *temporal.ApplicationError
 	switch {
+	case errors.As(err, &ae):
+		if sy != nil && ae.NonRetryable() {
+			return temporal.NewNonRetryableApplicationError(ae.Message(), ae.Type(), nil, details...)
+		}
 	case errors.Is(err, engine.ErrStopping):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStopping, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStopping, nil, details...)
 	case errors.Is(err, flow.ErrPaused):
 		msg := strings.TrimSuffix(err.Error(), ": "+flow.ErrPaused.Error())
-		return temporal.NewNonRetryableApplicationError(msg, ErrTypePaused, nil)
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypePaused, nil, details...)
 	case errors.Is(err, engine.ErrTampered):
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTampered, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTampered, nil, details...)
 	}
 	return err
 }

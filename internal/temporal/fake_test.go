@@ -42,13 +42,18 @@ func (f *fakeSteps) log(format string, args ...any) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
 }
 
-func (f *fakeSteps) Begin(ctx context.Context, in ItemRef) (engine.Begun, error) {
+func (f *fakeSteps) Begin(ctx context.Context, in ItemRef) (BeginResult, error) {
 	f.log("begin %s/%s", in.Run, in.Item)
-	return engine.Begun{Workflow: f.workflow, Limits: flow.FlowLimits{EscalateBelowConfidence: 5, MaxReviewRounds: 2, AuditPassRating: 8, MaxAttempts: 2},
-		Stage: f.stage, Attempts: f.attempts, Halted: f.halted}, nil
+	return BeginResult{Begun: engine.Begun{Workflow: f.workflow, Limits: flow.FlowLimits{EscalateBelowConfidence: 5, MaxReviewRounds: 2, AuditPassRating: 8, MaxAttempts: 2},
+		Stage: f.stage, Attempts: f.attempts, Halted: f.halted}}, nil
 }
 
-func (f *fakeSteps) Stage(ctx context.Context, in StageInput) (engine.Staged, error) {
+func (f *fakeSteps) Stage(ctx context.Context, in StageInput) (StageResult, error) {
+	st, err := f.stage1(ctx, in)
+	return StageResult{Staged: st}, err
+}
+
+func (f *fakeSteps) stage1(ctx context.Context, in StageInput) (engine.Staged, error) {
 	st := in.Decision.Step
 	f.log("stage %s review %q", st.ID, st.Review)
 	f.mu.Lock()
@@ -78,17 +83,18 @@ func runnerStage(ratings ...int) func(context.Context, StageInput) (engine.Stage
 	}
 }
 
-func (f *fakeSteps) Agent(ctx context.Context, in AgentInput) (flow.Outcome, error) {
+func (f *fakeSteps) Agent(ctx context.Context, in AgentInput) (StepResult, error) {
 	f.log("agent %s visit %d", in.Call.ID, in.Visit)
 	if f.agent != nil {
-		return f.agent(ctx, in)
+		out, err := f.agent(ctx, in)
+		return StepResult{Outcome: out}, err
 	}
-	return flow.Outcome{Output: "out/" + in.Call.ID}, nil
+	return StepResult{Outcome: flow.Outcome{Output: "out/" + in.Call.ID}}, nil
 }
 
-func (f *fakeSteps) Action(ctx context.Context, in ActionInput) (flow.Outcome, error) {
+func (f *fakeSteps) Action(ctx context.Context, in ActionInput) (StepResult, error) {
 	f.log("action %s", in.Call.ID)
-	return flow.Outcome{}, nil
+	return StepResult{}, nil
 }
 
 func (f *fakeSteps) Ask(ctx context.Context, in HumanInput) (Asked, error) {
@@ -96,15 +102,20 @@ func (f *fakeSteps) Ask(ctx context.Context, in HumanInput) (Asked, error) {
 	return f.asked, nil
 }
 
-func (f *fakeSteps) Answer(ctx context.Context, in AnswerInput) error {
+func (f *fakeSteps) Answer(ctx context.Context, in AnswerInput) (AnswerResult, error) {
 	f.log("answer %s", in.Call.ID)
 	f.mu.Lock()
 	f.answers = append(f.answers, in.Answer)
 	f.mu.Unlock()
-	return nil
+	return AnswerResult{}, nil
 }
 
-func (f *fakeSteps) End(ctx context.Context, in EndInput) (engine.Ended, error) {
+func (f *fakeSteps) End(ctx context.Context, in EndInput) (EndResult, error) {
+	ended, err := f.end1(in)
+	return EndResult{Ended: ended}, err
+}
+
+func (f *fakeSteps) end1(in EndInput) (engine.Ended, error) {
 	f.log("end")
 	f.mu.Lock()
 	f.ends = append(f.ends, in.Ending)

@@ -6,20 +6,18 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/cadre-dev/cadre/internal/engine"
-	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
 
 // Steps are the activities an item's workflow calls: Activities in a
 // worker, fakes in tests.
 type Steps interface {
-	Begin(ctx context.Context, in ItemRef) (engine.Begun, error)
-	Agent(ctx context.Context, in AgentInput) (flow.Outcome, error)
-	Action(ctx context.Context, in ActionInput) (flow.Outcome, error)
-	Stage(ctx context.Context, in StageInput) (engine.Staged, error)
+	Begin(ctx context.Context, in ItemRef) (BeginResult, error)
+	Agent(ctx context.Context, in AgentInput) (StepResult, error)
+	Action(ctx context.Context, in ActionInput) (StepResult, error)
+	Stage(ctx context.Context, in StageInput) (StageResult, error)
 	Ask(ctx context.Context, in HumanInput) (Asked, error)
-	Answer(ctx context.Context, in AnswerInput) error
-	End(ctx context.Context, in EndInput) (engine.Ended, error)
+	Answer(ctx context.Context, in AnswerInput) (AnswerResult, error)
+	End(ctx context.Context, in EndInput) (EndResult, error)
 }
 
 // WorkflowRegistry is where workflows are registered: a worker, a test
@@ -45,4 +43,10 @@ func RegisterActivities(r ActivityRegistry, steps Steps) {
 		ActAsk: steps.Ask, ActAnswer: steps.Answer, ActEnd: steps.End} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
+}
+
+// RegisterHome registers the home's activities, on its own queue.
+func RegisterHome(r ActivityRegistry, h HomeSteps) {
+	r.RegisterActivityWithOptions(h.Export, activity.RegisterOptions{Name: ActExport})
+	r.RegisterActivityWithOptions(h.Apply, activity.RegisterOptions{Name: ActApply})
 }

@@ -235,7 +235,7 @@ func TestRunnerApproveSignalAnswersAnEscalation(t *testing.T) {
 func TestRunnerStageFailures(t *testing.T) {
 	f := runnerSteps(flow.StageCode, 0)
 	f.staged = func(context.Context, StageInput) (engine.Staged, error) {
-		return engine.Staged{}, stepFailure(fmt.Errorf("runner claude hit a quota: %w", flow.ErrPaused))
+		return engine.Staged{}, stepFailure(fmt.Errorf("runner claude hit a quota: %w", flow.ErrPaused), nil)
 	}
 	env := newEnv(t, f)
 	env.ExecuteWorkflow(WorkflowName, input)
@@ -251,7 +251,7 @@ func TestRunnerStageFailures(t *testing.T) {
 
 	f = runnerSteps(flow.StageCode, 0)
 	env = newEnv(t, f)
-	env.OnActivity(ActStage, mockAny, mockAny).Return(engine.Staged{}, temporal.NewApplicationError("journal unreachable", "io"))
+	env.OnActivity(ActStage, mockAny, mockAny).Return(StageResult{}, temporal.NewApplicationError("journal unreachable", "io"))
 	env.ExecuteWorkflow(WorkflowName, input)
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func TestRunnerRefusedStageStopsTheItem(t *testing.T) {
 	f := runnerSteps(flow.StageCode, 0)
 	f.staged = func(ctx context.Context, in StageInput) (engine.Staged, error) {
 		if in.Decision.Step.Role == flow.RoleAuditor {
-			return engine.Staged{}, stepFailure(engine.ErrStopping)
+			return engine.Staged{}, stepFailure(engine.ErrStopping, nil)
 		}
 		return runnerStage(9)(ctx, in)
 	}

@@ -22,6 +22,9 @@ type Starter struct {
 	TaskQueue   string
 	StepTimeout time.Duration
 	Heartbeat   time.Duration // 0: DefaultHeartbeat
+	// Home names the run's journal (HomeOf), which this process serves to
+	// workers on other machines; "": only workers sharing it take part.
+	Home string
 
 	mu     sync.Mutex
 	active map[ItemRef]bool // the items whose workflows Drive awaits
@@ -37,7 +40,7 @@ const stopWait = time.Minute
 // cancelled and whose item is journaled stopped.
 func (s *Starter) Drive(ctx context.Context, runID string, it store.Item) error {
 	id := WorkflowID(runID, it.ID)
-	in := ItemInput{Run: runID, Item: it.ID, StepTimeout: s.StepTimeout, Heartbeat: s.Heartbeat}
+	in := ItemInput{Run: runID, Item: it.ID, StepTimeout: s.StepTimeout, Heartbeat: s.Heartbeat, Home: s.Home}
 	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: s.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		// A closed workflow of an item that has not ended (stopped,

@@ -63,6 +63,9 @@ type ItemInput struct {
 	// Grace is what a step may take beyond its agent's or commands'
 	// timeouts: the journal, the prompt, the output (0: DefaultGrace).
 	Grace time.Duration `json:"grace,omitempty"`
+	// Home names the journal of truth, the starter's (HomeOf); "" in runs
+	// recorded before workers could work elsewhere.
+	Home string `json:"home,omitempty"`
 }
 
 // DefaultGrace is a step's time beyond its timeouts.
@@ -71,11 +74,38 @@ const DefaultGrace = 2 * time.Minute
 // DefaultHeartbeat is how long a silent worker keeps a step.
 const DefaultHeartbeat = 30 * time.Second
 
-// ItemRef names an item of a run.
+// ItemRef names an item of a run, and says where its journal stands.
 type ItemRef struct {
 	Run  string `json:"run"`
 	Item string `json:"item"`
+	Sync *Sync  `json:"sync,omitempty"`
 }
+
+// key is the item, whatever its journal's state.
+func (r ItemRef) key() ItemRef { return ItemRef{Run: r.Run, Item: r.Item} }
+
+// The results of the item's activities: the engine's, and what the step
+// changed in the item's journal. Synced's fields sit beside the engine's
+// in the recorded JSON, so histories recorded without them still decode.
+type (
+	BeginResult struct {
+		engine.Begun
+		Synced
+	}
+	StepResult struct {
+		flow.Outcome
+		Synced
+	}
+	StageResult struct {
+		engine.Staged
+		Synced
+	}
+	EndResult struct {
+		engine.Ended
+		Synced
+	}
+	AnswerResult struct{ Synced }
+)
 
 // AgentInput is one agent step, its role's visit-th for the item.
 type AgentInput struct {
@@ -108,6 +138,7 @@ type HumanInput struct {
 type Asked struct {
 	Answered bool        `json:"answered"`
 	Answer   flow.Answer `json:"answer"`
+	Synced
 }
 
 // AnswerInput journals a human's answer.

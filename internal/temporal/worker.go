@@ -2,7 +2,10 @@ package temporal
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"io"
 	"log/slog"
 	"time"
@@ -28,22 +31,55 @@ func Dial(ctx context.Context, address, namespace string, logw io.Writer) (clien
 // steps to end (their agents' process groups killed).
 const stopGrace = 30 * time.Second
 
+// Remote is what a worker needs for runs started on other machines (and
+// what its machine's home serves them).
+type Remote struct {
+	// Home names the worker's own journal (HomeOf its state directory).
+	Home string
+	// Journal is that journal's side for the workers elsewhere (Export,
+	// Apply); Replica keeps the items of runs from elsewhere.
+	Journal Journal
+	Replica Replica
+}
+
 // Serve runs a worker for the repository of e on queue until ctx ends.
-// progress must be a sink of e's events, for the steps' heartbeats.
-func Serve(ctx context.Context, c client.Client, queue string, e *engine.Engine, progress *Progress, slots int) error {
-	// slots bounds the steps this worker runs at once, as the embedded
-	// engine's limits bound one machine's agents; the rest wait on the
-	// queue for this worker or another.
-	w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: slots})
+// progress must be a sink of e's events, for the steps' heartbeats. The
+// worker also polls its own queue (the items of runs from elsewhere that
+// it keeps come back to it) and its home's (the journal it shares with
+// the runs it starts, for workers elsewhere).
+func Serve(ctx context.Context, c client.Client, queue string, e *engine.Engine, progress *Progress, slots int, r Remote) error {
+	id := workerID()
+	acts := &Activities{Engine: e, Progress: progress, Home: r.Home, ID: id, Queue: "cadre-worker-" + id, Replica: r.Replica}
+	// slots bounds the steps this worker runs at once, from both its
+	// queues, as the embedded engine's limits bound one machine's agents;
+	// the rest wait on the queue for this worker or another.
+	tuner, err := slotTuner(slots)
+	if err != nil {
+		return err
+	}
+	w := worker.New(c, queue, worker.Options{Tuner: tuner})
 	RegisterWorkflow(w, &Workflows{Defs: e.Workflows(), Roles: e.RoleExists})
-	acts := &Activities{Engine: e, Progress: progress}
 	RegisterActivities(w, acts)
+	own := worker.New(c, acts.Queue, worker.Options{Tuner: tuner, DisableWorkflowWorker: true})
+	RegisterActivities(own, acts)
+	ws := []worker.Worker{own}
+	if r.Journal != nil {
+		home := worker.New(c, HomeQueue(r.Home), worker.Options{DisableWorkflowWorker: true})
+		RegisterHome(home, homeSteps{r.Journal})
+		ws = append(ws, home)
+	}
+	for _, x := range ws {
+		if err := x.Start(); err != nil {
+			return fmt.Errorf("temporal worker: %w", err)
+		}
+		defer x.Stop()
+	}
 	stop := make(chan any)
 	go func() {
 		<-ctx.Done()
 		close(stop)
 	}()
-	err := w.Run(stop)
+	err = w.Run(stop)
 	// The worker's stop cancels the running steps (another worker takes
 	// them over); they still journal how they ended before e is closed.
 	acts.wait(stopGrace)
@@ -51,4 +87,40 @@ func Serve(ctx context.Context, c client.Client, queue string, e *engine.Engine,
 		return fmt.Errorf("temporal worker on %s: %w", queue, err)
 	}
 	return nil
+}
+
+// ServeHome serves the home's activities for the runs this process
+// starts, until ctx ends.
+func ServeHome(ctx context.Context, c client.Client, home string, j Journal) error {
+	w := worker.New(c, HomeQueue(home), worker.Options{DisableWorkflowWorker: true})
+	RegisterHome(w, homeSteps{j})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("temporal worker for the journal: %w", err)
+	}
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+// workerID names this worker process uniquely among the task queue's.
+func workerID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// slotTuner shares slots activity slots between a worker's queues.
+func slotTuner(slots int) (worker.WorkerTuner, error) {
+	acts, err := worker.NewFixedSizeSlotSupplier(slots)
+	if err != nil {
+		return nil, fmt.Errorf("temporal worker slots: %w", err)
+	}
+	// The SDK's defaults for the other kinds of task.
+	other := func() worker.SlotSupplier {
+		s, _ := worker.NewFixedSizeSlotSupplier(1000)
+		return s
+	}
+	return worker.NewCompositeTuner(worker.CompositeTunerOptions{WorkflowSlotSupplier: other(), ActivitySlotSupplier: acts,
+		LocalActivitySlotSupplier: other(), NexusSlotSupplier: other(), SessionActivitySlotSupplier: other()})
 }

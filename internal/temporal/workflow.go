@@ -25,10 +25,11 @@ type Workflows struct {
 // workflow, workflow.Next) decides, activities act.
 func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, error) {
 	x := newExec(in)
-	var begun engine.Begun
-	if err := workflow.ExecuteActivity(x.journalCtx(ctx), ActBegin, x.ref).Get(ctx, &begun); err != nil {
+	var br BeginResult
+	if err := x.act(ctx, x.journalCtx(ctx), ActBegin, func(r ItemRef) any { return r }, &br); err != nil {
 		return engine.Ended{}, err
 	}
+	begun := br.Begun
 	if begun.Status != "" {
 		return engine.Ended{Status: begun.Status, Reason: begun.Reason}, nil
 	}
@@ -81,6 +82,15 @@ type exec struct {
 	tampered string
 
 	stopping bool // cadre stop asked for no new step
+
+	// The item's journal on workers elsewhere (home.go): who made each
+	// change so far, the change each remote worker's replica was last
+	// brought up to date at, the worker keeping the item, and whether an
+	// export or apply is under way.
+	by      []string
+	at      map[string]int
+	sticky  string
+	syncing bool
 
 	waiting []flow.HumanCall     // questions without an answer yet, oldest first
 	answers map[string]*Approval // answers to questions, by call id
@@ -144,9 +154,10 @@ func (x *exec) Agent(ctx context.Context, c flow.AgentCall) (flow.Outcome, error
 	}
 	wctx := workflowOf(ctx)
 	x.visits[c.Role]++
-	var out flow.Outcome
-	err := workflow.ExecuteActivity(x.stepCtx(wctx, 1), ActAgent, AgentInput{ItemRef: x.ref, Call: c, Visit: x.visits[c.Role]}).Get(wctx, &out)
-	return out, x.stepErr(err)
+	visit := x.visits[c.Role]
+	var out StepResult
+	err := x.act(wctx, x.stepCtx(wctx, 1), ActAgent, func(r ItemRef) any { return AgentInput{ItemRef: r, Call: c, Visit: visit} }, &out)
+	return out.Outcome, x.stepErr(err)
 }
 
 func (x *exec) Action(ctx context.Context, c flow.ActionCall) (flow.Outcome, error) {
@@ -155,9 +166,9 @@ func (x *exec) Action(ctx context.Context, c flow.ActionCall) (flow.Outcome, err
 	}
 	wctx := workflowOf(ctx)
 	// checks run up to four commands, a gatekeeper one agent.
-	var out flow.Outcome
-	err := workflow.ExecuteActivity(x.stepCtx(wctx, 4), ActAction, ActionInput{ItemRef: x.ref, Call: c}).Get(wctx, &out)
-	return out, x.stepErr(err)
+	var out StepResult
+	err := x.act(wctx, x.stepCtx(wctx, 4), ActAction, func(r ItemRef) any { return ActionInput{ItemRef: r, Call: c} }, &out)
+	return out.Outcome, x.stepErr(err)
 }
 
 // stepErr turns a step's failure into what the interpreter expects: a
@@ -190,7 +201,7 @@ func (x *exec) stepErr(err error) error {
 func (x *exec) Human(ctx context.Context, c flow.HumanCall) (flow.Answer, error) {
 	wctx := workflowOf(ctx)
 	var asked Asked
-	if err := workflow.ExecuteActivity(x.journalCtx(wctx), ActAsk, HumanInput{ItemRef: x.ref, Call: c}).Get(wctx, &asked); err != nil {
+	if err := x.act(wctx, x.journalCtx(wctx), ActAsk, func(r ItemRef) any { return HumanInput{ItemRef: r, Call: c} }, &asked); err != nil {
 		return flow.Answer{}, err
 	}
 	if asked.Answered {
@@ -206,7 +217,7 @@ func (x *exec) Human(ctx context.Context, c flow.HumanCall) (flow.Answer, error)
 	}
 	a := x.answers[c.ID]
 	ans := flow.Answer{Approved: a.Approved, Note: a.Note}
-	if err := workflow.ExecuteActivity(x.journalCtx(wctx), ActAnswer, AnswerInput{ItemRef: x.ref, Call: c, Answer: ans}).Get(wctx, nil); err != nil {
+	if err := x.act(wctx, x.journalCtx(wctx), ActAnswer, func(r ItemRef) any { return AnswerInput{ItemRef: r, Call: c, Answer: ans} }, &AnswerResult{}); err != nil {
 		return flow.Answer{}, err
 	}
 	return ans, nil
@@ -257,9 +268,9 @@ func (x *exec) pendingCalls() ([]flow.HumanCall, error) {
 func (x *exec) Warn(msg string) { x.warnings = append(x.warnings, msg) }
 
 func (x *exec) end(ctx workflow.Context, e engine.Ending) (engine.Ended, error) {
-	var ended engine.Ended
-	err := workflow.ExecuteActivity(x.journalCtx(ctx), ActEnd, EndInput{ItemRef: x.ref, Ending: e, Warnings: x.warnings}).Get(ctx, &ended)
-	return ended, err
+	var res EndResult
+	err := x.act(ctx, x.journalCtx(ctx), ActEnd, func(r ItemRef) any { return EndInput{ItemRef: r, Ending: e, Warnings: x.warnings} }, &res)
+	return res.Ended, err
 }
 
 // runner drives the runner workflow (seed 001's stage pipeline) as the
@@ -291,8 +302,9 @@ func (x *exec) runner(ctx workflow.Context, b engine.Begun) (engine.Ended, error
 		var err error
 		switch d.Kind {
 		case flow.RunStep:
-			var got engine.Staged
-			err = workflow.ExecuteActivity(x.stepCtx(ctx, 1), ActStage, StageInput{ItemRef: x.ref, State: s, Decision: d}).Get(ctx, &got)
+			var got StageResult
+			st, dec := s, d
+			err = x.act(ctx, x.stepCtx(ctx, 1), ActStage, func(r ItemRef) any { return StageInput{ItemRef: r, State: st, Decision: dec} }, &got)
 			if err == nil {
 				halted = halted || got.Halted
 				s, d = next(s, got.Event)

@@ -214,7 +214,7 @@ func TestStepTimeoutFailsTheItem(t *testing.T) {
 func TestStepFailingPastRetriesFailsTheItem(t *testing.T) {
 	f := &fakeSteps{workflow: "simple"}
 	env := newEnv(t, f)
-	env.OnActivity(ActAgent, mockAny, mockAny).Return(flow.Outcome{}, temporal.NewApplicationError("journal unreachable", "io"))
+	env.OnActivity(ActAgent, mockAny, mockAny).Return(StepResult{}, temporal.NewApplicationError("journal unreachable", "io"))
 	env.ExecuteWorkflow(WorkflowName, input)
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestStepFailingPastRetriesFailsTheItem(t *testing.T) {
 // A runner's quota pauses the item at once: the step is not retried.
 func TestQuotaPausesWithoutRetry(t *testing.T) {
 	f := &fakeSteps{workflow: "simple", agent: func(context.Context, AgentInput) (flow.Outcome, error) {
-		return flow.Outcome{}, stepFailure(fmt.Errorf("runner claude hit a quota: %w", flow.ErrPaused))
+		return flow.Outcome{}, stepFailure(fmt.Errorf("runner claude hit a quota: %w", flow.ErrPaused), nil)
 	}}
 	env := newEnv(t, f)
 	env.ExecuteWorkflow(WorkflowName, input)
@@ -316,7 +316,7 @@ func TestStopSignalEndsAWaitForAHuman(t *testing.T) {
 func TestRefusedStepStopsTheItem(t *testing.T) {
 	f := &fakeSteps{workflow: "fanout", agent: func(_ context.Context, in AgentInput) (flow.Outcome, error) {
 		if strings.Contains(in.Call.ID, "debugger") {
-			return flow.Outcome{}, stepFailure(engine.ErrStopping)
+			return flow.Outcome{}, stepFailure(engine.ErrStopping, nil)
 		}
 		return flow.Outcome{Output: "done"}, nil
 	}}

@@ -1,0 +1,268 @@
+package temporal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Workers on other machines. The journal of truth is the one of the
+// machine that started the run: its home. A worker that shares the home's
+// state directory (the same machine, the same repository) works on the
+// journal directly, as the embedded engine does. A worker elsewhere keeps
+// a replica: before an item's step it needs the item's journal as the
+// home has it, which the workflow exports from the home and hands to the
+// step when the worker's replica is behind (a "cold" step); after the
+// step, what it changed in its replica (a batch) travels back in the
+// step's result and the workflow applies it to the home journal. The
+// item's branch travels through the repository's remote (pushed after
+// every committed step), so any worker can continue it.
+//
+// The workflow knows which worker's replica is current: the workers that
+// produced every change since their replica was last brought up to date
+// (fresh). It sends an item's steps to the last remote worker's own task
+// queue while that worker lives, so the item's worktree stays on one
+// machine; a step that waits there longer than a heartbeat timeout goes to
+// the shared queue, to a worker that hydrates the item from the home.
+
+// Activities served on the home's own queue.
+const (
+	ActExport = "cadre.Export"
+	ActApply  = "cadre.Apply"
+)
+
+// ErrTypeCold: the worker's replica is behind the home journal; the
+// workflow exports the item and runs the step again with it.
+const ErrTypeCold = "cold"
+
+// HomeOf names the journal in stateDir on this machine.
+func HomeOf(stateDir string) string {
+	host, _ := os.Hostname()
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
+	}
+	return host + ":" + stateDir
+}
+
+// HomeQueue is the task queue the processes of home poll for its journal's
+// activities (the run's starter, and workers sharing its state directory).
+func HomeQueue(home string) string {
+	sum := sha256.Sum256([]byte(home))
+	return "cadre-home-" + hex.EncodeToString(sum[:8])
+}
+
+// Sync is what a step needs to know about its item's journal.
+type Sync struct {
+	// Home names the journal of truth (HomeOf).
+	Home string `json:"home"`
+	// Fresh lists the workers whose replica holds every change of the
+	// item so far.
+	Fresh []string `json:"fresh,omitempty"`
+	// Snap is the item as the home journal has it (engine.ExportItem's
+	// snapshot), for a worker whose replica is not fresh.
+	Snap json.RawMessage `json:"snap,omitempty"`
+	// At is how many changes of the item Snap holds.
+	At int `json:"at,omitempty"`
+}
+
+// Synced is what a step tells its workflow about the item's journal.
+type Synced struct {
+	// Worker is the remote worker that performed the step; "" for a
+	// process sharing the home's journal.
+	Worker string `json:"worker,omitempty"`
+	// Queue is that worker's own task queue, for the item's next steps.
+	Queue string `json:"queue,omitempty"`
+	// Batch is what the step changed in the worker's replica, for the
+	// home journal (engine's batch, opaque here).
+	Batch json.RawMessage `json:"batch,omitempty"`
+}
+
+func (s *Synced) synced() *Synced { return s }
+
+// syncer is an activity result carrying a Synced.
+type syncer interface{ synced() *Synced }
+
+// ExportInput asks the home for an item's journal.
+type ExportInput struct {
+	ItemRef
+	At int `json:"at"` // the changes the workflow has seen, for the log
+}
+
+// ApplyInput is a batch for the home journal; Key orders and dedupes the
+// item's batches (a retried apply changes nothing twice).
+type ApplyInput struct {
+	ItemRef
+	Key   int             `json:"key"`
+	Batch json.RawMessage `json:"batch"`
+}
+
+// homeCtx runs an activity on the home's queue. The home may be down (its
+// starter died, no worker of its machine runs): the item waits for it,
+// however long, rather than fail.
+func (x *exec) homeCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           HomeQueue(x.in.Home),
+		StartToCloseTimeout: x.in.Grace,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+}
+
+// act runs one of the item's activities (built by mk for the item's
+// journal state) and brings what it changed home. When the item's journal
+// is shared by all (a run recorded before homes, without one) it is a
+// plain activity.
+func (x *exec) act(ctx, actx workflow.Context, name string, mk func(ItemRef) any, out syncer) error {
+	if x.in.Home == "" {
+		return workflow.ExecuteActivity(actx, name, mk(x.ref)).Get(ctx, out)
+	}
+	var snap json.RawMessage
+	at := -1
+	for {
+		ref := x.ref
+		ref.Sync = &Sync{Home: x.in.Home, Fresh: x.fresh(), Snap: snap, At: at}
+		c := actx
+		sticky := x.sticky
+		if sticky != "" {
+			c = workflow.WithTaskQueue(c, sticky)
+			c = workflow.WithScheduleToStartTimeout(c, x.in.Heartbeat)
+		}
+		err := workflow.ExecuteActivity(c, name, mk(ref)).Get(ctx, out)
+		if err == nil {
+			return x.record(ctx, *out.synced(), at)
+		}
+		var ae *temporal.ApplicationError
+		var te *temporal.TimeoutError
+		switch {
+		case errors.As(err, &ae) && ae.Type() == ErrTypeCold && snap == nil:
+			if snap, at, err = x.export(ctx); err != nil {
+				return err
+			}
+			continue
+		case sticky != "" && errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
+			// The worker that kept the item is gone: another one
+			// takes it from the shared queue.
+			if x.sticky == sticky {
+				x.sticky = ""
+			}
+			continue
+		case ae != nil && ae.HasDetails():
+			// A step that ended the item (a pause, a stop, a tampered
+			// tree) still changed its journal.
+			var s Synced
+			if ae.Details(&s) == nil {
+				if rerr := x.record(ctx, s, at); rerr != nil {
+					return rerr
+				}
+			}
+		}
+		return err
+	}
+}
+
+// lock serialises the workflow's exports and applies: a snapshot is taken
+// between batches, never beside one still being applied.
+func (x *exec) lock(ctx workflow.Context) error {
+	if err := workflow.Await(ctx, func() bool { return !x.syncing }); err != nil {
+		return err
+	}
+	x.syncing = true
+	return nil
+}
+
+// export takes the item from the home journal; at is how many changes it
+// holds.
+func (x *exec) export(ctx workflow.Context) (json.RawMessage, int, error) {
+	if err := x.lock(ctx); err != nil {
+		return nil, 0, err
+	}
+	defer func() { x.syncing = false }()
+	at := len(x.by)
+	var snap json.RawMessage
+	err := workflow.ExecuteActivity(x.homeCtx(ctx), ActExport, ExportInput{ItemRef: x.ref, At: at}).Get(ctx, &snap)
+	return snap, at, err
+}
+
+// record notes a step's change to the item's journal, applying its batch
+// to the home's; at is the export the step's worker hydrated from (-1:
+// none, its replica was fresh or it shares the home's journal).
+func (x *exec) record(ctx workflow.Context, s Synced, at int) error {
+	// A step cancelled with its workflow still brings its changes home.
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if err := x.lock(dctx); err != nil {
+		return err
+	}
+	defer func() { x.syncing = false }()
+	if s.Worker != "" && at >= 0 {
+		if x.at == nil {
+			x.at = map[string]int{}
+		}
+		x.at[s.Worker] = at
+	}
+	if len(s.Batch) > 0 {
+		in := ApplyInput{ItemRef: x.ref, Key: len(x.by), Batch: s.Batch}
+		if err := workflow.ExecuteActivity(x.homeCtx(dctx), ActApply, in).Get(dctx, nil); err != nil {
+			return err
+		}
+	}
+	x.by = append(x.by, s.Worker)
+	x.sticky = s.Queue
+	return nil
+}
+
+// fresh lists the remote workers whose replica holds every change of the
+// item: all changes since they were brought up to date are their own.
+func (x *exec) fresh() []string {
+	var ws []string
+	for w, at := range x.at {
+		mine := true
+		for _, by := range x.by[at:] {
+			mine = mine && by == w
+		}
+		if mine {
+			ws = append(ws, w)
+		}
+	}
+	slices.Sort(ws) // map order is not deterministic; workflow code must be
+	return ws
+}
+
+// errCold is a remote worker's answer to a step it cannot perform yet.
+func errCold(item string) error {
+	return temporal.NewNonRetryableApplicationError("the journal of item "+item+" here is behind its home's", ErrTypeCold, nil)
+}
+
+// HomeSteps are the home's activities: the journal of truth's side of
+// the replicas of workers elsewhere.
+type HomeSteps interface {
+	Export(ctx context.Context, in ExportInput) (json.RawMessage, error)
+	Apply(ctx context.Context, in ApplyInput) error
+}
+
+// Journal is the engine's side of the home journal.
+type Journal interface {
+	// Export returns the item as the journal has it, for a replica.
+	Export(ctx context.Context, run, item string) (json.RawMessage, error)
+	// Apply applies a replica's batch of the item once per key.
+	Apply(ctx context.Context, run, item string, key int, batch json.RawMessage) error
+}
+
+// homeSteps are the home's activities over its journal.
+type homeSteps struct{ j Journal }
+
+func (h homeSteps) Export(ctx context.Context, in ExportInput) (json.RawMessage, error) {
+	return h.j.Export(ctx, in.Run, in.Item)
+}
+
+func (h homeSteps) Apply(ctx context.Context, in ApplyInput) error {
+	return h.j.Apply(ctx, in.Run, in.Item, in.Key, in.Batch)
+}
