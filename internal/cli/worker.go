@@ -167,7 +167,8 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions, slots int) e
 	}
 	defer flush()
 	fmt.Fprintf(f.IO.ErrOut, "cadre: worker for %s polling %s on %s, %d steps at once\n", ws.root, t.TaskQueue, t.Address, slots)
-	if err := temporal.Serve(ctx, c, t.TaskQueue, e, progress, slots); err != nil && !errors.Is(err, context.Canceled) {
+	remote := temporal.Remote{Home: temporal.HomeOf(e.StateDir())}
+	if err := temporal.Serve(ctx, c, t.TaskQueue, e, progress, slots, remote); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
