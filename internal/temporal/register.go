@@ -5,7 +5,6 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
-
 )
 
 // Steps are the activities an item's workflow calls: Activities in a

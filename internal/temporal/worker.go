@@ -5,9 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"go.temporal.io/sdk/client"
