@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -122,6 +123,7 @@ type remoteExec struct {
 	item    string
 	plan    []int
 	crashAt int
+	local   bool // the executor's items are not remote: no OpenOptions
 
 	n      int
 	items  [2]*ItemSteps
@@ -136,7 +138,11 @@ func (x *remoteExec) open(i int) *ItemSteps {
 	if i == 1 {
 		eng = x.rig.engB
 	}
-	rs, err := eng.OpenRun(context.Background(), x.run, OpenOptions{Remote: "origin"})
+	var opts []OpenOptions
+	if !x.local {
+		opts = append(opts, OpenOptions{Remote: "origin"})
+	}
+	rs, err := eng.OpenRun(context.Background(), x.run, opts...)
 	if err != nil {
 		x.t.Fatal(err)
 	}
@@ -366,4 +372,128 @@ func TestRemoteItemRefusesToLoseWork(t *testing.T) {
 	if got := stepTrailers(t, rig.origin, workspace.BranchName("a", "Task a")); len(got) != 3 {
 		t.Errorf("origin has commits of %q, want p1..p3", got)
 	}
+}
+
+// gitShim puts a git first on PATH that logs each command line, and
+// returns a function that reads the log's subcommands and empties it.
+func gitShim(t *testing.T) func() map[string]int {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("needs git")
+	}
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "git.log")
+	shim := "#!/bin/sh\nprintf '%s\\036' \"$*\" >> '" + logPath + "'\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "git"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return func() map[string]int {
+		data, _ := os.ReadFile(logPath)
+		os.Remove(logPath)
+		by := map[string]int{}
+		for _, rec := range strings.Split(string(data), "\036") {
+			if f := strings.Fields(rec); len(f) > 0 {
+				by[subcommand(f)]++
+			}
+		}
+		return by
+	}
+}
+
+// subcommand is the git subcommand of a logged command line, after the
+// -c options.
+func subcommand(f []string) string {
+	for len(f) > 1 && f[0] == "-c" {
+		f = f[2:]
+	}
+	return f[0]
+}
+
+// The git processes a remote item adds to the same steps on the same
+// worker: the fetch of its first step (two for a new item: git refuses to
+// fetch a branch the remote lacks, so the base is fetched again alone),
+// one push per committing step, and the check of the remote when the run
+// is opened; nothing between steps that stayed on one worker. The
+// embedded engine's own runs fetch and push nothing.
+func TestRemoteItemGitProcesses(t *testing.T) {
+	count := gitShim(t)
+	run := func(local bool) map[string]int {
+		var mu sync.Mutex
+		rig := newRemoteRig(t, writeStep(map[string][]string{}, &mu))
+		x := &remoteExec{t: t, rig: rig, plan: make([]int, 8), crashAt: -1, local: local}
+		count()
+		sum, err := rig.a.eng.StartWith(context.Background(), Options{Workflow: "four"}, x.drive)
+		by := count()
+		if err != nil || sum.Status != store.RunCompleted {
+			t.Fatalf("run: %+v, %v", sum, err)
+		}
+		if heads := git(t, rig.origin, "for-each-ref", "refs/heads/cadre/"); local != (heads == "") {
+			t.Errorf("origin's item branches: %q (local %v)", heads, local)
+		}
+		return by
+	}
+	local, remote := run(true), run(false)
+	// git config is asked again when a configuration file changed within
+	// the last moments (see workspace's racyWindow): the rig's setup
+	// just wrote them, so how many times depends on timing, not the item.
+	delete(local, "config")
+	delete(remote, "config")
+	extra := map[string]int{}
+	total := 0
+	for sub, n := range remote {
+		if d := n - local[sub]; d != 0 {
+			extra[sub] = d
+			total += d
+		}
+	}
+	for sub, n := range local {
+		if _, ok := remote[sub]; !ok {
+			extra[sub] = -n
+			total -= n
+		}
+	}
+	t.Logf("git processes: %d local, %d remote; the remote item adds %v: %.2f per step over 8 steps (4 committing)", sum(local), sum(remote), extra, float64(total)/8)
+	if want := map[string]int{"fetch": 2, "push": 4, "remote": 1}; !mapsEqual(extra, want) {
+		t.Errorf("a remote item adds %v git processes, want %v", extra, want)
+	}
+
+	// The embedded engine's own run of the same item.
+	var mu sync.Mutex
+	rig := newRemoteRig(t, writeStep(map[string][]string{}, &mu))
+	count()
+	sum, err := rig.a.eng.Start(context.Background(), Options{Workflow: "four"})
+	by := count()
+	if err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("run: %+v, %v", sum, err)
+	}
+	for _, sub := range []string{"fetch", "push", "merge", "stash", "remote", "ls-remote"} {
+		if by[sub] != 0 {
+			t.Errorf("the embedded engine ran git %s %d times: %v", sub, by[sub], by)
+		}
+	}
+	if heads := git(t, rig.origin, "for-each-ref", "refs/heads/cadre/"); heads != "" {
+		t.Errorf("the embedded engine pushed: %s", heads)
+	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func mapsEqual(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
 }
