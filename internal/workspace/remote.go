@@ -30,9 +30,11 @@ var ErrNotFastForward = errors.New("not a fast-forward")
 // branch is fetched from and pushed to the same place.
 func (r *Repo) viaRemote(ctx context.Context, remote, authHeader string, args func(url string) []string) error {
 	if authHeader != "" {
-		u, err := r.Git(ctx, "remote", "get-url", "--push", remote)
-		if err != nil {
-			u = remote // a URL given as the remote
+		u := remote // a URL given as the remote
+		if !strings.Contains(remote, "://") {
+			if out, err := r.Git(ctx, "remote", "get-url", "--push", remote); err == nil {
+				u = out
+			}
 		}
 		if u = strings.TrimSpace(u); strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
 			return r.throughProxy(ctx, u, authHeader, args)
