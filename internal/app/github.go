@@ -110,27 +110,45 @@ func (g *GitHub) Issues(ctx context.Context, q engine.IssueQuery) ([]engine.Issu
 // token through cadre's push proxy (never git's argv, environment or the
 // remote URL: see workspace.Repo.Push).
 func (g *GitHub) Push(ctx context.Context, dir, branch string) error {
-	if err := g.init(ctx); err != nil {
-		return err
-	}
 	// dir is the item's working tree, as the engine made it: git need not
 	// be asked for its top level (push runs from anywhere in a tree).
 	repo := &workspace.Repo{Dir: dir}
-	// The URL git pushes to (a pushurl wins over the url), read once and
-	// pushed to as read: the token goes only to the GitHub host, never to
-	// a host a pushurl names, which an unconfined agent could have set.
-	remote, header := "origin", ""
-	if url, err := repo.Git(ctx, "remote", "get-url", "--push", "origin"); err == nil && strings.HasPrefix(strings.TrimSpace(url), "https://") {
-		remote = strings.TrimSpace(url)
-		if host, want := urlHost(remote), g.gitHost(); host != want {
-			return fmt.Errorf("push: origin's push URL is on %s, not on %s, where the GitHub token is for (github.api_url): cadre sends it nowhere else", host, want)
-		}
-		header = "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+g.token))
+	remote, header, err := g.RemoteAuth(ctx, dir, "origin")
+	if err != nil {
+		return err
 	}
 	if err := repo.Push(ctx, remote, branch, header); err != nil {
 		return fmt.Errorf("%s", redact.New(g.token).String(err.Error()))
 	}
 	return nil
+}
+
+// The engine's remote items fetch and push with the token as the pull
+// request's push does (engine.OpenOptions.Remote).
+var _ interface {
+	RemoteAuth(ctx context.Context, dir, remote string) (string, string, error)
+} = (*GitHub)(nil)
+
+// RemoteAuth is where git reaches remote of the repository at dir, and
+// the header carrying the token there (for an https push URL on the
+// GitHub host; remote itself and no header otherwise). The URL git
+// pushes to (a pushurl wins over the url) is read once and used as read:
+// the token goes only to the GitHub host, never to a host a pushurl
+// names, which an unconfined agent could have set.
+func (g *GitHub) RemoteAuth(ctx context.Context, dir, remote string) (target, header string, err error) {
+	if err := g.init(ctx); err != nil {
+		return "", "", err
+	}
+	repo := &workspace.Repo{Dir: dir}
+	target = remote
+	if url, err := repo.Git(ctx, "remote", "get-url", "--push", remote); err == nil && strings.HasPrefix(strings.TrimSpace(url), "https://") {
+		target = strings.TrimSpace(url)
+		if host, want := urlHost(target), g.gitHost(); host != want {
+			return "", "", fmt.Errorf("push: %s's push URL is on %s, not on %s, where the GitHub token is for (github.api_url): cadre sends it nowhere else", remote, host, want)
+		}
+		header = "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+g.token))
+	}
+	return target, header, nil
 }
 
 // gitHost is the host GitHub serves repositories from: the API's host

@@ -57,6 +57,9 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 		return err
 	}
 	sha := ""
+	if err := e.remoteCommit(ctx, ir, tried); err != nil {
+		return err
+	}
 	if tried {
 		if sha, err = ir.repo.FindStepCommit(ctx, workspace.Mark{Step: id, Run: ir.run}); err != nil {
 			return err
@@ -70,6 +73,11 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 			return fmt.Errorf("commit %s: %w", ir.it.ID, err)
 		}
 		e.d.Crash(CrashCommitted)
+	}
+	// A remote item's step completes once its commit is on the remote,
+	// where another worker continues from.
+	if err := e.pushItem(ctx, ir, sha); err != nil {
+		return err
 	}
 	rec.Status = store.StepCompleted
 	rec.Result, _ = json.Marshal(map[string]string{"commit": sha})

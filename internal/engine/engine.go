@@ -104,6 +104,9 @@ const (
 	CrashBetweenItems = "between-items" // after one item ended, before the next starts
 	CrashPushed       = "pushed"        // after a branch was pushed, before it is journaled
 	CrashPRCreated    = "pr-created"    // after a pull request was opened, before it is journaled
+	// CrashRemotePushed: after a remote item's step pushed its commit,
+	// before the step is journaled (see OpenOptions.Remote).
+	CrashRemotePushed = "remote-pushed"
 )
 
 // CrashPoints lists every named crash point.

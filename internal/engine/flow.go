@@ -290,6 +290,9 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		}
 	case "commit":
 		sha, err := fx.commit(ctx, c, tried)
+		if isRemoteErr(err) {
+			return workflow.Outcome{}, err // the step is tried again
+		}
 		if err != nil {
 			failure = err.Error()
 		}
@@ -390,8 +393,14 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 	ir.gitMu.Lock()
 	defer ir.gitMu.Unlock()
 	mark := workspace.Mark{Step: c.ID, Run: ir.run}
+	if err := fx.e.remoteCommit(ctx, ir, tried); err != nil {
+		return "", err
+	}
 	if tried {
 		if sha, err := ir.repo.FindStepCommit(ctx, mark); err != nil || sha != "" {
+			if err == nil {
+				err = fx.e.pushItem(ctx, ir, sha)
+			}
 			return sha, err
 		}
 	}
@@ -407,7 +416,7 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 		return "", err
 	}
 	fx.e.d.Crash(CrashCommitted)
-	return sha, nil
+	return sha, fx.e.pushItem(ctx, ir, sha)
 }
 
 // Human returns the recorded answer to an escalation, or records that the

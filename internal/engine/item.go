@@ -59,6 +59,10 @@ type itemRun struct {
 
 	workMu   sync.Mutex
 	lastWork string // the last working step, which the next reviewer rates
+
+	// remote: the item's branch travels through a git remote (an
+	// executor's OpenOptions.Remote); nil for the embedded engine's runs.
+	remote *remoteItem
 }
 
 // worked notes a working (not reviewing) step, for the reviewer after it.
@@ -244,6 +248,9 @@ func (e *Engine) next(lim workflow.Limits, ir *itemRun, s workflow.State, ev wor
 // completeItem commits a task that reached completed and journals it so.
 func (e *Engine) completeItem(ctx context.Context, ir *itemRun, s workflow.State) (itemOutcome, error) {
 	if err := e.commit(ctx, ir); err != nil {
+		if isRemoteErr(err) {
+			return itemOutcome{}, err // pushed on the next try
+		}
 		return e.failItem(ctx, ir, s, err.Error())
 	}
 	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp(s.Stage), Attempts: &s.Attempts, CurrentStep: strp("")})
@@ -280,7 +287,7 @@ func (e *Engine) failItem(ctx context.Context, ir *itemRun, s workflow.State, re
 // worktree with uncommitted changes is refused unless this run already
 // worked on the item (then the changes are its own, e.g. after a crash).
 func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
-	owned := false
+	owned, err := false, error(nil)
 	if ir.rs.resumed {
 		steps, err := e.d.Store.ItemSteps(ctx, ir.run, ir.it.ID)
 		if err != nil {
@@ -291,11 +298,24 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 		}
 	}
 	branch := workspace.BranchName(ir.it.ID, ir.task.Title)
-	wt, err := e.wts.Ensure(ctx, ir.it.ID, branch, e.d.Config.BaseBranch, workspace.EnsureOptions{AllowDirty: owned, Untrusted: !ir.trusted})
+	base := e.d.Config.BaseBranch
+	if ir.remote != nil {
+		if base, err = e.fetchItem(ctx, ir, branch); err != nil {
+			return err
+		}
+	}
+	wt, err := e.wts.Ensure(ctx, ir.it.ID, branch, base, workspace.EnsureOptions{AllowDirty: owned, Untrusted: !ir.trusted})
 	if err != nil {
 		return fmt.Errorf("item %s refused: %w", ir.it.ID, err)
 	}
 	ir.repo, ir.dir = wt, wt.Dir
+	if ir.remote != nil {
+		// A worktree or branch this process kept from an earlier visit of
+		// the item is behind what other workers pushed since.
+		if err := e.bringUp(ctx, ir); err != nil {
+			return err
+		}
+	}
 	if err := e.recordBranch(ctx, ir, branch); err != nil {
 		return fmt.Errorf("item %s: record branch: %w", ir.it.ID, err)
 	}

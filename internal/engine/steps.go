@@ -26,12 +26,14 @@ var ErrTampered = errors.New("tampered")
 // RunSteps is what the step executors of one stored run share: its
 // options, runners and circuit breaker.
 type RunSteps struct {
-	e  *Engine
-	rs *runState
+	e      *Engine
+	rs     *runState
+	remote string // OpenOptions.Remote
 }
 
-// OpenRun returns the shared state of a journaled run.
-func (e *Engine) OpenRun(ctx context.Context, runID string) (*RunSteps, error) {
+// OpenRun returns the shared state of a journaled run, its items worked
+// on as opt says (at most one OpenOptions).
+func (e *Engine) OpenRun(ctx context.Context, runID string, opt ...OpenOptions) (*RunSteps, error) {
 	r, err := e.d.Store.GetRun(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("open run %s: %w", runID, err)
@@ -52,7 +54,17 @@ func (e *Engine) OpenRun(ctx context.Context, runID string) (*RunSteps, error) {
 	for _, it := range items {
 		rs.done[it.ID] = nil
 	}
-	return &RunSteps{e: e, rs: rs}, nil
+	out := &RunSteps{e: e, rs: rs}
+	if len(opt) > 1 {
+		return nil, fmt.Errorf("open run %s: more than one OpenOptions", runID)
+	}
+	if len(opt) == 1 && opt[0].Remote != "" {
+		if err := e.checkRemote(ctx, opts, opt[0].Remote); err != nil {
+			return nil, fmt.Errorf("open run %s: %w", runID, err)
+		}
+		out.remote = opt[0].Remote
+	}
+	return out, nil
 }
 
 // ItemSteps performs the steps of one item of a run.
@@ -81,6 +93,9 @@ func (r *RunSteps) OpenItem(ctx context.Context, itemID string) (*ItemSteps, err
 		task = &taskfile.Task{ID: it.ID, Title: it.Title, Path: it.Ref}
 	}
 	ir := e.newItemRun(rs, it, task)
+	if r.remote != "" {
+		ir.remote = &remoteItem{name: r.remote}
+	}
 	// The item's steps may run in several workers: each appends to the
 	// one cycle log file, which Begin starts.
 	e.startCycle(ir, e.workflowOf(rs.opts, task), true)
@@ -154,6 +169,9 @@ func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 		return end(store.ItemFailed, fmt.Sprintf("unknown workflow %q (see cadre workflows list)", name))
 	}
 	if err := s.provision(ctx); err != nil {
+		if isRemoteErr(err) {
+			return Begun{}, err // the remote may answer the next try
+		}
 		e.publish(ir, event.Event{Type: event.TaskFailed, Error: err.Error()})
 		return end(store.ItemFailed, err.Error())
 	}
@@ -176,7 +194,11 @@ func (s *ItemSteps) provision(ctx context.Context) error {
 	if s.loadErr != nil {
 		return s.loadErr
 	}
-	if s.ready || s.ir.opts.InPlace {
+	if s.ready {
+		// Another worker may have continued the item since.
+		return s.e.catchUp(ctx, s.ir)
+	}
+	if s.ir.opts.InPlace {
 		return nil
 	}
 	if err := s.e.provision(ctx, s.ir); err != nil {

@@ -113,6 +113,11 @@ func gitRun(ctx context.Context, dir string, extra []string, started func(pid in
 	}
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
+		// A push's first line names where it went ("To URL"): the
+		// reason (a rejected ref) is on the next.
+		if first, rest, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(first, "To ") {
+			msg = strings.TrimSpace(rest)
+		}
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
 		}

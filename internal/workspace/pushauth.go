@@ -220,17 +220,26 @@ func holdsSocket(pid int, inode string) bool {
 }
 
 // pushThroughProxy pushes refspec to the http(s) remote at remoteURL
-// through a proxy adding header. git is given the proxy's URL as the
-// remote (a remote's pushurl would defeat an insteadOf rewrite), and no
-// proxy of the user's between itself and the loopback port.
+// through a proxy adding header.
 func (r *Repo) pushThroughProxy(ctx context.Context, remoteURL, header, refspec string) error {
+	return r.throughProxy(ctx, remoteURL, header, func(base string) []string {
+		return []string{"push", "--quiet", "--", base, refspec}
+	})
+}
+
+// throughProxy runs the git command args(url) makes, which talks to the
+// http(s) remote at remoteURL through a proxy adding header (a push, a
+// fetch). git is given the proxy's URL as the remote (a remote's pushurl
+// would defeat an insteadOf rewrite), and no proxy of the user's between
+// itself and the loopback port.
+func (r *Repo) throughProxy(ctx context.Context, remoteURL, header string, args func(url string) []string) error {
 	p, err := startPushProxy(remoteURL, header)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	args := r.withFilters(ctx, []string{"push", "--quiet", "--", p.base, refspec})
-	if _, err = gitRun(ctx, r.Dir, []string{"NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1"}, p.gitStarted, args...); err != nil {
+	full := r.withFilters(ctx, args(p.base))
+	if _, err = gitRun(ctx, r.Dir, []string{"NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1"}, p.gitStarted, full...); err != nil {
 		// git names the URL it was given: name the remote's.
 		return errors.New(strings.ReplaceAll(err.Error(), strings.TrimSuffix(p.base, "/"), remoteURL))
 	}

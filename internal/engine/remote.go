@@ -1,0 +1,299 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// A remote item's worktree lives in this process's repository, the
+// worker's own clone, and its branch travels between workers through a
+// git remote: fetched before the item's first step in this process,
+// pushed after every step that committed, under a lease on the head this
+// process last fetched or pushed. Between two steps this process learns
+// that another worker moved the branch from the journal: a completed
+// commit step whose commit it has not accounted for (every committing
+// step pushes before it completes), or a commit step that was started
+// before (its worker may have pushed and died before journaling it). Only
+// then does it fetch again; an item that stayed here costs no git process
+// between steps.
+
+// OpenOptions say how an executor's process works on a run's items.
+type OpenOptions struct {
+	// Remote, when set, names the git remote of this process's
+	// repository (e.g. "origin") through which the items' branches
+	// travel between workers on different machines.
+	Remote string
+}
+
+// remoteError is a fetch or push of a remote item that failed: the step
+// is retried (the remote may be back, another worker may take it) rather
+// than failing the item.
+type remoteError struct{ err error }
+
+func (e *remoteError) Error() string { return e.err.Error() }
+func (e *remoteError) Unwrap() error { return e.err }
+
+// isRemoteErr says whether err is a remote item's failed fetch or push.
+func isRemoteErr(err error) bool {
+	var re *remoteError
+	return errors.As(err, &re)
+}
+
+// remoteItem is what this process knows of a remote item's branch.
+type remoteItem struct {
+	name   string // the git remote
+	branch string // the item's branch, set by provision
+
+	mu   sync.Mutex
+	head string // the remote's branch as last fetched or pushed here; "" none
+	// seen are the commits of the item's completed commit steps in the
+	// journal that this process accounted for (fetched or pushed).
+	seen map[string]bool
+}
+
+// checkRemote refuses a remote this repository does not have, and a run
+// in place, whose items have no worktree to move between machines.
+func (e *Engine) checkRemote(ctx context.Context, opts Options, remote string) error {
+	if opts.InPlace {
+		return errors.New("its items work in place: only items in worktrees can work through a remote")
+	}
+	if strings.HasPrefix(remote, "-") {
+		return fmt.Errorf("remote %q is not a remote's name", remote)
+	}
+	if _, err := e.repo.Git(ctx, "remote", "get-url", remote); err != nil {
+		return fmt.Errorf("remote %q: %w (add it with git remote add)", remote, err)
+	}
+	return nil
+}
+
+// remoteAuther is a Forge whose credential goes with the requests to the
+// remote: it returns the URL to use (the remote's, read once) and the
+// header, or remote itself and "" when the remote takes none from it.
+type remoteAuther interface {
+	RemoteAuth(ctx context.Context, dir, remote string) (target, header string, err error)
+}
+
+// remoteTarget is where a remote item's fetches and pushes go, and with
+// which credential header (never given to git: see workspace.PushLease).
+func (e *Engine) remoteTarget(ctx context.Context, ir *itemRun) (string, string, error) {
+	if ra, ok := e.d.Forge.(remoteAuther); ok {
+		return ra.RemoteAuth(ctx, e.d.Root, ir.remote.name)
+	}
+	return ir.remote.name, "", nil
+}
+
+// fetchItem fetches the base and the item's branch from the remote and
+// returns the start point of the item's worktree: the remote's branch
+// when it has one, else the remote's base (a new item).
+func (e *Engine) fetchItem(ctx context.Context, ir *itemRun, branch string) (string, error) {
+	rem := ir.remote
+	rem.branch = branch
+	if err := e.fetch(ctx, ir, true); err != nil {
+		return "", err
+	}
+	if rem.head != "" {
+		return workspace.TrackingRef(rem.name, branch), nil
+	}
+	return workspace.TrackingRef(rem.name, e.d.Config.BaseBranch), nil
+}
+
+// fetch brings the remote's branch of the item (and the base, when base)
+// into this repository and notes its head. The commits the journal has
+// now are accounted for: the fetched branch holds every pushed one.
+func (e *Engine) fetch(ctx context.Context, ir *itemRun, base bool) error {
+	rem := ir.remote
+	seen, err := e.journaledCommits(ctx, ir)
+	if err != nil {
+		return err
+	}
+	target, header, err := e.remoteTarget(ctx, ir)
+	if err != nil {
+		return fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	want := []string{rem.branch}
+	if base {
+		want = append(want, e.d.Config.BaseBranch)
+	}
+	heads, err := e.repo.FetchBranches(ctx, target, header, rem.name, want...)
+	if err != nil {
+		return &remoteError{fmt.Errorf("item %s: %w", ir.it.ID, err)}
+	}
+	if base && heads[e.d.Config.BaseBranch] == "" {
+		return fmt.Errorf("item %s: remote %s has no branch %s (cadre.yaml base_branch)", ir.it.ID, rem.name, e.d.Config.BaseBranch)
+	}
+	rem.mu.Lock()
+	rem.head, rem.seen = heads[rem.branch], seen
+	rem.mu.Unlock()
+	return nil
+}
+
+// journaledCommits are the commits of the item's completed commit steps.
+func (e *Engine) journaledCommits(ctx context.Context, ir *itemRun) (map[string]bool, error) {
+	steps, err := e.d.Store.ItemSteps(ctx, ir.run, ir.it.ID)
+	if err != nil {
+		return nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	out := map[string]bool{}
+	for _, st := range steps {
+		if sha := stepCommit(st); sha != "" {
+			out[sha] = true
+		}
+	}
+	return out, nil
+}
+
+// stepCommit is the commit a completed commit step journaled, or "".
+func stepCommit(st store.Step) string {
+	if st.Kind != "commit" || st.Status != store.StepCompleted {
+		return ""
+	}
+	var r struct {
+		Commit string `json:"commit"`
+	}
+	json.Unmarshal(st.Result, &r)
+	return r.Commit
+}
+
+// catchUp brings an item's worktree that this process already provisioned
+// to the remote's branch, when the journal says another worker moved it
+// since this process last fetched or pushed.
+func (e *Engine) catchUp(ctx context.Context, ir *itemRun) error {
+	if ir.remote == nil {
+		return nil
+	}
+	now, err := e.journaledCommits(ctx, ir)
+	if err != nil {
+		return err
+	}
+	rem := ir.remote
+	rem.mu.Lock()
+	moved := false
+	for sha := range now {
+		moved = moved || !rem.seen[sha]
+	}
+	rem.mu.Unlock()
+	if !moved {
+		return nil
+	}
+	return e.refresh(ctx, ir)
+}
+
+// refresh fetches the item's branch and brings its worktree to it.
+func (e *Engine) refresh(ctx context.Context, ir *itemRun) error {
+	ir.gitMu.Lock()
+	defer ir.gitMu.Unlock()
+	if err := e.fetch(ctx, ir, false); err != nil {
+		return err
+	}
+	return e.bringUp(ctx, ir)
+}
+
+// bringUp moves the item's worktree to the remote's head as last fetched,
+// when it is not there. Only a fast-forward is made: a worktree with
+// commits the remote's branch lacks is refused, never reset. Uncommitted
+// changes are this process's leftovers of work the item went on without
+// (it continued from the pushed branch elsewhere): they are put aside in
+// the stash, not lost.
+func (e *Engine) bringUp(ctx context.Context, ir *itemRun) error {
+	rem := ir.remote
+	rem.mu.Lock()
+	want := rem.head
+	rem.mu.Unlock()
+	if want == "" {
+		return nil
+	}
+	head, err := ir.repo.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	if head == want {
+		return nil
+	}
+	dirty, err := ir.repo.Dirty(ctx)
+	if err != nil {
+		return fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	if len(dirty) > 0 {
+		msg := fmt.Sprintf("cadre: %s's uncommitted changes at %.12s, before %s moved to %.12s", ir.it.ID, head, rem.branch, want)
+		if err := ir.repo.SaveChanges(ctx, msg); err != nil {
+			return fmt.Errorf("item %s: put aside uncommitted changes: %w", ir.it.ID, err)
+		}
+		e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("another worker continued %s: this worktree's uncommitted changes (%s) are in git stash list as %q", rem.branch, listPaths(dirty), msg)})
+	}
+	if err := ir.repo.FastForward(ctx, want); err != nil {
+		if errors.Is(err, workspace.ErrNotFastForward) {
+			return fmt.Errorf("item %s refused: %s's branch %s is at %.12s, which does not contain this worktree's %.12s: "+
+				"its commits here were never pushed and the item went on without them; keep what you need, then remove the worktree %s and the branch (git worktree remove --force, git branch -D) so that it starts again from the remote's: %w",
+				ir.it.ID, rem.name, rem.branch, want, head, ir.dir, err)
+		}
+		return fmt.Errorf("item %s: bring the worktree to %s's %s: %w", ir.it.ID, rem.name, rem.branch, err)
+	}
+	return nil
+}
+
+func listPaths(paths []string) string {
+	if len(paths) > 5 {
+		return strings.Join(paths[:5], ", ") + fmt.Sprintf(" and %d more", len(paths)-5)
+	}
+	return strings.Join(paths, ", ")
+}
+
+// pushItem pushes a remote item's branch after a step committed sha (or
+// found it made), unless the remote already has its head. The lease is
+// the head this process last fetched or pushed: a push over another
+// worker's commits is refused, never forced.
+func (e *Engine) pushItem(ctx context.Context, ir *itemRun, sha string) error {
+	rem := ir.remote
+	if rem == nil {
+		return nil
+	}
+	rem.mu.Lock()
+	rem.seen[sha] = true // the step journals it once this returns
+	rem.mu.Unlock()
+	head, err := ir.repo.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("push %s: %w", rem.branch, err)
+	}
+	rem.mu.Lock()
+	lease := rem.head
+	rem.mu.Unlock()
+	if head == lease {
+		return nil
+	}
+	target, header, err := e.remoteTarget(ctx, ir)
+	if err != nil {
+		return fmt.Errorf("push %s: %w", rem.branch, err)
+	}
+	if err := ir.repo.PushLease(ctx, target, rem.branch, header, lease); err != nil {
+		return &remoteError{fmt.Errorf("push %s to %s: %w", rem.branch, rem.name, err)}
+	}
+	rem.mu.Lock()
+	rem.head = head
+	rem.seen[head] = true
+	rem.mu.Unlock()
+	e.d.Crash(CrashRemotePushed)
+	return nil
+}
+
+// remoteCommit readies a commit step of a remote item: a step started
+// before may have committed and pushed on a worker that died before
+// journaling it, so the remote's branch is fetched and the worktree
+// brought to it first, where FindStepCommit then finds the commit. The
+// caller holds ir.gitMu.
+func (e *Engine) remoteCommit(ctx context.Context, ir *itemRun, tried bool) error {
+	if ir.remote == nil || !tried {
+		return nil
+	}
+	if err := e.fetch(ctx, ir, false); err != nil {
+		return err
+	}
+	return e.bringUp(ctx, ir)
+}
