@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -45,6 +46,8 @@ type Store struct {
 	now func() time.Time
 
 	stmts sync.Map // stmtKey → *sql.Stmt, see prepared
+
+	tap atomic.Pointer[func(Op)] // see SetTap
 }
 
 // stmtKey names a prepared statement: its text and the pool it runs on.
