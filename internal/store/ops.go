@@ -14,14 +14,14 @@ type OpKind string
 
 // The writes a tap records, one per mutating call (see SetTap).
 const (
-	OpStartStep   OpKind = "start_step"   // StartStep: Step
-	OpFinishStep  OpKind = "finish_step"  // FinishStep: Step, its EndedAt set
-	OpStepGroup   OpKind = "step_group"   // SetStepGroup: Step.ID, Pgid, PgidStart
-	OpUpdateItem  OpKind = "update_item"  // UpdateItem: Item, Update
-	OpEvents      OpKind = "events"       // AppendEvents: Events, their times set
-	OpEvaluations OpKind = "evaluations"  // RecordEvaluations: Evals, CreatedAt set
-	OpRunStatus   OpKind = "run_status"   // SetRunStatus: Status, PID
-	OpRunOptions  OpKind = "run_options"  // SetRunOptions: Options
+	OpStartStep   OpKind = "start_step"  // StartStep: Step
+	OpFinishStep  OpKind = "finish_step" // FinishStep: Step, its EndedAt set
+	OpStepGroup   OpKind = "step_group"  // SetStepGroup: Step.ID, Pgid, PgidStart
+	OpUpdateItem  OpKind = "update_item" // UpdateItem: Item, Update
+	OpEvents      OpKind = "events"      // AppendEvents: Events, their times set
+	OpEvaluations OpKind = "evaluations" // RecordEvaluations: Evals, CreatedAt set
+	OpRunStatus   OpKind = "run_status"  // SetRunStatus: Status, PID
+	OpRunOptions  OpKind = "run_options" // SetRunOptions: Options
 )
 
 // Op is one write of the journal as it was made, with the times the store
@@ -186,7 +186,9 @@ type BatchKey struct {
 	Seq  int64  `json:"seq"`
 }
 
-func (k BatchKey) String() string { return fmt.Sprintf("batch %d of item %s of run %s", k.Seq, k.Item, k.Run) }
+func (k BatchKey) String() string {
+	return fmt.Sprintf("batch %d of item %s of run %s", k.Seq, k.Item, k.Run)
+}
 
 var (
 	// ErrBatchGap is wrapped when a batch arrives before the one numbered
