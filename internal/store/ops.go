@@ -93,8 +93,33 @@ func DecodeOps(data []byte) ([]Op, error) {
 		if err := op.check(); err != nil {
 			return nil, fmt.Errorf("decode op %d: %w", i, err)
 		}
+		ops[i] = op.absent()
 	}
 	return ops, nil
+}
+
+// absent makes the JSON values encoded as null (absent ones: a nil
+// json.RawMessage encodes so) absent again.
+func (op Op) absent() Op {
+	none := func(v *json.RawMessage) {
+		if string(*v) == "null" {
+			*v = nil
+		}
+	}
+	none(&op.Options)
+	if op.Step != nil {
+		st := *op.Step
+		none(&st.Signal)
+		none(&st.Result)
+		op.Step = &st
+	}
+	for i := range op.Events {
+		none(&op.Events[i].Data)
+	}
+	for i := range op.Evals {
+		none(&op.Evals[i].Detail)
+	}
+	return op
 }
 
 // check says what op lacks for its kind.

@@ -287,7 +287,9 @@ func (s *Store) listSteps(ctx context.Context, query string, args ...any) ([]Ste
 
 // Totals sums the usage of every finished try (completed or failed) of the
 // run's steps, including earlier failed tries of steps later retried.
-// CostEstimated is true when any summed cost was estimated.
+// CostEstimated is true when any summed cost was estimated. In a worker's
+// replica it adds what the rest of the run had spent at its latest
+// snapshot (see Hydrate).
 func (s *Store) Totals(ctx context.Context, runID string) (Usage, error) {
 	var u Usage
 	// replica_usage has a row only in a worker's replica (see Hydrate).
