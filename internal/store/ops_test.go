@@ -248,7 +248,6 @@ func TestApplyOpsMakesTheSameWritesOnce(t *testing.T) {
 	}
 }
 
-
 // A replica hydrated from an export answers for the item as the journal
 // it came from, counts the rest of the run's spending in its totals, and
 // hydrating it again (with what it spent since not yet applied) neither
