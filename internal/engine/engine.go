@@ -121,6 +121,12 @@ type Engine struct {
 	repo       *workspace.Repo
 	wts        *workspace.Worktrees
 	criticOnce sync.Once
+
+	// A worker's replica of the journal of truth records its items'
+	// writes (replica.go); applyMu serialises batches applied to a truth.
+	rep     replicaTap
+	repOnce sync.Once
+	applyMu sync.Mutex
 }
 
 // New returns an engine for d.Root, which must be a git working tree.

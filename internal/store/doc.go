@@ -17,6 +17,13 @@
 // a run writes; writers in different processes wait on each other through
 // SQLite's busy timeout.
 //
+// Replicas (ops.go, replica.go): a Temporal worker on another machine keeps
+// a replica of the journal of the machine that started the run. An item
+// is hydrated into it from that journal's export; a tap (SetTap) records
+// every write the replica then makes as an Op, and ApplyOps makes a
+// numbered batch of them in the journal of truth in one transaction,
+// once: a batch applied again changes nothing.
+//
 // Schema changes are numbered SQL files in migrations/ applied in order by
 // Open and tracked in PRAGMA user_version.
 package store

@@ -107,24 +107,35 @@ func (s *Store) RecordEvaluations(ctx context.Context, evs ...Evaluation) error 
 			return fmt.Errorf("record evaluation %s of %s: %w", e.Kind, e.StepID, err)
 		}
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO evaluations
-			(created_at, source, run_id, item_id, step_id, role, runner, model, kind, passed, score, detail,
-			 cost_usd, latency_ms, input_tokens, output_tokens)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, e := range evs {
-			if _, err := stmt.ExecContext(ctx, s.evalArgs(e)...); err != nil {
-				return fmt.Errorf("%s of %s: %w", e.Kind, e.StepID, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	stamped := make([]Evaluation, len(evs))
+	for i, e := range evs {
+		e.CreatedAt = s.orNow(e.CreatedAt)
+		stamped[i] = e
+	}
+	if err := s.inTx(ctx, func(tx *sql.Tx) error { return s.recordEvaluations(ctx, tx, stamped) }); err != nil {
 		return fmt.Errorf("record evaluation: %w", err)
+	}
+	for _, e := range stamped {
+		s.emit(Op{Kind: OpEvaluations, At: e.CreatedAt, Run: e.RunID, Item: e.ItemID, Evals: []Evaluation{e}})
+	}
+	return nil
+}
+
+// recordEvaluations inserts evs, checked, in tx; one already recorded is
+// kept as it is.
+func (s *Store) recordEvaluations(ctx context.Context, tx *sql.Tx, evs []Evaluation) error {
+	stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO evaluations
+		(created_at, source, run_id, item_id, step_id, role, runner, model, kind, passed, score, detail,
+		 cost_usd, latency_ms, input_tokens, output_tokens)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, e := range evs {
+		if _, err := stmt.ExecContext(ctx, s.evalArgs(e)...); err != nil {
+			return fmt.Errorf("%s of %s: %w", e.Kind, e.StepID, err)
+		}
 	}
 	return nil
 }

@@ -35,26 +35,40 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
 			return fmt.Errorf("append event %q of run %q: run id and event type are required", e.Type, e.RunID)
 		}
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		insert, err := s.txStmt(ctx, tx, appendEventQuery)
+	stamped := make([]Event, len(events))
+	for i, e := range events {
+		e.Time, e.Seq = s.orNow(e.Time), 0
+		stamped[i] = e
+	}
+	if err := s.inTx(ctx, func(tx *sql.Tx) error { return s.appendEvents(ctx, tx, stamped) }); err != nil {
+		return err
+	}
+	for _, e := range stamped {
+		s.emit(Op{Kind: OpEvents, At: e.Time, Run: e.RunID, Item: e.ItemID, Events: []Event{e}})
+	}
+	return nil
+}
+
+// appendEvents inserts events, their times set, in tx.
+func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, events []Event) error {
+	insert, err := s.txStmt(ctx, tx, appendEventQuery)
+	if err != nil {
+		return fmt.Errorf("append events: %w", err)
+	}
+	for _, e := range events {
+		data, err := jsonArg("data", e.Data)
 		if err != nil {
-			return fmt.Errorf("append events: %w", err)
+			return fmt.Errorf("append event %s: %w", e.Type, err)
 		}
-		for _, e := range events {
-			data, err := jsonArg("data", e.Data)
-			if err != nil {
-				return fmt.Errorf("append event %s: %w", e.Type, err)
-			}
-			_, err = insert.ExecContext(ctx, e.RunID, fmtTime(s.orNow(e.Time)), e.Type, e.ItemID, data)
-			if isForeignKey(err) {
-				return fmt.Errorf("append event %s: run %s %w", e.Type, e.RunID, ErrNotFound)
-			}
-			if err != nil {
-				return fmt.Errorf("append event %s: %w", e.Type, err)
-			}
+		_, err = insert.ExecContext(ctx, e.RunID, fmtTime(e.Time), e.Type, e.ItemID, data)
+		if isForeignKey(err) {
+			return fmt.Errorf("append event %s: run %s %w", e.Type, e.RunID, ErrNotFound)
 		}
-		return nil
-	})
+		if err != nil {
+			return fmt.Errorf("append event %s: %w", e.Type, err)
+		}
+	}
+	return nil
 }
 
 // Events returns the run's events with sequence number above afterSeq, in

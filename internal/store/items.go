@@ -79,8 +79,19 @@ func (s *Store) AddItem(ctx context.Context, it Item) error {
 // UpdateItem applies u to the item and stamps UpdatedAt; ErrNotFound when
 // the item does not exist.
 func (s *Store) UpdateItem(ctx context.Context, runID, id string, u ItemUpdate) error {
+	now := s.now()
+	if err := s.updateItem(ctx, nil, runID, id, u, now); err != nil {
+		return err
+	}
+	u = u.clone()
+	s.emit(Op{Kind: OpUpdateItem, At: now, Run: runID, Item: id, Update: &u})
+	return nil
+}
+
+// updateItem is UpdateItem's write stamped now, in tx when tx is not nil.
+func (s *Store) updateItem(ctx context.Context, tx *sql.Tx, runID, id string, u ItemUpdate, now time.Time) error {
 	sets := []string{"updated_at = ?"}
-	args := []any{fmtTime(s.now())}
+	args := []any{fmtTime(now)}
 	set := func(col string, v any) {
 		sets = append(sets, col+" = ?")
 		args = append(args, v)
@@ -105,7 +116,7 @@ func (s *Store) UpdateItem(ctx context.Context, runID, id string, u ItemUpdate) 
 	}
 	args = append(args, runID, id)
 	// One text per combination of fields set: a handful, each prepared once.
-	stmt, err := s.prepared(ctx, true, `UPDATE items SET `+strings.Join(sets, ", ")+` WHERE run_id = ? AND id = ?`)
+	stmt, err := s.wstmt(ctx, tx, `UPDATE items SET `+strings.Join(sets, ", ")+` WHERE run_id = ? AND id = ?`)
 	if err != nil {
 		return fmt.Errorf("update item %s: %w", id, err)
 	}
@@ -119,6 +130,23 @@ func (s *Store) UpdateItem(ctx context.Context, runID, id string, u ItemUpdate) 
 		return fmt.Errorf("update item %s of run %s: %w", id, runID, ErrNotFound)
 	}
 	return nil
+}
+
+// clone copies u with fields of its own, so a caller changing the values
+// it pointed at does not change a recorded update.
+func (u ItemUpdate) clone() ItemUpdate {
+	c := ItemUpdate{}
+	for _, f := range []struct{ dst, src **string }{{&c.Stage, &u.Stage}, {&c.Status, &u.Status}, {&c.CurrentStep, &u.CurrentStep}, {&c.Error, &u.Error}} {
+		if *f.src != nil {
+			v := **f.src
+			*f.dst = &v
+		}
+	}
+	if u.Attempts != nil {
+		v := *u.Attempts
+		c.Attempts = &v
+	}
+	return c
 }
 
 // GetItem returns one item of a run, or ErrNotFound.

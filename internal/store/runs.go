@@ -77,46 +77,68 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 // status (completed, failed) sets EndedAt; any other clears it, since the
 // run is live again.
 func (s *Store) SetRunStatus(ctx context.Context, id, status string, pid int) error {
+	now := s.now()
+	if err := s.setRunStatus(ctx, nil, id, status, pid, now); err != nil {
+		return err
+	}
+	s.emit(Op{Kind: OpRunStatus, At: now, Run: id, Status: status, PID: pid})
+	return nil
+}
+
+func (s *Store) setRunStatus(ctx context.Context, tx *sql.Tx, id, status string, pid int, at time.Time) error {
 	if !validRunStatus(status) {
 		return fmt.Errorf("set run %s status: unknown status %q (want running, completed, failed, stopped, paused or interrupted)", id, status)
 	}
-	now := fmtTime(s.now())
+	now := fmtTime(at)
 	var ended any
 	if terminalRunStatus(status) {
 		ended = now
 	}
-	res, err := s.w.ExecContext(ctx,
-		`UPDATE runs SET status = ?, pid = ?, updated_at = ?, ended_at = ? WHERE id = ?`,
-		status, pid, now, ended, id)
+	stmt, err := s.wstmt(ctx, tx, `UPDATE runs SET status = ?, pid = ?, updated_at = ?, ended_at = ? WHERE id = ?`)
 	if err != nil {
 		return fmt.Errorf("set run %s status: %w", id, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("set run %s status: %w", id, err)
-	} else if n == 0 {
-		return fmt.Errorf("set run %s status: run %w", id, ErrNotFound)
+	return checkRun(stmt.ExecContext(ctx, status, pid, now, ended, id))("set run " + id + " status")
+}
+
+// checkRun is the outcome of a statement changing one run: an error
+// naming what when it failed or found no run.
+func checkRun(res sql.Result, err error) func(what string) error {
+	return func(what string) error {
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		} else if n == 0 {
+			return fmt.Errorf("%s: run %w", what, ErrNotFound)
+		}
+		return nil
 	}
-	return nil
 }
 
 // SetRunOptions replaces the options a run goes by (a resume's higher
 // budget), so that every process reading the run from the journal, and a
 // later resume, goes by them too.
 func (s *Store) SetRunOptions(ctx context.Context, id string, options json.RawMessage) error {
+	now := s.now()
+	if err := s.setRunOptions(ctx, nil, id, options, now); err != nil {
+		return err
+	}
+	s.emit(Op{Kind: OpRunOptions, At: now, Run: id, Options: append(json.RawMessage(nil), options...)})
+	return nil
+}
+
+func (s *Store) setRunOptions(ctx context.Context, tx *sql.Tx, id string, options json.RawMessage, at time.Time) error {
 	opts, err := jsonArg("options", options)
 	if err != nil {
 		return fmt.Errorf("set run %s options: %w", id, err)
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE runs SET options = ?, updated_at = ? WHERE id = ?`, opts, fmtTime(s.now()), id)
+	stmt, err := s.wstmt(ctx, tx, `UPDATE runs SET options = ?, updated_at = ? WHERE id = ?`)
 	if err != nil {
 		return fmt.Errorf("set run %s options: %w", id, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("set run %s options: %w", id, err)
-	} else if n == 0 {
-		return fmt.Errorf("set run %s options: run %w", id, ErrNotFound)
-	}
-	return nil
+	return checkRun(stmt.ExecContext(ctx, opts, fmtTime(at), id))("set run " + id + " options")
 }
 
 const runColumns = `id, repo, workflow, status, options, pid, started_at, updated_at, ended_at`

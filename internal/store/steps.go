@@ -53,23 +53,22 @@ func (s *Store) StartStep(ctx context.Context, st Step) error {
 	if st.RunID == "" || st.ID == "" {
 		return fmt.Errorf("start step %q of run %q: run id and step id are required", st.ID, st.RunID)
 	}
-	stmt, err := s.prepared(ctx, true, `INSERT INTO steps
-		(run_id, id, item_id, role, runner, model, kind, status, tries, output_path, started_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, 'started', 1, ?, ?)
-		ON CONFLICT (run_id, id) DO UPDATE SET
-			item_id = excluded.item_id, role = excluded.role, runner = excluded.runner,
-			model = excluded.model, kind = excluded.kind,
-			status = 'started', tries = tries + 1,
-			exit_code = 0, output_path = excluded.output_path, signal = NULL, result = NULL,
-			input_tokens = 0, output_tokens = 0, cache_read_tokens = 0, cache_write_tokens = 0,
-			cost_usd = 0, cost_estimated = 0, error = '',
-			started_at = excluded.started_at, ended_at = NULL, pgid = 0, pgid_start = 0
-		WHERE status <> 'completed'`)
+	st.StartedAt = s.orNow(st.StartedAt)
+	if err := s.startStep(ctx, nil, st); err != nil {
+		return err
+	}
+	s.emit(Op{Kind: OpStartStep, At: st.StartedAt, Run: st.RunID, Item: st.ItemID, Step: &st})
+	return nil
+}
+
+// startStep is StartStep's write, in tx when tx is not nil.
+func (s *Store) startStep(ctx context.Context, tx *sql.Tx, st Step) error {
+	stmt, err := s.wstmt(ctx, tx, startStepQuery)
 	if err != nil {
 		return fmt.Errorf("start step %s: %w", st.ID, err)
 	}
 	res, err := stmt.ExecContext(ctx, st.RunID, st.ID, st.ItemID, st.Role, st.Runner, st.Model, st.Kind, st.OutputPath,
-		fmtTime(s.orNow(st.StartedAt)))
+		fmtTime(st.StartedAt))
 	if isForeignKey(err) {
 		return fmt.Errorf("start step %s: run %s %w", st.ID, st.RunID, ErrNotFound)
 	}
@@ -85,67 +84,95 @@ func (s *Store) StartStep(ctx context.Context, st Step) error {
 	return nil
 }
 
+const startStepQuery = `INSERT INTO steps
+		(run_id, id, item_id, role, runner, model, kind, status, tries, output_path, started_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'started', 1, ?, ?)
+		ON CONFLICT (run_id, id) DO UPDATE SET
+			item_id = excluded.item_id, role = excluded.role, runner = excluded.runner,
+			model = excluded.model, kind = excluded.kind,
+			status = 'started', tries = tries + 1,
+			exit_code = 0, output_path = excluded.output_path, signal = NULL, result = NULL,
+			input_tokens = 0, output_tokens = 0, cache_read_tokens = 0, cache_write_tokens = 0,
+			cost_usd = 0, cost_estimated = 0, error = '',
+			started_at = excluded.started_at, ended_at = NULL, pgid = 0, pgid_start = 0
+		WHERE status <> 'completed'`
+
 // FinishStep records a step's outcome: Status (completed or failed),
 // ExitCode, OutputPath (kept from StartStep when empty), Signal, Result,
 // Usage, Error and EndedAt (now when nil). The step must have been started
 // and not already completed (ErrNotFound, ErrCompleted).
 func (s *Store) FinishStep(ctx context.Context, st Step) error {
-	if st.Status != StepCompleted && st.Status != StepFailed {
-		return fmt.Errorf("finish step %s: status %q must be completed or failed", st.ID, st.Status)
-	}
-	signal, err := jsonArg("signal", st.Signal)
-	if err != nil {
-		return fmt.Errorf("finish step %s: %w", st.ID, err)
-	}
-	result, err := jsonArg("result", st.Result)
-	if err != nil {
-		return fmt.Errorf("finish step %s: %w", st.ID, err)
-	}
 	ended := s.now()
 	if st.EndedAt != nil {
 		ended = st.EndedAt.UTC()
 	}
-	u := st.Usage
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		// One statement updates and reads the try it finished; the reason
-		// no row matched is looked up only when none did.
-		var tries int
-		update, err := s.txStmt(ctx, tx, finishStepQuery)
-		if err != nil {
-			return err
-		}
-		err = update.QueryRowContext(ctx, st.Status, st.ExitCode, st.OutputPath, signal, result,
-			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
-			u.CostUSD, u.CostEstimated, st.Error, fmtTime(ended),
-			st.RunID, st.ID).Scan(&tries)
-		if errors.Is(err, sql.ErrNoRows) {
-			var status string
-			err := tx.QueryRowContext(ctx, `SELECT status FROM steps WHERE run_id = ? AND id = ?`, st.RunID, st.ID).Scan(&status)
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("step of run %s %w (start it first)", st.RunID, ErrNotFound)
-			}
-			if err != nil {
-				return err
-			}
-			return ErrCompleted
-		}
-		if err != nil {
-			return err
-		}
-		// Keyed by try, so finishing the same try twice replaces rather
-		// than double-counts.
-		usage, err := s.txStmt(ctx, tx, stepUsageQuery)
-		if err != nil {
-			return err
-		}
-		_, err = usage.ExecContext(ctx, st.RunID, st.ID, tries, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
-			u.CostUSD, u.CostEstimated)
+	st.EndedAt = &ended
+	var item string
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		item, err = s.finishStep(ctx, tx, st)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("finish step %s: %w", st.ID, err)
 	}
+	st.ItemID = item
+	s.emit(Op{Kind: OpFinishStep, At: ended, Run: st.RunID, Item: item, Step: &st})
 	return nil
+}
+
+// finishStep is FinishStep's write in tx; st.EndedAt is set. It returns
+// the step's item.
+func (s *Store) finishStep(ctx context.Context, tx *sql.Tx, st Step) (string, error) {
+	if st.Status != StepCompleted && st.Status != StepFailed {
+		return "", fmt.Errorf("status %q must be completed or failed", st.Status)
+	}
+	signal, err := jsonArg("signal", st.Signal)
+	if err != nil {
+		return "", err
+	}
+	result, err := jsonArg("result", st.Result)
+	if err != nil {
+		return "", err
+	}
+	u := st.Usage
+	// One statement updates and reads the try it finished; the reason
+	// no row matched is looked up only when none did.
+	var (
+		tries int
+		item  string
+	)
+	update, err := s.txStmt(ctx, tx, finishStepQuery)
+	if err != nil {
+		return "", err
+	}
+	err = update.QueryRowContext(ctx, st.Status, st.ExitCode, st.OutputPath, signal, result,
+		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
+		u.CostUSD, u.CostEstimated, st.Error, fmtTime(*st.EndedAt),
+		st.RunID, st.ID).Scan(&tries, &item)
+	if errors.Is(err, sql.ErrNoRows) {
+		var status string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM steps WHERE run_id = ? AND id = ?`, st.RunID, st.ID).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", fmt.Errorf("step of run %s %w (start it first)", st.RunID, ErrNotFound)
+		}
+		if err != nil {
+			return "", err
+		}
+		return "", ErrCompleted
+	}
+	if err != nil {
+		return "", err
+	}
+	// Keyed by try, so finishing the same try twice replaces rather
+	// than double-counts.
+	usage, err := s.txStmt(ctx, tx, stepUsageQuery)
+	if err != nil {
+		return "", err
+	}
+	_, err = usage.ExecContext(ctx, st.RunID, st.ID, tries, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
+		u.CostUSD, u.CostEstimated)
+	return item, err
 }
 
 // finishStepQuery finishes a started step and returns its try.
@@ -155,7 +182,7 @@ const finishStepQuery = `UPDATE steps SET
 			input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
 			cost_usd = ?, cost_estimated = ?, error = ?, ended_at = ?, pgid = 0, pgid_start = 0
 			WHERE run_id = ? AND id = ? AND status <> 'completed'
-			RETURNING tries`
+			RETURNING tries, item_id`
 
 // stepUsageQuery keeps the usage of one try, keyed by try, so finishing the
 // same try twice replaces rather than double-counts.
@@ -170,7 +197,15 @@ const stepUsageQuery = `INSERT OR REPLACE INTO step_usage
 // started (finished, or unknown) returns ErrNotFound: its agent is no
 // longer its own.
 func (s *Store) SetStepGroup(ctx context.Context, runID, stepID string, pgid int, start uint64) error {
-	stmt, err := s.prepared(ctx, true, `UPDATE steps SET pgid = ?, pgid_start = ?
+	if err := s.setStepGroup(ctx, nil, runID, stepID, pgid, start); err != nil {
+		return err
+	}
+	s.emit(Op{Kind: OpStepGroup, At: s.now(), Run: runID, Step: &Step{RunID: runID, ID: stepID, Pgid: pgid, PgidStart: start}})
+	return nil
+}
+
+func (s *Store) setStepGroup(ctx context.Context, tx *sql.Tx, runID, stepID string, pgid int, start uint64) error {
+	stmt, err := s.wstmt(ctx, tx, `UPDATE steps SET pgid = ?, pgid_start = ?
 		WHERE run_id = ? AND id = ? AND status = 'started'`)
 	if err != nil {
 		return fmt.Errorf("record process group of step %s: %w", stepID, err)
@@ -252,14 +287,20 @@ func (s *Store) listSteps(ctx context.Context, query string, args ...any) ([]Ste
 
 // Totals sums the usage of every finished try (completed or failed) of the
 // run's steps, including earlier failed tries of steps later retried.
-// CostEstimated is true when any summed cost was estimated.
+// CostEstimated is true when any summed cost was estimated. In a worker's
+// replica it adds what the rest of the run had spent at its latest
+// snapshot (see Hydrate).
 func (s *Store) Totals(ctx context.Context, runID string) (Usage, error) {
 	var u Usage
+	// replica_usage has a row only in a worker's replica (see Hydrate).
 	err := s.r.QueryRowContext(ctx, `SELECT
-		COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
-		COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0),
-		COALESCE(SUM(cost_usd), 0), COALESCE(MAX(cost_estimated), 0)
-		FROM step_usage WHERE run_id = ?`, runID).
+		COALESCE(SUM(i), 0), COALESCE(SUM(o), 0), COALESCE(SUM(cr), 0), COALESCE(SUM(cw), 0),
+		COALESCE(SUM(c), 0), COALESCE(MAX(e), 0) FROM (
+		SELECT input_tokens i, output_tokens o, cache_read_tokens cr, cache_write_tokens cw, cost_usd c, cost_estimated e
+			FROM step_usage WHERE run_id = ?
+		UNION ALL
+		SELECT input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_estimated
+			FROM replica_usage WHERE run_id = ?)`, runID, runID).
 		Scan(&u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.CostUSD, &u.CostEstimated)
 	if err != nil {
 		return Usage{}, fmt.Errorf("usage totals of run %s: %w", runID, err)

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -45,6 +46,8 @@ type Store struct {
 	now func() time.Time
 
 	stmts sync.Map // stmtKey → *sql.Stmt, see prepared
+
+	tap atomic.Pointer[func(Op)] // see SetTap
 }
 
 // stmtKey names a prepared statement: its text and the pool it runs on.
@@ -350,9 +353,10 @@ func (s *Store) orNow(t time.Time) time.Time {
 }
 
 // jsonArg validates a JSON column value and converts it for storage:
-// NULL when empty, TEXT otherwise.
+// NULL when empty or JSON null (a nil value after a trip through JSON),
+// TEXT otherwise.
 func jsonArg(field string, v json.RawMessage) (any, error) {
-	if len(v) == 0 {
+	if len(v) == 0 || string(v) == "null" {
 		return nil, nil
 	}
 	if !json.Valid(v) {

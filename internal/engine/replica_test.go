@@ -1,0 +1,479 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/role"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
+)
+
+// replicaEnv is a worker on another machine: a clone of truth's
+// repository with its own journal, its agents the same fake runner.
+func replicaEnv(t *testing.T, truth *env) *env {
+	t.Helper()
+	root := t.TempDir()
+	git(t, truth.root, "clone", "-q", truth.root, root)
+	git(t, root, "config", "user.email", "t@example.com")
+	git(t, root, "config", "user.name", "T")
+	os.WriteFile(filepath.Join(root, ".git", "info", "exclude"), []byte("/.cadre/\n"), 0o644)
+	st, err := store.Open(context.Background(), filepath.Join(root, ".cadre", "cadre.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := &env{t: t, root: root, st: st, fake: truth.fake}
+	cfg := config.Default()
+	cfg.Defaults.Runner = "fake"
+	reg := runner.NewRegistry()
+	reg.Register("fake", func(runner.Settings) (runner.Runner, error) { return truth.fake, nil })
+	roles, err := role.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	bus := event.NewBus(nil, event.SinkFunc(func(ev event.Event) { mu.Lock(); e.events = append(e.events, ev); mu.Unlock() }))
+	e.eng, err = New(context.Background(), Deps{Root: root, Config: cfg, Store: st, Roles: roles, Runners: reg, Bus: bus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// journaled has e's events written to its journal, as cadre run does;
+// the returned function flushes them.
+func journaled(e *env) func() {
+	j := NewJournalSink(e.st)
+	e.eng.d.Bus.Subscribe(j)
+	return j.Close
+}
+
+// replicated performs an item's steps as Temporal workers on two other
+// machines would: each step on the other replica than the one before,
+// hydrated from the truth when stale, its batch sent back through JSON
+// (a Temporal payload) and applied to the truth, then applied again as a
+// retried activity would.
+type replicated struct {
+	t     *testing.T
+	truth *env
+	reps  [2]*env
+
+	mu    sync.Mutex
+	n     int
+	open  [2]map[string]*ItemSteps
+	sizes []int // each batch's size in JSON
+	hydr  int   // hydrations
+}
+
+func (r *replicated) step(ctx context.Context, run, item string, fn func(*ItemSteps) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	i := r.n % 2
+	rep := r.reps[i]
+	if r.open[i] == nil {
+		r.open[i] = map[string]*ItemSteps{}
+	}
+	want, err := r.truth.st.AppliedSeq(ctx, run, item)
+	if err != nil {
+		return err
+	}
+	if have, err := rep.eng.ReplicaSeq(ctx, run, item); err != nil || have != want {
+		if s := r.open[i][item]; s != nil {
+			s.Close()
+			delete(r.open[i], item)
+		}
+		snap, err := r.truth.eng.ExportItem(ctx, run, item)
+		if err != nil {
+			return err
+		}
+		var got Snapshot
+		roundTrip(r.t, snap, &got)
+		if err := rep.eng.HydrateItem(ctx, got); err != nil {
+			return err
+		}
+		r.hydr++
+	}
+	s := r.open[i][item]
+	if s == nil {
+		rs, err := rep.eng.OpenRun(ctx, run)
+		if err != nil {
+			return err
+		}
+		if s, err = rs.OpenItem(ctx, item); err != nil {
+			return err
+		}
+		r.open[i][item] = s
+	}
+	ferr := fn(s)
+	b, err := s.TakeBatch(ctx)
+	if err != nil {
+		return err
+	}
+	var got Batch
+	r.sizes = append(r.sizes, roundTrip(r.t, b, &got))
+	if ok, err := r.truth.eng.ApplyBatch(ctx, got); err != nil || !ok {
+		r.t.Fatalf("apply %s: %v, %v: want applied", b.BatchKey, ok, err)
+	}
+	if ok, err := r.truth.eng.ApplyBatch(ctx, got); err != nil || ok {
+		r.t.Fatalf("apply %s again: %v, %v: want nothing done", b.BatchKey, ok, err)
+	}
+	return ferr
+}
+
+func roundTrip(t *testing.T, v, out any) int {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		t.Fatal(err)
+	}
+	return len(data)
+}
+
+// drive is the runner workflow as the Temporal item workflow runs it
+// (twoWorkers.drive), each call through step.
+func (r *replicated) drive(ctx context.Context, run string, it store.Item) error {
+	var b Begun
+	if err := r.step(ctx, run, it.ID, func(s *ItemSteps) (err error) { b, err = s.Begin(ctx); return err }); err != nil || b.Status != "" {
+		return err
+	}
+	lim := workflow.Limits{AuditPassRating: b.Limits.AuditPassRating, MaxAttempts: b.Limits.MaxAttempts, EscalateBelowConfidence: b.Limits.EscalateBelowConfidence}
+	s, d := workflow.Next(lim, workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
+	for d.Kind == workflow.RunStep {
+		var got Staged
+		if err := r.step(ctx, run, it.ID, func(st *ItemSteps) (err error) { got, err = st.Stage(ctx, s, d); return err }); err != nil {
+			return err
+		}
+		s, d = workflow.Next(lim, s, got.Event)
+	}
+	return r.step(ctx, run, it.ID, func(st *ItemSteps) error {
+		_, err := st.End(ctx, Ending{Runner: &RunnerEnding{State: s, Decision: d}})
+		return err
+	})
+}
+
+func (r *replicated) close() {
+	for _, m := range r.open {
+		for _, s := range m {
+			s.Close()
+		}
+	}
+}
+
+// view is what cadre status, report and the board read of a run's
+// journal, with what differs between two runs of the same steps (ids,
+// times, roots, commit hashes) taken out.
+type view struct {
+	Items  []string
+	Steps  []string
+	Totals store.Usage
+	Events map[string][]string // per item: type role step
+}
+
+var shaRE = regexp.MustCompile(`[0-9a-f]{40}`)
+
+func journalView(t *testing.T, e *env, run string) view {
+	t.Helper()
+	ctx := context.Background()
+	clean := func(s string) string {
+		return shaRE.ReplaceAllString(strings.ReplaceAll(strings.ReplaceAll(s, e.root, "ROOT"), run, "RUN"), "SHA")
+	}
+	var v view
+	items, err := e.st.Items(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		v.Items = append(v.Items, clean(strings.Join([]string{it.ID, it.Status, it.Stage, it.Error, it.CurrentStep, it.Ref}, " | ")))
+	}
+	steps, err := e.st.Steps(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Items running at once interleave their steps; each item's order is
+	// its own.
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].ItemID < steps[j].ItemID })
+	for _, st := range steps {
+		u, _ := json.Marshal(st.Usage)
+		v.Steps = append(v.Steps, clean(strings.Join([]string{st.ItemID, st.ID, st.Role, st.Kind, st.Status, strconv.Itoa(st.Tries),
+			st.OutputPath, string(st.Signal), string(st.Result), string(u), st.Error}, " | ")))
+	}
+	if v.Totals, err = e.st.Totals(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, err := e.st.Events(ctx, run, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Events = map[string][]string{}
+	for _, ev := range evs {
+		var d event.Event
+		json.Unmarshal(ev.Data, &d)
+		if ev.ItemID != "" {
+			v.Events[ev.ItemID] = append(v.Events[ev.ItemID], clean(ev.Type+" "+d.Role+" "+d.Step+" "+d.Message+" "+d.Error))
+		}
+	}
+	return v
+}
+
+// An item whose steps run on two replicas, each hydrated from the truth
+// when the other ran a step since, leaves the truth's journal as running
+// the same steps on the truth itself does: items, steps (tries, usage,
+// signals, outputs), totals, events; its output files and task file are
+// the truth's; each batch applied a second time changed nothing.
+func TestReplicatedStepsJournalAsOnTheTruth(t *testing.T) {
+	do := func(inv runner.Invocation) runner.Result {
+		if inv.Role == "auditor" && inv.Item == "b" && inv.Attempt == 1 {
+			return runner.Result{Output: signalText("auditor", "INSUFFICIENT", 3), Usage: event.Usage{InputTokens: 5, CostUSD: 0.002}}
+		}
+		return passAll(inv)
+	}
+	tasks := [][2]string{{"a", "code"}, {"b", "code"}}
+	ctx := context.Background()
+
+	direct := newEnv(t, do, tasks...)
+	flushD := journaled(direct)
+	w := &twoWorkers{e: direct.eng}
+	dsum, err := direct.eng.StartWith(ctx, Options{}, w.drive(t))
+	flushD()
+	if err != nil || dsum.Status != store.RunCompleted {
+		t.Fatalf("direct run: %v %+v", err, dsum)
+	}
+
+	truth := newEnv(t, do, tasks...)
+	flushT := journaled(truth)
+	r := &replicated{t: t, truth: truth}
+	r.reps = [2]*env{replicaEnv(t, truth), replicaEnv(t, truth)}
+	// One item after the other: the replicas alternate within each.
+	var serial sync.Mutex
+	sum, err := truth.eng.StartWith(ctx, Options{}, func(ctx context.Context, run string, it store.Item) error {
+		serial.Lock()
+		defer serial.Unlock()
+		return r.drive(ctx, run, it)
+	})
+	r.close()
+	flushT()
+	if err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("replicated run: %v %+v", err, sum)
+	}
+	if r.hydr < 4 {
+		t.Errorf("%d hydrations: the replicas did not take turns", r.hydr)
+	}
+	want, got := journalView(t, direct, dsum.Run), journalView(t, truth, sum.Run)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the truth's journal differs from a run on it directly (-direct +replicated):\n%s", diff)
+	}
+	if got.Totals.CostUSD == 0 || len(got.Events["b"]) == 0 {
+		t.Errorf("nothing journaled: %+v", got)
+	}
+	// The files the board and later steps read are the truth's.
+	for _, f := range []string{"outputs/code-coder-1.md", "outputs/audit-auditor-2.md", "current_cycle.md", "prompts/code-coder-1.md"} {
+		a, err1 := os.ReadFile(filepath.Join(itemDir(direct.root, dsum.Run, "b"), f))
+		b, err2 := os.ReadFile(filepath.Join(itemDir(truth.root, sum.Run, "b"), f))
+		if err1 != nil || err2 != nil {
+			t.Errorf("%s: %v, %v", f, err1, err2)
+			continue
+		}
+		norm := func(d []byte, root, run string) string {
+			s := strings.ReplaceAll(strings.ReplaceAll(string(d), root, "ROOT"), run, "RUN")
+			return regexp.MustCompile(`(?m)^# Cycle: .*$`).ReplaceAllString(s, "")
+		}
+		if f == "current_cycle.md" {
+			// Its header names the process's cycle and worktree.
+			if !strings.Contains(string(b), "<!-- step b/audit/auditor#2 -->") {
+				t.Errorf("%s lacks the last audit:\n%s", f, b)
+			}
+			continue
+		}
+		if norm(a, direct.root, dsum.Run) != strings.ReplaceAll(norm(b, truth.root, sum.Run), r.reps[0].root, "ROOT") &&
+			norm(a, direct.root, dsum.Run) != strings.ReplaceAll(norm(b, truth.root, sum.Run), r.reps[1].root, "ROOT") {
+			t.Errorf("%s differs:\n%s\n---\n%s", f, a, b)
+		}
+	}
+	if d, tr := direct.task("b"), truth.task("b"); d.Stage != tr.Stage || d.Body != tr.Body {
+		t.Errorf("task file b: stage %q body %q, want %q %q", tr.Stage, tr.Body, d.Stage, d.Body)
+	}
+}
+
+// A snapshot or a batch naming a path that leaves the directory it
+// belongs in is refused, naming it, and writes nothing.
+func TestReplicaRefusesEscapingPaths(t *testing.T) {
+	ctx := context.Background()
+	truth := newEnv(t, passAll, [2]string{"a", "code"})
+	var snap Snapshot
+	var batch Batch
+	_, err := truth.eng.StartWith(ctx, Options{}, func(ctx context.Context, run string, it store.Item) error {
+		s, err := truth.eng.ExportItem(ctx, run, it.ID)
+		snap = s
+		if err != nil {
+			return err
+		}
+		rep := replicaEnv(t, truth)
+		if err := rep.eng.HydrateItem(ctx, s); err != nil {
+			return err
+		}
+		rs, err := rep.eng.OpenRun(ctx, run)
+		if err != nil {
+			return err
+		}
+		is, err := rs.OpenItem(ctx, it.ID)
+		if err != nil {
+			return err
+		}
+		defer is.Close()
+		if _, err := is.Begin(ctx); err != nil {
+			return err
+		}
+		batch, err = is.TakeBatch(ctx)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "pwned")
+	rel, _ := filepath.Rel(itemDir(truth.root, snap.Run.ID, "a"), outside)
+	tests := []struct {
+		name string
+		snap func(*Snapshot)
+		want string
+	}{
+		{"file", func(s *Snapshot) { s.Files = append(s.Files, File{Path: filepath.ToSlash(rel), Text: "x"}) }, "leaves its directory"},
+		{"task file ref", func(s *Snapshot) {
+			s.Items = append([]store.Item(nil), s.Items...)
+			s.Items[0].Ref = outside
+		}, "task file: path " + outside + " is outside"},
+		{"step output", func(s *Snapshot) {
+			s.Steps = append(s.Steps, store.Step{RunID: s.Run.ID, ItemID: "a", ID: "a/x", OutputPath: filepath.Join(s.Root, "tasks", "a.md")})
+		}, "step a/x: output: path"},
+		{"task content", func(s *Snapshot) { s.Task = &File{Path: "../x.md", Text: "x"} }, "is not the item's task file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := replicaEnv(t, truth)
+			s := snap
+			tt.snap(&s)
+			err := rep.eng.HydrateItem(ctx, s)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want containing %q", err, tt.want)
+			}
+			if _, err := os.Stat(outside); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("written outside: %v", err)
+			}
+			if _, err := rep.eng.ReplicaSeq(ctx, s.Run.ID, "a"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("hydrated anyway: %v", err)
+			}
+		})
+	}
+	b := batch
+	b.Files = []File{{Path: filepath.ToSlash(rel), Text: "x"}}
+	if _, err := truth.eng.ApplyBatch(ctx, b); err == nil || !strings.Contains(err.Error(), "want a file inside the item's directory") {
+		t.Errorf("batch with an escaping file: %v", err)
+	}
+	b = batch
+	b.Task = &File{Path: "../x.md", Text: "x"}
+	if _, err := truth.eng.ApplyBatch(ctx, b); err == nil || !strings.Contains(err.Error(), "is not the item's task file") {
+		t.Errorf("batch with another task file: %v", err)
+	}
+	if _, err := os.Stat(outside); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("written outside: %v", err)
+	}
+	if seq, _ := truth.st.AppliedSeq(ctx, batch.Run, "a"); seq != 0 {
+		t.Errorf("a refused batch was applied: %d", seq)
+	}
+}
+
+// The batches of an issue on the cadre workflow (analysis, planning, one
+// plan task with its review, checks, the pull request's text) stay far
+// below Temporal's 2 MB payload limit; their sizes are logged (go test
+// -v -run CadreWorkflowBatch) for the figures in the docs.
+func TestCadreWorkflowBatchSizes(t *testing.T) {
+	ctx := context.Background()
+	truth := newEnv(t, func(inv runner.Invocation) runner.Result {
+		out := strings.Repeat("Some analysis of the code base, as an agent writes it.\n", 40) +
+			"### SIGNAL BLOCK\n- Agent: x\n- Result: SUCCESS\n- Confidence: 9\n- Verdict: pass\n- Rating: 9\n"
+		if inv.Role == "implementation-planner" {
+			out = "```json\n" + `{"tasks":[{"id":"a"}]}` + "\n```\n" + out
+		}
+		return runner.Result{Output: out, Usage: event.Usage{InputTokens: 1000, OutputTokens: 200, CostUSD: 0.01}}
+	}, [2]string{"t", "code"})
+	r := &replicated{t: t, truth: truth}
+	r.reps = [2]*env{replicaEnv(t, truth), replicaEnv(t, truth)}
+	sum, err := truth.eng.StartWith(ctx, Options{Workflow: "cadre"}, func(ctx context.Context, run string, it store.Item) error {
+		var b Begun
+		if err := r.step(ctx, run, it.ID, func(s *ItemSteps) (err error) { b, err = s.Begin(ctx); return err }); err != nil || b.Status != "" {
+			return err
+		}
+		def, _ := truth.eng.Workflows().Get(b.Workflow)
+		x := &replicaFlow{r: r, run: run, item: it.ID, visits: map[string]int{}}
+		res, err := (&workflow.Interp{Item: it.ID, Defs: truth.eng.Workflows(), Exec: x, Lim: b.Limits, Roles: truth.eng.RoleExists}).Run(ctx, def)
+		if err != nil {
+			return err
+		}
+		return r.step(ctx, run, it.ID, func(s *ItemSteps) error { _, err := s.End(ctx, Ending{Result: res}); return err })
+	})
+	r.close()
+	if err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("%v %+v", err, sum)
+	}
+	steps, _ := truth.st.Steps(ctx, sum.Run)
+	sorted := append([]int(nil), r.sizes...)
+	sort.Ints(sorted)
+	total := 0
+	for _, n := range sorted {
+		total += n
+	}
+	t.Logf("%d steps journaled, %d batches: sizes %v bytes; median %d, max %d, total %d", len(steps), len(r.sizes), r.sizes,
+		sorted[len(sorted)/2], sorted[len(sorted)-1], total)
+	if len(steps) < 11 {
+		t.Errorf("%d steps journaled, want the cadre workflow's", len(steps))
+	}
+	if max := sorted[len(sorted)-1]; max > 512<<10 {
+		t.Errorf("largest batch %d bytes", max)
+	}
+}
+
+// replicaFlow is the interpreter's Exec through replicated steps.
+type replicaFlow struct {
+	r         *replicated
+	run, item string
+	mu        sync.Mutex
+	visits    map[string]int
+}
+
+func (f *replicaFlow) Agent(ctx context.Context, c workflow.AgentCall) (out workflow.Outcome, err error) {
+	f.mu.Lock()
+	f.visits[c.Role]++
+	v := f.visits[c.Role]
+	f.mu.Unlock()
+	err = f.r.step(ctx, f.run, f.item, func(s *ItemSteps) (err error) { out, err = s.Agent(ctx, c, v); return err })
+	return out, err
+}
+
+func (f *replicaFlow) Action(ctx context.Context, c workflow.ActionCall) (out workflow.Outcome, err error) {
+	err = f.r.step(ctx, f.run, f.item, func(s *ItemSteps) (err error) { out, err = s.Action(ctx, c); return err })
+	return out, err
+}
+
+func (f *replicaFlow) Human(ctx context.Context, c workflow.HumanCall) (workflow.Answer, error) {
+	return workflow.Answer{}, workflow.ErrPaused
+}
+
+func (f *replicaFlow) Warn(string) {}

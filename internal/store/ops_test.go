@@ -1,0 +1,322 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cadre-dev/cadre/internal/store"
+)
+
+// randOp is a random op of any kind that passes the codec's checks.
+func randOp(r *rand.Rand) store.Op {
+	str := func() string {
+		const chars = "abc/#-é\"\\\n<>&x0"
+		rs := []rune(chars)
+		b := make([]rune, r.Intn(12))
+		for i := range b {
+			b[i] = rs[r.Intn(len(rs))]
+		}
+		return string(b)
+	}
+	tm := func() time.Time { return time.Unix(r.Int63n(4e9), r.Int63n(1e9)).UTC() }
+	run := "r" + str()
+	op := store.Op{At: tm(), Run: run, Item: str()}
+	js := func() json.RawMessage {
+		if r.Intn(3) == 0 {
+			return nil
+		}
+		b, _ := json.Marshal(map[string]any{"k": str(), "n": r.Intn(100)})
+		return b
+	}
+	step := func() *store.Step {
+		end := tm()
+		st := &store.Step{RunID: run, ItemID: op.Item, ID: "s" + str(), Role: str(), Runner: str(), Model: str(), Kind: str(),
+			Status: store.StepCompleted, Tries: r.Intn(5), ExitCode: r.Intn(3), OutputPath: str(), Signal: js(), Result: js(),
+			Usage: store.Usage{InputTokens: r.Int63(), OutputTokens: r.Int63n(1000), CostUSD: r.Float64() * 10, CostEstimated: r.Intn(2) == 0},
+			Error: str(), StartedAt: tm(), EndedAt: &end, Pgid: r.Intn(1 << 20), PgidStart: r.Uint64()}
+		return st
+	}
+	sp := func() *string {
+		if r.Intn(2) == 0 {
+			return nil
+		}
+		s := str()
+		return &s
+	}
+	switch r.Intn(8) {
+	case 0:
+		op.Kind, op.Step = store.OpStartStep, step()
+	case 1:
+		op.Kind, op.Step = store.OpFinishStep, step()
+	case 2:
+		op.Kind, op.Step = store.OpStepGroup, step()
+	case 3:
+		op.Kind, op.Update = store.OpUpdateItem, &store.ItemUpdate{Stage: sp(), Status: sp(), CurrentStep: sp(), Error: sp()}
+		if r.Intn(2) == 0 {
+			n := r.Intn(9)
+			op.Update.Attempts = &n
+		}
+		op.Item = "i" + op.Item
+	case 4:
+		op.Kind = store.OpEvents
+		for n := 1 + r.Intn(3); n > 0; n-- {
+			op.Events = append(op.Events, store.Event{RunID: run, Time: tm(), Type: "t" + str(), ItemID: str(), Data: js()})
+		}
+	case 5:
+		op.Kind = store.OpEvaluations
+		pass, score := r.Intn(2) == 0, r.Float64()
+		op.Evals = []store.Evaluation{{CreatedAt: tm(), Source: store.SourceRun, RunID: run, ItemID: str(), StepID: str(), Role: str(),
+			Runner: str(), Model: str(), Kind: store.KindJudge, Passed: &pass, Score: &score, Detail: js(),
+			Usage: &store.EvalUsage{CostUSD: r.Float64(), LatencyMS: r.Int63n(1e6), InputTokens: r.Int63n(1e6)}}}
+	case 6:
+		op.Kind, op.Status, op.PID = store.OpRunStatus, store.RunPaused, r.Intn(1<<22)
+	default:
+		op.Kind, op.Options = store.OpRunOptions, js()
+	}
+	return op
+}
+
+// Any sequence of valid ops decodes to what was encoded.
+func TestOpCodecRoundTrip(t *testing.T) {
+	seed := time.Now().UnixNano()
+	r := rand.New(rand.NewSource(seed))
+	for i := 0; i < 500; i++ {
+		ops := make([]store.Op, r.Intn(6))
+		for j := range ops {
+			ops[j] = randOp(r)
+		}
+		data, err := store.EncodeOps(ops)
+		if err != nil {
+			t.Fatalf("seed %d: encode %+v: %v", seed, ops, err)
+		}
+		got, err := store.DecodeOps(data)
+		if err != nil {
+			t.Fatalf("seed %d: decode %s: %v", seed, data, err)
+		}
+		if len(ops) == 0 && len(got) == 0 {
+			continue
+		}
+		if diff := cmp.Diff(ops, got); diff != "" {
+			t.Fatalf("seed %d: round trip changed the ops (-sent +got):\n%s", seed, diff)
+		}
+	}
+}
+
+// DecodeOps refuses what no write makes, naming the op.
+func TestDecodeOpsRefusesBadOps(t *testing.T) {
+	at := `"at":"2025-01-01T00:00:00Z"`
+	tests := []struct{ in, want string }{
+		{`[{"op":"drop_table",` + at + `,"run":"r"}]`, `op 0: unknown op "drop_table"`},
+		{`[{"op":"start_step",` + at + `}]`, "op 0: start_step: no run"},
+		{`[{"op":"events","run":"r",` + at + `,"events":[]}]`, "op 0: events: no events"},
+		{`[{"op":"finish_step","run":"r",` + at + `,"step":{"RunID":"r","ID":"s"}}]`, "finish_step s: no end time"},
+		{`[{"op":"start_step","run":"r",` + at + `,"step":{"RunID":"other","ID":"s"}}]`, "want a step of run r"},
+		{`[{"op":"update_item","run":"r","item":"i"}]`, "update_item: no time"},
+		{`{"op":1}`, "decode ops: json"},
+	}
+	for _, tt := range tests {
+		_, err := store.DecodeOps([]byte(tt.in))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("DecodeOps(%s) = %v, want containing %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+// tapped records s's ops.
+func tapped(s *store.Store) func() []store.Op {
+	var mu sync.Mutex
+	var ops []store.Op
+	s.SetTap(func(op store.Op) { mu.Lock(); ops = append(ops, op); mu.Unlock() })
+	return func() []store.Op {
+		mu.Lock()
+		defer mu.Unlock()
+		out := ops
+		ops = nil
+		return out
+	}
+}
+
+// The writes tapped in one journal, applied to another holding the same
+// run, leave it answering as the first: steps (tries, usage per try),
+// items, events, evaluations, totals. Applying the batch again changes
+// nothing; a later batch before an earlier one, or the same number with
+// other ops, is refused.
+func TestApplyOpsMakesTheSameWritesOnce(t *testing.T) {
+	ctx := context.Background()
+	a, _ := open(t)
+	b, _ := open(t)
+	for _, s := range []*store.Store{a, b} {
+		mustRun(t, s, "r", t0)
+		if err := s.AddItem(ctx, store.Item{RunID: "r", ID: "i", Stage: "code", UpdatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take := tapped(a)
+	u := store.Usage{InputTokens: 10, OutputTokens: 3, CostUSD: 0.25}
+	step := store.Step{RunID: "r", ItemID: "i", ID: "i/code/coder#1", Role: "coder", Kind: "agent", OutputPath: "/o.md"}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(a.StartStep(ctx, step))
+	must(a.SetStepGroup(ctx, "r", step.ID, 42, 7))
+	failed := step
+	failed.Status, failed.Usage, failed.Error = store.StepFailed, u, "boom"
+	must(a.FinishStep(ctx, failed))
+	must(a.StartStep(ctx, step))
+	done := step
+	done.Status, done.Usage, done.Signal = store.StepCompleted, u, json.RawMessage(`{"Result":"SUCCESS"}`)
+	must(a.FinishStep(ctx, done))
+	must(a.UpdateItem(ctx, "r", "i", store.ItemUpdate{Status: ptr(store.ItemRunning), Attempts: ptr(2)}))
+	must(a.AppendEvents(ctx, []store.Event{{RunID: "r", ItemID: "i", Type: "stepStarted", Data: json.RawMessage(`{"x":1}`)}, {RunID: "r", ItemID: "i", Type: "stepCompleted"}}))
+	pass := true
+	must(a.RecordEvaluation(ctx, store.Evaluation{Source: store.SourceRun, RunID: "r", ItemID: "i", StepID: step.ID, Role: "coder", Runner: "fake", Kind: store.KindReview, Passed: &pass}))
+	ops := take()
+	kinds := []store.OpKind{}
+	for _, op := range ops {
+		kinds = append(kinds, op.Kind)
+	}
+	want := []store.OpKind{store.OpStartStep, store.OpStepGroup, store.OpFinishStep, store.OpStartStep, store.OpFinishStep, store.OpUpdateItem, store.OpEvents, store.OpEvents, store.OpEvaluations}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Fatalf("tapped ops (-want +got):\n%s", diff)
+	}
+	data, err := store.EncodeOps(ops)
+	must(err)
+	ops, err = store.DecodeOps(data)
+	must(err)
+	key := store.BatchKey{Run: "r", Item: "i", Seq: 1}
+	for i := 0; i < 2; i++ {
+		ok, err := b.ApplyOps(ctx, key, "d1", ops)
+		if err != nil || ok != (i == 0) {
+			t.Fatalf("apply #%d: %v, %v", i+1, ok, err)
+		}
+		if n := len(take()); n != 0 {
+			t.Errorf("applying tapped %d ops of b? (a's tap only)", n)
+		}
+		answers := func(s *store.Store) []any {
+			steps, err := s.Steps(ctx, "r")
+			must(err)
+			items, err := s.Items(ctx, "r")
+			must(err)
+			tot, err := s.Totals(ctx, "r")
+			must(err)
+			evs, _, err := s.Events(ctx, "r", 0)
+			must(err)
+			for i := range evs {
+				evs[i].Seq = 0
+			}
+			stats, err := s.EvalStats(ctx, store.EvalFilter{RunID: "r"})
+			must(err)
+			return []any{steps, items, tot, evs, stats}
+		}
+		if diff := cmp.Diff(answers(a), answers(b)); diff != "" {
+			t.Fatalf("after apply #%d, b answers otherwise than a (-a +b):\n%s", i+1, diff)
+		}
+	}
+	if tot, _ := b.Totals(ctx, "r"); tot.CostUSD != 0.5 {
+		t.Errorf("totals %+v: want both tries counted once", tot)
+	}
+	if _, err := b.ApplyOps(ctx, key, "d2", ops); !errors.Is(err, store.ErrBatchConflict) {
+		t.Errorf("same number, other digest: %v, want ErrBatchConflict", err)
+	}
+	if _, err := b.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "i", Seq: 3}, "d3", nil); !errors.Is(err, store.ErrBatchGap) {
+		t.Errorf("batch 3 after 1: %v, want ErrBatchGap", err)
+	}
+	// A batch failing half-way applies nothing, its key included.
+	bad := []store.Op{{Kind: store.OpUpdateItem, At: t0, Run: "r", Item: "i", Update: &store.ItemUpdate{Stage: ptr("x")}},
+		{Kind: store.OpFinishStep, At: t0, Run: "r", Item: "i", Step: &done}}
+	bad[1].Step.EndedAt = &t0
+	if _, err := b.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "i", Seq: 2}, "d2", bad); !errors.Is(err, store.ErrCompleted) {
+		t.Errorf("finishing a completed step: %v", err)
+	}
+	if it, _ := b.GetItem(ctx, "r", "i"); it.Stage != "code" {
+		t.Errorf("a failed batch changed the item: stage %q", it.Stage)
+	}
+	if seq, _ := b.AppliedSeq(ctx, "r", "i"); seq != 1 {
+		t.Errorf("applied seq %d, want 1", seq)
+	}
+}
+
+// A replica hydrated from an export answers for the item as the journal
+// it came from, counts the rest of the run's spending in its totals, and
+// hydrating it again (with what it spent since not yet applied) neither
+// loses nor double-counts.
+func TestHydrateFromExport(t *testing.T) {
+	ctx := context.Background()
+	truth, _ := open(t)
+	mustRun(t, truth, "r", t0)
+	for _, id := range []string{"i", "j"} {
+		if err := truth.AddItem(ctx, store.Item{RunID: "r", ID: id, Ref: "/repo/tasks/" + id + ".md"}); err != nil {
+			t.Fatal(err)
+		}
+		st := store.Step{RunID: "r", ItemID: id, ID: id + "/s"}
+		if err := truth.StartStep(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		st.Status, st.Usage = store.StepCompleted, store.Usage{InputTokens: 100, CostUSD: 1}
+		if err := truth.FinishStep(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := truth.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "i", Seq: 1}, "d", nil); err != nil {
+		t.Fatal(err)
+	}
+	x, err := truth.ExportItem(ctx, "r", "i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Seq != 1 || len(x.Steps) != 1 || len(x.Usage) != 1 || len(x.Items) != 2 || x.Totals.CostUSD != 2 {
+		t.Fatalf("export %+v", x)
+	}
+	rep, _ := open(t)
+	for i := 0; i < 2; i++ {
+		if err := rep.Hydrate(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+		if seq, err := rep.ReplicaSeq(ctx, "r", "i"); err != nil || seq != 1 {
+			t.Errorf("replica seq %d, %v", seq, err)
+		}
+		for _, s := range []*store.Store{truth, rep} {
+			if tot, _ := s.Totals(ctx, "r"); tot.CostUSD != 2 || tot.InputTokens != 200 {
+				t.Errorf("totals %+v, want the run's", tot)
+			}
+		}
+		a, _ := truth.ItemSteps(ctx, "r", "i")
+		b, _ := rep.ItemSteps(ctx, "r", "i")
+		if diff := cmp.Diff(a, b); diff != "" {
+			t.Errorf("hydration %d: steps differ:\n%s", i+1, diff)
+		}
+	}
+	st := store.Step{RunID: "r", ItemID: "i", ID: "i/t"}
+	if err := rep.StartStep(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	st.Status, st.Usage = store.StepCompleted, store.Usage{CostUSD: 0.5}
+	if err := rep.FinishStep(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if tot, _ := rep.Totals(ctx, "r"); tot.CostUSD != 2.5 {
+		t.Errorf("replica totals %v, want the snapshot's and its own", tot.CostUSD)
+	}
+	if seq, err := rep.NextReplicaSeq(ctx, "r", "i"); err != nil || seq != 2 {
+		t.Errorf("next seq %d, %v", seq, err)
+	}
+	if _, err := rep.NextReplicaSeq(ctx, "r", "j"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("next seq of an item never hydrated: %v", err)
+	}
+	x.Steps[0].ItemID = "j"
+	if err := rep.Hydrate(ctx, x); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("step %s belongs to item j", x.Steps[0].ID)) {
+		t.Errorf("hydrate with another item's step: %v", err)
+	}
+}
