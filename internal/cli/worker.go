@@ -117,8 +117,11 @@ limits.parallel_agents, the most agents the embedded engine runs on one machine)
 others waiting on the queue. When one dies, another continues its items from their last
 journaled step.
 
-For now every worker of a task queue works in the same repository on the same machine:
-the items' worktrees and the journal (.cadre) are shared, not fetched per worker.
+A worker started in the repository a run was started in shares its journal (.cadre) and
+worktrees. A worker elsewhere (another clone, another machine) keeps a replica: it takes
+an item's journal from the machine that started the run, fetches the item's branch from
+origin, pushes it after every committed step, and sends each step's journal back; the
+item's later steps come back to it while it lives. See docs/workers.md.
 
 EXIT STATUS
   0  stopped (Ctrl-C or SIGTERM)
@@ -167,7 +170,7 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions, slots int) e
 	}
 	defer flush()
 	fmt.Fprintf(f.IO.ErrOut, "cadre: worker for %s polling %s on %s, %d steps at once\n", ws.root, t.TaskQueue, t.Address, slots)
-	remote := temporal.Remote{Home: temporal.HomeOf(e.StateDir())}
+	remote := temporal.Remote{Home: temporal.HomeOf(e.StateDir()), Journal: temporal.EngineJournal{Engine: e}, Replica: temporal.EngineReplica{Engine: e}}
 	if err := temporal.Serve(ctx, c, t.TaskQueue, e, progress, slots, remote); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -196,6 +199,14 @@ func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Opt
 	}
 	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: timeout, Heartbeat: t.Heartbeat}
 	return f.runEngine(ctx, ws, asJSON, live, budget, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
+		// This journal is the run's journal of truth: workers on other
+		// machines fetch its items from it and send their steps back.
+		s.Home = temporal.HomeOf(e.StateDir())
+		stop, err := temporal.StartHome(c, s.Home, temporal.EngineJournal{Engine: e})
+		if err != nil {
+			return engine.Summary{}, err
+		}
+		defer stop()
 		if resume != nil {
 			return resume(ctx, e, s.Drive)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/store"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
 
@@ -60,14 +61,44 @@ func (a *Activities) wait(d time.Duration) {
 type Replica interface {
 	// Hydrate brings the item's journal (and the files its steps read)
 	// to the home's snapshot, dropping what this worker did not send home.
-	Hydrate(ctx context.Context, run, item string, snap json.RawMessage) error
-	// Take returns what the item's steps changed since the last take (nil:
-	// nothing).
-	Take(ctx context.Context, run, item string) (json.RawMessage, error)
+	Hydrate(ctx context.Context, snap json.RawMessage) error
+	// Take returns what the item's steps changed since the last take.
+	Take(ctx context.Context, s *engine.ItemSteps) (json.RawMessage, error)
+	// Seq is the number of the item's batches the replica counts: its
+	// snapshot's and those taken since.
+	Seq(ctx context.Context, run, item string) (int64, error)
 }
 
-// item opens (once per worker) the steps of an item.
-func (a *Activities) item(ctx context.Context, ref ItemRef) (*engine.ItemSteps, error) {
+// EngineReplica is the engine's replica of items from elsewhere.
+type EngineReplica struct{ Engine *engine.Engine }
+
+func (r EngineReplica) Hydrate(ctx context.Context, data json.RawMessage) error {
+	var snap engine.Snapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	return r.Engine.HydrateItem(ctx, snap)
+}
+
+func (r EngineReplica) Seq(ctx context.Context, run, item string) (int64, error) {
+	return r.Engine.ReplicaSeq(ctx, run, item)
+}
+
+func (r EngineReplica) Take(ctx context.Context, s *engine.ItemSteps) (json.RawMessage, error) {
+	b, err := s.TakeBatch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(b)
+}
+
+// remoteName is the git remote through which the branches of items from
+// elsewhere travel: the one a clone names its origin.
+const remoteName = "origin"
+
+// item opens (once per worker) the steps of an item; remote: the run's
+// home is elsewhere.
+func (a *Activities) item(ctx context.Context, ref ItemRef, remote bool) (*engine.ItemSteps, error) {
 	ref = ref.key()
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -80,7 +111,11 @@ func (a *Activities) item(ctx context.Context, ref ItemRef) (*engine.ItemSteps, 
 	rs := a.runs[ref.Run]
 	if rs == nil {
 		var err error
-		if rs, err = a.Engine.OpenRun(ctx, ref.Run); err != nil {
+		var opts []engine.OpenOptions
+		if remote {
+			opts = append(opts, engine.OpenOptions{Remote: remoteName})
+		}
+		if rs, err = a.Engine.OpenRun(ctx, ref.Run, opts...); err != nil {
 			return nil, err
 		}
 		a.runs[ref.Run] = rs
@@ -96,6 +131,7 @@ func (a *Activities) item(ctx context.Context, ref ItemRef) (*engine.ItemSteps, 
 // span is one activity on an item.
 type span struct {
 	a      *Activities
+	s      *engine.ItemSteps // nil until the item is open
 	ref    ItemRef
 	remote bool // the run's home is elsewhere: the item is a replica's
 	stop   func()
@@ -116,11 +152,12 @@ func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engi
 		}
 		a.count(sp.ref, 1)
 	}
-	s, err := a.item(ctx, ref)
+	s, err := a.item(ctx, ref, sp.remote)
 	if err != nil {
 		sp.end(ctx, err)
 		return nil, nil, err
 	}
+	sp.s = s
 	return s, sp, nil
 }
 
@@ -134,8 +171,8 @@ func (sp *span) end(ctx context.Context, err error) (Synced, error) {
 		defer sp.a.count(sp.ref, -1)
 		err = stepFailure(err, nil)
 		var ae *temporal.ApplicationError
-		if err == nil || (errors.As(err, &ae) && ae.NonRetryable()) {
-			batch, terr := sp.a.Replica.Take(ctx, sp.ref.Run, sp.ref.Item)
+		if sp.s != nil && (err == nil || (errors.As(err, &ae) && ae.NonRetryable())) {
+			batch, terr := sp.a.Replica.Take(ctx, sp.s)
 			if terr != nil {
 				return Synced{}, fmt.Errorf("journal of %s: %w", sp.ref.Item, terr)
 			}
@@ -159,12 +196,18 @@ func (a *Activities) count(ref ItemRef, d int) {
 }
 
 // hydrate brings a remote item's replica to the home's snapshot unless
-// this worker made every change since it was last brought up to date.
+// it is fresh: this worker made every change since it was last brought up
+// to date, and every batch it took reached home.
 func (a *Activities) hydrate(ctx context.Context, ref ItemRef) error {
 	if a.Replica == nil {
 		return errors.New("this worker keeps no replica for runs started on another machine")
 	}
-	if slices.Contains(ref.Sync.Fresh, a.ID) {
+	seq, err := a.Replica.Seq(ctx, ref.Run, ref.Item)
+	synced := err == nil && seq == ref.Sync.Seq // else never hydrated here, or a batch was lost
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("journal of item %s: %w", ref.Item, err)
+	}
+	if synced && slices.Contains(ref.Sync.Fresh, a.ID) {
 		return nil
 	}
 	if ref.Sync.Snap == nil {
@@ -173,7 +216,7 @@ func (a *Activities) hydrate(ctx context.Context, ref ItemRef) error {
 	key := ref.key()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if at, ok := a.hydrated[key]; ok && at >= ref.Sync.At {
+	if at, ok := a.hydrated[key]; ok && at >= ref.Sync.At && synced {
 		return nil // a sibling step brought it there
 	}
 	if a.busy[key] > 0 {
@@ -188,7 +231,7 @@ func (a *Activities) hydrate(ctx context.Context, ref ItemRef) error {
 		}
 	}
 	delete(a.runs, ref.Run) // its options may have changed (cadre resume)
-	if err := a.Replica.Hydrate(ctx, ref.Run, ref.Item, ref.Sync.Snap); err != nil {
+	if err := a.Replica.Hydrate(ctx, ref.Sync.Snap); err != nil {
 		return fmt.Errorf("hydrate item %s from its home: %w", ref.Item, err)
 	}
 	if a.hydrated == nil {
@@ -274,6 +317,9 @@ func (a *Activities) End(ctx context.Context, in EndInput) (EndResult, error) {
 		s.Warn(w)
 	}
 	ended, err := s.End(ctx, in.Ending)
+	// The batch is taken before the item closes here: it holds the
+	// task file's last write.
+	sy, err := sp.end(ctx, err)
 	if err == nil {
 		a.mu.Lock()
 		delete(a.items, sp.ref)
@@ -283,7 +329,6 @@ func (a *Activities) End(ctx context.Context, in EndInput) (EndResult, error) {
 			s.Warn("update task file: " + cerr.Error())
 		}
 	}
-	sy, err := sp.end(ctx, err)
 	return EndResult{Ended: ended, Synced: sy}, err
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // Workers on other machines. The journal of truth is the one of the
@@ -73,6 +77,8 @@ type Sync struct {
 	Snap json.RawMessage `json:"snap,omitempty"`
 	// At is how many changes of the item Snap holds.
 	At int `json:"at,omitempty"`
+	// Seq is how many batches from replicas the home applied.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // Synced is what a step tells its workflow about the item's journal.
@@ -98,11 +104,10 @@ type ExportInput struct {
 	At int `json:"at"` // the changes the workflow has seen, for the log
 }
 
-// ApplyInput is a batch for the home journal; Key orders and dedupes the
-// item's batches (a retried apply changes nothing twice).
+// ApplyInput is a batch for the home journal. The batch numbers itself:
+// a retried apply changes nothing twice.
 type ApplyInput struct {
 	ItemRef
-	Key   int             `json:"key"`
 	Batch json.RawMessage `json:"batch"`
 }
 
@@ -129,7 +134,7 @@ func (x *exec) act(ctx, actx workflow.Context, name string, mk func(ItemRef) any
 	at := -1
 	for {
 		ref := x.ref
-		ref.Sync = &Sync{Home: x.in.Home, Fresh: x.fresh(), Snap: snap, At: at}
+		ref.Sync = &Sync{Home: x.in.Home, Fresh: x.fresh(), Snap: snap, At: at, Seq: x.applied}
 		c := actx
 		sticky := x.sticky
 		if sticky != "" {
@@ -209,10 +214,11 @@ func (x *exec) record(ctx workflow.Context, s Synced, at int) error {
 		x.at[s.Worker] = at
 	}
 	if len(s.Batch) > 0 {
-		in := ApplyInput{ItemRef: x.ref, Key: len(x.by), Batch: s.Batch}
+		in := ApplyInput{ItemRef: x.ref, Batch: s.Batch}
 		if err := workflow.ExecuteActivity(x.homeCtx(dctx), ActApply, in).Get(dctx, nil); err != nil {
 			return err
 		}
+		x.applied++
 	}
 	x.by = append(x.by, s.Worker)
 	x.sticky = s.Queue
@@ -252,8 +258,8 @@ type HomeSteps interface {
 type Journal interface {
 	// Export returns the item as the journal has it, for a replica.
 	Export(ctx context.Context, run, item string) (json.RawMessage, error)
-	// Apply applies a replica's batch of the item once per key.
-	Apply(ctx context.Context, run, item string, key int, batch json.RawMessage) error
+	// Apply applies a replica's batch of the item, once.
+	Apply(ctx context.Context, run, item string, batch json.RawMessage) error
 }
 
 // homeSteps are the home's activities over its journal.
@@ -264,5 +270,33 @@ func (h homeSteps) Export(ctx context.Context, in ExportInput) (json.RawMessage,
 }
 
 func (h homeSteps) Apply(ctx context.Context, in ApplyInput) error {
-	return h.j.Apply(ctx, in.Run, in.Item, in.Key, in.Batch)
+	return h.j.Apply(ctx, in.Run, in.Item, in.Batch)
+}
+
+// EngineJournal is the engine's journal as a home.
+type EngineJournal struct{ Engine *engine.Engine }
+
+func (j EngineJournal) Export(ctx context.Context, run, item string) (json.RawMessage, error) {
+	snap, err := j.Engine.ExportItem(ctx, run, item)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(snap)
+}
+
+// Apply refuses a batch of another run or item than the workflow's.
+func (j EngineJournal) Apply(ctx context.Context, run, item string, data json.RawMessage) error {
+	var b engine.Batch
+	if err := json.Unmarshal(data, &b); err != nil {
+		return fmt.Errorf("batch of item %s: %w", item, err)
+	}
+	if b.Run != run || b.Item != item {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("batch of %s/%s sent for %s/%s", b.Run, b.Item, run, item), "bad batch", nil)
+	}
+	_, err := j.Engine.ApplyBatch(ctx, b)
+	if errors.Is(err, store.ErrBatchConflict) {
+		// Another batch has the number: retrying cannot help.
+		return temporal.NewNonRetryableApplicationError(err.Error(), "bad batch", err)
+	}
+	return err
 }

@@ -92,7 +92,7 @@ func (r *remoteSteps) End(ctx context.Context, in EndInput) (EndResult, error) {
 }
 
 // fakeHome is the home journal: it exports how many batches it applied
-// and records each applied batch by key.
+// and records each applied batch in order.
 type fakeHome struct {
 	mu      sync.Mutex
 	applied map[int]string
@@ -112,7 +112,7 @@ func (h *fakeHome) Apply(ctx context.Context, in ApplyInput) error {
 	if h.applied == nil {
 		h.applied = map[int]string{}
 	}
-	h.applied[in.Key] = string(in.Batch)
+	h.applied[len(h.applied)] = string(in.Batch)
 	return nil
 }
 

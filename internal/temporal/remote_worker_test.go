@@ -9,32 +9,46 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/store"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
 
-// fakeReplica records hydrations and hands out its pending changes.
+// fakeReplica records hydrations and hands out its pending changes; a
+// snapshot is {"seq":N}, the batches the home applied.
 type fakeReplica struct {
 	hydrated []string
 	pending  string
+	seq      int64
+	known    bool
 }
 
-func (r *fakeReplica) Hydrate(ctx context.Context, run, item string, snap json.RawMessage) error {
-	r.hydrated = append(r.hydrated, fmt.Sprintf("%s/%s %s", run, item, snap))
-	r.pending = ""
+func (r *fakeReplica) Hydrate(ctx context.Context, snap json.RawMessage) error {
+	var s struct{ Seq int64 }
+	if err := json.Unmarshal(snap, &s); err != nil {
+		return err
+	}
+	r.hydrated = append(r.hydrated, string(snap))
+	r.pending, r.seq, r.known = "", s.Seq, true
 	return nil
 }
 
-func (r *fakeReplica) Take(ctx context.Context, run, item string) (json.RawMessage, error) {
+func (r *fakeReplica) Take(ctx context.Context, _ *engine.ItemSteps) (json.RawMessage, error) {
+	r.seq++
 	b := r.pending
 	r.pending = ""
-	if b == "" {
-		return nil, nil
-	}
-	return json.RawMessage(b), nil
+	return json.RawMessage(fmt.Sprintf(`{"seq":%d,"ops":%q}`, r.seq, b)), nil
 }
 
-func remoteRef(fresh []string, snap string, at int) ItemRef {
-	s := &Sync{Home: "home:/x", Fresh: fresh, At: at}
+func (r *fakeReplica) Seq(ctx context.Context, run, item string) (int64, error) {
+	if !r.known {
+		return 0, fmt.Errorf("replica of %s: %w", item, store.ErrNotFound)
+	}
+	return r.seq, nil
+}
+
+func remoteRef(fresh []string, snap string, at int, seq int64) ItemRef {
+	s := &Sync{Home: "home:/x", Fresh: fresh, At: at, Seq: seq}
 	if snap != "" {
 		s.Snap = json.RawMessage(snap)
 	}
@@ -43,37 +57,48 @@ func remoteRef(fresh []string, snap string, at int) ItemRef {
 
 // A worker whose replica is not fresh refuses a step without a snapshot
 // (cold), hydrates from one, and does not hydrate again from an older or
-// the same export; a sibling step still running blocks a new hydration.
+// the same export; a worker named fresh whose batch never reached home is
+// not; a sibling step still running blocks a new hydration.
 func TestWorkerHydration(t *testing.T) {
 	rep := &fakeReplica{}
 	a := &Activities{Home: "me:/y", ID: "w1", Replica: rep}
 	ctx := context.Background()
-	var ae *temporal.ApplicationError
-	if err := a.hydrate(ctx, remoteRef([]string{"w2"}, "", 0)); !errors.As(err, &ae) || ae.Type() != ErrTypeCold {
-		t.Fatalf("not fresh, no snapshot: err %v, want cold", err)
+	cold := func(ref ItemRef) {
+		t.Helper()
+		var ae *temporal.ApplicationError
+		if err := a.hydrate(ctx, ref); !errors.As(err, &ae) || ae.Type() != ErrTypeCold {
+			t.Fatalf("err %v, want cold", err)
+		}
 	}
-	if err := a.hydrate(ctx, remoteRef(nil, `{"n":3}`, 3)); err != nil {
-		t.Fatal(err)
+	ok := func(ref ItemRef) {
+		t.Helper()
+		if err := a.hydrate(ctx, ref); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := a.hydrate(ctx, remoteRef(nil, `{"n":3}`, 3)); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.hydrate(ctx, remoteRef([]string{"w1"}, "", 0)); err != nil {
-		t.Fatalf("fresh: %v", err)
-	}
+	cold(remoteRef([]string{"w2"}, "", 0, 0))
+	cold(remoteRef([]string{"w1"}, "", 0, 0)) // fresh by name, never hydrated here
+	ok(remoteRef(nil, `{"seq":3}`, 3, 3))
+	ok(remoteRef(nil, `{"seq":3}`, 3, 3))
+	ok(remoteRef([]string{"w1"}, "", 0, 3))
 	if len(rep.hydrated) != 1 {
 		t.Fatalf("hydrations %q, want one", rep.hydrated)
 	}
+	rep.Take(ctx, nil) // a batch whose step's result was lost: home still has 3
+	cold(remoteRef([]string{"w1"}, "", 0, 3))
+	ok(remoteRef(nil, `{"seq":3}`, 3, 3)) // the same export as before, yet hydrated again
+	if len(rep.hydrated) != 2 || rep.seq != 3 {
+		t.Fatalf("hydrations %q, seq %d: want a second hydration back to 3", rep.hydrated, rep.seq)
+	}
 	a.count(ItemRef{Run: "r1", Item: "t1"}, 1)
-	if err := a.hydrate(ctx, remoteRef(nil, `{"n":5}`, 5)); err == nil || errors.As(err, &ae) {
+	var ae *temporal.ApplicationError
+	if err := a.hydrate(ctx, remoteRef(nil, `{"seq":5}`, 5, 5)); err == nil || errors.As(err, &ae) {
 		t.Fatalf("hydration under a running step: err %v, want a retryable refusal", err)
 	}
 	a.count(ItemRef{Run: "r1", Item: "t1"}, -1)
-	if err := a.hydrate(ctx, remoteRef(nil, `{"n":5}`, 5)); err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.hydrated) != 2 || rep.hydrated[1] != `r1/t1 {"n":5}` {
-		t.Errorf("hydrations %q, want the newer export second", rep.hydrated)
+	ok(remoteRef(nil, `{"seq":5}`, 5, 5))
+	if len(rep.hydrated) != 3 || rep.hydrated[2] != `{"seq":5}` {
+		t.Errorf("hydrations %q, want the newer export third", rep.hydrated)
 	}
 }
 
@@ -87,24 +112,24 @@ func TestRemoteStepEnd(t *testing.T) {
 	span := func(remote bool) *span {
 		a.inflight.Add(1)
 		a.count(ItemRef{Run: "r1", Item: "t1"}, 1)
-		return &span{a: a, ref: ItemRef{Run: "r1", Item: "t1"}, remote: remote, stop: func() { a.inflight.Done() }}
+		return &span{a: a, s: &engine.ItemSteps{}, ref: ItemRef{Run: "r1", Item: "t1"}, remote: remote, stop: func() { a.inflight.Done() }}
 	}
-	rep.pending = `{"a":1}`
+	rep.pending = "a"
 	sy, err := span(true).end(ctx, nil)
-	if err != nil || string(sy.Batch) != `{"a":1}` || sy.Worker != "w1" || sy.Queue != "q1" {
+	if err != nil || string(sy.Batch) != `{"seq":1,"ops":"a"}` || sy.Worker != "w1" || sy.Queue != "q1" {
 		t.Fatalf("success: %+v, %v", sy, err)
 	}
-	rep.pending = `{"b":2}`
-	if _, err := span(true).end(ctx, errors.New("journal busy")); err == nil || rep.pending != `{"b":2}` {
+	rep.pending = "b"
+	if _, err := span(true).end(ctx, errors.New("journal busy")); err == nil || rep.pending != "b" {
 		t.Fatalf("retryable failure: err %v, pending %q: want the changes kept", err, rep.pending)
 	}
 	_, err = span(true).end(ctx, fmt.Errorf("quota: %w", flow.ErrPaused))
 	var ae *temporal.ApplicationError
 	var got Synced
-	if !errors.As(err, &ae) || ae.Type() != ErrTypePaused || ae.Details(&got) != nil || string(got.Batch) != `{"b":2}` {
+	if !errors.As(err, &ae) || ae.Type() != ErrTypePaused || ae.Details(&got) != nil || string(got.Batch) != `{"seq":2,"ops":"b"}` {
 		t.Fatalf("pause: err %v, details %+v: want paused carrying the batch", err, got)
 	}
-	rep.pending = `{"c":3}`
+	rep.pending = "c"
 	if sy, err := span(false).end(ctx, nil); err != nil || sy.Batch != nil || rep.pending == "" {
 		t.Errorf("home step: %+v, %v: want nothing taken", sy, err)
 	}

@@ -89,17 +89,15 @@ func Serve(ctx context.Context, c client.Client, queue string, e *engine.Engine,
 	return nil
 }
 
-// ServeHome serves the home's activities for the runs this process
-// starts, until ctx ends.
-func ServeHome(ctx context.Context, c client.Client, home string, j Journal) error {
+// StartHome serves the home's activities for the runs this process
+// starts, until the returned stop is called.
+func StartHome(c client.Client, home string, j Journal) (stop func(), err error) {
 	w := worker.New(c, HomeQueue(home), worker.Options{DisableWorkflowWorker: true})
 	RegisterHome(w, homeSteps{j})
 	if err := w.Start(); err != nil {
-		return fmt.Errorf("temporal worker for the journal: %w", err)
+		return nil, fmt.Errorf("temporal worker for the journal: %w", err)
 	}
-	<-ctx.Done()
-	w.Stop()
-	return nil
+	return w.Stop, nil
 }
 
 // workerID names this worker process uniquely among the task queue's.

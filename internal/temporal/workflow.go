@@ -91,6 +91,7 @@ type exec struct {
 	at      map[string]int
 	sticky  string
 	syncing bool
+	applied int64 // the replicas' batches applied home
 
 	waiting []flow.HumanCall     // questions without an answer yet, oldest first
 	answers map[string]*Approval // answers to questions, by call id
