@@ -211,7 +211,14 @@ func (a *Activities) hydrate(ctx context.Context, ref ItemRef) error {
 		return nil
 	}
 	if ref.Sync.Snap == nil {
-		return errCold(ref.Item)
+		why := "never hydrated here"
+		switch {
+		case err == nil && !synced:
+			why = fmt.Sprintf("its replica counts %d batches, the home %d", seq, ref.Sync.Seq)
+		case err == nil:
+			why = "steps ran elsewhere since"
+		}
+		return errCold(ref.Item, why)
 	}
 	key := ref.key()
 	a.mu.Lock()

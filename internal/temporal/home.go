@@ -130,6 +130,15 @@ func (x *exec) act(ctx, actx workflow.Context, name string, mk func(ItemRef) any
 	if x.in.Home == "" {
 		return workflow.ExecuteActivity(actx, name, mk(x.ref)).Get(ctx, out)
 	}
+	// One step of the item at a time: a replica numbers the batches it
+	// takes, and two steps at once (the branches of a parallel phase)
+	// on one worker, or on two, would number or order them apart from
+	// the home's. Items still run side by side on all the workers.
+	if err := workflow.Await(ctx, func() bool { return !x.acting }); err != nil {
+		return err
+	}
+	x.acting = true
+	defer func() { x.acting = false }()
 	var snap json.RawMessage
 	at := -1
 	for {
@@ -174,23 +183,9 @@ func (x *exec) act(ctx, actx workflow.Context, name string, mk func(ItemRef) any
 	}
 }
 
-// lock serialises the workflow's exports and applies: a snapshot is taken
-// between batches, never beside one still being applied.
-func (x *exec) lock(ctx workflow.Context) error {
-	if err := workflow.Await(ctx, func() bool { return !x.syncing }); err != nil {
-		return err
-	}
-	x.syncing = true
-	return nil
-}
-
 // export takes the item from the home journal; at is how many changes it
 // holds.
 func (x *exec) export(ctx workflow.Context) (json.RawMessage, int, error) {
-	if err := x.lock(ctx); err != nil {
-		return nil, 0, err
-	}
-	defer func() { x.syncing = false }()
 	at := len(x.by)
 	var snap json.RawMessage
 	err := workflow.ExecuteActivity(x.homeCtx(ctx), ActExport, ExportInput{ItemRef: x.ref, At: at}).Get(ctx, &snap)
@@ -203,10 +198,6 @@ func (x *exec) export(ctx workflow.Context) (json.RawMessage, int, error) {
 func (x *exec) record(ctx workflow.Context, s Synced, at int) error {
 	// A step cancelled with its workflow still brings its changes home.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	if err := x.lock(dctx); err != nil {
-		return err
-	}
-	defer func() { x.syncing = false }()
 	if s.Worker != "" && at >= 0 {
 		if x.at == nil {
 			x.at = map[string]int{}
@@ -242,9 +233,10 @@ func (x *exec) fresh() []string {
 	return ws
 }
 
-// errCold is a remote worker's answer to a step it cannot perform yet.
-func errCold(item string) error {
-	return temporal.NewNonRetryableApplicationError("the journal of item "+item+" here is behind its home's", ErrTypeCold, nil)
+// errCold is a remote worker's answer to a step it cannot perform yet;
+// why says what it found.
+func errCold(item, why string) error {
+	return temporal.NewNonRetryableApplicationError("the journal of item "+item+" here is behind its home's: "+why, ErrTypeCold, nil)
 }
 
 // HomeSteps are the home's activities: the journal of truth's side of

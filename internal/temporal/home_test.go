@@ -40,7 +40,7 @@ func (r *remoteSteps) enter(ref ItemRef) (Synced, error) {
 	r.syncs = append(r.syncs, fmt.Sprintf("%s fresh=%v snap=%s", r.worker, s.Fresh, s.Snap))
 	if !slices.Contains(s.Fresh, r.worker) {
 		if s.Snap == nil {
-			return Synced{}, errCold(ref.Item)
+			return Synced{}, errCold(ref.Item, "test")
 		}
 		r.hydrate = append(r.hydrate, fmt.Sprintf("%s from %s at %d", r.worker, s.Snap, s.At))
 	}

@@ -85,13 +85,13 @@ type exec struct {
 
 	// The item's journal on workers elsewhere (home.go): who made each
 	// change so far, the change each remote worker's replica was last
-	// brought up to date at, the worker keeping the item, and whether an
-	// export or apply is under way.
+	// brought up to date at, the worker keeping the item, the replicas'
+	// batches applied home, and whether a step is under way.
 	by      []string
 	at      map[string]int
 	sticky  string
-	syncing bool
-	applied int64 // the replicas' batches applied home
+	applied int64
+	acting  bool
 
 	waiting []flow.HumanCall     // questions without an answer yet, oldest first
 	answers map[string]*Approval // answers to questions, by call id
