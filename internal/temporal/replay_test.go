@@ -32,10 +32,13 @@ import (
 //     same way): doomed's workflow, whose hard stop tells the run's other
 //     items (the halt-siblings version marker, then a halt signal to
 //     each), and unsure's, waiting for a human when that halt signal
-//     came, ending stopped.
+//     came, ending stopped;
+//   - history-halt-unversioned.json: doomed's workflow of the same run
+//     recorded by the code before the halt signals (no halt-siblings
+//     version marker), which workers of today's code must still replay.
 func TestReplayRecordedHistory(t *testing.T) {
 	for _, file := range []string{"testdata/history-simple.json", "testdata/history-runner.json",
-		"testdata/history-halt.json", "testdata/history-halted.json"} {
+		"testdata/history-halt.json", "testdata/history-halted.json", "testdata/history-halt-unversioned.json"} {
 		t.Run(file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			RegisterWorkflow(r, testWorkflows(t))
