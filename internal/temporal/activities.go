@@ -174,6 +174,9 @@ func (a *Activities) End(ctx context.Context, in EndInput) (engine.Ended, error)
 
 // stepFailure marks the failures Temporal must not retry.
 func stepFailure(err error) error {
+	if bp := (*engine.BudgetPause)(nil); errors.As(err, &bp) {
+		return temporal.NewNonRetryableApplicationError(bp.Reason, ErrTypeBudget, nil)
+	}
 	switch {
 	case errors.Is(err, engine.ErrStopping):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStopping, nil)
