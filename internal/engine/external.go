@@ -15,7 +15,10 @@ import (
 
 // Driver runs one item of a journaled run to its end in another executor
 // (a Temporal workflow per item, performing its steps through ItemSteps)
-// and returns once the item's outcome is journaled.
+// and returns once the item's outcome is journaled. It returns a *RunHalt
+// when the item's end halted the run, or obeyed another item's halt: this
+// process may not see the run's halt file, which is written where the
+// item's last step ran.
 type Driver func(ctx context.Context, runID string, it store.Item) error
 
 // StartWith begins a new run of opts like Start, but drive runs each item,
@@ -75,7 +78,16 @@ func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed 
 				e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.Warning, Message: "skipped: " + reason})
 				return
 			}
-			if why := e.haltReason(runID); why != "" {
+			h, why := rs.haltedWhy()
+			if h == store.RunPaused {
+				// Another item's budget pause paused the run while this
+				// one waited: it does not start, as on the embedded engine.
+				return
+			}
+			if h != store.RunFailed {
+				why = e.haltReason(runID)
+			}
+			if why != "" {
 				// Another item's hard stop halted the run before this
 				// one started (it waited for another).
 				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)})
@@ -89,8 +101,13 @@ func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed 
 				rs.halt(store.RunStopped, "stopped by request")
 				return
 			}
-			if errs[i] = drive(ctx, runID, it); errs[i] != nil {
-				errs[i] = fmt.Errorf("item %s: %w", it.ID, errs[i])
+			err := drive(ctx, runID, it)
+			if h := (*RunHalt)(nil); errors.As(err, &h) {
+				rs.halt(h.Status, h.Reason)
+				err = nil
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("item %s: %w", it.ID, err)
 				return
 			}
 			got, err := e.d.Store.GetItem(ctx, runID, it.ID)

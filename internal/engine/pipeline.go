@@ -25,9 +25,11 @@ import (
 // file beside its stop file (.cadre/runs/<run>/halt, holding the reason),
 // and every stage call reports whether the run halted or was asked to
 // stop, which the executor hands to workflow.Next as a Stop before its
-// next decision, as the embedded engine's next does. The workers of a
-// task queue share the repository's state directory (its journal is
-// there), so they all see the file; resuming the run removes it.
+// next decision, as the embedded engine's next does. The file reaches
+// the workers that share the repository's state directory; the executor
+// also tells the run's other items itself (RunHalt, from the end of the
+// item that halted the run), so the halt reaches workers that do not see
+// the file. Resuming the run removes it.
 
 // Staged is a runner-workflow step's outcome, for workflow.Next.
 type Staged struct {
@@ -36,6 +38,27 @@ type Staged struct {
 	// starts no new stage.
 	Halted bool `json:"halted,omitempty"`
 }
+
+// RunHalt is why a run's items must start no new step: an item's hard
+// stop or tampered tree failed the run (Status store.RunFailed), or a
+// runner-workflow item found the run's budget spent, which pauses the run
+// (store.RunPaused) as on the embedded engine. The executor tells the
+// run's other items with it, and a Driver returns it as its error so the
+// run ends with it.
+type RunHalt struct {
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+}
+
+func (h *RunHalt) Error() string { return "run " + h.Status + ": " + h.Reason }
+
+// BudgetPause is a runner-workflow stage refused because the run has
+// spent its budget: the item pauses and, as on the embedded engine
+// (overBudget), so does the run. It wraps workflow.ErrPaused.
+type BudgetPause struct{ Reason string }
+
+func (b *BudgetPause) Error() string { return b.Reason + ": " + workflow.ErrPaused.Error() }
+func (b *BudgetPause) Unwrap() error { return workflow.ErrPaused }
 
 // RunnerEnding is the runner workflow's last decision for an item, and
 // the state it was made in.
@@ -69,9 +92,9 @@ func (s *ItemSteps) Stage(ctx context.Context, st workflow.State, d workflow.Dec
 	}
 	// The budget as the journal has it (cadre resume --budget-usd may
 	// have raised it since this process opened the run); the item
-	// pauses, and so does each of the run's items at its next step.
+	// pauses, and the run with it (BudgetPause).
 	if reason := e.budgetReached(ctx, ir.run, d.Step.ID, e.runBudget(ctx, ir)); reason != "" {
-		return Staged{}, fmt.Errorf("%s: %w", reason, workflow.ErrPaused)
+		return Staged{}, &BudgetPause{Reason: reason}
 	}
 	ev, err := e.step(ctx, ir, st, d.Step)
 	if pe := (*pausedError)(nil); errors.As(err, &pe) {
@@ -104,6 +127,10 @@ func (s *ItemSteps) endRunner(ctx context.Context, end Ending) (itemOutcome, err
 			return itemOutcome{}, err
 		}
 		e.publish(ir, event.Event{Type: event.ItemPaused, Stage: st.Stage, Message: end.Paused})
+		if end.Budget {
+			// The run pauses, as the embedded engine's overBudget halts it.
+			return itemOutcome{halt: store.RunPaused, reason: end.Paused}, nil
+		}
 		return itemOutcome{paused: true, reason: end.Paused}, nil
 	}
 	switch d.Kind {

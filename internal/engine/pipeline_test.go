@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,7 @@ func (w *twoWorkers) drive(t *testing.T) Driver {
 			got, err := w.open(ctx, t, n%2, run, it.ID).Stage(ctx, s, d)
 			if errors.Is(err, workflow.ErrPaused) {
 				end.Paused = pauseReason(err) // a quota, the budget
+				end.Budget = errors.As(err, new(*BudgetPause))
 				break
 			}
 			if err != nil {
@@ -87,7 +89,8 @@ func (w *twoWorkers) drive(t *testing.T) Driver {
 		// the stage the item ends in, before the other's step since.
 		st := w.open(ctx, t, n%2, run, it.ID)
 		end.Runner = &RunnerEnding{State: s, Decision: d}
-		if _, err := st.End(ctx, end); err != nil {
+		ended, err := st.End(ctx, end)
+		if err != nil {
 			return err
 		}
 		for i := range w.items {
@@ -97,7 +100,75 @@ func (w *twoWorkers) drive(t *testing.T) Driver {
 				}
 			}
 		}
+		if ended.Halt == store.RunFailed || ended.Halt == store.RunPaused {
+			return &RunHalt{Status: ended.Halt, Reason: ended.HaltReason}
+		}
 		return nil
+	}
+}
+
+// A runner-workflow item that finds the budget spent pauses the run, as
+// on the embedded engine: its end reports the run's halt, which its
+// driver returns, and an item stopped by that halt (the executor told it)
+// ends with it too. The run pauses with the budget's reason whichever
+// item's end it reads, not with the reason of one item's pause.
+func TestItemStepsBudgetPauseHaltsTheRun(t *testing.T) {
+	e := newEnv(t, passAll, [2]string{"a", "code"}, [2]string{"b", "code"})
+	w := &twoWorkers{e: e.eng}
+	drive := w.drive(t)
+	aEnded := make(chan *RunHalt, 1)
+	sum, err := e.eng.StartWith(context.Background(), Options{BudgetUSD: 0.005}, func(ctx context.Context, run string, it store.Item) error {
+		if it.ID == "a" {
+			err := drive(ctx, run, it)
+			h, _ := err.(*RunHalt)
+			aEnded <- h
+			return err
+		}
+		h := <-aEnded
+		if h == nil || h.Status != store.RunPaused || !strings.HasPrefix(h.Reason, "budget reached: spent $0.0100 of $0.0050") {
+			return fmt.Errorf("a's driver returned %+v, want the run paused by the budget", h)
+		}
+		s, err := e.eng.OpenRun(ctx, run)
+		if err != nil {
+			return err
+		}
+		st, err := s.OpenItem(ctx, it.ID)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		b, err := st.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if strings.Join(b.Items, " ") != "a b" {
+			t.Errorf("Begun.Items %q, want the run's items a b", b.Items)
+		}
+		lim := workflow.Limits{AuditPassRating: 8, MaxAttempts: 2}
+		s0, _ := workflow.Next(lim, workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Stop})
+		s1, d := workflow.Next(lim, s0, workflow.Event{Kind: workflow.Start})
+		ended, err := st.End(ctx, Ending{Runner: &RunnerEnding{State: s1, Decision: d}, Halted: h})
+		if err != nil {
+			return err
+		}
+		if ended.Status != store.ItemStopped || ended.Halt != store.RunPaused || ended.HaltReason != h.Reason {
+			t.Errorf("b ended %+v, want stopped with the run's pause", ended)
+		}
+		return &RunHalt{Status: ended.Halt, Reason: ended.HaltReason}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != store.RunPaused || !strings.HasPrefix(sum.Reason, "budget reached:") {
+		t.Errorf("run %s: %s, want paused by the budget", sum.Status, sum.Reason)
+	}
+	for id, want := range map[string]string{"a": store.ItemPaused, "b": store.ItemStopped} {
+		if it, err := e.st.GetItem(context.Background(), sum.Run, id); err != nil || it.Status != want {
+			t.Errorf("%s: %+v, %v: want %s", id, it, err, want)
+		}
+	}
+	if _, err := os.Stat(e.eng.haltPath(sum.Run)); err == nil {
+		t.Error("the budget's pause wrote the run's halt file, which says a hard stop failed the run")
 	}
 }
 

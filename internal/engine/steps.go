@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/cadre-dev/cadre/internal/event"
@@ -121,13 +123,16 @@ type Begun struct {
 	Stage    string `json:"stage,omitempty"`
 	Attempts int    `json:"attempts,omitempty"`
 	Halted   bool   `json:"halted,omitempty"`
+	// Items are the ids of the run's items, in order: an item whose end
+	// halts the run tells the others (RunHalt).
+	Items []string `json:"items,omitempty"`
 }
 
 // Begin checks the item, gives it its worktree and journals it running.
 // It is idempotent: an executor may call it again after a crash.
 func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 	e, ir := s.e, s.ir
-	b := Begun{Limits: e.flowLimits()}
+	b := Begun{Limits: e.flowLimits(), Items: slices.Sorted(maps.Keys(ir.rs.done))}
 	end := func(status, reason string) (Begun, error) {
 		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(status), Error: &reason}); err != nil {
 			return Begun{}, err
@@ -331,6 +336,13 @@ type Ending struct {
 	Paused   string        `json:"paused,omitempty"`   // it waits (a runner's quota)
 	Tampered string        `json:"tampered,omitempty"` // a step found the tree tampered with
 	Stopped  bool          `json:"stopped,omitempty"`  // cancelled (cadre stop)
+	// Budget: Paused is the runner workflow's budget (BudgetPause),
+	// which pauses the whole run.
+	Budget bool `json:"budget,omitempty"`
+	// Halted is another item's halt of the run that this item obeyed
+	// (told by the executor, not the halt file): an item it stopped ends
+	// with the run's halt, whichever item's end the run reads first.
+	Halted *RunHalt `json:"halted,omitempty"`
 }
 
 // Ended is the item's journaled status after End.
@@ -338,8 +350,9 @@ type Ended struct {
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
 	// Halt, when set, stops the whole run with this status (a tampered
-	// tree: the items share the repository's git).
-	Halt string `json:"halt,omitempty"`
+	// tree: the items share the repository's git), for HaltReason.
+	Halt       string `json:"halt,omitempty"`
+	HaltReason string `json:"halt_reason,omitempty"`
 }
 
 // End journals how the item's workflow ended exactly as the embedded
@@ -351,11 +364,15 @@ func (s *ItemSteps) End(ctx context.Context, end Ending) (Ended, error) {
 		if err != nil {
 			return Ended{}, err
 		}
-		return s.ended(ctx, out)
+		return s.ended(ctx, obeyed(out, end.Halted))
 	}
 	if end.Stopped {
 		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)}); err != nil {
 			return Ended{}, err
+		}
+		if h := end.Halted; h != nil {
+			e.publish(ir, event.Event{Type: event.RunnerStopped, Message: h.Reason})
+			return Ended{Status: store.ItemStopped, Reason: "stopped by request", Halt: h.Status, HaltReason: h.Reason}, nil
 		}
 		return Ended{Status: store.ItemStopped, Reason: "stopped by request"}, nil
 	}
@@ -377,7 +394,17 @@ func (s *ItemSteps) End(ctx context.Context, end Ending) (Ended, error) {
 	if err != nil {
 		return Ended{}, err
 	}
-	return s.ended(ctx, out)
+	return s.ended(ctx, obeyed(out, end.Halted))
+}
+
+// obeyed is the outcome of an item that stopped for another item's halt
+// h: the run halts as h says, as the embedded engine's stopItem reads the
+// run's halt.
+func obeyed(out itemOutcome, h *RunHalt) itemOutcome {
+	if h != nil && out.halt == store.RunStopped {
+		out.halt, out.reason = h.Status, h.Reason
+	}
+	return out
 }
 
 // ended reads the item's journaled end; an end that fails the run (a hard
@@ -393,7 +420,11 @@ func (s *ItemSteps) ended(ctx context.Context, out itemOutcome) (Ended, error) {
 	if err != nil {
 		return Ended{}, err
 	}
-	return Ended{Status: it.Status, Reason: it.Error, Halt: out.halt}, nil
+	ended := Ended{Status: it.Status, Reason: it.Error, Halt: out.halt}
+	if out.halt != "" {
+		ended.HaltReason = out.reason
+	}
+	return ended, nil
 }
 
 // runnerLimits are cadre.yaml's limits as the runner workflow takes them.

@@ -346,6 +346,9 @@ func stepFailure(err error, sy *Synced) error {
 	if sy != nil {
 		details = []any{*sy}
 	}
+	if bp := (*engine.BudgetPause)(nil); errors.As(err, &bp) {
+		return temporal.NewNonRetryableApplicationError(bp.Reason, ErrTypeBudget, nil, details...)
+	}
 	var ae *temporal.ApplicationError
 	switch {
 	case errors.As(err, &ae):

@@ -31,7 +31,8 @@ type fakeSteps struct {
 	// what each stage's step gives (nil: runnerStage).
 	stage    string
 	attempts int
-	halted   bool // the run halted before the item began
+	halted   bool     // the run halted before the item began
+	items    []string // the run's items, as Begin reads them from the journal
 	staged   func(ctx context.Context, in StageInput) (engine.Staged, error)
 	states   []flow.State // the state each stage was asked in
 }
@@ -45,7 +46,7 @@ func (f *fakeSteps) log(format string, args ...any) {
 func (f *fakeSteps) Begin(ctx context.Context, in ItemRef) (BeginResult, error) {
 	f.log("begin %s/%s", in.Run, in.Item)
 	return BeginResult{Begun: engine.Begun{Workflow: f.workflow, Limits: flow.FlowLimits{EscalateBelowConfidence: 5, MaxReviewRounds: 2, AuditPassRating: 8, MaxAttempts: 2},
-		Stage: f.stage, Attempts: f.attempts, Halted: f.halted}}, nil
+		Stage: f.stage, Attempts: f.attempts, Halted: f.halted, Items: f.items}}, nil
 }
 
 func (f *fakeSteps) Stage(ctx context.Context, in StageInput) (StageResult, error) {
@@ -115,26 +116,36 @@ func (f *fakeSteps) End(ctx context.Context, in EndInput) (EndResult, error) {
 	return EndResult{Ended: ended}, err
 }
 
+// end1 journals the item's end as the engine's End does, halting the run
+// as it does: a runner-workflow hard stop or budget pause, a tampered
+// tree, and an item stopped by another's halt ends with that halt.
 func (f *fakeSteps) end1(in EndInput) (engine.Ended, error) {
 	f.log("end")
 	f.mu.Lock()
 	f.ends = append(f.ends, in.Ending)
 	f.mu.Unlock()
-	if in.Ending.Stopped {
-		return engine.Ended{Status: "stopped"}, nil
-	}
-	if r := in.Ending.Runner; r != nil {
-		switch {
-		case in.Ending.Paused != "":
-			return engine.Ended{Status: "paused", Reason: in.Ending.Paused}, nil
-		case r.Decision.Kind == flow.Complete:
-			return engine.Ended{Status: "completed"}, nil
-		case r.Decision.Kind == flow.Stopped:
-			return engine.Ended{Status: "stopped"}, nil
+	end := in.Ending
+	ended := engine.Ended{Status: end.Result.Status, Reason: end.Result.Reason}
+	r := end.Runner
+	switch {
+	case end.Stopped || (r != nil && end.Paused == "" && end.Tampered == "" && r.Decision.Kind == flow.Stopped):
+		ended = engine.Ended{Status: "stopped"}
+		if h := end.Halted; h != nil {
+			ended.Halt, ended.HaltReason = h.Status, h.Reason
 		}
-		return engine.Ended{Status: "failed", Reason: r.Decision.Reason}, nil
+	case end.Tampered != "":
+		ended = engine.Ended{Status: "failed", Reason: end.Tampered, Halt: "failed", HaltReason: in.Item + ": " + end.Tampered}
+	case end.Paused != "":
+		ended = engine.Ended{Status: "paused", Reason: end.Paused}
+		if end.Budget {
+			ended.Halt, ended.HaltReason = "paused", end.Paused
+		}
+	case r != nil && r.Decision.Kind == flow.Complete:
+		ended = engine.Ended{Status: "completed"}
+	case r != nil:
+		ended = engine.Ended{Status: "failed", Reason: r.Decision.Reason, Halt: "failed", HaltReason: r.Decision.Reason}
 	}
-	return engine.Ended{Status: in.Ending.Result.Status, Reason: in.Ending.Result.Reason}, nil
+	return ended, nil
 }
 
 // testWorkflows are the built-in workflows plus testdata's.

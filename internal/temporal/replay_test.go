@@ -26,9 +26,19 @@ import (
 //     internal/cli/testdata/temporal/temporal_runner.txtar with the task
 //     at stage plan; record again with one worker and cadre run against
 //     `temporal server start-dev`, whose address and queue cadre.yaml
-//     names.
+//     names;
+//   - history-halt.json and history-halted.json: the run of
+//     internal/cli/testdata/temporal/temporal_halt.txtar (recorded the
+//     same way): doomed's workflow, whose hard stop tells the run's other
+//     items (the halt-siblings version marker, then a halt signal to
+//     each), and unsure's, waiting for a human when that halt signal
+//     came, ending stopped;
+//   - history-halt-unversioned.json: doomed's workflow of the same run
+//     recorded by the code before the halt signals (no halt-siblings
+//     version marker), which workers of today's code must still replay.
 func TestReplayRecordedHistory(t *testing.T) {
-	for _, file := range []string{"testdata/history-simple.json", "testdata/history-runner.json"} {
+	for _, file := range []string{"testdata/history-simple.json", "testdata/history-runner.json",
+		"testdata/history-halt.json", "testdata/history-halted.json", "testdata/history-halt-unversioned.json"} {
 		t.Run(file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			RegisterWorkflow(r, testWorkflows(t))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -25,9 +24,6 @@ type Starter struct {
 	// Home names the run's journal (HomeOf), which this process serves to
 	// workers on other machines; "": only workers sharing it take part.
 	Home string
-
-	mu     sync.Mutex
-	active map[ItemRef]bool // the items whose workflows Drive awaits
 }
 
 // stopWait bounds how long a cancelled run waits for its workflows to
@@ -53,17 +49,17 @@ func (s *Starter) Drive(ctx context.Context, runID string, it store.Item) error 
 	if err != nil {
 		return fmt.Errorf("start workflow %s: %w", id, err)
 	}
-	ref := ItemRef{Run: runID, Item: it.ID}
-	s.track(ref, true)
 	var ended engine.Ended
 	err = run.Get(ctx, &ended)
-	s.track(ref, false)
 	if ctx.Err() == nil {
 		if err != nil && !temporal.IsCanceledError(err) {
 			return fmt.Errorf("workflow %s: %w", id, err)
 		}
-		if ended.Halt != "" {
-			return s.halt(ctx, runID)
+		switch ended.Halt {
+		case store.RunFailed, store.RunPaused:
+			// The item's end halted the run, or obeyed another's halt
+			// (the halting item's workflow told the others itself).
+			return &engine.RunHalt{Status: ended.Halt, Reason: ended.HaltReason}
 		}
 		// Cancelled by cadre stop --now from elsewhere: the workflow
 		// journaled the item stopped before it ended.
@@ -76,39 +72,4 @@ func (s *Starter) Drive(ctx context.Context, runID string, it store.Item) error 
 	}
 	run.Get(bg, nil) // ends cancelled once the item is journaled stopped
 	return ctx.Err()
-}
-
-func (s *Starter) track(ref ItemRef, on bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.active == nil {
-		s.active = map[ItemRef]bool{}
-	}
-	if on {
-		s.active[ref] = true
-	} else {
-		delete(s.active, ref)
-	}
-}
-
-// halt tells the run's other items that an item's hard stop (or tampered
-// tree) halted the run. Their steps read the run's halt file before they
-// start; the stop signal also ends an item that waits for a human, which
-// no step would, so the run ends as it does on the embedded engine.
-func (s *Starter) halt(ctx context.Context, runID string) error {
-	s.mu.Lock()
-	var others []ItemRef
-	for ref := range s.active {
-		if ref.Run == runID {
-			others = append(others, ref)
-		}
-	}
-	s.mu.Unlock()
-	for _, ref := range others {
-		err := s.Client.SignalWorkflow(ctx, WorkflowID(ref.Run, ref.Item), "", SignalStop, nil)
-		if nf := (*serviceerror.NotFound)(nil); err != nil && !errors.As(err, &nf) {
-			return fmt.Errorf("stop the workflow of %s after the halt: %w", ref.Item, err)
-		}
-	}
-	return nil
 }

@@ -33,6 +33,13 @@ const (
 	// SignalStop asks an item to start no new step (cadre stop): running
 	// steps finish, then the item ends stopped, resumable.
 	SignalStop = "stop"
+	// SignalHalt tells an item that another item's end halted the run
+	// (an engine.RunHalt: a hard stop, a tampered tree, the runner
+	// workflow's budget): it starts no new step and ends stopped, the run
+	// ending with the halt's status. The halting item's workflow sends it,
+	// so it needs neither the process that started the run nor the run's
+	// halt file.
+	SignalHalt = "halt"
 	// QueryPending returns the questions an item waits on ([]flow.HumanCall).
 	QueryPending = "pending"
 )
@@ -45,6 +52,9 @@ const (
 	// or another item's hard stop (the run's halt file) having come; the
 	// item ends stopped, as on the stop signal.
 	ErrTypeStopping = "stopping"
+	// ErrTypeBudget: a runner-workflow stage found the run's budget
+	// spent (engine.BudgetPause); the item pauses and so does the run.
+	ErrTypeBudget = "budget"
 )
 
 // WorkflowID is an item's workflow id: starting the item again attaches to

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/store"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
 
@@ -22,9 +23,19 @@ type Workflows struct {
 }
 
 // Item runs one item's workflow: the interpreter (or, for the runner
-// workflow, workflow.Next) decides, activities act.
+// workflow, workflow.Next) decides, activities act. An end that halts
+// the run is told to the run's other items.
 func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, error) {
 	x := newExec(in)
+	ended, err := w.item(ctx, x)
+	if err != nil {
+		return ended, err
+	}
+	x.haltSiblings(ctx, ended)
+	return ended, nil
+}
+
+func (w *Workflows) item(ctx workflow.Context, x *exec) (engine.Ended, error) {
 	var br BeginResult
 	if err := x.act(ctx, x.journalCtx(ctx), ActBegin, func(r ItemRef) any { return r }, &br); err != nil {
 		return engine.Ended{}, err
@@ -33,6 +44,7 @@ func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, erro
 	if begun.Status != "" {
 		return engine.Ended{Status: begun.Status, Reason: begun.Reason}, nil
 	}
+	x.items = begun.Items
 	if begun.Workflow == flow.RunnerWorkflow {
 		return x.runner(ctx, begun)
 	}
@@ -43,9 +55,8 @@ func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, erro
 	if err := workflow.SetQueryHandler(ctx, QueryPending, x.pendingCalls); err != nil {
 		return engine.Ended{}, err
 	}
-	workflow.Go(ctx, x.receiveApprovals)
-	workflow.Go(ctx, x.receiveStop)
-	interp := &flow.Interp{Item: in.Item, Defs: w.Defs, Exec: x, Lim: begun.Limits, Roles: w.Roles, Fanout: fanout}
+	x.receive(ctx)
+	interp := &flow.Interp{Item: x.ref.Item, Defs: w.Defs, Exec: x, Lim: begun.Limits, Roles: w.Roles, Fanout: fanout}
 	res, err := interp.Run(withWorkflow(ctx), def)
 	ending := engine.Ending{Result: res, Paused: x.paused, Tampered: x.tampered}
 	switch {
@@ -81,7 +92,10 @@ type exec struct {
 	paused   string
 	tampered string
 
-	stopping bool // cadre stop asked for no new step
+	stopping bool            // cadre stop, or another item's halt, asked for no new step
+	halt     *engine.RunHalt // the other item's halt, when that was it
+	budget   bool            // paused is the runner workflow's budget: the run pauses
+	items    []string        // the run's items, to tell of this one's halt
 
 	// The item's journal on workers elsewhere (home.go): who made each
 	// change so far, the change each remote worker's replica was last
@@ -113,7 +127,7 @@ func newExec(in ItemInput) *exec {
 // is lost or the journal fails, never a quota (the item pauses) nor a
 // tampered tree.
 var retry = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-	MaximumAttempts: 10, NonRetryableErrorTypes: []string{ErrTypePaused, ErrTypeTampered}}
+	MaximumAttempts: 10, NonRetryableErrorTypes: []string{ErrTypePaused, ErrTypeBudget, ErrTypeTampered}}
 
 // stepCtx is the activity context of a step that runs an agent or the
 // project's commands: it heartbeats, so a lost worker's step moves on.
@@ -142,10 +156,56 @@ func (x *exec) journalCtx(ctx workflow.Context) workflow.Context {
 // instead of cancelling them.
 var errStopping = errors.Join(errors.New("stopped by request"), flow.ErrPaused)
 
+// receive takes the signals of the workflow's lifetime.
+func (x *exec) receive(ctx workflow.Context) {
+	workflow.Go(ctx, x.receiveApprovals)
+	workflow.Go(ctx, x.receiveStop)
+	workflow.Go(ctx, x.receiveHalt)
+}
+
 // receiveStop takes the stop signal.
 func (x *exec) receiveStop(ctx workflow.Context) {
 	if workflow.GetSignalChannel(ctx, SignalStop).Receive(ctx, nil) {
 		x.stopping = true
+	}
+}
+
+// receiveHalt takes another item's halt of the run: as the stop signal,
+// no new step starts, and the item's end carries the halt.
+func (x *exec) receiveHalt(ctx workflow.Context) {
+	var h engine.RunHalt
+	if workflow.GetSignalChannel(ctx, SignalHalt).Receive(ctx, &h) {
+		x.halt, x.stopping = &h, true
+	}
+}
+
+// versionHalt marks the workflows whose end tells the run's other items
+// of its halt: histories recorded before it replay without the signals.
+const versionHalt = "halt-siblings"
+
+// haltSiblings tells the run's other items that this item's end halted
+// the run (failed or paused it), so that they start no new step even when
+// the process that started the run is gone and their workers do not see
+// the run's halt file. An item that only obeyed another's halt tells no
+// one: the halting item did.
+func (x *exec) haltSiblings(ctx workflow.Context, ended engine.Ended) {
+	if x.halt != nil || (ended.Halt != store.RunFailed && ended.Halt != store.RunPaused) {
+		return
+	}
+	if workflow.GetVersion(ctx, versionHalt, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	h := engine.RunHalt{Status: ended.Halt, Reason: ended.HaltReason}
+	var sent []workflow.Future
+	for _, it := range x.items {
+		if it != x.ref.Item {
+			sent = append(sent, workflow.SignalExternalWorkflow(ctx, WorkflowID(x.ref.Run, it), "", SignalHalt, h))
+		}
+	}
+	for _, f := range sent {
+		// An item whose workflow ended, or has not started (the run's
+		// starter keeps it from starting), needs no telling.
+		_ = f.Get(ctx, nil)
 	}
 }
 
@@ -184,9 +244,9 @@ func (x *exec) stepErr(err error) error {
 		// As the stop signal: no new step starts, the running ones finish.
 		x.stopping = true
 		return errStopping
-	case ErrTypePaused:
+	case ErrTypePaused, ErrTypeBudget:
 		if x.paused == "" {
-			x.paused = ae.Message()
+			x.paused, x.budget = ae.Message(), ae.Type() == ErrTypeBudget
 		}
 		return errors.Join(err, flow.ErrPaused)
 	case ErrTypeTampered:
@@ -269,6 +329,7 @@ func (x *exec) pendingCalls() ([]flow.HumanCall, error) {
 func (x *exec) Warn(msg string) { x.warnings = append(x.warnings, msg) }
 
 func (x *exec) end(ctx workflow.Context, e engine.Ending) (engine.Ended, error) {
+	e.Halted = x.halt
 	var res EndResult
 	err := x.act(ctx, x.journalCtx(ctx), ActEnd, func(r ItemRef) any { return EndInput{ItemRef: r, Ending: e, Warnings: x.warnings} }, &res)
 	return res.Ended, err
@@ -287,8 +348,7 @@ func (x *exec) runner(ctx workflow.Context, b engine.Begun) (engine.Ended, error
 	if err := workflow.SetQueryHandler(ctx, QueryPending, x.pendingCalls); err != nil {
 		return engine.Ended{}, err
 	}
-	workflow.Go(ctx, x.receiveApprovals)
-	workflow.Go(ctx, x.receiveStop)
+	x.receive(ctx)
 	lim := flow.Limits{AuditPassRating: b.Limits.AuditPassRating, MaxAttempts: b.Limits.MaxAttempts,
 		EscalateBelowConfidence: b.Limits.EscalateBelowConfidence}
 	halted := b.Halted
@@ -354,7 +414,7 @@ func (x *exec) runnerFailed(ctx workflow.Context, s flow.State, err error) (engi
 	case x.tampered != "":
 		end.Tampered = x.tampered
 	case x.paused != "":
-		end.Paused = x.paused
+		end.Paused, end.Budget = x.paused, x.budget
 	default:
 		end.Runner.Decision = flow.Decision{Kind: flow.HardStop, Reason: err.Error()}
 	}
