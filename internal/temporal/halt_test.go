@@ -87,7 +87,9 @@ func TestBudgetPauseSignalsTheRunsOtherItems(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := runnerSteps(flow.StageCode, 0)
 			f.items = []string{"t1", "t2"}
-			f.staged = func(context.Context, StageInput) (engine.Staged, error) { return engine.Staged{}, stepFailure(tc.err, nil) }
+			f.staged = func(context.Context, StageInput) (engine.Staged, error) {
+				return engine.Staged{}, stepFailure(tc.err, nil)
+			}
 			env := newEnv(t, f)
 			var s signals
 			s.mock(t, env)
