@@ -124,6 +124,12 @@ func Check(root, path string) error {
 // last one with flags, returning its descriptor and size. Missing
 // directories are created when flags create. The descriptor is left
 // non-blocking, which regular files ignore.
+//
+// The walk is repeated for every file rather than kept as open directory
+// descriptors: it costs about 1.3 µs a file over a kept descriptor
+// (BenchmarkWriteStepFile, tmpfs), a few microseconds per agent step,
+// against a descriptor lifetime every caller would have to manage.
+// Creating the file is what costs, on some file systems far more.
 func openFd(root, path string, flags int, perm os.FileMode) (int, int64, error) {
 	rel, err := filepath.Rel(root, path)
 	if err != nil || !filepath.IsLocal(rel) {
