@@ -94,3 +94,46 @@ func TestCheckAndAppendRefuseLinks(t *testing.T) {
 		t.Errorf("the file outside became %q", data)
 	}
 }
+
+func TestReadWholeFile(t *testing.T) {
+	root := t.TempDir()
+	big := make([]byte, 200_000)
+	for i := range big {
+		big[i] = byte('a' + i%26)
+	}
+	os.WriteFile(filepath.Join(root, "big"), big, 0o644)
+	os.WriteFile(filepath.Join(root, "empty"), nil, 0o644)
+	if got, err := ReadFile(root, filepath.Join(root, "big")); err != nil || string(got) != string(big) {
+		t.Errorf("big file: %d bytes, %v; want %d", len(got), err, len(big))
+	}
+	if got, err := ReadFile(root, filepath.Join(root, "empty")); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("empty file: %q (nil %v), %v", got, got == nil, err)
+	}
+}
+
+// BenchmarkWriteStepFile rewrites a step-sized file two directories under
+// the root, as the engine writes a step's context file.
+func BenchmarkWriteStepFile(b *testing.B) {
+	root := b.TempDir()
+	data := make([]byte, 3000)
+	path := filepath.Join(root, "items", "contexts", "step.json")
+	for b.Loop() {
+		if err := WriteFile(root, path, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadStepFile reads it back, as the engine reads an output.
+func BenchmarkReadStepFile(b *testing.B) {
+	root := b.TempDir()
+	path := filepath.Join(root, "items", "outputs", "step.md")
+	if err := WriteFile(root, path, make([]byte, 3000), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := ReadFile(root, path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
