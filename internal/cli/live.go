@@ -49,26 +49,46 @@ func (f *Factory) liveView(asJSON, plain bool) bool {
 // else printing lines (or --json) as before.
 func (f *Factory) runEngine(ctx context.Context, ws workspaceCtx, asJSON, live bool, budget float64,
 	start func(context.Context, *engine.Engine) (engine.Summary, error)) (engine.Summary, error) {
-	if !live {
-		var sum engine.Summary
-		err := f.withEngine(ctx, ws, asJSON, func(e *engine.Engine) error {
-			var err error
-			sum, err = start(ctx, e)
-			return err
-		})
-		return sum, err
-	}
+	return f.runEngineOf(ctx, ws, asJSON, live, false, budget, start)
+}
+
+// runEngineOf is runEngine; follow: the run's items run in other processes
+// (Temporal workers), whose events are shown from the journal.
+func (f *Factory) runEngineOf(ctx context.Context, ws workspaceCtx, asJSON, live, follow bool, budget float64,
+	start func(context.Context, *engine.Engine) (engine.Summary, error)) (engine.Summary, error) {
 	st, err := openStore(ctx, ws.root)
 	if err != nil {
 		return engine.Summary{}, err
 	}
 	defer st.Close()
+	// show shows the run's events on out; with follow, its item events
+	// come from the journal until the returned stop.
+	show := func(out event.Sink) (event.Sink, func(context.Context) func()) {
+		if !follow {
+			return out, func(context.Context) func() { return func() {} }
+		}
+		fl := &itemFollower{st: st, out: out}
+		return fl, fl.follow
+	}
+	if !live {
+		sink, tail := show(f.eventSink(asJSON))
+		e, flush, err := f.newEngine(ctx, ws, st, sink)
+		if err != nil {
+			return engine.Summary{}, err
+		}
+		defer flush()
+		stop := tail(ctx)
+		sum, err := start(ctx, e)
+		stop()
+		return sum, err
+	}
 	feed := tui.NewFeed(4096)
 	acts := &runActions{f: f, st: st}
-	e, flush, err := f.newEngine(ctx, ws, st, event.SinkFunc(func(ev event.Event) {
+	sink, tail := show(event.SinkFunc(func(ev event.Event) {
 		acts.setRun(ev.Run)
 		feed.Handle(ev)
 	}))
+	e, flush, err := f.newEngine(ctx, ws, st, sink)
 	if err != nil {
 		return engine.Summary{}, err
 	}
@@ -92,7 +112,9 @@ func (f *Factory) runEngine(ctx context.Context, ws workspaceCtx, asJSON, live b
 	polled := make(chan struct{})
 	go func() { defer close(polled); v.poll(feedCtx, st, acts.runID) }()
 
+	stopFollow := tail(ctx)
 	sum, err := start(runCtx, e)
+	stopFollow()
 
 	stopFeed()
 	<-fed

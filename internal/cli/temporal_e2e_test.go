@@ -372,6 +372,14 @@ func testWorkersKilled(t *testing.T, remote bool) {
 	if code := run.wait(t, 90*time.Second); code != 0 {
 		t.Fatalf("cadre run exited with %d", code)
 	}
+	// The starter shows the items' events, which its workers journaled
+	// (or, remote, sent back with each step).
+	out, _ := os.ReadFile(run.log)
+	for _, id := range targets {
+		if !strings.Contains(string(out), " "+id+" taskCompleted") {
+			t.Errorf("cadre run's output lacks item %s's taskCompleted", id)
+		}
+	}
 	// A held step ran under workers killed before its gate opened, then
 	// once more, to its end, under a live one.
 	for gt, dead := range deadAt {

@@ -198,7 +198,7 @@ func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Opt
 		timeout = time.Duration(ws.cfg.Defaults.Timeout)
 	}
 	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: timeout, Heartbeat: t.Heartbeat}
-	return f.runEngine(ctx, ws, asJSON, live, budget, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
+	return f.runEngineOf(ctx, ws, asJSON, live, true, budget, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
 		// This journal is the run's journal of truth: workers on other
 		// machines fetch its items from it and send their steps back.
 		s.Home = temporal.HomeOf(e.StateDir())
