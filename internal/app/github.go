@@ -136,12 +136,14 @@ var _ interface {
 // the token goes only to the GitHub host, never to a host a pushurl
 // names, which an unconfined agent could have set.
 func (g *GitHub) RemoteAuth(ctx context.Context, dir, remote string) (target, header string, err error) {
-	if err := g.init(ctx); err != nil {
-		return "", "", err
-	}
 	repo := &workspace.Repo{Dir: dir}
 	target = remote
+	// Only an https remote takes the token; another (ssh, a path) is
+	// reached with git's own credentials, and needs no token.
 	if url, err := repo.Git(ctx, "remote", "get-url", "--push", remote); err == nil && strings.HasPrefix(strings.TrimSpace(url), "https://") {
+		if err := g.init(ctx); err != nil {
+			return "", "", err
+		}
 		target = strings.TrimSpace(url)
 		if host, want := urlHost(target), g.gitHost(); host != want {
 			return "", "", fmt.Errorf("push: %s's push URL is on %s, not on %s, where the GitHub token is for (github.api_url): cadre sends it nowhere else", remote, host, want)

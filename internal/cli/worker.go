@@ -15,6 +15,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/temporal"
+	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
 // TemporalOptions are the Temporal flags: where the Temporal engine's
@@ -170,7 +171,9 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions, slots int) e
 	}
 	defer flush()
 	fmt.Fprintf(f.IO.ErrOut, "cadre: worker for %s polling %s on %s, %d steps at once\n", ws.root, t.TaskQueue, t.Address, slots)
-	remote := temporal.Remote{Home: temporal.HomeOf(e.StateDir()), Journal: temporal.EngineJournal{Engine: e}, Replica: temporal.EngineReplica{Engine: e}}
+	_, noOrigin := (&workspace.Repo{Dir: ws.root}).Git(ctx, "remote", "get-url", "origin")
+	remote := temporal.Remote{Home: temporal.HomeOf(e.StateDir()), Journal: temporal.EngineJournal{Engine: e},
+		Replica: temporal.EngineReplica{Engine: e}, Origin: noOrigin == nil}
 	if err := temporal.Serve(ctx, c, t.TaskQueue, e, progress, slots, remote); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -35,6 +35,11 @@ type Activities struct {
 	Home, ID, Queue string
 	// Replica keeps the items of runs from elsewhere.
 	Replica Replica
+	// Origin: the repository has the remote the items' branches travel
+	// through, so even the items of runs started here push their branch
+	// (and uncommitted changes) after each step, for workers elsewhere to
+	// continue them.
+	Origin bool
 
 	mu       sync.Mutex
 	runs     map[string]*engine.RunSteps
@@ -92,12 +97,12 @@ func (r EngineReplica) Take(ctx context.Context, s *engine.ItemSteps) (json.RawM
 	return json.Marshal(b)
 }
 
-// remoteName is the git remote through which the branches of items from
-// elsewhere travel: the one a clone names its origin.
+// remoteName is the git remote through which the items' branches travel
+// between machines: the one a clone names its origin.
 const remoteName = "origin"
 
-// item opens (once per worker) the steps of an item; remote: the run's
-// home is elsewhere.
+// item opens (once per worker) the steps of an item; remote: its branch
+// travels through the origin.
 func (a *Activities) item(ctx context.Context, ref ItemRef, remote bool) (*engine.ItemSteps, error) {
 	ref = ref.key()
 	a.mu.Lock()
@@ -134,6 +139,7 @@ type span struct {
 	s      *engine.ItemSteps // nil until the item is open
 	ref    ItemRef
 	remote bool // the run's home is elsewhere: the item is a replica's
+	homed  bool // the run has a home (runs recorded before have none)
 	stop   func()
 }
 
@@ -144,7 +150,7 @@ type span struct {
 func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engine.ItemSteps, *span, error) {
 	a.inflight.Add(1)
 	stop := a.heartbeat(ctx, ref.Run, step)
-	sp := &span{a: a, ref: ref.key(), remote: ref.Sync != nil && ref.Sync.Home != a.Home, stop: func() { stop(); a.inflight.Done() }}
+	sp := &span{a: a, ref: ref.key(), remote: ref.Sync != nil && ref.Sync.Home != a.Home, homed: ref.Sync != nil, stop: func() { stop(); a.inflight.Done() }}
 	if sp.remote {
 		if err := a.hydrate(ctx, ref); err != nil {
 			sp.stop()
@@ -152,7 +158,9 @@ func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engi
 		}
 		a.count(sp.ref, 1)
 	}
-	s, err := a.item(ctx, ref, sp.remote)
+	// An item of a run with a home may move between this machine and
+	// others: its branch goes through the origin wherever it runs.
+	s, err := a.item(ctx, ref, sp.remote || (ref.Sync != nil && a.Origin))
 	if err != nil {
 		sp.end(ctx, err)
 		return nil, nil, err
@@ -182,6 +190,11 @@ func (sp *span) end(ctx context.Context, err error) (Synced, error) {
 			}
 		}
 		return sy, err
+	}
+	if sp.homed {
+		// The item's next steps come back to this worker while it lives:
+		// its worktree is here.
+		sy.Queue = sp.a.Queue
 	}
 	return sy, stepFailure(err, nil)
 }

@@ -40,6 +40,8 @@ type Remote struct {
 	// Apply); Replica keeps the items of runs from elsewhere.
 	Journal Journal
 	Replica Replica
+	// Origin: the repository has a remote named origin.
+	Origin bool
 }
 
 // Serve runs a worker for the repository of e on queue until ctx ends.
@@ -49,7 +51,7 @@ type Remote struct {
 // the runs it starts, for workers elsewhere).
 func Serve(ctx context.Context, c client.Client, queue string, e *engine.Engine, progress *Progress, slots int, r Remote) error {
 	id := workerID()
-	acts := &Activities{Engine: e, Progress: progress, Home: r.Home, ID: id, Queue: "cadre-worker-" + id, Replica: r.Replica}
+	acts := &Activities{Engine: e, Progress: progress, Home: r.Home, ID: id, Queue: "cadre-worker-" + id, Replica: r.Replica, Origin: r.Origin}
 	// slots bounds the steps this worker runs at once, from both its
 	// queues, as the embedded engine's limits bound one machine's agents;
 	// the rest wait on the queue for this worker or another.
