@@ -116,14 +116,21 @@ func BenchmarkTemporalVsEmbedded(b *testing.B) {
 		for range 2 {
 			w, closeW := benchEngine(b, root)
 			defer closeW()
-			go func() { done <- temporal.Serve(wctx, srv.Client(), queue, w, &temporal.Progress{}, parallel) }()
+			r := temporal.Remote{Home: temporal.HomeOf(w.StateDir()), Journal: temporal.EngineJournal{Engine: w}, Replica: temporal.EngineReplica{Engine: w}}
+			go func() { done <- temporal.Serve(wctx, srv.Client(), queue, w, &temporal.Progress{}, parallel, r) }()
 		}
 		e, closeE = benchEngine(b, root)
-		s := &temporal.Starter{Client: srv.Client(), TaskQueue: queue, StepTimeout: time.Minute}
+		// As cadre run does: the starter serves its journal as the run's home.
+		s := &temporal.Starter{Client: srv.Client(), TaskQueue: queue, StepTimeout: time.Minute, Home: temporal.HomeOf(e.StateDir())}
+		stopHome, err := temporal.StartHome(srv.Client(), s.Home, temporal.EngineJournal{Engine: e})
+		if err != nil {
+			b.Fatal(err)
+		}
 		t := &engine.TemporalTarget{Address: srv.FrontendHostPort(), Namespace: "default", TaskQueue: queue}
 		start = time.Now()
 		sum, err = e.StartWith(ctx, engine.Options{Parallel: parallel, Temporal: t}, s.Drive)
 		onTemporal += time.Since(start)
+		stopHome()
 		closeE()
 		stop()
 		<-done
