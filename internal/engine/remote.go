@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -64,6 +63,9 @@ type remoteItem struct {
 	// saved is the tree of the last WIP this process saved: leftovers
 	// with this tree are in the journal and on the remote, and may go.
 	saved string
+	// n numbers the item's WIP records: the latest journaled one's, one
+	// more for each this process saves.
+	n int
 }
 
 // checkRemote refuses a remote this repository does not have, and a run
@@ -164,14 +166,15 @@ func (e *Engine) journaled(ctx context.Context, ir *itemRun) (map[string]bool, *
 	}
 	out := map[string]bool{}
 	var latest *wipRec
-	var at time.Time
 	for _, st := range steps {
 		if sha := stepCommit(st); sha != "" {
 			out[sha] = true
 		}
-		// The latest to end: steps of one wave may end out of order.
-		if w := stepWIP(st); w != nil && st.EndedAt != nil && !st.EndedAt.Before(at) {
-			latest, at = &wipRec{step: st.ID, w: *w}, *st.EndedAt
+		// The highest number, not the step's place in the journal: the
+		// steps of one wave may end out of order (and workers' clocks
+		// differ).
+		if w := stepWIP(st); w != nil && (latest == nil || w.N >= latest.n) {
+			latest = &wipRec{step: st.ID, w: w.WIP, n: w.N}
 		}
 	}
 	return out, latest, nil
@@ -341,18 +344,25 @@ func (e *Engine) remoteCommit(ctx context.Context, ir *itemRun, tried bool) erro
 type wipRec struct {
 	step string
 	w    workspace.WIP
+	n    int
+}
+
+// wipJSON is a WIP as a step's result records it, with its number.
+type wipJSON struct {
+	workspace.WIP
+	N int `json:"n"`
 }
 
 func (r *wipRec) key() string { return r.step + "\x00" + r.w.Commit }
 
 // stepWIP is the WIP a finished step recorded, nil when it recorded none
 // (not a remote item's step, or one that leaves the tree alone).
-func stepWIP(st store.Step) *workspace.WIP {
+func stepWIP(st store.Step) *wipJSON {
 	if st.Status == store.StepStarted || len(st.Result) == 0 {
 		return nil
 	}
 	var r struct {
-		WIP *workspace.WIP `json:"wip"`
+		WIP *wipJSON `json:"wip"`
 	}
 	if json.Unmarshal(st.Result, &r) != nil {
 		return nil
@@ -366,8 +376,8 @@ func stepWIP(st store.Step) *workspace.WIP {
 // A failed push is a remoteError: the step is tried again.
 func (e *Engine) noteWIP(ctx context.Context, ir *itemRun, rec *store.Step) error {
 	rem := ir.remote
-	if rem == nil || ir.repo == nil {
-		return nil
+	if rem == nil || rem.branch == "" {
+		return nil // not provisioned: the tree is not the item's
 	}
 	ir.gitMu.Lock()
 	defer ir.gitMu.Unlock()
@@ -390,9 +400,10 @@ func (e *Engine) noteWIP(ctx context.Context, ir *itemRun, rec *store.Step) erro
 			return fmt.Errorf("item %s: step %s: result: %w", ir.it.ID, rec.ID, err)
 		}
 	}
-	res["wip"], _ = json.Marshal(w)
-	rec.Result, _ = json.Marshal(res)
 	rem.mu.Lock()
+	rem.n++
+	res["wip"], _ = json.Marshal(wipJSON{WIP: w, N: rem.n})
+	rec.Result, _ = json.Marshal(res)
 	if rem.wips == nil {
 		rem.wips = map[string]bool{}
 	}
@@ -460,6 +471,7 @@ func (e *Engine) syncWIP(ctx context.Context, ir *itemRun, wip *wipRec) error {
 			rem.wips = map[string]bool{}
 		}
 		rem.wips[wip.key()] = true
+		rem.n = max(rem.n, wip.n)
 		rem.mu.Unlock()
 	}
 	return nil

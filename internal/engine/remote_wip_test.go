@@ -177,6 +177,19 @@ func TestRemoteItemCarriesUncommittedChanges(t *testing.T) {
 	if c := w.journaledWIP(run, "a/p3/commit#1"); c == nil || *c != (workspace.WIP{}) {
 		t.Errorf("the commit step journaled WIP %+v, want an empty one (clean)", c)
 	}
+	// Each step's record is numbered after the one before, on either worker.
+	last := 0
+	for _, id := range []string{"a/p1/executor#1", "a/p2/executor#1", "a/p3/executor#1", "a/p3/commit#1", "a/p4/executor#1"} {
+		rec, _ := w.rig.a.st.GetStep(context.Background(), run, id)
+		var r struct {
+			WIP struct{ N int } `json:"wip"`
+		}
+		json.Unmarshal(rec.Result, &r)
+		if r.WIP.N <= last {
+			t.Errorf("%s's WIP is number %d, after %d", id, r.WIP.N, last)
+		}
+		last = r.WIP.N
+	}
 	// One commit, with every change once, on origin's branch alone.
 	if got := stepTrailers(t, w.rig.origin, branch); strings.Join(got, " ") != "a/p3/commit#1" {
 		t.Errorf("origin's commits %q, want p3's commit alone", got)
