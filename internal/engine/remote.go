@@ -60,8 +60,9 @@ type remoteItem struct {
 	// wips are the journal's WIP records (wipRec.key) this process
 	// accounted for: saved here, restored here or found stale.
 	wips map[string]bool
-	// saved is the tree of the last WIP this process saved: leftovers
-	// with this tree are in the journal and on the remote, and may go.
+	// saved is the tree of the last WIP this process saved or restored:
+	// leftovers with this tree are in the journal and on the remote, and
+	// may go.
 	saved string
 	// n numbers the item's WIP records: the latest journaled one's, one
 	// more for each this process saves.
@@ -472,6 +473,9 @@ func (e *Engine) syncWIP(ctx context.Context, ir *itemRun, wip *wipRec) error {
 		}
 		rem.wips[wip.key()] = true
 		rem.n = max(rem.n, wip.n)
+		if w.Tree != "" {
+			rem.saved = w.Tree
+		}
 		rem.mu.Unlock()
 	}
 	return nil
@@ -486,8 +490,8 @@ func stepOf(wip *wipRec) string {
 
 // putAside leaves the item's worktree without uncommitted changes, unless
 // they make the tree want (then it says so). Leftovers that are the last
-// WIP this process saved are in the journal and on the remote and are
-// dropped; others are put aside in the stash under msg with a warning,
+// WIP this process saved or restored are in the journal and on the remote
+// and are dropped; others are put aside in the stash under msg with a warning,
 // never lost. The caller holds ir.gitMu.
 func (e *Engine) putAside(ctx context.Context, ir *itemRun, msg, want string) (bool, error) {
 	dirty, err := ir.repo.Dirty(ctx)

@@ -308,3 +308,26 @@ func TestRemoteItemWIPBeforeCommitIgnored(t *testing.T) {
 		t.Errorf("B's keep.txt %q, want the pushed commit's", data)
 	}
 }
+
+// An item whose branch was never pushed (no commit step yet) continues on
+// another worker from the base its WIP was taken on, not from the base as
+// it is now, so that its changes are restored.
+func TestRemoteItemWIPBeforeFirstPush(t *testing.T) {
+	w := newWIPRig(t)
+	w.edits["a/p1/executor#1"] = p1Edits
+	base := strings.TrimSpace(git(t, w.rig.origin, "rev-parse", "main"))
+	w.start(func() {
+		w.agent(0, "p1")
+		os.WriteFile(filepath.Join(w.rig.a.root, "later.txt"), []byte("later\n"), 0o644)
+		git(t, w.rig.a.root, "add", "later.txt")
+		git(t, w.rig.a.root, "commit", "-qm", "the base moves on")
+		git(t, w.rig.a.root, "push", "-q", "origin", "main")
+		w.agent(1, "p2")
+	})
+	if got := w.found["a/p2/executor#1"]; got != p1Status {
+		t.Errorf("B's step found\n%s\nwant p1's changes\n%s", got, p1Status)
+	}
+	if head := strings.TrimSpace(git(t, w.tree(1), "rev-parse", "HEAD")); head != base {
+		t.Errorf("B's tree at %s, want the base p1 worked on, %s", head, base)
+	}
+}
