@@ -81,6 +81,9 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 	}
 	rec.Status = store.StepCompleted
 	rec.Result, _ = json.Marshal(map[string]string{"commit": sha})
+	if err := e.noteWIP(ctx, ir, &rec); err != nil {
+		return err
+	}
 	return e.d.Store.FinishStep(ctx, rec)
 }
 

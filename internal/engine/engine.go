@@ -107,6 +107,9 @@ const (
 	// CrashRemotePushed: after a remote item's step pushed its commit,
 	// before the step is journaled (see OpenOptions.Remote).
 	CrashRemotePushed = "remote-pushed"
+	// CrashWIPPushed: after a remote item's step pushed its uncommitted
+	// changes, before the step is journaled.
+	CrashWIPPushed = "wip-pushed"
 )
 
 // CrashPoints lists every named crash point.

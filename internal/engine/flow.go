@@ -318,12 +318,18 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 	}
 	if failure != "" {
 		rec.Status, rec.Error = store.StepFailed, failure
+		if err := e.noteWIP(context.WithoutCancel(ctx), ir, &rec); err != nil {
+			return workflow.Outcome{}, err
+		}
 		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
 		e.publish(ir, event.Event{Type: event.StepFailed, Phase: c.Phase, Step: c.ID, Error: failure})
 		return workflow.Outcome{Failed: true, Reason: failure}, nil
 	}
 	rec.Status = store.StepCompleted
 	rec.Result, _ = json.Marshal(r)
+	if err := e.noteWIP(ctx, ir, &rec); err != nil {
+		return workflow.Outcome{}, err
+	}
 	if err := e.d.Store.FinishStep(ctx, rec); err != nil {
 		return workflow.Outcome{}, err
 	}

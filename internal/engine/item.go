@@ -315,6 +315,10 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 		if err := e.bringUp(ctx, ir); err != nil {
 			return err
 		}
+		// What the item's last step left uncommitted, on any worker.
+		if err := e.restoreWIP(ctx, ir); err != nil {
+			return err
+		}
 	}
 	if err := e.recordBranch(ctx, ir, branch); err != nil {
 		return fmt.Errorf("item %s: record branch: %w", ir.it.ID, err)

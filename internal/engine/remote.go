@@ -57,6 +57,16 @@ type remoteItem struct {
 	// seen are the commits of the item's completed commit steps in the
 	// journal that this process accounted for (fetched or pushed).
 	seen map[string]bool
+	// wips are the journal's WIP records (wipRec.key) this process
+	// accounted for: saved here, restored here or found stale.
+	wips map[string]bool
+	// saved is the tree of the last WIP this process saved or restored:
+	// leftovers with this tree are in the journal and on the remote, and
+	// may go.
+	saved string
+	// n numbers the item's WIP records: the latest journaled one's, one
+	// more for each this process saves.
+	n int
 }
 
 // checkRemote refuses a remote this repository does not have, and a run
@@ -102,6 +112,19 @@ func (e *Engine) fetchItem(ctx context.Context, ir *itemRun, branch string) (str
 	if rem.head != "" {
 		return workspace.TrackingRef(rem.name, branch), nil
 	}
+	// No commit of the item was pushed yet: uncommitted changes an
+	// earlier step left are on the base as it was then, which a new
+	// worktree starts from so that they can be restored.
+	_, wip, err := e.journaled(ctx, ir)
+	if err != nil {
+		return "", err
+	}
+	if wip != nil && wip.w.Commit != "" {
+		if err := e.fetchCommit(ctx, ir, wip.w.Commit); err != nil {
+			return "", err
+		}
+		return wip.w.Base, nil
+	}
 	return workspace.TrackingRef(rem.name, e.d.Config.BaseBranch), nil
 }
 
@@ -110,7 +133,7 @@ func (e *Engine) fetchItem(ctx context.Context, ir *itemRun, branch string) (str
 // now are accounted for: the fetched branch holds every pushed one.
 func (e *Engine) fetch(ctx context.Context, ir *itemRun, base bool) error {
 	rem := ir.remote
-	seen, err := e.journaledCommits(ctx, ir)
+	seen, _, err := e.journaled(ctx, ir)
 	if err != nil {
 		return err
 	}
@@ -135,19 +158,27 @@ func (e *Engine) fetch(ctx context.Context, ir *itemRun, base bool) error {
 	return nil
 }
 
-// journaledCommits are the commits of the item's completed commit steps.
-func (e *Engine) journaledCommits(ctx context.Context, ir *itemRun) (map[string]bool, error) {
+// journaled reads the item's steps in the journal: the commits of its
+// completed commit steps, and its latest WIP record (nil when none).
+func (e *Engine) journaled(ctx context.Context, ir *itemRun) (map[string]bool, *wipRec, error) {
 	steps, err := e.d.Store.ItemSteps(ctx, ir.run, ir.it.ID)
 	if err != nil {
-		return nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
+		return nil, nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
 	}
 	out := map[string]bool{}
+	var latest *wipRec
 	for _, st := range steps {
 		if sha := stepCommit(st); sha != "" {
 			out[sha] = true
 		}
+		// The highest number, not the step's place in the journal: the
+		// steps of one wave may end out of order (and workers' clocks
+		// differ).
+		if w := stepWIP(st); w != nil && (latest == nil || w.N >= latest.n) {
+			latest = &wipRec{step: st.ID, w: w.WIP, n: w.N}
+		}
 	}
-	return out, nil
+	return out, latest, nil
 }
 
 // stepCommit is the commit a completed commit step journaled, or "".
@@ -169,7 +200,7 @@ func (e *Engine) catchUp(ctx context.Context, ir *itemRun) error {
 	if ir.remote == nil {
 		return nil
 	}
-	now, err := e.journaledCommits(ctx, ir)
+	now, wip, err := e.journaled(ctx, ir)
 	if err != nil {
 		return err
 	}
@@ -179,21 +210,29 @@ func (e *Engine) catchUp(ctx context.Context, ir *itemRun) error {
 	for sha := range now {
 		moved = moved || !rem.seen[sha]
 	}
+	// A WIP this process did not account for: another worker ran a
+	// step of the item since and left the tree as it says.
+	moved = moved || wip != nil && !rem.wips[wip.key()]
 	rem.mu.Unlock()
 	if !moved {
 		return nil
 	}
-	return e.refresh(ctx, ir)
+	return e.refresh(ctx, ir, wip)
 }
 
-// refresh fetches the item's branch and brings its worktree to it.
-func (e *Engine) refresh(ctx context.Context, ir *itemRun) error {
+// refresh fetches the item's branch and brings its worktree to it and to
+// the journal's latest WIP (a commit step may have pushed and died before
+// journaling, so the branch is fetched even when only the WIP moved).
+func (e *Engine) refresh(ctx context.Context, ir *itemRun, wip *wipRec) error {
 	ir.gitMu.Lock()
 	defer ir.gitMu.Unlock()
 	if err := e.fetch(ctx, ir, false); err != nil {
 		return err
 	}
-	return e.bringUp(ctx, ir)
+	if err := e.bringUp(ctx, ir); err != nil {
+		return err
+	}
+	return e.syncWIP(ctx, ir, wip)
 }
 
 // bringUp moves the item's worktree to the remote's head as last fetched,
@@ -217,16 +256,9 @@ func (e *Engine) bringUp(ctx context.Context, ir *itemRun) error {
 	if head == want {
 		return nil
 	}
-	dirty, err := ir.repo.Dirty(ctx)
-	if err != nil {
-		return fmt.Errorf("item %s: %w", ir.it.ID, err)
-	}
-	if len(dirty) > 0 {
-		msg := fmt.Sprintf("cadre: %s's uncommitted changes at %.12s, before %s moved to %.12s", ir.it.ID, head, rem.branch, want)
-		if err := ir.repo.SaveChanges(ctx, msg); err != nil {
-			return fmt.Errorf("item %s: put aside uncommitted changes: %w", ir.it.ID, err)
-		}
-		e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("another worker continued %s: this worktree's uncommitted changes (%s) are in git stash list as %q", rem.branch, listPaths(dirty), msg)})
+	msg := fmt.Sprintf("cadre: %s's uncommitted changes at %.12s, before %s moved to %.12s", ir.it.ID, head, rem.branch, want)
+	if _, err := e.putAside(ctx, ir, msg, ""); err != nil {
+		return err
 	}
 	if err := ir.repo.FastForward(ctx, want); err != nil {
 		if errors.Is(err, workspace.ErrNotFastForward) {
@@ -296,4 +328,217 @@ func (e *Engine) remoteCommit(ctx context.Context, ir *itemRun, tried bool) erro
 		return err
 	}
 	return e.bringUp(ctx, ir)
+}
+
+// Uncommitted changes travel too: a step of a remote item that leaves its
+// worktree with any ends by committing them off the branch (a WIP commit
+// whose parent is the head), pushing that to the remote's scratch ref
+// workspace.WIPRef and recording it in the step's journal record, where a
+// clean tree is recorded as an empty WIP. The journal, not the ref, says
+// which is current: a process that provisions the item, or finds in the
+// journal a WIP it did not account for, brings the worktree to the latest
+// one, restoring its files as uncommitted changes when its parent is the
+// head (one whose parent is not came before a commit, which holds it).
+
+// wipRec is a WIP the journal has: the step that recorded it and what it
+// recorded (the zero WIP for a clean tree).
+type wipRec struct {
+	step string
+	w    workspace.WIP
+	n    int
+}
+
+// wipJSON is a WIP as a step's result records it, with its number.
+type wipJSON struct {
+	workspace.WIP
+	N int `json:"n"`
+}
+
+func (r *wipRec) key() string { return r.step + "\x00" + r.w.Commit }
+
+// stepWIP is the WIP a finished step recorded, nil when it recorded none
+// (not a remote item's step, or one that leaves the tree alone).
+func stepWIP(st store.Step) *wipJSON {
+	if st.Status == store.StepStarted || len(st.Result) == 0 {
+		return nil
+	}
+	var r struct {
+		WIP *wipJSON `json:"wip"`
+	}
+	if json.Unmarshal(st.Result, &r) != nil {
+		return nil
+	}
+	return r.WIP
+}
+
+// noteWIP saves a remote item's uncommitted changes as the step rec
+// ends: a WIP commit pushed to the remote and recorded in rec's result,
+// or an empty WIP there for a clean tree, before the caller journals rec.
+// A failed push is a remoteError: the step is tried again.
+func (e *Engine) noteWIP(ctx context.Context, ir *itemRun, rec *store.Step) error {
+	rem := ir.remote
+	if rem == nil || rem.branch == "" {
+		return nil // not provisioned: the tree is not the item's
+	}
+	ir.gitMu.Lock()
+	defer ir.gitMu.Unlock()
+	w, err := ir.repo.TakeWIP(ctx, fmt.Sprintf("cadre: %s's uncommitted changes after step %s", ir.it.ID, oneLine(rec.ID)))
+	if err != nil {
+		return fmt.Errorf("item %s: save uncommitted changes: %w", ir.it.ID, err)
+	}
+	if w.Commit != "" {
+		target, header, err := e.remoteTarget(ctx, ir)
+		if err != nil {
+			return fmt.Errorf("item %s: %w", ir.it.ID, err)
+		}
+		if err := ir.repo.PushWIP(ctx, target, rem.branch, header, w.Commit); err != nil {
+			return &remoteError{fmt.Errorf("item %s: push uncommitted changes to %s: %w", ir.it.ID, rem.name, err)}
+		}
+	}
+	res := map[string]json.RawMessage{}
+	if len(rec.Result) > 0 {
+		if err := json.Unmarshal(rec.Result, &res); err != nil {
+			return fmt.Errorf("item %s: step %s: result: %w", ir.it.ID, rec.ID, err)
+		}
+	}
+	rem.mu.Lock()
+	rem.n++
+	res["wip"], _ = json.Marshal(wipJSON{WIP: w, N: rem.n})
+	rec.Result, _ = json.Marshal(res)
+	if rem.wips == nil {
+		rem.wips = map[string]bool{}
+	}
+	rem.wips[(&wipRec{step: rec.ID, w: w}).key()] = true
+	if w.Tree != "" {
+		rem.saved = w.Tree
+	}
+	rem.mu.Unlock()
+	e.d.Crash(CrashWIPPushed)
+	return nil
+}
+
+// restoreWIP brings a remote item's worktree, just provisioned at the
+// branch's head, to the journal's latest WIP, if any.
+func (e *Engine) restoreWIP(ctx context.Context, ir *itemRun) error {
+	if ir.remote == nil {
+		return nil
+	}
+	_, wip, err := e.journaled(ctx, ir)
+	if err != nil || wip == nil {
+		// No step recorded a WIP: there is nothing to restore, and what
+		// the tree holds is this process's own (a step it did not end).
+		return err
+	}
+	ir.gitMu.Lock()
+	defer ir.gitMu.Unlock()
+	return e.syncWIP(ctx, ir, wip)
+}
+
+// syncWIP makes the item's uncommitted changes those of wip (none for
+// nil, an empty WIP, or one whose parent is not the head). Leftovers that
+// are something else are put aside (see putAside). The caller holds
+// ir.gitMu.
+func (e *Engine) syncWIP(ctx context.Context, ir *itemRun, wip *wipRec) error {
+	rem := ir.remote
+	var w workspace.WIP
+	if wip != nil {
+		w = wip.w
+	}
+	if w.Commit != "" {
+		head, err := ir.repo.Head(ctx)
+		if err != nil {
+			return fmt.Errorf("item %s: %w", ir.it.ID, err)
+		}
+		if w.Base != head {
+			w = workspace.WIP{} // a commit came after it
+		}
+	}
+	msg := fmt.Sprintf("cadre: %s's uncommitted changes, not those another worker left after %s", ir.it.ID, stepOf(wip))
+	there, err := e.putAside(ctx, ir, msg, w.Tree)
+	if err != nil {
+		return err
+	}
+	if w.Commit != "" && !there {
+		if err := e.fetchCommit(ctx, ir, w.Commit); err != nil {
+			return err
+		}
+		if err := ir.repo.RestoreWIP(ctx, w.Commit); err != nil {
+			return fmt.Errorf("item %s: restore the uncommitted changes of step %s (%.12s): %w", ir.it.ID, wip.step, w.Commit, err)
+		}
+	}
+	if wip != nil {
+		rem.mu.Lock()
+		if rem.wips == nil {
+			rem.wips = map[string]bool{}
+		}
+		rem.wips[wip.key()] = true
+		rem.n = max(rem.n, wip.n)
+		if w.Tree != "" {
+			rem.saved = w.Tree
+		}
+		rem.mu.Unlock()
+	}
+	return nil
+}
+
+func stepOf(wip *wipRec) string {
+	if wip == nil {
+		return "its last step"
+	}
+	return wip.step
+}
+
+// putAside leaves the item's worktree without uncommitted changes, unless
+// they make the tree want (then it says so). Leftovers that are the last
+// WIP this process saved or restored are in the journal and on the remote
+// and are dropped; others are put aside in the stash under msg with a warning,
+// never lost. The caller holds ir.gitMu.
+func (e *Engine) putAside(ctx context.Context, ir *itemRun, msg, want string) (bool, error) {
+	dirty, err := ir.repo.Dirty(ctx)
+	if err != nil {
+		return false, fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	var paths []string
+	for _, p := range dirty {
+		if p != workspace.StateDir && !strings.HasPrefix(p, workspace.StateDir+"/") {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return false, nil
+	}
+	tree, err := ir.repo.TreeOfChanges(ctx)
+	if err != nil {
+		return false, fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	if want != "" && tree == want {
+		return true, nil
+	}
+	rem := ir.remote
+	rem.mu.Lock()
+	saved := rem.saved
+	rem.mu.Unlock()
+	if tree == saved {
+		if err := ir.repo.DiscardChanges(ctx); err != nil {
+			return false, fmt.Errorf("item %s: drop uncommitted changes saved before: %w", ir.it.ID, err)
+		}
+		return false, nil
+	}
+	if err := ir.repo.SaveChanges(ctx, msg); err != nil {
+		return false, fmt.Errorf("item %s: put aside uncommitted changes: %w", ir.it.ID, err)
+	}
+	e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("another worker continued %s: this worktree's uncommitted changes (%s) are in git stash list as %q", rem.branch, listPaths(paths), msg)})
+	return false, nil
+}
+
+// fetchCommit brings a commit of the remote by its id.
+func (e *Engine) fetchCommit(ctx context.Context, ir *itemRun, sha string) error {
+	target, header, err := e.remoteTarget(ctx, ir)
+	if err != nil {
+		return fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	if err := e.repo.FetchCommit(ctx, target, header, sha); err != nil {
+		return &remoteError{fmt.Errorf("item %s: fetch uncommitted changes %.12s from %s: %w", ir.it.ID, sha, ir.remote.name, err)}
+	}
+	return nil
 }

@@ -414,9 +414,10 @@ func subcommand(f []string) string {
 // The git processes a remote item adds to the same steps on the same
 // worker: the fetch of its first step (two for a new item: git refuses to
 // fetch a branch the remote lacks, so the base is fetched again alone),
-// one push per committing step, and the check of the remote when the run
-// is opened; nothing between steps that stayed on one worker. The
-// embedded engine's own runs fetch and push nothing.
+// one push per committing step, the check of the remote when the run is
+// opened, and at the end of each step the check for uncommitted changes
+// and the save and push of any; nothing between steps that stayed on one
+// worker. The embedded engine's own runs fetch, push and save nothing.
 func TestRemoteItemGitProcesses(t *testing.T) {
 	count := gitShim(t)
 	run := func(local bool) map[string]int {
@@ -455,7 +456,10 @@ func TestRemoteItemGitProcesses(t *testing.T) {
 		}
 	}
 	t.Logf("git processes: %d local, %d remote; the remote item adds %v: %.2f per step over 8 steps (4 committing)", sum(local), sum(remote), extra, float64(total)/8)
-	if want := map[string]int{"fetch": 2, "push": 4, "remote": 1}; !mapsEqual(extra, want) {
+	// Each step ends with a git status; the four agent steps leave their
+	// file uncommitted, which takes an add and a write-tree into a copy of
+	// the index, a commit-tree and a push of the WIP commit.
+	if want := map[string]int{"fetch": 2, "push": 4 + 4, "remote": 1, "status": 8, "add": 4, "write-tree": 4, "commit-tree": 4}; !mapsEqual(extra, want) {
 		t.Errorf("a remote item adds %v git processes, want %v", extra, want)
 	}
 
@@ -468,7 +472,7 @@ func TestRemoteItemGitProcesses(t *testing.T) {
 	if err != nil || sum.Status != store.RunCompleted {
 		t.Fatalf("run: %+v, %v", sum, err)
 	}
-	for _, sub := range []string{"fetch", "push", "merge", "stash", "remote", "ls-remote"} {
+	for _, sub := range []string{"fetch", "push", "merge", "stash", "remote", "ls-remote", "write-tree", "commit-tree", "restore"} {
 		if by[sub] != 0 {
 			t.Errorf("the embedded engine ran git %s %d times: %v", sub, by[sub], by)
 		}

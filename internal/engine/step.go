@@ -254,6 +254,9 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	rec.Usage = toStoreUsage(usage)
 	if failure != "" {
 		rec.Status, rec.Error = store.StepFailed, failure
+		if err := e.noteWIP(context.WithoutCancel(ctx), ir, &rec); err != nil {
+			return agentOut{}, err
+		}
 		if err := e.d.Store.FinishStep(context.WithoutCancel(ctx), rec); err != nil {
 			return agentOut{}, err
 		}
@@ -281,6 +284,9 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	}
 	rec.Status = store.StepCompleted
 	rec.Signal, _ = json.Marshal(sig)
+	if err := e.noteWIP(ctx, ir, &rec); err != nil {
+		return agentOut{}, err
+	}
 	if err := e.d.Store.FinishStep(ctx, rec); err != nil {
 		return agentOut{}, err
 	}

@@ -161,3 +161,151 @@ func (r *Repo) SaveChanges(ctx context.Context, message string) error {
 	_, err := r.Git(ctx, append(append([]string(nil), r.committer()...), "stash", "push", "--include-untracked", "--quiet", "-m", message)...)
 	return err
 }
+
+// A tree's uncommitted changes travel between machines as a
+// work-in-progress commit: made off the branch from a copy of the tree's
+// index (the tree's own index and branch are never touched), its parent the
+// branch head, pushed to a scratch ref of the remote and fetched by its id,
+// which the journal records with the step that left the changes.
+
+// WIP is a commit holding a tree's uncommitted changes; the zero WIP is a
+// clean tree.
+type WIP struct {
+	Commit string `json:"commit,omitempty"`
+	Base   string `json:"base,omitempty"` // its parent: the head it was taken on
+	Tree   string `json:"tree,omitempty"`
+}
+
+// WIPRef is the remote's scratch ref for branch's latest WIP commit.
+func WIPRef(branch string) string { return "refs/cadre/wip/" + branch }
+
+// wipSpec is every path of a tree but cadre's state directory; ignored
+// files are never added.
+var wipSpec = []string{"--", ".", ":(top,exclude)" + StateDir}
+
+// TakeWIP commits the tree's uncommitted changes (tracked and untracked,
+// deletions included) off its branch with message, and returns the commit;
+// a clean tree gives the zero WIP after one git process (status), a dirty
+// one takes four (status, add, write-tree, commit-tree).
+func (r *Repo) TakeWIP(ctx context.Context, message string) (WIP, error) {
+	dirty, err := r.Dirty(ctx)
+	if err != nil {
+		return WIP{}, err
+	}
+	if !hasChanges(dirty) {
+		return WIP{}, nil
+	}
+	base, err := r.Head(ctx)
+	if err != nil {
+		return WIP{}, err
+	}
+	tree, err := r.TreeOfChanges(ctx)
+	if err != nil {
+		return WIP{}, err
+	}
+	args := append(append([]string(nil), r.committer()...), "commit-tree", "-p", base, "-m", message, tree)
+	out, err := r.Git(ctx, args...)
+	if err != nil {
+		return WIP{}, err
+	}
+	return WIP{Commit: strings.TrimSpace(out), Base: base, Tree: tree}, nil
+}
+
+// hasChanges says whether status paths name anything outside .cadre/.
+func hasChanges(paths []string) bool {
+	for _, p := range paths {
+		if p != StateDir && !strings.HasPrefix(p, StateDir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// TreeOfChanges writes the tree the working tree's files make (but
+// .cadre/ and ignored files) and returns its id: git add -A into a copy
+// of the tree's index, whose file stats spare hashing what did not change,
+// then write-tree.
+func (r *Repo) TreeOfChanges(ctx context.Context) (string, error) {
+	_, gitDir, err := r.gitDirs(ctx)
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(gitDir, "cadre-wip-index-")
+	if err != nil {
+		return "", fmt.Errorf("snapshot the tree: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if data, err := os.ReadFile(filepath.Join(gitDir, "index")); err == nil {
+		_, err = tmp.Write(data)
+		if err != nil {
+			tmp.Close()
+			return "", fmt.Errorf("snapshot the tree: %w", err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		tmp.Close()
+		return "", fmt.Errorf("snapshot the tree: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("snapshot the tree: %w", err)
+	}
+	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
+	if _, err := gitEnv(ctx, r.Dir, env, r.withFilters(ctx, append([]string{"add", "-A"}, wipSpec...))...); err != nil {
+		return "", err
+	}
+	out, err := gitEnv(ctx, r.Dir, env, r.withFilters(ctx, []string{"write-tree"})...)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// PushWIP points remote's WIPRef(branch) at commit, whatever it held (it
+// is scratch: the journal says which commit belongs to which step).
+// authHeader is as for Push.
+func (r *Repo) PushWIP(ctx context.Context, remote, branch, authHeader, commit string) error {
+	if !isObjectID(commit) {
+		return fmt.Errorf("push work in progress: %q is not a commit id", commit)
+	}
+	return r.viaRemote(ctx, remote, authHeader, func(url string) []string {
+		return []string{"push", "--quiet", "--", url, "+" + commit + ":" + WIPRef(branch)}
+	})
+}
+
+// FetchCommit brings commit from remote by its id, unless this repository
+// has it as a loose object already (where git writes the commits it makes).
+// A remote's WIPRef may have moved past it: the id is asked for itself.
+func (r *Repo) FetchCommit(ctx context.Context, remote, authHeader, commit string) error {
+	if !isObjectID(commit) {
+		return fmt.Errorf("fetch: %q is not a commit id", commit)
+	}
+	if common, _, err := r.gitDirs(ctx); err == nil {
+		if _, err := os.Stat(filepath.Join(common, "objects", commit[:2], commit[2:])); err == nil {
+			return nil
+		}
+	}
+	return r.viaRemote(ctx, remote, authHeader, func(url string) []string {
+		return []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", url, commit}
+	})
+}
+
+// RestoreWIP makes the tree's files those of commit (a WIP commit on the
+// tree's head), leaving the index alone, so that they show as the
+// uncommitted changes they were: modified, added (untracked) and deleted
+// files. One git process; the tree should be clean.
+func (r *Repo) RestoreWIP(ctx context.Context, commit string) error {
+	if !isObjectID(commit) {
+		return fmt.Errorf("restore: %q is not a commit id", commit)
+	}
+	_, err := r.Git(ctx, append([]string{"restore", "--source=" + commit, "--worktree"}, wipSpec...)...)
+	return err
+}
+
+// DiscardChanges drops the tree's uncommitted changes, untracked files
+// included (ignored ones and .cadre/ kept): for changes recorded elsewhere.
+func (r *Repo) DiscardChanges(ctx context.Context) error {
+	if _, err := r.Git(ctx, "reset", "--hard", "--quiet"); err != nil {
+		return err
+	}
+	_, err := r.Git(ctx, append([]string{"clean", "-d", "--force", "--quiet"}, wipSpec...)...)
+	return err
+}

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -169,4 +170,109 @@ func TestBranchThroughAuthedRemote(t *testing.T) {
 	if authed.Load() == 0 {
 		t.Error("no request reached the remote with the credential")
 	}
+}
+
+// A tree's uncommitted changes (a modified, a deleted and an untracked
+// file) go to another clone through a WIP commit off the branch, which
+// leaves the tree's branch and index alone and takes neither .cadre/ nor
+// ignored files; restored there, they are the same uncommitted changes.
+func TestWIPThroughRemote(t *testing.T) {
+	ctx := context.Background()
+	a := newRepo(t)
+	write(t, filepath.Join(a.Dir, "keep"), "one\n")
+	write(t, filepath.Join(a.Dir, "gone"), "bye\n")
+	write(t, filepath.Join(a.Dir, ".gitignore"), "*.log\n")
+	base, err := a.CommitAll(ctx, "base", Mark{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := bareOrigin(t, a)
+	if w, err := a.TakeWIP(ctx, "clean"); err != nil || w != (WIP{}) {
+		t.Fatalf("a clean tree's WIP: %+v, %v; want none", w, err)
+	}
+
+	write(t, filepath.Join(a.Dir, "keep"), "one\ntwo\n")
+	os.Remove(filepath.Join(a.Dir, "gone"))
+	write(t, filepath.Join(a.Dir, "dir", "new"), "new\n")
+	write(t, filepath.Join(a.Dir, "build.log"), "ignored\n")
+	write(t, filepath.Join(a.Dir, StateDir, "state"), "cadre's\n")
+	status := func(r *Repo) string {
+		out, err := r.Git(ctx, "status", "--porcelain", "--untracked-files=all", "--", ".", ":(exclude)"+StateDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	index := func(r *Repo) string {
+		out, _ := r.Git(ctx, "ls-files", "--stage")
+		return out
+	}
+	want, idx := status(a), index(a)
+	w, err := a.TakeWIP(ctx, "wip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Commit == "" || w.Base != base {
+		t.Fatalf("WIP %+v, want a commit on %s", w, base)
+	}
+	if head, _ := a.Head(ctx); head != base || status(a) != want || index(a) != idx {
+		t.Errorf("taking the WIP changed the tree: head %s, status %q, index changed %v", head, status(a), index(a) != idx)
+	}
+	files, _ := a.Git(ctx, "ls-tree", "-r", "--name-only", w.Commit)
+	if files != ".gitignore\ndir/new\nkeep\n" {
+		t.Errorf("the WIP commit holds %q, want the tree without gone, build.log and .cadre/", files)
+	}
+	if tree, _ := a.Git(ctx, "rev-parse", w.Commit+"^{tree}"); strings.TrimSpace(tree) != w.Tree {
+		t.Errorf("WIP tree %s, commit's %s", w.Tree, tree)
+	}
+	if err := a.PushWIP(ctx, "origin", "cadre/x", "", w.Commit); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := exec.Command("git", "-C", bare, "rev-parse", WIPRef("cadre/x")).Output(); strings.TrimSpace(string(out)) != w.Commit {
+		t.Errorf("origin's %s is %q, want %s", WIPRef("cadre/x"), out, w.Commit)
+	}
+	if bareHead(t, bare, "cadre/x") != "" {
+		t.Error("the WIP made a branch on origin")
+	}
+
+	bdir := filepath.Join(t.TempDir(), "b")
+	if out, err := exec.Command("git", "clone", "-q", "-b", "main", bare, bdir).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	b := &Repo{Dir: bdir}
+	// The ref moves on; the WIP is still fetched by its id.
+	other := strings.TrimSpace(mustGit(t, a, "commit-tree", "-p", base, "-m", "later", w.Tree))
+	if err := a.PushWIP(ctx, "origin", "cadre/x", "", other); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.FetchCommit(ctx, "origin", "", w.Commit); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.RestoreWIP(ctx, w.Commit); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(b); got != want {
+		t.Errorf("restored changes\n%s\nwant\n%s", got, want)
+	}
+	if data, _ := os.ReadFile(filepath.Join(bdir, "keep")); string(data) != "one\ntwo\n" {
+		t.Errorf("restored keep %q", data)
+	}
+	if err := b.DiscardChanges(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(b); got != "" {
+		t.Errorf("after DiscardChanges: %q", got)
+	}
+	if err := a.PushWIP(ctx, "origin", "cadre/x", "", "-f"); err == nil {
+		t.Error("an option was pushed as a commit")
+	}
+}
+
+func mustGit(t *testing.T, r *Repo, args ...string) string {
+	t.Helper()
+	out, err := r.Git(context.Background(), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
