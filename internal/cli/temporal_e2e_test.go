@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -528,6 +529,11 @@ func (g *temporalRepo) checkTemporalRun(t *testing.T, kills []map[string]agentSt
 			t.Errorf("branch %s of pull request %d has no commits over main", pr.Head, pr.Number)
 			continue
 		}
+		// Every task's file, whichever worker wrote it.
+		files, _ := exec.Command("git", "-C", g.bare, "diff", "--name-only", "main..."+pr.Head).Output()
+		if got := strings.Fields(string(files)); !slices.Contains(got, "a.txt") || !slices.Contains(got, "b.txt") {
+			t.Errorf("branch %s of pull request %d changes %q, want a.txt and b.txt", pr.Head, pr.Number, got)
+		}
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			sha, step, _ := strings.Cut(line, " ")
 			if step == "" {
@@ -591,3 +597,93 @@ func atoi(s string) int {
 }
 
 const stepsPerIssue = 13
+
+// TestTemporalRemoteUncommittedWorkMoves runs a plain task file (the
+// runner workflow: the coder edits, the auditor reviews, the item commits
+// at its end) on two workers in clones of their own. The worker holding
+// the audit is killed: the other one continues the item and must find the
+// coder's uncommitted changes (modified, added and deleted files), which
+// the item's end commits.
+func TestTemporalRemoteUncommittedWorkMoves(t *testing.T) {
+	bin := temporalCLI(t)
+	addr := startTemporal(t, bin)
+	g := &temporalRepo{work: t.TempDir()}
+	g.dir, g.bare = filepath.Join(g.work, "repo"), filepath.Join(g.work, "origin.git")
+	audit := gate{filepath.Join(g.work, "audit.starts"), filepath.Join(g.work, "audit.release")}
+	g.path = os.Getenv("PATH")
+	os.MkdirAll(filepath.Join(g.dir, "tasks"), 0o755)
+	os.WriteFile(filepath.Join(g.dir, "cadre.yaml"), []byte("sandbox: {mode: none}\ntasks_dir: tasks\n"+
+		"defaults: {runner: fake, workflow: runner}\nrunners:\n  fake: {type: script, scenario: scenario.yaml}\n"), 0o644)
+	os.WriteFile(filepath.Join(g.dir, "old.txt"), []byte("old\n"), 0o644)
+	os.WriteFile(filepath.Join(g.dir, "gone.txt"), []byte("gone\n"), 0o644)
+	os.WriteFile(filepath.Join(g.dir, "tasks", "t1.md"), []byte("---\nstage: code\n---\n# Edit files\n"), 0o644)
+	argv, _ := json.Marshal([]string{"sh", "-c", audit.script()})
+	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(`rules:
+  - role: coder
+    actions:
+      - write: {path: new.txt, content: "new\n"}
+      - replace: {path: old.txt, old: "old", new: "changed"}
+      - run: ["rm", "gone.txt"]
+    signal: {result: SUCCESS, summary: edited, confidence: 9, next: auditor}
+  - role: auditor
+    actions:
+      - run: `+string(argv)+`
+    signal: {result: PASS, summary: accepted, confidence: 9, next: Done, rating: 9}
+`), 0o644)
+	git := func(dir string, args ...string) {
+		t.Helper()
+		c := exec.Command("git", args...)
+		c.Dir = dir
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	git(g.work, "init", "-q", "--bare", "-b", "main", g.bare)
+	git(g.dir, "init", "-q", "-b", "main")
+	git(g.dir, "add", "-A")
+	git(g.dir, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "init")
+	git(g.dir, "remote", "add", "origin", g.bare)
+	git(g.dir, "push", "-q", "origin", "main")
+
+	workers := map[int]*cadreProc{}
+	for _, name := range []string{"worker1", "worker2"} {
+		w := g.startIn(t, g.clone(t, name), name, "worker", "--temporal-address", addr, "--task-queue", "wip")
+		workers[w.cmd.Process.Pid] = w
+	}
+	run := g.start(t, "run", "run", "--plain", "--engine", "temporal", "--temporal-address", addr,
+		"--task-queue", "wip", "--heartbeat-timeout", "3s")
+	var victim *cadreProc
+	waitFor(t, 60*time.Second, "the audit held by a worker", func() bool {
+		pids := audit.pids()
+		if len(pids) > 0 {
+			victim = workers[pids[0]]
+		}
+		return victim != nil
+	})
+	victim.cmd.Process.Signal(syscall.SIGKILL)
+	victim.wait(t, 10*time.Second)
+	if err := os.WriteFile(audit.release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := run.wait(t, 90*time.Second); code != 0 {
+		t.Fatalf("cadre run exited with %d", code)
+	}
+	if pids := audit.pids(); len(pids) != 2 || workers[pids[1]] == nil || workers[pids[1]] == victim {
+		t.Fatalf("the audit ran under %v, want the killed worker's then the other's", pids)
+	}
+	out, err := exec.Command("git", "-C", g.bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/cadre/").Output()
+	branch := strings.TrimSpace(string(out))
+	if err != nil || branch == "" || strings.Contains(branch, "\n") {
+		t.Fatalf("the item's branch on origin: %q, %v", out, err)
+	}
+	diff, _ := exec.Command("git", "-C", g.bare, "diff", "--name-status", "main", branch).Output()
+	for _, want := range []string{"A\tnew.txt", "M\told.txt", "D\tgone.txt"} {
+		if !strings.Contains(string(diff), want) {
+			t.Errorf("the item's commit lacks %q; it changes:\n%s", want, diff)
+		}
+	}
+	task, _ := os.ReadFile(filepath.Join(g.dir, "tasks", "t1.md"))
+	if !strings.Contains(string(task), "stage: completed") {
+		t.Errorf("the starter's task file:\n%s\nwant stage: completed", task)
+	}
+}
