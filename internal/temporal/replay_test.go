@@ -35,10 +35,18 @@ import (
 //     came, ending stopped;
 //   - history-halt-unversioned.json: doomed's workflow of the same run
 //     recorded by the code before the halt signals (no halt-siblings
-//     version marker), which workers of today's code must still replay.
+//     version marker), which workers of today's code must still replay;
+//   - history-remote.json: the run of TestTemporalRemoteUncommittedWorkMoves
+//     (internal/cli; the history written out after the run with the same
+//     command): a runner-workflow item on two workers in clones of their
+//     own, the run's starter its home. Each worker's first step is cold
+//     (an export from the home, then the step again with the snapshot),
+//     every step's batch is applied home, the audit's worker is killed:
+//     the audit times out on its heartbeat, waits on that worker's own
+//     queue until its schedule-to-start timeout, then runs on the other.
 func TestReplayRecordedHistory(t *testing.T) {
 	for _, file := range []string{"testdata/history-simple.json", "testdata/history-runner.json",
-		"testdata/history-halt.json", "testdata/history-halted.json", "testdata/history-halt-unversioned.json"} {
+		"testdata/history-halt.json", "testdata/history-halted.json", "testdata/history-halt-unversioned.json", "testdata/history-remote.json"} {
 		t.Run(file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			RegisterWorkflow(r, testWorkflows(t))
