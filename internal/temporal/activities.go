@@ -151,6 +151,14 @@ func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engi
 	a.inflight.Add(1)
 	stop := a.heartbeat(ctx, ref.Run, step)
 	sp := &span{a: a, ref: ref.key(), remote: ref.Sync != nil && ref.Sync.Home != a.Home, homed: ref.Sync != nil, stop: func() { stop(); a.inflight.Done() }}
+	if sp.remote && !a.Origin {
+		// Retrying cannot help: the clone lacks what the item's branch
+		// travels through.
+		sp.stop()
+		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"item %s: this worker's repository has no remote origin, through which the items of runs started on other machines travel: add it (git remote add origin URL) or run the worker in the run's repository", ref.Item),
+			ErrTypeNoOrigin, nil)
+	}
 	if sp.remote {
 		if err := a.hydrate(ctx, ref); err != nil {
 			sp.stop()

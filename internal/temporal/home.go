@@ -49,6 +49,10 @@ const (
 // workflow exports the item and runs the step again with it.
 const ErrTypeCold = "cold"
 
+// ErrTypeNoOrigin: a worker without an origin remote got a step of a run
+// from elsewhere.
+const ErrTypeNoOrigin = "no origin"
+
 // HomeOf names the journal in stateDir on this machine.
 func HomeOf(stateDir string) string {
 	host, _ := os.Hostname()

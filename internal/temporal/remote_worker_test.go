@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -61,7 +63,7 @@ func remoteRef(fresh []string, snap string, at int, seq int64) ItemRef {
 // not; a sibling step still running blocks a new hydration.
 func TestWorkerHydration(t *testing.T) {
 	rep := &fakeReplica{}
-	a := &Activities{Home: "me:/y", ID: "w1", Replica: rep}
+	a := &Activities{Home: "me:/y", ID: "w1", Replica: rep, Origin: true}
 	ctx := context.Background()
 	cold := func(ref ItemRef) {
 		t.Helper()
@@ -132,5 +134,19 @@ func TestRemoteStepEnd(t *testing.T) {
 	rep.pending = "c"
 	if sy, err := span(false).end(ctx, nil); err != nil || sy.Batch != nil || rep.pending == "" {
 		t.Errorf("home step: %+v, %v: want nothing taken", sy, err)
+	}
+}
+
+// A worker whose clone has no origin refuses a step of a run from
+// elsewhere for good, saying what to do, rather than Temporal retrying it.
+func TestRemoteStepWithoutOrigin(t *testing.T) {
+	a := &Activities{Home: "me:/y", ID: "w1", Replica: &fakeReplica{}}
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(a.Begin)
+	_, err := env.ExecuteActivity(a.Begin, remoteRef(nil, `{"seq":0}`, 0, 0))
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != ErrTypeNoOrigin || !strings.Contains(err.Error(), "git remote add origin") {
+		t.Fatalf("err %v, want a non-retryable refusal naming git remote add origin", err)
 	}
 }
