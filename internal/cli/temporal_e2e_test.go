@@ -185,20 +185,12 @@ func newTemporalRepo(t *testing.T) *temporalRepo {
 	os.WriteFile(filepath.Join(shim, "git"), []byte("#!/bin/sh\ncase \"$*\" in\n*'push --quiet -- '*'refs/heads/cadre/"+pushedItem+"-'*) "+g.push.script()+";;\nesac\n"+
 		"exec '"+real+"' \"$@\"\n"), 0o755)
 	g.path = shim + string(os.PathListSeparator) + os.Getenv("PATH")
-	git := func(dir string, args ...string) {
-		t.Helper()
-		c := exec.Command("git", args...)
-		c.Dir = dir
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-	git(g.work, "init", "-q", "--bare", g.bare)
-	git(g.dir, "init", "-q", "-b", "main")
-	git(g.dir, "add", "-A")
-	git(g.dir, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "init")
-	git(g.dir, "remote", "add", "origin", g.bare)
-	git(g.dir, "push", "-q", "origin", "main")
+	gitIn(t, g.work, "init", "-q", "--bare", g.bare)
+	gitIn(t, g.dir, "init", "-q", "-b", "main")
+	gitIn(t, g.dir, "add", "-A")
+	gitIn(t, g.dir, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "init")
+	gitIn(t, g.dir, "remote", "add", "origin", g.bare)
+	gitIn(t, g.dir, "push", "-q", "origin", "main")
 	return g
 }
 
@@ -630,20 +622,12 @@ func TestTemporalRemoteUncommittedWorkMoves(t *testing.T) {
       - run: `+string(argv)+`
     signal: {result: PASS, summary: accepted, confidence: 9, next: Done, rating: 9}
 `), 0o644)
-	git := func(dir string, args ...string) {
-		t.Helper()
-		c := exec.Command("git", args...)
-		c.Dir = dir
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-	git(g.work, "init", "-q", "--bare", "-b", "main", g.bare)
-	git(g.dir, "init", "-q", "-b", "main")
-	git(g.dir, "add", "-A")
-	git(g.dir, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "init")
-	git(g.dir, "remote", "add", "origin", g.bare)
-	git(g.dir, "push", "-q", "origin", "main")
+	gitIn(t, g.work, "init", "-q", "--bare", "-b", "main", g.bare)
+	gitIn(t, g.dir, "init", "-q", "-b", "main")
+	gitIn(t, g.dir, "add", "-A")
+	gitIn(t, g.dir, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "init")
+	gitIn(t, g.dir, "remote", "add", "origin", g.bare)
+	gitIn(t, g.dir, "push", "-q", "origin", "main")
 
 	workers := map[int]*cadreProc{}
 	for _, name := range []string{"worker1", "worker2"} {
@@ -685,5 +669,15 @@ func TestTemporalRemoteUncommittedWorkMoves(t *testing.T) {
 	task, _ := os.ReadFile(filepath.Join(g.dir, "tasks", "t1.md"))
 	if !strings.Contains(string(task), "stage: completed") {
 		t.Errorf("the starter's task file:\n%s\nwant stage: completed", task)
+	}
+}
+
+// gitIn runs git in dir, failing the test when it fails.
+func gitIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	c := exec.Command("git", args...)
+	c.Dir = dir
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v %s", args, err, out)
 	}
 }

@@ -12,9 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -83,25 +81,16 @@ func newRemoteRig(t *testing.T, do agentFunc) *remoteRig {
 	r := &remoteRig{a: a, origin: filepath.Join(work, "origin.git"), rootB: filepath.Join(work, "b")}
 	git(t, work, "clone", "-q", "--bare", a.root, r.origin)
 	git(t, a.root, "remote", "add", "origin", r.origin)
-	git(t, work, "clone", "-q", r.origin, r.rootB)
-	git(t, r.rootB, "config", "user.email", "b@example.com")
-	git(t, r.rootB, "config", "user.name", "B")
-	os.WriteFile(filepath.Join(r.rootB, ".git", "info", "exclude"), []byte("/.cadre/\n"), 0o644)
-	cfg := config.Default()
-	cfg.Defaults.Runner = "fake"
-	reg := runner.NewRegistry()
-	reg.Register("fake", func(runner.Settings) (runner.Runner, error) { return a.fake, nil })
-	roles, err := role.Load("")
-	if err != nil {
-		t.Fatal(err)
+	otherMachine(t, r.origin, r.rootB)
+	deps := fakeDeps(t, r.rootB, a.st, a.fake, event.NewBus(nil, event.SinkFunc(func(event.Event) {})))
+	deps.Workflows = a.eng.d.Workflows
+	deps.Crash = func(p string) {
+		if r.crash != nil {
+			r.crash(p)
+		}
 	}
-	bus := event.NewBus(nil, event.SinkFunc(func(event.Event) {}))
-	r.engB, err = New(context.Background(), Deps{Root: r.rootB, Config: cfg, Store: a.st, Roles: roles, Runners: reg, Bus: bus,
-		Workflows: a.eng.d.Workflows, Crash: func(p string) {
-			if r.crash != nil {
-				r.crash(p)
-			}
-		}})
+	var err error
+	r.engB, err = New(context.Background(), deps)
 	if err != nil {
 		t.Fatal(err)
 	}

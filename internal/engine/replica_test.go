@@ -27,32 +27,46 @@ import (
 // repository with its own journal, its agents the same fake runner.
 func replicaEnv(t *testing.T, truth *env) *env {
 	t.Helper()
-	root := t.TempDir()
-	git(t, truth.root, "clone", "-q", truth.root, root)
-	git(t, root, "config", "user.email", "t@example.com")
-	git(t, root, "config", "user.name", "T")
-	os.WriteFile(filepath.Join(root, ".git", "info", "exclude"), []byte("/.cadre/\n"), 0o644)
+	root := filepath.Join(t.TempDir(), "replica")
+	otherMachine(t, truth.root, root)
 	st, err := store.Open(context.Background(), filepath.Join(root, ".cadre", "cadre.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	e := &env{t: t, root: root, st: st, fake: truth.fake}
-	cfg := config.Default()
-	cfg.Defaults.Runner = "fake"
-	reg := runner.NewRegistry()
-	reg.Register("fake", func(runner.Settings) (runner.Runner, error) { return truth.fake, nil })
-	roles, err := role.Load("")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	bus := event.NewBus(nil, event.SinkFunc(func(ev event.Event) { mu.Lock(); e.events = append(e.events, ev); mu.Unlock() }))
-	e.eng, err = New(context.Background(), Deps{Root: root, Config: cfg, Store: st, Roles: roles, Runners: reg, Bus: bus})
+	e.eng, err = New(context.Background(), fakeDeps(t, root, st, truth.fake, bus))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// otherMachine clones src into dst as the repository of a worker on
+// another machine: its own committer, its .cadre excluded.
+func otherMachine(t *testing.T, src, dst string) {
+	t.Helper()
+	git(t, filepath.Dir(dst), "clone", "-q", src, dst)
+	git(t, dst, "config", "user.email", "w@example.com")
+	git(t, dst, "config", "user.name", "W")
+	os.WriteFile(filepath.Join(dst, ".git", "info", "exclude"), []byte("/.cadre/\n"), 0o644)
+}
+
+// fakeDeps are the dependencies of an engine at root whose every agent is
+// fake.
+func fakeDeps(t *testing.T, root string, st *store.Store, fake *fakeRunner, bus *event.Bus) Deps {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Defaults.Runner = "fake"
+	reg := runner.NewRegistry()
+	reg.Register("fake", func(runner.Settings) (runner.Runner, error) { return fake, nil })
+	roles, err := role.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Deps{Root: root, Config: cfg, Store: st, Roles: roles, Runners: reg, Bus: bus}
 }
 
 // journaled has e's events written to its journal, as cadre run does;

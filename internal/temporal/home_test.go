@@ -4,15 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
 
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
@@ -119,11 +115,7 @@ func (h *fakeHome) Apply(ctx context.Context, in ApplyInput) error {
 func runRemote(t *testing.T, r *remoteSteps) *fakeHome {
 	t.Helper()
 	h := &fakeHome{}
-	var ts testsuite.WorkflowTestSuite
-	ts.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	env := ts.NewTestWorkflowEnvironment()
-	RegisterWorkflow(env, testWorkflows(t))
-	RegisterActivities(env, r)
+	env := newEnv(t, r)
 	RegisterHome(env, h)
 	in := input
 	in.Home = "elsewhere:/repo/.cadre"

@@ -19,7 +19,7 @@ import (
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
 
-func newEnv(t *testing.T, f *fakeSteps) *testsuite.TestWorkflowEnvironment {
+func newEnv(t *testing.T, f Steps) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
