@@ -145,7 +145,13 @@ func (e *Engine) fetch(ctx context.Context, ir *itemRun, base bool) error {
 	if base {
 		want = append(want, e.d.Config.BaseBranch)
 	}
-	heads, err := e.repo.FetchBranches(ctx, target, header, rem.name, want...)
+	var heads map[string]string
+	// Not beside a worktree being added: git fetch reads every worktree's
+	// HEAD, which git worktree add writes as a placeholder first.
+	err = e.wts.Exclusive(func() (err error) {
+		heads, err = e.repo.FetchBranches(ctx, target, header, rem.name, want...)
+		return err
+	})
 	if err != nil {
 		return &remoteError{fmt.Errorf("item %s: %w", ir.it.ID, err)}
 	}

@@ -95,6 +95,13 @@ func NewWorktrees(repo *Repo) *Worktrees {
 	return &Worktrees{repo: repo, dir: filepath.Join(repo.Dir, StateDir, WorktreesDir)}
 }
 
+// Exclusive runs fn while no worktree is being created in this process.
+func (w *Worktrees) Exclusive(fn func() error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return fn()
+}
+
 // Path is where item's worktree lives.
 func (w *Worktrees) Path(item string) string { return filepath.Join(w.dir, item) }
 
