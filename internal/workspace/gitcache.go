@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -87,9 +86,12 @@ func baseConfigFiles(common, gitDir string) []string {
 // own setup, a test's) is not asked again at every step of the run's
 // first moments.
 func fingerprint(paths []string) string {
-	// Appended field by field: this runs twice per agent step, and fmt's
-	// reflection over statKey cost more than the lstat calls.
-	b := make([]byte, 0, 64*len(paths))
+	// Built in a reused buffer and returned as its hash: this runs two or
+	// three times per agent step, and the stamp is only ever compared.
+	bp := scratch.Get().(*[]byte)
+	defer scratch.Put(bp)
+	b := (*bp)[:0]
+	defer func() { *bp = b[:0] }()
 	now := time.Now()
 	for _, p := range paths {
 		b = append(b, p...)
@@ -120,10 +122,11 @@ func fingerprint(paths []string) string {
 		b = append(b, ':')
 		b = strconv.AppendUint(b, st.Ino, 16)
 		b = append(b, ":="...)
-		b = hex.AppendEncode(b, sum[:])
+		b = append(b, sum[:]...)
 		b = append(b, 0)
 	}
-	return string(b)
+	sum := sha256.Sum256(b)
+	return string(sum[:])
 }
 
 // configOrigins returns the files git reads configuration from for this
