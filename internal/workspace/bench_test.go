@@ -194,3 +194,26 @@ func BenchmarkGitGuard(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkHideNothing is an untrusted item's shield around one agent
+// step in a tree holding none of the configuration it hides: what every
+// step of most repositories pays.
+func BenchmarkHideNothing(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	if out, err := exec.Command("git", "-C", dir, "init", "-q", "-b", "main").CombinedOutput(); err != nil {
+		b.Fatalf("git init: %v %s", err, out)
+	}
+	os.MkdirAll(filepath.Join(dir, ".github", "workflows"), 0o755)
+	r := &Repo{Dir: dir}
+	stash := filepath.Join(b.TempDir(), "hidden")
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.Hide(ctx, stash); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Unhide(ctx, stash); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
