@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -271,13 +270,24 @@ var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b
 
 // readSmall reads at most maxWatched+1 bytes of p into *buf (grown to the
 // size its stat gave, plus one byte so growth shows) and returns them; the
-// result is valid until *buf is reused.
+// result is valid until *buf is reused. It reads on a bare descriptor: an
+// *os.File costs an allocation and three more system calls, and a
+// snapshot may read every hook. Links are not followed and a FIFO put in
+// the file's place does not block: a snapshot reads what it statted or
+// fails.
 func readSmall(p string, size int64, buf *[]byte) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if err != syscall.EINTR {
+			break
+		}
 	}
-	defer f.Close()
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer syscall.Close(fd)
 	want := int(min(size, maxWatched)) + 1
 	if cap(*buf) < want {
 		*buf = make([]byte, 0, want)
@@ -287,14 +297,18 @@ func readSmall(p string, size int64, buf *[]byte) ([]byte, error) {
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
 		}
-		n, err := f.Read(data[len(data):min(cap(data), maxWatched+1)])
-		data = data[:len(data)+n]
-		if err == io.EOF {
-			break
+		n, err := syscall.Read(fd, data[len(data):min(cap(data), maxWatched+1)])
+		if err == syscall.EINTR {
+			continue
 		}
 		if err != nil {
-			return nil, err
+			*buf = data[:0]
+			return nil, &os.PathError{Op: "read", Path: p, Err: err}
 		}
+		if n == 0 {
+			break
+		}
+		data = data[:len(data)+n]
 	}
 	*buf = data[:0]
 	return data, nil
