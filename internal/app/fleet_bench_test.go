@@ -44,6 +44,7 @@ type countingRunner struct {
 	runner.Runner
 	bytes, steps *atomic.Int64
 	agentCPU     *atomic.Int64 // nanoseconds
+	agentSys     *atomic.Int64 // nanoseconds, the kernel's part of agentCPU
 }
 
 func (c countingRunner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
@@ -57,17 +58,19 @@ func (c countingRunner) Run(ctx context.Context, inv runner.Invocation) (runner.
 	// thread, the thread's CPU time around Run is the agent's.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	t0 := threadCPU()
+	u0, s0 := threadCPU()
 	res, err := c.Runner.Run(ctx, inv)
-	c.agentCPU.Add(int64(threadCPU() - t0))
+	u1, s1 := threadCPU()
+	c.agentCPU.Add(int64(u1 - u0 + s1 - s0))
+	c.agentSys.Add(int64(s1 - s0))
 	return res, err
 }
 
-// threadCPU is the user+system time of the calling thread.
-func threadCPU() time.Duration {
+// threadCPU is the user and system time of the calling thread.
+func threadCPU() (user, sys time.Duration) {
 	var ru syscall.Rusage
 	syscall.Getrusage(1, &ru) // RUSAGE_THREAD
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
 // gitShim puts a git first on PATH that logs each command line to the
@@ -143,16 +146,18 @@ func cpuTime() (time.Duration, int64) {
 	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime), self.Maxrss
 }
 
-func selfCPU() time.Duration {
+// selfCPU is this process's user+system time, and the system part.
+func selfCPU() (all, sys time.Duration) {
 	var self syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
-	return time.Duration(self.Utime.Nano() + self.Stime.Nano())
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano()), time.Duration(self.Stime.Nano())
 }
 
 // issueRun is one measured run of issues GitHub issues.
 type issueRun struct {
 	wall, cpu, self time.Duration
-	agent           time.Duration // the script agent's CPU, inside self
+	selfSys         time.Duration // the kernel's part of self
+	agent, agentSys time.Duration // the script agent's CPU, inside self, and its kernel part
 	steps, bytes    int64
 	gits, gcs       int
 	maxRSSKB        int64
@@ -187,12 +192,12 @@ func runIssuesWith(b testing.TB, issues, parallel int, extra string) issueRun {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var bytes, steps, agentCPU atomic.Int64
+	var bytes, steps, agentCPU, agentSys atomic.Int64
 	runners := func(map[string]config.Price) *runner.Registry {
 		reg := runner.NewRegistry()
 		reg.Register("script", func(s runner.Settings) (runner.Runner, error) {
 			r, err := script.New(s)
-			return countingRunner{Runner: r, bytes: &bytes, steps: &steps, agentCPU: &agentCPU}, err
+			return countingRunner{Runner: r, bytes: &bytes, steps: &steps, agentCPU: &agentCPU, agentSys: &agentSys}, err
 		})
 		return reg
 	}
@@ -212,7 +217,7 @@ func runIssuesWith(b testing.TB, issues, parallel int, extra string) issueRun {
 		targets[i] = strconv.Itoa(i + 1)
 	}
 	os.Truncate(logPath, 0)
-	cpu0 := selfCPU()
+	cpu0, sys0 := selfCPU()
 	all0, _ := cpuTime()
 	bb, timed := b.(*testing.B)
 	if timed {
@@ -225,7 +230,7 @@ func runIssuesWith(b testing.TB, issues, parallel int, extra string) issueRun {
 		bb.StopTimer()
 	}
 	all1, maxrss := cpuTime()
-	cpu1 := selfCPU()
+	cpu1, sys1 := selfCPU()
 	flush()
 	if err != nil || sum.Status != store.RunCompleted {
 		b.Fatalf("run: %v %s %s", err, sum.Status, sum.Reason)
@@ -238,7 +243,8 @@ func runIssuesWith(b testing.TB, issues, parallel int, extra string) issueRun {
 	}
 	_ = bare
 	log, _ := os.ReadFile(logPath)
-	r := issueRun{wall: wall, cpu: all1 - all0, self: cpu1 - cpu0, agent: time.Duration(agentCPU.Load()), steps: steps.Load(), bytes: bytes.Load(), maxRSSKB: maxrss, bySub: map[string]int{}, root: root}
+	r := issueRun{wall: wall, cpu: all1 - all0, self: cpu1 - cpu0, selfSys: sys1 - sys0,
+		agent: time.Duration(agentCPU.Load()), agentSys: time.Duration(agentSys.Load()), steps: steps.Load(), bytes: bytes.Load(), maxRSSKB: maxrss, bySub: map[string]int{}, root: root}
 	for _, line := range strings.Split(string(log), "\036") {
 		if strings.TrimSpace(line) == "" {
 			continue
@@ -277,7 +283,9 @@ func gitSubcommand(argv []string) string {
 // sh adds about 1 ms per git process), cadre's process alone (which also
 // serves the fake GitHub and plays the script agent), and that less the
 // script agent's own CPU (its files and transcript: a real agent's work,
-// in its own process); peak RSS; git processes and
+// in its own process), with the kernel's part of that (system time:
+// creating files is most of it, and what it costs depends on the file
+// system, not on cadre); peak RSS; git processes and
 // automatic gc/maintenance runs per issue; bytes handed to agents per
 // issue (prompt, role instructions and context file).
 func BenchmarkIssueFleet(b *testing.B) {
@@ -291,6 +299,8 @@ func BenchmarkIssueFleet(b *testing.B) {
 				tot.cpu += r.cpu
 				tot.self += r.self
 				tot.agent += r.agent
+				tot.selfSys += r.selfSys
+				tot.agentSys += r.agentSys
 				tot.steps += r.steps
 				tot.bytes += r.bytes
 				tot.gits += r.gits
@@ -307,6 +317,7 @@ func BenchmarkIssueFleet(b *testing.B) {
 			b.ReportMetric(ms(tot.cpu)/steps, "ms-cpu/step")
 			b.ReportMetric(ms(tot.self)/steps, "ms-cadre-cpu/step")
 			b.ReportMetric(ms(tot.self-tot.agent)/steps, "ms-cadre-own-cpu/step")
+			b.ReportMetric(ms(tot.selfSys-tot.agentSys)/steps, "ms-cadre-own-sys/step")
 			b.ReportMetric(float64(tot.maxRSSKB)/1024, "MB-peak-rss")
 			b.ReportMetric(float64(tot.gits)/issues, "git/issue")
 			b.ReportMetric(float64(tot.gcs)/issues, "gc/issue")

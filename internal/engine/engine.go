@@ -125,6 +125,12 @@ type Engine struct {
 	wts        *workspace.Worktrees
 	criticOnce sync.Once
 
+	// checked holds the runners checkRunners built, by name, for the run
+	// it checked to take over (a script runner's scenario is parsed
+	// once, not once to check and again to run).
+	checkedMu sync.Mutex
+	checked   map[string]runner.Runner
+
 	// A worker's replica of the journal of truth records its items'
 	// writes (replica.go); applyMu serialises batches applied to a truth.
 	rep     replicaTap

@@ -901,3 +901,29 @@ func TestReaskResumesSessionUnlessSandboxed(t *testing.T) {
 		})
 	}
 }
+
+// The runner the pre-flight check builds is the one the run uses: a
+// script runner parses its scenario once per run, not twice.
+func TestRunnerBuiltOncePerRun(t *testing.T) {
+	e := newEnv(t, passAll, [2]string{"a", "code"}, [2]string{"b", "code"})
+	built := 0
+	e.eng.d.Runners = runner.NewRegistry()
+	e.eng.d.Runners.Register("fake", func(runner.Settings) (runner.Runner, error) { built++; return e.fake, nil })
+	sum, err := e.eng.Start(context.Background(), Options{InPlace: true})
+	if err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("run: %v %s", err, sum.Status)
+	}
+	if built != 1 {
+		t.Errorf("runner built %d times for one run, want 1", built)
+	}
+	// A second run gets its own instance.
+	os.WriteFile(filepath.Join(e.root, "tasks", "c.md"), []byte("---\nstage: code\nattempts: 0\n---\n# Task c\n"), 0o644)
+	git(t, e.root, "add", "-A")
+	git(t, e.root, "commit", "-qm", "c")
+	if _, err := e.eng.Start(context.Background(), Options{InPlace: true}); err != nil {
+		t.Fatal(err)
+	}
+	if built != 2 {
+		t.Errorf("runner built %d times for two runs, want 2", built)
+	}
+}

@@ -425,8 +425,11 @@ func (ir *itemRun) stepFiles(id string) (ctxPath, outPath, logPath string) {
 // stepStem is a step's file name without extension: its id without the
 // item, slashes and # made dashes.
 func stepStem(item, id string) string {
-	return strings.NewReplacer("/", "-", "#", "-").Replace(strings.TrimPrefix(id, item+"/"))
+	return stemReplacer.Replace(strings.TrimPrefix(id, item+"/"))
 }
+
+// stemReplacer is built once: stepStem names several files per step.
+var stemReplacer = strings.NewReplacer("/", "-", "#", "-")
 
 // StepLogPath is where a step of an item writes its log, for views that
 // follow it from outside the engine.

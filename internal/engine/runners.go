@@ -65,7 +65,12 @@ func (e *Engine) checkRunners(opts Options) error {
 			return fmt.Errorf("%w: %s: no such role; fix the name (cadre roles list shows them) or remove the entry", ErrPreflight, e.d.Config.Where("roles."+name))
 		}
 	}
-	checked := map[string]bool{}
+	checked := map[string]runner.Runner{}
+	defer func() {
+		e.checkedMu.Lock()
+		e.checked = checked
+		e.checkedMu.Unlock()
+	}()
 	for _, ro := range e.d.Roles.List() {
 		name, _, from := e.runnerFor(opts, ro.Name)
 		names := []string{name}
@@ -80,13 +85,15 @@ func (e *Engine) checkRunners(opts Options) error {
 			}
 		}
 		for _, name := range names {
-			if checked[name] {
+			if _, ok := checked[name]; ok {
 				continue
 			}
-			checked[name] = true
-			if _, err := e.newRunner(name); err != nil {
+			r, err := e.newRunner(name)
+			if err != nil {
+				checked = nil
 				return fmt.Errorf("%w: %s: %w", ErrPreflight, from, err)
 			}
+			checked[name] = r
 		}
 	}
 	return nil
@@ -117,7 +124,7 @@ func (rs *runState) runner(e *Engine, name string) (runner.Runner, error) {
 	if r, ok := rs.runners[name]; ok {
 		return r, nil
 	}
-	r, err := e.newRunner(name)
+	r, err := e.checkedRunner(name)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +136,19 @@ func (rs *runState) runner(e *Engine, name string) (runner.Runner, error) {
 	}
 	rs.runners[name] = r
 	return r, nil
+}
+
+// checkedRunner takes the runner checkRunners built under name, once, or
+// builds one when there is none (a runner no role named at the check).
+func (e *Engine) checkedRunner(name string) (runner.Runner, error) {
+	e.checkedMu.Lock()
+	r, ok := e.checked[name]
+	delete(e.checked, name)
+	e.checkedMu.Unlock()
+	if ok {
+		return r, nil
+	}
+	return e.newRunner(name)
 }
 
 // withTimeout gives every step of a runner the runner's own limit

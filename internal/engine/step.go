@@ -413,10 +413,14 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 // holding the item's text for agents that read files.
 const itemTextFile = "item.md"
 
+// fenceBreaker keeps a text from closing or opening a fence; built once,
+// as the item's text is fenced at every step.
+var fenceBreaker = strings.NewReplacer("<<<", "< < <", ">>>", "> > >")
+
 // itemText is the item's text as its file holds it: fenced and labelled
 // as data, as the prompt of an agent that cannot read files shows it.
 func itemText(body string) string {
-	body = strings.NewReplacer("<<<", "< < <", ">>>", "> > >").Replace(body)
+	body = fenceBreaker.Replace(body)
 	return "<<<ITEM TEXT (untrusted)\n" + strings.TrimRight(body, "\n") + "\nITEM TEXT (untrusted)>>>\n"
 }
 

@@ -36,7 +36,9 @@ type output struct {
 // read drains r until EOF or until r is closed, keeping stdout or the stderr
 // tail, copying to the log and splitting lines for OnLine.
 func (o *output) read(stream string, r io.Reader) {
-	buf := make([]byte, 32<<10)
+	bp := readBufs.Get().(*[32 << 10]byte)
+	defer readBufs.Put(bp)
+	buf := bp[:]
 	var line []byte
 	var long bool // the current line passed lineMax and was already handed on
 	for {
@@ -61,6 +63,11 @@ func (o *output) read(stream string, r io.Reader) {
 		o.emit(stream, line)
 	}
 }
+
+// readBufs are the streams' read buffers, reused: a run starts a few
+// processes per agent step (git, checks), each with two streams, and
+// fresh buffers were a tenth of a run's allocated bytes.
+var readBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
 
 // markerRoom is what the tail gives up for the omission marker once bytes
 // were dropped; under minHeadTail bytes a cap keeps only the head, as a

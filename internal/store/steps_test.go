@@ -334,3 +334,19 @@ func TestStepGroup(t *testing.T) {
 		t.Errorf("SetStepGroup of a finished step = %v, want ErrNotFound", err)
 	}
 }
+
+// BenchmarkAppendEvents is one batch of an agent step's events (started,
+// output, completed) journaled in one transaction.
+func BenchmarkAppendEvents(b *testing.B) {
+	ctx := context.Background()
+	s, _ := open(b)
+	mustRun(b, s, "r1", t0)
+	data := json.RawMessage(`{"type":"stepCompleted","run":"r1","item":"item","step":"item/code/coder#1","role":"coder","runner":"claude","usage":{"input_tokens":1000,"output_tokens":200}}`)
+	batch := []store.Event{{RunID: "r1", Type: "stepStarted", ItemID: "item", Data: data}, {RunID: "r1", Type: "agentOutput", ItemID: "item", Data: data}, {RunID: "r1", Type: "stepCompleted", ItemID: "item", Data: data}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.AppendEvents(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

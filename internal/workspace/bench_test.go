@@ -179,3 +179,89 @@ func BenchmarkTakeWIP(b *testing.B) {
 	b.ReportMetric(float64(fresh.Microseconds())/1000/float64(b.N), "ms-fresh-index")
 	b.ReportMetric(float64(check.Microseconds())/1000/float64(b.N), "ms-clean")
 }
+
+// BenchmarkGitGuard is the git-state check around one agent step: a
+// snapshot before and the comparison after, in an item's worktree of a
+// repository with git init's sample hooks and user and worktree
+// configuration files. "settled": nothing changed in the last racyWindow,
+// so what was read before is trusted by its stat; "fresh": every watched
+// file was just touched (a repository set up a moment before the run, or
+// a run's first moments), so contents are read and compared.
+func BenchmarkGitGuard(b *testing.B) {
+	ctx := context.Background()
+	b.Setenv("HOME", b.TempDir())
+	b.Setenv("XDG_CONFIG_HOME", "")
+	dir := b.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "b@example.com"}, {"config", "user.name", "B"}, {"commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	r, err := Open(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wt, err := NewWorktrees(r).Ensure(ctx, "a", "cadre/a", "main", EnsureOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var watched []string
+	filepath.WalkDir(filepath.Join(dir, ".git", "hooks"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			watched = append(watched, p)
+		}
+		return nil
+	})
+	watched = append(watched, filepath.Join(dir, ".git", "config"))
+	step := func(b *testing.B) {
+		before, err := wt.Snapshot(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got, err := before.Changed(ctx, wt); err != nil || len(got) != 0 {
+			b.Fatalf("changed %v, %v", got, err)
+		}
+	}
+	b.Run("settled", func(b *testing.B) {
+		time.Sleep(2 * racyWindow)
+		b.ReportAllocs()
+		for b.Loop() {
+			step(b)
+		}
+	})
+	b.Run("fresh", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			now := time.Now()
+			for _, p := range watched {
+				os.Chtimes(p, now, now)
+			}
+			b.StartTimer()
+			step(b)
+		}
+	})
+}
+
+// BenchmarkHideNothing is an untrusted item's shield around one agent
+// step in a tree holding none of the configuration it hides: what every
+// step of most repositories pays.
+func BenchmarkHideNothing(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	if out, err := exec.Command("git", "-C", dir, "init", "-q", "-b", "main").CombinedOutput(); err != nil {
+		b.Fatalf("git init: %v %s", err, out)
+	}
+	os.MkdirAll(filepath.Join(dir, ".github", "workflows"), 0o755)
+	r := &Repo{Dir: dir}
+	stash := filepath.Join(b.TempDir(), "hidden")
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.Hide(ctx, stash); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Unhide(ctx, stash); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

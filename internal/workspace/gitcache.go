@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,6 +37,9 @@ type gitCache struct {
 	haveFilters    bool
 	email          string     // git config user.email, from the same read
 	states         stateCache // watched files as last read (Snapshot); own lock
+	watched        []string   // Snapshot's paths, kept while stamp is watchStamp
+	watchStamp     string     // and the hooks directory's stat is hooksKey
+	hooksKey       statKey
 }
 
 func (r *Repo) gitCache() *gitCache {
@@ -83,29 +86,47 @@ func baseConfigFiles(common, gitDir string) []string {
 // own setup, a test's) is not asked again at every step of the run's
 // first moments.
 func fingerprint(paths []string) string {
-	var b strings.Builder
+	// Built in a reused buffer and returned as its hash: this runs two or
+	// three times per agent step, and the stamp is only ever compared.
+	bp := scratch.Get().(*[]byte)
+	defer scratch.Put(bp)
+	b := (*bp)[:0]
+	defer func() { *bp = b[:0] }()
 	now := time.Now()
 	for _, p := range paths {
-		fi, err := os.Lstat(p)
-		if err != nil {
-			fmt.Fprintf(&b, "%s:-\x00", p)
+		b = append(b, p...)
+		var st syscall.Stat_t
+		if lstat(p, &st) != nil {
+			b = append(b, ":-\x00"...)
 			continue
 		}
-		if key, ok := keyOf(fi, now); ok {
-			fmt.Fprintf(&b, "%s:%v\x00", p, key)
+		if key, ok := keyOf(&st, now); ok {
+			for _, n := range []uint64{key.ino, key.size, uint64(key.mode), uint64(key.mtime), uint64(key.ctimeS), uint64(key.ctNS)} {
+				b = append(b, ':')
+				b = strconv.AppendUint(b, n, 16)
+			}
+			b = append(b, 0)
 			continue
 		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok || !fi.Mode().IsRegular() {
+		if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 			return ""
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
+		buf := scratch.Get().(*[]byte)
+		data, err := readSmall(p, st.Size, buf)
+		if err != nil || len(data) > maxWatched {
+			scratch.Put(buf)
 			return ""
 		}
-		fmt.Fprintf(&b, "%s:%d:=%x\x00", p, st.Ino, sha256.Sum256(data))
+		sum := sha256.Sum256(data)
+		scratch.Put(buf)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, st.Ino, 16)
+		b = append(b, ":="...)
+		b = append(b, sum[:]...)
+		b = append(b, 0)
 	}
-	return b.String()
+	sum := sha256.Sum256(b)
+	return string(sum[:])
 }
 
 // configOrigins returns the files git reads configuration from for this

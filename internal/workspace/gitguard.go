@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,8 +26,17 @@ const maxWatched = 1 << 20
 // filter driver added there would run the next time cadre, or the user,
 // runs git.
 type GitState struct {
-	root  string               // the main working tree, for naming paths
-	files map[string]fileState // by absolute path
+	root   string      // the main working tree, for naming paths
+	paths  []string    // watched, absolute; read-only, shared by snapshots while the list holds
+	states []fileState // paths[i]'s
+}
+
+// state is what s recorded of p, if it watched p.
+func (s *GitState) state(p string) (fileState, bool) {
+	if i := slices.Index(s.paths, p); i >= 0 {
+		return s.states[i], true
+	}
+	return fileState{}, false
 }
 
 type fileState struct {
@@ -51,17 +59,52 @@ type statKey struct {
 	mtime, ctimeS, ctNS int64
 }
 
-func keyOf(fi fs.FileInfo, now time.Time) (statKey, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
+func keyOf(st *syscall.Stat_t, now time.Time) (statKey, bool) {
+	recent := now.Add(-racyWindow).UnixNano()
+	if st.Mtim.Nano() > recent || st.Ctim.Nano() > recent {
 		return statKey{}, false
 	}
-	recent := now.Add(-racyWindow)
-	if fi.ModTime().After(recent) || time.Unix(st.Ctim.Sec, st.Ctim.Nsec).After(recent) {
-		return statKey{}, false
-	}
-	return statKey{ino: st.Ino, size: uint64(st.Size), mode: fi.Mode(), mtime: fi.ModTime().UnixNano(),
+	return statKey{ino: st.Ino, size: uint64(st.Size), mode: modeOf(st), mtime: st.Mtim.Nano(),
 		ctimeS: st.Ctim.Sec, ctNS: st.Ctim.Nsec}, true
+}
+
+// lstat is os.Lstat into st: the guard stats every watched file twice per
+// agent step, and os.Lstat's FileInfo is an allocation each.
+func lstat(p string, st *syscall.Stat_t) error {
+	for {
+		if err := syscall.Lstat(p, st); err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// modeOf is the fs.FileMode of st, as os.Lstat would give it.
+func modeOf(st *syscall.Stat_t) fs.FileMode {
+	mode := fs.FileMode(st.Mode & 0o777)
+	switch st.Mode & syscall.S_IFMT {
+	case syscall.S_IFBLK:
+		mode |= fs.ModeDevice
+	case syscall.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFDIR:
+		mode |= fs.ModeDir
+	case syscall.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case syscall.S_IFLNK:
+		mode |= fs.ModeSymlink
+	case syscall.S_IFSOCK:
+		mode |= fs.ModeSocket
+	}
+	if st.Mode&syscall.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if st.Mode&syscall.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if st.Mode&syscall.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
 }
 
 // stateCache keeps the watched files as last read, by path, so a snapshot
@@ -73,30 +116,28 @@ type stateCache struct {
 	files map[string]fileState
 }
 
-func (c *stateCache) read(p string) fileState {
-	fi, err := os.Lstat(p)
-	if err != nil {
+func (c *stateCache) read(p string, now time.Time) fileState {
+	var sys syscall.Stat_t
+	if lstat(p, &sys) != nil {
 		return fileState{}
 	}
-	key, ok := keyOf(fi, time.Now())
-	if ok {
-		c.mu.Lock()
-		st, hit := c.files[p]
-		c.mu.Unlock()
-		if hit && st.key == key {
-			return st
-		}
+	key, ok := keyOf(&sys, now)
+	c.mu.Lock()
+	prev, hit := c.files[p]
+	c.mu.Unlock()
+	if ok && hit && prev.key == key {
+		return prev
 	}
-	st := readFrom(p, fi)
-	if ok {
-		st.key = key
-		c.mu.Lock()
-		if c.files == nil {
-			c.files = map[string]fileState{}
-		}
-		c.files[p] = st
-		c.mu.Unlock()
+	// Read again; content equal to what was kept is shared, not copied,
+	// so a file read at every step while racy costs no memory.
+	st := readFrom(p, &sys, prev)
+	st.key = key // zero when racy: kept for its content, never trusted by stat
+	c.mu.Lock()
+	if c.files == nil {
+		c.files = map[string]fileState{}
 	}
+	c.files[p] = st
+	c.mu.Unlock()
 	return st
 }
 
@@ -110,28 +151,69 @@ func (r *Repo) Snapshot(ctx context.Context) (*GitState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot git state: %w", err)
 	}
-	paths := append(baseConfigFiles(common, gitDir), filepath.Join(common, "info", "attributes"))
+	hooks := filepath.Join(common, "hooks")
+	now := time.Now()
 	// Every file configuration is read from, includes among them (asked
-	// of git only when a configuration file changed: see configOrigins).
+	// of git only when a configuration file changed: see configOrigins),
+	// and the hooks. The list is kept while the configuration's stamp and
+	// the hooks directory's stat hold: a file added to or removed from the
+	// directory changes its stat.
 	c := r.gitCache()
 	c.mu.Lock()
-	paths = append(paths, r.configOrigins(ctx, c)...)
+	origins := r.configOrigins(ctx, c)
+	stamp := c.stamp
+	var paths []string
+	if stamp != "" && stamp == c.watchStamp && c.hooksKey != (statKey{}) {
+		var sys syscall.Stat_t
+		if lstat(hooks, &sys) == nil {
+			if key, ok := keyOf(&sys, now); ok && key == c.hooksKey {
+				paths = c.watched
+			}
+		}
+	}
 	c.mu.Unlock()
-	hooks := filepath.Join(common, "hooks")
+	if paths == nil {
+		var hooksKey statKey
+		paths, hooksKey = watchList(common, gitDir, origins, hooks, now)
+		c.mu.Lock()
+		c.watched, c.watchStamp, c.hooksKey = paths, stamp, hooksKey
+		c.mu.Unlock()
+	}
+	s := &GitState{root: filepath.Dir(common), paths: paths, states: make([]fileState, len(paths))}
+	for i, p := range paths {
+		s.states[i] = c.states.read(p, now)
+	}
+	return s, nil
+}
+
+// watchList is every path a snapshot looks at, each once, and the stat
+// key of the hooks directory taken before it was listed (zero when the
+// listing cannot be kept: the directory is racy or holds a directory,
+// whose own entries would change without the hooks directory's stat).
+func watchList(common, gitDir string, origins []string, hooks string, now time.Time) ([]string, statKey) {
+	var key statKey
+	var sys syscall.Stat_t
+	if lstat(hooks, &sys) == nil {
+		key, _ = keyOf(&sys, now)
+	}
+	paths := append(baseConfigFiles(common, gitDir), filepath.Join(common, "info", "attributes"))
+	paths = append(paths, origins...)
 	paths = append(paths, hooks)
 	filepath.WalkDir(hooks, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && p != hooks {
 			paths = append(paths, p)
+			if d.IsDir() {
+				key = statKey{}
+			}
 		}
 		return nil
 	})
-	s := &GitState{root: filepath.Dir(common), files: map[string]fileState{}}
-	for _, p := range paths {
-		if _, seen := s.files[p]; !seen {
-			s.files[p] = c.states.read(p)
-		}
-	}
-	return s, nil
+	seen := make(map[string]bool, len(paths))
+	return slices.DeleteFunc(paths, func(p string) bool {
+		dup := seen[p]
+		seen[p] = true
+		return dup
+	}), key
 }
 
 // globalFiles are the user-wide files git reads configuration and
@@ -153,26 +235,83 @@ func globalFiles() []string {
 }
 
 func readState(p string) fileState {
-	fi, err := os.Lstat(p)
-	if err != nil {
+	var sys syscall.Stat_t
+	if lstat(p, &sys) != nil {
 		return fileState{}
 	}
-	return readFrom(p, fi)
+	return readFrom(p, &sys, fileState{})
 }
 
-// readFrom reads the file p whose lstat is fi.
-func readFrom(p string, fi fs.FileInfo) fileState {
-	st := fileState{exists: true, mode: fi.Mode()}
+// readFrom reads the file p whose lstat is sys. When the content equals
+// prev's, prev's bytes are returned rather than a copy.
+func readFrom(p string, sys *syscall.Stat_t, prev fileState) fileState {
+	st := fileState{exists: true, mode: modeOf(sys)}
 	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case st.mode&fs.ModeSymlink != 0:
 		st.link, _ = os.Readlink(p)
-	case fi.Mode().IsRegular():
-		if f, err := os.Open(p); err == nil {
-			st.data, _ = io.ReadAll(io.LimitReader(f, maxWatched+1))
-			f.Close()
+	case st.mode.IsRegular():
+		buf := scratch.Get().(*[]byte)
+		defer scratch.Put(buf)
+		data, err := readSmall(p, sys.Size, buf)
+		switch {
+		case err != nil:
+		case prev.exists && prev.mode.IsRegular() && bytes.Equal(data, prev.data):
+			st.data = prev.data
+		default:
+			st.data = bytes.Clone(data)
 		}
 	}
 	return st
+}
+
+// scratch holds read buffers for watched files, most of which are read
+// only to be found unchanged.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// readSmall reads at most maxWatched+1 bytes of p into *buf (grown to the
+// size its stat gave, plus one byte so growth shows) and returns them; the
+// result is valid until *buf is reused. It reads on a bare descriptor: an
+// *os.File costs an allocation and three more system calls, and a
+// snapshot may read every hook. Links are not followed and a FIFO put in
+// the file's place does not block: a snapshot reads what it statted or
+// fails.
+func readSmall(p string, size int64, buf *[]byte) ([]byte, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer syscall.Close(fd)
+	want := int(min(size, maxWatched)) + 1
+	if cap(*buf) < want {
+		*buf = make([]byte, 0, want)
+	}
+	data := (*buf)[:0]
+	for len(data) < maxWatched+1 {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, err := syscall.Read(fd, data[len(data):min(cap(data), maxWatched+1)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			*buf = data[:0]
+			return nil, &os.PathError{Op: "read", Path: p, Err: err}
+		}
+		if n == 0 {
+			break
+		}
+		data = data[:len(data)+n]
+	}
+	*buf = data[:0]
+	return data, nil
 }
 
 // Changed lists, by display name, what differs between s and a snapshot
@@ -184,16 +323,26 @@ func (s *GitState) Changed(ctx context.Context, r *Repo) ([]string, error) {
 		return nil, err
 	}
 	var changed []string
-	for p, st := range now.files {
-		if before, ok := s.files[p]; ok && before.equal(st) {
+	if slices.Equal(s.paths, now.paths) {
+		for i, p := range now.paths {
+			if !s.states[i].equal(now.states[i]) {
+				changed = append(changed, p)
+			}
+		}
+		slices.Sort(changed)
+		return changed, nil
+	}
+	for i, p := range now.paths {
+		st := now.states[i]
+		if before, ok := s.state(p); ok && before.equal(st) {
 			continue
 		} else if !ok && !st.exists {
 			continue
 		}
 		changed = append(changed, p)
 	}
-	for p, st := range s.files {
-		if _, ok := now.files[p]; !ok && st.exists && !readState(p).equal(st) {
+	for i, p := range s.paths {
+		if _, ok := now.state(p); !ok && s.states[i].exists && !readState(p).equal(s.states[i]) {
 			changed = append(changed, p)
 		}
 	}
@@ -230,7 +379,7 @@ func (s *GitState) Restore(paths []string) error {
 	// A directory replaced (by a link to elsewhere, say) is made again
 	// first, so the files restored below land in it, not through the link.
 	for _, p := range paths {
-		if st, ok := s.files[p]; ok && st.exists && st.mode.IsDir() {
+		if st, ok := s.state(p); ok && st.exists && st.mode.IsDir() {
 			if cur, err := os.Lstat(p); err == nil && !cur.IsDir() {
 				keep(os.Remove(p))
 			}
@@ -240,7 +389,7 @@ func (s *GitState) Restore(paths []string) error {
 	// Deepest first, so a new directory's files go before the directory.
 	slices.SortFunc(paths, func(a, b string) int { return len(b) - len(a) })
 	for _, p := range paths {
-		st, ok := s.files[p]
+		st, ok := s.state(p)
 		cur, _ := os.Lstat(p)
 		if cur != nil && cur.IsDir() && (!ok || !st.exists) {
 			keep(os.RemoveAll(p))

@@ -210,3 +210,64 @@ func TestGitStateRestoresReplacedHooksDir(t *testing.T) {
 		t.Errorf("still changed after restore: %v", got)
 	}
 }
+
+// Once the list of watched paths is kept (settled configuration and hooks
+// directory), a hook added to the directory is still seen; with a
+// directory inside the hooks directory, the list is not kept, and a file
+// added there is seen too.
+func TestKeptWatchListSeesNewHooks(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	r := newRepo(t)
+	hooks := filepath.Join(r.Dir, ".git", "hooks")
+	sub := filepath.Join(hooks, "lib")
+	old := time.Now().Add(-time.Hour)
+	for _, tc := range []struct {
+		name, path string
+		kept       bool
+	}{
+		{"new hook", filepath.Join(hooks, "pre-commit"), true},
+		{"new file in a directory of hooks", filepath.Join(sub, "evil.sh"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.kept {
+				write(t, filepath.Join(sub, "common.sh"), "#!/bin/sh\n")
+				os.Chtimes(sub, old, old)
+			}
+			os.Chtimes(hooks, old, old)
+			time.Sleep(2 * racyWindow)
+			var first *GitState
+			for range 2 { // the second snapshot may take the kept list
+				before, err := r.Snapshot(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := before.Changed(ctx, r); len(got) != 0 {
+					t.Fatalf("changed with no change: %v", got)
+				}
+				if first == nil {
+					first = before
+				}
+			}
+			before, _ := r.Snapshot(ctx)
+			if kept := &first.paths[0] == &before.paths[0]; kept != tc.kept {
+				t.Fatalf("watch list kept: %t, want %t", kept, tc.kept)
+			}
+			write(t, tc.path, "#!/bin/sh\ntouch x\n")
+			got, err := before.Changed(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(got, tc.path) {
+				t.Fatalf("changed = %v, want %s among them", got, tc.path)
+			}
+			if err := before.Restore(got); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Lstat(tc.path); !os.IsNotExist(err) {
+				t.Errorf("%s still there after restore: %v", tc.path, err)
+			}
+		})
+	}
+}

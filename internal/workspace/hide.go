@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // ExecConfig lists the files and directories (relative to a tree's root)
@@ -51,6 +52,12 @@ func (r *Repo) Hide(ctx context.Context, stash string) error {
 		// files it leads to are not the tree's to move.
 		if link := linkOnPath(r.Dir, top); link != "" {
 			add(link)
+			continue
+		}
+		// Most trees have none of these: a stat that allocates nothing
+		// says so before a walk that would.
+		var st syscall.Stat_t
+		if lstat(filepath.Join(r.Dir, top), &st) == syscall.ENOENT {
 			continue
 		}
 		filepath.WalkDir(filepath.Join(r.Dir, top), func(p string, d fs.DirEntry, err error) error {
@@ -108,6 +115,10 @@ func (r *Repo) Hide(ctx context.Context, stash string) error {
 // dropped: the tree, and so the commit, holds what the agent wrote. No
 // manifest in stash means nothing is hidden.
 func (r *Repo) Unhide(ctx context.Context, stash string) error {
+	var st syscall.Stat_t
+	if lstat(stash, &st) == syscall.ENOENT {
+		return nil // nothing hidden: the usual case, asked at every step
+	}
 	data, err := os.ReadFile(filepath.Join(stash, hiddenManifest))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -152,14 +163,16 @@ func (r *Repo) Unhide(ctx context.Context, stash string) error {
 // linkOnPath returns the first directory on the way to rel (slash-separated,
 // relative to root) that is a symbolic link, or "" when there is none.
 func linkOnPath(root, rel string) string {
-	parts := strings.Split(rel, "/")
-	for i := 1; i < len(parts); i++ {
-		dir := strings.Join(parts[:i], "/")
-		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir)))
-		if err != nil {
+	for i := 0; i < len(rel); i++ {
+		if rel[i] != '/' {
+			continue
+		}
+		dir := rel[:i]
+		var st syscall.Stat_t
+		if lstat(filepath.Join(root, filepath.FromSlash(dir)), &st) != nil {
 			return ""
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
+		if st.Mode&syscall.S_IFMT == syscall.S_IFLNK {
 			return dir
 		}
 	}
