@@ -666,6 +666,9 @@ func TestTemporalRemoteUncommittedWorkMoves(t *testing.T) {
 			t.Errorf("the item's commit lacks %q; it changes:\n%s", want, diff)
 		}
 	}
+	if refs, _ := exec.Command("git", "-C", g.bare, "for-each-ref", "refs/cadre/").Output(); len(refs) != 0 {
+		t.Errorf("work-in-progress refs left on origin after the item completed:\n%s", refs)
+	}
 	task, _ := os.ReadFile(filepath.Join(g.dir, "tasks", "t1.md"))
 	if !strings.Contains(string(task), "stage: completed") {
 		t.Errorf("the starter's task file:\n%s\nwant stage: completed", task)

@@ -288,6 +288,24 @@ func listPaths(paths []string) string {
 // found it made), unless the remote already has its head. The lease is
 // the head this process last fetched or pushed: a push over another
 // worker's commits is refused, never forced.
+// dropWIP deletes a completed remote item's work-in-progress ref from the
+// remote: its changes are committed, and scratch refs must not pile up in
+// the project's repository. A failure is a warning: the ref holds nothing
+// the branch lacks.
+func (e *Engine) dropWIP(ctx context.Context, ir *itemRun) {
+	rem := ir.remote
+	if rem == nil || rem.branch == "" {
+		return
+	}
+	target, header, err := e.remoteTarget(ctx, ir)
+	if err == nil {
+		err = e.repo.DeleteWIP(ctx, target, rem.branch, header)
+	}
+	if err != nil {
+		e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("delete %s from %s: %v", workspace.WIPRef(rem.branch), rem.name, err)})
+	}
+}
+
 func (e *Engine) pushItem(ctx context.Context, ir *itemRun, sha string) error {
 	rem := ir.remote
 	if rem == nil {

@@ -424,6 +424,9 @@ func (s *ItemSteps) ended(ctx context.Context, out itemOutcome) (Ended, error) {
 	if out.halt != "" {
 		ended.HaltReason = out.reason
 	}
+	if it.Status == store.ItemCompleted {
+		e.dropWIP(ctx, ir)
+	}
 	return ended, nil
 }
 

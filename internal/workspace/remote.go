@@ -271,6 +271,21 @@ func (r *Repo) PushWIP(ctx context.Context, remote, branch, authHeader, commit s
 	})
 }
 
+// DeleteWIP deletes remote's WIPRef(branch); one that is not there is no
+// error. authHeader is as for Push.
+func (r *Repo) DeleteWIP(ctx context.Context, remote, branch, authHeader string) error {
+	if branch == "" || strings.HasPrefix(branch, "-") {
+		return fmt.Errorf("delete work in progress: %q is not a branch", branch)
+	}
+	err := r.viaRemote(ctx, remote, authHeader, func(url string) []string {
+		return []string{"push", "--quiet", "--", url, ":" + WIPRef(branch)}
+	})
+	if err != nil && strings.Contains(err.Error(), "unable to delete") && strings.Contains(err.Error(), "remote ref does not exist") {
+		return nil
+	}
+	return err
+}
+
 // FetchCommit brings commit from remote by its id, unless this repository
 // has it as a loose object already (where git writes the commits it makes).
 // A remote's WIPRef may have moved past it: the id is asked for itself.

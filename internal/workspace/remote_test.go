@@ -266,6 +266,18 @@ func TestWIPThroughRemote(t *testing.T) {
 	if err := a.PushWIP(ctx, "origin", "cadre/x", "", "-f"); err == nil {
 		t.Error("an option was pushed as a commit")
 	}
+	// Deleted once its item completed; deleting it again is no error.
+	for range 2 {
+		if err := a.DeleteWIP(ctx, "origin", "cadre/x", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, _ := exec.Command("git", "-C", bare, "for-each-ref", "refs/cadre/").Output(); len(out) != 0 {
+		t.Errorf("origin's refs/cadre after the delete: %s", out)
+	}
+	if err := a.DeleteWIP(ctx, "origin", "-x", ""); err == nil {
+		t.Error("an option was deleted as a branch")
+	}
 }
 
 func mustGit(t *testing.T, r *Repo, args ...string) string {
