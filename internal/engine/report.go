@@ -30,6 +30,12 @@ var ReportKeys = []string{"role", "runner", "model", "item"}
 // Report groups a run's agent steps by role, runner, model or item, sorted
 // by cost then name.
 func Report(ctx context.Context, st *store.Store, runID, by string) ([]ReportRow, error) {
+	return ReportOf(ctx, st, runID, by, nil)
+}
+
+// ReportOf is Report of the run's steps already read from the journal
+// (nil: read them): a reader reporting several ways reads them once.
+func ReportOf(ctx context.Context, st *store.Store, runID, by string, steps []store.Step) ([]ReportRow, error) {
 	key := map[string]func(store.Step) string{
 		"role":   func(s store.Step) string { return s.Role },
 		"runner": func(s store.Step) string { return s.Runner },
@@ -39,9 +45,11 @@ func Report(ctx context.Context, st *store.Store, runID, by string) ([]ReportRow
 	if key == nil {
 		return nil, fmt.Errorf("--by %q: want one of role, runner, model, item", by)
 	}
-	steps, err := st.Steps(ctx, runID)
-	if err != nil {
-		return nil, err
+	if steps == nil {
+		var err error
+		if steps, err = st.Steps(ctx, runID); err != nil {
+			return nil, err
+		}
 	}
 	rows := map[string]*ReportRow{}
 	for _, s := range steps {

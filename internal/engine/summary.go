@@ -21,7 +21,13 @@ func Summarize(ctx context.Context, st *store.Store, runID string) (Summary, err
 	if err != nil {
 		return Summary{}, err
 	}
-	sum := Summary{Run: runID, Status: r.Status, Started: r.StartedAt, Updated: r.UpdatedAt}
+	return SummarizeRows(r, items, steps), nil
+}
+
+// SummarizeRows is Summarize of rows already read from the journal: a
+// reader that needs the steps too reads them once.
+func SummarizeRows(r store.Run, items []store.Item, steps []store.Step) Summary {
+	sum := Summary{Run: r.ID, Status: r.Status, Started: r.StartedAt, Updated: r.UpdatedAt}
 	byItem := map[string]*ItemSummary{}
 	for _, it := range items {
 		sum.Items = append(sum.Items, ItemSummary{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: it.Status, Reason: it.Error,
@@ -47,7 +53,7 @@ func Summarize(ctx context.Context, st *store.Store, runID string) (Summary, err
 		sum.Usage = sum.Usage.Add(u)
 	}
 	addPublishing(byItem, steps)
-	return sum, nil
+	return sum
 }
 
 func fromStoreUsage(u store.Usage) event.Usage {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,17 +131,7 @@ func (s *Server) board(w http.ResponseWriter, r *http.Request, rp *repo) {
 		fail(w, err)
 		return
 	}
-	run, err := rp.Store.GetRun(ctx, id)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	sum, err := engine.Summarize(ctx, rp.Store, id)
-	if err != nil {
-		fail(w, err)
-		return
-	}
-	steps, err := rp.Store.Steps(ctx, id)
+	run, steps, sum, err := readRun(ctx, rp.Store, id)
 	if err != nil {
 		fail(w, err)
 		return
@@ -192,7 +183,7 @@ type stepJSON struct {
 func (s *Server) item(w http.ResponseWriter, r *http.Request, rp *repo) {
 	ctx := r.Context()
 	run, id := r.PathValue("run"), r.PathValue("item")
-	sum, err := engine.Summarize(ctx, rp.Store, run)
+	_, steps, sum, err := readRun(ctx, rp.Store, run)
 	if err != nil {
 		fail(w, err)
 		return
@@ -205,11 +196,6 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request, rp *repo) {
 	}
 	if card == nil {
 		fail(w, fmt.Errorf("item %s of run %s: %w", id, run, store.ErrNotFound))
-		return
-	}
-	steps, err := rp.Store.Steps(ctx, run)
-	if err != nil {
-		fail(w, err)
 		return
 	}
 	out := struct {
@@ -305,9 +291,14 @@ func (s *Server) cost(w http.ResponseWriter, r *http.Request, rp *repo) {
 		fail(w, err)
 		return
 	}
+	steps, err := rp.Store.Steps(ctx, run)
+	if err != nil {
+		fail(w, err)
+		return
+	}
 	out := map[string][]engine.ReportRow{}
 	for _, by := range []string{"role", "runner", "model"} {
-		rows, err := engine.Report(ctx, rp.Store, run, by)
+		rows, err := engine.ReportOf(ctx, rp.Store, run, by, steps)
 		if err != nil {
 			fail(w, err)
 			return
@@ -318,4 +309,21 @@ func (s *Server) cost(w http.ResponseWriter, r *http.Request, rp *repo) {
 		out[by] = rows
 	}
 	writeJSON(w, out)
+}
+
+// readRun reads a run, its items and its steps once, and summarises them.
+func readRun(ctx context.Context, st *store.Store, id string) (store.Run, []store.Step, engine.Summary, error) {
+	run, err := st.GetRun(ctx, id)
+	if err != nil {
+		return store.Run{}, nil, engine.Summary{}, err
+	}
+	items, err := st.Items(ctx, id)
+	if err != nil {
+		return store.Run{}, nil, engine.Summary{}, err
+	}
+	steps, err := st.Steps(ctx, id)
+	if err != nil {
+		return store.Run{}, nil, engine.Summary{}, err
+	}
+	return run, steps, engine.SummarizeRows(run, items, steps), nil
 }
