@@ -320,3 +320,52 @@ func TestHydrateFromExport(t *testing.T) {
 		t.Errorf("hydrate with another item's step: %v", err)
 	}
 }
+
+// A question answered where the run started (cadre approve) and answered
+// again by the replica that asked it applies: the answer journaled first
+// stands. An agent step completed twice is still refused.
+func TestApplyOpsKeepsAHumanAnswerGivenHere(t *testing.T) {
+	ctx := context.Background()
+	truth, _ := open(t)
+	replica, _ := open(t)
+	for _, s := range []*store.Store{truth, replica} {
+		mustRun(t, s, "r", t0)
+		if err := s.AddItem(ctx, store.Item{RunID: "r", ID: "i", Stage: "code", UpdatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, kind := range []string{"human", "agent"} {
+		step := store.Step{RunID: "r", ItemID: "i", ID: "i/" + kind, Kind: kind}
+		for _, s := range []*store.Store{truth, replica} {
+			if err := s.StartStep(ctx, step); err != nil {
+				t.Fatal(err)
+			}
+		}
+		here := step
+		here.Status, here.Result = store.StepCompleted, json.RawMessage(`{"approved":true,"note":"here"}`)
+		if err := truth.FinishStep(ctx, here); err != nil {
+			t.Fatal(err)
+		}
+		take := tapped(replica)
+		there := step
+		there.Status, there.Result = store.StepCompleted, json.RawMessage(`{"approved":true,"note":"there"}`)
+		if err := replica.FinishStep(ctx, there); err != nil {
+			t.Fatal(err)
+		}
+		seq := int64(1)
+		if kind == "agent" {
+			seq = 2
+		}
+		_, err := truth.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "i", Seq: seq}, kind, take())
+		switch {
+		case kind == "human" && err != nil:
+			t.Fatalf("the replica's answer to a question answered here: %v", err)
+		case kind == "agent" && !errors.Is(err, store.ErrCompleted):
+			t.Fatalf("an agent step completed twice: err %v, want ErrCompleted", err)
+		}
+		got, err := truth.GetStep(ctx, "r", step.ID)
+		if err != nil || string(got.Result) != string(here.Result) {
+			t.Errorf("%s step's result %s, %v; want the one journaled here", kind, got.Result, err)
+		}
+	}
+}

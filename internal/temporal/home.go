@@ -290,8 +290,9 @@ func (j EngineJournal) Apply(ctx context.Context, run, item string, data json.Ra
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("batch of %s/%s sent for %s/%s", b.Run, b.Item, run, item), "bad batch", nil)
 	}
 	_, err := j.Engine.ApplyBatch(ctx, b)
-	if errors.Is(err, store.ErrBatchConflict) {
-		// Another batch has the number: retrying cannot help.
+	if errors.Is(err, store.ErrBatchConflict) || errors.Is(err, store.ErrCompleted) || errors.Is(err, store.ErrNotFound) {
+		// The journal of truth disagrees with the batch: retrying cannot
+		// help, and the item fails saying why rather than wait forever.
 		return temporal.NewNonRetryableApplicationError(err.Error(), "bad batch", err)
 	}
 	return err
