@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
 // Items of a run on workers of other machines. The journal of the
@@ -239,6 +241,17 @@ func localPath(dir, rel string) (string, error) {
 	return filepath.Join(dir, p), nil
 }
 
+// taskFileName says whether rel (slash-separated, in the repository) can
+// be a task file: Markdown, in no .git or .cadre directory.
+func taskFileName(rel string) bool {
+	for _, part := range strings.Split(rel, "/") {
+		if strings.EqualFold(part, ".git") || strings.EqualFold(part, workspace.StateDir) {
+			return false
+		}
+	}
+	return strings.EqualFold(path.Ext(rel), ".md")
+}
+
 // HydrateItem makes this engine's journal (a replica) and its item
 // directory hold the item as snap has it, paths moved from snap.Root to
 // this repository: afterwards OpenRun and OpenItem see the item as the
@@ -303,6 +316,11 @@ func (e *Engine) HydrateItem(ctx context.Context, snap Snapshot) error {
 		p, err := localPath(e.d.Root, snap.Task.Path)
 		if err != nil || p != task {
 			return fail(fmt.Errorf("snapshot task file %q is not the item's task file %s", snap.Task.Path, inside(snap.Root, exportedItem(snap.ItemExport).Ref)))
+		}
+		if !taskFileName(snap.Task.Path) {
+			// Written unsandboxed: a snapshot naming .git/hooks/… or
+			// .git/config would run what it wrote at the next git call.
+			return fail(fmt.Errorf("snapshot task file %q: want a Markdown file outside .git and .cadre", snap.Task.Path))
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

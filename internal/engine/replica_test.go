@@ -378,6 +378,11 @@ func TestReplicaRefusesEscapingPaths(t *testing.T) {
 			s.Steps = append(s.Steps, store.Step{RunID: s.Run.ID, ItemID: "a", ID: "a/x", OutputPath: filepath.Join(s.Root, "tasks", "a.md")})
 		}, "step a/x: output: path"},
 		{"task content", func(s *Snapshot) { s.Task = &File{Path: "../x.md", Text: "x"} }, "is not the item's task file"},
+		{"task file in .git", func(s *Snapshot) {
+			s.Items = append([]store.Item(nil), s.Items...)
+			s.Items[0].Ref = filepath.Join(s.Root, ".git", "hooks", "post-checkout")
+			s.Task = &File{Path: ".git/hooks/post-checkout", Text: "#!/bin/sh\ntouch " + outside + "\n"}
+		}, "want a Markdown file outside .git and .cadre"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

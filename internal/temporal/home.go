@@ -1,7 +1,9 @@
 package temporal
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -53,13 +56,38 @@ const ErrTypeCold = "cold"
 // from elsewhere.
 const ErrTypeNoOrigin = "no origin"
 
-// HomeOf names the journal in stateDir on this machine.
+// HomeOf names the journal in stateDir on this machine: its host and
+// path, and a random id kept beside it (stateDir/home), as two machines
+// built from one image may share both.
 func HomeOf(stateDir string) string {
 	host, _ := os.Hostname()
 	if abs, err := filepath.Abs(stateDir); err == nil {
 		stateDir = abs
 	}
-	return host + ":" + stateDir
+	return host + ":" + stateDir + "#" + homeID(stateDir)
+}
+
+// homeID reads stateDir's home id, making one the first time.
+func homeID(stateDir string) string {
+	p := filepath.Join(stateDir, "home")
+	if data, err := os.ReadFile(p); err == nil && len(bytes.TrimSpace(data)) > 0 {
+		return string(bytes.TrimSpace(data))
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	if err := os.MkdirAll(stateDir, 0o755); err == nil {
+		if f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+			f.WriteString(id + "\n")
+			f.Close()
+			return id
+		}
+	}
+	// Another process made it first (or it cannot be written): its id.
+	if data, err := os.ReadFile(p); err == nil && len(bytes.TrimSpace(data)) > 0 {
+		return string(bytes.TrimSpace(data))
+	}
+	return id
 }
 
 // HomeQueue is the task queue the processes of home poll for its journal's
@@ -181,7 +209,14 @@ func (x *exec) act(ctx, actx workflow.Context, name string, mk func(ItemRef) any
 				if rerr := x.record(ctx, s, at); rerr != nil {
 					return rerr
 				}
+				return err
 			}
+			x.by = append(x.by, "")
+		default:
+			// A failure that brought no batch home may still have changed
+			// the home's journal (a worker sharing it) or left a replica
+			// apart from it: no replica is fresh any more.
+			x.by = append(x.by, "")
 		}
 		return err
 	}
@@ -192,8 +227,17 @@ func (x *exec) act(ctx, actx workflow.Context, name string, mk func(ItemRef) any
 func (x *exec) export(ctx workflow.Context) (json.RawMessage, int, error) {
 	at := len(x.by)
 	var snap json.RawMessage
-	err := workflow.ExecuteActivity(x.homeCtx(ctx), ActExport, ExportInput{ItemRef: x.ref, At: at}).Get(ctx, &snap)
-	return snap, at, err
+	if err := workflow.ExecuteActivity(x.homeCtx(ctx), ActExport, ExportInput{ItemRef: x.ref, At: at}).Get(ctx, &snap); err != nil {
+		return nil, 0, err
+	}
+	// The home's count of the item's batches goes on across the
+	// workflow's executions (cadre resume starts a new one): the
+	// snapshot's is the one a replica counts from.
+	var n struct{ Seq int64 }
+	if json.Unmarshal(snap, &n) == nil {
+		x.applied = n.Seq
+	}
+	return snap, at, nil
 }
 
 // record notes a step's change to the item's journal, applying its batch
@@ -275,7 +319,7 @@ type EngineJournal struct{ Engine *engine.Engine }
 func (j EngineJournal) Export(ctx context.Context, run, item string) (json.RawMessage, error) {
 	snap, err := j.Engine.ExportItem(ctx, run, item)
 	if err != nil {
-		return nil, err
+		return nil, homeFailure(err)
 	}
 	return json.Marshal(snap)
 }
@@ -284,16 +328,25 @@ func (j EngineJournal) Export(ctx context.Context, run, item string) (json.RawMe
 func (j EngineJournal) Apply(ctx context.Context, run, item string, data json.RawMessage) error {
 	var b engine.Batch
 	if err := json.Unmarshal(data, &b); err != nil {
-		return fmt.Errorf("batch of item %s: %w", item, err)
+		return homeFailure(fmt.Errorf("batch of item %s: %w", item, err))
 	}
 	if b.Run != run || b.Item != item {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("batch of %s/%s sent for %s/%s", b.Run, b.Item, run, item), "bad batch", nil)
 	}
 	_, err := j.Engine.ApplyBatch(ctx, b)
-	if errors.Is(err, store.ErrBatchConflict) || errors.Is(err, store.ErrCompleted) || errors.Is(err, store.ErrNotFound) {
-		// The journal of truth disagrees with the batch: retrying cannot
-		// help, and the item fails saying why rather than wait forever.
-		return temporal.NewNonRetryableApplicationError(err.Error(), "bad batch", err)
+	return homeFailure(err)
+}
+
+// homeFailure lets Temporal retry what may pass later (a batch before the
+// one numbered before it, a busy journal); anything else (the journal of
+// truth refusing the batch or the export) fails the item saying why
+// rather than wait for ever.
+func homeFailure(err error) error {
+	if err == nil || errors.Is(err, store.ErrBatchGap) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	return err
+	if msg := err.Error(); strings.Contains(msg, "database is locked") || strings.Contains(msg, "SQLITE_BUSY") {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), "bad batch", err)
 }
