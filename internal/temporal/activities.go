@@ -46,6 +46,7 @@ type Activities struct {
 	items    map[ItemRef]*engine.ItemSteps
 	hydrated map[ItemRef]int // the export each remote item was last hydrated from
 	busy     map[ItemRef]int // the activities running per item
+	turns    map[ItemRef]chan struct{}
 
 	// inflight counts the activities running, so a stopping worker can
 	// wait for them before it closes the journal they write to.
@@ -160,6 +161,18 @@ func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engi
 			ErrTypeNoOrigin, nil)
 	}
 	if sp.remote {
+		// One step of a remote item at a time here, whatever its
+		// workflow sends (a step it gave up on when cancelled may still
+		// run): two would take batches under each other.
+		turn := a.turn(sp.ref)
+		select {
+		case turn <- struct{}{}:
+		case <-ctx.Done():
+			sp.stop()
+			return nil, nil, ctx.Err()
+		}
+		stop := sp.stop
+		sp.stop = func() { <-turn; stop() }
 		if err := a.hydrate(ctx, ref); err != nil {
 			sp.stop()
 			return nil, nil, err
@@ -205,6 +218,19 @@ func (sp *span) end(ctx context.Context, err error) (Synced, error) {
 		sy.Queue = sp.a.Queue
 	}
 	return sy, stepFailure(err, nil)
+}
+
+// turn is the item's token of one step at a time.
+func (a *Activities) turn(ref ItemRef) chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.turns == nil {
+		a.turns = map[ItemRef]chan struct{}{}
+	}
+	if a.turns[ref] == nil {
+		a.turns[ref] = make(chan struct{}, 1)
+	}
+	return a.turns[ref]
 }
 
 func (a *Activities) count(ref ItemRef, d int) {
