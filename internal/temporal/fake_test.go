@@ -3,12 +3,13 @@ package temporal
 import (
 	"context"
 	"fmt"
-	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/activity"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/signal"

@@ -53,14 +53,7 @@ func TestHardStopSignalsTheRunsOtherItems(t *testing.T) {
 	env := newEnv(t, f)
 	var s signals
 	s.mock(t, env)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var ended engine.Ended
-	if err := env.GetWorkflowResult(&ended); err != nil {
-		t.Fatal(err)
-	}
+	ended := runItem(t, env, input)
 	reason := lastRunner(t, f).Decision.Reason
 	if ended.Status != "failed" || ended.Halt != "failed" || reason == "" {
 		t.Fatalf("result %+v (reason %q), want failed halting the run", ended, reason)
@@ -93,10 +86,7 @@ func TestBudgetPauseSignalsTheRunsOtherItems(t *testing.T) {
 			env := newEnv(t, f)
 			var s signals
 			s.mock(t, env)
-			env.ExecuteWorkflow(WorkflowName, input)
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
+			runItem(t, env, input)
 			end := f.ends[0]
 			if end.Paused == "" || end.Budget != tc.budget {
 				t.Errorf("ending %+v, want paused, budget %v", end, tc.budget)
@@ -152,10 +142,7 @@ func TestHaltSignalStopsAnItemWhoseWorkerSeesNoHaltFile(t *testing.T) {
 					return nil
 				}).Maybe()
 			env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalHalt, h) }, time.Second)
-			env.ExecuteWorkflow(WorkflowName, input)
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
+			ended := runItem(t, env, input)
 			if diff := cmp.Diff(tc.want, tc.f.calls); diff != "" {
 				t.Errorf("calls (-want +got):\n%s", diff)
 			}
@@ -164,10 +151,6 @@ func TestHaltSignalStopsAnItemWhoseWorkerSeesNoHaltFile(t *testing.T) {
 			}
 			if r := tc.f.ends[0].Runner; r != nil && r.Decision.Kind != flow.Stopped {
 				t.Errorf("runner ending %+v, want stopped", r)
-			}
-			var ended engine.Ended
-			if err := env.GetWorkflowResult(&ended); err != nil {
-				t.Fatal(err)
 			}
 			if want := (engine.Ended{Status: "stopped", Halt: "failed", HaltReason: h.Reason}); ended != want {
 				t.Errorf("result %+v, want %+v", ended, want)
@@ -193,19 +176,15 @@ func TestHaltSignalEndsAWaitForAHuman(t *testing.T) {
 		t.Run(f.workflow, func(t *testing.T) {
 			env := newEnv(t, f)
 			env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalHalt, h) }, time.Hour)
-			env.ExecuteWorkflow(WorkflowName, input)
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
+			ended := runItem(t, env, input)
 			if len(f.answers) != 0 || len(f.ends) != 1 || f.ends[0].Halted == nil {
 				t.Fatalf("answers %+v, endings %+v: want none answered, one carrying the halt", f.answers, f.ends)
 			}
 			if last := f.calls[len(f.calls)-2]; last[:4] != "ask " {
 				t.Errorf("calls %q, want the question, then the end", f.calls)
 			}
-			var ended engine.Ended
-			if err := env.GetWorkflowResult(&ended); err != nil || ended.Status != "stopped" || ended.Halt != "paused" {
-				t.Errorf("result %+v, %v: want stopped, the run paused", ended, err)
+			if ended.Status != "stopped" || ended.Halt != "paused" {
+				t.Errorf("result %+v: want stopped, the run paused", ended)
 			}
 		})
 	}

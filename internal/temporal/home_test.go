@@ -119,10 +119,7 @@ func runRemote(t *testing.T, r *remoteSteps) *fakeHome {
 	RegisterHome(env, h)
 	in := input
 	in.Home = "elsewhere:/repo/.cadre"
-	env.ExecuteWorkflow(WorkflowName, in)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, in)
 	return h
 }
 
@@ -197,10 +194,7 @@ func TestNoHomeNoSync(t *testing.T) {
 	env := newEnv(t, f)
 	h := &fakeHome{}
 	RegisterHome(env, h)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	if h.exports != 0 || len(h.applied) != 0 {
 		t.Errorf("exports %d, applied %v: want none", h.exports, h.applied)
 	}

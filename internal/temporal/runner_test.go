@@ -36,10 +36,7 @@ func TestRunnerWorkflowRunsTheStagePipeline(t *testing.T) {
 	f := runnerSteps(flow.StagePlan, 0)
 	f.staged = runnerStage(5, 9)
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	ended := runItem(t, env, input)
 	want := []string{"begin r1/t1",
 		`stage t1/plan/planner#1 review ""`,
 		`stage t1/code/coder#1 review ""`,
@@ -59,9 +56,8 @@ func TestRunnerWorkflowRunsTheStagePipeline(t *testing.T) {
 	if got := f.states[3]; got.Stage != flow.StageCode || got.Attempts != 1 {
 		t.Errorf("second coder's state %+v, want code with 1 attempt", got)
 	}
-	var ended engine.Ended
-	if err := env.GetWorkflowResult(&ended); err != nil || ended.Status != "completed" {
-		t.Errorf("result %+v, %v: want completed", ended, err)
+	if ended.Status != "completed" {
+		t.Errorf("result %+v: want completed", ended)
 	}
 }
 
@@ -72,10 +68,7 @@ func TestRunnerWorkflowDecidesAsNext(t *testing.T) {
 	f := runnerSteps(flow.StageCode, 0)
 	f.staged = runnerStage(3)
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	lim := flow.Limits{AuditPassRating: 8, MaxAttempts: 2, EscalateBelowConfidence: 5}
 	s, d := flow.Next(lim, flow.Initial("t1", flow.StageCode, 0), flow.Event{Kind: flow.Start})
 	var want []string
@@ -114,10 +107,7 @@ func TestRunnerHaltFromAnotherItemStopsBeforeTheNextStage(t *testing.T) {
 		return got, err
 	}
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	want := []string{"begin r1/t1", `stage t1/code/coder#1 review ""`, "end"}
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
@@ -132,10 +122,7 @@ func TestRunnerHaltedBeforeBeginRunsNothing(t *testing.T) {
 	f := runnerSteps(flow.StageAudit, 0)
 	f.halted = true
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	if diff := cmp.Diff([]string{"begin r1/t1", "end"}, f.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
@@ -162,10 +149,7 @@ func TestRunnerStopSignalLetsTheStageFinish(t *testing.T) {
 	}
 	env := newEnv(t, f)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalStop, nil) }, time.Second)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	if !finished {
 		t.Error("the running stage did not finish")
 	}
@@ -216,10 +200,7 @@ func TestRunnerApproveSignalAnswersAnEscalation(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalApprove, Approval{Approved: true, Note: "fine"})
 	}, time.Hour)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	want := []string{"begin r1/t1", `stage t1/code/coder#1 review ""`, "ask t1/code/coder#1/human",
 		"answer t1/code/coder#1/human", `stage t1/audit/auditor#1 review ""`, "end"}
 	if diff := cmp.Diff(want, f.calls); diff != "" {
@@ -238,10 +219,7 @@ func TestRunnerStageFailures(t *testing.T) {
 		return engine.Staged{}, stepFailure(fmt.Errorf("runner claude hit a quota: %w", flow.ErrPaused), nil)
 	}
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	if diff := cmp.Diff([]string{"begin r1/t1", `stage t1/code/coder#1 review ""`, "end"}, f.calls); diff != "" {
 		t.Errorf("quota calls (-want +got):\n%s", diff)
 	}
@@ -252,10 +230,7 @@ func TestRunnerStageFailures(t *testing.T) {
 	f = runnerSteps(flow.StageCode, 0)
 	env = newEnv(t, f)
 	env.OnActivity(ActStage, mockAny, mockAny).Return(StageResult{}, temporal.NewApplicationError("journal unreachable", "io"))
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	if end := lastRunner(t, f); end.Decision.Kind != flow.HardStop || !strings.Contains(end.Decision.Reason, "journal unreachable") {
 		t.Errorf("ending %+v, want a hard stop saying why", end)
 	}
@@ -273,10 +248,7 @@ func TestRunnerRefusedStageStopsTheItem(t *testing.T) {
 		return runnerStage(9)(ctx, in)
 	}
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	want := []string{"begin r1/t1", `stage t1/code/coder#1 review ""`, `stage t1/audit/auditor#1 review ""`, "end"}
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)

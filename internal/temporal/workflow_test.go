@@ -29,6 +29,20 @@ func newEnv(t *testing.T, f Steps) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
+// runItem runs the item workflow to its end in env and returns its result.
+func runItem(t *testing.T, env *testsuite.TestWorkflowEnvironment, in ItemInput) engine.Ended {
+	t.Helper()
+	env.ExecuteWorkflow(WorkflowName, in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var ended engine.Ended
+	if err := env.GetWorkflowResult(&ended); err != nil {
+		t.Fatal(err)
+	}
+	return ended
+}
+
 var input = ItemInput{Run: "r1", Item: "t1", StepTimeout: time.Minute}
 
 // The interpreter's decisions, not the Temporal code, choose the
@@ -37,14 +51,7 @@ var input = ItemInput{Run: "r1", Item: "t1", StepTimeout: time.Minute}
 func TestItemRunsTheInterpretersSteps(t *testing.T) {
 	f := &fakeSteps{workflow: "fanout"}
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var ended engine.Ended
-	if err := env.GetWorkflowResult(&ended); err != nil {
-		t.Fatal(err)
-	}
+	ended := runItem(t, env, input)
 	if ended.Status != flow.ResultCompleted {
 		t.Errorf("ended %+v, want completed", ended)
 	}
@@ -68,10 +75,7 @@ func TestFailedStepFailsTheItemWithoutCommit(t *testing.T) {
 		return flow.Outcome{Failed: true, Reason: "no signal"}, nil
 	}}
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	want := []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "end"}
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
@@ -103,10 +107,7 @@ func TestApproveSignalAnswersAnEscalation(t *testing.T) {
 		}
 		env.SignalWorkflow(SignalApprove, Approval{Approved: true, Note: "go ahead"})
 	}, time.Hour)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	if len(pending) != 1 || pending[0].ID != "t1/work/executor#1/human" {
 		t.Errorf("pending before the signal: %+v", pending)
 	}
@@ -127,10 +128,7 @@ func TestRejectSignalFailsTheItem(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalApprove, Approval{Approved: false, Note: "wrong approach"})
 	}, time.Hour)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	if got := f.ends[0].Result; got.Status != flow.ResultFailed || !strings.Contains(got.Reason, "wrong approach") {
 		t.Errorf("ending %+v, want failed with the note", got)
 	}
@@ -144,10 +142,7 @@ func TestRejectSignalFailsTheItem(t *testing.T) {
 func TestJournaledAnswerNeedsNoSignal(t *testing.T) {
 	f := &fakeSteps{workflow: "simple", agent: lowConfidence, asked: Asked{Answered: true, Answer: flow.Answer{Approved: true}}}
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	if contains(f.calls, "answer t1/work/executor#1/human") || !contains(f.calls, "action t1/work/commit#1") {
 		t.Errorf("calls %q", f.calls)
 	}
@@ -191,10 +186,7 @@ func TestStepTimeoutFailsTheItem(t *testing.T) {
 	// The grace also bounds the journal-only activities (the item's start):
 	// long enough for them on a loaded machine, short enough for the test.
 	in.StepTimeout, in.Grace = 100*time.Millisecond, 500*time.Millisecond
-	env.ExecuteWorkflow(WorkflowName, in)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, in)
 	// Which of the activity's timeouts fires first (start-to-close, or
 	// schedule-to-start on a loaded machine) is the SDK's business; that a
 	// timeout fails the item uncommitted is the point.
@@ -215,10 +207,7 @@ func TestStepFailingPastRetriesFailsTheItem(t *testing.T) {
 	f := &fakeSteps{workflow: "simple"}
 	env := newEnv(t, f)
 	env.OnActivity(ActAgent, mockAny, mockAny).Return(StepResult{}, temporal.NewApplicationError("journal unreachable", "io"))
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	if got := f.ends[0].Result; got.Status != flow.ResultFailed || !strings.Contains(got.Reason, "journal unreachable") {
 		t.Errorf("ending %+v, want failed, saying why", got)
 	}
@@ -230,10 +219,7 @@ func TestQuotaPausesWithoutRetry(t *testing.T) {
 		return flow.Outcome{}, stepFailure(fmt.Errorf("runner claude hit a quota: %w", flow.ErrPaused), nil)
 	}}
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	want := []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "end"}
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
@@ -270,14 +256,7 @@ func TestStopSignalLetsTheRunningStepFinish(t *testing.T) {
 	}}
 	env := newEnv(t, f)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalStop, nil) }, time.Second)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var ended engine.Ended
-	if err := env.GetWorkflowResult(&ended); err != nil {
-		t.Fatal(err)
-	}
+	ended := runItem(t, env, input)
 	if !finished {
 		t.Error("the running step did not finish")
 	}
@@ -296,10 +275,7 @@ func TestStopSignalEndsAWaitForAHuman(t *testing.T) {
 	f := &fakeSteps{workflow: "simple", agent: lowConfidence}
 	env := newEnv(t, f)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalStop, nil) }, time.Hour)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runItem(t, env, input)
 	want := []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "ask t1/work/executor#1/human", "end"}
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
@@ -321,14 +297,7 @@ func TestRefusedStepStopsTheItem(t *testing.T) {
 		return flow.Outcome{Output: "done"}, nil
 	}}
 	env := newEnv(t, f)
-	env.ExecuteWorkflow(WorkflowName, input)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var ended engine.Ended
-	if err := env.GetWorkflowResult(&ended); err != nil {
-		t.Fatal(err)
-	}
+	ended := runItem(t, env, input)
 	if contains(f.calls, "action t1/work/commit#1") {
 		t.Errorf("calls %q: committed after the stop", f.calls)
 	}
