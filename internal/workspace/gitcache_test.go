@@ -34,9 +34,7 @@ func TestRacyFingerprintTakesContent(t *testing.T) {
 // driver added while the configuration is racy is still switched off.
 func TestRacyConfigFiltersFollowChanges(t *testing.T) {
 	ctx := context.Background()
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", "")
-	r := newRepo(t)
+	r := newIsolatedRepo(t)
 	u := r.Untrusted()
 	for _, key := range []string{"filter.x.clean", "filter.y.smudge"} {
 		if _, err := r.Git(ctx, "config", key, "touch ran"); err != nil {

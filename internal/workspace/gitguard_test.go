@@ -14,9 +14,7 @@ import (
 // back as it was.
 func TestGitStateSeesAndRestoresChanges(t *testing.T) {
 	ctx := context.Background()
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", "")
-	r := newRepo(t)
+	r := newIsolatedRepo(t)
 	write(t, filepath.Join(r.Dir, "f"), "x")
 	if _, err := r.CommitAll(ctx, "m", Mark{}); err != nil {
 		t.Fatal(err)
@@ -89,9 +87,7 @@ func TestGitStateSeesAndRestoresChanges(t *testing.T) {
 // snapshot check and by the options that switch filters off.
 func TestSettledConfigChangesAreStillSeen(t *testing.T) {
 	ctx := context.Background()
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", "")
-	r := newRepo(t)
+	r := newIsolatedRepo(t)
 	u := r.Untrusted()
 	for i, key := range []string{"filter.x.clean", "filter.y.smudge"} {
 		time.Sleep(2 * racyWindow) // the configuration is no longer racy: cached
@@ -126,9 +122,7 @@ func TestSettledConfigChangesAreStillSeen(t *testing.T) {
 // same size and puts its modification time back: the change time moved.
 func TestCachedHookRewrittenInPlaceIsSeen(t *testing.T) {
 	ctx := context.Background()
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", "")
-	r := newRepo(t)
+	r := newIsolatedRepo(t)
 	hook := filepath.Join(r.Dir, ".git", "hooks", "post-checkout")
 	write(t, hook, "#!/bin/sh\ntrue\n")
 	old := time.Now().Add(-time.Hour)
@@ -173,9 +167,7 @@ func TestCachedHookRewrittenInPlaceIsSeen(t *testing.T) {
 // and restoring its hooks writes nothing through the link.
 func TestGitStateRestoresReplacedHooksDir(t *testing.T) {
 	ctx := context.Background()
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", "")
-	r := newRepo(t)
+	r := newIsolatedRepo(t)
 	hooks := filepath.Join(r.Dir, ".git", "hooks")
 	write(t, filepath.Join(hooks, "post-checkout"), "#!/bin/sh\n")
 	before, err := r.Snapshot(ctx)
@@ -217,9 +209,7 @@ func TestGitStateRestoresReplacedHooksDir(t *testing.T) {
 // added there is seen too.
 func TestKeptWatchListSeesNewHooks(t *testing.T) {
 	ctx := context.Background()
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", "")
-	r := newRepo(t)
+	r := newIsolatedRepo(t)
 	hooks := filepath.Join(r.Dir, ".git", "hooks")
 	sub := filepath.Join(hooks, "lib")
 	old := time.Now().Add(-time.Hour)
@@ -270,4 +260,13 @@ func TestKeptWatchListSeesNewHooks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newIsolatedRepo is newRepo with no user or XDG git configuration: what
+// the test changes in the repository's own is all git reads.
+func newIsolatedRepo(t *testing.T) *Repo {
+	t.Helper()
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", "")
+	return newRepo(t)
 }

@@ -79,9 +79,7 @@ func TestBranchAndHeadAgreeWithGit(t *testing.T) {
 // configuration files.
 func TestWorktreeInheritsSettledConfiguration(t *testing.T) {
 	ctx := context.Background()
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("XDG_CONFIG_HOME", "")
-	r := newRepo(t)
+	r := newIsolatedRepo(t)
 	write(t, filepath.Join(r.Dir, "f"), "x")
 	if _, err := r.CommitAll(ctx, "m", Mark{}); err != nil {
 		t.Fatal(err)
