@@ -152,14 +152,7 @@ func tapped(s *store.Store) func() []store.Op {
 // other ops, is refused.
 func TestApplyOpsMakesTheSameWritesOnce(t *testing.T) {
 	ctx := context.Background()
-	a, _ := open(t)
-	b, _ := open(t)
-	for _, s := range []*store.Store{a, b} {
-		mustRun(t, s, "r", t0)
-		if err := s.AddItem(ctx, store.Item{RunID: "r", ID: "i", Stage: "code", UpdatedAt: t0}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := journalPair(t)
 	take := tapped(a)
 	u := store.Usage{InputTokens: 10, OutputTokens: 3, CostUSD: 0.25}
 	step := store.Step{RunID: "r", ItemID: "i", ID: "i/code/coder#1", Role: "coder", Kind: "agent", OutputPath: "/o.md"}
@@ -326,14 +319,7 @@ func TestHydrateFromExport(t *testing.T) {
 // stands. An agent step completed twice is still refused.
 func TestApplyOpsKeepsAHumanAnswerGivenHere(t *testing.T) {
 	ctx := context.Background()
-	truth, _ := open(t)
-	replica, _ := open(t)
-	for _, s := range []*store.Store{truth, replica} {
-		mustRun(t, s, "r", t0)
-		if err := s.AddItem(ctx, store.Item{RunID: "r", ID: "i", Stage: "code", UpdatedAt: t0}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	truth, replica := journalPair(t)
 	for _, kind := range []string{"human", "agent"} {
 		step := store.Step{RunID: "r", ItemID: "i", ID: "i/" + kind, Kind: kind}
 		for _, s := range []*store.Store{truth, replica} {
@@ -368,4 +354,19 @@ func TestApplyOpsKeepsAHumanAnswerGivenHere(t *testing.T) {
 			t.Errorf("%s step's result %s, %v; want the one journaled here", kind, got.Result, err)
 		}
 	}
+}
+
+// journalPair is two journals holding the same run r with item i: one of
+// truth and a replica of it.
+func journalPair(t *testing.T) (*store.Store, *store.Store) {
+	t.Helper()
+	a, _ := open(t)
+	b, _ := open(t)
+	for _, s := range []*store.Store{a, b} {
+		mustRun(t, s, "r", t0)
+		if err := s.AddItem(context.Background(), store.Item{RunID: "r", ID: "i", Stage: "code", UpdatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, b
 }
