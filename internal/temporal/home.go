@@ -130,12 +130,6 @@ func (s *Synced) synced() *Synced { return s }
 // syncer is an activity result carrying a Synced.
 type syncer interface{ synced() *Synced }
 
-// ExportInput asks the home for an item's journal.
-type ExportInput struct {
-	ItemRef
-	At int `json:"at"` // the changes the workflow has seen, for the log
-}
-
 // ApplyInput is a batch for the home journal. The batch numbers itself:
 // a retried apply changes nothing twice.
 type ApplyInput struct {
@@ -227,7 +221,7 @@ func (x *exec) act(ctx, actx workflow.Context, name string, mk func(ItemRef) any
 func (x *exec) export(ctx workflow.Context) (json.RawMessage, int, error) {
 	at := len(x.by)
 	var snap json.RawMessage
-	if err := workflow.ExecuteActivity(x.homeCtx(ctx), ActExport, ExportInput{ItemRef: x.ref, At: at}).Get(ctx, &snap); err != nil {
+	if err := workflow.ExecuteActivity(x.homeCtx(ctx), ActExport, x.ref).Get(ctx, &snap); err != nil {
 		return nil, 0, err
 	}
 	// The home's count of the item's batches goes on across the
@@ -290,7 +284,7 @@ func errCold(item, why string) error {
 // HomeSteps are the home's activities: the journal of truth's side of
 // the replicas of workers elsewhere.
 type HomeSteps interface {
-	Export(ctx context.Context, in ExportInput) (json.RawMessage, error)
+	Export(ctx context.Context, in ItemRef) (json.RawMessage, error)
 	Apply(ctx context.Context, in ApplyInput) error
 }
 
@@ -305,7 +299,7 @@ type Journal interface {
 // homeSteps are the home's activities over its journal.
 type homeSteps struct{ j Journal }
 
-func (h homeSteps) Export(ctx context.Context, in ExportInput) (json.RawMessage, error) {
+func (h homeSteps) Export(ctx context.Context, in ItemRef) (json.RawMessage, error) {
 	return h.j.Export(ctx, in.Run, in.Item)
 }
 

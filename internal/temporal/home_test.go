@@ -95,7 +95,7 @@ type fakeHome struct {
 	exports int
 }
 
-func (h *fakeHome) Export(ctx context.Context, in ExportInput) (json.RawMessage, error) {
+func (h *fakeHome) Export(ctx context.Context, in ItemRef) (json.RawMessage, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.exports++
