@@ -67,25 +67,40 @@ func HomeOf(stateDir string) string {
 	return host + ":" + stateDir + "#" + homeID(stateDir)
 }
 
-// homeID reads stateDir's home id, making one the first time.
+// homeID reads stateDir's home id, making one the first time. The id is
+// written whole before it appears under its name (a link from a temporary
+// file), so the processes starting together in one repository (the run,
+// its workers) never read an empty one and all agree.
 func homeID(stateDir string) string {
 	p := filepath.Join(stateDir, "home")
-	if data, err := os.ReadFile(p); err == nil && len(bytes.TrimSpace(data)) > 0 {
+	read := func() string {
+		data, _ := os.ReadFile(p)
 		return string(bytes.TrimSpace(data))
+	}
+	if id := read(); id != "" {
+		return id
 	}
 	var b [8]byte
 	rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
-	if err := os.MkdirAll(stateDir, 0o755); err == nil {
-		if f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
-			f.WriteString(id + "\n")
-			f.Close()
-			return id
-		}
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return id
 	}
-	// Another process made it first (or it cannot be written): its id.
-	if data, err := os.ReadFile(p); err == nil && len(bytes.TrimSpace(data)) > 0 {
-		return string(bytes.TrimSpace(data))
+	tmp, err := os.CreateTemp(stateDir, ".home-*")
+	if err != nil {
+		return id
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.WriteString(id + "\n")
+	if cerr := tmp.Close(); werr != nil || cerr != nil {
+		return id
+	}
+	if err := os.Link(tmp.Name(), p); err == nil {
+		return id
+	}
+	// Another process made it first: its id.
+	if got := read(); got != "" {
+		return got
 	}
 	return id
 }

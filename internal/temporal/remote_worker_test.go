@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
@@ -148,5 +150,30 @@ func TestRemoteStepWithoutOrigin(t *testing.T) {
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != ErrTypeNoOrigin || !strings.Contains(err.Error(), "git remote add origin") {
 		t.Fatalf("err %v, want a non-retryable refusal naming git remote add origin", err)
+	}
+}
+
+// Processes starting together in one repository (a run and its workers)
+// name the same home: the id is never seen half written.
+func TestHomeOfAgreesAcrossStarts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".cadre")
+	const n = 16
+	got := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); got[i] = HomeOf(dir) }()
+	}
+	wg.Wait()
+	for _, h := range got {
+		if h != got[0] || !strings.Contains(h, "#") {
+			t.Fatalf("homes %q, want one, the same", got)
+		}
+	}
+	if HomeOf(dir) != got[0] {
+		t.Error("a later start names another home")
+	}
+	if other := HomeOf(filepath.Join(t.TempDir(), ".cadre")); other == got[0] {
+		t.Error("another state directory names the same home")
 	}
 }
