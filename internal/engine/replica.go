@@ -65,9 +65,13 @@ type File struct {
 	Path string `json:"path"`
 	// At, when not 0, says the content continues the file from this
 	// offset: the file grew (the cycle log) and only its new end travels.
-	At    int64  `json:"at,omitempty"`
-	Text  string `json:"text,omitempty"`
-	Bytes []byte `json:"bytes,omitempty"` // the content when it is not UTF-8
+	At int64 `json:"at,omitempty"`
+	// Append says the content goes at the end of the truth's file,
+	// whatever its length: the item's prompts file, to which every worker
+	// the item visits adds its steps' prompts in turn.
+	Append bool   `json:"append,omitempty"`
+	Text   string `json:"text,omitempty"`
+	Bytes  []byte `json:"bytes,omitempty"` // the content when it is not UTF-8
 }
 
 func newFile(path string, at int64, data []byte) File {
@@ -149,7 +153,7 @@ func (e *Engine) ExportItem(ctx context.Context, run, item string) (Snapshot, er
 // of snapshots: no later step reads a step's log, prompt or context file,
 // each rewritten when its step runs.
 func skipInSnapshot(rel string) bool {
-	return strings.HasPrefix(rel, "logs/") || strings.HasPrefix(rel, "prompts/") ||
+	return strings.HasPrefix(rel, "logs/") || rel == PromptsFile ||
 		(strings.HasPrefix(rel, "contexts/") && strings.HasSuffix(rel, ".json"))
 }
 
@@ -492,6 +496,16 @@ func (s *ItemSteps) TakeBatch(ctx context.Context) (Batch, error) {
 		switch {
 		case had && old == m:
 			return nil
+		case rel == PromptsFile:
+			// This replica's file may lack prompts other workers added
+			// to the truth's: its new end is sent, to go after them.
+			from := int64(0)
+			if had && m.size > old.size && sha256.Sum256(data[:old.size]) == old.sum {
+				from = old.size
+			}
+			f := newFile(rel, 0, data[from:])
+			f.Append = true
+			b.Files = append(b.Files, f)
 		case strings.HasPrefix(rel, "logs/") && len(data) > maxLogBytes:
 			note := fmt.Sprintf("[cadre: log cut to its last %d of %d bytes in the batch from %s]\n", maxLogBytes, len(data), e.d.Root)
 			b.Files = append(b.Files, newFile(rel, 0, append([]byte(note), data[len(data)-maxLogBytes:]...)))
@@ -583,7 +597,7 @@ func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
 	var writes []write
 	for _, f := range b.Files {
 		p, err := localPath(dir, f.Path)
-		if err != nil || f.At < 0 {
+		if err != nil || f.At < 0 || (f.Append && (f.At != 0 || f.Path != PromptsFile)) {
 			return fail(fmt.Errorf("batch file %q: want a file inside the item's directory", f.Path))
 		}
 		writes = append(writes, write{p, f})
@@ -607,7 +621,13 @@ func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
 	} else if b.Seq == last+1 {
 		for _, w := range writes {
 			data := w.f.data()
-			if w.f.At > 0 {
+			if w.f.Append {
+				old, err := safefile.ReadFile(dir, w.path)
+				if err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fail(err)
+				}
+				data = append(old, data...)
+			} else if w.f.At > 0 {
 				old, err := safefile.ReadFile(dir, w.path)
 				if err != nil || int64(len(old)) < w.f.At {
 					return fail(fmt.Errorf("batch file %s continues %d bytes the journal's copy does not have (%v)", w.f.Path, w.f.At, err))

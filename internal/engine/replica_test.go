@@ -299,7 +299,7 @@ func TestReplicatedStepsJournalAsOnTheTruth(t *testing.T) {
 		t.Errorf("nothing journaled: %+v", got)
 	}
 	// The files the board and later steps read are the truth's.
-	for _, f := range []string{"outputs/code-coder-1.md", "outputs/audit-auditor-2.md", "current_cycle.md", "prompts/code-coder-1.md"} {
+	for _, f := range []string{"outputs/code-coder-1.md", "outputs/audit-auditor-2.md", "current_cycle.md", PromptsFile} {
 		a, err1 := os.ReadFile(filepath.Join(itemDir(direct.root, dsum.Run, "b"), f))
 		b, err2 := os.ReadFile(filepath.Join(itemDir(truth.root, sum.Run, "b"), f))
 		if err1 != nil || err2 != nil {
@@ -309,6 +309,24 @@ func TestReplicatedStepsJournalAsOnTheTruth(t *testing.T) {
 		norm := func(d []byte, root, run string) string {
 			s := strings.ReplaceAll(strings.ReplaceAll(string(d), root, "ROOT"), run, "RUN")
 			return regexp.MustCompile(`(?m)^# Cycle: .*$`).ReplaceAllString(s, "")
+		}
+		if f == PromptsFile {
+			// Each prompt names the repository of the worker it ran on, so
+			// the files' bytes differ; the prompts, rerooted, do not.
+			pa, pb := parsePrompts(a), parsePrompts(b)
+			if len(pa) == 0 || len(pa) != len(pb) {
+				t.Errorf("%s: %d prompts replicated, %d direct", f, len(pb), len(pa))
+			}
+			for stem, text := range pa {
+				got := strings.ReplaceAll(pb[stem], truth.root, "ROOT")
+				for _, rep := range r.reps {
+					got = strings.ReplaceAll(got, rep.root, "ROOT")
+				}
+				if norm([]byte(text), direct.root, dsum.Run) != norm([]byte(got), truth.root, sum.Run) {
+					t.Errorf("prompt %s differs:\n%s\n---\n%s", stem, text, got)
+				}
+			}
+			continue
 		}
 		if f == "current_cycle.md" {
 			// Its header names the process's cycle and worktree.

@@ -196,7 +196,7 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	}
 	// Kept beside the step's other files: what the agent was asked is part
 	// of its record (the board shows it), instructions included.
-	if err := writeStepFile(ir.outDir, filepath.Join(ir.outDir, "prompts", stepStem(ir.it.ID, sp.ID)+".md"), []byte(prompt.Whole())); err != nil {
+	if err := AppendPrompt(ir.outDir, stepStem(ir.it.ID, sp.ID), prompt.Whole()); err != nil {
 		return agentOut{}, err
 	}
 	select {

@@ -202,6 +202,7 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request, rp *repo) {
 		Item  engine.ItemSummary `json:"item"`
 		Steps []stepJSON         `json:"steps"`
 	}{Item: *card, Steps: []stepJSON{}}
+	var prompts map[string]string
 	for _, st := range steps {
 		if st.ItemID != id {
 			continue
@@ -213,6 +214,18 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request, rp *repo) {
 				CostUSD: st.Usage.CostUSD, CostEstimated: st.Usage.CostEstimated},
 			Started: st.StartedAt, Ended: st.EndedAt, Files: []string{}}
 		for _, kind := range fileKinds {
+			if kind == "prompt" {
+				if prompts == nil && st.OutputPath != "" {
+					// One read per item: every step's prompt is in one file.
+					if prompts, err = engine.ReadPrompts(stepDir(st.OutputPath)); err != nil {
+						prompts = map[string]string{}
+					}
+				}
+				if _, ok := prompts[stepStem(st.OutputPath)]; ok {
+					sj.Files = append(sj.Files, kind)
+				}
+				continue
+			}
 			// Listed only as file serves it: a plain file, not a link.
 			if fi, err := os.Lstat(stepFile(st.OutputPath, kind)); err == nil && fi.Mode().IsRegular() {
 				sj.Files = append(sj.Files, kind)
@@ -231,12 +244,13 @@ var fileKinds = []string{"prompt", "context", "output", "log"}
 // stepFile derives a step's file of kind from its journaled output path
 // (.cadre/runs/RUN/items/ITEM/outputs/STEM.md, SPEC §6). The path comes
 // from the journal, never from the request.
+// The prompt is not a file of its own: it is read from the item's prompts
+// file (engine.ReadPrompts).
 func stepFile(outPath, kind string) string {
 	if outPath == "" {
 		return ""
 	}
-	dir := filepath.Dir(filepath.Dir(outPath))
-	stem := strings.TrimSuffix(filepath.Base(outPath), ".md")
+	dir, stem := stepDir(outPath), stepStem(outPath)
 	switch kind {
 	case "output":
 		return outPath
@@ -244,11 +258,15 @@ func stepFile(outPath, kind string) string {
 		return filepath.Join(dir, "contexts", stem+".json")
 	case "log":
 		return filepath.Join(dir, "logs", stem+".log")
-	case "prompt":
-		return filepath.Join(dir, "prompts", stem+".md")
 	}
 	return ""
 }
+
+// stepDir is the item's run directory of a step, from its output path.
+func stepDir(outPath string) string { return filepath.Dir(filepath.Dir(outPath)) }
+
+// stepStem is the name a step's files share, from its output path.
+func stepStem(outPath string) string { return strings.TrimSuffix(filepath.Base(outPath), ".md") }
 
 func (s *Server) file(w http.ResponseWriter, r *http.Request, rp *repo) {
 	run, step, kind := r.PathValue("run"), r.URL.Query().Get("step"), r.URL.Query().Get("kind")
@@ -257,15 +275,25 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request, rp *repo) {
 		fail(w, err)
 		return
 	}
-	p := stepFile(st.OutputPath, kind)
-	if p == "" {
+	var data []byte
+	if p := stepFile(st.OutputPath, kind); p != "" {
+		// Read under the item's step directory without following links: an
+		// agent that made its output a link to a file elsewhere gets nothing
+		// served.
+		data, err = safefile.ReadFile(stepDir(st.OutputPath), p)
+	} else if kind == "prompt" && st.OutputPath != "" {
+		var prompts map[string]string
+		if prompts, err = engine.ReadPrompts(stepDir(st.OutputPath)); err == nil {
+			text, ok := prompts[stepStem(st.OutputPath)]
+			if !ok {
+				err = os.ErrNotExist
+			}
+			data = []byte(text)
+		}
+	} else {
 		http.Error(w, "kind must be prompt, context, output or log", http.StatusBadRequest)
 		return
 	}
-	// Read under the item's step directory without following links: an
-	// agent that made its output a link to a file elsewhere gets nothing
-	// served.
-	data, err := safefile.ReadFile(filepath.Dir(filepath.Dir(st.OutputPath)), p)
 	switch {
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, safefile.ErrUnsafe):
 		http.Error(w, fmt.Sprintf("no %s file for step %s", kind, step), http.StatusNotFound)

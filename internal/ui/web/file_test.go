@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/cadre-dev/cadre/internal/engine"
 )
 
 // A step file an agent replaced with a link to a file elsewhere is not
@@ -58,5 +60,54 @@ func TestFileRefusesLinks(t *testing.T) {
 	}
 	if len(item.Steps) != 1 || !slices.Equal(item.Steps[0].Files, []string{"output"}) {
 		t.Errorf("item steps %+v, want one step offering only output", item.Steps)
+	}
+}
+
+// A step's prompt is served from the item's prompts file: the latest one
+// its step was given, and only for steps that have one.
+func TestFileServesPrompt(t *testing.T) {
+	j := newJournal(t)
+	j.item("T1", "One", "completed")
+	j.step("T1", "code", "coder", "out", 0.1)
+	j.step("T1", "review", "reviewer", "out", 0.1)
+	dir := filepath.Join(j.dir, "runs", j.run, "items", "T1")
+	for _, p := range []string{"first", "second"} {
+		if err := engine.AppendPrompt(dir, "code", p+" prompt"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base, _ := serve(t, j, nil, "127.0.0.1:0")
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get("/api/runs/" + j.run + "/file?step=T1/code&kind=prompt"); code != http.StatusOK || body != "second prompt" {
+		t.Fatalf("prompt: %d %q", code, body)
+	}
+	if code, _ := get("/api/runs/" + j.run + "/file?step=T1/review&kind=prompt"); code != http.StatusNotFound {
+		t.Fatalf("prompt of a step without one: %d, want 404", code)
+	}
+	_, body := get("/api/runs/" + j.run + "/items/T1")
+	var item struct {
+		Steps []struct {
+			ID    string   `json:"id"`
+			Files []string `json:"files"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(body), &item); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]string{}
+	for _, s := range item.Steps {
+		files[s.ID] = s.Files
+	}
+	if !slices.Equal(files["T1/code"], []string{"prompt", "output"}) || !slices.Equal(files["T1/review"], []string{"output"}) {
+		t.Errorf("files offered: %v", files)
 	}
 }

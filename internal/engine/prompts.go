@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/safefile"
+)
+
+// PromptsFile is the file of an item's directory that keeps what its agents
+// were asked: every agent step's whole prompt, instructions included, in the
+// order the steps ran. One file appended per step rather than a file per
+// step: creating a file is the dearest thing cadre does for a step on some
+// file systems, and an append allocates nothing.
+const PromptsFile = "prompts.md"
+
+// promptMark starts the header line of each prompt in PromptsFile:
+//
+//	<!-- cadre prompt 1234 bytes "analysis-issue-analyst-1" -->
+//
+// then the prompt's bytes and a newline. The length, not a closing line,
+// ends a prompt, so a prompt quoting an issue's text cannot forge one.
+const promptMark = "<!-- cadre prompt "
+
+// AppendPrompt adds a step's prompt to the item's prompts file, in one
+// write: parallel steps of an item append whole prompts, never interleaved.
+func AppendPrompt(dir, stem, text string) error {
+	var b bytes.Buffer
+	b.Grow(len(text) + len(stem) + 48)
+	b.WriteString(promptMark)
+	b.WriteString(strconv.Itoa(len(text)))
+	b.WriteString(" bytes ")
+	b.WriteString(strconv.Quote(stem))
+	b.WriteString(" -->\n")
+	b.WriteString(text)
+	b.WriteByte('\n')
+	path := filepath.Join(dir, PromptsFile)
+	f, err := safefile.OpenAppend(dir, path, 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		f, err = safefile.OpenAppend(dir, path, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("write prompt: %w", err)
+	}
+	_, err = f.Write(b.Bytes())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write prompt: %w", err)
+	}
+	return nil
+}
+
+// ReadPrompts reads an item's prompts file (itemDir is the item's run
+// directory): the latest prompt of each step, by the step's file stem (the
+// name its output, context and log files share). A step run again after a
+// resume has its prompt twice; the later one is what its agent was asked
+// last. A missing file is no prompts; a torn last prompt (a crash mid-write)
+// is left out.
+func ReadPrompts(itemDir string) (map[string]string, error) {
+	data, err := safefile.ReadFile(itemDir, filepath.Join(itemDir, PromptsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read prompts: %w", err)
+	}
+	return parsePrompts(data), nil
+}
+
+func parsePrompts(data []byte) map[string]string {
+	out := map[string]string{}
+	for len(data) > 0 {
+		line, rest, ok := bytes.Cut(data, []byte{'\n'})
+		if !ok || !bytes.HasPrefix(line, []byte(promptMark)) {
+			break
+		}
+		head := string(line[len(promptMark):])
+		num, head, ok := strings.Cut(head, " bytes ")
+		n, err := strconv.Atoi(num)
+		if !ok || err != nil || n < 0 || n >= len(rest) || rest[n] != '\n' {
+			break
+		}
+		quoted, err := strconv.QuotedPrefix(head)
+		if err != nil || head[len(quoted):] != " -->" {
+			break
+		}
+		stem, _ := strconv.Unquote(quoted)
+		out[stem] = string(rest[:n])
+		data = rest[n+1:]
+	}
+	return out
+}

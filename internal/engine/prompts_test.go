@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Every prompt of an item is kept in order in one file; the latest of a
+// step is what ReadPrompts gives, whatever the prompts' text holds.
+func TestPromptsFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "items", "42")
+	forged := "fix it\n" + promptMark + `3 bytes "b-1" -->` + "\nbad\n"
+	for _, p := range []struct{ stem, text string }{
+		{"a-1", "first ask"},
+		{"b-1", forged},
+		{"a-1", "asked again after a resume"},
+		{"c-1", ""},
+	} {
+		if err := AppendPrompt(dir, p.stem, p.text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ReadPrompts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"a-1": "asked again after a resume", "b-1": forged, "c-1": ""}
+	if len(got) != len(want) {
+		t.Fatalf("prompts %q, want %q", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("prompt %s = %q, want %q", k, got[k], v)
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, PromptsFile))
+	if !strings.HasPrefix(string(data), promptMark+`9 bytes "a-1" -->`+"\nfirst ask\n") {
+		t.Errorf("file starts %q", data[:60])
+	}
+	// A torn last prompt (a crash mid-write) is left out; those before stay.
+	if err := os.WriteFile(filepath.Join(dir, PromptsFile), data[:len(data)-3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := ReadPrompts(dir); len(got) != 2 || got["a-1"] != "asked again after a resume" {
+		t.Errorf("after a torn write: %q", got)
+	}
+	if got, err := ReadPrompts(t.TempDir()); err != nil || len(got) != 0 {
+		t.Errorf("no file: %q %v", got, err)
+	}
+}
+
+// Parallel steps of one item append whole prompts, never interleaved.
+func TestPromptsParallel(t *testing.T) {
+	dir := t.TempDir()
+	text := strings.Repeat("instructions line\n", 400)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := AppendPrompt(dir, "s-"+string(rune('a'+i)), text); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := ReadPrompts(dir)
+	if err != nil || len(got) != 16 {
+		t.Fatalf("%d prompts (%v), want 16", len(got), err)
+	}
+	for k, v := range got {
+		if v != text {
+			t.Errorf("prompt %s torn", k)
+		}
+	}
+}
+
+// A prompts file an agent replaced with a link is not read.
+func TestPromptsRefusesLink(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte(promptMark+`2 bytes "x" -->`+"\nhi\n"), 0o600)
+	if err := os.Symlink(secret, filepath.Join(dir, PromptsFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPrompts(dir); err == nil {
+		t.Error("read a prompts file through a link")
+	}
+	if err := AppendPrompt(dir, "x", "hello"); err == nil {
+		t.Error("appended through a link")
+	}
+	if data, _ := os.ReadFile(secret); strings.Contains(string(data), "hello") {
+		t.Error("wrote through the link")
+	}
+}
