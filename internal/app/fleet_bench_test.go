@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,6 +161,7 @@ type issueRun struct {
 	agent, agentSys time.Duration // the script agent's CPU, inside self, and its kernel part
 	steps, bytes    int64
 	gits, gcs       int
+	files           int // files and directories cadre made in its state directory, temporary ones not counted
 	maxRSSKB        int64
 	bySub           map[string]int // git processes by subcommand
 	argv            []string       // every git command line, in order
@@ -243,7 +245,16 @@ func runIssuesWith(b testing.TB, issues, parallel int, extra string) issueRun {
 	}
 	_ = bare
 	log, _ := os.ReadFile(logPath)
-	r := issueRun{wall: wall, cpu: all1 - all0, self: cpu1 - cpu0, selfSys: sys1 - sys0,
+	files := 0
+	for _, d := range []string{"runs", "archive"} {
+		filepath.WalkDir(filepath.Join(root, ".cadre", d), func(_ string, _ fs.DirEntry, err error) error {
+			if err == nil {
+				files++
+			}
+			return nil
+		})
+	}
+	r := issueRun{files: files, wall: wall, cpu: all1 - all0, self: cpu1 - cpu0, selfSys: sys1 - sys0,
 		agent: time.Duration(agentCPU.Load()), agentSys: time.Duration(agentSys.Load()), steps: steps.Load(), bytes: bytes.Load(), maxRSSKB: maxrss, bySub: map[string]int{}, root: root}
 	for _, line := range strings.Split(string(log), "\036") {
 		if strings.TrimSpace(line) == "" {
@@ -287,7 +298,9 @@ func gitSubcommand(argv []string) string {
 // creating files is most of it, and what it costs depends on the file
 // system, not on cadre); peak RSS; git processes and
 // automatic gc/maintenance runs per issue; bytes handed to agents per
-// issue (prompt, role instructions and context file).
+// issue (prompt, role instructions and context file); files and
+// directories cadre leaves in its state directory per step (creating a file
+// is most of the kernel's part above).
 func BenchmarkIssueFleet(b *testing.B) {
 	for _, c := range []struct{ issues, parallel int }{{1, 1}, {30, 10}, {100, 10}} {
 		b.Run(fmt.Sprintf("%dx%d", c.issues, c.parallel), func(b *testing.B) {
@@ -305,6 +318,7 @@ func BenchmarkIssueFleet(b *testing.B) {
 				tot.bytes += r.bytes
 				tot.gits += r.gits
 				tot.gcs += r.gcs
+				tot.files += r.files
 				tot.maxRSSKB = max(tot.maxRSSKB, r.maxRSSKB)
 				b.Logf("git processes by command: %v", r.bySub)
 			}
@@ -318,6 +332,7 @@ func BenchmarkIssueFleet(b *testing.B) {
 			b.ReportMetric(ms(tot.self)/steps, "ms-cadre-cpu/step")
 			b.ReportMetric(ms(tot.self-tot.agent)/steps, "ms-cadre-own-cpu/step")
 			b.ReportMetric(ms(tot.selfSys-tot.agentSys)/steps, "ms-cadre-own-sys/step")
+			b.ReportMetric(float64(tot.files)/steps, "files/step")
 			b.ReportMetric(float64(tot.maxRSSKB)/1024, "MB-peak-rss")
 			b.ReportMetric(float64(tot.gits)/issues, "git/issue")
 			b.ReportMetric(float64(tot.gcs)/issues, "gc/issue")
