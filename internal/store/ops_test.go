@@ -370,3 +370,84 @@ func journalPair(t *testing.T) (*store.Store, *store.Store) {
 	}
 	return a, b
 }
+
+// Hydrating one item leaves the replica's own copy of another item alone:
+// one mid-step here keeps its row, its steps and what they spent (not yet
+// sent home), while a copy the export shows stale (its later batches
+// applied there from elsewhere) takes the export's row. The run's row is
+// the export's.
+func TestHydrateKeepsAnotherItemsRows(t *testing.T) {
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	truth, _ := open(t)
+	mustRun(t, truth, "r", t0)
+	// k runs on other workers only: its spending reaches this replica
+	// through the exports' totals.
+	for id, cost := range map[string]float64{"i": 1, "j": 1, "k": 10} {
+		must(truth.AddItem(ctx, store.Item{RunID: "r", ID: id, Ref: "/repo/tasks/" + id + ".md"}))
+		st := store.Step{RunID: "r", ItemID: id, ID: id + "/s"}
+		must(truth.StartStep(ctx, st))
+		st.Status, st.Usage = store.StepCompleted, store.Usage{InputTokens: 100, CostUSD: cost}
+		must(truth.FinishStep(ctx, st))
+	}
+	rep, _ := open(t)
+	hydrate := func(item string) {
+		t.Helper()
+		x, err := truth.ExportItem(ctx, "r", item)
+		must(err)
+		must(rep.Hydrate(ctx, x))
+	}
+	hydrate("j")
+	hydrate("i")
+	// j's step here, its batch not taken yet.
+	must(rep.UpdateItem(ctx, "r", "j", store.ItemUpdate{Stage: ptr("review"), Attempts: ptr(2), CurrentStep: ptr("j/t")}))
+	st := store.Step{RunID: "r", ItemID: "j", ID: "j/t"}
+	must(rep.StartStep(ctx, st))
+	st.Status, st.Usage = store.StepCompleted, store.Usage{InputTokens: 5, CostUSD: 0.5}
+	must(rep.FinishStep(ctx, st))
+	must(truth.SetRunStatus(ctx, "r", store.RunPaused, 7))
+	hydrate("i")
+	j, err := rep.GetItem(ctx, "r", "j")
+	must(err)
+	if j.Stage != "review" || j.Attempts != 2 || j.CurrentStep != "j/t" {
+		t.Errorf("j mid-step here: stage %q attempts %d step %q; want its own row kept", j.Stage, j.Attempts, j.CurrentStep)
+	}
+	if steps, _ := rep.ItemSteps(ctx, "r", "j"); len(steps) != 2 {
+		t.Errorf("j's steps here: %d, want 2", len(steps))
+	}
+	if tot, _ := rep.Totals(ctx, "r"); tot.CostUSD != 12.5 || tot.InputTokens != 305 {
+		t.Errorf("replica totals %+v: want the home's 12 and 305 plus j's 0.5 and 5 not sent", tot)
+	}
+	if r, _ := rep.GetRun(ctx, "r"); r.Status != store.RunPaused {
+		t.Errorf("run status %q: want the export's", r.Status)
+	}
+	// j's step and the next one land at home from here and another worker:
+	// the copy here is behind.
+	must(truth.StartStep(ctx, st))
+	must(truth.FinishStep(ctx, st))
+	_, err = truth.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "j", Seq: 1}, "d1", nil)
+	must(err)
+	must(truth.UpdateItem(ctx, "r", "j", store.ItemUpdate{Stage: ptr("audit"), Attempts: ptr(3)}))
+	st2 := store.Step{RunID: "r", ItemID: "j", ID: "j/u"}
+	must(truth.StartStep(ctx, st2))
+	st2.Status, st2.Usage = store.StepCompleted, store.Usage{CostUSD: 2}
+	must(truth.FinishStep(ctx, st2))
+	_, err = truth.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "j", Seq: 2}, "d2", nil)
+	must(err)
+	if seq, err := rep.NextReplicaSeq(ctx, "r", "j"); err != nil || seq != 1 {
+		t.Fatalf("next seq of j: %d, %v", seq, err)
+	}
+	hydrate("i")
+	if j, _ := rep.GetItem(ctx, "r", "j"); j.Stage != "audit" || j.Attempts != 3 {
+		t.Errorf("j behind here: stage %q attempts %d; want the export's", j.Stage, j.Attempts)
+	}
+	want, _ := truth.Totals(ctx, "r")
+	if tot, _ := rep.Totals(ctx, "r"); tot.CostUSD != want.CostUSD || tot.InputTokens != want.InputTokens {
+		t.Errorf("replica totals %+v, want the home's %+v", tot, want)
+	}
+}
