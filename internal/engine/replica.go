@@ -338,15 +338,29 @@ func (e *Engine) HydrateItem(ctx context.Context, snap Snapshot) error {
 	}
 	e.tapReplica()
 	// The ops and files of the item's earlier steps here are the
-	// snapshot's now: the replica starts over from it.
+	// snapshot's now: the replica starts over from it. A later batch
+	// continues a grown file from what the home has, so the snapshot's
+	// files are marked as sent with the snapshot's content. A file here
+	// the snapshot lacks (a log or prompt of an earlier visit of the item
+	// here) may differ from the home's copy, or the home may have none:
+	// it is sent whole when a step changes it.
 	p := &pending{files: map[string]mark{}}
+	for _, f := range snap.Files {
+		p.files[f.Path] = markOf(f.data())
+	}
 	if err := walkFiles(dir, func(rel string, data []byte) error {
-		p.files[rel] = markOf(data)
+		if _, ok := p.files[rel]; !ok {
+			m := markOf(data)
+			m.whole = true
+			p.files[rel] = m
+		}
 		return nil
 	}); err != nil {
 		return fail(err)
 	}
-	if task != "" && inside(dir, task) == "" {
+	if snap.Task != nil {
+		p.task = markOf(snap.Task.data())
+	} else if task != "" && inside(dir, task) == "" {
 		if data, err := safefile.ReadFile(e.d.Root, task); err == nil {
 			p.task = markOf(data)
 		}
@@ -396,13 +410,16 @@ type pending struct {
 	task  mark
 }
 
-// mark is what a file held: its size and checksum.
+// mark is what a file held: its size and checksum, and whether the home's
+// copy may differ (whole): such a file is sent whole when it changes,
+// never as a continuation of a base the home may not have.
 type mark struct {
-	size int64
-	sum  [32]byte
+	size  int64
+	sum   [32]byte
+	whole bool
 }
 
-func markOf(data []byte) mark { return mark{int64(len(data)), sha256.Sum256(data)} }
+func markOf(data []byte) mark { return mark{size: int64(len(data)), sum: sha256.Sum256(data)} }
 
 // tapReplica starts recording the journal writes and events of hydrated
 // items, once per engine.
@@ -490,12 +507,17 @@ func (s *ItemSteps) TakeBatch(ctx context.Context) (Batch, error) {
 		marks[rel] = m
 		old, had := sent[rel]
 		switch {
-		case had && old == m:
+		case had && old.size == m.size && old.sum == m.sum:
+			// Unchanged: still what the home has, or still maybe not.
+			marks[rel] = old
 			return nil
 		case strings.HasPrefix(rel, "logs/") && len(data) > maxLogBytes:
 			note := fmt.Sprintf("[cadre: log cut to its last %d of %d bytes in the batch from %s]\n", maxLogBytes, len(data), e.d.Root)
 			b.Files = append(b.Files, newFile(rel, 0, append([]byte(note), data[len(data)-maxLogBytes:]...)))
-		case had && old.size > 0 && m.size > old.size && sha256.Sum256(data[:old.size]) == old.sum:
+			// The home's copy is the cut one.
+			m.whole = true
+			marks[rel] = m
+		case had && !old.whole && old.size > 0 && m.size > old.size && sha256.Sum256(data[:old.size]) == old.sum:
 			b.Files = append(b.Files, newFile(rel, old.size, data[old.size:]))
 		default:
 			b.Files = append(b.Files, newFile(rel, 0, data))
