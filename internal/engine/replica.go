@@ -566,8 +566,8 @@ func (b Batch) Digest() (string, error) {
 }
 
 // ApplyBatch applies a replica's batch to this journal (the truth): its
-// files into the item's directory and task file, then its journal writes
-// in one transaction with the record of its key. A batch applied before
+// journal writes in one transaction with the record of its key, and in
+// that transaction its files into the item's directory and task file. A batch applied before
 // changes nothing and returns false. Every path is moved from b.Root to
 // this repository and refused when it would leave the item's directory.
 func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
@@ -620,34 +620,39 @@ func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
 	if err != nil {
 		return fail(err)
 	}
-	e.applyMu.Lock()
-	defer e.applyMu.Unlock()
-	// Files only for a batch not applied yet: an old batch delivered
-	// again must not put back what later batches changed.
-	if last, err := e.d.Store.AppliedSeq(ctx, b.Run, b.Item); err != nil {
-		return fail(err)
-	} else if b.Seq == last+1 {
+	// The files are written in the transaction that claims the batch,
+	// after its ops: the journal's write lock is held from its start, so
+	// only the process applying the batch writes them, and no later batch
+	// is applied meanwhile. Before the transaction, a retry in another
+	// process sharing this journal could check the batch unapplied, then
+	// write its files over a later batch's; after the commit, a crash
+	// before the files are written would lose them, the batch counting as
+	// applied. Writing is idempotent, for a failed commit's retry: a
+	// continuation is written from its offset, not appended.
+	writeFiles := func() error {
+		if e.applying != nil {
+			e.applying(b.BatchKey)
+		}
 		for _, w := range writes {
 			data := w.f.data()
 			if w.f.At > 0 {
 				old, err := safefile.ReadFile(dir, w.path)
 				if err != nil || int64(len(old)) < w.f.At {
-					return fail(fmt.Errorf("batch file %s continues %d bytes the journal's copy does not have (%v)", w.f.Path, w.f.At, err))
+					return fmt.Errorf("batch file %s continues %d bytes the journal's copy does not have (%v)", w.f.Path, w.f.At, err)
 				}
 				data = append(old[:w.f.At:w.f.At], data...)
 			}
 			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fail(err)
+				return err
 			}
 			if err := safefile.WriteFile(dir, w.path, data, 0o644); err != nil {
-				return fail(err)
+				return err
 			}
 		}
 		if b.Task != nil {
-			if err := writeTaskFile(e.d.Root, it.Ref, b.Task.data()); err != nil {
-				return fail(err)
-			}
+			return writeTaskFile(e.d.Root, it.Ref, b.Task.data())
 		}
+		return nil
 	}
-	return e.d.Store.ApplyOps(ctx, b.BatchKey, digest, ops)
+	return e.d.Store.ApplyOps(ctx, b.BatchKey, digest, ops, writeFiles)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -602,5 +603,106 @@ func TestReplicaBatchesContinueTheHomesCopies(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Two processes of the home (the starter and a worker sharing its state
+// directory) applying one item's batches at once, one of them retrying
+// batch 1 while the other applies 1 and 2: batch 1 is applied once, and
+// the item's files are batch 2's, never rolled back to batch 1's.
+func TestApplyBatchRacingAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	truth := newEnv(t, passAll, [2]string{"a", "code"})
+	rep := replicaEnv(t, truth)
+	// The other process: its own engine and connections to the same
+	// journal, so nothing in one process orders the two.
+	st, err := store.Open(ctx, filepath.Join(truth.root, ".cadre", "cadre.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	other, err := New(ctx, fakeDeps(t, truth.root, st, truth.fake, event.NewBus(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batches []Batch
+	var run string
+	_, err = truth.eng.StartWith(ctx, Options{}, func(ctx context.Context, r string, it store.Item) error {
+		run = r
+		snap, err := truth.eng.ExportItem(ctx, run, it.ID)
+		if err != nil {
+			return err
+		}
+		if err := rep.eng.HydrateItem(ctx, snap); err != nil {
+			return err
+		}
+		rs, err := rep.eng.OpenRun(ctx, run)
+		if err != nil {
+			return err
+		}
+		is, err := rs.OpenItem(ctx, it.ID)
+		if err != nil {
+			return err
+		}
+		defer is.Close()
+		for _, text := range []string{"batch 1's notes\n", "batch 2's notes, longer\n"} {
+			if err := os.WriteFile(filepath.Join(itemDir(rep.root, run, it.ID), "notes.md"), []byte(text), 0o644); err != nil {
+				return err
+			}
+			b, err := is.TakeBatch(ctx)
+			if err != nil {
+				return err
+			}
+			batches = append(batches, b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The retry stops as it is about to write batch 1's files until the
+	// first process is done with both batches, or has waited long enough
+	// to be waiting on the retry.
+	paused, done := make(chan struct{}), make(chan struct{})
+	other.applying = func(k store.BatchKey) {
+		if k.Seq == 1 {
+			close(paused)
+			select {
+			case <-done:
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}
+	type result struct {
+		ok  bool
+		err error
+	}
+	retry := make(chan result, 1)
+	go func() {
+		ok, err := other.ApplyBatch(ctx, batches[0])
+		retry <- result{ok, err}
+	}()
+	<-paused
+	var first [2]result
+	go func() {
+		defer close(done)
+		for i, b := range batches {
+			first[i].ok, first[i].err = truth.eng.ApplyBatch(ctx, b)
+		}
+	}()
+	<-done
+	r := <-retry
+	if r.err != nil || first[0].err != nil || first[1].err != nil {
+		t.Fatalf("apply: retry %v, first %v, %v", r.err, first[0].err, first[1].err)
+	}
+	if r.ok == first[0].ok || !first[1].ok {
+		t.Errorf("batch 1 applied by the retry %v and the first %v, batch 2 %v: want batch 1 once, batch 2", r.ok, first[0].ok, first[1].ok)
+	}
+	data, err := os.ReadFile(filepath.Join(itemDir(truth.root, run, "a"), "notes.md"))
+	if err != nil || string(data) != "batch 2's notes, longer\n" {
+		t.Errorf("the home's notes: %q, %v; want batch 2's", data, err)
+	}
+	if seq, err := truth.st.AppliedSeq(ctx, run, "a"); seq != 2 || err != nil {
+		t.Errorf("applied seq %d, %v; want 2", seq, err)
 	}
 }
