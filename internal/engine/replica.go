@@ -40,8 +40,13 @@ import (
 // before the batch numbered before it (store.ErrBatchGap, which a retry
 // after that batch lands resolves).
 //
+// A replica holds several items: hydrating one leaves the replica's own
+// copies of the others (one may be mid-step here) as they are (see
+// store.Hydrate).
+//
 // The budget on a worker: the replica's Totals are the snapshot's totals
-// plus what the replica spent since. Steps of the run's other items on
+// plus what the replica's own copies spent that the snapshot does not
+// count yet. Steps of the run's other items on
 // other workers after the snapshot are not seen until the item is
 // hydrated again, so a run can overshoot its budget by what those steps
 // spend meanwhile, as parallel steps of the embedded engine overshoot by
