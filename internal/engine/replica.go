@@ -46,11 +46,11 @@ import (
 //
 // The budget on a worker: the replica's Totals are the snapshot's totals
 // plus what the replica's own copies spent that the snapshot does not
-// count yet. Steps of the run's other items on
-// other workers after the snapshot are not seen until the item is
-// hydrated again, so a run can overshoot its budget by what those steps
-// spend meanwhile, as parallel steps of the embedded engine overshoot by
-// the steps already running when the budget is reached.
+// count yet. Steps of the run's other items on other workers after the
+// snapshot are not seen until the item is hydrated again, so a run can
+// overshoot its budget by what those steps spend meanwhile, as parallel
+// steps of the embedded engine overshoot by the steps already running
+// when the budget is reached.
 //
 // Not carried back: a step's process group (SetStepGroup names a process
 // on the worker's machine, which a resume on the starter must not kill),
@@ -513,7 +513,7 @@ func (s *ItemSteps) TakeBatch(ctx context.Context) (Batch, error) {
 		old, had := sent[rel]
 		switch {
 		case had && old.size == m.size && old.sum == m.sum:
-			// Unchanged: still what the home has, or still maybe not.
+			// Unchanged: its mark stays, whether the home may differ too.
 			marks[rel] = old
 			return nil
 		case strings.HasPrefix(rel, "logs/") && len(data) > maxLogBytes:
@@ -572,8 +572,8 @@ func (b Batch) Digest() (string, error) {
 
 // ApplyBatch applies a replica's batch to this journal (the truth): its
 // journal writes in one transaction with the record of its key, and in
-// that transaction its files into the item's directory and task file. A batch applied before
-// changes nothing and returns false. Every path is moved from b.Root to
+// that transaction its files into the item's directory and task file. A
+// batch applied before changes nothing and returns false. Every path is moved from b.Root to
 // this repository and refused when it would leave the item's directory.
 func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
 	fail := func(err error) (bool, error) { return false, fmt.Errorf("apply %s: %w", b.BatchKey, err) }

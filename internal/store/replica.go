@@ -129,8 +129,8 @@ func (s *Store) ExportItem(ctx context.Context, runID, itemID string) (ItemExpor
 	return x, nil
 }
 
-// itemCounts counts, per item of the run that has any, its applied
-// batches and its steps' spending, in item order.
+// itemCounts counts, per item of the run, its applied batches and its
+// steps' spending, in item order.
 func itemCounts(ctx context.Context, tx *sql.Tx, runID string) ([]ItemCount, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT i.id,
 		(SELECT COALESCE(MAX(b.seq), 0) FROM batches b WHERE b.run_id = i.run_id AND b.item_id = i.id),
