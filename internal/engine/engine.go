@@ -132,10 +132,12 @@ type Engine struct {
 	checked   map[string]runner.Runner
 
 	// A worker's replica of the journal of truth records its items'
-	// writes (replica.go); applyMu serialises batches applied to a truth.
+	// writes (replica.go).
 	rep     replicaTap
 	repOnce sync.Once
-	applyMu sync.Mutex
+	// applying, when set (by tests), is called as a batch's files are
+	// about to be written.
+	applying func(store.BatchKey)
 }
 
 // New returns an engine for d.Root, which must be a git working tree.

@@ -40,12 +40,17 @@ import (
 // before the batch numbered before it (store.ErrBatchGap, which a retry
 // after that batch lands resolves).
 //
+// A replica holds several items: hydrating one leaves the replica's own
+// copies of the others (one may be mid-step here) as they are (see
+// store.Hydrate).
+//
 // The budget on a worker: the replica's Totals are the snapshot's totals
-// plus what the replica spent since. Steps of the run's other items on
-// other workers after the snapshot are not seen until the item is
-// hydrated again, so a run can overshoot its budget by what those steps
-// spend meanwhile, as parallel steps of the embedded engine overshoot by
-// the steps already running when the budget is reached.
+// plus what the replica's own copies spent that the snapshot does not
+// count yet. Steps of the run's other items on other workers after the
+// snapshot are not seen until the item is hydrated again, so a run can
+// overshoot its budget by what those steps spend meanwhile, as parallel
+// steps of the embedded engine overshoot by the steps already running
+// when the budget is reached.
 //
 // Not carried back: a step's process group (SetStepGroup names a process
 // on the worker's machine, which a resume on the starter must not kill),
@@ -342,15 +347,29 @@ func (e *Engine) HydrateItem(ctx context.Context, snap Snapshot) error {
 	}
 	e.tapReplica()
 	// The ops and files of the item's earlier steps here are the
-	// snapshot's now: the replica starts over from it.
+	// snapshot's now: the replica starts over from it. A later batch
+	// continues a grown file from what the home has, so the snapshot's
+	// files are marked as sent with the snapshot's content. A file here
+	// the snapshot lacks (a log or prompt of an earlier visit of the item
+	// here) may differ from the home's copy, or the home may have none:
+	// it is sent whole when a step changes it.
 	p := &pending{files: map[string]mark{}}
+	for _, f := range snap.Files {
+		p.files[f.Path] = markOf(f.data())
+	}
 	if err := walkFiles(dir, func(rel string, data []byte) error {
-		p.files[rel] = markOf(data)
+		if _, ok := p.files[rel]; !ok {
+			m := markOf(data)
+			m.whole = true
+			p.files[rel] = m
+		}
 		return nil
 	}); err != nil {
 		return fail(err)
 	}
-	if task != "" && inside(dir, task) == "" {
+	if snap.Task != nil {
+		p.task = markOf(snap.Task.data())
+	} else if task != "" && inside(dir, task) == "" {
 		if data, err := safefile.ReadFile(e.d.Root, task); err == nil {
 			p.task = markOf(data)
 		}
@@ -400,13 +419,16 @@ type pending struct {
 	task  mark
 }
 
-// mark is what a file held: its size and checksum.
+// mark is what a file held: its size and checksum, and whether the home's
+// copy may differ (whole): such a file is sent whole when it changes,
+// never as a continuation of a base the home may not have.
 type mark struct {
-	size int64
-	sum  [32]byte
+	size  int64
+	sum   [32]byte
+	whole bool
 }
 
-func markOf(data []byte) mark { return mark{int64(len(data)), sha256.Sum256(data)} }
+func markOf(data []byte) mark { return mark{size: int64(len(data)), sum: sha256.Sum256(data)} }
 
 // tapReplica starts recording the journal writes and events of hydrated
 // items, once per engine.
@@ -494,7 +516,9 @@ func (s *ItemSteps) TakeBatch(ctx context.Context) (Batch, error) {
 		marks[rel] = m
 		old, had := sent[rel]
 		switch {
-		case had && old == m:
+		case had && old.size == m.size && old.sum == m.sum:
+			// Unchanged: its mark stays, whether the home may differ too.
+			marks[rel] = old
 			return nil
 		case rel == PromptsFile:
 			// This replica's file may lack prompts other workers added
@@ -509,7 +533,10 @@ func (s *ItemSteps) TakeBatch(ctx context.Context) (Batch, error) {
 		case strings.HasPrefix(rel, "logs/") && len(data) > maxLogBytes:
 			note := fmt.Sprintf("[cadre: log cut to its last %d of %d bytes in the batch from %s]\n", maxLogBytes, len(data), e.d.Root)
 			b.Files = append(b.Files, newFile(rel, 0, append([]byte(note), data[len(data)-maxLogBytes:]...)))
-		case had && old.size > 0 && m.size > old.size && sha256.Sum256(data[:old.size]) == old.sum:
+			// The home's copy is the cut one.
+			m.whole = true
+			marks[rel] = m
+		case had && !old.whole && old.size > 0 && m.size > old.size && sha256.Sum256(data[:old.size]) == old.sum:
 			b.Files = append(b.Files, newFile(rel, old.size, data[old.size:]))
 		default:
 			b.Files = append(b.Files, newFile(rel, 0, data))
@@ -558,9 +585,9 @@ func (b Batch) Digest() (string, error) {
 }
 
 // ApplyBatch applies a replica's batch to this journal (the truth): its
-// files into the item's directory and task file, then its journal writes
-// in one transaction with the record of its key. A batch applied before
-// changes nothing and returns false. Every path is moved from b.Root to
+// journal writes in one transaction with the record of its key, and in
+// that transaction its files into the item's directory and task file. A
+// batch applied before changes nothing and returns false. Every path is moved from b.Root to
 // this repository and refused when it would leave the item's directory.
 func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
 	fail := func(err error) (bool, error) { return false, fmt.Errorf("apply %s: %w", b.BatchKey, err) }
@@ -612,13 +639,19 @@ func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
 	if err != nil {
 		return fail(err)
 	}
-	e.applyMu.Lock()
-	defer e.applyMu.Unlock()
-	// Files only for a batch not applied yet: an old batch delivered
-	// again must not put back what later batches changed.
-	if last, err := e.d.Store.AppliedSeq(ctx, b.Run, b.Item); err != nil {
-		return fail(err)
-	} else if b.Seq == last+1 {
+	// The files are written in the transaction that claims the batch,
+	// after its ops: the journal's write lock is held from its start, so
+	// only the process applying the batch writes them, and no later batch
+	// is applied meanwhile. Before the transaction, a retry in another
+	// process sharing this journal could check the batch unapplied, then
+	// write its files over a later batch's; after the commit, a crash
+	// before the files are written would lose them, the batch counting as
+	// applied. Writing is idempotent, for a failed commit's retry: a
+	// continuation is written from its offset, not appended.
+	writeFiles := func() error {
+		if e.applying != nil {
+			e.applying(b.BatchKey)
+		}
 		for _, w := range writes {
 			data := w.f.data()
 			if w.f.Append {
@@ -630,22 +663,21 @@ func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
 			} else if w.f.At > 0 {
 				old, err := safefile.ReadFile(dir, w.path)
 				if err != nil || int64(len(old)) < w.f.At {
-					return fail(fmt.Errorf("batch file %s continues %d bytes the journal's copy does not have (%v)", w.f.Path, w.f.At, err))
+					return fmt.Errorf("batch file %s continues %d bytes the journal's copy does not have (%v)", w.f.Path, w.f.At, err)
 				}
 				data = append(old[:w.f.At:w.f.At], data...)
 			}
 			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fail(err)
+				return err
 			}
 			if err := safefile.WriteFile(dir, w.path, data, 0o644); err != nil {
-				return fail(err)
+				return err
 			}
 		}
 		if b.Task != nil {
-			if err := writeTaskFile(e.d.Root, it.Ref, b.Task.data()); err != nil {
-				return fail(err)
-			}
+			return writeTaskFile(e.d.Root, it.Ref, b.Task.data())
 		}
+		return nil
 	}
-	return e.d.Store.ApplyOps(ctx, b.BatchKey, digest, ops)
+	return e.d.Store.ApplyOps(ctx, b.BatchKey, digest, ops, writeFiles)
 }

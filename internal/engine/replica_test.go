@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -514,3 +515,212 @@ func (f *replicaFlow) Human(ctx context.Context, c workflow.HumanCall) (workflow
 }
 
 func (f *replicaFlow) Warn(string) {}
+
+// The files a replica's batches continue (send only the new end of) are
+// the home's copies: a file hydrated from the snapshot grows from the
+// snapshot's content, while one the snapshot lacks (a log of an earlier
+// visit here, which the home holds otherwise) and a log sent cut are sent
+// whole when they change. Either way the home's copy ends as the
+// replica's; a stale file left unchanged is not sent.
+func TestReplicaBatchesContinueTheHomesCopies(t *testing.T) {
+	ctx := context.Background()
+	truth := newEnv(t, passAll, [2]string{"a", "code"})
+	rep := replicaEnv(t, truth)
+	_, err := truth.eng.StartWith(ctx, Options{}, func(ctx context.Context, run string, it store.Item) error {
+		home, here := itemDir(truth.root, run, it.ID), itemDir(rep.root, run, it.ID)
+		write := func(dir, rel, s string, flag int) {
+			t.Helper()
+			p := filepath.Join(dir, filepath.FromSlash(rel))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|flag, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteString(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// From an earlier visit of the item here, which the home's copies
+		// moved on from since.
+		write(home, "logs/x.log", "the home's log of the step, sent from another worker\n", os.O_TRUNC)
+		write(home, "current_cycle.md", "the home's cycle log\n", os.O_TRUNC)
+		write(here, "logs/x.log", "this worker's log\n", os.O_TRUNC)
+		write(here, "current_cycle.md", "this worker's old cycle log\n", os.O_TRUNC)
+		write(here, "prompts/old.md", "an old prompt\n", os.O_TRUNC)
+		snap, err := truth.eng.ExportItem(ctx, run, it.ID)
+		if err != nil {
+			return err
+		}
+		var got Snapshot
+		roundTrip(t, snap, &got)
+		if err := rep.eng.HydrateItem(ctx, got); err != nil {
+			return err
+		}
+		rs, err := rep.eng.OpenRun(ctx, run)
+		if err != nil {
+			return err
+		}
+		is, err := rs.OpenItem(ctx, it.ID)
+		if err != nil {
+			return err
+		}
+		defer is.Close()
+		take := func() map[string]File {
+			t.Helper()
+			b, err := is.TakeBatch(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sent Batch
+			roundTrip(t, b, &sent)
+			if ok, err := truth.eng.ApplyBatch(ctx, sent); err != nil || !ok {
+				t.Fatalf("apply %s: %v, %v", b.BatchKey, ok, err)
+			}
+			files := map[string]File{}
+			for _, f := range b.Files {
+				files[f.Path] = f
+			}
+			return files
+		}
+		same := func(rel string) {
+			t.Helper()
+			a, err1 := os.ReadFile(filepath.Join(home, filepath.FromSlash(rel)))
+			b, err2 := os.ReadFile(filepath.Join(here, filepath.FromSlash(rel)))
+			if err1 != nil || err2 != nil || string(a) != string(b) {
+				t.Errorf("%s: the home has %q (%v), the replica %q (%v)", rel, a, err1, b, err2)
+			}
+		}
+		// A step: the log and the cycle log grow, a long log is written.
+		write(here, "logs/x.log", "the next try\n", os.O_APPEND)
+		write(here, "current_cycle.md", "a step\n", os.O_APPEND)
+		write(here, "logs/long.log", strings.Repeat("x", maxLogBytes+10)+"\n", os.O_TRUNC)
+		files := take()
+		if f, ok := files["logs/x.log"]; !ok || f.At != 0 {
+			t.Errorf("a log the snapshot lacked: sent %v from %d, want whole", ok, f.At)
+		}
+		same("logs/x.log")
+		if f := files["current_cycle.md"]; f.At != int64(len("the home's cycle log\n")) {
+			t.Errorf("the cycle log sent from %d, want from the snapshot's end", f.At)
+		}
+		same("current_cycle.md")
+		if _, ok := files["prompts/old.md"]; ok {
+			t.Errorf("an unchanged file was sent")
+		}
+		// The next step: the long log, sent cut, grows.
+		write(here, "logs/long.log", "more\n", os.O_APPEND)
+		files = take()
+		if f, ok := files["logs/long.log"]; !ok || f.At != 0 {
+			t.Errorf("a log sent cut: sent %v from %d, want whole", ok, f.At)
+		}
+		data, err := os.ReadFile(filepath.Join(home, "logs", "long.log"))
+		if err != nil || !strings.HasPrefix(string(data), "[cadre: log cut") || !strings.HasSuffix(string(data), "x\nmore\n") {
+			t.Errorf("the home's long log: %v, %.40q…%q", err, data, data[max(len(data)-10, 0):])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two processes of the home (the starter and a worker sharing its state
+// directory) applying one item's batches at once, one of them retrying
+// batch 1 while the other applies 1 and 2: batch 1 is applied once, and
+// the item's files are batch 2's, never rolled back to batch 1's.
+func TestApplyBatchRacingAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	truth := newEnv(t, passAll, [2]string{"a", "code"})
+	rep := replicaEnv(t, truth)
+	// The other process: its own engine and connections to the same
+	// journal, so nothing in one process orders the two.
+	st, err := store.Open(ctx, filepath.Join(truth.root, ".cadre", "cadre.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	other, err := New(ctx, fakeDeps(t, truth.root, st, truth.fake, event.NewBus(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batches []Batch
+	var run string
+	_, err = truth.eng.StartWith(ctx, Options{}, func(ctx context.Context, r string, it store.Item) error {
+		run = r
+		snap, err := truth.eng.ExportItem(ctx, run, it.ID)
+		if err != nil {
+			return err
+		}
+		if err := rep.eng.HydrateItem(ctx, snap); err != nil {
+			return err
+		}
+		rs, err := rep.eng.OpenRun(ctx, run)
+		if err != nil {
+			return err
+		}
+		is, err := rs.OpenItem(ctx, it.ID)
+		if err != nil {
+			return err
+		}
+		defer is.Close()
+		for _, text := range []string{"batch 1's notes\n", "batch 2's notes, longer\n"} {
+			if err := os.WriteFile(filepath.Join(itemDir(rep.root, run, it.ID), "notes.md"), []byte(text), 0o644); err != nil {
+				return err
+			}
+			b, err := is.TakeBatch(ctx)
+			if err != nil {
+				return err
+			}
+			batches = append(batches, b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The retry stops as it is about to write batch 1's files until the
+	// first process is done with both batches, or has waited long enough
+	// to be waiting on the retry.
+	paused, done := make(chan struct{}), make(chan struct{})
+	other.applying = func(k store.BatchKey) {
+		if k.Seq == 1 {
+			close(paused)
+			select {
+			case <-done:
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}
+	type result struct {
+		ok  bool
+		err error
+	}
+	retry := make(chan result, 1)
+	go func() {
+		ok, err := other.ApplyBatch(ctx, batches[0])
+		retry <- result{ok, err}
+	}()
+	<-paused
+	var first [2]result
+	go func() {
+		defer close(done)
+		for i, b := range batches {
+			first[i].ok, first[i].err = truth.eng.ApplyBatch(ctx, b)
+		}
+	}()
+	<-done
+	r := <-retry
+	if r.err != nil || first[0].err != nil || first[1].err != nil {
+		t.Fatalf("apply: retry %v, first %v, %v", r.err, first[0].err, first[1].err)
+	}
+	if r.ok == first[0].ok || !first[1].ok {
+		t.Errorf("batch 1 applied by the retry %v and the first %v, batch 2 %v: want batch 1 once, batch 2", r.ok, first[0].ok, first[1].ok)
+	}
+	data, err := os.ReadFile(filepath.Join(itemDir(truth.root, run, "a"), "notes.md"))
+	if err != nil || string(data) != "batch 2's notes, longer\n" {
+		t.Errorf("the home's notes: %q, %v; want batch 2's", data, err)
+	}
+	if seq, err := truth.st.AppliedSeq(ctx, run, "a"); seq != 2 || err != nil {
+		t.Errorf("applied seq %d, %v; want 2", seq, err)
+	}
+}

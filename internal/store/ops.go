@@ -236,7 +236,15 @@ var (
 // before: then it changes nothing and returns false. A key applied with
 // another digest is refused (ErrBatchConflict), as is one whose previous
 // batch was not applied (ErrBatchGap).
-func (s *Store) ApplyOps(ctx context.Context, key BatchKey, digest string, ops []Op) (bool, error) {
+//
+// write, when not nil, is called in that transaction, after the ops and
+// the record, only when this call applies the batch; its error rolls the
+// batch back. The transaction holds the journal's write lock from its
+// start (IMMEDIATE), so while write runs no other connection, in this
+// process or another, applies a batch to the journal: what write does (the
+// batch's files) is done once per batch and in the batches' order, except
+// when the commit fails after it, and the batch is applied again.
+func (s *Store) ApplyOps(ctx context.Context, key BatchKey, digest string, ops []Op, write func() error) (bool, error) {
 	if key.Run == "" || key.Item == "" || key.Seq < 1 || digest == "" {
 		return false, fmt.Errorf("apply %s: want a run, an item, a number from 1 and a digest", key)
 	}
@@ -273,6 +281,11 @@ func (s *Store) ApplyOps(ctx context.Context, key BatchKey, digest string, ops [
 		if _, err := tx.ExecContext(ctx, `INSERT INTO batches (run_id, item_id, seq, digest, applied_at) VALUES (?, ?, ?, ?, ?)`,
 			key.Run, key.Item, key.Seq, digest, fmtTime(s.now())); err != nil {
 			return err
+		}
+		if write != nil {
+			if err := write(); err != nil {
+				return err
+			}
 		}
 		applied = true
 		return nil

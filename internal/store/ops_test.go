@@ -190,7 +190,7 @@ func TestApplyOpsMakesTheSameWritesOnce(t *testing.T) {
 	must(err)
 	key := store.BatchKey{Run: "r", Item: "i", Seq: 1}
 	for i := 0; i < 2; i++ {
-		ok, err := b.ApplyOps(ctx, key, "d1", ops)
+		ok, err := b.ApplyOps(ctx, key, "d1", ops, nil)
 		if err != nil || ok != (i == 0) {
 			t.Fatalf("apply #%d: %v, %v", i+1, ok, err)
 		}
@@ -220,17 +220,17 @@ func TestApplyOpsMakesTheSameWritesOnce(t *testing.T) {
 	if tot, _ := b.Totals(ctx, "r"); tot.CostUSD != 0.5 {
 		t.Errorf("totals %+v: want both tries counted once", tot)
 	}
-	if _, err := b.ApplyOps(ctx, key, "d2", ops); !errors.Is(err, store.ErrBatchConflict) {
+	if _, err := b.ApplyOps(ctx, key, "d2", ops, nil); !errors.Is(err, store.ErrBatchConflict) {
 		t.Errorf("same number, other digest: %v, want ErrBatchConflict", err)
 	}
-	if _, err := b.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "i", Seq: 3}, "d3", nil); !errors.Is(err, store.ErrBatchGap) {
+	if _, err := b.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "i", Seq: 3}, "d3", nil, nil); !errors.Is(err, store.ErrBatchGap) {
 		t.Errorf("batch 3 after 1: %v, want ErrBatchGap", err)
 	}
 	// A batch failing half-way applies nothing, its key included.
 	bad := []store.Op{{Kind: store.OpUpdateItem, At: t0, Run: "r", Item: "i", Update: &store.ItemUpdate{Stage: ptr("x")}},
 		{Kind: store.OpFinishStep, At: t0, Run: "r", Item: "i", Step: &done}}
 	bad[1].Step.EndedAt = &t0
-	if _, err := b.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "i", Seq: 2}, "d2", bad); !errors.Is(err, store.ErrCompleted) {
+	if _, err := b.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "i", Seq: 2}, "d2", bad, nil); !errors.Is(err, store.ErrCompleted) {
 		t.Errorf("finishing a completed step: %v", err)
 	}
 	if it, _ := b.GetItem(ctx, "r", "i"); it.Stage != "code" {
@@ -262,7 +262,7 @@ func TestHydrateFromExport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := truth.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "i", Seq: 1}, "d", nil); err != nil {
+	if _, err := truth.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "i", Seq: 1}, "d", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	x, err := truth.ExportItem(ctx, "r", "i")
@@ -342,7 +342,7 @@ func TestApplyOpsKeepsAHumanAnswerGivenHere(t *testing.T) {
 		if kind == "agent" {
 			seq = 2
 		}
-		_, err := truth.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "i", Seq: seq}, kind, take())
+		_, err := truth.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "i", Seq: seq}, kind, take(), nil)
 		switch {
 		case kind == "human" && err != nil:
 			t.Fatalf("the replica's answer to a question answered here: %v", err)
@@ -369,4 +369,160 @@ func journalPair(t *testing.T) (*store.Store, *store.Store) {
 		}
 	}
 	return a, b
+}
+
+// Hydrating one item leaves the replica's own copy of another item alone:
+// one mid-step here keeps its row, its steps and what they spent (not yet
+// sent home), while a copy the export shows stale (its later batches
+// applied there from elsewhere) takes the export's row. The run's row is
+// the export's.
+func TestHydrateKeepsAnotherItemsRows(t *testing.T) {
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	truth, _ := open(t)
+	mustRun(t, truth, "r", t0)
+	// k runs on other workers only: its spending reaches this replica
+	// through the exports' totals.
+	for id, cost := range map[string]float64{"i": 1, "j": 1, "k": 10} {
+		must(truth.AddItem(ctx, store.Item{RunID: "r", ID: id, Ref: "/repo/tasks/" + id + ".md"}))
+		st := store.Step{RunID: "r", ItemID: id, ID: id + "/s"}
+		must(truth.StartStep(ctx, st))
+		st.Status, st.Usage = store.StepCompleted, store.Usage{InputTokens: 100, CostUSD: cost}
+		must(truth.FinishStep(ctx, st))
+	}
+	rep, _ := open(t)
+	hydrate := func(item string) {
+		t.Helper()
+		x, err := truth.ExportItem(ctx, "r", item)
+		must(err)
+		must(rep.Hydrate(ctx, x))
+	}
+	hydrate("j")
+	hydrate("i")
+	// j's step here, its batch not taken yet.
+	must(rep.UpdateItem(ctx, "r", "j", store.ItemUpdate{Stage: ptr("review"), Attempts: ptr(2), CurrentStep: ptr("j/t")}))
+	st := store.Step{RunID: "r", ItemID: "j", ID: "j/t"}
+	must(rep.StartStep(ctx, st))
+	st.Status, st.Usage = store.StepCompleted, store.Usage{InputTokens: 5, CostUSD: 0.5}
+	must(rep.FinishStep(ctx, st))
+	must(truth.SetRunStatus(ctx, "r", store.RunPaused, 7))
+	hydrate("i")
+	j, err := rep.GetItem(ctx, "r", "j")
+	must(err)
+	if j.Stage != "review" || j.Attempts != 2 || j.CurrentStep != "j/t" {
+		t.Errorf("j mid-step here: stage %q attempts %d step %q; want its own row kept", j.Stage, j.Attempts, j.CurrentStep)
+	}
+	if steps, _ := rep.ItemSteps(ctx, "r", "j"); len(steps) != 2 {
+		t.Errorf("j's steps here: %d, want 2", len(steps))
+	}
+	if tot, _ := rep.Totals(ctx, "r"); tot.CostUSD != 12.5 || tot.InputTokens != 305 {
+		t.Errorf("replica totals %+v: want the home's 12 and 305 plus j's 0.5 and 5 not sent", tot)
+	}
+	if r, _ := rep.GetRun(ctx, "r"); r.Status != store.RunPaused {
+		t.Errorf("run status %q: want the export's", r.Status)
+	}
+	// j's step and the next one land at home from here and another worker:
+	// the copy here is behind.
+	must(truth.StartStep(ctx, st))
+	must(truth.FinishStep(ctx, st))
+	_, err = truth.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "j", Seq: 1}, "d1", nil, nil)
+	must(err)
+	must(truth.UpdateItem(ctx, "r", "j", store.ItemUpdate{Stage: ptr("audit"), Attempts: ptr(3)}))
+	st2 := store.Step{RunID: "r", ItemID: "j", ID: "j/u"}
+	must(truth.StartStep(ctx, st2))
+	st2.Status, st2.Usage = store.StepCompleted, store.Usage{CostUSD: 2}
+	must(truth.FinishStep(ctx, st2))
+	_, err = truth.ApplyOps(ctx, store.BatchKey{Run: "r", Item: "j", Seq: 2}, "d2", nil, nil)
+	must(err)
+	if seq, err := rep.NextReplicaSeq(ctx, "r", "j"); err != nil || seq != 1 {
+		t.Fatalf("next seq of j: %d, %v", seq, err)
+	}
+	hydrate("i")
+	if j, _ := rep.GetItem(ctx, "r", "j"); j.Stage != "audit" || j.Attempts != 3 {
+		t.Errorf("j behind here: stage %q attempts %d; want the export's", j.Stage, j.Attempts)
+	}
+	want, _ := truth.Totals(ctx, "r")
+	if tot, _ := rep.Totals(ctx, "r"); tot.CostUSD != want.CostUSD || tot.InputTokens != want.InputTokens {
+		t.Errorf("replica totals %+v, want the home's %+v", tot, want)
+	}
+}
+
+// Appliers on two connections to one journal (two processes) racing
+// through one item's batches call each batch's write once, in the
+// batches' order, and only the call that applied it; a write that fails
+// applies nothing of its batch, which a retry then applies.
+func TestApplyOpsWritesOnceAcrossConnections(t *testing.T) {
+	ctx := context.Background()
+	a, path := open(t)
+	mustRun(t, a, "r", t0)
+	if err := a.AddItem(ctx, store.Item{RunID: "r", ID: "i"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	const n, appliers = 6, 4
+	var mu sync.Mutex
+	var written []int64
+	applied := make([]int, n+1)
+	var wg sync.WaitGroup
+	errs := make(chan error, appliers)
+	for w := range appliers {
+		s := []*store.Store{a, b}[w%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := int64(1); seq <= n; seq++ {
+				key := store.BatchKey{Run: "r", Item: "i", Seq: seq}
+				ops := []store.Op{{Kind: store.OpUpdateItem, At: t0, Run: "r", Item: "i", Update: &store.ItemUpdate{Attempts: ptr(int(seq))}}}
+				ok, err := s.ApplyOps(ctx, key, fmt.Sprint("d", seq), ops, func() error {
+					mu.Lock()
+					defer mu.Unlock()
+					written = append(written, seq)
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if ok {
+					mu.Lock()
+					applied[seq]++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if want := []int64{1, 2, 3, 4, 5, 6}; !cmp.Equal(written, want) {
+		t.Errorf("writes for batches %v, want %v", written, want)
+	}
+	for seq := 1; seq <= n; seq++ {
+		if applied[seq] != 1 {
+			t.Errorf("batch %d applied %d times", seq, applied[seq])
+		}
+	}
+	key := store.BatchKey{Run: "r", Item: "i", Seq: n + 1}
+	ops := []store.Op{{Kind: store.OpUpdateItem, At: t0, Run: "r", Item: "i", Update: &store.ItemUpdate{Stage: ptr("audit")}}}
+	boom := errors.New("disk full")
+	if _, err := a.ApplyOps(ctx, key, "d", ops, func() error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("failing write: %v", err)
+	}
+	if it, _ := b.GetItem(ctx, "r", "i"); it.Stage == "audit" {
+		t.Errorf("a batch whose write failed changed the item")
+	}
+	if ok, err := b.ApplyOps(ctx, key, "d", ops, nil); !ok || err != nil {
+		t.Errorf("retry after a failed write: %v, %v", ok, err)
+	}
 }

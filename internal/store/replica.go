@@ -16,8 +16,9 @@ type TryUsage struct {
 
 // ItemExport is what a replica needs of one item of a run: the run, every
 // item of it (a step checks the others, e.g. its dependencies), the
-// item's steps and the usage of their tries, the run's totals, and the
-// number of the item's batches applied here (Seq).
+// item's steps and the usage of their tries, the run's totals, the
+// number of the item's batches applied here (Seq), and the count of every
+// item of the run (Counts).
 type ItemExport struct {
 	Seq    int64
 	Run    Run
@@ -26,6 +27,16 @@ type ItemExport struct {
 	Steps  []Step
 	Usage  []TryUsage
 	Totals Usage
+	Counts []ItemCount
+}
+
+// ItemCount is what a journal counts of one item of a run: the number of
+// its batches applied there and what its steps spent. A replica holding
+// its own copy of the item tells by Seq whether the copy is behind.
+type ItemCount struct {
+	Item  string
+	Seq   int64
+	Usage Usage
 }
 
 // ExportItem reads the item's export in one read transaction, so its
@@ -112,16 +123,53 @@ func (s *Store) ExportItem(ctx context.Context, runID, itemID string) (ItemExpor
 	if x.Seq, err = appliedSeq(ctx, tx, runID, itemID); err != nil {
 		return fail(err)
 	}
+	if x.Counts, err = itemCounts(ctx, tx, runID); err != nil {
+		return fail(err)
+	}
 	return x, nil
 }
 
-// Hydrate makes this journal (a replica) hold x as the journal it was
-// exported from held it, in one transaction: the run and its items as
-// they were there, the item's steps and their usage replaced by x's, the
-// rest of the run's spending (x.Totals less the usage rows the replica
-// holds for the run) kept aside so Totals counts it, and the item's
-// replica number set to x.Seq. Hydrating with the same x again changes
-// nothing.
+// itemCounts counts, per item of the run, its applied batches and its
+// steps' spending, in item order.
+func itemCounts(ctx context.Context, tx *sql.Tx, runID string) ([]ItemCount, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT i.id,
+		(SELECT COALESCE(MAX(b.seq), 0) FROM batches b WHERE b.run_id = i.run_id AND b.item_id = i.id),
+		COALESCE(SUM(u.input_tokens), 0), COALESCE(SUM(u.output_tokens), 0), COALESCE(SUM(u.cache_read_tokens), 0),
+		COALESCE(SUM(u.cache_write_tokens), 0), COALESCE(SUM(u.cost_usd), 0), COALESCE(MAX(u.cost_estimated), 0)
+		FROM items i
+		LEFT JOIN steps s ON s.run_id = i.run_id AND s.item_id = i.id
+		LEFT JOIN step_usage u ON u.run_id = s.run_id AND u.step_id = s.id
+		WHERE i.run_id = ? GROUP BY i.id ORDER BY i.seq`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("item counts: %w", err)
+	}
+	defer rows.Close()
+	var out []ItemCount
+	for rows.Next() {
+		var c ItemCount
+		u := &c.Usage
+		if err := rows.Scan(&c.Item, &c.Seq, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens,
+			&u.CostUSD, &u.CostEstimated); err != nil {
+			return nil, fmt.Errorf("item counts: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("item counts: %w", err)
+	}
+	return out, nil
+}
+
+// Hydrate makes this journal (a replica) hold x's item as the journal it
+// was exported from held it, in one transaction: the run's row and the
+// item's row as they were there, the item's steps and their usage
+// replaced by x's, and the item's replica number set to x.Seq. The run's
+// other items keep the rows the replica holds of them when its copy is
+// its own (see ownCopies): only a copy behind the export, or none, takes
+// the export's row. The rest of the run's spending is kept aside
+// (replica_usage) so Totals counts the export's totals plus what the
+// replica's own copies spent that the export has not counted. Hydrating
+// with the same x again changes nothing.
 func (s *Store) Hydrate(ctx context.Context, x ItemExport) error {
 	fail := func(err error) error {
 		return fmt.Errorf("hydrate item %s of run %s: %w", x.Item, x.Run.ID, err)
@@ -143,6 +191,13 @@ func (s *Store) Hydrate(ctx context.Context, x ItemExport) error {
 		return fail(err)
 	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		own, err := ownCopies(ctx, tx, x)
+		if err != nil {
+			return err
+		}
+		// The run's row is the export's: a replica never sends a write of
+		// it home (a batch carries only its item's writes), so what it
+		// holds of the run is at best an older export's.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET repo = excluded.repo, workflow = excluded.workflow, status = excluded.status,
 			options = excluded.options, pid = excluded.pid, started_at = excluded.started_at,
@@ -153,6 +208,9 @@ func (s *Store) Hydrate(ctx context.Context, x ItemExport) error {
 		for _, it := range x.Items {
 			if it.RunID != r.ID || !validItemStatus(it.Status) {
 				return fmt.Errorf("item %s: want an item of run %s with a known status", it.ID, r.ID)
+			}
+			if own[it.ID] {
+				continue
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO items (`+itemColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (run_id, id) DO UPDATE SET source = excluded.source, ref = excluded.ref, title = excluded.title,
@@ -199,23 +257,52 @@ func (s *Store) Hydrate(ctx context.Context, x ItemExport) error {
 				return fmt.Errorf("usage of step %s: %w", t.StepID, err)
 			}
 		}
-		// What the run spent beyond the rows held here. A replica's own
-		// rows not yet applied to the exporting journal are in neither
-		// x.Totals nor this base, so they count once.
-		var held Usage
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
-			COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0), COALESCE(SUM(cost_usd), 0)
-			FROM step_usage WHERE run_id = ?`, r.ID).
-			Scan(&held.InputTokens, &held.OutputTokens, &held.CacheReadTokens, &held.CacheWriteTokens, &held.CostUSD); err != nil {
+		// What the run spent beyond the rows held here: x.Totals, less
+		// what x counts of the items whose copy here is the replica's own
+		// (its usage rows here are those, and more not sent yet), less the
+		// rows held of the other items (x counts them all: they came from
+		// the exporting journal, or were sent there).
+		held := map[string]Usage{}
+		rows, err := tx.QueryContext(ctx, `SELECT s.item_id, COALESCE(SUM(u.input_tokens), 0), COALESCE(SUM(u.output_tokens), 0),
+			COALESCE(SUM(u.cache_read_tokens), 0), COALESCE(SUM(u.cache_write_tokens), 0), COALESCE(SUM(u.cost_usd), 0)
+			FROM step_usage u JOIN steps s ON s.run_id = u.run_id AND s.id = u.step_id
+			WHERE u.run_id = ? GROUP BY s.item_id`, r.ID)
+		if err != nil {
 			return fmt.Errorf("usage: %w", err)
 		}
+		for rows.Next() {
+			var id string
+			var u Usage
+			if err := rows.Scan(&id, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.CostUSD); err != nil {
+				rows.Close()
+				return fmt.Errorf("usage: %w", err)
+			}
+			held[id] = u
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("usage: %w", err)
+		}
+		counted := map[string]Usage{}
+		for _, c := range x.Counts {
+			counted[c.Item] = c.Usage
+		}
 		t := x.Totals
+		for id, u := range held {
+			if own[id] {
+				u = counted[id]
+			}
+			t = t.minus(u)
+		}
+		for id := range own {
+			if _, ok := held[id]; !ok {
+				t = t.minus(counted[id])
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO replica_usage
 			(run_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_estimated)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.ID,
-			max(t.InputTokens-held.InputTokens, 0), max(t.OutputTokens-held.OutputTokens, 0),
-			max(t.CacheReadTokens-held.CacheReadTokens, 0), max(t.CacheWriteTokens-held.CacheWriteTokens, 0),
-			max(t.CostUSD-held.CostUSD, 0), t.CostEstimated); err != nil {
+			max(t.InputTokens, 0), max(t.OutputTokens, 0), max(t.CacheReadTokens, 0), max(t.CacheWriteTokens, 0),
+			max(t.CostUSD, 0), x.Totals.CostEstimated); err != nil {
 			return fmt.Errorf("usage: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO replica_items (run_id, item_id, seq) VALUES (?, ?, ?)`,
@@ -228,6 +315,40 @@ func (s *Store) Hydrate(ctx context.Context, x ItemExport) error {
 		return fail(err)
 	}
 	return nil
+}
+
+// ownCopies are the run's items other than x's whose copy in this replica
+// is its own: hydrated here, and counting no fewer batches than the
+// export does of them. Such a copy may be mid-step here, its rows newer
+// than the exporting journal's until its batch lands there, so hydrating
+// another item must not replace them. A copy counting fewer is behind
+// (its item took steps elsewhere since): its rows are the export's, and
+// the item is hydrated again before its next step here anyway.
+func ownCopies(ctx context.Context, tx *sql.Tx, x ItemExport) (map[string]bool, error) {
+	seqs := map[string]int64{}
+	for _, c := range x.Counts {
+		seqs[c.Item] = c.Seq
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT item_id, seq FROM replica_items WHERE run_id = ? AND item_id != ?`, x.Run.ID, x.Item)
+	if err != nil {
+		return nil, fmt.Errorf("replica numbers: %w", err)
+	}
+	defer rows.Close()
+	own := map[string]bool{}
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			return nil, fmt.Errorf("replica numbers: %w", err)
+		}
+		if seq >= seqs[id] {
+			own[id] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("replica numbers: %w", err)
+	}
+	return own, nil
 }
 
 // ReplicaSeq is the number of the item's batches this replica's copy of
@@ -258,4 +379,14 @@ func (s *Store) NextReplicaSeq(ctx context.Context, run, item string) (int64, er
 		return 0, fmt.Errorf("next batch of item %s of run %s: %w", item, run, err)
 	}
 	return seq, nil
+}
+
+// minus is u less v, token by token (v's CostEstimated aside).
+func (u Usage) minus(v Usage) Usage {
+	u.InputTokens -= v.InputTokens
+	u.OutputTokens -= v.OutputTokens
+	u.CacheReadTokens -= v.CacheReadTokens
+	u.CacheWriteTokens -= v.CacheWriteTokens
+	u.CostUSD -= v.CostUSD
+	return u
 }
