@@ -647,7 +647,8 @@ func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
 	// write its files over a later batch's; after the commit, a crash
 	// before the files are written would lose them, the batch counting as
 	// applied. Writing is idempotent, for a failed commit's retry: a
-	// continuation is written from its offset, not appended.
+	// continuation is written from its offset, not appended, and the
+	// prompts file's new end is not added twice.
 	writeFiles := func() error {
 		if e.applying != nil {
 			e.applying(b.BatchKey)
@@ -657,7 +658,12 @@ func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
 			if w.f.Append {
 				old, err := safefile.ReadFile(dir, w.path)
 				if err != nil && !errors.Is(err, os.ErrNotExist) {
-					return fail(err)
+					return err
+				}
+				if bytes.HasSuffix(old, data) {
+					// Written by a try whose commit failed: an append
+					// is idempotent only this way.
+					continue
 				}
 				data = append(old, data...)
 			} else if w.f.At > 0 {
