@@ -547,7 +547,12 @@ func TestReplicaBatchesContinueTheHomesCopies(t *testing.T) {
 		write(home, "current_cycle.md", "the home's cycle log\n", os.O_TRUNC)
 		write(here, "logs/x.log", "this worker's log\n", os.O_TRUNC)
 		write(here, "current_cycle.md", "this worker's old cycle log\n", os.O_TRUNC)
-		write(here, "prompts/old.md", "an old prompt\n", os.O_TRUNC)
+		if err := AppendPrompt(here, "old-1", "an old prompt, sent home on that visit"); err != nil {
+			return err
+		}
+		if err := AppendPrompt(home, "other-1", "a prompt of a step on another worker"); err != nil {
+			return err
+		}
 		snap, err := truth.eng.ExportItem(ctx, run, it.ID)
 		if err != nil {
 			return err
@@ -604,12 +609,22 @@ func TestReplicaBatchesContinueTheHomesCopies(t *testing.T) {
 			t.Errorf("the cycle log sent from %d, want from the snapshot's end", f.At)
 		}
 		same("current_cycle.md")
-		if _, ok := files["prompts/old.md"]; ok {
+		if _, ok := files[PromptsFile]; ok {
 			t.Errorf("an unchanged file was sent")
 		}
-		// The next step: the long log, sent cut, grows.
+		// The next step: the long log, sent cut, grows; a prompt is added
+		// to a prompts file the home has other prompts in.
 		write(here, "logs/long.log", "more\n", os.O_APPEND)
+		if err := AppendPrompt(here, "new-1", "the next step's prompt"); err != nil {
+			return err
+		}
 		files = take()
+		if f, ok := files[PromptsFile]; !ok || !f.Append || strings.Contains(f.Text, "old-1") {
+			t.Errorf("prompts: sent %v %+v, want the new prompt alone, appended", ok, f)
+		}
+		if got, err := ReadPrompts(home); err != nil || len(got) != 2 || got["new-1"] != "the next step's prompt" || got["other-1"] == "" {
+			t.Errorf("the home's prompts: %q %v", got, err)
+		}
 		if f, ok := files["logs/long.log"]; !ok || f.At != 0 {
 			t.Errorf("a log sent cut: sent %v from %d, want whole", ok, f.At)
 		}
