@@ -182,10 +182,25 @@ func (x *exec) stepCtx(ctx workflow.Context, commands int) workflow.Context {
 // journalCtx is the activity context of a step that journals, and at
 // the item's start and end provisions its worktree or publishes it. It
 // heartbeats too: without a heartbeat timeout, such a step held by a
-// worker that died would wait out its whole start-to-close timeout.
+// worker that died would wait out its whole start-to-close timeout. A
+// cancelled one (cadre stop --now) is waited for, so the item is
+// journaled stopped only after it wrote what it was writing (a question,
+// an answer, the item running), never under it.
 func (x *exec) journalCtx(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: x.in.Grace,
-		HeartbeatTimeout: x.in.Heartbeat, RetryPolicy: retry})
+		HeartbeatTimeout: x.in.Heartbeat, RetryPolicy: retry, WaitForCancellation: x.journalWaits(ctx)})
+}
+
+// versionJournalWait marks the workflows that wait for a cancelled
+// journal step to end: histories recorded before it went on (journaled
+// the item stopped) as soon as it was asked to stop.
+const versionJournalWait = "journal-waits"
+
+// journalWaits says whether the workflow waits for its cancelled journal
+// steps. The SDK keeps the version its first call (at Begin) found, so a
+// workflow decides alike throughout.
+func (x *exec) journalWaits(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionJournalWait, workflow.DefaultVersion, 1) == 1
 }
 
 // errStopping ends the item's flow once cadre stop asked for no new step.
