@@ -188,7 +188,9 @@ func (e *Engine) newRunner(name string) (runner.Runner, error) {
 	rn, err := e.d.Runners.New(typ, runner.Settings{Name: name, Command: rc.Command, Args: rc.Args, Env: pass,
 		URL: rc.URL, Model: rc.Model, Scenario: rc.Scenario, BaseDir: e.d.Root})
 	if errors.Is(err, runner.ErrUnknown) {
-		return nil, fmt.Errorf("unknown runner %q: define it under runners: in cadre.yaml or use one of %s", typ, strings.Join(e.d.Runners.Types(), ", "))
+		// Still ErrUnknown: an executor that retries failed steps tells it
+		// from a failure that may pass.
+		return nil, fmt.Errorf("%w %q: define it under runners: in cadre.yaml or use one of %s", runner.ErrUnknown, typ, strings.Join(e.d.Runners.Types(), ", "))
 	}
 	return rn, err
 }

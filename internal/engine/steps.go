@@ -191,6 +191,29 @@ func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 	return b, nil
 }
 
+// FailStart journals item failed, saying reason, when an executor could
+// not begin it (its Begin failing past its retries, or on a setup no
+// retry cures), as the embedded engine journals an item whose worktree
+// cannot be made: failed, its run going on with its other items. It
+// needs neither the item's task file nor its worktree, so the process
+// keeping the run's journal can do it whatever failed elsewhere. An item
+// that already ended keeps its end: a retried call changes nothing twice.
+func (e *Engine) FailStart(ctx context.Context, run, item, reason string) (Ended, error) {
+	it, err := e.d.Store.GetItem(ctx, run, item)
+	if err != nil {
+		return Ended{}, fmt.Errorf("fail item %s: %w", item, err)
+	}
+	switch it.Status {
+	case store.ItemCompleted, store.ItemFailed, store.ItemSkipped:
+		return Ended{Status: it.Status, Reason: it.Error}, nil
+	}
+	if err := e.d.Store.UpdateItem(ctx, run, item, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &reason}); err != nil {
+		return Ended{}, fmt.Errorf("fail item %s: %w", item, err)
+	}
+	e.d.Bus.Publish(event.Event{Run: run, Item: item, Type: event.TaskFailed, Error: reason})
+	return Ended{Status: store.ItemFailed, Reason: reason}, nil
+}
+
 // provision gives the item its worktree once per ItemSteps: in this
 // process, the first call of any step.
 func (s *ItemSteps) provision(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	osexec "os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -15,8 +16,12 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/role"
+	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/store"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
+	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
 // Activities perform an item's steps in a worker, through the embedded
@@ -247,7 +252,7 @@ func (a *Activities) count(ref ItemRef, d int) {
 // to date, and every batch it took reached home.
 func (a *Activities) hydrate(ctx context.Context, ref ItemRef) error {
 	if a.Replica == nil {
-		return errors.New("this worker keeps no replica for runs started on another machine")
+		return temporal.NewNonRetryableApplicationError("this worker keeps no replica for runs started on another machine", ErrTypeSetup, nil)
 	}
 	seq, err := a.Replica.Seq(ctx, ref.Run, ref.Item)
 	synced := err == nil && seq == ref.Sync.Seq // else never hydrated here, or a batch was lost
@@ -409,8 +414,21 @@ func stepFailure(err error, sy *Synced) error {
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypePaused, nil, details...)
 	case errors.Is(err, engine.ErrTampered):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTampered, nil, details...)
+	case setupErr(err):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSetup, nil, details...)
 	}
 	return err
+}
+
+// setupErr says whether err is one of the setup's, by its type: a runner
+// or role that does not exist, a program not installed, credentials
+// missing or refused, a sandbox that cannot work here, a leftover worktree
+// that needs a person. Retrying cannot cure them; a busy journal, the
+// network or a lost worker may pass, and stay retried.
+func setupErr(err error) bool {
+	return errors.Is(err, runner.ErrUnknown) || errors.Is(err, role.ErrUnknown) || errors.Is(err, osexec.ErrNotFound) ||
+		errors.Is(err, proc.ErrNoSandbox) || runner.KindOf(err) == runner.KindAuth || errors.Is(err, workspace.ErrDirtyWorktree) ||
+		errors.Is(err, engine.ErrPreflight)
 }
 
 // heartbeatEvery is how often a running step tells Temporal it is alive,

@@ -27,6 +27,7 @@ type fakeSteps struct {
 	workflow string
 	agent    func(ctx context.Context, in AgentInput) (flow.Outcome, error)
 	asked    Asked // what Ask returns
+	begin    error // what Begin fails with
 
 	// The runner workflow's: the item's first stage and attempts, and
 	// what each stage's step gives (nil: runnerStage).
@@ -46,6 +47,9 @@ func (f *fakeSteps) log(format string, args ...any) {
 
 func (f *fakeSteps) Begin(ctx context.Context, in ItemRef) (BeginResult, error) {
 	f.log("begin %s/%s", in.Run, in.Item)
+	if f.begin != nil {
+		return BeginResult{}, f.begin
+	}
 	return BeginResult{Begun: engine.Begun{Workflow: f.workflow, Limits: flow.FlowLimits{EscalateBelowConfidence: 5, MaxReviewRounds: 2, AuditPassRating: 8, MaxAttempts: 2},
 		Stage: f.stage, Attempts: f.attempts, Halted: f.halted, Items: f.items}}, nil
 }

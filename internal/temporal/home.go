@@ -46,6 +46,8 @@ import (
 const (
 	ActExport = "cadre.Export"
 	ActApply  = "cadre.Apply"
+	// ActFail journals an item failed whose Begin failed for good.
+	ActFail = "cadre.Fail"
 )
 
 // ErrTypeCold: the worker's replica is behind the home journal; the
@@ -296,11 +298,18 @@ func errCold(item, why string) error {
 	return temporal.NewNonRetryableApplicationError("the journal of item "+item+" here is behind its home's: "+why, ErrTypeCold, nil)
 }
 
+// FailInput fails an item that could not begin, saying why.
+type FailInput struct {
+	ItemRef
+	Reason string `json:"reason"`
+}
+
 // HomeSteps are the home's activities: the journal of truth's side of
-// the replicas of workers elsewhere.
+// the replicas of workers elsewhere, and of an item none could begin.
 type HomeSteps interface {
 	Export(ctx context.Context, in ItemRef) (json.RawMessage, error)
 	Apply(ctx context.Context, in ApplyInput) error
+	Fail(ctx context.Context, in FailInput) (engine.Ended, error)
 }
 
 // Journal is the engine's side of the home journal.
@@ -309,6 +318,9 @@ type Journal interface {
 	Export(ctx context.Context, run, item string) (json.RawMessage, error)
 	// Apply applies a replica's batch of the item, once.
 	Apply(ctx context.Context, run, item string, batch json.RawMessage) error
+	// Fail journals the item failed for reason, unless it ended; the
+	// item's journaled end.
+	Fail(ctx context.Context, run, item, reason string) (engine.Ended, error)
 }
 
 // homeSteps are the home's activities over its journal.
@@ -320,6 +332,10 @@ func (h homeSteps) Export(ctx context.Context, in ItemRef) (json.RawMessage, err
 
 func (h homeSteps) Apply(ctx context.Context, in ApplyInput) error {
 	return h.j.Apply(ctx, in.Run, in.Item, in.Batch)
+}
+
+func (h homeSteps) Fail(ctx context.Context, in FailInput) (engine.Ended, error) {
+	return h.j.Fail(ctx, in.Run, in.Item, in.Reason)
 }
 
 // EngineJournal is the engine's journal as a home.
@@ -344,6 +360,12 @@ func (j EngineJournal) Apply(ctx context.Context, run, item string, data json.Ra
 	}
 	_, err := j.Engine.ApplyBatch(ctx, b)
 	return homeFailure(err)
+}
+
+// Fail journals the item failed, as the embedded engine an item whose
+// worktree cannot be made.
+func (j EngineJournal) Fail(ctx context.Context, run, item, reason string) (engine.Ended, error) {
+	return j.Engine.FailStart(ctx, run, item, reason)
 }
 
 // homeFailure lets Temporal retry what may pass later (a batch before the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/cadre-dev/cadre/internal/engine"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
 
@@ -93,6 +94,7 @@ type fakeHome struct {
 	mu      sync.Mutex
 	applied map[int]string
 	exports int
+	fails   []FailInput
 }
 
 func (h *fakeHome) Export(ctx context.Context, in ItemRef) (json.RawMessage, error) {
@@ -110,6 +112,13 @@ func (h *fakeHome) Apply(ctx context.Context, in ApplyInput) error {
 	}
 	h.applied[len(h.applied)] = string(in.Batch)
 	return nil
+}
+
+func (h *fakeHome) Fail(ctx context.Context, in FailInput) (engine.Ended, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fails = append(h.fails, in)
+	return engine.Ended{Status: "failed", Reason: in.Reason}, nil
 }
 
 func runRemote(t *testing.T, r *remoteSteps) *fakeHome {

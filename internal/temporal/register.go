@@ -48,4 +48,5 @@ func RegisterActivities(r ActivityRegistry, steps Steps) {
 func RegisterHome(r ActivityRegistry, h HomeSteps) {
 	r.RegisterActivityWithOptions(h.Export, activity.RegisterOptions{Name: ActExport})
 	r.RegisterActivityWithOptions(h.Apply, activity.RegisterOptions{Name: ActApply})
+	r.RegisterActivityWithOptions(h.Fail, activity.RegisterOptions{Name: ActFail})
 }

@@ -43,10 +43,24 @@ import (
 //     (an export from the home, then the step again with the snapshot),
 //     every step's batch is applied home, the audit's worker is killed:
 //     the audit times out on its heartbeat, waits on that worker's own
-//     queue until its schedule-to-start timeout, then runs on the other.
+//     queue until its schedule-to-start timeout, then runs on the other;
+//   - history-journal-waits.json and history-begin-failed.json: written
+//     by TestDevServer (devserver_test.go, run with
+//     CADRE_RECORD_HISTORIES=1): an item cancelled while its question is
+//     journaled, the workflow waiting for that step before it journals
+//     the item stopped (the journal-waits version marker); and an item
+//     whose Begin fails on the worker's setup, journaled failed at its
+//     home (the begin-failed marker);
+//   - history-journal-unversioned.json and
+//     history-begin-failed-unversioned.json: the same tests recorded by
+//     the code before those versions (the cancelled question not waited
+//     for; the workflow failing with Begin), which workers of today's code
+//     must still replay.
 func TestReplayRecordedHistory(t *testing.T) {
 	for _, file := range []string{"testdata/history-simple.json", "testdata/history-runner.json",
-		"testdata/history-halt.json", "testdata/history-halted.json", "testdata/history-halt-unversioned.json", "testdata/history-remote.json"} {
+		"testdata/history-halt.json", "testdata/history-halted.json", "testdata/history-halt-unversioned.json", "testdata/history-remote.json",
+		"testdata/history-journal-waits.json", "testdata/history-journal-unversioned.json",
+		"testdata/history-begin-failed.json", "testdata/history-begin-failed-unversioned.json"} {
 		t.Run(file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			RegisterWorkflow(r, testWorkflows(t))

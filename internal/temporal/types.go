@@ -55,6 +55,11 @@ const (
 	// ErrTypeBudget: a runner-workflow stage found the run's budget
 	// spent (engine.BudgetPause); the item pauses and so does the run.
 	ErrTypeBudget = "budget"
+	// ErrTypeSetup: the step failed on the setup of the repository or
+	// the worker (an unknown runner, a program not installed, missing
+	// credentials): no retry can cure it, the item fails at once saying
+	// what to fix.
+	ErrTypeSetup = "setup"
 )
 
 // WorkflowID is an item's workflow id: starting the item again attaches to

@@ -38,7 +38,7 @@ func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, erro
 func (w *Workflows) item(ctx workflow.Context, x *exec) (engine.Ended, error) {
 	var br BeginResult
 	if err := x.act(ctx, x.journalCtx(ctx), ActBegin, func(r ItemRef) any { return r }, &br); err != nil {
-		return engine.Ended{}, err
+		return x.beginFailed(ctx, err)
 	}
 	begun := br.Begun
 	if begun.Status != "" {
@@ -74,11 +74,48 @@ func (w *Workflows) item(ctx workflow.Context, x *exec) (engine.Ended, error) {
 		return x.end(ctx, engine.Ending{Stopped: true})
 	case x.paused != "" || x.tampered != "":
 	case err != nil:
-		// A step failed past its retries (the journal, a lost worktree):
-		// the item fails, saying why.
-		ending.Result = flow.Result{Status: flow.ResultFailed, Reason: err.Error()}
+		// A step failed past its retries (the journal, a lost worktree),
+		// or on the setup: the item fails, saying why.
+		ending.Result = flow.Result{Status: flow.ResultFailed, Reason: why(err)}
 	}
 	return x.end(ctx, ending)
+}
+
+// versionBeginFailed marks the workflows that journal an item failed
+// when its Begin fails for good: histories recorded before it ended such
+// a workflow failed, its item unended.
+const versionBeginFailed = "begin-failed"
+
+// beginFailed ends an item whose Begin failed past its retries (its
+// worktree, its remote, the worker's setup): the run's home journals it
+// failed, as the embedded engine an item whose worktree cannot be made,
+// and the run goes on with its other items. The home does it because the
+// item's workers may be what failed. A run without a home (recorded
+// before homes) has no activity outside its items' workers: its workflow
+// fails as before.
+func (x *exec) beginFailed(ctx workflow.Context, err error) (engine.Ended, error) {
+	if ctx.Err() != nil || x.in.Home == "" {
+		return engine.Ended{}, err
+	}
+	if workflow.GetVersion(ctx, versionBeginFailed, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return engine.Ended{}, err
+	}
+	var ended engine.Ended
+	in := FailInput{ItemRef: x.ref, Reason: "could not begin: " + why(err)}
+	if err := workflow.ExecuteActivity(x.homeCtx(ctx), ActFail, in).Get(ctx, &ended); err != nil {
+		return engine.Ended{}, err
+	}
+	return ended, nil
+}
+
+// why is what an item's end says of a failed activity: the failure's own
+// message, without the event ids and worker that Temporal's wrapping adds.
+func why(err error) string {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		return ae.Message()
+	}
+	return err.Error()
 }
 
 // exec is the interpreter's Exec inside the workflow: each effect is an
@@ -145,10 +182,25 @@ func (x *exec) stepCtx(ctx workflow.Context, commands int) workflow.Context {
 // journalCtx is the activity context of a step that journals, and at
 // the item's start and end provisions its worktree or publishes it. It
 // heartbeats too: without a heartbeat timeout, such a step held by a
-// worker that died would wait out its whole start-to-close timeout.
+// worker that died would wait out its whole start-to-close timeout. A
+// cancelled one (cadre stop --now) is waited for, so the item is
+// journaled stopped only after it wrote what it was writing (a question,
+// an answer, the item running), never under it.
 func (x *exec) journalCtx(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: x.in.Grace,
-		HeartbeatTimeout: x.in.Heartbeat, RetryPolicy: retry})
+		HeartbeatTimeout: x.in.Heartbeat, RetryPolicy: retry, WaitForCancellation: x.journalWaits(ctx)})
+}
+
+// versionJournalWait marks the workflows that wait for a cancelled
+// journal step to end: histories recorded before it went on (journaled
+// the item stopped) as soon as it was asked to stop.
+const versionJournalWait = "journal-waits"
+
+// journalWaits says whether the workflow waits for its cancelled journal
+// steps. The SDK keeps the version its first call (at Begin) found, so a
+// workflow decides alike throughout.
+func (x *exec) journalWaits(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionJournalWait, workflow.DefaultVersion, 1) == 1
 }
 
 // errStopping ends the item's flow once cadre stop asked for no new step.
@@ -416,7 +468,7 @@ func (x *exec) runnerFailed(ctx workflow.Context, s flow.State, err error) (engi
 	case x.paused != "":
 		end.Paused, end.Budget = x.paused, x.budget
 	default:
-		end.Runner.Decision = flow.Decision{Kind: flow.HardStop, Reason: err.Error()}
+		end.Runner.Decision = flow.Decision{Kind: flow.HardStop, Reason: why(err)}
 	}
 	return x.end(ctx, end)
 }

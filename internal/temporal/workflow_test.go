@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,8 +16,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/signal"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
+	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
 func newEnv(t *testing.T, f Steps) *testsuite.TestWorkflowEnvironment {
@@ -303,5 +307,110 @@ func TestRefusedStepStopsTheItem(t *testing.T) {
 	}
 	if len(f.ends) != 1 || !f.ends[0].Stopped || f.ends[0].Paused != "" || ended.Status != "stopped" {
 		t.Errorf("endings %+v, result %+v: want one stopped", f.ends, ended)
+	}
+}
+
+// An item whose Begin fails for good (at once on a worker's setup, or
+// past its retries) is journaled failed by the run's home, whose journal
+// the item's workers may not reach, saying why in one line; the workflow
+// completes with that end, so the run goes on with its other items
+// rather than waiting for ever. Nothing else runs for the item.
+func TestBeginFailingForGoodFailsTheItemAtHome(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		err   error
+		tries int
+	}{
+		{"setup", temporal.NewNonRetryableApplicationError("item t1: this worker's repository has no remote origin", ErrTypeNoOrigin, nil), 1},
+		{"past retries", errors.New("fetch origin: connection refused"), 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeSteps{workflow: "simple", begin: tc.err}
+			env := newEnv(t, f)
+			h := &fakeHome{}
+			RegisterHome(env, h)
+			in := input
+			in.Home = "elsewhere:/repo/.cadre"
+			ended := runItem(t, env, in)
+			msg := tc.err.Error()
+			var ae *temporal.ApplicationError
+			if errors.As(tc.err, &ae) {
+				msg = ae.Message()
+			}
+			why := "could not begin: " + msg
+			if want := (engine.Ended{Status: "failed", Reason: why}); ended != want {
+				t.Errorf("result %+v, want %+v", ended, want)
+			}
+			if diff := cmp.Diff([]FailInput{{ItemRef: ItemRef{Run: "r1", Item: "t1"}, Reason: why}}, h.fails); diff != "" {
+				t.Errorf("journaled at home (-want +got):\n%s", diff)
+			}
+			if len(f.calls) != tc.tries || len(f.ends) != 0 {
+				t.Errorf("calls %q, want %d begins and nothing more", f.calls, tc.tries)
+			}
+		})
+	}
+}
+
+// A run without a home (recorded before homes) has no journal outside
+// its items' workers: its workflow fails as it did.
+func TestBeginFailingWithoutAHomeFailsTheWorkflow(t *testing.T) {
+	f := &fakeSteps{workflow: "simple", begin: temporal.NewNonRetryableApplicationError("no origin", ErrTypeNoOrigin, nil)}
+	env := newEnv(t, f)
+	h := &fakeHome{}
+	RegisterHome(env, h)
+	env.ExecuteWorkflow(WorkflowName, input)
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "no origin") {
+		t.Errorf("workflow error %v, want Begin's", err)
+	}
+	if len(h.fails) != 0 {
+		t.Errorf("journaled at home: %+v", h.fails)
+	}
+}
+
+// An error of the setup (a program not installed, an unknown runner,
+// credentials refused, no sandbox) fails the item at once with its own
+// one-line message: no retry can cure it.
+func TestSetupErrorFailsTheItemAtOnce(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("runner claude: %w: install it or fix runners.claude.command", &proc.NotFoundError{Command: "claude", InPath: true}),
+		fmt.Errorf("%w %q: define it under runners: in cadre.yaml", runner.ErrUnknown, "nope"),
+		&runner.Error{Kind: runner.KindAuth, Runner: "claude", Msg: "invalid x-api-key"},
+		fmt.Errorf("%w: bwrap (bubblewrap) not found in PATH", proc.ErrNoSandbox),
+		fmt.Errorf("item t1 refused: %w", workspace.ErrDirtyWorktree),
+	} {
+		t.Run(err.Error(), func(t *testing.T) {
+			f := &fakeSteps{workflow: "simple", agent: func(context.Context, AgentInput) (flow.Outcome, error) {
+				return flow.Outcome{}, stepFailure(err, nil)
+			}}
+			env := newEnv(t, f)
+			runItem(t, env, input)
+			want := []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "end"}
+			if diff := cmp.Diff(want, f.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+			if got := f.ends[0].Result; got.Status != flow.ResultFailed || got.Reason != err.Error() {
+				t.Errorf("ending %+v, want failed with %q", got, err.Error())
+			}
+		})
+	}
+}
+
+// A failure that may pass (a busy journal, the network) is retried: the
+// step's second try goes on to the commit.
+func TestTransientErrorIsRetried(t *testing.T) {
+	tries := 0
+	f := &fakeSteps{workflow: "simple", agent: func(context.Context, AgentInput) (flow.Outcome, error) {
+		if tries++; tries == 1 {
+			return flow.Outcome{}, stepFailure(errors.New("journal: database is locked (SQLITE_BUSY)"), nil)
+		}
+		return flow.Outcome{Output: "done"}, nil
+	}}
+	env := newEnv(t, f)
+	if ended := runItem(t, env, input); ended.Status != flow.ResultCompleted {
+		t.Errorf("ended %+v, want completed", ended)
+	}
+	want := []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "agent t1/work/executor#1 visit 1", "action t1/work/commit#1", "end"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
