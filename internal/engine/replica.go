@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -113,6 +114,9 @@ type Batch struct {
 	Ops   json.RawMessage `json:"ops"`  // store.EncodeOps
 	Files []File          `json:"files,omitempty"`
 	Task  *File           `json:"task,omitempty"`
+	// Removed are files of the item's directory the steps removed (an
+	// output a failed re-ask left unwritten): the truth's copies go too.
+	Removed []string `json:"removed,omitempty"`
 }
 
 // itemDir is the directory of an item of a run under root.
@@ -546,6 +550,14 @@ func (s *ItemSteps) TakeBatch(ctx context.Context) (Batch, error) {
 	if err != nil {
 		return fail(err)
 	}
+	for rel, old := range sent {
+		// Only a file whose copy at home is known to be this one: a file
+		// the snapshot lacked may be another at home.
+		if _, ok := marks[rel]; !ok && !old.whole && rel != PromptsFile {
+			b.Removed = append(b.Removed, rel)
+		}
+	}
+	slices.Sort(b.Removed)
 	var newTask mark
 	if ref := ir.it.Ref; ref != "" && inside(ir.outDir, ref) == "" {
 		rel := inside(e.d.Root, ref)
@@ -629,6 +641,14 @@ func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
 		}
 		writes = append(writes, write{p, f})
 	}
+	var removes []string
+	for _, rel := range b.Removed {
+		p, err := localPath(dir, rel)
+		if err != nil {
+			return fail(fmt.Errorf("batch removes %q: want a file inside the item's directory", rel))
+		}
+		removes = append(removes, p)
+	}
 	if b.Task != nil {
 		p, err := localPath(e.d.Root, b.Task.Path)
 		if err != nil || p != it.Ref || inside(dir, it.Ref) != "" || b.Task.At != 0 {
@@ -677,6 +697,11 @@ func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
 				return err
 			}
 			if err := safefile.WriteFile(dir, w.path, data, 0o644); err != nil {
+				return err
+			}
+		}
+		for _, p := range removes {
+			if err := safefile.Remove(dir, p); err != nil {
 				return err
 			}
 		}

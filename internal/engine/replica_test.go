@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -547,6 +548,8 @@ func TestReplicaBatchesContinueTheHomesCopies(t *testing.T) {
 		write(home, "current_cycle.md", "the home's cycle log\n", os.O_TRUNC)
 		write(here, "logs/x.log", "this worker's log\n", os.O_TRUNC)
 		write(here, "current_cycle.md", "this worker's old cycle log\n", os.O_TRUNC)
+		write(here, "logs/stale.log", "this worker's log of a step retried elsewhere\n", os.O_TRUNC)
+		write(home, "logs/stale.log", "the home's log of that step\n", os.O_TRUNC)
 		if err := AppendPrompt(here, "old-1", "an old prompt, sent home on that visit"); err != nil {
 			return err
 		}
@@ -631,6 +634,29 @@ func TestReplicaBatchesContinueTheHomesCopies(t *testing.T) {
 		data, err := os.ReadFile(filepath.Join(home, "logs", "long.log"))
 		if err != nil || !strings.HasPrefix(string(data), "[cadre: log cut") || !strings.HasSuffix(string(data), "x\nmore\n") {
 			t.Errorf("the home's long log: %v, %.40q…%q", err, data, data[max(len(data)-10, 0):])
+		}
+		// A step removes a file the home has this copy of, and a stale
+		// log the snapshot lacked: only the first goes at home.
+		os.MkdirAll(filepath.Join(here, "outputs"), 0o755)
+		write(here, "outputs/gone.md", "an output\n", os.O_TRUNC)
+		take()
+		os.Remove(filepath.Join(here, "outputs", "gone.md"))
+		os.Remove(filepath.Join(here, "logs", "stale.log"))
+		b, err := is.TakeBatch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(b.Removed, []string{"outputs/gone.md"}) {
+			t.Errorf("removed %q, want the output alone", b.Removed)
+		}
+		if ok, err := truth.eng.ApplyBatch(ctx, b); err != nil || !ok {
+			t.Fatalf("apply %s: %v, %v", b.BatchKey, ok, err)
+		}
+		if _, err := os.Stat(filepath.Join(home, "outputs", "gone.md")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the home's output is still there: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(home, "logs", "stale.log")); err != nil {
+			t.Errorf("the home's log went with the replica's stale one: %v", err)
 		}
 		return nil
 	})

@@ -131,31 +131,13 @@ func Check(root, path string) error {
 // against a descriptor lifetime every caller would have to manage.
 // Creating the file is what costs, on some file systems far more.
 func openFd(root, path string, flags int, perm os.FileMode) (int, int64, error) {
-	rel, err := filepath.Rel(root, path)
-	if err != nil || !filepath.IsLocal(rel) {
-		return -1, 0, fmt.Errorf("%s: outside %s: %w", path, root, ErrUnsafe)
-	}
-	dir, err := syscall.Open(root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	dir, name, err := openParent(root, path, flags&syscall.O_CREAT != 0)
 	if err != nil {
-		return -1, 0, &os.PathError{Op: "open", Path: root, Err: err}
-	}
-	parts := strings.Split(rel, string(filepath.Separator))
-	for _, name := range parts[:len(parts)-1] {
-		next, err := syscall.Openat(dir, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-		if errors.Is(err, syscall.ENOENT) && flags&syscall.O_CREAT != 0 {
-			if err = syscall.Mkdirat(dir, name, 0o755); err == nil || errors.Is(err, syscall.EEXIST) {
-				next, err = syscall.Openat(dir, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-			}
-		}
-		syscall.Close(dir)
-		if err != nil {
-			return -1, 0, refusal(path, err)
-		}
-		dir = next
+		return -1, 0, err
 	}
 	// O_NONBLOCK: opening a FIFO an agent planted must not block; it is
 	// refused below as not a regular file.
-	fd, err := syscall.Openat(dir, parts[len(parts)-1], flags|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, uint32(perm.Perm()))
+	fd, err := syscall.Openat(dir, name, flags|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, uint32(perm.Perm()))
 	syscall.Close(dir)
 	if err != nil {
 		return -1, 0, refusal(path, err)
@@ -170,6 +152,53 @@ func openFd(root, path string, flags int, perm os.FileMode) (int, int64, error) 
 		return -1, 0, fmt.Errorf("%s: not a regular file with one link: %w", path, ErrUnsafe)
 	}
 	return fd, st.Size, nil
+}
+
+// openParent resolves the directories of path under root component by
+// component, never through a link, making missing ones when create is
+// set, and returns a descriptor of the last one and path's base name.
+func openParent(root, path string, create bool) (int, string, error) {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return -1, "", fmt.Errorf("%s: outside %s: %w", path, root, ErrUnsafe)
+	}
+	dir, err := syscall.Open(root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	parts := strings.Split(rel, string(filepath.Separator))
+	for _, name := range parts[:len(parts)-1] {
+		next, err := syscall.Openat(dir, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if errors.Is(err, syscall.ENOENT) && create {
+			if err = syscall.Mkdirat(dir, name, 0o755); err == nil || errors.Is(err, syscall.EEXIST) {
+				next, err = syscall.Openat(dir, name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+			}
+		}
+		syscall.Close(dir)
+		if err != nil {
+			return -1, "", refusal(path, err)
+		}
+		dir = next
+	}
+	return dir, parts[len(parts)-1], nil
+}
+
+// Remove removes the file at path under root, never through a link on its
+// way (a link at path itself is removed, not followed). A missing file or
+// directory on the way is no error.
+func Remove(root, path string) error {
+	dir, name, err := openParent(root, path, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(dir)
+	if err := syscall.Unlinkat(dir, name); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return &os.PathError{Op: "remove", Path: path, Err: err}
+	}
+	return nil
 }
 
 // refusal names a link met on the way (ELOOP from O_NOFOLLOW) or a file

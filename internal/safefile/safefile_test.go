@@ -137,3 +137,46 @@ func BenchmarkReadStepFile(b *testing.B) {
 		}
 	}
 }
+
+// Remove removes a file or a link at the path, never a file a link on the
+// way leads to.
+func TestRemoveRefusesLinks(t *testing.T) {
+	root := t.TempDir()
+	elsewhere := t.TempDir()
+	victim := filepath.Join(elsewhere, "x.md")
+	os.WriteFile(victim, []byte("keep"), 0o644)
+	if err := os.Symlink(elsewhere, filepath.Join(root, "outputs")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Remove(root, filepath.Join(root, "outputs", "x.md")); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("remove through a linked directory: %v, want ErrUnsafe", err)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("the file the link leads to was removed: %v", err)
+	}
+	link := filepath.Join(root, "link.md")
+	os.Symlink(victim, link)
+	if err := Remove(root, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(link); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the link is still there: %v", err)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("the link's target was removed: %v", err)
+	}
+	plain := filepath.Join(root, "sub", "p.md")
+	os.MkdirAll(filepath.Dir(plain), 0o755)
+	os.WriteFile(plain, nil, 0o644)
+	for range 2 { // the second time it is missing: no error
+		if err := Remove(root, plain); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Remove(root, filepath.Join(root, "none", "p.md")); err != nil {
+		t.Errorf("a missing directory: %v", err)
+	}
+	if err := Remove(root, filepath.Join(elsewhere, "x.md")); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("a path outside the root: %v", err)
+	}
+}
