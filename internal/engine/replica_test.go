@@ -361,14 +361,7 @@ func TestReplicaRefusesEscapingPaths(t *testing.T) {
 			return err
 		}
 		rep := replicaEnv(t, truth)
-		if err := rep.eng.HydrateItem(ctx, s); err != nil {
-			return err
-		}
-		rs, err := rep.eng.OpenRun(ctx, run)
-		if err != nil {
-			return err
-		}
-		is, err := rs.OpenItem(ctx, it.ID)
+		is, err := hydrated(ctx, rep.eng, s)
 		if err != nil {
 			return err
 		}
@@ -562,14 +555,7 @@ func TestReplicaBatchesContinueTheHomesCopies(t *testing.T) {
 		}
 		var got Snapshot
 		roundTrip(t, snap, &got)
-		if err := rep.eng.HydrateItem(ctx, got); err != nil {
-			return err
-		}
-		rs, err := rep.eng.OpenRun(ctx, run)
-		if err != nil {
-			return err
-		}
-		is, err := rs.OpenItem(ctx, it.ID)
+		is, err := hydrated(ctx, rep.eng, got)
 		if err != nil {
 			return err
 		}
@@ -692,14 +678,7 @@ func TestApplyBatchRacingAcrossProcesses(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := rep.eng.HydrateItem(ctx, snap); err != nil {
-			return err
-		}
-		rs, err := rep.eng.OpenRun(ctx, run)
-		if err != nil {
-			return err
-		}
-		is, err := rs.OpenItem(ctx, it.ID)
+		is, err := hydrated(ctx, rep.eng, snap)
 		if err != nil {
 			return err
 		}
@@ -764,4 +743,16 @@ func TestApplyBatchRacingAcrossProcesses(t *testing.T) {
 	if seq, err := truth.st.AppliedSeq(ctx, run, "a"); seq != 2 || err != nil {
 		t.Errorf("applied seq %d, %v; want 2", seq, err)
 	}
+}
+
+// hydrated hydrates snap in eng's journal and opens its item there.
+func hydrated(ctx context.Context, eng *Engine, snap Snapshot) (*ItemSteps, error) {
+	if err := eng.HydrateItem(ctx, snap); err != nil {
+		return nil, err
+	}
+	rs, err := eng.OpenRun(ctx, snap.Run.ID)
+	if err != nil {
+		return nil, err
+	}
+	return rs.OpenItem(ctx, snap.Item)
 }
