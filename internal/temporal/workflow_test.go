@@ -368,8 +368,9 @@ func TestBeginFailingWithoutAHomeFailsTheWorkflow(t *testing.T) {
 }
 
 // An error of the setup (a program not installed, an unknown runner,
-// credentials refused, no sandbox) fails the item at once with its own
-// one-line message: no retry can cure it.
+// credentials refused, no sandbox, a task file that will not load, a
+// remote missing) fails the item at once with its own one-line message:
+// no retry can cure it.
 func TestSetupErrorFailsTheItemAtOnce(t *testing.T) {
 	for _, err := range []error{
 		fmt.Errorf("runner claude: %w: install it or fix runners.claude.command", &proc.NotFoundError{Command: "claude", InPath: true}),
@@ -377,6 +378,8 @@ func TestSetupErrorFailsTheItemAtOnce(t *testing.T) {
 		&runner.Error{Kind: runner.KindAuth, Runner: "claude", Msg: "invalid x-api-key"},
 		fmt.Errorf("%w: bwrap (bubblewrap) not found in PATH", proc.ErrNoSandbox),
 		fmt.Errorf("item t1 refused: %w", workspace.ErrDirtyWorktree),
+		permanent("open tasks/t1.md: no such file or directory"),
+		permanent(`open run r1: remote "origin": git remote: exit status 2: error: No such remote 'origin' (add it with git remote add)`),
 	} {
 		t.Run(err.Error(), func(t *testing.T) {
 			f := &fakeSteps{workflow: "simple", agent: func(context.Context, AgentInput) (flow.Outcome, error) {
@@ -394,6 +397,14 @@ func TestSetupErrorFailsTheItemAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// permanent is an error as the engine marks one no retry cures (a task
+// file that will not load, a remote missing): its message is msg.
+func permanent(msg string) error { return permanentErr{errors.New(msg)} }
+
+type permanentErr struct{ error }
+
+func (p permanentErr) Unwrap() []error { return []error{p.error, engine.ErrPermanent} }
 
 // A failure that may pass (a busy journal, the network) is retried: the
 // step's second try goes on to the commit.
