@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -59,5 +60,51 @@ func TestFailStartFailsTheItemAsAnUnmadeWorktree(t *testing.T) {
 	ended, err := e.eng.FailStart(ctx, run, "b", why)
 	if err != nil || ended.Status != store.ItemCompleted {
 		t.Errorf("failing completed b: %+v, %v; want it completed still", ended, err)
+	}
+}
+
+// An item whose executor was stopped while it began (cadre stop --now on
+// Temporal: the workflow ends the item stopped once Begin ended, or
+// without one when it had not run) is stopped as the embedded engine's
+// item stopped before its first step: the run stops, and resume drives
+// the item to its end.
+func TestItemStoppedWhileItBeganResumes(t *testing.T) {
+	for _, begun := range []bool{false, true} {
+		t.Run(fmt.Sprintf("begun %v", begun), func(t *testing.T) {
+			e := newEnv(t, passAll, [2]string{"a", "code"})
+			ctx := context.Background()
+			sum, err := e.eng.StartWith(ctx, Options{}, func(ctx context.Context, run string, it store.Item) error {
+				rs, err := e.eng.OpenRun(ctx, run)
+				if err != nil {
+					return err
+				}
+				s, err := rs.OpenItem(ctx, it.ID)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				if begun {
+					if _, err := s.Begin(ctx); err != nil {
+						return err
+					}
+				}
+				_, err = s.End(ctx, Ending{Stopped: true})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Status != store.RunStopped || len(sum.Items) != 1 || sum.Items[0].Status != store.ItemStopped {
+				t.Fatalf("run %s, items %+v: want it and a stopped", sum.Status, sum.Items)
+			}
+			w := &twoWorkers{e: e.eng}
+			sum, err = e.eng.ResumeDriven(ctx, sum.Run, ResumeOverrides{}, w.drive(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Status != store.RunCompleted || sum.Items[0].Status != store.ItemCompleted {
+				t.Errorf("resumed: run %s, items %+v: want completed", sum.Status, sum.Items)
+			}
+		})
 	}
 }

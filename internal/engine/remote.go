@@ -70,16 +70,21 @@ type remoteItem struct {
 }
 
 // checkRemote refuses a remote this repository does not have, and a run
-// in place, whose items have no worktree to move between machines.
+// in place, whose items have no worktree to move between machines: a
+// person must fix either (ErrPermanent).
 func (e *Engine) checkRemote(ctx context.Context, opts Options, remote string) error {
 	if opts.InPlace {
-		return errors.New("its items work in place: only items in worktrees can work through a remote")
+		return permanentError{errors.New("its items work in place: only items in worktrees can work through a remote")}
 	}
 	if strings.HasPrefix(remote, "-") {
-		return fmt.Errorf("remote %q is not a remote's name", remote)
+		return permanentError{fmt.Errorf("remote %q is not a remote's name", remote)}
 	}
 	if _, err := e.repo.Git(ctx, "remote", "get-url", remote); err != nil {
-		return fmt.Errorf("remote %q: %w (add it with git remote add)", remote, err)
+		err = fmt.Errorf("remote %q: %w (add it with git remote add)", remote, err)
+		if ctx.Err() != nil {
+			return err // git was cut short, not refused
+		}
+		return permanentError{err}
 	}
 	return nil
 }

@@ -25,6 +25,19 @@ import (
 // the item fails and the run stops, as in the embedded engine.
 var ErrTampered = errors.New("tampered")
 
+// ErrPermanent is wrapped by the errors of an item's step that no retry
+// cures, only a person: the item's task file will not load (bad
+// frontmatter, the file removed), the remote its branch travels through
+// is missing or unusable. An executor that retries failed steps fails the
+// item at once on them. Their messages are their causes' own.
+var ErrPermanent = errors.New("permanent")
+
+// permanentError marks an error with ErrPermanent, its message unchanged.
+type permanentError struct{ err error }
+
+func (p permanentError) Error() string   { return p.err.Error() }
+func (p permanentError) Unwrap() []error { return []error{p.err, ErrPermanent} }
+
 // RunSteps is what the step executors of one stored run share: its
 // options, runners and circuit breaker.
 type RunSteps struct {
@@ -91,7 +104,7 @@ func (r *RunSteps) OpenItem(ctx context.Context, itemID string) (*ItemSteps, err
 	task, err := taskfile.Load(it.Ref)
 	if err != nil {
 		// Begin fails the item with this, as the embedded engine does.
-		s.loadErr = errors.New(relErr(err, e.d.Root))
+		s.loadErr = permanentError{errors.New(relErr(err, e.d.Root))}
 		task = &taskfile.Task{ID: it.ID, Title: it.Title, Path: it.Ref}
 	}
 	ir := e.newItemRun(rs, it, task)

@@ -423,12 +423,13 @@ func stepFailure(err error, sy *Synced) error {
 // setupErr says whether err is one of the setup's, by its type: a runner
 // or role that does not exist, a program not installed, credentials
 // missing or refused, a sandbox that cannot work here, a leftover worktree
-// that needs a person. Retrying cannot cure them; a busy journal, the
+// that needs a person, a task file that will not load, a remote missing
+// (engine.ErrPermanent). Retrying cannot cure them; a busy journal, the
 // network or a lost worker may pass, and stay retried.
 func setupErr(err error) bool {
 	return errors.Is(err, runner.ErrUnknown) || errors.Is(err, role.ErrUnknown) || errors.Is(err, osexec.ErrNotFound) ||
 		errors.Is(err, proc.ErrNoSandbox) || runner.KindOf(err) == runner.KindAuth || errors.Is(err, workspace.ErrDirtyWorktree) ||
-		errors.Is(err, engine.ErrPreflight)
+		errors.Is(err, engine.ErrPreflight) || errors.Is(err, engine.ErrPermanent)
 }
 
 // heartbeatEvery is how often a running step tells Temporal it is alive,

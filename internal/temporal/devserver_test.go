@@ -131,6 +131,7 @@ func TestDevServer(t *testing.T) {
 	c := devServer(t)
 	t.Run("CancelWaitsForTheJournalStep", func(t *testing.T) { testCancelWaitsForTheJournalStep(t, c) })
 	t.Run("BeginFailedJournaledAtHome", func(t *testing.T) { testBeginFailedJournaledAtHome(t, c) })
+	t.Run("CancelDuringBeginStopsTheItem", func(t *testing.T) { testCancelDuringBegin(t, c) })
 }
 
 // cadre stop --now while an item's question is being journaled: the
@@ -196,5 +197,47 @@ func testBeginFailedJournaledAtHome(t *testing.T, c client.Client) {
 	}
 	if len(h.fails) != 1 || h.fails[0].Reason != why {
 		t.Errorf("journaled at home: %+v", h.fails)
+	}
+}
+
+// cadre stop --now while the item begins: the workflow waits for Begin to
+// end, then journals the item stopped (the begin-stopped marker).
+func testCancelDuringBegin(t *testing.T, c client.Client) {
+	beginning := make(chan struct{})
+	f := &fakeSteps{workflow: "simple"}
+	f.beginning = func(ctx context.Context) error {
+		close(beginning)
+		err := untilCancelled(ctx)
+		f.log("begin done")
+		return err
+	}
+	serve(t, c, "stop-begin", f, "", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	in := ItemInput{Run: "r1", Item: "t3", StepTimeout: time.Minute, Heartbeat: 2 * time.Second}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID("r1", "t3"), TaskQueue: "stop-begin"}, WorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-beginning:
+	case <-ctx.Done():
+		t.Fatal("Begin never ran")
+	}
+	if err := c.CancelWorkflow(ctx, run.GetID(), ""); err != nil {
+		t.Fatal(err)
+	}
+	err = run.Get(ctx, nil)
+	record(t, c, run.GetID(), "history-begin-stopped.json")
+	if !temporal.IsCanceledError(err) {
+		t.Fatalf("workflow error %v, want cancelled", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if want := []string{"begin r1/t3", "begin done", "end"}; !slices.Equal(f.calls, want) {
+		t.Errorf("calls %q, want %q", f.calls, want)
+	}
+	if len(f.ends) != 1 || !f.ends[0].Stopped {
+		t.Errorf("endings %+v, want one stopped", f.ends)
 	}
 }

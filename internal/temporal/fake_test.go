@@ -28,6 +28,9 @@ type fakeSteps struct {
 	agent    func(ctx context.Context, in AgentInput) (flow.Outcome, error)
 	asked    Asked // what Ask returns
 	begin    error // what Begin fails with
+	// beginning, when set, is Begin's work: what it returns Begin fails
+	// with.
+	beginning func(ctx context.Context) error
 
 	// The runner workflow's: the item's first stage and attempts, and
 	// what each stage's step gives (nil: runnerStage).
@@ -47,6 +50,11 @@ func (f *fakeSteps) log(format string, args ...any) {
 
 func (f *fakeSteps) Begin(ctx context.Context, in ItemRef) (BeginResult, error) {
 	f.log("begin %s/%s", in.Run, in.Item)
+	if f.beginning != nil {
+		if err := f.beginning(ctx); err != nil {
+			return BeginResult{}, err
+		}
+	}
 	if f.begin != nil {
 		return BeginResult{}, f.begin
 	}

@@ -55,12 +55,18 @@ import (
 //     history-begin-failed-unversioned.json: the same tests recorded by
 //     the code before those versions (the cancelled question not waited
 //     for; the workflow failing with Begin), which workers of today's code
-//     must still replay.
+//     must still replay;
+//   - history-begin-stopped.json: written by TestDevServer too, an item
+//     cancelled while it begins, journaled stopped once Begin ended (the
+//     begin-stopped marker); history-begin-stopped-unversioned.json, the
+//     same test recorded by the code before that version (the workflow
+//     ending cancelled, its item not journaled stopped).
 func TestReplayRecordedHistory(t *testing.T) {
 	for _, file := range []string{"testdata/history-simple.json", "testdata/history-runner.json",
 		"testdata/history-halt.json", "testdata/history-halted.json", "testdata/history-halt-unversioned.json", "testdata/history-remote.json",
 		"testdata/history-journal-waits.json", "testdata/history-journal-unversioned.json",
-		"testdata/history-begin-failed.json", "testdata/history-begin-failed-unversioned.json"} {
+		"testdata/history-begin-failed.json", "testdata/history-begin-failed-unversioned.json",
+		"testdata/history-begin-stopped.json", "testdata/history-begin-stopped-unversioned.json"} {
 		t.Run(file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			RegisterWorkflow(r, testWorkflows(t))

@@ -38,6 +38,9 @@ func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, erro
 func (w *Workflows) item(ctx workflow.Context, x *exec) (engine.Ended, error) {
 	var br BeginResult
 	if err := x.act(ctx, x.journalCtx(ctx), ActBegin, func(r ItemRef) any { return r }, &br); err != nil {
+		if ctx.Err() != nil {
+			return x.beginStopped(ctx, err)
+		}
 		return x.beginFailed(ctx, err)
 	}
 	begun := br.Begun
@@ -81,6 +84,28 @@ func (w *Workflows) item(ctx workflow.Context, x *exec) (engine.Ended, error) {
 	return x.end(ctx, ending)
 }
 
+// versionBeginStopped marks the workflows that journal an item stopped
+// when they are cancelled (cadre stop --now) while it begins: histories
+// recorded before it ended such a workflow cancelled, its item left
+// pending or running, which cadre status showed as if it still ran.
+const versionBeginStopped = "begin-stopped"
+
+// beginStopped ends an item whose workflow was cancelled during its
+// Begin: once Begin has ended (its journal step is waited for), the item
+// is journaled stopped, as the embedded engine journals an item stopped
+// before its first step, and cadre resume starts it again. The workflow
+// ends cancelled.
+func (x *exec) beginStopped(ctx workflow.Context, err error) (engine.Ended, error) {
+	if workflow.GetVersion(ctx, versionBeginStopped, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return engine.Ended{}, err
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if _, err := x.end(dctx, engine.Ending{Stopped: true}); err != nil {
+		return engine.Ended{}, err
+	}
+	return engine.Ended{}, ctx.Err()
+}
+
 // versionBeginFailed marks the workflows that journal an item failed
 // when its Begin fails for good: histories recorded before it ended such
 // a workflow failed, its item unended.
@@ -94,7 +119,7 @@ const versionBeginFailed = "begin-failed"
 // before homes) has no activity outside its items' workers: its workflow
 // fails as before.
 func (x *exec) beginFailed(ctx workflow.Context, err error) (engine.Ended, error) {
-	if ctx.Err() != nil || x.in.Home == "" {
+	if x.in.Home == "" {
 		return engine.Ended{}, err
 	}
 	if workflow.GetVersion(ctx, versionBeginFailed, workflow.DefaultVersion, 1) == workflow.DefaultVersion {

@@ -367,9 +367,54 @@ func TestBeginFailingWithoutAHomeFailsTheWorkflow(t *testing.T) {
 	}
 }
 
+// untilCancelled is a Begin still under way when cadre stop --now comes:
+// it learns of the cancel through its heartbeats.
+func untilCancelled(ctx context.Context) error {
+	for ctx.Err() == nil {
+		activityHeartbeat(ctx)
+		time.Sleep(10 * time.Millisecond)
+	}
+	return ctx.Err()
+}
+
+// cadre stop --now while the item begins journals it stopped, as the
+// embedded engine an item stopped before its first step (cadre status
+// shows it stopped, cadre resume starts it again), with or without a
+// home; nothing else runs for it, nothing fails it, and the workflow ends
+// cancelled.
+func TestCancelDuringBeginStopsTheItem(t *testing.T) {
+	for _, home := range []string{"", "elsewhere:/repo/.cadre"} {
+		t.Run("home "+home, func(t *testing.T) {
+			f := &fakeSteps{workflow: "simple", beginning: untilCancelled}
+			env := newEnv(t, f)
+			h := &fakeHome{}
+			RegisterHome(env, h)
+			env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
+			in := input
+			in.Home = home
+			env.ExecuteWorkflow(WorkflowName, in)
+			if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
+				t.Fatalf("workflow error %v, want cancelled", err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if diff := cmp.Diff([]string{"begin r1/t1", "end"}, f.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]engine.Ending{{Stopped: true}}, f.ends); diff != "" {
+				t.Errorf("endings (-want +got):\n%s", diff)
+			}
+			if len(h.fails) != 0 {
+				t.Errorf("journaled failed at home: %+v", h.fails)
+			}
+		})
+	}
+}
+
 // An error of the setup (a program not installed, an unknown runner,
-// credentials refused, no sandbox) fails the item at once with its own
-// one-line message: no retry can cure it.
+// credentials refused, no sandbox, a task file that will not load, a
+// remote missing) fails the item at once with its own one-line message:
+// no retry can cure it.
 func TestSetupErrorFailsTheItemAtOnce(t *testing.T) {
 	for _, err := range []error{
 		fmt.Errorf("runner claude: %w: install it or fix runners.claude.command", &proc.NotFoundError{Command: "claude", InPath: true}),
@@ -377,6 +422,8 @@ func TestSetupErrorFailsTheItemAtOnce(t *testing.T) {
 		&runner.Error{Kind: runner.KindAuth, Runner: "claude", Msg: "invalid x-api-key"},
 		fmt.Errorf("%w: bwrap (bubblewrap) not found in PATH", proc.ErrNoSandbox),
 		fmt.Errorf("item t1 refused: %w", workspace.ErrDirtyWorktree),
+		permanent("open tasks/t1.md: no such file or directory"),
+		permanent(`open run r1: remote "origin": git remote: exit status 2: error: No such remote 'origin' (add it with git remote add)`),
 	} {
 		t.Run(err.Error(), func(t *testing.T) {
 			f := &fakeSteps{workflow: "simple", agent: func(context.Context, AgentInput) (flow.Outcome, error) {
@@ -394,6 +441,14 @@ func TestSetupErrorFailsTheItemAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// permanent is an error as the engine marks one no retry cures (a task
+// file that will not load, a remote missing): its message is msg.
+func permanent(msg string) error { return permanentErr{errors.New(msg)} }
+
+type permanentErr struct{ error }
+
+func (p permanentErr) Unwrap() []error { return []error{p.error, engine.ErrPermanent} }
 
 // A failure that may pass (a busy journal, the network) is retried: the
 // step's second try goes on to the commit.
