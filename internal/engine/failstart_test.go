@@ -25,10 +25,10 @@ func TestFailStartFailsTheItemAsAnUnmadeWorktree(t *testing.T) {
 	const why = "could not begin: remote unreachable"
 	var run string
 	sum, err := e.eng.StartWith(ctx, Options{}, func(ctx context.Context, id string, it store.Item) error {
-		run = id
 		if it.ID != "a" {
 			return drive(ctx, id, it)
 		}
+		run = id // by this item's goroutine alone
 		for range 2 {
 			ended, err := e.eng.FailStart(ctx, id, it.ID, why)
 			if err != nil {
