@@ -95,7 +95,12 @@ var errContinue = errors.Join(errors.New("continuing as new"), flow.ErrPaused)
 // restore takes up the state a previous run carried.
 func (x *exec) restore(c *Carry) {
 	x.carried = c
-	x.done, x.answered = c.Done, c.Answered
+	if c.Done != nil {
+		x.done = c.Done
+	}
+	if c.Answered != nil {
+		x.answered = c.Answered
+	}
 	for _, id := range c.Asked {
 		x.asked[id] = true
 	}
