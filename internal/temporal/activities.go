@@ -308,7 +308,8 @@ func (a *Activities) Begin(ctx context.Context, in ItemRef) (BeginResult, error)
 	}
 	b, err := s.Begin(ctx)
 	sy, err := sp.end(ctx, err)
-	return BeginResult{Begun: b, Synced: sy}, err
+	res := BeginResult{Begun: b, Synced: sy}
+	return res, fits(in, "begin", res, err)
 }
 
 // Agent performs (or replays) an agent step, heartbeating its progress.
@@ -319,7 +320,8 @@ func (a *Activities) Agent(ctx context.Context, in AgentInput) (StepResult, erro
 	}
 	out, err := s.Agent(ctx, in.Call, in.Visit)
 	sy, err := sp.end(ctx, err)
-	return StepResult{Outcome: out, Synced: sy}, err
+	res := StepResult{Outcome: out, Synced: sy}
+	return res, fits(in.ItemRef, in.Call.ID, res, err)
 }
 
 // Action performs (or replays) a deterministic step, heartbeating.
@@ -330,7 +332,8 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (StepResult, er
 	}
 	out, err := s.Action(ctx, in.Call)
 	sy, err := sp.end(ctx, err)
-	return StepResult{Outcome: out, Synced: sy}, err
+	res := StepResult{Outcome: out, Synced: sy}
+	return res, fits(in.ItemRef, in.Call.ID, res, err)
 }
 
 // Stage performs (or replays) a step of the runner workflow, heartbeating.
@@ -341,7 +344,8 @@ func (a *Activities) Stage(ctx context.Context, in StageInput) (StageResult, err
 	}
 	out, err := s.Stage(ctx, in.State, in.Decision)
 	sy, err := sp.end(ctx, err)
-	return StageResult{Staged: out, Synced: sy}, err
+	res := StageResult{Staged: out, Synced: sy}
+	return res, fits(in.ItemRef, in.Decision.Step.ID, res, err)
 }
 
 // Ask journals a question to a human, or returns its journaled answer.

@@ -59,8 +59,14 @@ func devServer(t *testing.T) client.Client {
 // home's activities on home's queue when h is set.
 func serve(t *testing.T, c client.Client, queue string, steps Steps, home string, h HomeSteps) {
 	t.Helper()
+	serveWith(t, c, queue, steps, home, h, testWorkflows(t))
+}
+
+// serveWith is serve with the workflows wf.
+func serveWith(t *testing.T, c client.Client, queue string, steps Steps, home string, h HomeSteps, wf *Workflows) {
+	t.Helper()
 	w := worker.New(c, queue, worker.Options{})
-	RegisterWorkflow(w, testWorkflows(t))
+	RegisterWorkflow(w, wf)
 	RegisterActivities(w, steps)
 	ws := []worker.Worker{w}
 	if h != nil {
@@ -80,8 +86,15 @@ func serve(t *testing.T, c client.Client, queue string, steps Steps, home string
 // and, when asked, writes it to testdata/name.
 func record(t *testing.T, c client.Client, id, name string) {
 	t.Helper()
+	recordRun(t, c, id, "", name, testWorkflows(t))
+}
+
+// recordRun is record of one run of the workflow ("": its last), which
+// replays against wf.
+func recordRun(t *testing.T, c client.Client, id, runID, name string, wf *Workflows) {
+	t.Helper()
 	hist := &historypb.History{}
-	it := c.GetWorkflowHistory(context.Background(), id, "", false, 0)
+	it := c.GetWorkflowHistory(context.Background(), id, runID, false, 0)
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
@@ -90,7 +103,7 @@ func record(t *testing.T, c client.Client, id, name string) {
 		hist.Events = append(hist.Events, ev)
 	}
 	r := worker.NewWorkflowReplayer()
-	RegisterWorkflow(r, testWorkflows(t))
+	RegisterWorkflow(r, wf)
 	if err := r.ReplayWorkflowHistory(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), hist); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
@@ -132,6 +145,55 @@ func TestDevServer(t *testing.T) {
 	t.Run("CancelWaitsForTheJournalStep", func(t *testing.T) { testCancelWaitsForTheJournalStep(t, c) })
 	t.Run("BeginFailedJournaledAtHome", func(t *testing.T) { testBeginFailedJournaledAtHome(t, c) })
 	t.Run("CancelDuringBeginStopsTheItem", func(t *testing.T) { testCancelDuringBegin(t, c) })
+	t.Run("ContinueAsNew", func(t *testing.T) { testContinueAsNew(t, c) })
+}
+
+// recordedLimits are the history limits history-continued.json was
+// recorded with, and replays with.
+var recordedLimits = HistoryLimits{Events: 12, Bytes: 1 << 30}
+
+// An item whose history reaches the limits continues as new on a server:
+// the starter's handle follows it through its runs to the item's end
+// (the workflow id stays, the run id changes), each stage run once. Its
+// first run is recorded (the continue-as-new marker, then the workflow
+// continued as new).
+func testContinueAsNew(t *testing.T, c client.Client) {
+	f := &fakeSteps{workflow: flow.RunnerWorkflow, stage: flow.StagePlan, staged: runnerStage(4, 9)}
+	wf := testWorkflows(t)
+	wf.History = recordedLimits
+	serveWith(t, c, "continue", f, "", nil, wf)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	in := ItemInput{Run: "r1", Item: "t4", StepTimeout: time.Minute}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID("r1", "t4"), TaskQueue: "continue"}, WorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := run.GetRunID() // Get follows the runs
+	var ended engine.Ended
+	if err := run.Get(ctx, &ended); err != nil {
+		t.Fatal(err)
+	}
+	if ended.Status != "completed" {
+		t.Errorf("ended %+v, want completed", ended)
+	}
+	last, err := c.DescribeWorkflowExecution(ctx, run.GetID(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := last.WorkflowExecutionInfo.Execution.RunId; got == first {
+		t.Errorf("the item ended in its first run %s: it never continued as new", got)
+	}
+	f.mu.Lock()
+	want := []string{"begin r1/t4", "stage t4/plan/planner#1 review \"\"", "stage t4/code/coder#1 review \"\"",
+		"stage t4/audit/auditor#1 review \"\"", "stage t4/code/coder#2 review \"out/t4/audit/auditor#1\"",
+		"stage t4/audit/auditor#2 review \"\"", "end"}
+	calls := slices.Clone(f.calls)
+	f.mu.Unlock()
+	if !slices.Equal(calls, want) {
+		t.Errorf("calls %q\nwant  %q", calls, want)
+	}
+	recordRun(t, c, run.GetID(), first, "history-continued.json", wf)
 }
 
 // cadre stop --now while an item's question is being journaled: the

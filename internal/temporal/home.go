@@ -171,7 +171,11 @@ func (x *exec) homeCtx(ctx workflow.Context) workflow.Context {
 // plain activity.
 func (x *exec) act(ctx, actx workflow.Context, name string, mk func(ItemRef) any, out syncer) error {
 	if x.in.Home == "" {
-		return workflow.ExecuteActivity(actx, name, mk(x.ref)).Get(ctx, out)
+		in := mk(x.ref)
+		if n := payloadSize(in); n > MaxPayload {
+			return errTooLarge(x.ref.Item, stepOf(in), "input", n)
+		}
+		return workflow.ExecuteActivity(actx, name, in).Get(ctx, out)
 	}
 	// One step of the item at a time: a replica numbers the batches it
 	// takes, and two steps at once (the branches of a parallel phase)
@@ -193,7 +197,12 @@ func (x *exec) act(ctx, actx workflow.Context, name string, mk func(ItemRef) any
 			c = workflow.WithTaskQueue(c, sticky)
 			c = workflow.WithScheduleToStartTimeout(c, x.in.Heartbeat)
 		}
-		err := workflow.ExecuteActivity(c, name, mk(ref)).Get(ctx, out)
+		in := mk(ref)
+		if n := payloadSize(in); n > MaxPayload {
+			// Temporal would end the workflow without saying why.
+			return errTooLarge(x.ref.Item, stepOf(in), "input", n)
+		}
+		err := workflow.ExecuteActivity(c, name, in).Get(ctx, out)
 		if err == nil {
 			return x.record(ctx, *out.synced(), at)
 		}
@@ -202,6 +211,10 @@ func (x *exec) act(ctx, actx workflow.Context, name string, mk func(ItemRef) any
 		switch {
 		case errors.As(err, &ae) && ae.Type() == ErrTypeCold && snap == nil:
 			if snap, at, err = x.export(ctx); err != nil {
+				var n int
+				if errors.As(err, &ae) && ae.Type() == ErrTypeTooLarge && ae.Details(&n) == nil {
+					return errTooLarge(x.ref.Item, stepOf(mk(x.ref)), "snapshot (the item's journal and outputs, for a worker elsewhere)", n)
+				}
 				return err
 			}
 			continue
@@ -326,8 +339,15 @@ type Journal interface {
 // homeSteps are the home's activities over its journal.
 type homeSteps struct{ j Journal }
 
+// Export refuses a snapshot over MaxPayload: the server would refuse the
+// result, and the home retry it for ever.
 func (h homeSteps) Export(ctx context.Context, in ItemRef) (json.RawMessage, error) {
-	return h.j.Export(ctx, in.Run, in.Item)
+	snap, err := h.j.Export(ctx, in.Run, in.Item)
+	if err == nil && len(snap) > MaxPayload {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("item %s: its snapshot is %s, over the %s a Temporal payload may carry here",
+			in.Item, sizeOf(len(snap)), sizeOf(MaxPayload)), ErrTypeTooLarge, nil, len(snap))
+	}
+	return snap, err
 }
 
 func (h homeSteps) Apply(ctx context.Context, in ApplyInput) error {

@@ -60,7 +60,15 @@ import (
 //     cancelled while it begins, journaled stopped once Begin ended (the
 //     begin-stopped marker); history-begin-stopped-unversioned.json, the
 //     same test recorded by the code before that version (the workflow
-//     ending cancelled, its item not journaled stopped).
+//     ending cancelled, its item not journaled stopped);
+//   - history-continued.json: written by TestDevServer too, the first run
+//     of a runner-workflow item whose history reached recordedLimits: the
+//     continue-as-new marker, then the workflow continued as new. It
+//     replays with those limits (every worker of a queue has the same).
+//
+// The histories recorded before the continue-as-new version replay even
+// with limits they went far past: the workflows that made them did not
+// continue, and replaying ones do not either.
 func TestReplayRecordedHistory(t *testing.T) {
 	for _, file := range []string{"testdata/history-simple.json", "testdata/history-runner.json",
 		"testdata/history-halt.json", "testdata/history-halted.json", "testdata/history-halt-unversioned.json", "testdata/history-remote.json",
@@ -74,6 +82,23 @@ func TestReplayRecordedHistory(t *testing.T) {
 			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, file); err != nil {
 				t.Fatal(err)
 			}
+			r = worker.NewWorkflowReplayer()
+			wf := testWorkflows(t)
+			wf.History = HistoryLimits{Events: 1, Bytes: 1}
+			RegisterWorkflow(r, wf)
+			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, file); err != nil {
+				t.Fatalf("with limits it went past: %v", err)
+			}
 		})
 	}
+	t.Run("testdata/history-continued.json", func(t *testing.T) {
+		r := worker.NewWorkflowReplayer()
+		wf := testWorkflows(t)
+		wf.History = recordedLimits
+		RegisterWorkflow(r, wf)
+		logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err := r.ReplayWorkflowHistoryFromJSONFile(logger, "testdata/history-continued.json"); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

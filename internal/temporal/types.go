@@ -81,6 +81,9 @@ type ItemInput struct {
 	// Home names the journal of truth, the starter's (HomeOf); "" in runs
 	// recorded before workers could work elsewhere.
 	Home string `json:"home,omitempty"`
+	// Carry is the state of the workflow's previous run, when this one
+	// continues it (continue.go).
+	Carry *Carry `json:"carry,omitempty"`
 }
 
 // DefaultGrace is a step's time beyond its timeouts.

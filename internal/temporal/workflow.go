@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -20,6 +21,9 @@ import (
 type Workflows struct {
 	Defs  *flow.Registry
 	Roles func(string) bool
+	// History says when an item's workflow continues as new (zero:
+	// DefaultHistoryLimits).
+	History HistoryLimits
 }
 
 // Item runs one item's workflow: the interpreter (or, for the runner
@@ -27,6 +31,10 @@ type Workflows struct {
 // the run is told to the run's other items.
 func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, error) {
 	x := newExec(in)
+	x.limits = w.History
+	if x.limits == (HistoryLimits{}) {
+		x.limits = DefaultHistoryLimits
+	}
 	ended, err := w.item(ctx, x)
 	if err != nil {
 		return ended, err
@@ -36,17 +44,25 @@ func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, erro
 }
 
 func (w *Workflows) item(ctx workflow.Context, x *exec) (engine.Ended, error) {
-	var br BeginResult
-	if err := x.act(ctx, x.journalCtx(ctx), ActBegin, func(r ItemRef) any { return r }, &br); err != nil {
-		if ctx.Err() != nil {
-			return x.beginStopped(ctx, err)
+	var begun engine.Begun
+	if c := x.in.Carry; c != nil {
+		// A run continued from another: the item began there.
+		begun = c.Begun
+		x.restore(c)
+	} else {
+		var br BeginResult
+		if err := x.act(ctx, x.journalCtx(ctx), ActBegin, func(r ItemRef) any { return r }, &br); err != nil {
+			if ctx.Err() != nil {
+				return x.beginStopped(ctx, err)
+			}
+			return x.beginFailed(ctx, err)
 		}
-		return x.beginFailed(ctx, err)
+		begun = br.Begun
 	}
-	begun := br.Begun
 	if begun.Status != "" {
 		return engine.Ended{Status: begun.Status, Reason: begun.Reason}, nil
 	}
+	x.begun = &begun
 	x.items = begun.Items
 	if begun.Workflow == flow.RunnerWorkflow {
 		return x.runner(ctx, begun)
@@ -72,10 +88,14 @@ func (w *Workflows) item(ctx workflow.Context, x *exec) (engine.Ended, error) {
 			return engine.Ended{}, err
 		}
 		return engine.Ended{}, ctx.Err()
-	case x.stopping && errors.Is(err, errStopping):
+	case x.stopping && (errors.Is(err, errStopping) || errors.Is(err, errContinue)):
 		// Stopped by request (cadre stop): the running steps finished.
 		return x.end(ctx, engine.Ending{Stopped: true})
 	case x.paused != "" || x.tampered != "":
+	case x.continuing && errors.Is(err, errContinue):
+		// The history is large: the running steps finished, the next run
+		// takes up from here.
+		return x.continueAsNew(ctx, nil, nil)
 	case err != nil:
 		// A step failed past its retries (the journal, a lost worktree),
 		// or on the setup: the item fails, saying why.
@@ -172,6 +192,21 @@ type exec struct {
 	waiting []flow.HumanCall     // questions without an answer yet, oldest first
 	answers map[string]*Approval // answers to questions, by call id
 	early   []Approval           // approvals that came while no question waited
+
+	// Continuing as new (continue.go): the limits, whether this run
+	// stops to continue, or will not; the steps it did itself; the
+	// item's Begin; what the run before carried; the steps done and
+	// questions answered or asked, by call id, for the next run.
+	limits     HistoryLimits
+	continuing bool
+	noContinue bool
+	live       int
+	begun      *engine.Begun
+	halted     bool // the runner workflow's: the run halted
+	carried    *Carry
+	done       map[string]flow.Outcome
+	answered   map[string]flow.Answer
+	asked      map[string]bool
 }
 
 func newExec(in ItemInput) *exec {
@@ -181,7 +216,8 @@ func newExec(in ItemInput) *exec {
 	if in.Grace <= 0 {
 		in.Grace = DefaultGrace
 	}
-	return &exec{ref: ItemRef{Run: in.Run, Item: in.Item}, in: in, visits: map[string]int{}, answers: map[string]*Approval{}}
+	return &exec{ref: ItemRef{Run: in.Run, Item: in.Item}, in: in, visits: map[string]int{}, answers: map[string]*Approval{},
+		done: map[string]flow.Outcome{}, answered: map[string]flow.Answer{}, asked: map[string]bool{}}
 }
 
 // retry is today's policy for a step: the runner's own decorator retries
@@ -287,26 +323,49 @@ func (x *exec) haltSiblings(ctx workflow.Context, ended engine.Ended) {
 }
 
 func (x *exec) Agent(ctx context.Context, c flow.AgentCall) (flow.Outcome, error) {
+	if o, ok := x.done[c.ID]; ok {
+		// Done in an earlier run (its visit counted there).
+		return o, nil
+	}
 	if x.stopping {
 		return flow.Outcome{}, errStopping
 	}
 	wctx := workflowOf(ctx)
+	if x.continues(wctx) {
+		return flow.Outcome{}, errContinue
+	}
 	x.visits[c.Role]++
 	visit := x.visits[c.Role]
 	var out StepResult
 	err := x.act(wctx, x.stepCtx(wctx, 1), ActAgent, func(r ItemRef) any { return AgentInput{ItemRef: r, Call: c, Visit: visit} }, &out)
-	return out.Outcome, x.stepErr(err)
+	return x.did(c.ID, out.Outcome, err)
 }
 
 func (x *exec) Action(ctx context.Context, c flow.ActionCall) (flow.Outcome, error) {
+	if o, ok := x.done[c.ID]; ok {
+		return o, nil
+	}
 	if x.stopping {
 		return flow.Outcome{}, errStopping
 	}
 	wctx := workflowOf(ctx)
+	if x.continues(wctx) {
+		return flow.Outcome{}, errContinue
+	}
 	// checks run up to four commands, a gatekeeper one agent.
 	var out StepResult
 	err := x.act(wctx, x.stepCtx(wctx, 4), ActAction, func(r ItemRef) any { return ActionInput{ItemRef: r, Call: c} }, &out)
-	return out.Outcome, x.stepErr(err)
+	return x.did(c.ID, out.Outcome, err)
+}
+
+// did notes a step this run performed, and its outcome for a next run.
+func (x *exec) did(id string, o flow.Outcome, err error) (flow.Outcome, error) {
+	x.live++
+	if err != nil {
+		return o, x.stepErr(err)
+	}
+	x.done[id] = o
+	return o, nil
 }
 
 // stepErr turns a step's failure into what the interpreter expects: a
@@ -337,20 +396,31 @@ func (x *exec) stepErr(err error) error {
 // Human journals the question, then waits for the approve signal (or
 // finds the answer already journaled), and journals the answer.
 func (x *exec) Human(ctx context.Context, c flow.HumanCall) (flow.Answer, error) {
-	wctx := workflowOf(ctx)
-	var asked Asked
-	if err := x.act(wctx, x.journalCtx(wctx), ActAsk, func(r ItemRef) any { return HumanInput{ItemRef: r, Call: c} }, &asked); err != nil {
-		return flow.Answer{}, err
+	if ans, ok := x.answered[c.ID]; ok {
+		return ans, nil // answered in an earlier run
 	}
-	if asked.Answered {
-		return asked.Answer, nil
+	wctx := workflowOf(ctx)
+	if !x.asked[c.ID] {
+		var asked Asked
+		if err := x.act(wctx, x.journalCtx(wctx), ActAsk, func(r ItemRef) any { return HumanInput{ItemRef: r, Call: c} }, &asked); err != nil {
+			return flow.Answer{}, err
+		}
+		if asked.Answered {
+			x.answered[c.ID] = asked.Answer
+			return asked.Answer, nil
+		}
+		x.asked[c.ID] = true
 	}
 	x.waiting = append(x.waiting, c)
 	x.deliver()
-	if err := workflow.Await(wctx, func() bool { return x.answers[c.ID] != nil || x.stopping }); err != nil {
+	if err := workflow.Await(wctx, func() bool { return x.answers[c.ID] != nil || x.stopping || x.continuing }); err != nil {
 		return flow.Answer{}, err
 	}
 	if x.answers[c.ID] == nil {
+		x.waiting = slices.DeleteFunc(x.waiting, func(w flow.HumanCall) bool { return w.ID == c.ID })
+		if x.continuing && !x.stopping {
+			return flow.Answer{}, errContinue // the next run waits on, without asking again
+		}
 		return flow.Answer{}, errStopping // the question stays journaled for resume
 	}
 	a := x.answers[c.ID]
@@ -358,6 +428,7 @@ func (x *exec) Human(ctx context.Context, c flow.HumanCall) (flow.Answer, error)
 	if err := x.act(wctx, x.journalCtx(wctx), ActAnswer, func(r ItemRef) any { return AnswerInput{ItemRef: r, Call: c, Answer: ans} }, &AnswerResult{}); err != nil {
 		return flow.Answer{}, err
 	}
+	x.answered[c.ID] = ans
 	return ans, nil
 }
 
@@ -428,23 +499,36 @@ func (x *exec) runner(ctx workflow.Context, b engine.Begun) (engine.Ended, error
 	x.receive(ctx)
 	lim := flow.Limits{AuditPassRating: b.Limits.AuditPassRating, MaxAttempts: b.Limits.MaxAttempts,
 		EscalateBelowConfidence: b.Limits.EscalateBelowConfidence}
-	halted := b.Halted
+	x.halted = b.Halted
 	next := func(s flow.State, ev flow.Event) (flow.State, flow.Decision) {
-		if !s.Stopping && (halted || x.stopping) {
+		if !s.Stopping && (x.halted || x.stopping) {
 			s, _ = flow.Next(lim, s, flow.Event{Kind: flow.Stop})
 		}
 		return flow.Next(lim, s, ev)
 	}
-	s, d := next(flow.Initial(x.ref.Item, b.Stage, b.Attempts), flow.Event{Kind: flow.Start})
+	var s flow.State
+	var d flow.Decision
+	if c := x.carried; c != nil && c.State != nil && c.Decision != nil {
+		// Continued from another run: its state and next decision.
+		s, d = *c.State, *c.Decision
+		x.halted = c.Halted
+	} else {
+		s, d = next(flow.Initial(x.ref.Item, b.Stage, b.Attempts), flow.Event{Kind: flow.Start})
+	}
 	for {
 		var err error
 		switch d.Kind {
 		case flow.RunStep:
+			if !x.stopping && !x.halted && x.continues(ctx) {
+				st, dec := s, d
+				return x.continueAsNew(ctx, &st, &dec)
+			}
 			var got StageResult
 			st, dec := s, d
 			err = x.act(ctx, x.stepCtx(ctx, 1), ActStage, func(r ItemRef) any { return StageInput{ItemRef: r, State: st, Decision: dec} }, &got)
+			x.live++
 			if err == nil {
-				halted = halted || got.Halted
+				x.halted = x.halted || got.Halted
 				s, d = next(s, got.Event)
 				continue
 			}
