@@ -224,6 +224,10 @@ func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
 	addServeFlags(cmd, &opts.Serve)
 }
 
+// targetFlags are cadre run's flags that pick its items: task files by
+// stage, issues by query.
+var targetFlags = []string{"column", "label", "milestone", "assignee", "state", "limit"}
+
 // NewCmdDo builds cadre do: one ad-hoc item from a prompt.
 func NewCmdDo(f *Factory, runF func(context.Context, *Factory, *RunOptions) error) *cobra.Command {
 	opts := &RunOptions{}
@@ -231,7 +235,8 @@ func NewCmdDo(f *Factory, runF func(context.Context, *Factory, *RunOptions) erro
 		Use:   "do \"PROMPT\" [flags]",
 		Short: "Work on one ad-hoc item described by a prompt",
 		Long: `Run one item whose description is PROMPT, with defaults.workflow (auto: a triage agent
-chooses), in its own worktree and branch like any other item. Takes the flags of cadre run.` + liveViewHelp + "\n" + exitStatusRunning,
+chooses), in its own worktree and branch like any other item. Takes the flags of cadre run, except those
+that pick task files or issues (--column, --label, --milestone, --assignee, --state, --limit).` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre do "Add a --verbose flag to the CLI"
   cadre do --workflow simple --runner codex "Fix the typo in README.md"`,
 		Args: cobra.ExactArgs(1),
@@ -239,6 +244,12 @@ chooses), in its own worktree and branch like any other item. Takes the flags of
 			opts.Prompt = args[0]
 			if strings.TrimSpace(opts.Prompt) == "" {
 				return usageErr(errors.New("the prompt is empty: say what to do"))
+			}
+			for _, name := range targetFlags {
+				if cmd.Flags().Changed(name) {
+					return usageErr(fmt.Errorf("--%s picks the %s cadre run works on; cadre do works on its prompt alone: drop --%s",
+						name, map[bool]string{true: "task files", false: "issues"}[name == "column"], name))
+				}
 			}
 			if err := checkEngineFlag(opts); err != nil {
 				return err
@@ -253,6 +264,11 @@ chooses), in its own worktree and branch like any other item. Takes the flags of
 		},
 	}
 	addRunFlags(cmd, opts)
+	// Accepted only to be refused by name: a prompt is the item, there
+	// is nothing for them to pick.
+	for _, name := range targetFlags {
+		cmd.Flags().MarkHidden(name)
+	}
 	// engine: temporal in cadre.yaml applies to cadre do as to cadre run,
 	// so --engine embedded must be there to override it.
 	addEngineFlags(cmd, opts)
