@@ -129,7 +129,34 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 		}
 		return nil, fmt.Errorf("%w: %s", ErrPreflight, what)
 	}
+	if err := e.checkDeps(tasks); err != nil {
+		return nil, err
+	}
 	return orderByDeps(tasks)
+}
+
+// checkDeps refuses a dependency that names no task: neither one of the
+// run nor a task file beside the dependent one (where unmetDeps looks).
+// A typo would otherwise leave the task skipped, waiting for a task that
+// can never complete.
+func (e *Engine) checkDeps(tasks []*taskfile.Task) error {
+	ids := map[string]bool{}
+	for _, t := range tasks {
+		ids[t.ID] = true
+	}
+	for _, t := range tasks {
+		for _, d := range t.DependsOn {
+			if ids[d] {
+				continue
+			}
+			dep := filepath.Join(filepath.Dir(t.Path), d+".md")
+			if _, err := os.Stat(dep); err != nil && errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%w: %s: depends_on: no task %q (no %s): fix the id or add the task", ErrPreflight,
+					relErr(errors.New(t.Path), e.d.Root), d, relErr(errors.New(dep), e.d.Root))
+			}
+		}
+	}
+	return nil
 }
 
 // relErr shortens absolute paths in a task file error to repository-relative ones.
