@@ -88,8 +88,22 @@ completes.` + liveViewHelp + "\n" + exitStatusRunning,
 }
 
 func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
-	if opts.Parallel < 0 || opts.Agents < 0 || opts.Budget < 0 {
-		return usageErr(fmt.Errorf("--parallel, --agents and --budget-usd must not be negative"))
+	for _, fl := range []struct {
+		name string
+		val  any
+		neg  bool
+	}{{"--parallel", opts.Parallel, opts.Parallel < 0}, {"--agents", opts.Agents, opts.Agents < 0},
+		{"--budget-usd", opts.Budget, opts.Budget < 0}} {
+		if fl.neg {
+			return usageErr(fmt.Errorf("%s %v: must not be negative", fl.name, fl.val))
+		}
+	}
+	if opts.Timeout < 0 {
+		// A negative duration would run every step with no timeout at all.
+		return usageErr(fmt.Errorf("--timeout %s: must not be negative (0 keeps defaults.timeout)", opts.Timeout))
+	}
+	if err := checkOutputFlags(opts.JSON, opts.Plain); err != nil {
+		return err
 	}
 	if opts.InPlace && opts.Parallel > 1 {
 		// One checkout holds one item's changes at a time.
@@ -300,4 +314,12 @@ func printPlan(f *Factory, plan []engine.PlannedItem, asJSON bool) {
 			}
 		}
 	}
+}
+
+// checkOutputFlags refuses --json with --plain, which it would override.
+func checkOutputFlags(asJSON, plain bool) error {
+	if asJSON && plain {
+		return usageErr(errors.New("--json and --plain: pick one (--json prints JSON lines on stdout, --plain text lines on stderr)"))
+	}
+	return nil
 }
