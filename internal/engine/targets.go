@@ -51,7 +51,12 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 		}
 	}
 	if len(targets) == 0 {
-		targets = []string{filepath.Join(e.d.Root, e.d.Config.TasksDir)}
+		dir := filepath.Join(e.d.Root, e.d.Config.TasksDir)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%w: %s: no directory %s in this repository: add task files there, set tasks_dir in cadre.yaml, or name the task files or issues to run",
+				ErrPreflight, e.d.Config.Where("tasks_dir"), e.d.Config.TasksDir)
+		}
+		targets = []string{dir}
 	}
 	var paths []string
 	for _, t := range targets {
