@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -112,9 +113,36 @@ func detectCommands(root string) config.Commands {
 	case has("pyproject.toml"), has("setup.py"):
 		return config.Commands{Test: "python -m pytest"}
 	case has("Makefile"):
-		return config.Commands{Build: "make", Test: "make test"}
+		return makeCommands(filepath.Join(root, "Makefile"))
 	}
 	return config.Commands{}
+}
+
+// makeTarget matches a rule's target at the start of a Makefile line, not
+// a variable assignment (NAME := value).
+var makeTarget = regexp.MustCompile(`(?m)^([A-Za-z0-9][A-Za-z0-9_.-]*)[ \t]*:(?:[^=]|$)`)
+
+// makeCommands names the Makefile's own build, test and lint targets:
+// "make test" where there is no test target would fail every check.
+func makeCommands(path string) config.Commands {
+	data, _ := os.ReadFile(path)
+	targets := map[string]bool{}
+	for _, m := range makeTarget.FindAllSubmatch(data, -1) {
+		targets[string(m[1])] = true
+	}
+	pick := func(names ...string) string {
+		for _, n := range names {
+			if targets[n] {
+				return "make " + n
+			}
+		}
+		return ""
+	}
+	c := config.Commands{Build: pick("build", "all"), Test: pick("test", "check"), Lint: pick("lint")}
+	if c.Build == "" {
+		c.Build = "make" // the default target
+	}
+	return c
 }
 
 // detectRunner picks the first agent CLI found on path (claude first).

@@ -49,6 +49,9 @@ task queue it was started on, with its --heartbeat-timeout, unless --temporal-ad
 			if err := checkServeFlags(cmd, opts.Serve, false); err != nil {
 				return err
 			}
+			if err := checkOutputFlags(opts.JSON, opts.Plain); err != nil {
+				return err
+			}
 			if cmd.Flags().Changed("budget-usd") && opts.Budget < 0 {
 				// -1 is the flag's "not given": any negative would be ignored.
 				return usageErr(fmt.Errorf("--budget-usd %g: want 0 (no limit) or more", opts.Budget))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -48,7 +49,7 @@ interrupted run resumes without repeating paid work.` + exitStatusRunning,
 	}
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr(err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr(flagValueError(c, err)) })
 	root.AddCommand(NewCmdInit(f, nil), NewCmdRun(f, nil), NewCmdDo(f, nil), NewCmdResume(f, nil), NewCmdStop(f, nil), NewCmdStatus(f, nil),
 		NewCmdDemo(f, nil), NewCmdReport(f, nil), NewCmdScores(f, nil), NewCmdBench(f, nil), NewCmdWorktrees(f, nil), NewCmdWorkflows(f), NewCmdApprove(f, nil), NewCmdModelsim(f), NewCmdVersion(f), NewCmdRoles(f), NewCmdRunners(f), NewCmdServe(f, nil), NewCmdWorker(f))
 	// cobra's completion command is kept, with the EXIT STATUS every
@@ -116,6 +117,28 @@ func report(f *Factory, err error) int {
 	msg = strings.TrimPrefix(msg, engine.ErrPreflight.Error()+": ")
 	fmt.Fprintln(f.IO.ErrOut, "cadre: "+msg)
 	return code
+}
+
+// badValue matches pflag's error for a value of the wrong kind, which ends
+// with the parser's own message (strconv.ParseInt: parsing "x": …).
+var badValue = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?--([\w-]+)" flag: `)
+
+// flagValueError says what a flag wants instead of how parsing failed.
+func flagValueError(c *cobra.Command, err error) error {
+	m := badValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	fl := c.Flags().Lookup(m[2])
+	if fl == nil {
+		return err
+	}
+	want := map[string]string{"int": "a whole number", "float64": "a number", "bool": "true or false",
+		"duration": "a duration such as 90s, 20m or 1h"}[fl.Value.Type()]
+	if want == "" {
+		return err
+	}
+	return fmt.Errorf("--%s %q: want %s", m[2], m[1], want)
 }
 
 // isUsage recognises cobra's own argument errors.

@@ -88,8 +88,22 @@ completes.` + liveViewHelp + "\n" + exitStatusRunning,
 }
 
 func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
-	if opts.Parallel < 0 || opts.Agents < 0 || opts.Budget < 0 {
-		return usageErr(fmt.Errorf("--parallel, --agents and --budget-usd must not be negative"))
+	for _, fl := range []struct {
+		name string
+		val  any
+		neg  bool
+	}{{"--parallel", opts.Parallel, opts.Parallel < 0}, {"--agents", opts.Agents, opts.Agents < 0},
+		{"--budget-usd", opts.Budget, opts.Budget < 0}} {
+		if fl.neg {
+			return usageErr(fmt.Errorf("%s %v: must not be negative", fl.name, fl.val))
+		}
+	}
+	if opts.Timeout < 0 {
+		// A negative duration would run every step with no timeout at all.
+		return usageErr(fmt.Errorf("--timeout %s: must not be negative (0 keeps defaults.timeout)", opts.Timeout))
+	}
+	if err := checkOutputFlags(opts.JSON, opts.Plain); err != nil {
+		return err
 	}
 	if opts.InPlace && opts.Parallel > 1 {
 		// One checkout holds one item's changes at a time.
@@ -224,6 +238,10 @@ func addRunFlags(cmd *cobra.Command, opts *RunOptions) {
 	addServeFlags(cmd, &opts.Serve)
 }
 
+// targetFlags are cadre run's flags that pick its items: task files by
+// stage, issues by query.
+var targetFlags = []string{"column", "label", "milestone", "assignee", "state", "limit"}
+
 // NewCmdDo builds cadre do: one ad-hoc item from a prompt.
 func NewCmdDo(f *Factory, runF func(context.Context, *Factory, *RunOptions) error) *cobra.Command {
 	opts := &RunOptions{}
@@ -231,7 +249,8 @@ func NewCmdDo(f *Factory, runF func(context.Context, *Factory, *RunOptions) erro
 		Use:   "do \"PROMPT\" [flags]",
 		Short: "Work on one ad-hoc item described by a prompt",
 		Long: `Run one item whose description is PROMPT, with defaults.workflow (auto: a triage agent
-chooses), in its own worktree and branch like any other item. Takes the flags of cadre run.` + liveViewHelp + "\n" + exitStatusRunning,
+chooses), in its own worktree and branch like any other item. Takes the flags of cadre run, except those
+that pick task files or issues (--column, --label, --milestone, --assignee, --state, --limit).` + liveViewHelp + "\n" + exitStatusRunning,
 		Example: `  cadre do "Add a --verbose flag to the CLI"
   cadre do --workflow simple --runner codex "Fix the typo in README.md"`,
 		Args: cobra.ExactArgs(1),
@@ -239,6 +258,12 @@ chooses), in its own worktree and branch like any other item. Takes the flags of
 			opts.Prompt = args[0]
 			if strings.TrimSpace(opts.Prompt) == "" {
 				return usageErr(errors.New("the prompt is empty: say what to do"))
+			}
+			for _, name := range targetFlags {
+				if cmd.Flags().Changed(name) {
+					return usageErr(fmt.Errorf("--%s picks the %s cadre run works on; cadre do works on its prompt alone: drop --%s",
+						name, map[bool]string{true: "task files", false: "issues"}[name == "column"], name))
+				}
 			}
 			if err := checkEngineFlag(opts); err != nil {
 				return err
@@ -253,6 +278,11 @@ chooses), in its own worktree and branch like any other item. Takes the flags of
 		},
 	}
 	addRunFlags(cmd, opts)
+	// Accepted only to be refused by name: a prompt is the item, there
+	// is nothing for them to pick.
+	for _, name := range targetFlags {
+		cmd.Flags().MarkHidden(name)
+	}
 	// engine: temporal in cadre.yaml applies to cadre do as to cadre run,
 	// so --engine embedded must be there to override it.
 	addEngineFlags(cmd, opts)
@@ -284,4 +314,12 @@ func printPlan(f *Factory, plan []engine.PlannedItem, asJSON bool) {
 			}
 		}
 	}
+}
+
+// checkOutputFlags refuses --json with --plain, which it would override.
+func checkOutputFlags(asJSON, plain bool) error {
+	if asJSON && plain {
+		return usageErr(errors.New("--json and --plain: pick one (--json prints JSON lines on stdout, --plain text lines on stderr)"))
+	}
+	return nil
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
 // ScoresOptions are the arguments of cadre scores.
@@ -89,6 +92,16 @@ func runScores(ctx context.Context, f *Factory, opts *ScoresOptions) error {
 		rows, err = st.EvalStats(ctx, store.EvalFilter{Role: opts.Role, Source: opts.Source})
 		if err != nil {
 			return err
+		}
+	}
+	if len(rows) == 0 && opts.Role != "" {
+		// A role that has no evaluations and does not exist is a typo.
+		roles, err := role.Load(filepath.Join(root, workspace.StateDir, "roles"))
+		if err != nil {
+			return usageErr(relPath(err, root))
+		}
+		if _, err := roles.Get(opts.Role); err != nil {
+			return usageErr(fmt.Errorf("no role %q (cadre roles list shows them)", opts.Role))
 		}
 	}
 	sortScores(rows)

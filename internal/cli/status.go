@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -111,8 +112,16 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		return printJSON(f.IO.Out, out)
 	}
 	state := sum.Status
-	if active == id {
+	switch {
+	case active == id:
 		state += " (active)"
+	case sum.Status == store.RunRunning:
+		// Journaled running, and no process holds its lock: it died (a
+		// kill, a closed pipe) before it could record how it ended. A run
+		// on Temporal goes on in its workflows without its starter.
+		if _, o, err := engine.StoredRun(ctx, st, id); err == nil && o.Temporal == nil {
+			state += " (no process runs it: continue with cadre resume " + id + ")"
+		}
 	}
 	fmt.Fprintf(f.IO.Out, "run %s: %s, elapsed %s, tokens %d/%d, cost $%.4f\n", id, state, elapsed,
 		sum.Usage.InputTokens, sum.Usage.OutputTokens, sum.Usage.CostUSD)

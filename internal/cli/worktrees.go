@@ -122,7 +122,14 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 			}
 		}
 		if (unmerged || len(wt.Dirty) > 0) && !opts.Force {
-			fmt.Fprintf(f.IO.ErrOut, "kept %s: %d unmerged commit(s), %s (use --force)\n", wt.Item, wt.Ahead, dirtySummary(wt.Dirty))
+			var why []string
+			if unmerged {
+				why = append(why, fmt.Sprintf("%d unmerged commit(s)", wt.Ahead))
+			}
+			if len(wt.Dirty) > 0 {
+				why = append(why, "uncommitted changes in "+dirtySummary(wt.Dirty))
+			}
+			fmt.Fprintf(f.IO.ErrOut, "kept %s: %s (use --force)\n", wt.Item, strings.Join(why, ", "))
 			continue
 		}
 		if err := wts.Remove(ctx, wt, opts.Force, !unmerged); err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ func (l *loader) validate(c *Config) error {
 	}{
 		{"repository", repoProblem(c.Repository)},
 		{"base_branch", nonEmpty(c.BaseBranch, "a branch name")},
-		{"tasks_dir", nonEmpty(c.TasksDir, "a directory")},
+		{"tasks_dir", tasksDirProblem(c.TasksDir)},
 		{"defaults.runner", nonEmpty(c.Defaults.Runner, "a runner name")},
 		{"defaults.workflow", nonEmpty(c.Defaults.Workflow, "a workflow name")},
 		{"defaults.timeout", positive(c.Defaults.Timeout)},
@@ -260,6 +261,18 @@ func (l *loader) whereOf(path string) string {
 		return where + ": " + path
 	}
 	return path
+}
+
+// tasksDirProblem: task files are the repository's, and tasks_dir is
+// read relative to its root; an absolute path would be read as one too.
+func tasksDirProblem(dir string) string {
+	if bad := nonEmpty(dir, "a directory"); bad != "" {
+		return bad
+	}
+	if filepath.IsAbs(dir) || !filepath.IsLocal(dir) {
+		return fmt.Sprintf("want a directory inside the repository, relative to its root (e.g. tasks), got %q", dir)
+	}
+	return ""
 }
 
 func nonEmpty(s, what string) string {

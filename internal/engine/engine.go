@@ -226,12 +226,14 @@ func (e *Engine) create(ctx context.Context, opts Options) (runID string, releas
 	if err := e.checkWorkflows(opts); err != nil {
 		return "", nil, err
 	}
+	// Runners first: loading a prompt or an issue writes its task file
+	// under the run's directory, which a refused run would leave behind.
+	if err := e.checkRunners(opts); err != nil {
+		return "", nil, err
+	}
 	runID = NewRunID(time.Now())
 	items, err := e.loadTargets(ctx, runID, opts)
 	if err != nil {
-		return "", nil, err
-	}
-	if err := e.checkRunners(opts); err != nil {
 		return "", nil, err
 	}
 	if err := e.checkDetachedTemporal(ctx, runID); err != nil {

@@ -493,5 +493,8 @@ func Approve(ctx context.Context, st *store.Store, run, item string, approved bo
 			return s.ID, nil
 		}
 	}
+	if _, err := st.GetItem(ctx, run, item); errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("run %s has no item %s (cadre status %s lists its items)", run, item, run)
+	}
 	return "", fmt.Errorf("item %s of run %s is not waiting for a human", item, run)
 }

@@ -55,8 +55,9 @@ func (e *Engine) checkWorkflows(opts Options) error {
 		strings.Join(e.d.Workflows.Names(), ", "))
 }
 
-// checkRunners builds every runner a role may use, so a missing or
-// misconfigured runner stops the run before anything starts.
+// checkRunners builds every runner a role may use, and finds the program
+// each starts, so a missing or misconfigured runner stops the run before
+// anything starts.
 func (e *Engine) checkRunners(opts Options) error {
 	// A roles entry for a role that does not exist (a typo) would be
 	// ignored and its role run on the default runner.
@@ -89,6 +90,13 @@ func (e *Engine) checkRunners(opts Options) error {
 				continue
 			}
 			r, err := e.newRunner(name)
+			if err == nil && opts.Temporal == nil {
+				// A missing agent CLI would fail the run's first step; on
+				// Temporal the workers, not this process, run the agents.
+				if l, ok := r.(runner.Locator); ok {
+					err = l.Locate()
+				}
+			}
 			if err != nil {
 				checked = nil
 				return fmt.Errorf("%w: %s: %w", ErrPreflight, from, err)

@@ -404,6 +404,15 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		} else {
 			inv.Followup = reply.Reask(perr)
 		}
+		// The re-ask is a prompt the agent was given too: kept after the
+		// step's first one, whole (a resumed session holds the rest of
+		// it), so it is also the step's latest prompt.
+		whole := inv
+		whole.Session = ""
+		itemDir := filepath.Dir(filepath.Dir(inv.OutputPath)) // outputs/STEM.md
+		if err := AppendPrompt(itemDir, stepStem(inv.Item, inv.Step), whole.Text()); err != nil {
+			return got, err
+		}
 	}
 	got.failure = "unreachable"
 	return got, nil

@@ -51,7 +51,12 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 		}
 	}
 	if len(targets) == 0 {
-		targets = []string{filepath.Join(e.d.Root, e.d.Config.TasksDir)}
+		dir := filepath.Join(e.d.Root, e.d.Config.TasksDir)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%w: %s: no directory %s in this repository: add task files there, set tasks_dir in cadre.yaml, or name the task files or issues to run",
+				ErrPreflight, e.d.Config.Where("tasks_dir"), e.d.Config.TasksDir)
+		}
+		targets = []string{dir}
 	}
 	var paths []string
 	for _, t := range targets {
@@ -129,7 +134,34 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 		}
 		return nil, fmt.Errorf("%w: %s", ErrPreflight, what)
 	}
+	if err := e.checkDeps(tasks); err != nil {
+		return nil, err
+	}
 	return orderByDeps(tasks)
+}
+
+// checkDeps refuses a dependency that names no task: neither one of the
+// run nor a task file beside the dependent one (where unmetDeps looks).
+// A typo would otherwise leave the task skipped, waiting for a task that
+// can never complete.
+func (e *Engine) checkDeps(tasks []*taskfile.Task) error {
+	ids := map[string]bool{}
+	for _, t := range tasks {
+		ids[t.ID] = true
+	}
+	for _, t := range tasks {
+		for _, d := range t.DependsOn {
+			if ids[d] {
+				continue
+			}
+			dep := filepath.Join(filepath.Dir(t.Path), d+".md")
+			if _, err := os.Stat(dep); err != nil && errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%w: %s: depends_on: no task %q (no %s): fix the id or add the task", ErrPreflight,
+					relErr(errors.New(t.Path), e.d.Root), d, relErr(errors.New(dep), e.d.Root))
+			}
+		}
+	}
+	return nil
 }
 
 // relErr shortens absolute paths in a task file error to repository-relative ones.

@@ -261,6 +261,14 @@ func (e *NotFoundError) Error() string {
 
 func (e *NotFoundError) Unwrap() error { return exec.ErrNotFound }
 
+// Locate finds the program path names as Run would with env (its PATH):
+// a *NotFoundError when there is none, so a caller can refuse a missing
+// program before anything starts.
+func Locate(path string, env []string) error {
+	_, err := resolve(Spec{Path: path, Env: env})
+	return err
+}
+
 // resolve turns Spec.Path into the file to execute.
 func resolve(s Spec) (string, error) {
 	if s.Path == "" {

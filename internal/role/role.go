@@ -9,8 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -160,6 +163,11 @@ func (r *Registry) add(file, source string, data []byte) error {
 		return fmt.Errorf("%s: %w", source, err)
 	}
 	if source != "built-in" {
+		// A field the data does not have fails only when a step renders
+		// the prompt: refused here, as the roles load, instead.
+		if err := checkFields(t.Tree); err != nil {
+			return fmt.Errorf("%s: %w", source, err)
+		}
 		// A role a user writes gets what every built-in's prompt tells the
 		// agent and its own text leaves out: the engine cannot work with an
 		// agent that never learns where its output goes or how to signal.
@@ -415,6 +423,82 @@ func walk(n tparse.Node, calls, fields map[string]bool) {
 		walk(n.List, calls, fields)
 		walk(n.ElseList, calls, fields)
 	}
+}
+
+// dataFields are the fields a role template may show of Data.
+var dataFields = func() map[string]bool {
+	out := map[string]bool{}
+	t := reflect.TypeFor[Data]()
+	for i := range t.NumField() {
+		out[t.Field(i).Name] = true
+	}
+	return out
+}()
+
+// checkFields refuses a field of the step's data that Data does not have:
+// .Name where dot is the data (outside range and with, whose dot is
+// another value) and $.Name anywhere.
+func checkFields(tree *tparse.Tree) error {
+	var bad tparse.Node
+	var name string
+	var visit func(n tparse.Node, top bool)
+	visit = func(n tparse.Node, top bool) {
+		if bad != nil || n == nil {
+			return
+		}
+		switch n := n.(type) {
+		case *tparse.ListNode:
+			if n == nil {
+				return
+			}
+			for _, c := range n.Nodes {
+				visit(c, top)
+			}
+		case *tparse.ActionNode:
+			visit(n.Pipe, top)
+		case *tparse.PipeNode:
+			if n == nil {
+				return
+			}
+			for _, c := range n.Cmds {
+				for _, a := range c.Args {
+					visit(a, top)
+				}
+			}
+		case *tparse.FieldNode:
+			if top && len(n.Ident) > 0 && !dataFields[n.Ident[0]] {
+				bad, name = n, n.Ident[0]
+			}
+		case *tparse.VariableNode:
+			if len(n.Ident) > 1 && n.Ident[0] == "$" && !dataFields[n.Ident[1]] {
+				bad, name = n, n.Ident[1]
+			}
+		case *tparse.ChainNode:
+			visit(n.Node, top)
+		case *tparse.TemplateNode:
+			visit(n.Pipe, top)
+		case *tparse.IfNode:
+			visit(n.Pipe, top)
+			visit(n.List, top)
+			visit(n.ElseList, top)
+		case *tparse.RangeNode:
+			visit(n.Pipe, top)
+			visit(n.List, false)
+			visit(n.ElseList, top)
+		case *tparse.WithNode:
+			visit(n.Pipe, top)
+			visit(n.List, false)
+			visit(n.ElseList, top)
+		}
+	}
+	if tree != nil {
+		visit(tree.Root, true)
+	}
+	if bad == nil {
+		return nil
+	}
+	loc, _ := tree.ErrorContext(bad)
+	return fmt.Errorf("%s: no field .%s in a role's data: use one of %s", loc, name, strings.Join(slices.Sorted(maps.Keys(dataFields)), ", "))
 }
 
 // funcs are what the partials need beyond text/template's own.

@@ -130,6 +130,13 @@ type Runner interface {
 	Run(ctx context.Context, inv Invocation) (Result, error)
 }
 
+// Locator is a runner that starts a program: Locate finds it as a step
+// would, and says what to do when it is missing, so a run refuses a
+// missing agent CLI before it starts instead of failing its first step.
+type Locator interface {
+	Locate() error
+}
+
 // Settings are a named runner instance's configuration (cadre.yaml runners.NAME).
 type Settings struct {
 	Name     string

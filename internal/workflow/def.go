@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -133,6 +134,14 @@ func (r *Registry) add(file, source string, data []byte) error {
 	var d Def
 	if err := yaml.UnmarshalWithOptions(data, &d, yaml.DisallowUnknownField()); err != nil {
 		msg := strings.TrimSpace(err.Error())
+		var ye yaml.Error
+		if errors.As(err, &ye) {
+			// file:line as cadre.yaml's errors, not the library's "[line:column]".
+			msg = strings.TrimSpace(ye.GetMessage())
+			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+				source = fmt.Sprintf("%s:%d", source, tk.Position.Line)
+			}
+		}
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
 		}

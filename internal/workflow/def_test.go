@@ -65,6 +65,23 @@ func TestValidationErrors(t *testing.T) {
 	}
 }
 
+// A decoding error names the file and line as file:line, as cadre.yaml's
+// do, not as the YAML library's "[line:column]".
+func TestDecodeErrorNamesLine(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "mine.yaml")
+	for _, tt := range []struct{ yaml, want string }{
+		{"phases:\n  - name: w\n    steps:\n      - role: coder\n        bogus: 1\n", f + `:5: unknown field "bogus"`},
+		{"phases:\n  - name: w\n    critical: maybe\n    steps: [{role: coder}]\n", f + ":3: "},
+	} {
+		os.WriteFile(f, []byte(tt.yaml), 0o644)
+		_, err := LoadDefs(dir, nil)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) || strings.Contains(err.Error(), "[") {
+			t.Errorf("err = %v, want it to start %q", err, tt.want)
+		}
+	}
+}
+
 func TestUserWorkflowOverridesAndNameRules(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "simple.yaml"), []byte("description: mine\nphases: [{name: w, critical: true, steps: [{role: coder}]}]\n"), 0o644)

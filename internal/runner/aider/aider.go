@@ -63,6 +63,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.Install = installHint
 	a.Home, a.Hosts = sandboxHome, sandboxHosts
 	return &Runner{Agent: a}, nil
 }

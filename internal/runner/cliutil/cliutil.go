@@ -47,6 +47,7 @@ const (
 type Agent struct {
 	Instance string   // the runner's instance name (runners.NAME)
 	Command  string   // the CLI, resolved against the repository root
+	Install  string   // how to install the CLI, for the error when it is missing
 	Args     []string // the settings' args, added after the runner's own flags
 	Pass     []string // the variables passed through to the agent
 	URL      string   // the base URL the CLI is pointed at, if any
@@ -84,6 +85,11 @@ func NewAgent(s runner.Settings, defCommand string, defEnv []string, urlExample 
 
 // Name returns the configured instance name.
 func (a *Agent) Name() string { return a.Instance }
+
+// Locate finds the CLI as a step would (runner.Locator).
+func (a *Agent) Locate() error {
+	return Outcome(a.Instance, a.Install, proc.Locate(a.Command, a.Env(nil)), nil)
+}
 
 // ModelFor is the model a step asks for, else the runner's.
 func (a *Agent) ModelFor(inv runner.Invocation) string { return Model(inv, a.Model) }

@@ -68,6 +68,7 @@ func WithPrices(t *price.Table) runner.Factory {
 		if err != nil {
 			return nil, err
 		}
+		a.Install = installHint
 		a.Home, a.Hosts = sandboxHome, sandboxHosts
 		return &Runner{Agent: a, prices: t}, nil
 	}

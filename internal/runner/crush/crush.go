@@ -64,6 +64,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.Install = installHint
 	a.Home = sandboxHome
 	return &Runner{Agent: a}, nil
 }

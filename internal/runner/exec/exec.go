@@ -38,6 +38,11 @@ func New(s runner.Settings) (runner.Runner, error) {
 // Name returns the configured instance name.
 func (r *Runner) Name() string { return r.name }
 
+// Locate finds the command as a step would (runner.Locator).
+func (r *Runner) Locate() error {
+	return cliutil.Outcome(r.name, "", proc.Locate(r.command, proc.MinimalEnv(r.lookup, r.pass, nil)), nil)
+}
+
 // Capabilities of an arbitrary command: it may edit files; nothing else is known.
 func (r *Runner) Capabilities() runner.Caps { return runner.Caps{EditsFiles: true} }
 

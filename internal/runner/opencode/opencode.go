@@ -64,6 +64,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.Install = installHint
 	a.Home, a.Hosts = sandboxHome, sandboxHosts
 	if s.URL != "" && providerOf(s.Model) == "" {
 		return nil, fmt.Errorf("runners.%s.url needs runners.%s.model written provider/model (e.g. anthropic/claude-sonnet-4-5): the URL is that provider's", s.Name, s.Name)

@@ -116,6 +116,14 @@ type retrier struct {
 func (t *retrier) Name() string              { return t.r.Name() }
 func (t *retrier) Capabilities() runner.Caps { return t.r.Capabilities() }
 
+// Locate is the wrapped runner's (runner.Locator), when it has one.
+func (t *retrier) Locate() error {
+	if l, ok := t.r.(runner.Locator); ok {
+		return l.Locate()
+	}
+	return nil
+}
+
 // Run runs the step, and runs it again after a pause while the backend
 // answers with a rate limit and attempts remain.
 func (t *retrier) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {

@@ -114,6 +114,11 @@ func New(s runner.Settings) (runner.Runner, error) {
 func Parse(name string, data []byte) (Scenario, error) {
 	var sc Scenario
 	if err := yaml.UnmarshalWithOptions(data, &sc, yaml.DisallowUnknownField()); err != nil {
+		var ye yaml.Error
+		if errors.As(err, &ye) && ye.GetToken() != nil && ye.GetToken().Position != nil {
+			// file:line as cadre.yaml's errors, not the library's "[line:column]".
+			return sc, fmt.Errorf("%s:%d: %s", name, ye.GetToken().Position.Line, firstLine(strings.TrimSpace(ye.GetMessage())))
+		}
 		return sc, fmt.Errorf("%s: %s", name, firstLine(err.Error()))
 	}
 	for i, r := range sc.Rules {

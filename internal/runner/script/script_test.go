@@ -473,7 +473,7 @@ func TestParseErrors(t *testing.T) {
 		yaml string
 		want []string // substrings of the one-line error
 	}{
-		{"unknown key", "rules:\n  - role: coder\n    sya: hi\n", []string{"demo.yaml", "[3:", "sya"}},
+		{"unknown key", "rules:\n  - role: coder\n    sya: hi\n", []string{"demo.yaml:3: ", "sya"}},
 		{"unknown top-level key", "rule:\n  - role: coder\n", []string{"demo.yaml", "rule"}},
 		{"missing role", "rules:\n  - say: hi\n", []string{"demo.yaml", "rules[0]", "role is required"}},
 		{"missing role in a later rule", "rules:\n  - role: a\n  - task: t\n", []string{"demo.yaml", "rules[1]", "role"}},
@@ -481,7 +481,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty action", "rules:\n  - role: coder\n    actions: [{}]\n", []string{"demo.yaml", "actions[0]", "exactly one"}},
 		{"bad sleep duration", "rules:\n  - role: coder\n    actions: [{write: {path: a}}, {sleep: soon}]\n", []string{"demo.yaml", "actions[1]", "sleep", "soon"}},
 		{"not yaml", "rules: [\n", []string{"demo.yaml"}},
-		{"wrong type", "rules:\n  - role: coder\n    attempt: first\n", []string{"demo.yaml", "[3:"}},
+		{"wrong type", "rules:\n  - role: coder\n    attempt: first\n", []string{"demo.yaml:3: "}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -492,6 +492,10 @@ func TestParseErrors(t *testing.T) {
 			msg := err.Error()
 			if strings.Contains(msg, "\n") {
 				t.Errorf("error spans lines: %q", msg)
+			}
+			// file:line as cadre.yaml's errors, not the YAML library's [line:column].
+			if regexp.MustCompile(`\[\d+:\d+\]`).MatchString(msg) {
+				t.Errorf("error %q has the library's position", msg)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(msg, w) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -236,9 +237,9 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request, rp *repo) {
 	writeJSON(w, out)
 }
 
-// fileKinds are the step files the item page shows, in order. The prompt
-// is journaled only where a runner keeps it; otherwise the context file
-// is what the agent was given.
+// fileKinds are the step files the item page shows, in order. Every agent
+// step's prompt is kept in the item's prompts file; a step without one (a
+// run by an older cadre) shows its context file as what it was given.
 var fileKinds = []string{"prompt", "context", "output", "log"}
 
 // stepFile derives a step's file of kind from its journaled output path
@@ -270,18 +271,21 @@ func stepStem(outPath string) string { return strings.TrimSuffix(filepath.Base(o
 
 func (s *Server) file(w http.ResponseWriter, r *http.Request, rp *repo) {
 	run, step, kind := r.PathValue("run"), r.URL.Query().Get("step"), r.URL.Query().Get("kind")
+	if !slices.Contains(fileKinds, kind) {
+		http.Error(w, "kind must be prompt, context, output or log", http.StatusBadRequest)
+		return
+	}
 	st, err := rp.Store.GetStep(r.Context(), run, step)
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	var data []byte
-	if p := stepFile(st.OutputPath, kind); p != "" {
-		// Read under the item's step directory without following links: an
-		// agent that made its output a link to a file elsewhere gets nothing
-		// served.
-		data, err = safefile.ReadFile(stepDir(st.OutputPath), p)
-	} else if kind == "prompt" && st.OutputPath != "" {
+	switch {
+	case st.OutputPath == "":
+		// A step that is no agent's (a commit, a worktree) has no files.
+		err = os.ErrNotExist
+	case kind == "prompt":
 		var prompts map[string]string
 		if prompts, err = engine.ReadPrompts(stepDir(st.OutputPath)); err == nil {
 			text, ok := prompts[stepStem(st.OutputPath)]
@@ -290,9 +294,11 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request, rp *repo) {
 			}
 			data = []byte(text)
 		}
-	} else {
-		http.Error(w, "kind must be prompt, context, output or log", http.StatusBadRequest)
-		return
+	default:
+		// Read under the item's step directory without following links: an
+		// agent that made its output a link to a file elsewhere gets nothing
+		// served.
+		data, err = safefile.ReadFile(stepDir(st.OutputPath), stepFile(st.OutputPath, kind))
 	}
 	switch {
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, safefile.ErrUnsafe):

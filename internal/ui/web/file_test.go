@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // A step file an agent replaced with a link to a file elsewhere is not
@@ -109,5 +111,39 @@ func TestFileServesPrompt(t *testing.T) {
 	}
 	if !slices.Equal(files["T1/code"], []string{"prompt", "output"}) || !slices.Equal(files["T1/review"], []string{"output"}) {
 		t.Errorf("files offered: %v", files)
+	}
+}
+
+// A step that has no files (a commit, a worktree) answers 404 for each
+// kind the page may ask for, and 400 only for a kind there is none of.
+func TestFileOfStepWithoutFiles(t *testing.T) {
+	j := newJournal(t)
+	j.item("T1", "One", "completed")
+	ctx := context.Background()
+	st := store.Step{RunID: j.run, ItemID: "T1", ID: "T1/commit", Kind: "action", Status: store.StepCompleted}
+	if err := j.st.StartStep(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.st.FinishStep(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := serve(t, j, nil, "127.0.0.1:0")
+	get := func(kind string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(base + "/api/runs/" + j.run + "/file?step=T1/commit&kind=" + kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, kind := range []string{"prompt", "context", "output", "log"} {
+		if code, body := get(kind); code != http.StatusNotFound || body != "no "+kind+" file for step T1/commit\n" {
+			t.Errorf("%s: %d %q, want 404 naming the kind", kind, code, body)
+		}
+	}
+	if code, _ := get("diff"); code != http.StatusBadRequest {
+		t.Errorf("unknown kind: %d, want 400", code)
 	}
 }
