@@ -64,8 +64,8 @@ func AppendPrompt(dir, stem, text string) error {
 // directory): the latest prompt of each step, by the step's file stem (the
 // name its output, context and log files share). A step run again after a
 // resume has its prompt twice; the later one is what its agent was asked
-// last. A missing file is no prompts; a torn last prompt (a crash mid-write)
-// is left out.
+// last. A missing file is no prompts; a prompt torn by a crash mid-write
+// is left out, and those appended after it are read.
 func ReadPrompts(itemDir string) (map[string]string, error) {
 	data, err := safefile.ReadFile(itemDir, filepath.Join(itemDir, PromptsFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -80,23 +80,40 @@ func ReadPrompts(itemDir string) (map[string]string, error) {
 func parsePrompts(data []byte) map[string]string {
 	out := map[string]string{}
 	for len(data) > 0 {
-		line, rest, ok := bytes.Cut(data, []byte{'\n'})
-		if !ok || !bytes.HasPrefix(line, []byte(promptMark)) {
-			break
+		stem, text, rest, ok := nextPrompt(data)
+		if !ok {
+			// A prompt torn by a crash, with later ones appended after
+			// it: go on from the next line that starts a prompt. Only
+			// a torn prompt's text is searched so; a whole one is
+			// skipped by its length, whatever it quotes.
+			i := bytes.Index(data[1:], []byte("\n"+promptMark))
+			if i < 0 {
+				break
+			}
+			data = data[i+2:]
+			continue
 		}
-		head := string(line[len(promptMark):])
-		num, head, ok := strings.Cut(head, " bytes ")
-		n, err := strconv.Atoi(num)
-		if !ok || err != nil || n < 0 || n >= len(rest) || rest[n] != '\n' {
-			break
-		}
-		quoted, err := strconv.QuotedPrefix(head)
-		if err != nil || head[len(quoted):] != " -->" {
-			break
-		}
-		stem, _ := strconv.Unquote(quoted)
-		out[stem] = string(rest[:n])
-		data = rest[n+1:]
+		out[stem] = text
+		data = rest
 	}
 	return out
+}
+
+// nextPrompt reads the prompt data starts with.
+func nextPrompt(data []byte) (stem, text string, rest []byte, ok bool) {
+	line, rest, ok := bytes.Cut(data, []byte{'\n'})
+	if !ok || !bytes.HasPrefix(line, []byte(promptMark)) {
+		return "", "", nil, false
+	}
+	num, head, ok := strings.Cut(string(line[len(promptMark):]), " bytes ")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || n < 0 || n >= len(rest) || rest[n] != '\n' {
+		return "", "", nil, false
+	}
+	quoted, err := strconv.QuotedPrefix(head)
+	if err != nil || head[len(quoted):] != " -->" {
+		return "", "", nil, false
+	}
+	stem, _ = strconv.Unquote(quoted)
+	return stem, string(rest[:n]), rest[n+1:], true
 }

@@ -47,6 +47,17 @@ func TestPromptsFile(t *testing.T) {
 	if got, _ := ReadPrompts(dir); len(got) != 2 || got["a-1"] != "asked again after a resume" {
 		t.Errorf("after a torn write: %q", got)
 	}
+	// Prompts appended after the torn one (the run resumed) are read; the
+	// whole ones before it still by their length.
+	torn := filepath.Join(dir, PromptsFile)
+	os.WriteFile(torn, append(data[:len(data)-3:len(data)-3], []byte("\n")...), 0o644)
+	if err := AppendPrompt(dir, "d-1", "after the crash"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = ReadPrompts(dir)
+	if len(got) != 3 || got["d-1"] != "after the crash" || got["a-1"] != "asked again after a resume" || got["b-1"] != forged {
+		t.Errorf("after a torn write and a resume: %q", got)
+	}
 	if got, err := ReadPrompts(t.TempDir()); err != nil || len(got) != 0 {
 		t.Errorf("no file: %q %v", got, err)
 	}
