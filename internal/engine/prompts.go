@@ -68,13 +68,23 @@ func AppendPrompt(dir, stem, text string) error {
 // is left out, and those appended after it are read.
 func ReadPrompts(itemDir string) (map[string]string, error) {
 	data, err := safefile.ReadFile(itemDir, filepath.Join(itemDir, PromptsFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read prompts: %w", err)
 	}
-	return parsePrompts(data), nil
+	out := parsePrompts(data)
+	// Runs journaled before prompts shared one file kept one file per
+	// step, prompts/<stem>.md.
+	old, _ := os.ReadDir(filepath.Join(itemDir, "prompts"))
+	for _, f := range old {
+		stem, ok := strings.CutSuffix(f.Name(), ".md")
+		if _, had := out[stem]; !ok || had {
+			continue
+		}
+		if text, err := safefile.ReadFile(itemDir, filepath.Join(itemDir, "prompts", f.Name())); err == nil {
+			out[stem] = string(text)
+		}
+	}
+	return out, nil
 }
 
 func parsePrompts(data []byte) map[string]string {

@@ -107,3 +107,18 @@ func TestPromptsRefusesLink(t *testing.T) {
 		t.Error("wrote through the link")
 	}
 }
+
+// A run journaled when each step kept its prompt in prompts/<stem>.md
+// still shows them; a link there is not read.
+func TestPromptsOfEarlierRuns(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "prompts"), 0o755)
+	os.WriteFile(filepath.Join(dir, "prompts", "a-1.md"), []byte("an old prompt"), 0o644)
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("do not read"), 0o600)
+	os.Symlink(secret, filepath.Join(dir, "prompts", "b-1.md"))
+	got, err := ReadPrompts(dir)
+	if err != nil || len(got) != 1 || got["a-1"] != "an old prompt" {
+		t.Errorf("prompts %q (%v), want a-1's alone", got, err)
+	}
+}
