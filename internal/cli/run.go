@@ -294,6 +294,9 @@ func printPlan(f *Factory, plan []engine.PlannedItem, asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(f.IO.Out)
 		for _, p := range plan {
+			if p.Roles == nil {
+				p.Roles = []engine.PlannedRole{}
+			}
 			enc.Encode(p)
 		}
 		return

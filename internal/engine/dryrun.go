@@ -10,16 +10,24 @@ import (
 )
 
 // PlannedItem is what a run would do for one item (cadre run --dry-run).
+// Its JSON (cadre run --dry-run --json) has lower-case keys, as the
+// events and cadre status --json have.
 type PlannedItem struct {
-	ID, Title, Workflow, Stage string
-	Roles                      []PlannedRole
-	Note                       string // why it would not run, when it would not
+	ID       string        `json:"id"`
+	Title    string        `json:"title"`
+	Workflow string        `json:"workflow"`
+	Stage    string        `json:"stage"`
+	Roles    []PlannedRole `json:"roles"`          // never null: [] when none
+	Note     string        `json:"note,omitempty"` // why it would not run, when it would not
 }
 
 // PlannedRole is one role of the item's workflow and how it is reached.
 type PlannedRole struct {
-	Role, Runner, Model, From string
-	Reason                    string // runner auto: the selector's reason
+	Role   string `json:"role"`
+	Runner string `json:"runner"`
+	Model  string `json:"model"` // "" for the runner's default
+	From   string `json:"from"`
+	Reason string `json:"reason,omitempty"` // runner auto: the selector's reason
 }
 
 // DryRun says, per item, which workflow would run and which roles it would
