@@ -90,6 +90,14 @@ func (e *Engine) checkRunners(opts Options) error {
 				continue
 			}
 			r, err := e.newRunner(name)
+			if k, ok := r.(runner.RoleKeyed); ok && err == nil {
+				for _, kr := range k.KeyedRoles() {
+					if kr.Role != "*" && !e.roleExists(kr.Role) {
+						err = fmt.Errorf("%s: %q is no role, so the rule never matches; fix the name (cadre roles list shows them) or remove the rule", kr.Where, kr.Role)
+						break
+					}
+				}
+			}
 			if err == nil && opts.Temporal == nil {
 				// A missing agent CLI would fail the run's first step; on
 				// Temporal the workers, not this process, run the agents.

@@ -137,6 +137,21 @@ type Locator interface {
 	Locate() error
 }
 
+// RoleKeyed is a runner whose behaviour is keyed by role names (the
+// script runner's rules): a name that is no role would never match, so a
+// run refuses it before it starts.
+type RoleKeyed interface {
+	// KeyedRoles are the role names it keys on, each with where it is
+	// written; "*" stands for any role.
+	KeyedRoles() []KeyedRole
+}
+
+// KeyedRole is a role name a RoleKeyed runner keys on.
+type KeyedRole struct {
+	Role  string
+	Where string // file and field, e.g. "scenario.yaml: rules[3].role"
+}
+
 // Settings are a named runner instance's configuration (cadre.yaml runners.NAME).
 type Settings struct {
 	Name     string

@@ -87,7 +87,17 @@ type Usage struct {
 // Runner plays a scenario.
 type Runner struct {
 	name string
+	file string // the scenario file, as configured
 	sc   Scenario
+}
+
+// KeyedRoles are the roles the scenario's rules name.
+func (r *Runner) KeyedRoles() []runner.KeyedRole {
+	out := make([]runner.KeyedRole, 0, len(r.sc.Rules))
+	for i, ru := range r.sc.Rules {
+		out = append(out, runner.KeyedRole{Role: ru.Role, Where: fmt.Sprintf("%s: rules[%d].role", r.file, i)})
+	}
+	return out
 }
 
 // New loads the scenario named in the settings (relative to BaseDir).
@@ -107,7 +117,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{name: s.Name, sc: sc}, nil
+	return &Runner{name: s.Name, file: s.Scenario, sc: sc}, nil
 }
 
 // Parse decodes and checks a scenario; name is used in error messages.
