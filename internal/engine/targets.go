@@ -137,6 +137,9 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 	if err := e.checkDeps(tasks); err != nil {
 		return nil, err
 	}
+	if err := e.checkContexts(tasks); err != nil {
+		return nil, err
+	}
 	return orderByDeps(tasks)
 }
 
@@ -158,6 +161,24 @@ func (e *Engine) checkDeps(tasks []*taskfile.Task) error {
 			if _, err := os.Stat(dep); err != nil && errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("%w: %s: depends_on: no task %q (no %s): fix the id or add the task", ErrPreflight,
 					relErr(errors.New(t.Path), e.d.Root), d, relErr(errors.New(dep), e.d.Root))
+			}
+		}
+	}
+	return nil
+}
+
+// checkContexts refuses a context document that is not a file of the
+// repository: the paths are relative to its root (the agent's working
+// tree mirrors it), and a typo would hand every agent a path to nothing.
+func (e *Engine) checkContexts(tasks []*taskfile.Task) error {
+	for _, t := range tasks {
+		for _, c := range t.Contexts {
+			where := relErr(errors.New(t.Path), e.d.Root)
+			if !filepath.IsLocal(filepath.FromSlash(c)) {
+				return fmt.Errorf("%w: %s: contexts: %q is not inside the repository: give a path relative to its root, e.g. docs/auth.md", ErrPreflight, where, c)
+			}
+			if fi, err := os.Stat(filepath.Join(e.d.Root, filepath.FromSlash(c))); err != nil || fi.IsDir() {
+				return fmt.Errorf("%w: %s: contexts: no file %s in the repository: fix the path (relative to the repository's root) or remove it", ErrPreflight, where, c)
 			}
 		}
 	}
