@@ -113,6 +113,10 @@ type remoteExec struct {
 	plan    []int
 	crashAt int
 	local   bool // the executor's items are not remote: no OpenOptions
+	// lost: what the killed worker journaled of the step it was killed
+	// in never reaches the journal of truth, as a Temporal worker's
+	// replica dies with it before its batch is sent.
+	lost bool
 
 	n      int
 	items  [2]*ItemSteps
@@ -152,6 +156,13 @@ func (x *remoteExec) on(step func(*ItemSteps) error) error {
 	if n != x.crashAt {
 		return step(x.open(w))
 	}
+	var before store.ItemExport
+	if x.lost {
+		var err error
+		if before, err = x.rig.a.st.ExportItem(context.Background(), x.run, x.item); err != nil {
+			x.t.Fatal(err)
+		}
+	}
 	killed := false
 	x.rig.crash = func(p string) {
 		if p == CrashRemotePushed {
@@ -175,6 +186,11 @@ func (x *remoteExec) on(step func(*ItemSteps) error) error {
 	}
 	x.items[w].Close()
 	x.items[w] = nil // the worker comes back as a new process
+	if x.lost {
+		if err := x.rig.a.st.Hydrate(context.Background(), before); err != nil {
+			x.t.Fatal(err)
+		}
+	}
 	return step(x.open(1 - w))
 }
 
@@ -294,6 +310,60 @@ func TestRemoteItemMovesBetweenMachines(t *testing.T) {
 	}
 	if out := git(t, rig.a.root, "stash", "list") + git(t, rig.rootB, "stash", "list"); out != "" {
 		t.Errorf("stashed: %s", out)
+	}
+}
+
+// A worker killed after pushing a commit step's commit, whose journal of
+// the step dies with it (a Temporal worker's replica): the step is retried
+// elsewhere by a worker the journal does not tell it was tried. It finds
+// the pushed commit, in the branch it fetched (or, when it did not fetch,
+// behind the push the remote refuses), and makes no second one.
+func TestRemoteItemCommitStepLostWithItsWorker(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		plan []int
+	}{
+		// A last saw B's p2 executor: it fetches and finds B's commit.
+		{"fetched", []int{0, 0, 1, 1, 1, 1, 0, 0}},
+		// A ran p2's executor itself: nothing tells it to fetch; its
+		// push is refused and it finds B's commit behind it.
+		{"refused", []int{0, 0, 0, 1, 1, 1, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			found := map[string][]string{}
+			rig := newRemoteRig(t, writeStep(found, &mu))
+			x := &remoteExec{t: t, rig: rig, plan: tc.plan, crashAt: 3, lost: true}
+			sum, err := rig.a.eng.StartWith(context.Background(), Options{Workflow: "four"}, x.drive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Status != store.RunCompleted {
+				t.Fatalf("run %s: %s", sum.Status, sum.Reason)
+			}
+			branch := workspace.BranchName("a", "Task a")
+			commits := []string{"a/p1/commit#1", "a/p2/commit#1", "a/p3/commit#1", "a/p4/commit#1"}
+			if got := stepTrailers(t, rig.origin, branch); strings.Join(got, " ") != strings.Join(commits, " ") {
+				t.Fatalf("origin's %s has commits of steps %q, want one of each of %q", branch, got, commits)
+			}
+			rec, err := rig.a.st.GetStep(context.Background(), sum.Run, "a/p2/commit#1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r actionResult
+			json.Unmarshal(rec.Result, &r)
+			p2 := strings.TrimSpace(git(t, rig.origin, "log", "-1", "--format=%H", "--grep", "Cadre-Step: a/p2/commit#1", branch))
+			if rec.Status != store.StepCompleted || r.Commit != p2 {
+				t.Errorf("p2's commit step %s journaled %q, want completed with B's pushed %s", rec.Status, r.Commit, p2)
+			}
+			head := strings.TrimSpace(git(t, rig.origin, "rev-parse", branch))
+			if got := strings.TrimSpace(git(t, filepath.Join(rig.a.root, ".cadre", "worktrees", "a"), "rev-parse", "HEAD")); got != head {
+				t.Errorf("A's worktree at %s, want origin's %s", got, head)
+			}
+			if out := git(t, rig.a.root, "stash", "list") + git(t, rig.rootB, "stash", "list"); out != "" {
+				t.Errorf("stashed: %s", out)
+			}
+		})
 	}
 }
 
