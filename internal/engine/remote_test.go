@@ -117,6 +117,10 @@ type remoteExec struct {
 	// in never reaches the journal of truth, as a Temporal worker's
 	// replica dies with it before its batch is sent.
 	lost bool
+	// at is the crash point of the kill (CrashRemotePushed when ""); same
+	// retries the step on the killed worker, back as a new process.
+	at   string
+	same bool
 
 	n      int
 	items  [2]*ItemSteps
@@ -163,9 +167,13 @@ func (x *remoteExec) on(step func(*ItemSteps) error) error {
 			x.t.Fatal(err)
 		}
 	}
+	at := x.at
+	if at == "" {
+		at = CrashRemotePushed
+	}
 	killed := false
 	x.rig.crash = func(p string) {
-		if p == CrashRemotePushed {
+		if p == at {
 			killed = true
 			panic(crashed{})
 		}
@@ -182,7 +190,7 @@ func (x *remoteExec) on(step func(*ItemSteps) error) error {
 	}()
 	x.rig.crash = nil
 	if !killed {
-		x.t.Fatalf("step %d did not reach %s on worker %d (err %v)", n, CrashRemotePushed, w, err)
+		x.t.Fatalf("step %d did not reach %s on worker %d (err %v)", n, at, w, err)
 	}
 	x.items[w].Close()
 	x.items[w] = nil // the worker comes back as a new process
@@ -190,6 +198,9 @@ func (x *remoteExec) on(step func(*ItemSteps) error) error {
 		if err := x.rig.a.st.Hydrate(context.Background(), before); err != nil {
 			x.t.Fatal(err)
 		}
+	}
+	if x.same {
+		return step(x.open(w))
 	}
 	return step(x.open(1 - w))
 }
@@ -317,23 +328,29 @@ func TestRemoteItemMovesBetweenMachines(t *testing.T) {
 // the step dies with it (a Temporal worker's replica): the step is retried
 // elsewhere by a worker the journal does not tell it was tried. It finds
 // the pushed commit, in the branch it fetched (or, when it did not fetch,
-// behind the push the remote refuses), and makes no second one.
+// behind the push the remote refuses), and makes no second one. So does
+// the killed worker's next process, retrying a commit it made unpushed.
 func TestRemoteItemCommitStepLostWithItsWorker(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		plan []int
+		at   string
+		same bool
 	}{
 		// A last saw B's p2 executor: it fetches and finds B's commit.
-		{"fetched", []int{0, 0, 1, 1, 1, 1, 0, 0}},
+		{name: "fetched", plan: []int{0, 0, 1, 1, 1, 1, 0, 0}},
 		// A ran p2's executor itself: nothing tells it to fetch; its
 		// push is refused and it finds B's commit behind it.
-		{"refused", []int{0, 0, 0, 1, 1, 1, 0, 0}},
+		{name: "refused", plan: []int{0, 0, 0, 1, 1, 1, 0, 0}},
+		// B is killed before its push and comes back in its clone,
+		// whose worktree holds the commit: it pushes that one.
+		{"unpushed", []int{0, 0, 1, 1, 1, 1, 0, 0}, CrashCommitted, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
 			found := map[string][]string{}
 			rig := newRemoteRig(t, writeStep(found, &mu))
-			x := &remoteExec{t: t, rig: rig, plan: tc.plan, crashAt: 3, lost: true}
+			x := &remoteExec{t: t, rig: rig, plan: tc.plan, crashAt: 3, lost: true, at: tc.at, same: tc.same}
 			sum, err := rig.a.eng.StartWith(context.Background(), Options{Workflow: "four"}, x.drive)
 			if err != nil {
 				t.Fatal(err)
