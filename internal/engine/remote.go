@@ -394,6 +394,33 @@ func (e *Engine) adoptPushed(ctx context.Context, ir *itemRun, sha, lease string
 	return found, nil
 }
 
+// unstackRepeat drops the worktree's head when it is a commit of step
+// mark that the remote's branch (as last fetched) lacks, and the commits
+// the branch has that the worktree lacks hold one of the same step, which
+// the head repeats; it says whether it did.
+func (e *Engine) unstackRepeat(ctx context.Context, ir *itemRun, mark workspace.Mark) (bool, error) {
+	rem := ir.remote
+	rem.mu.Lock()
+	now := rem.head
+	rem.mu.Unlock()
+	head, err := ir.repo.Head(ctx)
+	if err != nil || now == "" {
+		return false, err
+	}
+	if mine, err := ir.repo.FindStepCommitIn(ctx, now, head, mark); err != nil || mine != head {
+		return false, err
+	}
+	theirs, err := ir.repo.FindStepCommitIn(ctx, head, now, mark)
+	if err != nil || theirs == "" {
+		return false, err
+	}
+	if err := ir.repo.Unstack(ctx, now); err != nil {
+		return false, fmt.Errorf("item %s: drop commit %.12s, which repeats step %s's %.12s on %s's %s: %w", ir.it.ID, head, mark.Step, theirs, rem.name, rem.branch, err)
+	}
+	e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("step %s: %s's %s has its commit %.12s already: this worker's unpushed %.12s is dropped", mark.Step, rem.name, rem.branch, theirs, head)})
+	return true, nil
+}
+
 // committedBefore returns the commit of step mark the item's tree has,
 // "" when none, for a commit step about to commit; tried says the
 // journal has the step started before. A remote item's step may have
@@ -405,7 +432,18 @@ func (e *Engine) adoptPushed(ctx context.Context, ir *itemRun, sha, lease string
 // ir.gitMu.
 func (e *Engine) committedBefore(ctx context.Context, ir *itemRun, mark workspace.Mark, tried bool) (string, error) {
 	if err := e.remoteCommit(ctx, ir, tried); err != nil {
-		return "", err
+		if !errors.Is(err, workspace.ErrNotFastForward) {
+			return "", err
+		}
+		// This process's own commit of the step, on a worktree behind
+		// the remote, whose push was refused before it could adopt the
+		// remote's commit of the step (its fetch failed).
+		if ok, uerr := e.unstackRepeat(ctx, ir, mark); uerr != nil || !ok {
+			if uerr != nil {
+				err = uerr
+			}
+			return "", err
+		}
 	}
 	if !tried && ir.remote != nil {
 		rem := ir.remote

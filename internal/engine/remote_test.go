@@ -384,6 +384,75 @@ func TestRemoteItemCommitStepLostWithItsWorker(t *testing.T) {
 	}
 }
 
+// A worker whose push of a commit step's commit was refused, and whose
+// fetch then failed, tries the step again: its commit repeats the one the
+// remote gained (pushed by a worker the journal never heard of the step
+// from), so it is dropped and the remote's adopted, not refused.
+func TestRemoteItemDropsItsRepeatedCommit(t *testing.T) {
+	var mu sync.Mutex
+	rig := newRemoteRig(t, writeStep(map[string][]string{}, &mu))
+	x := &remoteExec{t: t, rig: rig, crashAt: -1}
+	ctx := context.Background()
+	agent := func(w int, phase string) error {
+		_, err := x.open(w).Agent(ctx, workflow.AgentCall{ID: "a/" + phase + "/executor#1", Role: "executor", Phase: phase, Workflow: "four"}, 1)
+		return err
+	}
+	commit := func(w int, phase string) error {
+		out, err := x.open(w).Action(ctx, workflow.ActionCall{ID: "a/" + phase + "/commit#1", Kind: "commit", Phase: phase})
+		if err == nil && out.Failed {
+			err = errors.New(out.Reason)
+		}
+		return err
+	}
+	branch := workspace.BranchName("a", "Task a")
+	wtA := filepath.Join(rig.a.root, ".cadre", "worktrees", "a")
+	_, err := rig.a.eng.StartWith(ctx, Options{Workflow: "four"}, func(ctx context.Context, run string, it store.Item) error {
+		x.run, x.item = run, it.ID
+		if _, err := x.open(0).Begin(ctx); err != nil {
+			return err
+		}
+		for _, err := range []error{agent(0, "p1"), commit(0, "p1"), agent(0, "p2")} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, err := rig.a.st.ExportItem(ctx, run, it.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := commit(1, "p2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := rig.a.st.Hydrate(ctx, before); err != nil { // B's journal of it is lost
+			t.Fatal(err)
+		}
+		// A made the step's commit too; its push was refused.
+		git(t, wtA, "add", "-A")
+		git(t, wtA, "commit", "-q", "-m", "repeat", "-m", workspace.TrailerKey+": a/p2/commit#1\n"+workspace.RunTrailerKey+": "+run)
+		if err := rig.a.st.StartStep(ctx, store.Step{RunID: run, ItemID: it.ID, ID: "a/p2/commit#1", Kind: "commit"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := commit(0, "p2"); err != nil {
+			t.Fatalf("A's retry of the step: %v", err)
+		}
+		_, err = x.open(0).End(ctx, Ending{Stopped: true})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stepTrailers(t, rig.origin, branch); strings.Join(got, " ") != "a/p1/commit#1 a/p2/commit#1" {
+		t.Errorf("origin has commits of %q, want p1's and p2's once", got)
+	}
+	head := strings.TrimSpace(git(t, rig.origin, "rev-parse", branch))
+	if got := strings.TrimSpace(git(t, wtA, "rev-parse", "HEAD")); got != head {
+		t.Errorf("A's worktree at %s, want origin's %s", got, head)
+	}
+	if out := git(t, wtA, "status", "--porcelain"); out != "" {
+		t.Errorf("A's worktree has changes: %q", out)
+	}
+}
+
 // A worker's uncommitted leftovers, when another worker went on with the
 // item, are put aside in the stash, not lost; a worktree with a commit
 // origin's branch does not have is refused, not reset.
