@@ -56,17 +56,13 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
 		return err
 	}
-	sha := ""
-	if err := e.remoteCommit(ctx, ir, tried); err != nil {
+	mark := workspace.Mark{Step: id, Run: ir.run}
+	sha, err := e.committedBefore(ctx, ir, mark, tried)
+	if err != nil {
 		return err
 	}
-	if tried {
-		if sha, err = ir.repo.FindStepCommit(ctx, workspace.Mark{Step: id, Run: ir.run}); err != nil {
-			return err
-		}
-	}
 	if sha == "" {
-		sha, err = ir.repo.Commit(ctx, commitMessage(ir.task), workspace.Mark{Step: id, Run: ir.run}, opt)
+		sha, err = ir.repo.Commit(ctx, commitMessage(ir.task), mark, opt)
 		if err != nil {
 			rec.Status, rec.Error = store.StepFailed, err.Error()
 			e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
@@ -76,7 +72,7 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 	}
 	// A remote item's step completes once its commit is on the remote,
 	// where another worker continues from.
-	if err := e.pushItem(ctx, ir, sha); err != nil {
+	if sha, err = e.pushItem(ctx, ir, sha, mark); err != nil {
 		return err
 	}
 	rec.Status = store.StepCompleted

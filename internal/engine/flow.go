@@ -399,16 +399,11 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 	ir.gitMu.Lock()
 	defer ir.gitMu.Unlock()
 	mark := workspace.Mark{Step: c.ID, Run: ir.run}
-	if err := fx.e.remoteCommit(ctx, ir, tried); err != nil {
-		return "", err
-	}
-	if tried {
-		if sha, err := ir.repo.FindStepCommit(ctx, mark); err != nil || sha != "" {
-			if err == nil {
-				err = fx.e.pushItem(ctx, ir, sha)
-			}
-			return sha, err
+	if sha, err := fx.e.committedBefore(ctx, ir, mark, tried); err != nil || sha != "" {
+		if err == nil {
+			sha, err = fx.e.pushItem(ctx, ir, sha, mark)
 		}
+		return sha, err
 	}
 	if err := ir.board.flush(); err != nil { // in place the task file is committed too
 		return "", fmt.Errorf("update task %s: %w", ir.it.ID, err)
@@ -422,7 +417,7 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 		return "", err
 	}
 	fx.e.d.Crash(CrashCommitted)
-	return sha, fx.e.pushItem(ctx, ir, sha)
+	return fx.e.pushItem(ctx, ir, sha, mark)
 }
 
 // Human returns the recorded answer to an escalation, or records that the

@@ -54,6 +54,9 @@ type remoteItem struct {
 
 	mu   sync.Mutex
 	head string // the remote's branch as last fetched or pushed here; "" none
+	// own is the head this process last pushed: the commits it holds
+	// are all in the journal (see committedBefore).
+	own string
 	// seen are the commits of the item's completed commit steps in the
 	// journal that this process accounted for (fetched or pushed).
 	seen map[string]bool
@@ -289,10 +292,6 @@ func listPaths(paths []string) string {
 	return strings.Join(paths, ", ")
 }
 
-// pushItem pushes a remote item's branch after a step committed sha (or
-// found it made), unless the remote already has its head. The lease is
-// the head this process last fetched or pushed: a push over another
-// worker's commits is refused, never forced.
 // dropWIP deletes a completed remote item's work-in-progress ref from the
 // remote: its changes are committed, and scratch refs must not pile up in
 // the project's repository. A failure is a warning: the ref holds nothing
@@ -311,37 +310,151 @@ func (e *Engine) dropWIP(ctx context.Context, ir *itemRun) {
 	}
 }
 
-func (e *Engine) pushItem(ctx context.Context, ir *itemRun, sha string) error {
+// pushItem pushes a remote item's branch after step mark committed sha
+// (or found it made), unless the remote already has its head, and returns
+// the step's commit: sha, or the remote's when the push is refused because
+// the remote holds a commit of the step already (see adoptPushed). The
+// lease is the head this process last fetched or pushed: a push over
+// another worker's commits is refused, never forced.
+func (e *Engine) pushItem(ctx context.Context, ir *itemRun, sha string, mark workspace.Mark) (string, error) {
 	rem := ir.remote
 	if rem == nil {
-		return nil
+		return sha, nil
 	}
 	rem.mu.Lock()
 	rem.seen[sha] = true // the step journals it once this returns
 	rem.mu.Unlock()
 	head, err := ir.repo.Head(ctx)
 	if err != nil {
-		return fmt.Errorf("push %s: %w", rem.branch, err)
+		return sha, fmt.Errorf("push %s: %w", rem.branch, err)
 	}
 	rem.mu.Lock()
 	lease := rem.head
 	rem.mu.Unlock()
 	if head == lease {
-		return nil
+		return sha, nil
 	}
 	target, header, err := e.remoteTarget(ctx, ir)
 	if err != nil {
-		return fmt.Errorf("push %s: %w", rem.branch, err)
+		return sha, fmt.Errorf("push %s: %w", rem.branch, err)
 	}
 	if err := ir.repo.PushLease(ctx, target, rem.branch, header, lease); err != nil {
-		return &remoteError{fmt.Errorf("push %s to %s: %w", rem.branch, rem.name, err)}
+		if errors.Is(err, workspace.ErrRemoteMoved) && head == sha {
+			found, aerr := e.adoptPushed(ctx, ir, sha, lease, mark)
+			if aerr != nil {
+				return sha, aerr
+			}
+			if found != "" {
+				return found, nil
+			}
+		}
+		return sha, &remoteError{fmt.Errorf("push %s to %s: %w", rem.branch, rem.name, err)}
 	}
 	rem.mu.Lock()
-	rem.head = head
+	rem.head, rem.own = head, head
 	rem.seen[head] = true
 	rem.mu.Unlock()
 	e.d.Crash(CrashRemotePushed)
-	return nil
+	return sha, nil
+}
+
+// adoptPushed is a refused push of sha, the commit step mark just made
+// on lease: when the commits the remote's branch gained since lease hold
+// one of the same step, a worker pushed it and died before the journal
+// heard of the step (or its git push, orphaned, landed after it died), so
+// sha repeats it. The branch here goes back to the remote's head, sha
+// dropped, and the remote's commit is the step's. It returns "" when the
+// remote's new commits hold none of the step: they are another's, and
+// the step is tried again.
+func (e *Engine) adoptPushed(ctx context.Context, ir *itemRun, sha, lease string, mark workspace.Mark) (string, error) {
+	rem := ir.remote
+	if err := e.fetch(ctx, ir, false); err != nil {
+		return "", err
+	}
+	rem.mu.Lock()
+	now := rem.head
+	rem.mu.Unlock()
+	if now == "" {
+		return "", nil
+	}
+	found, err := ir.repo.FindStepCommitIn(ctx, lease, now, mark)
+	if err != nil || found == "" {
+		if err != nil {
+			err = fmt.Errorf("item %s: %w", ir.it.ID, err)
+		}
+		return "", err
+	}
+	if err := ir.repo.Unstack(ctx, now); err != nil {
+		return "", fmt.Errorf("item %s: drop commit %.12s, which repeats step %s's %.12s on %s's %s: %w", ir.it.ID, sha, mark.Step, found, rem.name, rem.branch, err)
+	}
+	rem.mu.Lock()
+	rem.seen[found] = true
+	rem.mu.Unlock()
+	e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("step %s: %s's %s has its commit %.12s already, pushed by a worker the journal did not hear from: that commit is the step's, this worker's %.12s is dropped", mark.Step, rem.name, rem.branch, found, sha)})
+	return found, nil
+}
+
+// unstackRepeat drops the worktree's head when it is a commit of step
+// mark that the remote's branch (as last fetched) lacks, and the commits
+// the branch has that the worktree lacks hold one of the same step, which
+// the head repeats; it says whether it did.
+func (e *Engine) unstackRepeat(ctx context.Context, ir *itemRun, mark workspace.Mark) (bool, error) {
+	rem := ir.remote
+	rem.mu.Lock()
+	now := rem.head
+	rem.mu.Unlock()
+	head, err := ir.repo.Head(ctx)
+	if err != nil || now == "" {
+		return false, err
+	}
+	if mine, err := ir.repo.FindStepCommitIn(ctx, now, head, mark); err != nil || mine != head {
+		return false, err
+	}
+	theirs, err := ir.repo.FindStepCommitIn(ctx, head, now, mark)
+	if err != nil || theirs == "" {
+		return false, err
+	}
+	if err := ir.repo.Unstack(ctx, now); err != nil {
+		return false, fmt.Errorf("item %s: drop commit %.12s, which repeats step %s's %.12s on %s's %s: %w", ir.it.ID, head, mark.Step, theirs, rem.name, rem.branch, err)
+	}
+	e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("step %s: %s's %s has its commit %.12s already: this worker's unpushed %.12s is dropped", mark.Step, rem.name, rem.branch, theirs, head)})
+	return true, nil
+}
+
+// committedBefore returns the commit of step mark the item's tree has,
+// "" when none, for a commit step about to commit; tried says the
+// journal has the step started before. A remote item's step may have
+// been tried by a worker that pushed its commit and died before the
+// journal of truth heard of the step (a Temporal worker's journal is a
+// replica that dies with it), so its tree is searched whenever its head
+// came from the remote rather than from this process's own push; a stale
+// tree's push is refused instead (see adoptPushed). The caller holds
+// ir.gitMu.
+func (e *Engine) committedBefore(ctx context.Context, ir *itemRun, mark workspace.Mark, tried bool) (string, error) {
+	if err := e.remoteCommit(ctx, ir, tried); err != nil {
+		if !errors.Is(err, workspace.ErrNotFastForward) {
+			return "", err
+		}
+		// This process's own commit of the step, on a worktree behind
+		// the remote, whose push was refused before it could adopt the
+		// remote's commit of the step (its fetch failed).
+		if ok, uerr := e.unstackRepeat(ctx, ir, mark); uerr != nil || !ok {
+			if uerr != nil {
+				err = uerr
+			}
+			return "", err
+		}
+	}
+	if !tried && ir.remote != nil {
+		rem := ir.remote
+		rem.mu.Lock()
+		tried = rem.head != "" && rem.head != rem.own
+		rem.mu.Unlock()
+	}
+	if !tried {
+		return "", nil
+	}
+	return ir.repo.FindStepCommit(ctx, mark)
 }
 
 // remoteCommit readies a commit step of a remote item: a step started

@@ -113,6 +113,14 @@ type remoteExec struct {
 	plan    []int
 	crashAt int
 	local   bool // the executor's items are not remote: no OpenOptions
+	// lost: what the killed worker journaled of the step it was killed
+	// in never reaches the journal of truth, as a Temporal worker's
+	// replica dies with it before its batch is sent.
+	lost bool
+	// at is the crash point of the kill (CrashRemotePushed when ""); same
+	// retries the step on the killed worker, back as a new process.
+	at   string
+	same bool
 
 	n      int
 	items  [2]*ItemSteps
@@ -152,9 +160,20 @@ func (x *remoteExec) on(step func(*ItemSteps) error) error {
 	if n != x.crashAt {
 		return step(x.open(w))
 	}
+	var before store.ItemExport
+	if x.lost {
+		var err error
+		if before, err = x.rig.a.st.ExportItem(context.Background(), x.run, x.item); err != nil {
+			x.t.Fatal(err)
+		}
+	}
+	at := x.at
+	if at == "" {
+		at = CrashRemotePushed
+	}
 	killed := false
 	x.rig.crash = func(p string) {
-		if p == CrashRemotePushed {
+		if p == at {
 			killed = true
 			panic(crashed{})
 		}
@@ -171,10 +190,18 @@ func (x *remoteExec) on(step func(*ItemSteps) error) error {
 	}()
 	x.rig.crash = nil
 	if !killed {
-		x.t.Fatalf("step %d did not reach %s on worker %d (err %v)", n, CrashRemotePushed, w, err)
+		x.t.Fatalf("step %d did not reach %s on worker %d (err %v)", n, at, w, err)
 	}
 	x.items[w].Close()
 	x.items[w] = nil // the worker comes back as a new process
+	if x.lost {
+		if err := x.rig.a.st.Hydrate(context.Background(), before); err != nil {
+			x.t.Fatal(err)
+		}
+	}
+	if x.same {
+		return step(x.open(w))
+	}
 	return step(x.open(1 - w))
 }
 
@@ -294,6 +321,135 @@ func TestRemoteItemMovesBetweenMachines(t *testing.T) {
 	}
 	if out := git(t, rig.a.root, "stash", "list") + git(t, rig.rootB, "stash", "list"); out != "" {
 		t.Errorf("stashed: %s", out)
+	}
+}
+
+// A worker killed after pushing a commit step's commit, whose journal of
+// the step dies with it (a Temporal worker's replica): the step is retried
+// elsewhere by a worker the journal does not tell it was tried. It finds
+// the pushed commit, in the branch it fetched (or, when it did not fetch,
+// behind the push the remote refuses), and makes no second one. So does
+// the killed worker's next process, retrying a commit it made unpushed.
+func TestRemoteItemCommitStepLostWithItsWorker(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		plan []int
+		at   string
+		same bool
+	}{
+		// A last saw B's p2 executor: it fetches and finds B's commit.
+		{name: "fetched", plan: []int{0, 0, 1, 1, 1, 1, 0, 0}},
+		// A ran p2's executor itself: nothing tells it to fetch; its
+		// push is refused and it finds B's commit behind it.
+		{name: "refused", plan: []int{0, 0, 0, 1, 1, 1, 0, 0}},
+		// B is killed before its push and comes back in its clone,
+		// whose worktree holds the commit: it pushes that one.
+		{"unpushed", []int{0, 0, 1, 1, 1, 1, 0, 0}, CrashCommitted, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			found := map[string][]string{}
+			rig := newRemoteRig(t, writeStep(found, &mu))
+			x := &remoteExec{t: t, rig: rig, plan: tc.plan, crashAt: 3, lost: true, at: tc.at, same: tc.same}
+			sum, err := rig.a.eng.StartWith(context.Background(), Options{Workflow: "four"}, x.drive)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Status != store.RunCompleted {
+				t.Fatalf("run %s: %s", sum.Status, sum.Reason)
+			}
+			branch := workspace.BranchName("a", "Task a")
+			commits := []string{"a/p1/commit#1", "a/p2/commit#1", "a/p3/commit#1", "a/p4/commit#1"}
+			if got := stepTrailers(t, rig.origin, branch); strings.Join(got, " ") != strings.Join(commits, " ") {
+				t.Fatalf("origin's %s has commits of steps %q, want one of each of %q", branch, got, commits)
+			}
+			rec, err := rig.a.st.GetStep(context.Background(), sum.Run, "a/p2/commit#1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r actionResult
+			json.Unmarshal(rec.Result, &r)
+			p2 := strings.TrimSpace(git(t, rig.origin, "log", "-1", "--format=%H", "--grep", "Cadre-Step: a/p2/commit#1", branch))
+			if rec.Status != store.StepCompleted || r.Commit != p2 {
+				t.Errorf("p2's commit step %s journaled %q, want completed with B's pushed %s", rec.Status, r.Commit, p2)
+			}
+			head := strings.TrimSpace(git(t, rig.origin, "rev-parse", branch))
+			if got := strings.TrimSpace(git(t, filepath.Join(rig.a.root, ".cadre", "worktrees", "a"), "rev-parse", "HEAD")); got != head {
+				t.Errorf("A's worktree at %s, want origin's %s", got, head)
+			}
+			if out := git(t, rig.a.root, "stash", "list") + git(t, rig.rootB, "stash", "list"); out != "" {
+				t.Errorf("stashed: %s", out)
+			}
+		})
+	}
+}
+
+// A worker whose push of a commit step's commit was refused, and whose
+// fetch then failed, tries the step again: its commit repeats the one the
+// remote gained (pushed by a worker the journal never heard of the step
+// from), so it is dropped and the remote's adopted, not refused.
+func TestRemoteItemDropsItsRepeatedCommit(t *testing.T) {
+	var mu sync.Mutex
+	rig := newRemoteRig(t, writeStep(map[string][]string{}, &mu))
+	x := &remoteExec{t: t, rig: rig, crashAt: -1}
+	ctx := context.Background()
+	agent := func(w int, phase string) error {
+		_, err := x.open(w).Agent(ctx, workflow.AgentCall{ID: "a/" + phase + "/executor#1", Role: "executor", Phase: phase, Workflow: "four"}, 1)
+		return err
+	}
+	commit := func(w int, phase string) error {
+		out, err := x.open(w).Action(ctx, workflow.ActionCall{ID: "a/" + phase + "/commit#1", Kind: "commit", Phase: phase})
+		if err == nil && out.Failed {
+			err = errors.New(out.Reason)
+		}
+		return err
+	}
+	branch := workspace.BranchName("a", "Task a")
+	wtA := filepath.Join(rig.a.root, ".cadre", "worktrees", "a")
+	_, err := rig.a.eng.StartWith(ctx, Options{Workflow: "four"}, func(ctx context.Context, run string, it store.Item) error {
+		x.run, x.item = run, it.ID
+		if _, err := x.open(0).Begin(ctx); err != nil {
+			return err
+		}
+		for _, err := range []error{agent(0, "p1"), commit(0, "p1"), agent(0, "p2")} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, err := rig.a.st.ExportItem(ctx, run, it.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := commit(1, "p2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := rig.a.st.Hydrate(ctx, before); err != nil { // B's journal of it is lost
+			t.Fatal(err)
+		}
+		// A made the step's commit too; its push was refused.
+		git(t, wtA, "add", "-A")
+		git(t, wtA, "commit", "-q", "-m", "repeat", "-m", workspace.TrailerKey+": a/p2/commit#1\n"+workspace.RunTrailerKey+": "+run)
+		if err := rig.a.st.StartStep(ctx, store.Step{RunID: run, ItemID: it.ID, ID: "a/p2/commit#1", Kind: "commit"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := commit(0, "p2"); err != nil {
+			t.Fatalf("A's retry of the step: %v", err)
+		}
+		_, err = x.open(0).End(ctx, Ending{Stopped: true})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stepTrailers(t, rig.origin, branch); strings.Join(got, " ") != "a/p1/commit#1 a/p2/commit#1" {
+		t.Errorf("origin has commits of %q, want p1's and p2's once", got)
+	}
+	head := strings.TrimSpace(git(t, rig.origin, "rev-parse", branch))
+	if got := strings.TrimSpace(git(t, wtA, "rev-parse", "HEAD")); got != head {
+		t.Errorf("A's worktree at %s, want origin's %s", got, head)
+	}
+	if out := git(t, wtA, "status", "--porcelain"); out != "" {
+		t.Errorf("A's worktree has changes: %q", out)
 	}
 }
 

@@ -178,8 +178,25 @@ func (r *Repo) Dirty(ctx context.Context) ([]string, error) {
 // FindStepCommit returns the commit reachable from HEAD whose trailers are
 // mark's run and step, or "" when there is none.
 func (r *Repo) FindStepCommit(ctx context.Context, mark Mark) (string, error) {
+	return r.findStepCommit(ctx, "HEAD", mark)
+}
+
+// FindStepCommitIn is FindStepCommit among the commits reachable from
+// commit that from, when not "", does not reach: the commits a remote's
+// branch gained since this repository last saw it at from.
+func (r *Repo) FindStepCommitIn(ctx context.Context, from, commit string, mark Mark) (string, error) {
+	if !isObjectID(commit) || from != "" && !isObjectID(from) {
+		return "", fmt.Errorf("find step %s: %q..%q is not a range of commit ids", mark.Step, from, commit)
+	}
+	if from != "" {
+		commit = from + ".." + commit
+	}
+	return r.findStepCommit(ctx, commit, mark)
+}
+
+func (r *Repo) findStepCommit(ctx context.Context, rev string, mark Mark) (string, error) {
 	out, err := r.Git(ctx, "log", "--fixed-strings", "--grep", TrailerKey+": "+mark.Step,
-		"--format=%H%x00%(trailers:key="+TrailerKey+",valueonly,separator=%x02)%x00%(trailers:key="+RunTrailerKey+",valueonly,separator=%x02)%x01")
+		"--format=%H%x00%(trailers:key="+TrailerKey+",valueonly,separator=%x02)%x00%(trailers:key="+RunTrailerKey+",valueonly,separator=%x02)%x01", rev, "--")
 	if err != nil {
 		if _, herr := r.Git(ctx, "rev-parse", "--verify", "-q", "HEAD"); herr != nil {
 			return "", nil // no commits yet

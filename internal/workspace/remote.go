@@ -154,6 +154,28 @@ func (r *Repo) FastForward(ctx context.Context, commit string) error {
 	return nil
 }
 
+// Unstack moves the tree's branch back from its head, a commit the
+// remote's branch does not have, to commit, which must be the remote's and
+// contain the head's parent: the head was made again on top of what it
+// duplicates, which the remote has. Uncommitted changes are kept (git
+// reset --keep); one git would have to overwrite makes it fail.
+func (r *Repo) Unstack(ctx context.Context, commit string) error {
+	if !isObjectID(commit) {
+		return fmt.Errorf("unstack: %q is not a commit id", commit)
+	}
+	out, err := r.Git(ctx, "rev-list", commit+"..HEAD", "--")
+	if err != nil {
+		return fmt.Errorf("unstack: %w", err)
+	}
+	if n := len(strings.Fields(out)); n != 1 {
+		return fmt.Errorf("unstack: the head is %d commits ahead of %.12s, not one", n, commit)
+	}
+	if _, err := r.Git(ctx, "reset", "--keep", "--quiet", commit); err != nil {
+		return fmt.Errorf("unstack: %w", err)
+	}
+	return nil
+}
+
 // SaveChanges puts the tree's uncommitted changes (untracked files
 // included) aside in the repository's stash under message, leaving the
 // tree clean; git stash list shows them, git stash apply brings them back.

@@ -288,3 +288,52 @@ func mustGit(t *testing.T, r *Repo, args ...string) string {
 	}
 	return out
 }
+
+// A step's commit made again on top of the one it repeats (a retry that
+// did not know of the first): FindStepCommitIn finds the first among what
+// a remote gained since a head, not before it; Unstack drops the repeat,
+// keeping uncommitted changes, and refuses to drop more than one commit.
+func TestUnstackRepeatedStepCommit(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "f.txt"), "0")
+	base, err := r.CommitAll(ctx, "base", Mark{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := Mark{Step: "i/p/commit#1", Run: "r1"}
+	write(t, filepath.Join(r.Dir, "f.txt"), "1")
+	first, err := r.CommitAll(ctx, "first", mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.FindStepCommitIn(ctx, base, first, mark); err != nil || got != first {
+		t.Errorf("FindStepCommitIn(%.7s..%.7s) = %q, %v, want %s", base, first, got, err, first)
+	}
+	if got, err := r.FindStepCommitIn(ctx, first, first, mark); err != nil || got != "" {
+		t.Errorf("FindStepCommitIn(%.7s..%.7s) = %q, %v, want none: the commit is not past from", first, first, got, err)
+	}
+	if got, err := r.FindStepCommitIn(ctx, "", first, mark); err != nil || got != first {
+		t.Errorf("FindStepCommitIn(all of %.7s) = %q, %v, want %s", first, got, err, first)
+	}
+	if _, err := r.FindStepCommitIn(ctx, "--all", first, mark); err == nil {
+		t.Error("FindStepCommitIn took an option for a commit")
+	}
+	repeat, err := r.CommitAll(ctx, "repeat", mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.Dir, "wip.txt"), "w")
+	if err := r.Unstack(ctx, base); err == nil || !strings.Contains(err.Error(), "2 commits ahead") {
+		t.Errorf("Unstack over two commits: %v, want refused", err)
+	}
+	if err := r.Unstack(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if head, _ := r.Head(ctx); head != first {
+		t.Errorf("head %s after Unstack, want %s (not the repeat %s)", head, first, repeat)
+	}
+	if data, err := os.ReadFile(filepath.Join(r.Dir, "wip.txt")); err != nil || string(data) != "w" {
+		t.Errorf("uncommitted file after Unstack: %q, %v", data, err)
+	}
+}
