@@ -49,9 +49,8 @@ type Activities struct {
 	mu       sync.Mutex
 	runs     map[string]*engine.RunSteps
 	items    map[ItemRef]*engine.ItemSteps
-	hydrated map[ItemRef]int // the export each remote item was last hydrated from
-	busy     map[ItemRef]int // the activities running per item
-	turns    map[ItemRef]chan struct{}
+	hydrated map[ItemRef]int           // the export each remote item was last hydrated from
+	turns    map[ItemRef]chan struct{} // one step of a remote item at a time
 
 	// inflight counts the activities running, so a stopping worker can
 	// wait for them before it closes the journal they write to.
@@ -182,7 +181,6 @@ func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engi
 			sp.stop()
 			return nil, nil, err
 		}
-		a.count(sp.ref, 1)
 	}
 	// An item of a run with a home may move between this machine and
 	// others: its branch goes through the origin wherever it runs.
@@ -202,7 +200,6 @@ func (sp *span) end(ctx context.Context, err error) (Synced, error) {
 	defer sp.stop()
 	var sy Synced
 	if sp.remote {
-		defer sp.a.count(sp.ref, -1)
 		err = stepFailure(err, nil)
 		var ae *temporal.ApplicationError
 		if sp.s != nil && (err == nil || (errors.As(err, &ae) && ae.NonRetryable())) {
@@ -238,18 +235,10 @@ func (a *Activities) turn(ref ItemRef) chan struct{} {
 	return a.turns[ref]
 }
 
-func (a *Activities) count(ref ItemRef, d int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.busy == nil {
-		a.busy = map[ItemRef]int{}
-	}
-	a.busy[ref] += d
-}
-
 // hydrate brings a remote item's replica to the home's snapshot unless
 // it is fresh: this worker made every change since it was last brought up
-// to date, and every batch it took reached home.
+// to date, and every batch it took reached home. The caller holds the
+// item's turn, so no sibling step runs on the replica it replaces.
 func (a *Activities) hydrate(ctx context.Context, ref ItemRef) error {
 	if a.Replica == nil {
 		return temporal.NewNonRetryableApplicationError("this worker keeps no replica for runs started on another machine", ErrTypeSetup, nil)
@@ -277,11 +266,6 @@ func (a *Activities) hydrate(ctx context.Context, ref ItemRef) error {
 	defer a.mu.Unlock()
 	if at, ok := a.hydrated[key]; ok && at >= ref.Sync.At && synced {
 		return nil // a sibling step brought it there
-	}
-	if a.busy[key] > 0 {
-		// A sibling step still runs on the replica: hydrating would drop
-		// its changes. Temporal retries this one after it.
-		return fmt.Errorf("item %s: a step of it still runs on this worker", ref.Item)
 	}
 	if s := a.items[key]; s != nil {
 		delete(a.items, key)

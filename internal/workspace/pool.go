@@ -115,7 +115,7 @@ func (w *Worktrees) cleanPool(ctx context.Context) error {
 			}
 		}
 	}
-	w.unlockPool(ctx, dir)
+	w.unlockAdmins(ctx, func(gitdir string) bool { return strings.HasPrefix(gitdir, dir+string(filepath.Separator)) })
 	if _, err := w.repo.Git(ctx, "worktree", "prune"); err != nil {
 		return fmt.Errorf("clean worktree pool: %w", err)
 	}
@@ -123,11 +123,12 @@ func (w *Worktrees) cleanPool(ctx context.Context) error {
 	return nil
 }
 
-// unlockPool unlocks the registrations of prepared worktrees under dir, so
-// that prune removes those whose directory is gone: git locks a worktree
-// while it checks it out, and a checkout killed early (StopPool, a killed
-// run) leaves the lock, which prune respects.
-func (w *Worktrees) unlockPool(ctx context.Context, dir string) {
+// unlockAdmins unlocks the registrations of the worktrees whose .git (the
+// gitdir git records) match says, so that prune removes those whose
+// directory is gone: git locks a worktree while it checks it out, and a
+// checkout killed early (StopPool, a killed run, a cancelled Ensure)
+// leaves the lock, which prune respects.
+func (w *Worktrees) unlockAdmins(ctx context.Context, match func(gitdir string) bool) {
 	common, _, err := w.repo.gitDirs(ctx)
 	if err != nil {
 		return
@@ -135,7 +136,7 @@ func (w *Worktrees) unlockPool(ctx context.Context, dir string) {
 	admins, _ := filepath.Glob(filepath.Join(common, "worktrees", "*", "gitdir"))
 	for _, f := range admins {
 		data, err := os.ReadFile(f)
-		if err != nil || !strings.HasPrefix(strings.TrimSpace(string(data)), dir+string(filepath.Separator)) {
+		if err != nil || !match(strings.TrimSpace(string(data))) {
 			continue
 		}
 		os.Remove(filepath.Join(filepath.Dir(f), "locked"))

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -139,6 +141,9 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 	w.poolMu.Lock()
 	p := w.pool
 	w.poolMu.Unlock()
+	if _, err := os.Lstat(w.making(item)); err == nil {
+		p = nil // a half-made worktree is cleared away first
+	}
 	if _, err := os.Lstat(path); p != nil && errors.Is(err, os.ErrNotExist) {
 		if wt := p.take(ctx, repo, branch, path); wt != nil {
 			return wt, nil
@@ -146,6 +151,9 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := w.clearHalfMade(ctx, item); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(filepath.Join(path, ".git")); err == nil {
 		wt := repo.child(path)
 		repo.inherit(ctx, wt)
@@ -170,6 +178,23 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 	if err := os.MkdirAll(w.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", w.dir, err)
 	}
+	// Marked while git makes it: a creation cut off (a cancelled
+	// context kills git, Ctrl-C, a crash) leaves a worktree nobody worked
+	// in, which the next Ensure makes again. Only what git makes is
+	// marked, so a directory of anyone else's at path is never taken for
+	// one.
+	marked := false
+	if empty(path) {
+		if err := os.WriteFile(w.making(item), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("create worktree for %s: %w", item, err)
+		}
+		marked = true
+	}
+	unmark := func() {
+		if marked {
+			os.Remove(w.making(item))
+		}
+	}
 	// Try the common case first (a new branch) and fall back, so a fresh
 	// worktree costs one git process: the branch may exist (resume), or a
 	// stale registration may remain (the directory was deleted by hand).
@@ -188,15 +213,72 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 	}
 	if err := add(); err != nil {
 		if _, perr := repo.Git(ctx, "worktree", "prune"); perr != nil {
+			if ctx.Err() == nil {
+				unmark()
+			}
 			return nil, perr
 		}
 		if err := add(); err != nil {
+			if ctx.Err() == nil {
+				unmark() // git failed whole and cleared what it made
+			}
 			return nil, fmt.Errorf("create worktree for %s: %w", item, err)
 		}
 	}
+	unmark()
 	wt := repo.child(path)
 	repo.inherit(ctx, wt)
 	return wt, nil
+}
+
+// making is the file that marks item's worktree as being made.
+func (w *Worktrees) making(item string) string {
+	return filepath.Join(w.dir, "."+item+".making")
+}
+
+// empty says whether path is missing or an empty directory: where git
+// makes a worktree.
+func empty(path string) bool {
+	entries, err := os.ReadDir(path)
+	return errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0)
+}
+
+// clearHalfMade removes what a cut-off creation of item's worktree left:
+// its directory (a partial checkout, or none) and git's registration of
+// it, which git keeps locked while it makes a worktree. A creation under
+// way in another live process is left alone. The caller holds w.mu.
+func (w *Worktrees) clearHalfMade(ctx context.Context, item string) error {
+	mark := w.making(item)
+	data, err := os.ReadFile(mark)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("worktree of %s: %w", item, err)
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid != os.Getpid() && alive(pid) {
+		return fmt.Errorf("worktree of %s: process %d is making it: wait for it, or stop it", item, pid)
+	}
+	path := w.Path(item)
+	w.unlockAdmins(ctx, func(gitdir string) bool { return filepath.Dir(gitdir) == path })
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("remove half-made worktree %s: %w", path, err)
+	}
+	if _, err := w.repo.Git(ctx, "worktree", "prune"); err != nil {
+		return fmt.Errorf("remove half-made worktree %s: %w", path, err)
+	}
+	if err := os.Remove(mark); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("worktree of %s: %w", item, err)
+	}
+	return nil
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func listPaths(paths []string) string {
