@@ -73,6 +73,12 @@ func Main() int {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.BridgeCommand {
 		return sandbox.RunBridge(os.Args[2:], os.Stderr)
 	}
+	// A reader that goes away (cadre run | head) must not kill a run
+	// mid-step: with SIGPIPE taken here, a write to a closed stdout fails
+	// with EPIPE instead, the output is dropped and the run goes on to its
+	// end. Taken, not ignored: an ignored signal would be inherited by the
+	// agents and their pipelines (yes | head would never end).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	// Before anything reads a secret: agents run as the same user and
 	// must not read this process's environment or memory through /proc.
 	if err := proc.HideSelf(); err != nil {
