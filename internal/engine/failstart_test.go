@@ -74,11 +74,7 @@ func TestItemStoppedWhileItBeganResumes(t *testing.T) {
 			e := newEnv(t, passAll, [2]string{"a", "code"})
 			ctx := context.Background()
 			sum, err := e.eng.StartWith(ctx, Options{}, func(ctx context.Context, run string, it store.Item) error {
-				rs, err := e.eng.OpenRun(ctx, run)
-				if err != nil {
-					return err
-				}
-				s, err := rs.OpenItem(ctx, it.ID)
+				s, err := openItem(ctx, e.eng, run, it.ID)
 				if err != nil {
 					return err
 				}

@@ -29,11 +29,7 @@ func TestUncurableStepErrorsArePermanent(t *testing.T) {
 		if _, err := e.eng.OpenRun(gone, run, OpenOptions{Remote: "nope"}); err == nil || errors.Is(err, ErrPermanent) {
 			t.Errorf("open with the journal unreachable: %v, want an error not permanent", err)
 		}
-		first, err := e.eng.OpenRun(ctx, run)
-		if err != nil {
-			return err
-		}
-		s, err := first.OpenItem(ctx, it.ID)
+		s, err := openItem(ctx, e.eng, run, it.ID)
 		if err != nil {
 			return err
 		}
@@ -48,11 +44,7 @@ func TestUncurableStepErrorsArePermanent(t *testing.T) {
 		}
 		_, lerr := taskfile.Load(it.Ref)
 		want := relErr(lerr, e.root)
-		next, err := e.eng.OpenRun(ctx, run)
-		if err != nil {
-			return err
-		}
-		s2, err := next.OpenItem(ctx, it.ID)
+		s2, err := openItem(ctx, e.eng, run, it.ID)
 		if err != nil {
 			return err
 		}

@@ -128,11 +128,7 @@ func TestItemStepsBudgetPauseHaltsTheRun(t *testing.T) {
 		if h == nil || h.Status != store.RunPaused || !strings.HasPrefix(h.Reason, "budget reached: spent $0.0100 of $0.0050") {
 			return fmt.Errorf("a's driver returned %+v, want the run paused by the budget", h)
 		}
-		s, err := e.eng.OpenRun(ctx, run)
-		if err != nil {
-			return err
-		}
-		st, err := s.OpenItem(ctx, it.ID)
+		st, err := openItem(ctx, e.eng, run, it.ID)
 		if err != nil {
 			return err
 		}
@@ -339,11 +335,7 @@ func TestItemStepsStageRefusedAfterStop(t *testing.T) {
 	e := newEnv(t, passAll, [2]string{"a", "code"})
 	var staged error
 	sum, err := e.eng.StartWith(context.Background(), Options{}, func(ctx context.Context, run string, it store.Item) error {
-		rs, err := e.eng.OpenRun(ctx, run)
-		if err != nil {
-			return err
-		}
-		s, err := rs.OpenItem(ctx, it.ID)
+		s, err := openItem(ctx, e.eng, run, it.ID)
 		if err != nil {
 			return err
 		}

@@ -750,9 +750,14 @@ func hydrated(ctx context.Context, eng *Engine, snap Snapshot) (*ItemSteps, erro
 	if err := eng.HydrateItem(ctx, snap); err != nil {
 		return nil, err
 	}
-	rs, err := eng.OpenRun(ctx, snap.Run.ID)
+	return openItem(ctx, eng, snap.Run.ID, snap.Item)
+}
+
+// openItem opens an item of a run of eng, as an executor does.
+func openItem(ctx context.Context, eng *Engine, run, item string) (*ItemSteps, error) {
+	rs, err := eng.OpenRun(ctx, run)
 	if err != nil {
 		return nil, err
 	}
-	return rs.OpenItem(ctx, snap.Item)
+	return rs.OpenItem(ctx, item)
 }
