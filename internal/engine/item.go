@@ -312,7 +312,7 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 	if ir.remote != nil {
 		// A worktree or branch this process kept from an earlier visit of
 		// the item is behind what other workers pushed since.
-		if err := e.bringUp(ctx, ir); err != nil {
+		if _, err := e.bringUp(ctx, ir); err != nil {
 			return err
 		}
 		// What the item's last step left uncommitted, on any worker.

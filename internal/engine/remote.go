@@ -243,7 +243,7 @@ func (e *Engine) refresh(ctx context.Context, ir *itemRun, wip *wipRec) error {
 	if err := e.fetch(ctx, ir, false); err != nil {
 		return err
 	}
-	if err := e.bringUp(ctx, ir); err != nil {
+	if _, err := e.bringUp(ctx, ir); err != nil {
 		return err
 	}
 	return e.syncWIP(ctx, ir, wip)
@@ -254,35 +254,37 @@ func (e *Engine) refresh(ctx context.Context, ir *itemRun, wip *wipRec) error {
 // commits the remote's branch lacks is refused, never reset. Uncommitted
 // changes are this process's leftovers of work the item went on without
 // (it continued from the pushed branch elsewhere): they are put aside in
-// the stash, not lost.
-func (e *Engine) bringUp(ctx context.Context, ir *itemRun) error {
+// the stash, not lost, or dropped when they are the last WIP saved here,
+// which the caller then brings back (see syncWIP). It says whether the
+// head moved.
+func (e *Engine) bringUp(ctx context.Context, ir *itemRun) (bool, error) {
 	rem := ir.remote
 	rem.mu.Lock()
 	want := rem.head
 	rem.mu.Unlock()
 	if want == "" {
-		return nil
+		return false, nil
 	}
 	head, err := ir.repo.Head(ctx)
 	if err != nil {
-		return fmt.Errorf("item %s: %w", ir.it.ID, err)
+		return false, fmt.Errorf("item %s: %w", ir.it.ID, err)
 	}
 	if head == want {
-		return nil
+		return false, nil
 	}
 	msg := fmt.Sprintf("cadre: %s's uncommitted changes at %.12s, before %s moved to %.12s", ir.it.ID, head, rem.branch, want)
 	if _, err := e.putAside(ctx, ir, msg, ""); err != nil {
-		return err
+		return false, err
 	}
 	if err := ir.repo.FastForward(ctx, want); err != nil {
 		if errors.Is(err, workspace.ErrNotFastForward) {
-			return fmt.Errorf("item %s refused: %s's branch %s is at %.12s, which does not contain this worktree's %.12s: "+
+			return false, fmt.Errorf("item %s refused: %s's branch %s is at %.12s, which does not contain this worktree's %.12s: "+
 				"its commits here were never pushed and the item went on without them; keep what you need, then remove the worktree %s and the branch (git worktree remove --force, git branch -D) so that it starts again from the remote's: %w",
 				ir.it.ID, rem.name, rem.branch, want, head, ir.dir, err)
 		}
-		return fmt.Errorf("item %s: bring the worktree to %s's %s: %w", ir.it.ID, rem.name, rem.branch, err)
+		return false, fmt.Errorf("item %s: bring the worktree to %s's %s: %w", ir.it.ID, rem.name, rem.branch, err)
 	}
-	return nil
+	return true, nil
 }
 
 func listPaths(paths []string) string {
@@ -461,7 +463,9 @@ func (e *Engine) committedBefore(ctx context.Context, ir *itemRun, mark workspac
 // before may have committed and pushed on a worker that died before
 // journaling it, so the remote's branch is fetched and the worktree
 // brought to it first, where FindStepCommit then finds the commit. The
-// caller holds ir.gitMu.
+// uncommitted changes the tree had then are the journal's latest WIP, on
+// the head before: what the commit did not take of them (a plan task's
+// leaves other tasks' files out) is restored. The caller holds ir.gitMu.
 func (e *Engine) remoteCommit(ctx context.Context, ir *itemRun, tried bool) error {
 	if ir.remote == nil || !tried {
 		return nil
@@ -469,7 +473,15 @@ func (e *Engine) remoteCommit(ctx context.Context, ir *itemRun, tried bool) erro
 	if err := e.fetch(ctx, ir, false); err != nil {
 		return err
 	}
-	return e.bringUp(ctx, ir)
+	moved, err := e.bringUp(ctx, ir)
+	if err != nil || !moved {
+		return err
+	}
+	_, wip, err := e.journaled(ctx, ir)
+	if err != nil {
+		return err
+	}
+	return e.syncWIP(ctx, ir, wip)
 }
 
 // Uncommitted changes travel too: a step of a remote item that leaves its
@@ -480,7 +492,9 @@ func (e *Engine) remoteCommit(ctx context.Context, ir *itemRun, tried bool) erro
 // which is current: a process that provisions the item, or finds in the
 // journal a WIP it did not account for, brings the worktree to the latest
 // one, restoring its files as uncommitted changes when its parent is the
-// head (one whose parent is not came before a commit, which holds it).
+// head (one whose parent is not came before a commit, which holds what it
+// took of it: the rest, such as the files a plan task's commit left to
+// other tasks, is restored on the head).
 
 // wipRec is a WIP the journal has: the step that recorded it and what it
 // recorded (the zero WIP for a clean tree).
@@ -577,26 +591,32 @@ func (e *Engine) restoreWIP(ctx context.Context, ir *itemRun) error {
 }
 
 // syncWIP makes the item's uncommitted changes those of wip (none for
-// nil, an empty WIP, or one whose parent is not the head). Leftovers that
-// are something else are put aside (see putAside). The caller holds
-// ir.gitMu.
+// nil or an empty WIP). A WIP whose parent is not the head came before a
+// commit, which may have taken only some of its changes (a plan task's
+// commit leaves the files of other tasks out, and may have been pushed
+// by a worker that died before journaling the WIP it left): the rest are
+// restored on the head (see restoreAfter). Leftovers that are something
+// else are put aside (see putAside). The caller holds ir.gitMu.
 func (e *Engine) syncWIP(ctx context.Context, ir *itemRun, wip *wipRec) error {
 	rem := ir.remote
 	var w workspace.WIP
 	if wip != nil {
 		w = wip.w
 	}
+	stale := false
 	if w.Commit != "" {
 		head, err := ir.repo.Head(ctx)
 		if err != nil {
 			return fmt.Errorf("item %s: %w", ir.it.ID, err)
 		}
-		if w.Base != head {
-			w = workspace.WIP{} // a commit came after it
-		}
+		stale = w.Base != head
+	}
+	want := w.Tree
+	if stale {
+		want = "" // the tree wanted is the head's with the rest of w
 	}
 	msg := fmt.Sprintf("cadre: %s's uncommitted changes, not those another worker left after %s", ir.it.ID, stepOf(wip))
-	there, err := e.putAside(ctx, ir, msg, w.Tree)
+	there, err := e.putAside(ctx, ir, msg, want)
 	if err != nil {
 		return err
 	}
@@ -604,7 +624,12 @@ func (e *Engine) syncWIP(ctx context.Context, ir *itemRun, wip *wipRec) error {
 		if err := e.fetchCommit(ctx, ir, w.Commit); err != nil {
 			return err
 		}
-		if err := ir.repo.RestoreWIP(ctx, w.Commit); err != nil {
+		if stale {
+			err = e.restoreAfter(ctx, ir, wip)
+		} else {
+			err = ir.repo.RestoreWIP(ctx, w.Commit)
+		}
+		if err != nil {
 			return fmt.Errorf("item %s: restore the uncommitted changes of step %s (%.12s): %w", ir.it.ID, wip.step, w.Commit, err)
 		}
 	}
@@ -615,10 +640,25 @@ func (e *Engine) syncWIP(ctx context.Context, ir *itemRun, wip *wipRec) error {
 		}
 		rem.wips[wip.key()] = true
 		rem.n = max(rem.n, wip.n)
-		if w.Tree != "" {
+		if w.Tree != "" && !stale {
 			rem.saved = w.Tree
 		}
 		rem.mu.Unlock()
+	}
+	return nil
+}
+
+// restoreAfter restores what wip, taken before the commits since its
+// parent, changed that they did not; its changes to paths they changed
+// are not restored (the head's stay), with a warning naming those whose
+// content differs from the WIP's.
+func (e *Engine) restoreAfter(ctx context.Context, ir *itemRun, wip *wipRec) error {
+	_, clashed, err := ir.repo.RestoreWIPAfter(ctx, wip.w)
+	if err != nil {
+		return err
+	}
+	if len(clashed) > 0 {
+		e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("step %s's uncommitted changes to %s are not restored: a commit of %s since changed them otherwise (git show %.12s -- PATH shows them)", wip.step, listPaths(clashed), ir.remote.branch, wip.w.Commit)})
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -283,12 +284,24 @@ func TestRemoteItemWIPCommittedOnce(t *testing.T) {
 	}
 }
 
-// A WIP whose parent is not the branch's head came before a commit, and
-// is not restored: here p1's changes on A, then a commit someone pushed to
-// the item's branch; B's next step starts from that commit alone.
-func TestRemoteItemWIPBeforeCommitIgnored(t *testing.T) {
+// A WIP whose parent is not the branch's head came before a commit, which
+// holds what it took of it: here p1's changes on A, then a commit someone
+// pushed to the item's branch that changed keep.txt otherwise. B's next
+// step starts from that commit with the rest of p1's changes (the
+// deletion and the new file) restored, keep.txt as the commit has it, and
+// a warning naming keep.txt, whose change of p1's is not in the tree.
+func TestRemoteItemWIPBeforeCommitKeepsTheRest(t *testing.T) {
 	w := newWIPRig(t)
 	w.edits["a/p1/executor#1"] = p1Edits
+	var mu sync.Mutex
+	var warned []string
+	w.rig.engB.d.Bus.Subscribe(event.SinkFunc(func(ev event.Event) {
+		if ev.Type == event.Warning {
+			mu.Lock()
+			warned = append(warned, ev.Message)
+			mu.Unlock()
+		}
+	}))
 	branch := workspace.BranchName("a", "Task a")
 	w.start(func() {
 		w.agent(0, "p1")
@@ -300,12 +313,20 @@ func TestRemoteItemWIPBeforeCommitIgnored(t *testing.T) {
 		git(t, other, "push", "-q", "origin", branch)
 		w.agent(1, "p2")
 	})
-	if got := w.found["a/p2/executor#1"]; got != "" {
-		t.Errorf("B's step found uncommitted changes\n%s\nwant none: p1's WIP is on the head before the commit", got)
+	if got, want := w.found["a/p2/executor#1"], " D gone.txt\n?? new/added.txt"; got != want {
+		t.Errorf("B's step found uncommitted changes\n%s\nwant what the commit did not take of p1's\n%s", got, want)
 	}
 	data, _ := os.ReadFile(filepath.Join(w.tree(1), "keep.txt"))
 	if string(data) != "someone else's\n" {
 		t.Errorf("B's keep.txt %q, want the pushed commit's", data)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warned) != 1 || !strings.Contains(warned[0], "keep.txt are not restored") {
+		t.Errorf("B's warnings %q, want one naming keep.txt", warned)
+	}
+	if out := git(t, w.rig.rootB, "stash", "list"); out != "" {
+		t.Errorf("B stashed: %s", out)
 	}
 }
 

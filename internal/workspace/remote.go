@@ -337,6 +337,80 @@ func (r *Repo) RestoreWIP(ctx context.Context, commit string) error {
 	return err
 }
 
+// RestoreWIPAfter restores, as uncommitted changes, what w changed that
+// the commits since its parent did not: w was taken on an older head, and
+// a commit after it (a plan task's, which leaves other tasks' files out)
+// took only some of its changes, so the rest are in w alone. For each
+// path w changed that the commits did not, the tree's file becomes w's
+// (modified, added or deleted); a path the commits changed keeps the
+// head's version. It returns the paths restored, and the paths the
+// commits changed to something else than w has: w's change to those is
+// not in the tree. Two git processes (diff, diff) when the commits took
+// all of w, one more (restore) to restore the rest, and one more (diff)
+// to compare paths both changed; the tree should be clean.
+func (r *Repo) RestoreWIPAfter(ctx context.Context, w WIP) (restored, clashed []string, err error) {
+	if !isObjectID(w.Commit) || !isObjectID(w.Base) {
+		return nil, nil, fmt.Errorf("restore: %q on %q is not a commit on a commit", w.Commit, w.Base)
+	}
+	diff := func(from, to string, paths ...string) ([]string, error) {
+		args := []string{"diff", "--name-only", "-z", "--no-renames", from, to}
+		if len(paths) == 0 {
+			args = append(args, wipSpec...)
+		} else {
+			args = append(args, "--")
+			for _, p := range paths {
+				args = append(args, ":(top,literal)"+p)
+			}
+		}
+		out, err := r.Git(ctx, args...)
+		if err != nil {
+			return nil, fmt.Errorf("restore %.12s: %w", w.Commit, err)
+		}
+		var list []string
+		for _, p := range strings.Split(out, "\x00") {
+			if p != "" {
+				list = append(list, p)
+			}
+		}
+		return list, nil
+	}
+	mine, err := diff(w.Base, w.Commit)
+	if err != nil {
+		return nil, nil, err
+	}
+	since, err := diff(w.Base, "HEAD")
+	if err != nil {
+		return nil, nil, err
+	}
+	took := map[string]bool{}
+	for _, p := range since {
+		took[p] = true
+	}
+	var both []string
+	for _, p := range mine {
+		if took[p] {
+			both = append(both, p)
+		} else {
+			restored = append(restored, p)
+		}
+	}
+	if len(restored) > 0 {
+		args := []string{"restore", "--source=" + w.Commit, "--worktree", "--"}
+		for _, p := range restored {
+			args = append(args, ":(top,literal)"+p)
+		}
+		if _, err := r.Git(ctx, args...); err != nil {
+			return nil, nil, fmt.Errorf("restore %.12s: %w", w.Commit, err)
+		}
+	}
+	if len(both) > 0 {
+		if clashed, err = diff("HEAD", w.Commit, both...); err != nil {
+			return restored, nil, err
+		}
+	}
+	return restored, clashed, nil
+}
+
 // DiscardChanges drops the tree's uncommitted changes, untracked files
 // included (ignored ones and .cadre/ kept): for changes recorded elsewhere.
 func (r *Repo) DiscardChanges(ctx context.Context) error {

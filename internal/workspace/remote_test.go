@@ -337,3 +337,67 @@ func TestUnstackRepeatedStepCommit(t *testing.T) {
 		t.Errorf("uncommitted file after Unstack: %q, %v", data, err)
 	}
 }
+
+// A WIP taken before a commit that took only some of its changes (one
+// that left other files out, and one path changed differently since):
+// RestoreWIPAfter brings back, as uncommitted changes, what the commit did
+// not take (a modified, a deleted and an untracked file, one with a name
+// git would read as a pattern), keeps the head's version of the paths the
+// commit changed, and names the one whose WIP change it does not hold.
+func TestRestoreWIPAfterCommit(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	for _, f := range []string{"keep", "gone", "mine", "theirs"} {
+		write(t, filepath.Join(r.Dir, f), f+"\n")
+	}
+	if _, err := r.CommitAll(ctx, "base", Mark{}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.Dir, "keep"), "keep\nwip\n")
+	os.Remove(filepath.Join(r.Dir, "gone"))
+	write(t, filepath.Join(r.Dir, "dir", "new*"), "new\n")
+	write(t, filepath.Join(r.Dir, "mine"), "mine\nwip\n")
+	write(t, filepath.Join(r.Dir, "theirs"), "theirs\nwip\n")
+	w, err := r.TakeWIP(ctx, "wip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The commit takes mine as the WIP has it and theirs otherwise.
+	write(t, filepath.Join(r.Dir, "theirs"), "theirs\nanother\n")
+	if _, err := r.Commit(ctx, "part", Mark{}, CommitOptions{Except: []string{"keep", "gone", "dir"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.DiscardChanges(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restored, clashed, err := r.RestoreWIPAfter(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(restored, " "); got != "dir/new* gone keep" {
+		t.Errorf("restored %q, want the paths the commit did not take", got)
+	}
+	if got := strings.Join(clashed, " "); got != "theirs" {
+		t.Errorf("clashed %q, want theirs", got)
+	}
+	if got := mustGit(t, r, "status", "--porcelain", "--untracked-files=all"); got != " D gone\n M keep\n?? dir/new*\n" {
+		t.Errorf("status after the restore\n%s", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(r.Dir, "theirs")); string(data) != "theirs\nanother\n" {
+		t.Errorf("theirs %q, want the head's", data)
+	}
+	// All taken: nothing to restore.
+	if _, err := r.CommitAll(ctx, "rest", Mark{}); err != nil {
+		t.Fatal(err)
+	}
+	restored, clashed, err = r.RestoreWIPAfter(ctx, w)
+	if err != nil || len(restored) != 0 || strings.Join(clashed, " ") != "theirs" {
+		t.Errorf("after all was committed: restored %q, clashed %q, %v", restored, clashed, err)
+	}
+	if got := mustGit(t, r, "status", "--porcelain"); got != "" {
+		t.Errorf("status %q, want clean", got)
+	}
+	if _, _, err := r.RestoreWIPAfter(ctx, WIP{Commit: "-x", Base: w.Base}); err == nil {
+		t.Error("an option was restored as a commit")
+	}
+}
