@@ -55,12 +55,14 @@ const lazyDelay = 250 * time.Millisecond
 func newBoard(path string, lazy bool) *board {
 	// A process killed in the middle of an atomic write leaves its temp
 	// file beside the task file; it must not reach a commit. A live
-	// process's (another worker writing the same board) is left alone.
+	// process's is left alone: another worker writing the same board, or
+	// this one, whose board of the item opened before may be writing
+	// (an executor opens an item for each step it takes).
 	prefix := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".")
 	stale, _ := filepath.Glob(prefix + "*.tmp")
 	for _, f := range stale {
 		pid, _, _ := strings.Cut(strings.TrimPrefix(f, prefix), ".")
-		if n, err := strconv.Atoi(pid); err == nil && n != os.Getpid() && syscall.Kill(n, 0) == nil {
+		if n, err := strconv.Atoi(pid); err == nil && (n == os.Getpid() || syscall.Kill(n, 0) == nil) {
 			continue
 		}
 		os.Remove(f)

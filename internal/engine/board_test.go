@@ -3,6 +3,7 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -68,6 +69,22 @@ func TestBoardRemovesStaleTempFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(other); err != nil {
 		t.Error("another file's temp file removed")
+	}
+}
+
+// A temp file of this process is another board's of the same file, which
+// may be about to rename it (an executor opens an item for each step): a
+// new board leaves it alone.
+func TestBoardKeepsThisProcesssTempFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.md")
+	os.WriteFile(path, []byte("---\nstage: code\n---\n"), 0o644)
+	mine := filepath.Join(dir, ".t.md."+strconv.Itoa(os.Getpid())+".42.tmp")
+	os.WriteFile(mine, []byte("being written"), 0o644)
+	b := newBoard(path, false)
+	defer b.close()
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("this process's temp file removed: %v", err)
 	}
 }
 
