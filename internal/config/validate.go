@@ -246,8 +246,14 @@ func (l *loader) selector(c *Config) error {
 
 // invalid formats a validation error for the key at path.
 func (l *loader) invalid(path, msg string) error {
+	// An element of a list (path[i]) came from the list's variable when
+	// one set the list.
 	if name, ok := l.fromEnv[path]; ok {
 		return fmt.Errorf("%s: %s", name, msg)
+	} else if i := strings.IndexByte(path, '['); i > 0 && strings.HasSuffix(path, "]") {
+		if name, ok := l.fromEnv[path[:i]]; ok {
+			return fmt.Errorf("%s: %s", name, msg)
+		}
 	}
 	if where, ok := l.origin[path]; ok {
 		return fmt.Errorf("%s: %s: %s", where, path, msg)
@@ -374,7 +380,7 @@ func (l *loader) notify(n Notify) error {
 		}
 	}
 	if len(n.On) > 0 && n.Webhook == "" {
-		return l.invalid("notify.on", "notify.on needs notify.webhook, the URL to post to")
+		return l.invalid("notify.on", "needs notify.webhook, the URL to post to")
 	}
 	return nil
 }
