@@ -103,7 +103,7 @@ func (l *loader) validate(c *Config) error {
 // Built-in runner types by what they are, for the settings each has no use for.
 var (
 	apiRunners = []string{"anthropic", "openai", "ollama"}
-	cliRunners = []string{"claude", "codex", "gemini", "aider", "opencode"}
+	cliRunners = []string{"claude", "codex", "gemini", "aider", "opencode", "qwen", "copilot", "crush"}
 )
 
 // unusedSetting finds a setting that runner type typ would ignore and says
