@@ -205,8 +205,13 @@ func (e *Engine) newRunner(name string) (runner.Runner, error) {
 		URL: rc.URL, Model: rc.Model, Scenario: rc.Scenario, BaseDir: e.d.Root})
 	if errors.Is(err, runner.ErrUnknown) {
 		// Still ErrUnknown: an executor that retries failed steps tells it
-		// from a failure that may pass.
-		return nil, fmt.Errorf("%w %q: define it under runners: in cadre.yaml or use one of %s", runner.ErrUnknown, typ, strings.Join(e.d.Runners.Types(), ", "))
+		// from a failure that may pass. An entry that exists has a wrong
+		// type, not a missing definition.
+		types := strings.Join(e.d.Runners.Types(), ", ")
+		if _, ok := e.d.Config.Runners[name]; ok && typ != name {
+			return nil, fmt.Errorf("runner %s: %w type %q: fix runners.%s.type, one of %s", name, runner.ErrUnknown, typ, name, types)
+		}
+		return nil, fmt.Errorf("%w %q: define it under runners: in cadre.yaml or use one of %s", runner.ErrUnknown, typ, types)
 	}
 	return rn, err
 }
