@@ -66,6 +66,18 @@ func (e *Engine) checkRunners(opts Options) error {
 			return fmt.Errorf("%w: %s: no such role; fix the name (cadre roles list shows them) or remove the entry", ErrPreflight, e.d.Config.Where("roles."+name))
 		}
 	}
+	// An entry of a type nothing registers could never run: refused even
+	// when no role uses it, rather than kept as a setting that does nothing.
+	types := e.d.Runners.Types()
+	for _, name := range slices.Sorted(maps.Keys(e.d.Config.Runners)) {
+		if typ := e.d.Config.RunnerType(name); !slices.Contains(types, typ) {
+			path := "runners." + name
+			if e.d.Config.Runners[name].Type != "" {
+				path += ".type"
+			}
+			return fmt.Errorf("%w: %s: unknown runner type %q: use one of %s", ErrPreflight, e.d.Config.Where(path), typ, strings.Join(types, ", "))
+		}
+	}
 	checked := map[string]runner.Runner{}
 	defer func() {
 		e.checkedMu.Lock()
