@@ -39,6 +39,8 @@ func (l *loader) validate(c *Config) error {
 		{"limits.worktree_pool", atLeast(c.Limits.WorktreePool, 0)},
 		{"github.api_url", urlProblem(c.GitHub.APIURL)},
 		{"github.write_interval", notNegative(c.GitHub.WriteInterval)},
+		{"github.query_state", queryStateProblem(c.GitHub.QueryState)},
+		{"github.query_limit", atLeast(c.GitHub.QueryLimit, 0)},
 		{"sandbox.mode", oneOf(c.Sandbox.Mode, "auto", "none", "bwrap")},
 		{"sandbox.network", oneOf(c.Sandbox.Network, "allow", "deny", "model-only")},
 		{"engine", oneOf(c.Engine, EngineEmbedded, EngineTemporal)},
@@ -49,6 +51,18 @@ func (l *loader) validate(c *Config) error {
 	for _, ck := range checks {
 		if ck.bad != "" {
 			return l.invalid(ck.path, ck.bad)
+		}
+	}
+	for _, model := range slices.Sorted(maps.Keys(c.Prices)) {
+		p := c.Prices[model]
+		for _, f := range []struct {
+			key string
+			v   float64
+		}{{"input_per_mtok", p.InputPerMTok}, {"output_per_mtok", p.OutputPerMTok},
+			{"cache_read_per_mtok", p.CacheReadPerMTok}, {"cache_write_per_mtok", p.CacheWritePerMTok}} {
+			if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+				return l.invalid("prices."+model+"."+f.key, fmt.Sprintf("want a price of 0 or more (US dollars per million tokens), got %v", f.v))
+			}
 		}
 	}
 	if err := l.unavailable(c); err != nil {
@@ -321,6 +335,14 @@ func budgetProblem(f float64) string {
 		return fmt.Sprintf("want 0 (no limit) or more, got %v", f)
 	}
 	return ""
+}
+
+// queryStateProblem: empty means open, as GitHub's own default.
+func queryStateProblem(s string) string {
+	if s == "" {
+		return ""
+	}
+	return oneOf(s, "open", "closed", "all")
 }
 
 func oneOf(s string, allowed ...string) string {
