@@ -262,6 +262,10 @@ func contestant(cfg config.Config, root, name, model, from string) (bench.Contes
 	}
 	r, err := agent.NewRunner(cfg.RunnerType(name), ro...)
 	if errors.Is(err, runner.ErrUnknown) {
+		if typ := cfg.RunnerType(name); typ != name {
+			return bench.Contestant{}, fmt.Errorf("%s: runner %s: unknown runner type %q: fix runners.%s.type, one of %s",
+				from, name, typ, name, strings.Join(agent.Types(), ", "))
+		}
 		return bench.Contestant{}, fmt.Errorf("%s: unknown runner %q: define it under runners: in cadre.yaml or use one of %s",
 			from, name, strings.Join(agent.Types(), ", "))
 	}

@@ -77,7 +77,13 @@ func runInit(ctx context.Context, f *Factory, opts *InitOptions) error {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "cadre: wrote %s (default runner %s); check the commands, then cadre run --dry-run\n", path, runner)
+	next := "check the commands, then cadre run --dry-run"
+	if fi, err := os.Stat(filepath.Join(root, "tasks")); err != nil || !fi.IsDir() {
+		// cadre run with no target runs the task files under tasks/; a
+		// dry run now would only say there are none.
+		next = "check the commands, write task files under tasks/ (or name issues to cadre run), then cadre run --dry-run"
+	}
+	fmt.Fprintf(f.IO.ErrOut, "cadre: wrote %s (default runner %s); %s\n", path, runner, next)
 	return nil
 }
 

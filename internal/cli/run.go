@@ -93,10 +93,13 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		val  any
 		neg  bool
 	}{{"--parallel", opts.Parallel, opts.Parallel < 0}, {"--agents", opts.Agents, opts.Agents < 0},
-		{"--budget-usd", opts.Budget, opts.Budget < 0}} {
+		{"--budget-usd", opts.Budget, opts.Budget < 0}, {"--limit", opts.Query.Limit, opts.Query.Limit < 0}} {
 		if fl.neg {
 			return usageErr(fmt.Errorf("%s %v: must not be negative", fl.name, fl.val))
 		}
+	}
+	if st := opts.Query.State; st != "" && st != "open" && st != "closed" && st != "all" {
+		return usageErr(fmt.Errorf("--state %q: want open, closed or all", st))
 	}
 	if opts.Timeout < 0 {
 		// A negative duration would run every step with no timeout at all.

@@ -55,7 +55,8 @@ agent CLIs (claude, codex, gemini, opencode, qwen, copilot, crush, aider) are lo
 and are sent one short request for their model list at their base URL (GET /v1/models,
 ollama: GET /api/tags) with that key: no answer within 3s, or a refusal, is missing;
 exec runners show whether their command is found, script runners whether their scenario is.
-USED marks the runners cadre.yaml names (runners, defaults.runner, roles.*.runner).
+USED marks the runners cadre.yaml names (runners, defaults.runner, roles.*.runner, and
+selector.candidates when a runner is auto).
 A last line says whether the sandbox works here, and so whether runs confine their agents:
 it runs true under bubblewrap with cadre.yaml's sandbox settings (network, proxy and bridge
 included); under sandbox.mode auto (the default) it says whether runs get bwrap or none.
@@ -247,10 +248,20 @@ func planChecks(types []string, cfg config.Config, inRepo bool) []runnerCheck {
 		for name := range cfg.Runners {
 			used[name] = true
 		}
-		used[cfg.Defaults.Runner] = true
-		for _, rc := range cfg.Roles {
-			if rc.Runner != "" && rc.Runner != "auto" {
-				used[rc.Runner] = true
+		// auto is the model selector, not a runner: the runners it
+		// chooses from are the ones used.
+		auto := false
+		for _, r := range append([]string{cfg.Defaults.Runner}, roleRunners(cfg)...) {
+			if r == config.Auto {
+				auto = true
+			} else if r != "" {
+				used[r] = true
+			}
+		}
+		if auto {
+			for _, c := range cfg.Selector.Candidates {
+				r, _, _ := strings.Cut(c, "/")
+				used[r] = true
 			}
 		}
 	}
@@ -270,6 +281,14 @@ func planChecks(types []string, cfg config.Config, inRepo bool) []runnerCheck {
 		checks = append(checks, runnerCheck{name: name, typ: typ, used: used[name]})
 	}
 	return checks
+}
+
+func roleRunners(cfg config.Config) []string {
+	var out []string
+	for _, rc := range cfg.Roles {
+		out = append(out, rc.Runner)
+	}
+	return out
 }
 
 // checkRunner fills in c's status and detail.

@@ -195,6 +195,10 @@ func TestRunnersCheckStrict(t *testing.T) {
 		{"default runner missing", "defaults: {runner: codex}\n", 1},
 		{"role runner missing", "roles:\n  judge: {runner: gemini}\n", 1},
 		{"configured runner of an unknown type", "runners:\n  mine: {type: cursor, command: cursor}\n", 1},
+		// runner auto is the model selector, not a runner: its candidates
+		// are what the run uses.
+		{"selector candidates found", "defaults: {runner: auto}\nselector: {candidates: [claude/sonnet]}\n", 0},
+		{"selector candidate missing", "roles:\n  judge: {runner: auto}\nselector: {candidates: [claude, codex/gpt-5]}\n", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,6 +206,9 @@ func TestRunnersCheckStrict(t *testing.T) {
 			code, out, stderr := runCadre(t, repo, map[string]string{"PATH": bin}, "runners", "check", "--strict")
 			if code != tt.wantCode {
 				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, out, stderr)
+			}
+			if _, ok := rows(t, out)["auto"]; ok {
+				t.Errorf("a row for auto, which is no runner:\n%s", out)
 			}
 		})
 	}

@@ -294,6 +294,21 @@ func TestValidationErrors(t *testing.T) {
 			`cadre.yaml:1: github.labels[0]: want a label name, got ""`},
 		{"bad value from the environment", "", map[string]string{"CADRE_LIMITS_MAX_ATTEMPTS": "0"},
 			`CADRE_LIMITS_MAX_ATTEMPTS: want 1 or more, got 0`},
+		{"issue state", "github: {query_state: opn}\n", nil,
+			`cadre.yaml:1: github.query_state: want open, closed or all, got "opn"`},
+		{"issue limit", "github: {query_limit: -3}\n", nil,
+			`cadre.yaml:1: github.query_limit: want 0 or more, got -3`},
+		{"issue state from the environment", "", map[string]string{"CADRE_GITHUB_QUERY_STATE": "shut"},
+			`CADRE_GITHUB_QUERY_STATE: want open, closed or all, got "shut"`},
+		{"negative price", "prices:\n  m1:\n    input_per_mtok: 1\n    output_per_mtok: -4\n", nil,
+			`cadre.yaml:4: prices.m1.output_per_mtok: want a price of 0 or more (US dollars per million tokens), got -4`},
+		// A bad element of a list set by a variable is blamed on it.
+		{"list element from the environment", "", map[string]string{"CADRE_SANDBOX_ALLOW_HOSTS": "ok.example, http://x"},
+			`CADRE_SANDBOX_ALLOW_HOSTS: want host or host:port (no scheme, path or wildcard), got "http://x"`},
+		{"notify kind from the environment", "notify: {webhook: \"http://127.0.0.1:9/\"}\n", map[string]string{"CADRE_NOTIFY_ON": "paused,bogus"},
+			`CADRE_NOTIFY_ON: want paused, failed, completed or budget, got "bogus"`},
+		{"notify kinds without a webhook", "notify: {on: [paused]}\n", nil,
+			`cadre.yaml:1: notify.on: needs notify.webhook, the URL to post to`},
 		{"environment blamed over the file", "sandbox: {mode: bwrap}\n", map[string]string{"CADRE_SANDBOX_MODE": "jail"},
 			`CADRE_SANDBOX_MODE: want auto, none or bwrap, got "jail"`},
 		// A mode from the environment that leaves the file's network
@@ -647,5 +662,22 @@ func TestWhere(t *testing.T) {
 		if got := cfg.Where(path); got != want {
 			t.Errorf("Where(%q) = %q, want %q", path, got, want)
 		}
+	}
+}
+
+// TestDocsExampleParses: the example at the top of docs/config.md is what a
+// user copies first; it must be a file cadre accepts.
+func TestDocsExampleParses(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "config.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "## Example\n\n```yaml\n")
+	example, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatal("docs/config.md has no ```yaml block under ## Example")
+	}
+	if _, err := Parse("cadre.yaml", []byte(example), nil); err != nil {
+		t.Errorf("the docs/config.md example is refused: %v", err)
 	}
 }

@@ -200,7 +200,7 @@ var keyEffects = []keyEffect{
 	{key: "notify.on", yaml: "notify: {webhook: \"http://127.0.0.1:9/hook\", on: [paused, finished]}",
 		refused: `cadre.yaml:1: notify.on[1]: want paused, failed, completed or budget, got "finished"`},
 	{key: "notify.on", yaml: "notify: {on: [failed]}",
-		refused: `cadre.yaml:1: notify.on: notify.on needs notify.webhook, the URL to post to`},
+		refused: `cadre.yaml:1: notify.on: needs notify.webhook, the URL to post to`},
 	{key: "engine", yaml: "engine: temporal", read: func(c Config) any { return c.Engine },
 		by: "cli: cadre run starts the items as Temporal workflows (--engine overrides it); resume continues a run on the engine it started on"},
 	{key: "engine", yaml: "engine: kubernetes",

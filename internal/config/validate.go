@@ -39,6 +39,8 @@ func (l *loader) validate(c *Config) error {
 		{"limits.worktree_pool", atLeast(c.Limits.WorktreePool, 0)},
 		{"github.api_url", urlProblem(c.GitHub.APIURL)},
 		{"github.write_interval", notNegative(c.GitHub.WriteInterval)},
+		{"github.query_state", queryStateProblem(c.GitHub.QueryState)},
+		{"github.query_limit", atLeast(c.GitHub.QueryLimit, 0)},
 		{"sandbox.mode", oneOf(c.Sandbox.Mode, "auto", "none", "bwrap")},
 		{"sandbox.network", oneOf(c.Sandbox.Network, "allow", "deny", "model-only")},
 		{"engine", oneOf(c.Engine, EngineEmbedded, EngineTemporal)},
@@ -49,6 +51,18 @@ func (l *loader) validate(c *Config) error {
 	for _, ck := range checks {
 		if ck.bad != "" {
 			return l.invalid(ck.path, ck.bad)
+		}
+	}
+	for _, model := range slices.Sorted(maps.Keys(c.Prices)) {
+		p := c.Prices[model]
+		for _, f := range []struct {
+			key string
+			v   float64
+		}{{"input_per_mtok", p.InputPerMTok}, {"output_per_mtok", p.OutputPerMTok},
+			{"cache_read_per_mtok", p.CacheReadPerMTok}, {"cache_write_per_mtok", p.CacheWritePerMTok}} {
+			if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+				return l.invalid("prices."+model+"."+f.key, fmt.Sprintf("want a price of 0 or more (US dollars per million tokens), got %v", f.v))
+			}
 		}
 	}
 	if err := l.unavailable(c); err != nil {
@@ -103,7 +117,7 @@ func (l *loader) validate(c *Config) error {
 // Built-in runner types by what they are, for the settings each has no use for.
 var (
 	apiRunners = []string{"anthropic", "openai", "ollama"}
-	cliRunners = []string{"claude", "codex", "gemini", "aider", "opencode"}
+	cliRunners = []string{"claude", "codex", "gemini", "aider", "opencode", "qwen", "copilot", "crush"}
 )
 
 // unusedSetting finds a setting that runner type typ would ignore and says
@@ -246,8 +260,14 @@ func (l *loader) selector(c *Config) error {
 
 // invalid formats a validation error for the key at path.
 func (l *loader) invalid(path, msg string) error {
+	// An element of a list (path[i]) came from the list's variable when
+	// one set the list.
 	if name, ok := l.fromEnv[path]; ok {
 		return fmt.Errorf("%s: %s", name, msg)
+	} else if i := strings.IndexByte(path, '['); i > 0 && strings.HasSuffix(path, "]") {
+		if name, ok := l.fromEnv[path[:i]]; ok {
+			return fmt.Errorf("%s: %s", name, msg)
+		}
 	}
 	if where, ok := l.origin[path]; ok {
 		return fmt.Errorf("%s: %s: %s", where, path, msg)
@@ -317,6 +337,14 @@ func budgetProblem(f float64) string {
 	return ""
 }
 
+// queryStateProblem: empty means open, as GitHub's own default.
+func queryStateProblem(s string) string {
+	if s == "" {
+		return ""
+	}
+	return oneOf(s, "open", "closed", "all")
+}
+
 func oneOf(s string, allowed ...string) string {
 	if slices.Contains(allowed, s) {
 		return ""
@@ -374,7 +402,7 @@ func (l *loader) notify(n Notify) error {
 		}
 	}
 	if len(n.On) > 0 && n.Webhook == "" {
-		return l.invalid("notify.on", "notify.on needs notify.webhook, the URL to post to")
+		return l.invalid("notify.on", "needs notify.webhook, the URL to post to")
 	}
 	return nil
 }

@@ -54,7 +54,9 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 	if opts.Prompt != "" {
 		out = append(out, e.planItem(ctx, opts, "do", shorten(opts.Prompt, 72), generated, "code"))
 	}
-	if len(files) > 0 || (len(issues) == 0 && opts.Prompt == "") {
+	// A run with an issue query works on the issues it finds instead of
+	// the task files under tasks_dir.
+	if len(files) > 0 || (len(issues) == 0 && opts.Prompt == "" && opts.Query.Empty()) {
 		o := opts
 		o.Targets, o.Query, o.Prompt = files, IssueQuery{}, ""
 		tasks, err := e.loadTargets(ctx, "dry-run", o)
@@ -67,6 +69,9 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 	}
 	for _, ref := range issues {
 		out = append(out, e.planItem(ctx, opts, ref, "(GitHub issue, not fetched)", generated, "code"))
+	}
+	if !opts.Query.Empty() {
+		out = append(out, e.planItem(ctx, opts, "query", "(GitHub issues "+opts.Query.String()+", not fetched)", generated, "code"))
 	}
 	// The run refuses a runner it cannot build before it starts; a dry run
 	// that printed a plan for it would promise a run that cannot happen.

@@ -56,6 +56,23 @@ type IssueQuery struct {
 	Limit     int      `json:"limit,omitempty"`
 }
 
+// String describes the query for a person: "labels bug, p1; state open".
+func (q IssueQuery) String() string {
+	var parts []string
+	if len(q.Labels) > 0 {
+		parts = append(parts, "labels "+strings.Join(q.Labels, ", "))
+	}
+	for _, p := range []struct{ name, v string }{{"milestone", q.Milestone}, {"assignee", q.Assignee}, {"state", q.State}} {
+		if p.v != "" {
+			parts = append(parts, p.name+" "+p.v)
+		}
+	}
+	if q.Limit > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d", q.Limit))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Empty says whether the query selects nothing by itself.
 func (q IssueQuery) Empty() bool {
 	return len(q.Labels) == 0 && q.Milestone == "" && q.Assignee == "" && q.State == "" && q.Limit == 0

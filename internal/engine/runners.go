@@ -66,6 +66,18 @@ func (e *Engine) checkRunners(opts Options) error {
 			return fmt.Errorf("%w: %s: no such role; fix the name (cadre roles list shows them) or remove the entry", ErrPreflight, e.d.Config.Where("roles."+name))
 		}
 	}
+	// An entry of a type nothing registers could never run: refused even
+	// when no role uses it, rather than kept as a setting that does nothing.
+	types := e.d.Runners.Types()
+	for _, name := range slices.Sorted(maps.Keys(e.d.Config.Runners)) {
+		if typ := e.d.Config.RunnerType(name); !slices.Contains(types, typ) {
+			path := "runners." + name
+			if e.d.Config.Runners[name].Type != "" {
+				path += ".type"
+			}
+			return fmt.Errorf("%w: %s: unknown runner type %q: use one of %s", ErrPreflight, e.d.Config.Where(path), typ, strings.Join(types, ", "))
+		}
+	}
 	checked := map[string]runner.Runner{}
 	defer func() {
 		e.checkedMu.Lock()
@@ -205,8 +217,13 @@ func (e *Engine) newRunner(name string) (runner.Runner, error) {
 		URL: rc.URL, Model: rc.Model, Scenario: rc.Scenario, BaseDir: e.d.Root})
 	if errors.Is(err, runner.ErrUnknown) {
 		// Still ErrUnknown: an executor that retries failed steps tells it
-		// from a failure that may pass.
-		return nil, fmt.Errorf("%w %q: define it under runners: in cadre.yaml or use one of %s", runner.ErrUnknown, typ, strings.Join(e.d.Runners.Types(), ", "))
+		// from a failure that may pass. An entry that exists has a wrong
+		// type, not a missing definition.
+		types := strings.Join(e.d.Runners.Types(), ", ")
+		if _, ok := e.d.Config.Runners[name]; ok && typ != name {
+			return nil, fmt.Errorf("runner %s: %w type %q: fix runners.%s.type, one of %s", name, runner.ErrUnknown, typ, name, types)
+		}
+		return nil, fmt.Errorf("%w %q: define it under runners: in cadre.yaml or use one of %s", runner.ErrUnknown, typ, types)
 	}
 	return rn, err
 }

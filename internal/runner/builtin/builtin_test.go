@@ -2,8 +2,10 @@ package builtin
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/runner"
 )
 
@@ -26,5 +28,20 @@ func TestRegistryBuildsExec(t *testing.T) {
 	}
 	if _, err := Registry(nil).New("exec", runner.Settings{Name: "sh"}); err == nil {
 		t.Fatal("exec without a command: want an error")
+	}
+}
+
+// TestConfigRefusesScenarioOfEveryOtherType: only the script runner reads
+// runners.NAME.scenario, so cadre.yaml refuses it on an entry of any other
+// registered type instead of ignoring it.
+func TestConfigRefusesScenarioOfEveryOtherType(t *testing.T) {
+	for _, typ := range Registry(nil).Types() {
+		if typ == "script" {
+			continue
+		}
+		_, err := config.Parse("cadre.yaml", []byte("runners:\n  x: {type: "+typ+", scenario: s.yaml}\n"), nil)
+		if err == nil || !strings.Contains(err.Error(), "runners.x.scenario:") {
+			t.Errorf("type %s with a scenario: error = %v, want it refused naming runners.x.scenario", typ, err)
+		}
 	}
 }
