@@ -22,7 +22,8 @@ func Dial(ctx context.Context, address, namespace string, logw io.Writer) (clien
 	c, err := client.DialContext(ctx, client.Options{HostPort: address, Namespace: namespace,
 		Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})))})
 	if err != nil {
-		return nil, fmt.Errorf("connect to temporal at %s: %w", address, err)
+		// The SDK's error says only that the dial failed: say what to do.
+		return nil, fmt.Errorf("connect to temporal at %s: %w: is a Temporal server running there? start one (temporal server start-dev) or give its address (--temporal-address or temporal.address in cadre.yaml)", address, err)
 	}
 	return c, nil
 }
