@@ -68,6 +68,11 @@ func (f *Factory) runEngineOf(ctx context.Context, ws workspaceCtx, asJSON, live
 			return out, func(context.Context) func() { return func() {} }
 		}
 		fl := &itemFollower{st: st, out: out}
+		// From the journal's end: a resumed run's earlier events were
+		// shown by the process that ran them (cadre status has them).
+		if seq, err := st.LastEventSeq(ctx); err == nil {
+			fl.seq = seq
+		}
 		return fl, fl.follow
 	}
 	if !live {

@@ -73,13 +73,22 @@ func TestTemporalScript(t *testing.T) {
 	})
 }
 
-// cmdWaitItem waits (up to a minute) until cadre status --json shows the
-// latest run's ITEM with STATUS, and sets RUN to that run's id.
+// cmdWaitItem waits (up to a minute, or SECONDS) until cadre status
+// --json shows the latest run's ITEM with STATUS, and sets RUN to that
+// run's id.
 //
-//	waititem ITEM STATUS
+//	waititem ITEM STATUS [SECONDS]
 func cmdWaitItem(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: waititem ITEM STATUS")
+	if neg || len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: waititem ITEM STATUS [SECONDS]")
+	}
+	limit := time.Minute
+	if len(args) == 3 {
+		n, err := strconv.Atoi(args[2])
+		if err != nil || n < 1 {
+			ts.Fatalf("waititem: SECONDS %q is not a positive number", args[2])
+		}
+		limit = time.Duration(n) * time.Second
 	}
 	// testscript puts the cadre command on the script's PATH.
 	var cadre string
@@ -93,7 +102,7 @@ func cmdWaitItem(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("waititem: no cadre on the script's PATH")
 	}
 	var last string
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		cmd := exec.Command(cadre, "status", "--json")
 		cmd.Dir = ts.MkAbs(".")
 		cmd.Env = append(os.Environ(), "HOME="+ts.Getenv("HOME"), "GIT_CONFIG_NOSYSTEM=1", "PATH="+ts.Getenv("PATH"))
@@ -122,7 +131,7 @@ func cmdWaitItem(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		}
 	}
-	ts.Fatalf("waititem: %s is %q after a minute, want %s", args[0], last, args[1])
+	ts.Fatalf("waititem: %s is %q after %s, want %s", args[0], last, limit, args[1])
 }
 
 // cmdFreePort sets NAME to a loopback TCP port free a moment ago, for a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,6 +154,13 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions, slots int) e
 	if slots == 0 {
 		slots = max(1, ws.cfg.Limits.ParallelIssues*ws.cfg.Limits.ParallelAgents)
 	}
+	origin, err := checkOrigin(ctx, ws.root)
+	if err != nil {
+		return err
+	}
+	if !origin {
+		fmt.Fprintf(f.IO.ErrOut, "cadre: warning: %s has no remote origin: the items of runs started in another repository fail here (add it: git remote add origin URL)\n", ws.root)
+	}
 	t := temporalTarget(ws.cfg, *o, nil)
 	c, err := temporal.Dial(ctx, t.Address, t.Namespace, f.IO.ErrOut)
 	if err != nil {
@@ -171,13 +179,47 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions, slots int) e
 	}
 	defer flush()
 	fmt.Fprintf(f.IO.ErrOut, "cadre: worker for %s polling %s on %s, %d steps at once\n", ws.root, t.TaskQueue, t.Address, slots)
-	_, noOrigin := (&workspace.Repo{Dir: ws.root}).Git(ctx, "remote", "get-url", "origin")
 	remote := temporal.Remote{Home: temporal.HomeOf(e.StateDir()), Journal: temporal.EngineJournal{Engine: e},
-		Replica: temporal.EngineReplica{Engine: e}, Origin: noOrigin == nil}
+		Replica: temporal.EngineReplica{Engine: e}, Origin: origin}
 	if err := temporal.Serve(ctx, c, t.TaskQueue, e, progress, slots, remote); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// checkOrigin says whether the repository at root has a remote origin,
+// and refuses one whose URL is a relative path: every item on Temporal
+// fetches and pushes its branch through origin from its worktree, where
+// git would resolve such a path elsewhere, failing each step.
+func checkOrigin(ctx context.Context, root string) (bool, error) {
+	repo := &workspace.Repo{Dir: root}
+	if _, err := repo.Git(ctx, "remote", "get-url", "origin"); err != nil {
+		return false, nil
+	}
+	for _, args := range [][]string{{"remote", "get-url", "origin"}, {"remote", "get-url", "--push", "origin"}} {
+		out, err := repo.Git(ctx, args...)
+		if err != nil {
+			return false, fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+		}
+		if u := strings.TrimSpace(out); relativePath(u) {
+			return false, usageErr(fmt.Errorf("remote origin's URL %q is a relative path, which git resolves from each item's worktree: make it absolute (git remote set-url origin %s)",
+				u, filepath.Join(root, u)))
+		}
+	}
+	return true, nil
+}
+
+// relativePath says whether a remote's URL is a relative local path: not
+// a URL (scheme://), not git's scp-like host:path (a colon before any
+// slash), not absolute.
+func relativePath(u string) bool {
+	if u == "" || strings.Contains(u, "://") || filepath.IsAbs(u) {
+		return false
+	}
+	if i := strings.IndexByte(u, ':'); i >= 0 && !strings.Contains(u[:i], "/") {
+		return false
+	}
+	return true
 }
 
 // runTemporal runs eo's items as Temporal workflows at eo.Temporal,

@@ -143,8 +143,9 @@ type span struct {
 	a      *Activities
 	s      *engine.ItemSteps // nil until the item is open
 	ref    ItemRef
-	remote bool // the run's home is elsewhere: the item is a replica's
-	homed  bool // the run has a home (runs recorded before have none)
+	step   string // "" for the item's own activities (its begin, its end)
+	remote bool   // the run's home is elsewhere: the item is a replica's
+	homed  bool   // the run has a home (runs recorded before have none)
 	stop   func()
 }
 
@@ -155,7 +156,7 @@ type span struct {
 func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engine.ItemSteps, *span, error) {
 	a.inflight.Add(1)
 	stop := a.heartbeat(ctx, ref.Run, step)
-	sp := &span{a: a, ref: ref.key(), remote: ref.Sync != nil && ref.Sync.Home != a.Home, homed: ref.Sync != nil, stop: func() { stop(); a.inflight.Done() }}
+	sp := &span{a: a, ref: ref.key(), step: step, remote: ref.Sync != nil && ref.Sync.Home != a.Home, homed: ref.Sync != nil, stop: func() { stop(); a.inflight.Done() }}
 	if sp.remote && !a.Origin {
 		// Retrying cannot help: the clone lacks what the item's branch
 		// travels through.
@@ -198,6 +199,13 @@ func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engi
 // failure. A failure Temporal retries leaves its changes for the next take.
 func (sp *span) end(ctx context.Context, err error) (Synced, error) {
 	defer sp.stop()
+	sy, err := sp.result(ctx, err)
+	sp.retrying(ctx, err)
+	return sy, err
+}
+
+// result is the activity's result and failure, for end.
+func (sp *span) result(ctx context.Context, err error) (Synced, error) {
 	var sy Synced
 	if sp.remote {
 		err = stepFailure(err, nil)
@@ -220,6 +228,27 @@ func (sp *span) end(ctx context.Context, err error) (Synced, error) {
 		sy.Queue = sp.a.Queue
 	}
 	return sy, stepFailure(err, nil)
+}
+
+// retrying journals a warning when err is a failure Temporal will try
+// again: without it the run shows the step starting over and over with no
+// reason while its retries back off for minutes (the worker's log alone
+// said why). A remote replica's warning goes home with its next batch,
+// unless the replica is hydrated again before.
+func (sp *span) retrying(ctx context.Context, err error) {
+	var ae *temporal.ApplicationError
+	if err == nil || sp.s == nil || ctx.Err() != nil || !activity.IsActivity(ctx) || (errors.As(err, &ae) && ae.NonRetryable()) {
+		return
+	}
+	what := "item " + sp.ref.Item
+	if sp.step != "" {
+		what = "step " + sp.step
+	}
+	attempt := activity.GetInfo(ctx).Attempt
+	if retry.MaximumAttempts > 0 && attempt >= retry.MaximumAttempts {
+		return // the last attempt: the item fails with err
+	}
+	sp.s.Warn(fmt.Sprintf("%s failed on worker %s (attempt %d of %d), trying again: %v", what, sp.a.ID, attempt, retry.MaximumAttempts, err))
 }
 
 // turn is the item's token of one step at a time.

@@ -22,7 +22,8 @@ func Dial(ctx context.Context, address, namespace string, logw io.Writer) (clien
 	c, err := client.DialContext(ctx, client.Options{HostPort: address, Namespace: namespace,
 		Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})))})
 	if err != nil {
-		return nil, fmt.Errorf("connect to temporal at %s: %w", address, err)
+		// The SDK's error says only that the dial failed: say what to do.
+		return nil, fmt.Errorf("connect to temporal at %s: %w: is a Temporal server running there? start one (temporal server start-dev) or give its address (--temporal-address or temporal.address in cadre.yaml)", address, err)
 	}
 	return c, nil
 }
@@ -59,10 +60,16 @@ func Serve(ctx context.Context, c client.Client, queue string, e *engine.Engine,
 	if err != nil {
 		return err
 	}
-	w := worker.New(c, queue, worker.Options{Tuner: tuner})
+	// The SDK sends a step's heartbeats at most every 80% of its heartbeat
+	// timeout (24s of the default 30s), and a cancellation (cadre stop
+	// --now) reaches the step only with a heartbeat's answer: heartbeat as
+	// often as the steps do, so a stop takes seconds, not half a minute.
+	opts := worker.Options{Tuner: tuner, MaxHeartbeatThrottleInterval: heartbeatEvery}
+	w := worker.New(c, queue, opts)
 	RegisterWorkflow(w, &Workflows{Defs: e.Workflows(), Roles: e.RoleExists})
 	RegisterActivities(w, acts)
-	own := worker.New(c, acts.Queue, worker.Options{Tuner: tuner, DisableWorkflowWorker: true})
+	opts.DisableWorkflowWorker = true
+	own := worker.New(c, acts.Queue, opts)
 	RegisterActivities(own, acts)
 	ws := []worker.Worker{own}
 	if r.Journal != nil {
