@@ -73,7 +73,7 @@ func runStop(ctx context.Context, f *Factory, opts *StopOptions) error {
 				return err
 			}
 			if onTemporal {
-				what := "told to start no new step"
+				what := "told to start no new step (running steps finish; cadre stop --now cancels them)"
 				if opts.Now {
 					what = "cancelled"
 				}
@@ -95,6 +95,6 @@ func runStop(ctx context.Context, f *Factory, opts *StopOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "cadre: cancelling run %s (pid %d)\n", run, pid)
 		return nil
 	}
-	fmt.Fprintf(f.IO.ErrOut, "cadre: run %s will stop after its running step\n", run)
+	fmt.Fprintf(f.IO.ErrOut, "cadre: run %s will stop after its running step (cadre stop --now cancels it)\n", run)
 	return nil
 }
