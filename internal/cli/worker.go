@@ -34,7 +34,9 @@ type TemporalOptions struct {
 // set lists the Temporal flags given, by name.
 func (o TemporalOptions) set() []string {
 	var names []string
-	for name, v := range map[string]string{"temporal-address": o.Address, "namespace": o.Namespace, "task-queue": o.TaskQueue} {
+	// --temporal and --temporal-address set one field: named both ways,
+	// whichever the user typed.
+	for name, v := range map[string]string{"temporal (--temporal-address)": o.Address, "namespace": o.Namespace, "task-queue": o.TaskQueue} {
 		if v != "" {
 			names = append(names, "--"+name)
 		}
