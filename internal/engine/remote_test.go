@@ -275,18 +275,7 @@ func TestRemoteItemMovesBetweenMachines(t *testing.T) {
 	// Steps: p1 executor, commit, p2 executor, commit (B killed after
 	// its push, retried on A), p3 executor, commit, p4 executor, commit.
 	x := &remoteExec{t: t, rig: rig, plan: []int{0, 0, 1, 1, 1, 1, 0, 0}, crashAt: 3}
-	sum, err := rig.a.eng.StartWith(context.Background(), Options{Workflow: "four"}, x.drive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum.Status != store.RunCompleted {
-		t.Fatalf("run %s: %s", sum.Status, sum.Reason)
-	}
-	branch := workspace.BranchName("a", "Task a")
-	commits := []string{"a/p1/commit#1", "a/p2/commit#1", "a/p3/commit#1", "a/p4/commit#1"}
-	if got := stepTrailers(t, rig.origin, branch); strings.Join(got, " ") != strings.Join(commits, " ") {
-		t.Fatalf("origin's %s has commits of steps %q, want one of each of %q", branch, got, commits)
-	}
+	sum, branch := runFour(t, x)
 	if len(rig.a.fake.calls) != 4 {
 		t.Errorf("agent steps %q, want each executor once", rig.a.fake.calls)
 	}
@@ -306,6 +295,26 @@ func TestRemoteItemMovesBetweenMachines(t *testing.T) {
 	// The retried commit step journaled B's pushed commit, on its second
 	// try; both machines end at origin's head, nothing stashed.
 	checkAdopted(t, rig, sum.Run, branch, 2)
+}
+
+// runFour runs item a through the four-phase workflow as x drives it, and
+// checks that the run completed with origin's branch holding exactly one
+// commit of each commit step; it returns the run and the branch.
+func runFour(t *testing.T, x *remoteExec) (Summary, string) {
+	t.Helper()
+	sum, err := x.rig.a.eng.StartWith(context.Background(), Options{Workflow: "four"}, x.drive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != store.RunCompleted {
+		t.Fatalf("run %s: %s", sum.Status, sum.Reason)
+	}
+	branch := workspace.BranchName("a", "Task a")
+	commits := []string{"a/p1/commit#1", "a/p2/commit#1", "a/p3/commit#1", "a/p4/commit#1"}
+	if got := stepTrailers(t, x.rig.origin, branch); strings.Join(got, " ") != strings.Join(commits, " ") {
+		t.Fatalf("origin's %s has commits of steps %q, want one of each of %q", branch, got, commits)
+	}
+	return sum, branch
 }
 
 // checkAdopted checks that p2's commit step journaled the commit origin has
@@ -359,18 +368,7 @@ func TestRemoteItemCommitStepLostWithItsWorker(t *testing.T) {
 			found := map[string][]string{}
 			rig := newRemoteRig(t, writeStep(found, &mu))
 			x := &remoteExec{t: t, rig: rig, plan: tc.plan, crashAt: 3, lost: true, at: tc.at, same: tc.same}
-			sum, err := rig.a.eng.StartWith(context.Background(), Options{Workflow: "four"}, x.drive)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sum.Status != store.RunCompleted {
-				t.Fatalf("run %s: %s", sum.Status, sum.Reason)
-			}
-			branch := workspace.BranchName("a", "Task a")
-			commits := []string{"a/p1/commit#1", "a/p2/commit#1", "a/p3/commit#1", "a/p4/commit#1"}
-			if got := stepTrailers(t, rig.origin, branch); strings.Join(got, " ") != strings.Join(commits, " ") {
-				t.Fatalf("origin's %s has commits of steps %q, want one of each of %q", branch, got, commits)
-			}
+			sum, branch := runFour(t, x)
 			checkAdopted(t, rig, sum.Run, branch, 0)
 		})
 	}
