@@ -99,6 +99,9 @@ func (s *Store) RecordEvaluation(ctx context.Context, e Evaluation) error {
 // would: a benchmark's results land together or not at all, and thousands
 // of rows cost one commit rather than one each.
 func (s *Store) RecordEvaluations(ctx context.Context, evs ...Evaluation) error {
+	if err := s.fault(OpEvaluations); err != nil {
+		return fmt.Errorf("record evaluation: %w", err)
+	}
 	for _, e := range evs {
 		if err := e.validate(); err != nil {
 			return fmt.Errorf("record evaluation: %w", err)

@@ -30,6 +30,9 @@ func (s *Store) AppendEvent(ctx context.Context, e Event) error {
 const appendEventQuery = `INSERT INTO events (run_id, time, type, item_id, data) VALUES (?, ?, ?, ?, ?)`
 
 func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
+	if err := s.fault(OpEvents); err != nil {
+		return fmt.Errorf("append events: %w", err)
+	}
 	for _, e := range events {
 		if e.RunID == "" || e.Type == "" {
 			return fmt.Errorf("append event %q of run %q: run id and event type are required", e.Type, e.RunID)

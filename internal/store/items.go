@@ -52,21 +52,44 @@ type ItemUpdate struct {
 // run already has an item with this id the call changes nothing, so the
 // item's Init* fields keep the state the run first saw.
 func (s *Store) AddItem(ctx context.Context, it Item) error {
+	if err := s.fault(OpAddItem); err != nil {
+		return fmt.Errorf("add item %s: %w", it.ID, err)
+	}
+	it, err := checkItem(it)
+	if err != nil {
+		return err
+	}
+	return s.addItem(ctx, nil, it)
+}
+
+// checkItem checks an item to add, defaulting its status to pending.
+func checkItem(it Item) (Item, error) {
 	if it.RunID == "" || it.ID == "" {
-		return fmt.Errorf("add item %q to run %q: run id and item id are required", it.ID, it.RunID)
+		return it, fmt.Errorf("add item %q to run %q: run id and item id are required", it.ID, it.RunID)
 	}
 	if it.Status == "" {
 		it.Status = ItemPending
 	}
 	if !validItemStatus(it.Status) {
-		return fmt.Errorf("add item %s: unknown status %q (%s)", it.ID, it.Status, itemStatusHint)
+		return it, fmt.Errorf("add item %s: unknown status %q (%s)", it.ID, it.Status, itemStatusHint)
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO items
+	return it, nil
+}
+
+// addItem is AddItem's write, in tx when tx is not nil.
+func (s *Store) addItem(ctx context.Context, tx *sql.Tx, it Item) error {
+	const q = `INSERT INTO items
 		(run_id, id, source, ref, title, init_stage, init_attempts, stage, status, attempts, current_step, error, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run_id, id) DO NOTHING`,
-		it.RunID, it.ID, it.Source, it.Ref, it.Title, it.InitStage, it.InitAttempts,
-		it.Stage, it.Status, it.Attempts, it.CurrentStep, it.Error, fmtTime(s.orNow(it.UpdatedAt)))
+		ON CONFLICT (run_id, id) DO NOTHING`
+	args := []any{it.RunID, it.ID, it.Source, it.Ref, it.Title, it.InitStage, it.InitAttempts,
+		it.Stage, it.Status, it.Attempts, it.CurrentStep, it.Error, fmtTime(s.orNow(it.UpdatedAt))}
+	var err error
+	if tx != nil {
+		_, err = tx.ExecContext(ctx, q, args...)
+	} else {
+		_, err = s.w.ExecContext(ctx, q, args...)
+	}
 	if isForeignKey(err) {
 		return fmt.Errorf("add item %s: run %s %w", it.ID, it.RunID, ErrNotFound)
 	}
@@ -79,6 +102,9 @@ func (s *Store) AddItem(ctx context.Context, it Item) error {
 // UpdateItem applies u to the item and stamps UpdatedAt; ErrNotFound when
 // the item does not exist.
 func (s *Store) UpdateItem(ctx context.Context, runID, id string, u ItemUpdate) error {
+	if err := s.fault(OpUpdateItem); err != nil {
+		return fmt.Errorf("update item %s: %w", id, err)
+	}
 	now := s.now()
 	if err := s.updateItem(ctx, nil, runID, id, u, now); err != nil {
 		return err

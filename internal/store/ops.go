@@ -22,6 +22,9 @@ const (
 	OpEvaluations OpKind = "evaluations" // RecordEvaluations: Evals, CreatedAt set
 	OpRunStatus   OpKind = "run_status"  // SetRunStatus: Status, PID
 	OpRunOptions  OpKind = "run_options" // SetRunOptions: Options
+	OpCreateRun   OpKind = "create_run"  // CreateRun (not tapped: a run is created where it starts)
+	OpAddItem     OpKind = "add_item"    // AddItem (not tapped: items are added with their run)
+	OpApply       OpKind = "apply"       // ApplyOps (not tapped: the batch came from another journal)
 )
 
 // Op is one write of the journal as it was made, with the times the store
@@ -52,6 +55,27 @@ func (s *Store) SetTap(fn func(Op)) {
 		return
 	}
 	s.tap.Store(&fn)
+}
+
+// SetFault has fn asked before each write of the journal, by its kind;
+// a non-nil error fails that write with it, before anything is written
+// (nil fn: none). It stands for the faults of a real journal (a full
+// disk, a journal another process keeps busy) in tests of what the
+// callers do with a write that did not happen.
+func (s *Store) SetFault(fn func(OpKind) error) {
+	if fn == nil {
+		s.faultFn.Store(nil)
+		return
+	}
+	s.faultFn.Store(&fn)
+}
+
+// fault is the injected failure of a write of kind k, or nil.
+func (s *Store) fault(k OpKind) error {
+	if fn := s.faultFn.Load(); fn != nil {
+		return (*fn)(k)
+	}
+	return nil
 }
 
 func (s *Store) emit(op Op) {
@@ -247,6 +271,9 @@ var (
 func (s *Store) ApplyOps(ctx context.Context, key BatchKey, digest string, ops []Op, write func() error) (bool, error) {
 	if key.Run == "" || key.Item == "" || key.Seq < 1 || digest == "" {
 		return false, fmt.Errorf("apply %s: want a run, an item, a number from 1 and a digest", key)
+	}
+	if err := s.fault(OpApply); err != nil {
+		return false, fmt.Errorf("apply %s: %w", key, err)
 	}
 	for i, op := range ops {
 		if err := op.check(); err != nil {

@@ -38,9 +38,14 @@ type Run struct {
 	EndedAt                    *time.Time
 }
 
-// CreateRun records a new run. An empty Status means running; zero
-// StartedAt/UpdatedAt mean now.
-func (s *Store) CreateRun(ctx context.Context, r Run) error {
+// CreateRun records a new run with its items, all or none: a run is
+// never journaled without some of its items. An empty Status means
+// running; zero StartedAt/UpdatedAt mean now. Items are recorded as
+// AddItem does.
+func (s *Store) CreateRun(ctx context.Context, r Run, items ...Item) error {
+	if err := s.fault(OpCreateRun); err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
 	if r.ID == "" {
 		return errors.New("create run: empty run id")
 	}
@@ -54,19 +59,37 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
+	for i, it := range items {
+		it.RunID = r.ID
+		if it, err = checkItem(it); err != nil {
+			return err
+		}
+		items[i] = it
+	}
 	started := s.orNow(r.StartedAt)
 	updated := started
 	if !r.UpdatedAt.IsZero() {
 		updated = r.UpdatedAt.UTC()
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO runs
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs
 		(id, repo, workflow, status, options, pid, started_at, updated_at, ended_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Repo, r.Workflow, r.Status, opts, r.PID,
-		fmtTime(started), fmtTime(updated), fmtTimePtr(r.EndedAt))
-	if isUnique(err) {
-		return fmt.Errorf("create run %s: a run with this id already exists", r.ID)
-	}
+			r.ID, r.Repo, r.Workflow, r.Status, opts, r.PID,
+			fmtTime(started), fmtTime(updated), fmtTimePtr(r.EndedAt))
+		if isUnique(err) {
+			return errors.New("a run with this id already exists")
+		}
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if err := s.addItem(ctx, tx, it); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -77,6 +100,9 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 // status (completed, failed) sets EndedAt; any other clears it, since the
 // run is live again.
 func (s *Store) SetRunStatus(ctx context.Context, id, status string, pid int) error {
+	if err := s.fault(OpRunStatus); err != nil {
+		return fmt.Errorf("set run %s status: %w", id, err)
+	}
 	now := s.now()
 	if err := s.setRunStatus(ctx, nil, id, status, pid, now); err != nil {
 		return err
@@ -121,6 +147,9 @@ func checkRun(res sql.Result, err error) func(what string) error {
 // budget), so that every process reading the run from the journal, and a
 // later resume, goes by them too.
 func (s *Store) SetRunOptions(ctx context.Context, id string, options json.RawMessage) error {
+	if err := s.fault(OpRunOptions); err != nil {
+		return fmt.Errorf("set run %s options: %w", id, err)
+	}
 	now := s.now()
 	if err := s.setRunOptions(ctx, nil, id, options, now); err != nil {
 		return err

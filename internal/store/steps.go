@@ -50,6 +50,9 @@ type Step struct {
 // returns ErrCompleted: its work must not be done again. A zero StartedAt
 // means now; Status and Tries of st are ignored.
 func (s *Store) StartStep(ctx context.Context, st Step) error {
+	if err := s.fault(OpStartStep); err != nil {
+		return fmt.Errorf("start step %s: %w", st.ID, err)
+	}
 	if st.RunID == "" || st.ID == "" {
 		return fmt.Errorf("start step %q of run %q: run id and step id are required", st.ID, st.RunID)
 	}
@@ -102,6 +105,9 @@ const startStepQuery = `INSERT INTO steps
 // Usage, Error and EndedAt (now when nil). The step must have been started
 // and not already completed (ErrNotFound, ErrCompleted).
 func (s *Store) FinishStep(ctx context.Context, st Step) error {
+	if err := s.fault(OpFinishStep); err != nil {
+		return fmt.Errorf("finish step %s: %w", st.ID, err)
+	}
 	ended := s.now()
 	if st.EndedAt != nil {
 		ended = st.EndedAt.UTC()
@@ -197,6 +203,9 @@ const stepUsageQuery = `INSERT OR REPLACE INTO step_usage
 // started (finished, or unknown) returns ErrNotFound: its agent is no
 // longer its own.
 func (s *Store) SetStepGroup(ctx context.Context, runID, stepID string, pgid int, start uint64) error {
+	if err := s.fault(OpStepGroup); err != nil {
+		return fmt.Errorf("record process group of step %s: %w", stepID, err)
+	}
 	if err := s.setStepGroup(ctx, nil, runID, stepID, pgid, start); err != nil {
 		return err
 	}

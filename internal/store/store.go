@@ -47,7 +47,8 @@ type Store struct {
 
 	stmts sync.Map // stmtKey → *sql.Stmt, see prepared
 
-	tap atomic.Pointer[func(Op)] // see SetTap
+	tap     atomic.Pointer[func(Op)]           // see SetTap
+	faultFn atomic.Pointer[func(OpKind) error] // see SetFault
 }
 
 // stmtKey names a prepared statement: its text and the pool it runs on.
