@@ -483,8 +483,8 @@ func (x *exec) end(ctx workflow.Context, e engine.Ending) (engine.Ended, error) 
 	return res.Ended, err
 }
 
-// runner drives the runner workflow (seed 001's stage pipeline) as the
-// embedded engine's item loop does: workflow.Next, pure and deterministic,
+// runner drives the stage pipeline with workflow.Drive, the loop the
+// embedded engine drives it with: workflow.Next, pure and deterministic,
 // decides here in workflow code, and each decision's effect is an
 // activity (a stage's agent step with the task file's frontmatter, the
 // question to a human, the item's end: its commit, or the hard stop that
@@ -500,12 +500,6 @@ func (x *exec) runner(ctx workflow.Context, b engine.Begun) (engine.Ended, error
 	lim := flow.Limits{AuditPassRating: b.Limits.AuditPassRating, MaxAttempts: b.Limits.MaxAttempts,
 		EscalateBelowConfidence: b.Limits.EscalateBelowConfidence}
 	x.halted = b.Halted
-	next := func(s flow.State, ev flow.Event) (flow.State, flow.Decision) {
-		if !s.Stopping && (x.halted || x.stopping) {
-			s, _ = flow.Next(lim, s, flow.Event{Kind: flow.Stop})
-		}
-		return flow.Next(lim, s, ev)
-	}
 	var s flow.State
 	var d flow.Decision
 	if c := x.carried; c != nil && c.State != nil && c.Decision != nil {
@@ -513,38 +507,44 @@ func (x *exec) runner(ctx workflow.Context, b engine.Begun) (engine.Ended, error
 		s, d = *c.State, *c.Decision
 		x.halted = c.Halted
 	} else {
-		s, d = next(flow.Initial(x.ref.Item, b.Stage, b.Attempts), flow.Event{Kind: flow.Start})
+		s, d = flow.Begin(lim, x.ref.Item, b.Stage, b.Attempts, x.Stopping())
 	}
-	for {
-		var err error
-		switch d.Kind {
-		case flow.RunStep:
-			if !x.stopping && !x.halted && x.continues(ctx) {
-				st, dec := s, d
-				return x.continueAsNew(ctx, &st, &dec)
-			}
-			var got StageResult
-			st, dec := s, d
-			err = x.act(ctx, x.stepCtx(ctx, 1), ActStage, func(r ItemRef) any { return StageInput{ItemRef: r, State: st, Decision: dec} }, &got)
-			x.live++
-			if err == nil {
-				x.halted = x.halted || got.Halted
-				s, d = next(s, got.Event)
-				continue
-			}
-		case flow.AskHuman:
-			var ans flow.Answer
-			ans, err = x.Human(withWorkflow(ctx), d.Human)
-			if err == nil {
-				s, d = next(s, flow.Event{Kind: flow.Answered, Human: &ans})
-				continue
-			}
-		default:
-			// Complete, HardStop or Stopped: the item's end says which.
-			return x.end(ctx, engine.Ending{Runner: &engine.RunnerEnding{State: s, Decision: d}})
-		}
+	s, d, err := flow.Drive(withWorkflow(ctx), lim, x, s, d)
+	switch {
+	case errors.Is(err, errContinue):
+		// The history is large: the next run takes up from this decision.
+		return x.continueAsNew(ctx, &s, &d)
+	case err != nil:
 		return x.runnerFailed(ctx, s, err)
 	}
+	// Complete, HardStop or Stopped: the item's end says which.
+	return x.end(ctx, engine.Ending{Runner: &engine.RunnerEnding{State: s, Decision: d}})
+}
+
+// Stopping says whether the item starts no new stage: the stop signal,
+// another item's halt, or a stage that found the run halted.
+func (x *exec) Stopping() bool { return x.halted || x.stopping }
+
+// Stage runs a stage's step as an activity, unless the history is large
+// enough to continue as new first (errContinue).
+func (x *exec) Stage(ctx context.Context, s flow.State, d flow.Decision) (flow.Event, error) {
+	wctx := workflowOf(ctx)
+	if !x.stopping && !x.halted && x.continues(wctx) {
+		return flow.Event{}, errContinue
+	}
+	var got StageResult
+	err := x.act(wctx, x.stepCtx(wctx, 1), ActStage, func(r ItemRef) any { return StageInput{ItemRef: r, State: s, Decision: d} }, &got)
+	x.live++
+	if err != nil {
+		return flow.Event{}, err
+	}
+	x.halted = x.halted || got.Halted
+	return got.Event, nil
+}
+
+// Ask puts a stage's question to a human (see Human).
+func (x *exec) Ask(ctx context.Context, _ flow.State, d flow.Decision) (flow.Answer, error) {
+	return x.Human(ctx, d.Human)
 }
 
 // runnerFailed ends a runner-workflow item whose step or question failed:
