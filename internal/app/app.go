@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -85,6 +86,9 @@ type Options struct {
 	// waits for queued notifications (default 10s).
 	Notify     notify.Options
 	NotifyWait time.Duration
+	// Warn is where a warning no event can carry goes (the journal
+	// refusing events); nil: os.Stderr.
+	Warn io.Writer
 	// Forge replaces the GitHub built from cadre.yaml (nil: that one).
 	Forge engine.Forge
 }
@@ -126,9 +130,15 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	if wait <= 0 {
 		wait = 10 * time.Second
 	}
+	warn := o.Warn
+	if warn == nil {
+		warn = os.Stderr
+	}
 	closeAll := func() {
 		notifier.Close(wait) // its last warnings still reach the journal
-		journal.Close()
+		if err := journal.Close(); err != nil {
+			fmt.Fprintln(warn, "cadre: warning: "+err.Error())
+		}
 	}
 	all := append([]event.Sink{journal, notifier}, o.Sinks...)
 	if token := getenv(ws.Config.GitHub.TokenEnv); token != "" {

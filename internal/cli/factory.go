@@ -180,7 +180,7 @@ func openStore(ctx context.Context, root string) (*store.Store, error) {
 // The returned function flushes the journal; call it before closing st.
 func (f *Factory) newEngine(ctx context.Context, ws workspaceCtx, st *store.Store, sinks ...event.Sink) (*engine.Engine, func(), error) {
 	e, flush, err := app.NewEngine(ctx, app.Workspace{Root: ws.root, Config: ws.cfg}, st,
-		app.Options{Getenv: f.Getenv, Runners: f.Runners, Crash: f.Crash, Sinks: sinks})
+		app.Options{Getenv: f.Getenv, Runners: f.Runners, Crash: f.Crash, Sinks: sinks, Warn: f.IO.ErrOut})
 	if err != nil {
 		return nil, nil, usageErr(relPath(err, ws.root))
 	}

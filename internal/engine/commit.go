@@ -54,7 +54,7 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 	tried := err == nil // started before: a crash may have left its commit unrecorded
 	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: id, Kind: "commit"}
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
-		return err
+		return journalErr(ir.it.ID, err)
 	}
 	mark := workspace.Mark{Step: id, Run: ir.run}
 	sha, err := e.committedBefore(ctx, ir, mark, tried)
@@ -64,9 +64,8 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 	if sha == "" {
 		sha, err = ir.repo.Commit(ctx, commitMessage(ir.task), mark, opt)
 		if err != nil {
-			rec.Status, rec.Error = store.StepFailed, err.Error()
-			e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
-			return fmt.Errorf("commit %s: %w", ir.it.ID, err)
+			rec.Error = err.Error()
+			return e.failStep(ctx, rec, fmt.Errorf("commit %s: %w", ir.it.ID, err))
 		}
 		e.d.Crash(CrashCommitted)
 	}
@@ -80,7 +79,7 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 	if err := e.noteWIP(ctx, ir, &rec); err != nil {
 		return err
 	}
-	return e.d.Store.FinishStep(ctx, rec)
+	return e.finishStep(ctx, rec)
 }
 
 // commitMessage names the task; the title is untrusted text, so it is

@@ -260,9 +260,7 @@ func (e *Engine) create(ctx context.Context, opts Options) (runID string, releas
 		return "", nil, fmt.Errorf("%w: base_branch %q has no commit to branch from: set base_branch in cadre.yaml (or commit first)", ErrPreflight, e.d.Config.BaseBranch)
 	}
 	optsJSON, _ := json.Marshal(opts)
-	if err := e.d.Store.CreateRun(ctx, store.Run{ID: runID, Repo: e.d.Root, Workflow: workflowName(opts), Options: optsJSON, PID: e.d.PID}); err != nil {
-		return "", nil, err
-	}
+	recs := make([]store.Item, 0, len(items))
 	for _, t := range items {
 		source := "task"
 		if strings.HasPrefix(t.Path, e.StateDir()) {
@@ -271,10 +269,12 @@ func (e *Engine) create(ctx context.Context, opts Options) (runID string, releas
 				source = "github"
 			}
 		}
-		if err := e.d.Store.AddItem(ctx, store.Item{RunID: runID, ID: t.ID, Source: source, Ref: t.Path, Title: t.Title,
-			InitStage: t.Stage, InitAttempts: t.Attempts, Stage: t.Stage, Attempts: t.Attempts}); err != nil {
-			return "", nil, err
-		}
+		recs = append(recs, store.Item{ID: t.ID, Source: source, Ref: t.Path, Title: t.Title,
+			InitStage: t.Stage, InitAttempts: t.Attempts, Stage: t.Stage, Attempts: t.Attempts})
+	}
+	run := store.Run{ID: runID, Repo: e.d.Root, Workflow: workflowName(opts), Options: optsJSON, PID: e.d.PID}
+	if err := e.d.Store.CreateRun(ctx, run, recs...); err != nil {
+		return "", nil, err
 	}
 	return runID, lk.release, nil
 }
@@ -503,9 +503,7 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 				return nil
 			}
 			if reason := rs.waitDeps(gctx, it.ID, e.depsOf(it)); reason != "" {
-				e.d.Store.UpdateItem(gctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemSkipped), Error: &reason})
-				e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.Warning, Message: "skipped: " + reason})
-				return nil
+				return e.transit(gctx, runID, it.ID, skipped(reason))
 			}
 			if rs.halted() != "" {
 				return nil
@@ -552,15 +550,18 @@ func (e *Engine) finish(ctx context.Context, runID string, sum Summary, start ti
 	}
 	// The run's end is recorded even when ctx is cancelled.
 	bg := context.WithoutCancel(ctx)
-	if items, err := e.d.Store.Items(bg, runID); err == nil {
-		for _, it := range items {
-			if it.Status == store.ItemRunning {
-				e.d.Store.UpdateItem(bg, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)})
-			}
+	items, err := e.d.Store.Items(bg, runID)
+	for _, it := range items {
+		if it.Status == store.ItemRunning {
+			// A journal that refuses this too leaves the item running,
+			// which resume takes up all the same.
+			err = errors.Join(err, e.transit(bg, runID, it.ID, stopped()))
 		}
 	}
-	if err := e.d.Store.SetRunStatus(bg, runID, sum.Status, e.d.PID); err != nil && runErr == nil {
-		runErr = err
+	if err = errors.Join(err, e.d.Store.SetRunStatus(bg, runID, sum.Status, e.d.PID)); err != nil && runErr == nil {
+		// The run's end is not recorded: it is not shown as ended well.
+		runErr = fmt.Errorf("record the end of run %s: %w; cadre resume continues it", runID, err)
+		sum.Status, sum.Reason = store.RunFailed, runErr.Error()
 	}
 	full, err := Summarize(bg, e.d.Store, runID)
 	if err == nil {

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -74,8 +73,7 @@ func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed 
 				return
 			}
 			if reason := rs.waitDeps(ctx, it.ID, e.depsOf(it)); reason != "" {
-				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemSkipped), Error: &reason})
-				e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.Warning, Message: "skipped: " + reason})
+				errs[i] = e.transit(ctx, runID, it.ID, skipped(reason))
 				return
 			}
 			h, why := rs.haltedWhy()
@@ -90,14 +88,14 @@ func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed 
 			if why != "" {
 				// Another item's hard stop halted the run before this
 				// one started (it waited for another).
-				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)})
+				errs[i] = e.transit(ctx, runID, it.ID, stopped())
 				rs.halt(store.RunFailed, why)
 				return
 			}
 			if e.stopRequested(runID) {
 				// cadre stop came before this item started (it waited
 				// for another): it stays to do, for resume.
-				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)})
+				errs[i] = e.transit(ctx, runID, it.ID, stopped())
 				rs.halt(store.RunStopped, "stopped by request")
 				return
 			}

@@ -56,13 +56,11 @@ func (fx *flowExec) stopping() error {
 // stopFlow journals an item whose flow stopped between steps: it stays to
 // do for cadre resume, and the run stops (or keeps the halt it had).
 func (e *Engine) stopFlow(ctx context.Context, ir *itemRun) (itemOutcome, error) {
-	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)})
 	status, reason := store.RunStopped, "stopped by request"
 	if h, why := ir.rs.haltedWhy(); h != "" {
 		status, reason = h, why
 	}
-	e.publish(ir, event.Event{Type: event.RunnerStopped, Message: reason})
-	return itemOutcome{halt: status, reason: reason}, nil
+	return itemOutcome{halt: status, reason: reason}, e.setItem(ctx, ir, stopped(event.Event{Type: event.RunnerStopped, Message: reason}))
 }
 
 // flowLimits are cadre.yaml's limits as the interpreter takes them.
@@ -82,56 +80,71 @@ func (e *Engine) endFlow(ctx context.Context, ir *itemRun, res workflow.Result, 
 	case errors.As(err, &te):
 		// The run stops too: other items share the repository's git.
 		ir.rs.halt(store.RunFailed, ir.it.ID+": "+te.msg)
-		e.setBoard(ir, map[string]any{"stage": "failed"})
-		e.finishIssue(ctx, ir, false, te.msg)
-		e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp("failed"), Error: &te.msg})
-		e.archiveCycle(ctx, ir, time.Now(), "_failed")
-		e.outcomes(ctx, ir, false)
-		e.publish(ir, event.Event{Type: event.TaskFailed, Error: te.msg})
-		return itemOutcome{failed: true, halt: store.RunFailed, reason: ir.it.ID + ": " + te.msg}, nil
+		return e.failFlow(ctx, ir, te.msg, "_failed", itemOutcome{failed: true, halt: store.RunFailed, reason: ir.it.ID + ": " + te.msg})
 	case errors.Is(err, workflow.ErrPaused):
 		reason := pauseReason(err)
-		e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &reason})
-		e.publish(ir, event.Event{Type: event.ItemPaused, Message: reason})
-		return itemOutcome{paused: true, reason: reason}, nil
+		return itemOutcome{paused: true, reason: reason}, e.setItem(ctx, ir, paused("", reason))
 	case err != nil:
 		return itemOutcome{}, err
 	}
-	now := time.Now()
 	switch res.Status {
 	case workflow.ResultCompleted, workflow.ResultAnswered:
-		if _, err := e.finishIssue(ctx, ir, true, ""); err != nil {
-			if ctx.Err() != nil {
-				return itemOutcome{}, ctx.Err()
-			}
-			reason := "publish: " + err.Error()
-			e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &reason})
-			e.publish(ir, event.Event{Type: event.TaskFailed, Error: reason})
-			return itemOutcome{failed: true, reason: ir.it.ID + ": " + reason}, nil
-		}
-		e.setBoard(ir, map[string]any{"stage": "completed"})
-		if err := e.commitBoard(ctx, ir); err != nil {
-			e.publish(ir, event.Event{Type: event.Warning, Message: "commit the task file: " + err.Error()})
-		}
-		e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp("completed"),
-			Error: strp(strings.Join(res.PhaseFailures, "; "))})
-		e.archiveCycle(ctx, ir, now, "")
-		e.outcomes(ctx, ir, true)
-		e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: "completed", Message: res.Status})
-		return itemOutcome{completed: true}, nil
+		return e.completeFlow(ctx, ir, res)
 	}
 	suffix := "_failed"
 	if res.Status == workflow.ResultIncomplete {
 		suffix = "_incomplete"
 	}
-	e.setBoard(ir, map[string]any{"stage": "failed"})
 	reason := res.Status + ": " + res.Reason
-	e.finishIssue(ctx, ir, false, reason)
-	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp("failed"), Error: &reason})
+	return e.failFlow(ctx, ir, reason, suffix, itemOutcome{failed: true, reason: ir.it.ID + ": " + reason})
+}
+
+// completeFlow publishes a completed item (its branch, its pull request),
+// commits its task file and journals it completed.
+func (e *Engine) completeFlow(ctx context.Context, ir *itemRun, res workflow.Result) (itemOutcome, error) {
+	now := time.Now()
+	if _, err := e.finishIssue(ctx, ir, true, ""); err != nil {
+		if ctx.Err() != nil {
+			return itemOutcome{}, ctx.Err()
+		}
+		if isJournalErr(err) {
+			return itemOutcome{}, err
+		}
+		reason := "publish: " + err.Error()
+		return itemOutcome{failed: true, reason: ir.it.ID + ": " + reason}, e.setItem(ctx, ir, failedBefore("", reason))
+	}
+	e.setBoard(ir, map[string]any{"stage": "completed"})
+	if err := e.commitBoard(ctx, ir); isJournalErr(err) {
+		return itemOutcome{}, err
+	} else if err != nil {
+		e.publish(ir, event.Event{Type: event.Warning, Message: "commit the task file: " + err.Error()})
+	}
+	done := change{status: store.ItemCompleted, stage: strp("completed"), reason: strp(strings.Join(res.PhaseFailures, "; ")),
+		events: []event.Event{{Type: event.TaskCompleted, Stage: "completed", Message: res.Status}}}
+	if err := e.setItem(ctx, ir, done); err != nil {
+		return itemOutcome{}, err
+	}
+	e.archiveCycle(ctx, ir, now, "")
+	e.outcomes(ctx, ir, true)
+	return itemOutcome{completed: true}, nil
+}
+
+// failFlow ends an item failed, saying reason: its board and issue say
+// so, the journal records it, its cycle log is archived with suffix.
+func (e *Engine) failFlow(ctx context.Context, ir *itemRun, reason, suffix string, out itemOutcome) (itemOutcome, error) {
+	now := time.Now()
+	e.setBoard(ir, map[string]any{"stage": "failed"})
+	if _, err := e.finishIssue(ctx, ir, false, reason); err != nil {
+		return itemOutcome{}, err
+	}
+	c := change{status: store.ItemFailed, stage: strp("failed"), reason: &reason,
+		events: []event.Event{{Type: event.TaskFailed, Error: reason}}}
+	if err := e.setItem(ctx, ir, c); err != nil {
+		return itemOutcome{}, err
+	}
 	e.archiveCycle(ctx, ir, now, suffix)
 	e.outcomes(ctx, ir, false)
-	e.publish(ir, event.Event{Type: event.TaskFailed, Error: reason})
-	return itemOutcome{failed: true, reason: ir.it.ID + ": " + reason}, nil
+	return out, nil
 }
 
 // setBoard writes task-file frontmatter for a workflow item (only cadre
@@ -204,9 +217,6 @@ func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) 
 	return workflow.Outcome{Failed: out.failure != "", Reason: out.failure, Signal: out.sig, Output: out.output, Text: out.text}, nil
 }
 
-// visit counts the item's invocations of a role, which script scenarios
-// match as their attempt: a role's second plan task is its visit 2, while
-// its step id (and CADRE_ATTEMPT) says #1.
 // stepN is the n of a step id <...>#<n>: the step's attempt.
 func stepN(id string) int {
 	n := 0
@@ -216,6 +226,9 @@ func stepN(id string) int {
 	return max(n, 1)
 }
 
+// visit counts the item's invocations of a role, which script scenarios
+// match as their attempt: a role's second plan task is its visit 2, while
+// its step id (and CADRE_ATTEMPT) says #1.
 func (fx *flowExec) visit(role string) int {
 	fx.mu.Lock()
 	defer fx.mu.Unlock()
@@ -267,7 +280,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: c.ID, Kind: c.Kind}
 	tried := prev.Tries > 0 // started before: a crash may have left its commit unrecorded
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
-		return workflow.Outcome{}, err
+		return workflow.Outcome{}, journalErr(ir.it.ID, err)
 	}
 	e.publish(ir, event.Event{Type: event.StepStarted, Phase: c.Phase, Step: c.ID, Message: c.Kind})
 	var r actionResult
@@ -321,7 +334,9 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		if err := e.noteWIP(context.WithoutCancel(ctx), ir, &rec); err != nil {
 			return workflow.Outcome{}, err
 		}
-		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
+		if err := e.finishStep(context.WithoutCancel(ctx), rec); err != nil {
+			return workflow.Outcome{}, err
+		}
 		e.publish(ir, event.Event{Type: event.StepFailed, Phase: c.Phase, Step: c.ID, Error: failure})
 		return workflow.Outcome{Failed: true, Reason: failure}, nil
 	}
@@ -330,7 +345,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 	if err := e.noteWIP(ctx, ir, &rec); err != nil {
 		return workflow.Outcome{}, err
 	}
-	if err := e.d.Store.FinishStep(ctx, rec); err != nil {
+	if err := e.finishStep(ctx, rec); err != nil {
 		return workflow.Outcome{}, err
 	}
 	e.publish(ir, event.Event{Type: event.StepCompleted, Phase: c.Phase, Step: c.ID, Message: c.Kind})
@@ -444,7 +459,7 @@ func (e *Engine) askHuman(ctx context.Context, ir *itemRun, c workflow.HumanCall
 	}
 	if err != nil {
 		if err := e.d.Store.StartStep(ctx, store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: c.ID, Role: c.Role, Kind: "human"}); err != nil {
-			return workflow.Answer{}, err
+			return workflow.Answer{}, journalErr(ir.it.ID, err)
 		}
 		if c.Kind == workflow.HumanIncomplete {
 			e.archiveCycle(ctx, ir, time.Now(), "_incomplete")

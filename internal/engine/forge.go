@@ -166,30 +166,34 @@ func (ir *itemRun) issueOf(e *Engine) (Issue, bool) {
 	return ir.issue, ir.isIssue
 }
 
-// comment posts a progress comment on an issue item, once per kind, as a
-// journaled step. Comments are best effort: a failure is a warning.
-func (e *Engine) comment(ctx context.Context, ir *itemRun, kind, body string) {
+// comment posts (or adopts, by its marker) a comment of kind on an
+// issue item's issue once, as a journaled step. Comments are best effort:
+// a failure of the code host is a warning; only a failed journal write is
+// returned.
+func (e *Engine) comment(ctx context.Context, ir *itemRun, kind, body string) error {
 	is, ok := ir.issueOf(e)
 	if !ok || e.d.Forge == nil || !e.d.Config.GitHub.Comments {
-		return
+		return nil
 	}
 	id := ir.it.ID + "/publish/comment-" + kind
 	if rec, err := e.d.Store.GetStep(ctx, ir.run, id); err == nil && rec.Status == store.StepCompleted {
-		return
+		return nil
 	}
 	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: id, Kind: "comment"}
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
-		return
+		return journalErr(ir.it.ID, err)
 	}
 	marker := fmt.Sprintf("cadre:%s:%s:%s", ir.run, ir.it.ID, kind)
 	if err := e.d.Forge.EnsureComment(ctx, is.Repo, is.Number, marker, body); err != nil {
-		rec.Status, rec.Error = store.StepFailed, err.Error()
-		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
+		rec.Error = err.Error()
+		if err := e.failStep(ctx, rec, nil); err != nil {
+			return err
+		}
 		e.publish(ir, event.Event{Type: event.Warning, Message: "comment on issue: " + err.Error()})
-		return
+		return nil
 	}
 	rec.Status = store.StepCompleted
-	e.d.Store.FinishStep(ctx, rec)
+	return e.finishStep(ctx, rec)
 }
 
 // publish pushes a completed issue item's branch and opens (or adopts) its
@@ -204,17 +208,16 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 	if rec, err := e.d.Store.GetStep(ctx, ir.run, pushID); err != nil || rec.Status != store.StepCompleted {
 		rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: pushID, Kind: "push"}
 		if err := e.d.Store.StartStep(ctx, rec); err != nil {
-			return "", err
+			return "", journalErr(ir.it.ID, err)
 		}
 		if err := e.d.Forge.Push(ctx, ir.dir, branch); err != nil {
-			rec.Status, rec.Error = store.StepFailed, err.Error()
-			e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
-			return "", fmt.Errorf("push %s: %w", branch, err)
+			rec.Error = err.Error()
+			return "", e.failStep(ctx, rec, fmt.Errorf("push %s: %w", branch, err))
 		}
 		e.d.Crash(CrashPushed)
 		rec.Status = store.StepCompleted
 		rec.Result, _ = json.Marshal(publishRecord{Branch: branch})
-		if err := e.d.Store.FinishStep(ctx, rec); err != nil {
+		if err := e.finishStep(ctx, rec); err != nil {
 			return "", err
 		}
 	}
@@ -224,7 +227,7 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 	}
 	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: prID, Kind: "pr"}
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
-		return "", err
+		return "", journalErr(ir.it.ID, err)
 	}
 	title, body := e.prText(ir, is)
 	pr := PullRequest{Repo: is.Repo, Head: branch, Base: e.d.Config.BaseBranch,
@@ -235,14 +238,13 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 		url, number, err = e.d.Forge.EnsurePR(ctx, pr)
 	}
 	if err != nil {
-		rec.Status, rec.Error = store.StepFailed, err.Error()
-		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
-		return "", fmt.Errorf("pull request: %w", err)
+		rec.Error = err.Error()
+		return "", e.failStep(ctx, rec, fmt.Errorf("pull request: %w", err))
 	}
 	e.d.Crash(CrashPRCreated)
 	rec.Status = store.StepCompleted
 	rec.Result, _ = json.Marshal(publishRecord{Branch: branch, Output: url, Number: number, Title: title})
-	return url, e.d.Store.FinishStep(ctx, rec)
+	return url, e.finishStep(ctx, rec)
 }
 
 func currentBranch(ctx context.Context, ir *itemRun) string {
@@ -311,20 +313,20 @@ func (e *Engine) finishIssue(ctx context.Context, ir *itemRun, ok bool, reason s
 		return "", nil
 	}
 	if !ok {
-		e.comment(ctx, ir, "failed", "cadre could not complete this issue: "+oneLine(reason))
-		return "", nil
+		return "", e.comment(ctx, ir, "failed", "cadre could not complete this issue: "+oneLine(reason))
 	}
 	url, err := e.publishItem(ctx, ir)
-	if err != nil {
-		e.comment(ctx, ir, "failed", "cadre finished the work but could not publish it: "+oneLine(err.Error()))
+	if isJournalErr(err) {
 		return "", err
+	}
+	if err != nil {
+		return "", errors.Join(err, e.comment(ctx, ir, "failed", "cadre finished the work but could not publish it: "+oneLine(err.Error())))
 	}
 	msg := "cadre finished this issue"
 	if url != "" {
 		msg += ": " + url
 	}
-	e.comment(ctx, ir, "done", msg)
-	return url, nil
+	return url, e.comment(ctx, ir, "done", msg)
 }
 
 // errNoForge is returned for issue targets when no code host is configured.

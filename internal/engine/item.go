@@ -112,20 +112,18 @@ func (e *Engine) startCycle(ir *itemRun, name string, shared bool) {
 		e.firstRole(name, it.InitStage))
 }
 
-// runItem drives one item through the runner workflow from the state the run
+// runItem drives one item through its workflow from the state the run
 // first saw, replaying journaled steps and running the rest.
 func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (itemOutcome, error) {
-	runID := rs.id
 	task, err := taskfile.Load(it.Ref)
 	if err != nil {
 		msg := relErr(err, e.d.Root)
-		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &msg})
-		return itemOutcome{failed: true, reason: msg}, nil
+		return itemOutcome{failed: true, reason: msg}, e.transit(ctx, rs.id, it.ID, change{status: store.ItemFailed, reason: &msg})
 	}
 	ir := e.newItemRun(rs, it, task)
 	defer func() {
 		if err := ir.board.close(); err != nil {
-			e.d.Bus.Publish(event.Event{Run: runID, Item: it.ID, Type: event.Warning, Message: "update task file: " + err.Error()})
+			e.d.Bus.Publish(event.Event{Run: rs.id, Item: it.ID, Type: event.Warning, Message: "update task file: " + err.Error()})
 		}
 	}()
 	if rs.opts.InPlace {
@@ -133,154 +131,173 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 			return itemOutcome{}, err
 		}
 	}
-	lim := workflow.Limits{AuditPassRating: e.d.Config.Limits.AuditPassRating, MaxAttempts: e.d.Config.Limits.MaxAttempts,
-		EscalateBelowConfidence: e.d.Config.Limits.EscalateBelowConfidence}
-
-	s := workflow.Initial(it.ID, it.InitStage, it.InitAttempts)
 	if reason := e.unmetDeps(task, rs); reason != "" {
-		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemSkipped), Error: &reason})
-		e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + reason})
-		return itemOutcome{}, nil
+		return itemOutcome{}, e.setItem(ctx, ir, skipped(reason))
 	}
 	name := e.workflowOf(rs.opts, task)
 	e.startCycle(ir, name, false)
-	if name != workflow.RunnerWorkflow {
-		switch it.InitStage {
-		case workflow.StageCompleted, workflow.StageBacklog, workflow.StageFailed:
-			reason := "stage " + it.InitStage + ": nothing to do"
-			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemSkipped), Error: &reason})
-			e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + reason})
-			return itemOutcome{completed: it.InitStage == workflow.StageCompleted}, nil
-		}
-		def, ok := e.d.Workflows.Get(name)
-		if !ok {
-			msg := fmt.Sprintf("unknown workflow %q (see cadre workflows list)", name)
-			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &msg})
-			return itemOutcome{failed: true, reason: msg}, nil
-		}
-		if !rs.opts.InPlace {
-			if err := e.provision(ctx, ir); err != nil {
-				msg := err.Error()
-				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &msg})
-				e.publish(ir, event.Event{Type: event.TaskFailed, Error: msg})
-				return itemOutcome{failed: true, reason: msg}, nil
-			}
-		}
-		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)})
-		e.publish(ir, event.Event{Type: event.TaskStarted, Message: task.Title + " (" + name + ")"})
-		e.comment(ctx, ir, "start", fmt.Sprintf("cadre is working on this issue (run %s, workflow %s).", runID, name))
-		return e.runFlow(ctx, ir, def)
+	if name == workflow.RunnerWorkflow {
+		return e.runPipeline(ctx, ir)
 	}
-	s, d := e.next(lim, ir, s, workflow.Event{Kind: workflow.Start})
-	if d.Kind == workflow.Skip {
-		e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemSkipped), Error: &d.Reason})
-		e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + d.Reason})
-		return itemOutcome{completed: s.Stage == workflow.StageCompleted}, nil
-	}
-	if !rs.opts.InPlace && d.Kind == workflow.RunStep {
-		if err := e.provision(ctx, ir); err != nil {
-			msg := err.Error()
-			e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &msg})
-			e.publish(ir, event.Event{Type: event.TaskFailed, Stage: s.Stage, Error: msg})
-			return itemOutcome{failed: true, reason: msg}, nil
-		}
-	}
-	e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)})
-	e.publish(ir, event.Event{Type: event.TaskStarted, Stage: s.Stage, Message: task.Title})
-	for {
-		if err := e.syncFrontmatter(ctx, ir, s, d); err != nil {
-			return itemOutcome{}, err
-		}
-		switch d.Kind {
-		case workflow.RunStep:
-			if reason := e.overBudget(ctx, ir, d.Step.ID); reason != "" {
-				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &reason})
-				e.publish(ir, event.Event{Type: event.ItemPaused, Stage: s.Stage, Message: reason})
-				return itemOutcome{halt: store.RunPaused, reason: reason}, nil
-			}
-			ev, err := e.step(ctx, ir, s, d.Step)
-			if te := (*tamperError)(nil); errors.As(err, &te) {
-				return e.failItem(ctx, ir, s, te.msg)
-			}
-			var pe *pausedError
-			if errors.As(err, &pe) {
-				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &pe.reason})
-				e.publish(ir, event.Event{Type: event.ItemPaused, Stage: s.Stage, Message: pe.reason})
-				return itemOutcome{paused: true, reason: pe.reason}, nil
-			}
-			if err != nil {
-				return itemOutcome{}, err
-			}
-			s, d = e.next(lim, ir, s, ev)
-		case workflow.AskHuman:
-			ans, err := e.askHuman(ctx, ir, d.Human)
-			if errors.Is(err, workflow.ErrPaused) {
-				reason := pauseReason(err)
-				e.d.Store.UpdateItem(ctx, runID, it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &reason})
-				e.publish(ir, event.Event{Type: event.ItemPaused, Stage: s.Stage, Message: reason})
-				return itemOutcome{paused: true, reason: reason}, nil
-			}
-			if err != nil {
-				return itemOutcome{}, err
-			}
-			s, d = e.next(lim, ir, s, workflow.Event{Kind: workflow.Answered, Human: &ans})
-		case workflow.Complete:
-			return e.completeItem(ctx, ir, s)
-		case workflow.HardStop:
-			return e.failItem(ctx, ir, s, d.Reason)
-		case workflow.Stopped:
-			return e.stopItem(ctx, ir, s, d)
-		default:
-			return itemOutcome{}, fmt.Errorf("item %s: unexpected decision %v", it.ID, d.Kind)
-		}
-	}
+	return e.beginFlow(ctx, ir, name)
 }
 
-// next feeds ev to the state machine, first telling it about a stop
-// request or a halt of the run by another item.
-func (e *Engine) next(lim workflow.Limits, ir *itemRun, s workflow.State, ev workflow.Event) (workflow.State, workflow.Decision) {
-	if !s.Stopping && e.mustStop(ir) {
-		s, _ = workflow.Next(lim, s, workflow.Event{Kind: workflow.Stop})
+// beginFlow starts an item on declarative workflow name: it skips an item
+// with nothing to do, gives the others their worktree, and runs the flow.
+func (e *Engine) beginFlow(ctx context.Context, ir *itemRun, name string) (itemOutcome, error) {
+	switch stage := ir.it.InitStage; stage {
+	case workflow.StageCompleted, workflow.StageBacklog, workflow.StageFailed:
+		return itemOutcome{completed: stage == workflow.StageCompleted}, e.setItem(ctx, ir, skipped("stage "+stage+": nothing to do"))
 	}
-	return workflow.Next(lim, s, ev)
+	def, ok := e.d.Workflows.Get(name)
+	if !ok {
+		msg := fmt.Sprintf("unknown workflow %q (see cadre workflows list)", name)
+		return itemOutcome{failed: true, reason: msg}, e.setItem(ctx, ir, change{status: store.ItemFailed, reason: &msg})
+	}
+	if !ir.opts.InPlace {
+		if err := e.provision(ctx, ir); err != nil {
+			return itemOutcome{failed: true, reason: err.Error()}, e.setItem(ctx, ir, failedBefore("", err.Error()))
+		}
+	}
+	started := event.Event{Type: event.TaskStarted, Message: ir.task.Title + " (" + name + ")"}
+	if err := e.setItem(ctx, ir, change{status: store.ItemRunning, events: []event.Event{started}}); err != nil {
+		return itemOutcome{}, err
+	}
+	if err := e.comment(ctx, ir, "start", fmt.Sprintf("cadre is working on this issue (run %s, workflow %s).", ir.run, name)); err != nil {
+		return itemOutcome{}, err
+	}
+	return e.runFlow(ctx, ir, def)
+}
+
+// runPipeline drives an item through the stage pipeline with
+// workflow.Drive; pipeline performs its effects.
+func (e *Engine) runPipeline(ctx context.Context, ir *itemRun) (itemOutcome, error) {
+	lim := e.runnerLimits()
+	s, d := workflow.Begin(lim, ir.it.ID, ir.it.InitStage, ir.it.InitAttempts, e.mustStop(ir))
+	if d.Kind == workflow.Skip {
+		return itemOutcome{completed: s.Stage == workflow.StageCompleted}, e.setItem(ctx, ir, skipped(d.Reason))
+	}
+	if !ir.opts.InPlace && d.Kind == workflow.RunStep {
+		if err := e.provision(ctx, ir); err != nil {
+			return itemOutcome{failed: true, reason: err.Error()}, e.setItem(ctx, ir, failedBefore(s.Stage, err.Error()))
+		}
+	}
+	started := event.Event{Type: event.TaskStarted, Stage: s.Stage, Message: ir.task.Title}
+	if err := e.setItem(ctx, ir, change{status: store.ItemRunning, events: []event.Event{started}}); err != nil {
+		return itemOutcome{}, err
+	}
+	s, d, err := workflow.Drive(ctx, lim, &pipeline{e: e, ir: ir}, s, d)
+	if err != nil {
+		return e.pipelineFailed(ctx, ir, s, err)
+	}
+	if err := e.syncFrontmatter(ctx, ir, s, d); err != nil {
+		return itemOutcome{}, err
+	}
+	switch d.Kind {
+	case workflow.Complete:
+		return e.completeItem(ctx, ir, s)
+	case workflow.HardStop:
+		return e.failItem(ctx, ir, s, d.Reason)
+	}
+	return e.stopItem(ctx, ir, s, d)
+}
+
+// pipeline performs the stage pipeline's effects in this process.
+type pipeline struct {
+	e  *Engine
+	ir *itemRun
+}
+
+// Stopping says whether cadre stop came or the run halted.
+func (p *pipeline) Stopping() bool { return p.e.mustStop(p.ir) }
+
+// Stage brings the task file to the state, refuses a step once the run's
+// budget is spent (a *BudgetPause), and runs (or replays) the step.
+func (p *pipeline) Stage(ctx context.Context, s workflow.State, d workflow.Decision) (workflow.Event, error) {
+	if err := p.e.syncFrontmatter(ctx, p.ir, s, d); err != nil {
+		return workflow.Event{}, err
+	}
+	if reason := p.e.overBudget(ctx, p.ir, d.Step.ID); reason != "" {
+		return workflow.Event{}, &BudgetPause{Reason: reason}
+	}
+	return p.e.step(ctx, p.ir, s, d.Step)
+}
+
+// Ask brings the task file to the state and asks a human (the answer may
+// be journaled already; if not, the item pauses).
+func (p *pipeline) Ask(ctx context.Context, s workflow.State, d workflow.Decision) (workflow.Answer, error) {
+	if err := p.e.syncFrontmatter(ctx, p.ir, s, d); err != nil {
+		return workflow.Answer{}, err
+	}
+	return p.e.askHuman(ctx, p.ir, d.Human)
+}
+
+// pipelineFailed ends a stage-pipeline item whose effect failed in state
+// s: a tampered tree fails it and halts the run; a spent budget pauses it
+// and the run; a runner's quota or a question pauses it alone; anything
+// else (the journal, a cancellation) stops the run with the error.
+func (e *Engine) pipelineFailed(ctx context.Context, ir *itemRun, s workflow.State, err error) (itemOutcome, error) {
+	var te *tamperError
+	var bp *BudgetPause
+	var pe *pausedError
+	switch {
+	case errors.As(err, &te):
+		return e.failItem(ctx, ir, s, te.msg)
+	case errors.As(err, &bp):
+		return itemOutcome{halt: store.RunPaused, reason: bp.Reason}, e.setItem(ctx, ir, paused(s.Stage, bp.Reason))
+	case errors.As(err, &pe):
+		return itemOutcome{paused: true, reason: pe.reason}, e.setItem(ctx, ir, paused(s.Stage, pe.reason))
+	case errors.Is(err, workflow.ErrPaused):
+		reason := pauseReason(err)
+		return itemOutcome{paused: true, reason: reason}, e.setItem(ctx, ir, paused(s.Stage, reason))
+	}
+	return itemOutcome{}, err
 }
 
 // completeItem commits a task that reached completed and journals it so.
 func (e *Engine) completeItem(ctx context.Context, ir *itemRun, s workflow.State) (itemOutcome, error) {
 	if err := e.commit(ctx, ir); err != nil {
-		if isRemoteErr(err) {
-			return itemOutcome{}, err // pushed on the next try
+		if isRemoteErr(err) || isJournalErr(err) {
+			return itemOutcome{}, err // done on the next try
 		}
 		return e.failItem(ctx, ir, s, err.Error())
 	}
-	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemCompleted), Stage: strp(s.Stage), Attempts: &s.Attempts, CurrentStep: strp("")})
+	done := change{status: store.ItemCompleted, stage: &s.Stage, attempts: &s.Attempts, step: strp(""),
+		events: []event.Event{{Type: event.TaskCompleted, Stage: s.Stage}}}
+	if err := e.setItem(ctx, ir, done); err != nil {
+		return itemOutcome{}, err
+	}
 	e.archiveCycle(ctx, ir, time.Now(), "")
 	e.outcomes(ctx, ir, true)
-	e.publish(ir, event.Event{Type: event.TaskCompleted, Stage: s.Stage})
 	return itemOutcome{completed: true}, nil
 }
 
 // stopItem journals an item that honoured a stop (cadre stop, or another
 // item's hard stop) before a new stage: it stays to do, for resume.
 func (e *Engine) stopItem(ctx context.Context, ir *itemRun, s workflow.State, d workflow.Decision) (itemOutcome, error) {
-	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemStopped), Stage: strp(s.Stage), Attempts: &s.Attempts})
 	reason := "stopped by request"
 	status := store.RunStopped
 	if h, why := ir.rs.haltedWhy(); h != "" {
 		status, reason = h, why
 	}
-	e.publish(ir, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Message: d.Reason})
-	return itemOutcome{halt: status, reason: reason}, nil
+	c := stopped(event.Event{Type: event.RunnerStopped, Stage: s.Stage, Message: d.Reason})
+	c.stage, c.attempts = &s.Stage, &s.Attempts
+	return itemOutcome{halt: status, reason: reason}, e.setItem(ctx, ir, c)
 }
 
 // failItem ends an item on a hard stop, which halts the whole run.
 func (e *Engine) failItem(ctx context.Context, ir *itemRun, s workflow.State, reason string) (itemOutcome, error) {
 	e.archiveCycle(ctx, ir, time.Now(), "_failed")
 	e.outcomes(ctx, ir, false)
-	e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemFailed), Stage: strp(s.Stage), Attempts: &s.Attempts, Error: &reason})
-	e.publish(ir, event.Event{Type: event.TaskFailed, Stage: s.Stage, Error: reason})
-	e.publish(ir, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Error: reason})
-	return itemOutcome{failed: true, halt: store.RunFailed, reason: reason}, nil
+	c := change{status: store.ItemFailed, stage: &s.Stage, attempts: &s.Attempts, reason: &reason,
+		events: []event.Event{{Type: event.TaskFailed, Stage: s.Stage, Error: reason}, {Type: event.RunnerStopped, Stage: s.Stage, Error: reason}}}
+	return itemOutcome{failed: true, halt: store.RunFailed, reason: reason}, e.setItem(ctx, ir, c)
+}
+
+// isJournalErr says whether err is a journal write that failed.
+func isJournalErr(err error) bool {
+	var je *JournalError
+	return errors.As(err, &je)
 }
 
 // provision gives an item its worktree on its own branch. A leftover

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -13,12 +15,17 @@ import (
 // publishing an event never waits for a database write. Events are a record
 // for people and dashboards; what resume relies on (steps, items, commits)
 // is journaled synchronously elsewhere, so a crash losing the last few
-// events loses no work.
+// events loses no work. Events the journal refuses are counted, with the
+// first cause, for Close to report.
 type JournalSink struct {
 	st   *store.Store
 	ch   chan store.Event
 	done chan struct{}
 	once sync.Once
+
+	mu    sync.Mutex
+	lost  int
+	cause error
 }
 
 // NewJournalSink starts the writer; Close flushes and stops it.
@@ -53,12 +60,39 @@ func (j *JournalSink) loop() {
 				break drain
 			}
 		}
-		j.st.AppendEvents(context.Background(), batch)
+		j.write(batch)
 	}
 }
 
-// Close writes every queued event and stops the writer.
-func (j *JournalSink) Close() {
+// write appends batch, trying again twice: a journal that another
+// process keeps busy frees up. A batch still refused is counted lost.
+func (j *JournalSink) write(batch []store.Event) {
+	var err error
+	for try := range 3 {
+		if try > 0 {
+			time.Sleep(time.Duration(try) * 200 * time.Millisecond)
+		}
+		if err = j.st.AppendEvents(context.Background(), batch); err == nil {
+			return
+		}
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.lost += len(batch)
+	if j.cause == nil {
+		j.cause = err
+	}
+}
+
+// Close writes every queued event and stops the writer. Its error says
+// how many events the journal refused, and why.
+func (j *JournalSink) Close() error {
 	j.once.Do(func() { close(j.ch) })
 	<-j.done
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.lost == 0 {
+		return nil
+	}
+	return fmt.Errorf("the journal refused %d event(s), which cadre status and the board will not show: %w", j.lost, j.cause)
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
@@ -123,10 +122,9 @@ func (s *ItemSteps) endRunner(ctx context.Context, end Ending) (itemOutcome, err
 	case end.Tampered != "":
 		return e.failItem(ctx, ir, st, end.Tampered)
 	case end.Paused != "":
-		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &end.Paused}); err != nil {
+		if err := e.setItem(ctx, ir, paused(st.Stage, end.Paused)); err != nil {
 			return itemOutcome{}, err
 		}
-		e.publish(ir, event.Event{Type: event.ItemPaused, Stage: st.Stage, Message: end.Paused})
 		if end.Budget {
 			// The run pauses, as the embedded engine's overBudget halts it.
 			return itemOutcome{halt: store.RunPaused, reason: end.Paused}, nil

@@ -76,7 +76,11 @@ func fakeDeps(t *testing.T, root string, st *store.Store, fake *fakeRunner, bus 
 func journaled(e *env) func() {
 	j := NewJournalSink(e.st)
 	e.eng.d.Bus.Subscribe(j)
-	return j.Close
+	return func() {
+		if err := j.Close(); err != nil {
+			e.t.Error(err)
+		}
+	}
 }
 
 // replicated performs an item's steps as Temporal workers on two other

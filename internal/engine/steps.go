@@ -146,19 +146,18 @@ type Begun struct {
 func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 	e, ir := s.e, s.ir
 	b := Begun{Limits: e.flowLimits(), Items: slices.Sorted(maps.Keys(ir.rs.done))}
-	end := func(status, reason string) (Begun, error) {
-		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(status), Error: &reason}); err != nil {
+	end := func(c change) (Begun, error) {
+		if err := e.setItem(ctx, ir, c); err != nil {
 			return Begun{}, err
 		}
-		b.Status, b.Reason = status, reason
+		b.Status, b.Reason = c.status, *c.reason
 		return b, nil
 	}
 	if s.loadErr != nil {
-		return end(store.ItemFailed, s.loadErr.Error())
+		return end(change{status: store.ItemFailed, reason: strp(s.loadErr.Error())})
 	}
 	if reason := e.unmetDeps(ir.task, ir.rs); reason != "" {
-		e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + reason})
-		return end(store.ItemSkipped, reason)
+		return end(skipped(reason))
 	}
 	name := e.workflowOf(ir.opts, ir.task)
 	if name == workflow.RunnerWorkflow {
@@ -166,39 +165,39 @@ func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 		// skip is journaled here, before the item is seen running.
 		_, d := workflow.Next(e.runnerLimits(), workflow.Initial(ir.it.ID, ir.it.InitStage, ir.it.InitAttempts), workflow.Event{Kind: workflow.Start})
 		if d.Kind == workflow.Skip {
-			e.publish(ir, event.Event{Type: event.Warning, Message: "skipped: " + d.Reason})
-			return end(store.ItemSkipped, d.Reason)
+			return end(skipped(d.Reason))
 		}
 		// Its tree is provisioned by its first step, as the embedded
 		// engine provisions only an item with a step to run.
 		ir.cycle.reset()
-		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)}); err != nil {
+		started := event.Event{Type: event.TaskStarted, Stage: ir.it.InitStage, Message: ir.task.Title}
+		if err := e.setItem(ctx, ir, change{status: store.ItemRunning, events: []event.Event{started}}); err != nil {
 			return Begun{}, err
 		}
-		e.publish(ir, event.Event{Type: event.TaskStarted, Stage: ir.it.InitStage, Message: ir.task.Title})
 		b.Workflow, b.Stage, b.Attempts, b.Halted = name, ir.it.InitStage, ir.it.InitAttempts, e.runHalted(ir.run)
 		return b, nil
 	}
 	switch ir.it.InitStage {
 	case workflow.StageCompleted, workflow.StageBacklog, workflow.StageFailed:
-		return end(store.ItemSkipped, "stage "+ir.it.InitStage+": nothing to do")
+		return end(skipped("stage " + ir.it.InitStage + ": nothing to do"))
 	}
 	if _, ok := e.d.Workflows.Get(name); !ok {
-		return end(store.ItemFailed, fmt.Sprintf("unknown workflow %q (see cadre workflows list)", name))
+		return end(change{status: store.ItemFailed, reason: strp(fmt.Sprintf("unknown workflow %q (see cadre workflows list)", name))})
 	}
 	if err := s.provision(ctx); err != nil {
 		if isRemoteErr(err) {
 			return Begun{}, err // the remote may answer the next try
 		}
-		e.publish(ir, event.Event{Type: event.TaskFailed, Error: err.Error()})
-		return end(store.ItemFailed, err.Error())
+		return end(failedBefore("", err.Error()))
 	}
 	ir.cycle.reset()
-	if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemRunning)}); err != nil {
+	started := event.Event{Type: event.TaskStarted, Message: ir.task.Title + " (" + name + ")"}
+	if err := e.setItem(ctx, ir, change{status: store.ItemRunning, events: []event.Event{started}}); err != nil {
 		return Begun{}, err
 	}
-	e.publish(ir, event.Event{Type: event.TaskStarted, Message: ir.task.Title + " (" + name + ")"})
-	e.comment(ctx, ir, "start", fmt.Sprintf("cadre is working on this issue (run %s, workflow %s).", ir.run, name))
+	if err := e.comment(ctx, ir, "start", fmt.Sprintf("cadre is working on this issue (run %s, workflow %s).", ir.run, name)); err != nil {
+		return Begun{}, err
+	}
 	e.setBoard(ir, map[string]any{"stage": "code", "mode": name})
 	b.Workflow = name
 	return b, nil
@@ -220,10 +219,9 @@ func (e *Engine) FailStart(ctx context.Context, run, item, reason string) (Ended
 	case store.ItemCompleted, store.ItemFailed, store.ItemSkipped:
 		return Ended{Status: it.Status, Reason: it.Error}, nil
 	}
-	if err := e.d.Store.UpdateItem(ctx, run, item, store.ItemUpdate{Status: strp(store.ItemFailed), Error: &reason}); err != nil {
-		return Ended{}, fmt.Errorf("fail item %s: %w", item, err)
+	if err := e.transit(ctx, run, item, failedBefore("", reason)); err != nil {
+		return Ended{}, err
 	}
-	e.d.Bus.Publish(event.Event{Run: run, Item: item, Type: event.TaskFailed, Error: reason})
 	return Ended{Status: store.ItemFailed, Reason: reason}, nil
 }
 
@@ -325,12 +323,7 @@ func (s *ItemSteps) Ask(ctx context.Context, c workflow.HumanCall) (ans workflow
 	e, ir := s.e, s.ir
 	ans, err = e.askHuman(ctx, ir, c)
 	if errors.Is(err, workflow.ErrPaused) {
-		reason := pauseReason(err)
-		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemPaused), Error: &reason}); err != nil {
-			return workflow.Answer{}, false, err
-		}
-		e.publish(ir, event.Event{Type: event.ItemPaused, Message: reason})
-		return workflow.Answer{}, false, nil
+		return workflow.Answer{}, false, e.setItem(ctx, ir, paused("", pauseReason(err)))
 	}
 	return ans, err == nil, err
 }
@@ -346,16 +339,13 @@ func (s *ItemSteps) Answer(ctx context.Context, c workflow.HumanCall, ans workfl
 	if rec.Status != store.StepCompleted {
 		rec.Status = store.StepCompleted
 		rec.Result, _ = json.Marshal(actionResult{Approved: &ans.Approved, Note: ans.Note})
-		if err := e.d.Store.FinishStep(ctx, rec); err != nil {
-			return fmt.Errorf("answer %s: %w", c.ID, err)
+		if err := e.finishStep(ctx, rec); err != nil {
+			return err
 		}
 	}
 	ir.cycle.human(c, ans)
-	if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemRunning), Error: strp("")}); err != nil {
-		return err
-	}
-	e.publish(ir, event.Event{Type: event.ItemResumed, Message: "answered: " + c.ID})
-	return nil
+	return e.setItem(ctx, ir, change{status: store.ItemRunning, reason: strp(""),
+		events: []event.Event{{Type: event.ItemResumed, Message: "answered: " + c.ID}}})
 }
 
 // Warn publishes a warning of the item's workflow.
@@ -403,12 +393,14 @@ func (s *ItemSteps) End(ctx context.Context, end Ending) (Ended, error) {
 		return s.ended(ctx, obeyed(out, end.Halted))
 	}
 	if end.Stopped {
-		if err := e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Status: strp(store.ItemStopped)}); err != nil {
-			return Ended{}, err
-		}
 		if h := end.Halted; h != nil {
-			e.publish(ir, event.Event{Type: event.RunnerStopped, Message: h.Reason})
+			if err := e.setItem(ctx, ir, stopped(event.Event{Type: event.RunnerStopped, Message: h.Reason})); err != nil {
+				return Ended{}, err
+			}
 			return Ended{Status: store.ItemStopped, Reason: "stopped by request", Halt: h.Status, HaltReason: h.Reason}, nil
+		}
+		if err := e.setItem(ctx, ir, stopped()); err != nil {
+			return Ended{}, err
 		}
 		return Ended{Status: store.ItemStopped, Reason: "stopped by request"}, nil
 	}
