@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/sandbox"
+	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -88,54 +90,26 @@ EXIT STATUS
 	return cmd
 }
 
+// runBench runs the benchmark opts asks for, journaled so that an
+// interrupted one continues where it stopped, and prints its leaderboard.
+// Nothing runs unless the sandbox mode, the cases and every contestant are
+// usable.
 func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	ws, err := f.workspace(ctx)
 	if err != nil {
 		return err
 	}
-	// The benchmark's agents run in throwaway work directories, not under
-	// the sandbox: a sandbox asked for by name is refused, never ignored,
-	// and the default auto is said not to apply.
-	switch ws.cfg.Sandbox.Mode {
-	case sandbox.ModeBwrap:
-		return usageErr(fmt.Errorf("%s is bwrap, and cadre bench runs its agents unconfined (in throwaway work directories): run it with CADRE_SANDBOX_MODE=none to accept that", ws.cfg.Where("sandbox.mode")))
-	case sandbox.ModeAuto:
-		fmt.Fprintln(f.IO.ErrOut, "cadre: warning: cadre bench runs its agents unconfined, in throwaway work directories (sandbox.mode applies to runs)")
+	if err := checkBenchSandbox(f.IO.ErrOut, ws.cfg); err != nil {
+		return err
 	}
-	roleDir := filepath.Join(ws.root, workspace.StateDir, "roles")
-	roles, err := role.Load(roleDir)
+	roleDir, cases, err := benchCases(ws.root, opts.Roles)
 	if err != nil {
-		return usageErr(relPath(err, ws.root))
-	}
-	if _, err := os.Stat(roleDir); err != nil {
-		roleDir = "" // the agents then use the built-in roles, parsed once
-	}
-	exists := func(name string) bool { _, err := roles.Get(name); return err == nil }
-	cases, err := loadCases(ws.root, opts.Roles, exists)
-	if err != nil {
-		return usageErr(relPath(err, ws.root))
+		return err
 	}
 	b := &bench.Bench{Runners: map[string]bench.Contestant{}, RoleDir: roleDir, Crash: f.Crash,
 		CommandTimeout: time.Duration(ws.cfg.Defaults.Timeout)}
-	if len(opts.Runners) == 0 {
-		opts.Runners = defaultBenchRunners(ws.cfg)
-	}
-	for _, name := range opts.Runners {
-		if b.Runners[name], err = contestant(ws.cfg, ws.root, name, ws.cfg.Runners[name].Model, "--runners"); err != nil {
-			return usageErr(err)
-		}
-	}
-	judge, judgeModel, from := opts.Judge, "", "--judge"
-	if judge == "" {
-		judge, judgeModel = ws.cfg.RoleRunner("judge")
-		from = ws.cfg.Where("roles.judge.runner")
-		if ws.cfg.Roles["judge"].Runner == "" {
-			from = ws.cfg.Where("defaults.runner")
-		}
-	} else {
-		judgeModel = ws.cfg.Runners[judge].Model
-	}
-	if b.Judge, err = contestant(ws.cfg, ws.root, judge, judgeModel, from); err != nil {
+	judge, err := addContestants(b, ws, opts)
+	if err != nil {
 		return usageErr(err)
 	}
 
@@ -153,6 +127,87 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	if err != nil {
 		return err
 	}
+	sum, err := executeBench(ctx, f, b, run, cases, opts, judge)
+	if err != nil {
+		return err
+	}
+	return printBench(ctx, f, st, run, sum, opts.JSON)
+}
+
+// checkBenchSandbox refuses a sandbox asked for by name and warns that the
+// default auto does not apply: the benchmark's agents run in throwaway
+// work directories, not under the sandbox, and a sandbox asked for is
+// never silently ignored.
+func checkBenchSandbox(errOut io.Writer, cfg config.Config) error {
+	switch cfg.Sandbox.Mode {
+	case sandbox.ModeBwrap:
+		return usageErr(fmt.Errorf("%s is bwrap, and cadre bench runs its agents unconfined (in throwaway work directories): run it with CADRE_SANDBOX_MODE=none to accept that", cfg.Where("sandbox.mode")))
+	case sandbox.ModeAuto:
+		fmt.Fprintln(errOut, "cadre: warning: cadre bench runs its agents unconfined, in throwaway work directories (sandbox.mode applies to runs)")
+	}
+	return nil
+}
+
+// benchCases loads the repository's roles and the cases of roles (every
+// role's when none is named). roleDir is the repository's role directory,
+// or "" when it has none and the agents use the built-in roles, parsed
+// once.
+func benchCases(root string, roles []string) (roleDir string, cases []bench.Case, err error) {
+	roleDir = filepath.Join(root, workspace.StateDir, "roles")
+	known, err := role.Load(roleDir)
+	if err != nil {
+		return "", nil, usageErr(relPath(err, root))
+	}
+	if _, err := os.Stat(roleDir); err != nil {
+		roleDir = ""
+	}
+	exists := func(name string) bool { _, err := known.Get(name); return err == nil }
+	cases, err = loadCases(root, roles, exists)
+	if err != nil {
+		return "", nil, usageErr(relPath(err, root))
+	}
+	return roleDir, cases, nil
+}
+
+// addContestants sets b's runners, the default ones when opts names none
+// (opts.Runners is set to them), and its judge, and returns the judge's
+// runner name.
+func addContestants(b *bench.Bench, ws workspaceCtx, opts *BenchOptions) (string, error) {
+	if len(opts.Runners) == 0 {
+		opts.Runners = defaultBenchRunners(ws.cfg)
+	}
+	var err error
+	for _, name := range opts.Runners {
+		if b.Runners[name], err = contestant(ws.cfg, ws.root, name, ws.cfg.Runners[name].Model, "--runners"); err != nil {
+			return "", err
+		}
+	}
+	judge, judgeModel, from := benchJudge(ws.cfg, opts.Judge)
+	if b.Judge, err = contestant(ws.cfg, ws.root, judge, judgeModel, from); err != nil {
+		return "", err
+	}
+	return judge, nil
+}
+
+// benchJudge is the judge's runner and model: --judge's runner with its
+// configured model, else the judge role's runner from cadre.yaml. from
+// names where the runner came from, for errors.
+func benchJudge(cfg config.Config, flag string) (name, model, from string) {
+	if flag != "" {
+		return flag, cfg.Runners[flag].Model, "--judge"
+	}
+	name, model = cfg.RoleRunner("judge")
+	from = cfg.Where("roles.judge.runner")
+	if cfg.Roles["judge"].Runner == "" {
+		from = cfg.Where("defaults.runner")
+	}
+	return name, model, from
+}
+
+// executeBench runs the jobs of the benchmark run not yet done, showing
+// progress on stderr. An interrupted benchmark's error says how to
+// continue it.
+func executeBench(ctx context.Context, f *Factory, b *bench.Bench, run bench.Run, cases []bench.Case, opts *BenchOptions, judge string) (bench.Summary, error) {
 	jobs := bench.Jobs(cases, opts.Runners, opts.Repeat)
 	p := newBenchProgress(f.IO.ErrOut, isTerminal(f.IO.ErrOut))
 	b.Progress = p.report
@@ -168,16 +223,20 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "%d of %d runs were done before; ran %d now\n", sum.Skipped, sum.Total, sum.Ran)
 	}
 	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("bench %s interrupted: run the same cadre bench command again to continue: %w", run.ID, err)
+		return sum, fmt.Errorf("bench %s interrupted: run the same cadre bench command again to continue: %w", run.ID, err)
 	}
-	if err != nil {
-		return err
-	}
+	return sum, err
+}
+
+// printBench prints the leaderboard of the benchmark run on stdout, as
+// JSON when asJSON. Runs that could not be evaluated make it fail after
+// printing, saying a rerun retries them.
+func printBench(ctx context.Context, f *Factory, st *store.Store, run bench.Run, sum bench.Summary, asJSON bool) error {
 	rows, err := bench.Leaderboard(ctx, st, run.ID)
 	if err != nil {
 		return err
 	}
-	if opts.JSON {
+	if asJSON {
 		if err := printBoardJSON(f.IO.Out, run, sum, rows); err != nil {
 			return err
 		}

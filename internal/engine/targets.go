@@ -13,15 +13,14 @@ import (
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
-// loadTargets reads the task files a run works on, in dependency order.
+// loadTargets reads the task files a run works on, in dependency order:
+// the prompt's task alone when the run has nothing else to work on, else
+// the task files and issues named (the issue query's matches among them,
+// the tasks directory when none is named), each checked before anything
+// starts.
 func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([]*taskfile.Task, error) {
-	if w := opts.Workflow; w != "" && w != workflow.RunnerWorkflow {
-		if _, ok := e.d.Workflows.Get(w); !ok {
-			return nil, fmt.Errorf("%w: --workflow %s: unknown workflow (available: runner, %s)", ErrPreflight, w, strings.Join(e.d.Workflows.Names(), ", "))
-		}
-	}
-	if opts.Column != "" && !validStage(opts.Column) {
-		return nil, fmt.Errorf("%w: --column %q: unknown stage (want one of %s)", ErrPreflight, opts.Column, strings.Join(taskfile.Stages, ", "))
+	if err := e.checkTargetOptions(opts); err != nil {
+		return nil, err
 	}
 	targets := opts.Targets
 	var issues []*taskfile.Task // generated task files: issues and a prompt
@@ -36,51 +35,108 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 		issues = append(issues, t)
 	}
 	if !opts.Query.Empty() {
-		if e.d.Forge == nil {
-			return nil, fmt.Errorf("%w: issue query: %w", ErrPreflight, errNoForge)
-		}
-		found, err := e.d.Forge.Issues(ctx, opts.Query)
+		refs, err := e.queryTargets(ctx, opts)
 		if err != nil {
-			return nil, fmt.Errorf("%w: issue query: %w", ErrPreflight, err)
+			return nil, err
 		}
-		if len(found) == 0 {
-			return nil, fmt.Errorf("%w: no issue matches the query", ErrPreflight)
-		}
-		for _, is := range found {
-			targets = append(targets, fmt.Sprintf("%s#%d", is.Repo, is.Number))
-		}
+		targets = append(targets, refs...)
 	}
 	if len(targets) == 0 {
-		dir := filepath.Join(e.d.Root, e.d.Config.TasksDir)
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("%w: %s: no directory %s in this repository: add task files there, set tasks_dir in cadre.yaml, or name the task files or issues to run",
-				ErrPreflight, e.d.Config.Where("tasks_dir"), e.d.Config.TasksDir)
+		dir, err := e.tasksDir()
+		if err != nil {
+			return nil, err
 		}
 		targets = []string{dir}
 	}
-	var paths []string
+	paths, named, err := e.resolveTargets(ctx, runID, targets)
+	if err != nil {
+		return nil, err
+	}
+	issues = append(issues, named...)
+	tasks, err := e.loadTaskFiles(paths, opts)
+	if err != nil {
+		return nil, err
+	}
+	tasks = append(tasks, issues...)
+	if len(tasks) == 0 {
+		what := relErr(errors.New("no task files found in "+strings.Join(targets, ", ")), e.d.Root)
+		if opts.Column != "" {
+			what = fmt.Sprintf("no task in stage %s", opts.Column)
+		}
+		return nil, fmt.Errorf("%w: %s", ErrPreflight, what)
+	}
+	if err := e.checkDeps(tasks); err != nil {
+		return nil, err
+	}
+	if err := e.checkContexts(tasks); err != nil {
+		return nil, err
+	}
+	return orderByDeps(tasks)
+}
+
+// checkTargetOptions refuses a --workflow that names no workflow (runner
+// aside) and a --column that names no stage.
+func (e *Engine) checkTargetOptions(opts Options) error {
+	if w := opts.Workflow; w != "" && w != workflow.RunnerWorkflow {
+		if _, ok := e.d.Workflows.Get(w); !ok {
+			return fmt.Errorf("%w: --workflow %s: unknown workflow (available: runner, %s)", ErrPreflight, w, strings.Join(e.d.Workflows.Names(), ", "))
+		}
+	}
+	if opts.Column != "" && !validStage(opts.Column) {
+		return fmt.Errorf("%w: --column %q: unknown stage (want one of %s)", ErrPreflight, opts.Column, strings.Join(taskfile.Stages, ", "))
+	}
+	return nil
+}
+
+// queryTargets asks the forge for the issues matching the run's issue
+// query and names each as repo#number. A query matching none is refused:
+// the run would have nothing to do.
+func (e *Engine) queryTargets(ctx context.Context, opts Options) ([]string, error) {
+	if e.d.Forge == nil {
+		return nil, fmt.Errorf("%w: issue query: %w", ErrPreflight, errNoForge)
+	}
+	found, err := e.d.Forge.Issues(ctx, opts.Query)
+	if err != nil {
+		return nil, fmt.Errorf("%w: issue query: %w", ErrPreflight, err)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("%w: no issue matches the query", ErrPreflight)
+	}
+	var refs []string
+	for _, is := range found {
+		refs = append(refs, fmt.Sprintf("%s#%d", is.Repo, is.Number))
+	}
+	return refs, nil
+}
+
+// tasksDir is the repository's tasks directory, the target of a run that
+// names none; a run refuses to start without it.
+func (e *Engine) tasksDir() (string, error) {
+	dir := filepath.Join(e.d.Root, e.d.Config.TasksDir)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%w: %s: no directory %s in this repository: add task files there, set tasks_dir in cadre.yaml, or name the task files or issues to run",
+			ErrPreflight, e.d.Config.Where("tasks_dir"), e.d.Config.TasksDir)
+	}
+	return dir, nil
+}
+
+// resolveTargets turns the run's targets into the task files to load
+// (a file as named, a directory as the task files found in it) and the
+// tasks of the issues named. A target that is no file is an issue
+// reference when it reads as one; otherwise it is refused.
+func (e *Engine) resolveTargets(ctx context.Context, runID string, targets []string) (paths []string, issues []*taskfile.Task, err error) {
 	for _, t := range targets {
 		fi, err := os.Stat(t)
 		if err != nil && isIssueRef(t) {
-			if e.d.Forge == nil {
-				return nil, fmt.Errorf("%w: %s: %w", ErrPreflight, t, errNoForge)
-			}
-			is, err := e.d.Forge.Issue(ctx, t)
+			task, err := e.issueTarget(ctx, runID, t)
 			if err != nil {
-				return nil, fmt.Errorf("%w: issue %s: %w", ErrPreflight, t, err)
-			}
-			if reason := e.refuseIssue(is); reason != "" {
-				return nil, fmt.Errorf("%w: issue %s: %s", ErrPreflight, t, reason)
-			}
-			task, err := e.issueTask(runID, is)
-			if err != nil {
-				return nil, fmt.Errorf("%w: issue %s: %w", ErrPreflight, t, err)
+				return nil, nil, err
 			}
 			issues = append(issues, task)
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: no such task file or directory", ErrPreflight, relErr(errors.New(t), e.d.Root))
+			return nil, nil, fmt.Errorf("%w: %s: no such task file or directory", ErrPreflight, relErr(errors.New(t), e.d.Root))
 		}
 		if !fi.IsDir() {
 			paths = append(paths, t)
@@ -88,26 +144,44 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 		}
 		found, err := taskfile.Find(t)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 		}
 		paths = append(paths, found...)
 	}
+	return paths, issues, nil
+}
+
+// issueTarget fetches the issue ref names from the forge and makes its
+// task file, unless the issue is one a run must not take (refuseIssue).
+func (e *Engine) issueTarget(ctx context.Context, runID, ref string) (*taskfile.Task, error) {
+	if e.d.Forge == nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrPreflight, ref, errNoForge)
+	}
+	is, err := e.d.Forge.Issue(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("%w: issue %s: %w", ErrPreflight, ref, err)
+	}
+	if reason := e.refuseIssue(is); reason != "" {
+		return nil, fmt.Errorf("%w: issue %s: %s", ErrPreflight, ref, reason)
+	}
+	task, err := e.issueTask(runID, is)
+	if err != nil {
+		return nil, fmt.Errorf("%w: issue %s: %w", ErrPreflight, ref, err)
+	}
+	return task, nil
+}
+
+// loadTaskFiles loads the task files at paths, in order, keeping those in
+// the stage of --column when set. A file named twice counts once; two
+// files with one task id, and a task naming an unknown workflow when no
+// --workflow overrides it, are refused.
+func (e *Engine) loadTaskFiles(paths []string, opts Options) ([]*taskfile.Task, error) {
 	seen := map[string]string{}
 	var tasks []*taskfile.Task
 	for _, p := range paths {
-		abs, err := filepath.Abs(p)
+		abs, t, err := e.loadTaskFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
-		}
-		if rel, err := filepath.Rel(e.d.Root, abs); err != nil || strings.HasPrefix(rel, "..") {
-			return nil, fmt.Errorf("%w: %s is outside the repository %s", ErrPreflight, p, e.d.Root)
-		}
-		t, err := taskfile.Load(abs)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s", ErrPreflight, relErr(err, e.d.Root))
-		}
-		if err := workspace.CheckItemID(t.ID); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w: rename the file", ErrPreflight, relErr(errors.New(abs), e.d.Root), err)
+			return nil, err
 		}
 		if prev, dup := seen[t.ID]; dup {
 			if prev == abs {
@@ -126,21 +200,28 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 		}
 		tasks = append(tasks, t)
 	}
-	tasks = append(tasks, issues...)
-	if len(tasks) == 0 {
-		what := relErr(errors.New("no task files found in "+strings.Join(targets, ", ")), e.d.Root)
-		if opts.Column != "" {
-			what = fmt.Sprintf("no task in stage %s", opts.Column)
-		}
-		return nil, fmt.Errorf("%w: %s", ErrPreflight, what)
+	return tasks, nil
+}
+
+// loadTaskFile loads the task file at p, which must be inside the
+// repository and have a file name that is a valid item id; abs is its
+// absolute path.
+func (e *Engine) loadTaskFile(p string) (abs string, t *taskfile.Task, err error) {
+	abs, err = filepath.Abs(p)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
-	if err := e.checkDeps(tasks); err != nil {
-		return nil, err
+	if rel, err := filepath.Rel(e.d.Root, abs); err != nil || strings.HasPrefix(rel, "..") {
+		return "", nil, fmt.Errorf("%w: %s is outside the repository %s", ErrPreflight, p, e.d.Root)
 	}
-	if err := e.checkContexts(tasks); err != nil {
-		return nil, err
+	t, err = taskfile.Load(abs)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %s", ErrPreflight, relErr(err, e.d.Root))
 	}
-	return orderByDeps(tasks)
+	if err := workspace.CheckItemID(t.ID); err != nil {
+		return "", nil, fmt.Errorf("%w: %s: %w: rename the file", ErrPreflight, relErr(errors.New(abs), e.d.Root), err)
+	}
+	return abs, t, nil
 }
 
 // checkDeps refuses a dependency that names no task: neither one of the

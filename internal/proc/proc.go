@@ -119,29 +119,80 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		onLine: s.OnLine,
 		stdout: headTail{max: orDefault(s.MaxStdout, DefaultMaxStdout)},
 	}
-	outR, outW, err := os.Pipe()
+	outR, outW, errR, errW, err := outputPipes()
 	if err != nil {
-		return Result{ExitCode: -1}, fmt.Errorf("command %q: stdout pipe: %w", name, err)
+		return Result{ExitCode: -1}, fmt.Errorf("command %q: %w", name, err)
 	}
 	defer outR.Close()
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outW.Close()
-		return Result{ExitCode: -1}, fmt.Errorf("command %q: stderr pipe: %w", name, err)
-	}
 	defer errR.Close()
 
+	cmd := command(s, path, outW, errW)
+	start := time.Now()
+	release, err := startLocked(cmd)
+	// The child has its own copies; ours would keep the pipes open forever.
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("start command %q: %w", name, err)
+	}
+	defer release()
+	pid := cmd.Process.Pid
+	wd := guardGroup(s, pid)
+
+	drained := out.drain(outR, errR)
+	// The only goroutine waiting on the process; it does not reap it.
+	exited := make(chan struct{})
+	go func() { _ = waitExited(pid); close(exited) }()
+
+	res := Result{}
+	res.Canceled, res.TimedOut = awaitOrStop(ctx, s, pid, exited)
+	// The leader is a zombie, so pid still names its group: kill whatever
+	// it left behind before reaping it.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	wd.stop()
+	waitErr := cmd.Wait()
+	awaitDrained(drained, orDefault(s.drainWait, drainWait), outR, errR)
+
+	res.Duration = time.Since(start)
+	res.ExitCode = cmd.ProcessState.ExitCode()
+	res.Stdout = out.stdout.bytes()
+	res.Truncated = out.stdout.truncated()
+	res.StderrTail = out.stderrTail()
+	return res, runError(ctx, s, res, waitErr)
+}
+
+// outputPipes makes the pipes the process writes its stdout and stderr
+// to; when one cannot be made, none is left open.
+func outputPipes() (outR, outW, errR, errW *os.File, err error) {
+	outR, outW, err = os.Pipe()
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err = os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, nil, nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	return outR, outW, errR, errW, nil
+}
+
+// command builds the exec.Cmd for s, the program found at path, writing to
+// the pipes outW and errW: in its own process group, killed at once if
+// cadre dies, with exactly s's environment (none when s has none), and
+// wrapped in bubblewrap when s asks for a sandbox.
+func command(s Spec, path string, outW, errW *os.File) *exec.Cmd {
 	env := s.Env
 	if env == nil {
 		env = []string{} // exec.Cmd inherits on nil
 	}
-	argv := append([]string{name}, s.Args...)
+	argv := append([]string{s.Path}, s.Args...)
 	if s.Sandbox != nil {
 		var args []string
 		path, args = s.Sandbox.wrap(path, s)
 		argv = append([]string{path}, args...)
 	}
-	cmd := &exec.Cmd{
+	return &exec.Cmd{
 		Path:   path,
 		Args:   argv,
 		Dir:    s.Dir,
@@ -156,93 +207,94 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		// Bounds Wait when a Stdin reader never returns.
 		WaitDelay: orDefault(s.drainWait, drainWait),
 	}
-	start := time.Now()
-	release, err := startLocked(cmd)
-	// The child has its own copies; ours would keep the pipes open forever.
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		return Result{ExitCode: -1}, fmt.Errorf("start command %q: %w", name, err)
-	}
-	defer release()
-	pid := cmd.Process.Pid
-	wd, wdErr := startWatchdog(pid)
-	if wdErr != nil && s.Log != nil {
-		// The agent still dies with cadre, and a resume kills what it
-		// left; only its children may outlive a crash for a while.
-		fmt.Fprintf(s.Log, "[cadre: %v]\n", wdErr)
+}
+
+// guardGroup starts the watchdog of the started process's group pid and
+// then tells s.OnStart the pid. A watchdog that cannot start is noted in
+// s.Log, not fatal: the agent still dies with cadre, and a resume kills
+// what it left; only its children may outlive a crash for a while. The
+// watchdog returned is nil then (stop does nothing).
+func guardGroup(s Spec, pid int) *watchdog {
+	wd, err := startWatchdog(pid)
+	if err != nil && s.Log != nil {
+		fmt.Fprintf(s.Log, "[cadre: %v]\n", err)
 	}
 	if s.OnStart != nil {
 		s.OnStart(pid)
 	}
+	return wd
+}
 
+// drain reads the process's stdout and stderr until both end; the channel
+// returned is closed then.
+func (o *output) drain(outR, errR io.Reader) <-chan struct{} {
 	var readers sync.WaitGroup
-	readers.Go(func() { out.read("stdout", outR) })
-	readers.Go(func() { out.read("stderr", errR) })
+	readers.Go(func() { o.read("stdout", outR) })
+	readers.Go(func() { o.read("stderr", errR) })
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
-	// The only goroutine waiting on the process; it does not reap it.
-	exited := make(chan struct{})
-	go func() { _ = waitExited(pid); close(exited) }()
+	return drained
+}
 
+// awaitOrStop waits until the process pid exits (exited is closed), ctx is
+// done, or s.Timeout expires. In the last two cases it sends SIGTERM to
+// the process group, then SIGKILL after s.Grace, and waits for the exit.
+// It reports whether ctx or the timeout ended the run.
+func awaitOrStop(ctx context.Context, s Spec, pid int, exited <-chan struct{}) (canceled, timedOut bool) {
 	var timeout <-chan time.Time
 	if s.Timeout > 0 {
 		t := time.NewTimer(s.Timeout)
 		defer t.Stop()
 		timeout = t.C
 	}
-	res := Result{}
 	select {
 	case <-exited:
+		return false, false
 	case <-ctx.Done():
-		res.Canceled = true
+		canceled = true
 	case <-timeout:
-		res.TimedOut = true
+		timedOut = true
 	}
-	if res.Canceled || res.TimedOut {
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		g := time.NewTimer(orDefault(s.Grace, DefaultGrace))
-		select {
-		case <-exited:
-		case <-g.C:
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			<-exited
-		}
-		g.Stop()
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	g := time.NewTimer(orDefault(s.Grace, DefaultGrace))
+	defer g.Stop()
+	select {
+	case <-exited:
+	case <-g.C:
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-exited
 	}
-	// The leader is a zombie, so pid still names its group: kill whatever
-	// it left behind before reaping it.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	wd.stop()
-	waitErr := cmd.Wait()
+	return canceled, timedOut
+}
 
+// awaitDrained waits for the output to be drained (drained is closed), at
+// most wait: past it, someone outside the group still holds the pipes,
+// and closing our ends (outR, errR) ends the reads.
+func awaitDrained(drained <-chan struct{}, wait time.Duration, outR, errR *os.File) {
 	select {
 	case <-drained:
-	case <-time.After(orDefault(s.drainWait, drainWait)):
-		// Someone outside the group still holds the pipes; closing our
-		// ends ends the reads.
+	case <-time.After(wait):
 		outR.Close()
 		errR.Close()
 		<-drained
 	}
+}
 
-	res.Duration = time.Since(start)
-	res.ExitCode = cmd.ProcessState.ExitCode()
-	res.Stdout = out.stdout.bytes()
-	res.Truncated = out.stdout.truncated()
-	res.StderrTail = out.stderrTail()
-
+// runError is the error Run returns for the finished run res of s: the
+// timeout or ctx that ended it, or a failure of the wait other than the
+// process's own exit status (such as feeding Stdin); nil otherwise.
+func runError(ctx context.Context, s Spec, res Result, waitErr error) error {
 	switch {
 	case res.TimedOut:
-		return res, fmt.Errorf("command %q %w after %s", name, ErrTimeout, s.Timeout)
+		return fmt.Errorf("command %q %w after %s", s.Path, ErrTimeout, s.Timeout)
 	case res.Canceled:
-		return res, fmt.Errorf("command %q stopped: %w", name, ctx.Err())
+		return fmt.Errorf("command %q stopped: %w", s.Path, ctx.Err())
 	}
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
-		return res, fmt.Errorf("command %q: %w", name, waitErr)
+		return fmt.Errorf("command %q: %w", s.Path, waitErr)
 	}
-	return res, nil
+	return nil
 }
 
 // NotFoundError reports a program that does not exist. It wraps

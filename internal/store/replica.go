@@ -174,19 +174,10 @@ func (s *Store) Hydrate(ctx context.Context, x ItemExport) error {
 	fail := func(err error) error {
 		return fmt.Errorf("hydrate item %s of run %s: %w", x.Item, x.Run.ID, err)
 	}
-	if x.Run.ID == "" || x.Item == "" {
-		return fail(errors.New("the export names no run or no item"))
+	if err := checkExport(x); err != nil {
+		return fail(err)
 	}
-	for _, st := range x.Steps {
-		if st.RunID != x.Run.ID || st.ItemID != x.Item {
-			return fail(fmt.Errorf("step %s belongs to item %s of run %s", st.ID, st.ItemID, st.RunID))
-		}
-	}
-	if !validRunStatus(x.Run.Status) {
-		return fail(fmt.Errorf("run status %q unknown", x.Run.Status))
-	}
-	r := x.Run
-	opts, err := jsonArg("options", r.Options)
+	opts, err := jsonArg("options", x.Run.Options)
 	if err != nil {
 		return fail(err)
 	}
@@ -195,118 +186,23 @@ func (s *Store) Hydrate(ctx context.Context, x ItemExport) error {
 		if err != nil {
 			return err
 		}
-		// The run's row is the export's: a replica never sends a write of
-		// it home (a batch carries only its item's writes), so what it
-		// holds of the run is at best an older export's.
-		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET repo = excluded.repo, workflow = excluded.workflow, status = excluded.status,
-			options = excluded.options, pid = excluded.pid, started_at = excluded.started_at,
-			updated_at = excluded.updated_at, ended_at = excluded.ended_at`,
-			r.ID, r.Repo, r.Workflow, r.Status, opts, r.PID, fmtTime(r.StartedAt), fmtTime(r.UpdatedAt), fmtTimePtr(r.EndedAt)); err != nil {
-			return fmt.Errorf("run: %w", err)
+		if err := hydrateRun(ctx, tx, x.Run, opts); err != nil {
+			return err
 		}
-		for _, it := range x.Items {
-			if it.RunID != r.ID || !validItemStatus(it.Status) {
-				return fmt.Errorf("item %s: want an item of run %s with a known status", it.ID, r.ID)
-			}
-			if own[it.ID] {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO items (`+itemColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (run_id, id) DO UPDATE SET source = excluded.source, ref = excluded.ref, title = excluded.title,
-				init_stage = excluded.init_stage, init_attempts = excluded.init_attempts, stage = excluded.stage,
-				status = excluded.status, attempts = excluded.attempts, current_step = excluded.current_step,
-				error = excluded.error, updated_at = excluded.updated_at`,
-				it.RunID, it.ID, it.Source, it.Ref, it.Title, it.InitStage, it.InitAttempts, it.Stage, it.Status,
-				it.Attempts, it.CurrentStep, it.Error, fmtTime(it.UpdatedAt)); err != nil {
-				return fmt.Errorf("item %s: %w", it.ID, err)
-			}
+		if err := hydrateItems(ctx, tx, x, own); err != nil {
+			return err
 		}
-		// The item's steps as exported, in their order; their usage rows
-		// go with them (ON DELETE CASCADE).
-		if _, err := tx.ExecContext(ctx, `DELETE FROM steps WHERE run_id = ? AND item_id = ?`, r.ID, x.Item); err != nil {
-			return fmt.Errorf("steps: %w", err)
+		if err := hydrateSteps(ctx, tx, x); err != nil {
+			return err
 		}
-		for _, st := range x.Steps {
-			signal, err := jsonArg("signal", st.Signal)
-			if err != nil {
-				return fmt.Errorf("step %s: %w", st.ID, err)
-			}
-			result, err := jsonArg("result", st.Result)
-			if err != nil {
-				return fmt.Errorf("step %s: %w", st.ID, err)
-			}
-			u := st.Usage
-			// A process group names a process on the exporting machine:
-			// never one to kill here.
-			if _, err := tx.ExecContext(ctx, `INSERT INTO steps (`+stepColumns+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)`,
-				st.RunID, st.ItemID, st.ID, st.Role, st.Runner, st.Model, st.Kind, st.Status, st.Tries, st.ExitCode,
-				st.OutputPath, signal, result, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
-				u.CostUSD, u.CostEstimated, st.Error, fmtTime(st.StartedAt), fmtTimePtr(st.EndedAt)); err != nil {
-				return fmt.Errorf("step %s: %w", st.ID, err)
-			}
+		if err := hydrateUsage(ctx, tx, x); err != nil {
+			return err
 		}
-		for _, t := range x.Usage {
-			u := t.Usage
-			if _, err := tx.ExecContext(ctx, stepUsageQuery, r.ID, t.StepID, t.Try, u.InputTokens, u.OutputTokens,
-				u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, u.CostEstimated); err != nil {
-				if isForeignKey(err) {
-					return fmt.Errorf("usage of try %d of step %s: no such step of the item", t.Try, t.StepID)
-				}
-				return fmt.Errorf("usage of step %s: %w", t.StepID, err)
-			}
-		}
-		// What the run spent beyond the rows held here: x.Totals, less
-		// what x counts of the items whose copy here is the replica's own
-		// (its usage rows here are those, and more not sent yet), less the
-		// rows held of the other items (x counts them all: they came from
-		// the exporting journal, or were sent there).
-		held := map[string]Usage{}
-		rows, err := tx.QueryContext(ctx, `SELECT s.item_id, COALESCE(SUM(u.input_tokens), 0), COALESCE(SUM(u.output_tokens), 0),
-			COALESCE(SUM(u.cache_read_tokens), 0), COALESCE(SUM(u.cache_write_tokens), 0), COALESCE(SUM(u.cost_usd), 0)
-			FROM step_usage u JOIN steps s ON s.run_id = u.run_id AND s.id = u.step_id
-			WHERE u.run_id = ? GROUP BY s.item_id`, r.ID)
-		if err != nil {
-			return fmt.Errorf("usage: %w", err)
-		}
-		for rows.Next() {
-			var id string
-			var u Usage
-			if err := rows.Scan(&id, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.CostUSD); err != nil {
-				rows.Close()
-				return fmt.Errorf("usage: %w", err)
-			}
-			held[id] = u
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return fmt.Errorf("usage: %w", err)
-		}
-		counted := map[string]Usage{}
-		for _, c := range x.Counts {
-			counted[c.Item] = c.Usage
-		}
-		t := x.Totals
-		for id, u := range held {
-			if own[id] {
-				u = counted[id]
-			}
-			t = t.minus(u)
-		}
-		for id := range own {
-			if _, ok := held[id]; !ok {
-				t = t.minus(counted[id])
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO replica_usage
-			(run_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_estimated)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.ID,
-			max(t.InputTokens, 0), max(t.OutputTokens, 0), max(t.CacheReadTokens, 0), max(t.CacheWriteTokens, 0),
-			max(t.CostUSD, 0), x.Totals.CostEstimated); err != nil {
-			return fmt.Errorf("usage: %w", err)
+		if err := keepReplicaUsage(ctx, tx, x, own); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO replica_items (run_id, item_id, seq) VALUES (?, ?, ?)`,
-			r.ID, x.Item, x.Seq); err != nil {
+			x.Run.ID, x.Item, x.Seq); err != nil {
 			return fmt.Errorf("replica number: %w", err)
 		}
 		return nil
@@ -315,6 +211,170 @@ func (s *Store) Hydrate(ctx context.Context, x ItemExport) error {
 		return fail(err)
 	}
 	return nil
+}
+
+// checkExport refuses an export a replica cannot hold: one naming no run
+// or no item, one with a step of another item, or one whose run has a
+// status this journal does not know.
+func checkExport(x ItemExport) error {
+	if x.Run.ID == "" || x.Item == "" {
+		return errors.New("the export names no run or no item")
+	}
+	for _, st := range x.Steps {
+		if st.RunID != x.Run.ID || st.ItemID != x.Item {
+			return fmt.Errorf("step %s belongs to item %s of run %s", st.ID, st.ItemID, st.RunID)
+		}
+	}
+	if !validRunStatus(x.Run.Status) {
+		return fmt.Errorf("run status %q unknown", x.Run.Status)
+	}
+	return nil
+}
+
+// hydrateRun writes the run's row as exported (opts is its options,
+// encoded). The export's row always wins: a replica never sends a write
+// of it home (a batch carries only its item's writes), so what it holds
+// of the run is at best an older export's.
+func hydrateRun(ctx context.Context, tx *sql.Tx, r Run, opts any) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET repo = excluded.repo, workflow = excluded.workflow, status = excluded.status,
+		options = excluded.options, pid = excluded.pid, started_at = excluded.started_at,
+		updated_at = excluded.updated_at, ended_at = excluded.ended_at`,
+		r.ID, r.Repo, r.Workflow, r.Status, opts, r.PID, fmtTime(r.StartedAt), fmtTime(r.UpdatedAt), fmtTimePtr(r.EndedAt)); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	return nil
+}
+
+// hydrateItems writes the run's item rows as exported, except those whose
+// copy here is the replica's own (own), which keep the rows held here.
+// Every exported item must belong to the run and have a known status.
+func hydrateItems(ctx context.Context, tx *sql.Tx, x ItemExport, own map[string]bool) error {
+	for _, it := range x.Items {
+		if it.RunID != x.Run.ID || !validItemStatus(it.Status) {
+			return fmt.Errorf("item %s: want an item of run %s with a known status", it.ID, x.Run.ID)
+		}
+		if own[it.ID] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO items (`+itemColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (run_id, id) DO UPDATE SET source = excluded.source, ref = excluded.ref, title = excluded.title,
+			init_stage = excluded.init_stage, init_attempts = excluded.init_attempts, stage = excluded.stage,
+			status = excluded.status, attempts = excluded.attempts, current_step = excluded.current_step,
+			error = excluded.error, updated_at = excluded.updated_at`,
+			it.RunID, it.ID, it.Source, it.Ref, it.Title, it.InitStage, it.InitAttempts, it.Stage, it.Status,
+			it.Attempts, it.CurrentStep, it.Error, fmtTime(it.UpdatedAt)); err != nil {
+			return fmt.Errorf("item %s: %w", it.ID, err)
+		}
+	}
+	return nil
+}
+
+// hydrateSteps replaces the item's steps by the exported ones, in their
+// order; the old steps' usage rows go with them (ON DELETE CASCADE). A
+// process group names a process on the exporting machine, never one to
+// kill here, so the steps are written with none.
+func hydrateSteps(ctx context.Context, tx *sql.Tx, x ItemExport) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM steps WHERE run_id = ? AND item_id = ?`, x.Run.ID, x.Item); err != nil {
+		return fmt.Errorf("steps: %w", err)
+	}
+	for _, st := range x.Steps {
+		signal, err := jsonArg("signal", st.Signal)
+		if err != nil {
+			return fmt.Errorf("step %s: %w", st.ID, err)
+		}
+		result, err := jsonArg("result", st.Result)
+		if err != nil {
+			return fmt.Errorf("step %s: %w", st.ID, err)
+		}
+		u := st.Usage
+		if _, err := tx.ExecContext(ctx, `INSERT INTO steps (`+stepColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)`,
+			st.RunID, st.ItemID, st.ID, st.Role, st.Runner, st.Model, st.Kind, st.Status, st.Tries, st.ExitCode,
+			st.OutputPath, signal, result, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
+			u.CostUSD, u.CostEstimated, st.Error, fmtTime(st.StartedAt), fmtTimePtr(st.EndedAt)); err != nil {
+			return fmt.Errorf("step %s: %w", st.ID, err)
+		}
+	}
+	return nil
+}
+
+// hydrateUsage writes the usage of every exported try; a try of a step
+// the item does not have is refused.
+func hydrateUsage(ctx context.Context, tx *sql.Tx, x ItemExport) error {
+	for _, t := range x.Usage {
+		u := t.Usage
+		if _, err := tx.ExecContext(ctx, stepUsageQuery, x.Run.ID, t.StepID, t.Try, u.InputTokens, u.OutputTokens,
+			u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, u.CostEstimated); err != nil {
+			if isForeignKey(err) {
+				return fmt.Errorf("usage of try %d of step %s: no such step of the item", t.Try, t.StepID)
+			}
+			return fmt.Errorf("usage of step %s: %w", t.StepID, err)
+		}
+	}
+	return nil
+}
+
+// keepReplicaUsage sets aside (replica_usage) what the run spent beyond
+// the usage rows held here: x.Totals, less what x counts of the items
+// whose copy here is the replica's own (its usage rows here are those,
+// and more not sent yet), less the rows held of the other items (x counts
+// them all: they came from the exporting journal, or were sent there).
+// No token count or cost set aside goes below zero.
+func keepReplicaUsage(ctx context.Context, tx *sql.Tx, x ItemExport, own map[string]bool) error {
+	held, err := heldUsage(ctx, tx, x.Run.ID)
+	if err != nil {
+		return err
+	}
+	counted := map[string]Usage{}
+	for _, c := range x.Counts {
+		counted[c.Item] = c.Usage
+	}
+	t := x.Totals
+	for id, u := range held {
+		if own[id] {
+			u = counted[id]
+		}
+		t = t.minus(u)
+	}
+	for id := range own {
+		if _, ok := held[id]; !ok {
+			t = t.minus(counted[id])
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO replica_usage
+		(run_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_estimated)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, x.Run.ID,
+		max(t.InputTokens, 0), max(t.OutputTokens, 0), max(t.CacheReadTokens, 0), max(t.CacheWriteTokens, 0),
+		max(t.CostUSD, 0), x.Totals.CostEstimated); err != nil {
+		return fmt.Errorf("usage: %w", err)
+	}
+	return nil
+}
+
+// heldUsage sums the usage rows this journal holds of the run, per item.
+func heldUsage(ctx context.Context, tx *sql.Tx, runID string) (map[string]Usage, error) {
+	held := map[string]Usage{}
+	rows, err := tx.QueryContext(ctx, `SELECT s.item_id, COALESCE(SUM(u.input_tokens), 0), COALESCE(SUM(u.output_tokens), 0),
+		COALESCE(SUM(u.cache_read_tokens), 0), COALESCE(SUM(u.cache_write_tokens), 0), COALESCE(SUM(u.cost_usd), 0)
+		FROM step_usage u JOIN steps s ON s.run_id = u.run_id AND s.id = u.step_id
+		WHERE u.run_id = ? GROUP BY s.item_id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		var u Usage
+		if err := rows.Scan(&id, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &u.CostUSD); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("usage: %w", err)
+		}
+		held[id] = u
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	return held, nil
 }
 
 // ownCopies are the run's items other than x's whose copy in this replica

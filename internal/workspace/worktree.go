@@ -122,32 +122,16 @@ type EnsureOptions struct {
 // naming the files (they are leftovers of an earlier run, not this one's
 // work).
 func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt EnsureOptions) (*Repo, error) {
-	if err := CheckItemID(item); err != nil {
+	if err := w.checkNames(ctx, item, branch); err != nil {
 		return nil, err
-	}
-	// The names cadre makes pass plainBranch; git judges any other.
-	if !plainBranch(branch) {
-		if _, err := w.repo.Git(ctx, "check-ref-format", "--branch", branch); err != nil {
-			return nil, fmt.Errorf("branch name %q for item %s is not valid: %w", branch, item, err)
-		}
 	}
 	path := w.Path(item)
 	repo := w.repo
 	if opt.Untrusted {
 		repo = repo.Untrusted()
 	}
-	// A prepared worktree is handed over outside w.mu, which the pool
-	// holds while it prepares the next one.
-	w.poolMu.Lock()
-	p := w.pool
-	w.poolMu.Unlock()
-	if _, err := os.Lstat(w.making(item)); err == nil {
-		p = nil // a half-made worktree is cleared away first
-	}
-	if _, err := os.Lstat(path); p != nil && errors.Is(err, os.ErrNotExist) {
-		if wt := p.take(ctx, repo, branch, path); wt != nil {
-			return wt, nil
-		}
+	if wt := w.takePrepared(ctx, repo, item, branch); wt != nil {
+		return wt, nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -155,34 +139,83 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(path, ".git")); err == nil {
-		wt := repo.child(path)
-		repo.inherit(ctx, wt)
-		cur, err := wt.Branch(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("worktree %s: %w", path, err)
-		}
-		if strings.TrimSpace(cur) != branch {
-			return nil, fmt.Errorf("worktree %s is on branch %s, not %s: remove it with cadre worktrees prune --force", path, strings.TrimSpace(cur), branch)
-		}
-		if !opt.AllowDirty {
-			dirty, err := wt.Dirty(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if len(dirty) > 0 {
-				return nil, fmt.Errorf("%w in %s (%s): commit or discard them, or remove it with cadre worktrees prune --force", ErrDirtyWorktree, path, listPaths(dirty))
-			}
-		}
-		return wt, nil
+		return reuse(ctx, repo, path, branch, opt.AllowDirty)
 	}
+	return w.create(ctx, repo, item, branch, base)
+}
+
+// checkNames refuses an item id that cannot name a worktree and a branch
+// name git would refuse. The names cadre makes pass plainBranch; git
+// judges any other.
+func (w *Worktrees) checkNames(ctx context.Context, item, branch string) error {
+	if err := CheckItemID(item); err != nil {
+		return err
+	}
+	if !plainBranch(branch) {
+		if _, err := w.repo.Git(ctx, "check-ref-format", "--branch", branch); err != nil {
+			return fmt.Errorf("branch name %q for item %s is not valid: %w", branch, item, err)
+		}
+	}
+	return nil
+}
+
+// takePrepared hands over a prepared worktree of the pool as item's on
+// branch, when the pool is on, item has no worktree, and none of it is
+// half-made (that is cleared away first); nil otherwise. It runs outside
+// w.mu, which the pool holds while it prepares the next one.
+func (w *Worktrees) takePrepared(ctx context.Context, repo *Repo, item, branch string) *Repo {
+	w.poolMu.Lock()
+	p := w.pool
+	w.poolMu.Unlock()
+	if p == nil {
+		return nil
+	}
+	if _, err := os.Lstat(w.making(item)); err == nil {
+		return nil
+	}
+	path := w.Path(item)
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return p.take(ctx, repo, branch, path)
+}
+
+// reuse returns the existing worktree at path, which must be on branch
+// and, unless allowDirty, have no uncommitted changes.
+func reuse(ctx context.Context, repo *Repo, path, branch string, allowDirty bool) (*Repo, error) {
+	wt := repo.child(path)
+	repo.inherit(ctx, wt)
+	cur, err := wt.Branch(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("worktree %s: %w", path, err)
+	}
+	if strings.TrimSpace(cur) != branch {
+		return nil, fmt.Errorf("worktree %s is on branch %s, not %s: remove it with cadre worktrees prune --force", path, strings.TrimSpace(cur), branch)
+	}
+	if !allowDirty {
+		dirty, err := wt.Dirty(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(dirty) > 0 {
+			return nil, fmt.Errorf("%w in %s (%s): commit or discard them, or remove it with cadre worktrees prune --force", ErrDirtyWorktree, path, listPaths(dirty))
+		}
+	}
+	return wt, nil
+}
+
+// create makes item's worktree on branch, from base when the branch is
+// new. It is marked while git makes it: a creation cut off (a cancelled
+// context kills git, Ctrl-C, a crash) leaves a worktree nobody worked in,
+// which the next Ensure makes again. Only what git makes is marked, so a
+// directory of anyone else's at the path is never taken for one. The
+// mark stays when ctx ended the creation, so the next Ensure clears what
+// git left. The caller holds w.mu.
+func (w *Worktrees) create(ctx context.Context, repo *Repo, item, branch, base string) (*Repo, error) {
 	if err := os.MkdirAll(w.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", w.dir, err)
 	}
-	// Marked while git makes it: a creation cut off (a cancelled
-	// context kills git, Ctrl-C, a crash) leaves a worktree nobody worked
-	// in, which the next Ensure makes again. Only what git makes is
-	// marked, so a directory of anyone else's at path is never taken for
-	// one.
+	path := w.Path(item)
 	marked := false
 	if empty(path) {
 		if err := os.WriteFile(w.making(item), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
@@ -195,40 +228,48 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 			os.Remove(w.making(item))
 		}
 	}
-	// Try the common case first (a new branch) and fall back, so a fresh
-	// worktree costs one git process: the branch may exist (resume), or a
-	// stale registration may remain (the directory was deleted by hand).
-	// --no-track: a branch made from a remote-tracking base would
-	// otherwise write its upstream into .git/config, which cadre watches
-	// for changes while agents run.
-	add := func() error {
-		_, err := repo.Git(ctx, "worktree", "add", "--quiet", "--no-track", "-b", branch, "--", path, base)
-		if err == nil {
-			return nil
+	if err := addWorktree(ctx, repo, item, branch, base, path); err != nil {
+		if ctx.Err() == nil {
+			unmark() // git failed whole and cleared what it made
 		}
-		if _, verr := repo.Git(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); verr == nil {
-			_, err = repo.Git(ctx, "worktree", "add", "--quiet", "--", path, branch)
-		}
-		return err
-	}
-	if err := add(); err != nil {
-		if _, perr := repo.Git(ctx, "worktree", "prune"); perr != nil {
-			if ctx.Err() == nil {
-				unmark()
-			}
-			return nil, perr
-		}
-		if err := add(); err != nil {
-			if ctx.Err() == nil {
-				unmark() // git failed whole and cleared what it made
-			}
-			return nil, fmt.Errorf("create worktree for %s: %w", item, err)
-		}
+		return nil, err
 	}
 	unmark()
 	wt := repo.child(path)
 	repo.inherit(ctx, wt)
 	return wt, nil
+}
+
+// addWorktree has git make item's worktree at path on branch. When that
+// fails, stale registrations are pruned (the directory may have been
+// deleted by hand) and it tries once more.
+func addWorktree(ctx context.Context, repo *Repo, item, branch, base, path string) error {
+	if err := gitWorktreeAdd(ctx, repo, branch, base, path); err == nil {
+		return nil
+	}
+	if _, err := repo.Git(ctx, "worktree", "prune"); err != nil {
+		return err
+	}
+	if err := gitWorktreeAdd(ctx, repo, branch, base, path); err != nil {
+		return fmt.Errorf("create worktree for %s: %w", item, err)
+	}
+	return nil
+}
+
+// gitWorktreeAdd adds a worktree at path on a new branch made from base,
+// or, when branch exists (a resume), on branch. The common case goes
+// first, so a fresh worktree costs one git process. --no-track: a branch
+// made from a remote-tracking base would otherwise write its upstream into
+// .git/config, which cadre watches for changes while agents run.
+func gitWorktreeAdd(ctx context.Context, repo *Repo, branch, base, path string) error {
+	_, err := repo.Git(ctx, "worktree", "add", "--quiet", "--no-track", "-b", branch, "--", path, base)
+	if err == nil {
+		return nil
+	}
+	if _, verr := repo.Git(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch); verr == nil {
+		_, err = repo.Git(ctx, "worktree", "add", "--quiet", "--", path, branch)
+	}
+	return err
 }
 
 // making is the file that marks item's worktree as being made.
