@@ -16,7 +16,7 @@ import (
 
 // Agent is a role reached through a runner. It is immutable: WithRunner and
 // WithPrompt return modified copies, so one agent can be varied freely
-// (seed 003's with_runner / with_prompt).
+// (docs/library.md).
 type Agent struct {
 	role    string
 	roles   *role.Registry
@@ -114,7 +114,10 @@ type Response struct {
 	Asks     int    // 1, or 2 after the corrective re-ask
 }
 
-// Signal is a parsed SIGNAL BLOCK (SPEC §5).
+// Signal is a parsed SIGNAL BLOCK: the block of labelled lines (Agent,
+// Result, Loop Summary, Confidence, Next, Context, Rating, Verdict,
+// Signature) every role's reply ends with, the only part of a reply that
+// steers the workflow.
 type Signal struct {
 	Agent      string
 	Result     string // INIT, CLARIFICATION_NEEDED, PLAN_CREATED, SUCCESS, FAIL, PASS, INSUFFICIENT
@@ -140,7 +143,7 @@ const roleTriage = "triage"
 
 // Invoke runs the agent on a task: the role's template (or the WithPrompt
 // one) rendered with prompt as the item's text and, when not empty,
-// taskContext as an earlier step's result (seed 003's context). A reply without a usable SIGNAL
+// taskContext as an earlier step's result, handed to the agent as context. A reply without a usable SIGNAL
 // BLOCK is asked once more with a corrective prompt, as the engine does;
 // still none is an error wrapping ErrNoSignal. A non-zero exit is an
 // *ExitError. The Response holds what the agent produced in every case.

@@ -1,4 +1,4 @@
-// Package agent is cadre's public Go API for agents (seed 003, SPEC §12):
+// Package agent is cadre's public Go API for agents (docs/library.md):
 // a role (WHAT an agent does) reached through a runner (HOW it is
 // reached), the two chosen independently.
 //

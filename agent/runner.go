@@ -39,7 +39,8 @@ func WithCommand(command string, args ...string) RunnerOption {
 }
 
 // WithEnv names environment variables passed through to the agent. Agents
-// get a minimal environment otherwise (SPEC §9), never the caller's secrets.
+// get a minimal environment otherwise (PATH, HOME, LANG, TERM and the keys
+// their runner declares; docs/runners.md), never the caller's secrets.
 func WithEnv(names ...string) RunnerOption {
 	return func(s *runner.Settings) { s.Env = append(s.Env, names...) }
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
-// Decision is the triage role's routing of a task (seed 003), resolved as
+// Decision is the triage role's routing of a task (docs/workflows.md#triage), resolved as
 // `cadre run --workflow auto` resolves it.
 type Decision struct {
 	// Workflow is the workflow to run: quick, simple, standard, full, debug,

@@ -1,4 +1,5 @@
-// Package eval is cadre's public evaluation API (seed 003, SPEC §12):
+// Package eval is cadre's public evaluation API (docs/library.md,
+// docs/evaluation.md):
 // Gatekeeper.Validate, the deterministic first stage; Judge.Evaluate, a
 // model scoring a response against a rubric; and Selector.Select, which
 // picks the runner and model that do a role best for the money from

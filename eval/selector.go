@@ -23,8 +23,8 @@ type Scores interface {
 
 // Selector picks the runner and model that do a role best for the money:
 // UCB1 over mean quality minus a relative cost penalty, trying candidates
-// without enough samples first (seed 003's ModelSelector; the formula is
-// the one `runner: auto` uses, documented in docs/library.md).
+// without enough samples first (the formula `runner: auto` uses,
+// documented in docs/library.md and docs/evaluation.md).
 type Selector struct {
 	Scores Scores
 	// Candidates are "runner" or "runner/model", as in cadre.yaml's

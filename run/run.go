@@ -46,7 +46,7 @@ type Options struct {
 	Getenv func(string) string
 }
 
-// Event is one event of a run (SPEC §8).
+// Event is one event of a run, as `cadre run --json` prints it.
 type Event = event.Event
 
 // Usage is tokens and cost.

@@ -241,7 +241,7 @@ func (b *Bench) evaluate(ctx context.Context, tpl *templates, parent string, j J
 	}
 	out.Passed, out.Detail.Checks = res.Passed, res.Checks
 	if !res.Passed {
-		return out, nil // seed 003: only work that passes the gatekeeper is judged
+		return out, nil // only work that passes the gatekeeper is judged; failed work scores 0
 	}
 	judgeStart := time.Now()
 	jd, err := eval.NewJudge(b.Judge.Runner, eval.WithModel(b.Judge.Model), eval.WithDir(dir), eval.WithTimeout(b.Judge.Timeout)).

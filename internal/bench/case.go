@@ -22,8 +22,8 @@ import (
 )
 
 // Case is one benchmark case: a prompt for a role, the gatekeeper's
-// requirements and the judge's rubric (seed 003's Role Benchmark
-// Contract), and optionally a fixture the agent works in.
+// requirements and the judge's rubric (docs/evaluation.md#case-files), and
+// optionally a fixture the agent works in.
 type Case struct {
 	Role   string `yaml:"role"`
 	Name   string `yaml:"name"` // default: the file name without .yaml

@@ -1,5 +1,5 @@
-// Package bench runs role benchmarks (seed 003's Role Benchmark Contract,
-// SPEC §12): each benchmark case gives a role a prompt, the gatekeeper's
+// Package bench runs role benchmarks (`cadre bench`, docs/evaluation.md):
+// each benchmark case gives a role a prompt, the gatekeeper's
 // requirements and the judge's rubric; every case is run by every runner
 // under test, evaluated in two stages (gatekeeper, then judge for what
 // passed), and recorded in the score store the model selector reads.

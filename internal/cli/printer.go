@@ -10,7 +10,8 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 )
 
-// jsonSink prints one JSON object per event (SPEC §8).
+// jsonSink prints one JSON object per event, one per line, on stdout: the
+// `--json` output scripts read.
 func jsonSink(w io.Writer) event.Sink {
 	var mu sync.Mutex
 	enc := json.NewEncoder(w)

@@ -234,7 +234,8 @@ func cmdInitRepo(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmdExits runs a program and checks its exact exit code, which `! exec`
-// cannot tell apart (SPEC §2 gives 1, 2, 3 and 130 different meanings).
+// cannot tell apart (1, 2, 3 and 130 mean different things: see
+// "Exit status" in README.md).
 // Its stdout and stderr are then available to stdout/stderr.
 //
 //	exits CODE PROG [ARGS...]

@@ -62,8 +62,8 @@ func TestStatusShowsBranchAndPullRequest(t *testing.T) {
 }
 
 // TestArchiveNamedByPullRequest: an item that opened a pull request has its
-// cycle log archived as <pr>_<pr-title-slug>.md (seed 002), not under a
-// timestamp.
+// cycle log archived as <pr>_<pr-title-slug>.md (a goal cycle ends with its
+// pull request; docs/workflows.md), not under a timestamp.
 func TestArchiveNamedByPullRequest(t *testing.T) {
 	g := newGitHubRepo(t)
 	if code, out, errOut := g.cadre(t, "", "run", "1", "#2"); code != 0 {

@@ -40,7 +40,7 @@ type Config struct {
 	Limits  Limits  `yaml:"limits"`
 	GitHub  GitHub  `yaml:"github"`
 	Sandbox Sandbox `yaml:"sandbox"`
-	// Selector is the model selector runner "auto" asks (seed 003).
+	// Selector is the model selector runner "auto" asks (docs/evaluation.md).
 	Selector Selector `yaml:"selector"`
 	// Prices override or extend the built-in price table, by model name.
 	Prices map[string]Price `yaml:"prices"`
@@ -89,7 +89,7 @@ type RoleConfig struct {
 	Runner string `yaml:"runner"` // "auto" lets the model selector choose
 	Model  string `yaml:"model"`
 	// Requirements override the gatekeeper's built-in checks of this
-	// role's work (seed 003).
+	// role's work.
 	Requirements *eval.Requirements `yaml:"requirements"`
 	// Rubric replaces the judge's built-in criteria for this role's work:
 	// criterion → what it means.
@@ -119,7 +119,7 @@ type Limits struct {
 	MaxReviewRounds         int     `yaml:"max_review_rounds"`
 	EscalateBelowConfidence int     `yaml:"escalate_below_confidence"`
 	MaxInsufficientLoops    int     `yaml:"max_insufficient_loops"`
-	MaxIterations           int     `yaml:"max_iterations"` // seed 003 moa: architect → executor → critic rounds
+	MaxIterations           int     `yaml:"max_iterations"` // moa workflow: most architect → executor → critic rounds
 	// WorktreePool: worktrees kept checked out at the base ahead of need,
 	// for repositories where checking out is slow (0: off).
 	WorktreePool int `yaml:"worktree_pool"`

@@ -1,6 +1,6 @@
 // Package eval scores agent work so cadre can tell good runs from bad ones
-// and pick the runner and model that do a role best for the money (seed
-// 003, SPEC §12). Everything here is pure: the engine gathers the facts
+// and pick the runner and model that do a role best for the money
+// (docs/evaluation.md). Everything here is pure: the engine gathers the facts
 // (output text, changed files, command exit codes, the judge's reply,
 // recorded statistics), and this package only decides. That keeps every
 // rule table-testable and lets the local and Temporal executors share it.

@@ -155,7 +155,7 @@ var (
 )
 
 // DefaultRequirements returns the built-in requirements for role. Every
-// role owes a valid SIGNAL BLOCK (SPEC §5); on top of that:
+// role owes a SIGNAL BLOCK that signal.Parse accepts; on top of that:
 //
 //   - implementation-planner: a valid plan JSON block;
 //   - coder, executor, code-writer, fix-surgeon, actor: a non-empty diff,

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Event types. The first six are seed 001's names; scripts depend on all of them.
+// Event types. The first six are the task-file pipeline's original names;
+// scripts depend on all of them, so none is renamed.
 const (
 	TaskStarted    = "taskStarted"
 	StageStarted   = "stageStarted"
@@ -26,7 +27,8 @@ const (
 	Warning        = "warning"
 )
 
-// Usage is the token and cost account of one step (SPEC §8).
+// Usage is the token and cost account of one step, the "usage" object of
+// an event.
 type Usage struct {
 	InputTokens      int64   `json:"input_tokens"`
 	OutputTokens     int64   `json:"output_tokens"`
@@ -48,7 +50,9 @@ func (u Usage) Add(o Usage) Usage {
 	}
 }
 
-// Event is one thing that happened in a run, in the shape of SPEC §8.
+// Event is one thing that happened in a run. `--json` prints each as one
+// JSON object per line, and the same objects feed the live view, the board
+// and the journal, so the field names are a contract scripts rely on.
 type Event struct {
 	Time    time.Time `json:"time"`
 	Run     string    `json:"run"`

@@ -1,6 +1,7 @@
 // Package reply holds the engine-independent rules for an agent's reply:
 // which text is the step's output, whether its SIGNAL BLOCK is usable, and
-// the corrective prompt for the one re-ask an unusable reply gets (SPEC §5).
+// the corrective prompt for the one re-ask an unusable reply gets (a reply
+// still without one fails its step).
 // The engine and the public Go API (package agent) both follow them, so an
 // agent behaves the same whether cadre drives it or a Go program does.
 package reply

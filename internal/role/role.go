@@ -72,8 +72,8 @@ type Data struct {
 	// Note is text from a human (cadre approve --note) or the previous
 	// agent's hand-off (a judge's discrepancy for the planner).
 	Note string
-	// Rubric is the judge's criteria, one "- name: meaning" line each
-	// (seed 003); empty for other roles.
+	// Rubric is the judge's criteria, one "- name: meaning" line each,
+	// each scored 0–10; empty for other roles.
 	Rubric string
 }
 

@@ -23,7 +23,9 @@ func lastJSON(text string) (string, error) {
 	return m[len(m)-1][1], nil
 }
 
-// PlanTask is one task of an implementation plan (SPEC §5).
+// PlanTask is one task of an implementation plan: the implementation-planner's
+// reply carries one fenced json block {"tasks":[...]}, and the engine fans out
+// one implementation chain per task, in dependency order.
 type PlanTask struct {
 	ID                 string   `json:"id"`
 	Title              string   `json:"title"`
@@ -117,7 +119,8 @@ func (p Plan) Waves() ([][]PlanTask, error) {
 	return waves, nil
 }
 
-// Triage is the triage role's routing decision (seed 003, SPEC §5).
+// Triage is the triage role's routing decision, one JSON object
+// {"workflow","roles","reasoning","answer"} (docs/workflows.md#triage).
 type Triage struct {
 	Workflow  string   `json:"workflow"`
 	Roles     []string `json:"roles"`

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Event is one entry of a run's event stream (SPEC §8). Data holds the
-// event's JSON payload.
+// Event is one entry of a run's event stream (an event.Event as journaled).
+// Data holds the event's JSON payload.
 type Event struct {
 	Seq    int64 // set by the store: position in the journal, increasing
 	RunID  string

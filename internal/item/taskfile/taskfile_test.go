@@ -154,7 +154,7 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-func TestParseSeed(t *testing.T) {
+func TestParseExampleTask(t *testing.T) {
 	task, err := Load("testdata/runner-engine.md")
 	if err != nil {
 		t.Fatal(err)

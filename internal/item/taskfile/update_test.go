@@ -124,7 +124,7 @@ func TestUpdate(t *testing.T) {
 	}
 }
 
-func TestUpdateSeedKeepsBody(t *testing.T) {
+func TestUpdateExampleKeepsBody(t *testing.T) {
 	orig, err := os.ReadFile("testdata/runner-engine.md")
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +334,7 @@ func TestSetReview(t *testing.T) {
 	}
 }
 
-func TestSetReviewSeed(t *testing.T) {
+func TestSetReviewExample(t *testing.T) {
 	orig, err := os.ReadFile("testdata/runner-engine.md")
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +345,7 @@ func TestSetReviewSeed(t *testing.T) {
 	}
 	head, _, ok := strings.Cut(string(orig), "## Review\n")
 	if !ok {
-		t.Fatal("seed has no review")
+		t.Fatal("example has no review")
 	}
 	want := head + "## Review\n\n**Rating: 7/10**\n\n**Verdict: REJECTED**\n\nTests are thin.\n"
 	if got := readTask(t, path); got != want {

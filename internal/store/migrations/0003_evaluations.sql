@@ -1,4 +1,4 @@
--- The score store (seed 003, SPEC §12): every evaluation of an agent's work,
+-- The score store (docs/evaluation.md): every evaluation of an agent's work,
 -- from real runs and from benchmarks, so `cadre scores` can show how each
 -- runner and model does a role and the selector can pick by that record.
 --

@@ -243,8 +243,9 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request, rp *repo) {
 var fileKinds = []string{"prompt", "context", "output", "log"}
 
 // stepFile derives a step's file of kind from its journaled output path
-// (.cadre/runs/RUN/items/ITEM/outputs/STEM.md, SPEC §6). The path comes
-// from the journal, never from the request.
+// (.cadre/runs/RUN/items/ITEM/outputs/STEM.md, beside contexts/STEM.json
+// and logs/STEM.log; docs/workflows.md#context-files). The path comes from
+// the journal, never from the request.
 // The prompt is not a file of its own: it is read from the item's prompts
 // file (engine.ReadPrompts).
 func stepFile(outPath, kind string) string {
