@@ -19,7 +19,7 @@ import (
 )
 
 // TestInvokeTriageWithoutSignalBlock: a triage reply is its JSON decision
-// (seed 003); without a SIGNAL BLOCK it is neither re-asked nor failed, so
+// (docs/workflows.md#triage); without a SIGNAL BLOCK it is neither re-asked nor failed, so
 // "run: routed" can follow it or fall back to standard. Other roles keep
 // the re-ask and the failure.
 func TestInvokeTriageWithoutSignalBlock(t *testing.T) {
@@ -109,7 +109,7 @@ func TestAddPublishing(t *testing.T) {
 	}
 }
 
-// TestPhaseNumber: the context file's phase is seed 000's number for the
+// TestPhaseNumber: the context file's phase is the cadre workflow's number for the
 // cadre workflow, the matching number for the runner workflow's stages,
 // and the phase's position in any other workflow.
 func TestPhaseNumber(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
-// cycleLog is an item's current_cycle.md in seed 002's schema: the goal,
+// cycleLog is an item's current_cycle.md (docs/workflows.md#hand-offs-escalation-cycle-log): the goal,
 // the starting state, the context documents, then every agent's output and
 // SIGNAL BLOCK by iteration. It is rebuilt from the start on resume (replayed
 // steps append again), so it always shows the whole item.
@@ -225,7 +225,7 @@ func (c *cycleLog) flush() {
 	}
 }
 
-// archive copies the log to .cadre/archive under seed 002's timestamp-based
+// archive copies the log to .cadre/archive under a timestamp-based
 // name (or PR-based when pr > 0), with suffix "" | "_incomplete" | "_failed".
 func (c *cycleLog) archive(stateDir string, now time.Time, title string, pr int, suffix string) (string, error) {
 	if c == nil {
@@ -251,7 +251,7 @@ func (c *cycleLog) archive(stateDir string, now time.Time, title string, pr int,
 	return path, writeFileAtomic(path, []byte(c.b.String()))
 }
 
-// ArchiveName is seed 002's archive file name: YYYYMMDD_HHMMSS_<slug>.md, or
+// ArchiveName is a cycle log's archive file name: YYYYMMDD_HHMMSS_<slug>.md, or
 // <pr>_<slug>.md once the work has a pull request, with an optional suffix.
 func ArchiveName(now time.Time, title string, pr int, suffix string) string {
 	slug := workspace.Slug(title)

@@ -840,7 +840,7 @@ func TestRunnerTimeout(t *testing.T) {
 }
 
 // TestAttemptIsTheStepsN: a runner's Attempt (CADRE_ATTEMPT) is the n of
-// its step id (SPEC §9), while Visit counts the role's steps in the item:
+// its step id (docs/workflows.md#step-ids-and-resume), while Visit counts the role's steps in the item:
 // the code-writer of a plan's second task is attempt 1, visit 2.
 func TestAttemptIsTheStepsN(t *testing.T) {
 	var mu sync.Mutex

@@ -25,7 +25,6 @@ import (
 func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (itemOutcome, error) {
 	fx := &flowExec{e: e, ir: ir}
 	in := &workflow.Interp{Item: ir.it.ID, Defs: e.d.Workflows, Exec: fx, Roles: e.roleExists, Lim: e.flowLimits()}
-	e.setBoard(ir, map[string]any{"stage": "code", "mode": def.Name})
 	res, err := in.Run(ctx, def)
 	switch {
 	case fx.stopped && (err == nil || errors.Is(err, workflow.ErrPaused)):
@@ -444,7 +443,7 @@ func (fx *flowExec) Human(ctx context.Context, c workflow.HumanCall) (workflow.A
 // askHuman returns the journaled answer to an escalation, or journals the
 // question and returns an error wrapping workflow.ErrPaused. A loop that
 // ran out of rounds (HumanIncomplete) archives its cycle log _incomplete
-// when it first pauses (seed 002).
+// when it first pauses, so a person reads the whole loop that ran out.
 func (e *Engine) askHuman(ctx context.Context, ir *itemRun, c workflow.HumanCall) (workflow.Answer, error) {
 	rec, err := e.d.Store.GetStep(ctx, ir.run, c.ID)
 	if err == nil && rec.Status == store.StepCompleted {

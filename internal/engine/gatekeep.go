@@ -15,8 +15,8 @@ import (
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
-// gatekeep checks the work before it without a model (seed 003's
-// Gatekeeper): the role's built-in requirements, overridden per role in
+// gatekeep checks the work before it without a model (the gatekeeper):
+// the role's built-in requirements, overridden per role in
 // cadre.yaml, against the agent's output, the files changed in the item's
 // tree and the project's commands. It writes a Markdown report ending with
 // a SIGNAL BLOCK (PASS or FAIL, Rating = share of checks passed) so the

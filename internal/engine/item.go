@@ -115,10 +115,11 @@ func (e *Engine) startCycle(ir *itemRun, name string, shared bool) {
 // runItem drives one item through its workflow from the state the run
 // first saw, replaying journaled steps and running the rest.
 func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (itemOutcome, error) {
-	task, err := taskfile.Load(it.Ref)
-	if err != nil {
-		msg := relErr(err, e.d.Root)
-		return itemOutcome{failed: true, reason: msg}, e.transit(ctx, rs.id, it.ID, change{status: store.ItemFailed, reason: &msg})
+	task, loadErr := taskfile.Load(it.Ref)
+	if loadErr != nil {
+		// begin journals the item failed, saying why.
+		loadErr = errors.New(relErr(loadErr, e.d.Root))
+		task = &taskfile.Task{ID: it.ID, Title: it.Title, Path: it.Ref}
 	}
 	ir := e.newItemRun(rs, it, task)
 	defer func() {
@@ -126,66 +127,32 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 			e.d.Bus.Publish(event.Event{Run: rs.id, Item: it.ID, Type: event.Warning, Message: "update task file: " + err.Error()})
 		}
 	}()
-	if rs.opts.InPlace {
+	if rs.opts.InPlace && loadErr == nil {
 		if err := e.unshieldLeftovers(ctx, ir); err != nil {
 			return itemOutcome{}, err
 		}
 	}
-	if reason := e.unmetDeps(task, rs); reason != "" {
-		return itemOutcome{}, e.setItem(ctx, ir, skipped(reason))
-	}
-	name := e.workflowOf(rs.opts, task)
-	e.startCycle(ir, name, false)
-	if name == workflow.RunnerWorkflow {
-		return e.runPipeline(ctx, ir)
-	}
-	return e.beginFlow(ctx, ir, name)
-}
-
-// beginFlow starts an item on declarative workflow name: it skips an item
-// with nothing to do, gives the others their worktree, and runs the flow.
-func (e *Engine) beginFlow(ctx context.Context, ir *itemRun, name string) (itemOutcome, error) {
-	switch stage := ir.it.InitStage; stage {
-	case workflow.StageCompleted, workflow.StageBacklog, workflow.StageFailed:
-		return itemOutcome{completed: stage == workflow.StageCompleted}, e.setItem(ctx, ir, skipped("stage "+stage+": nothing to do"))
-	}
-	def, ok := e.d.Workflows.Get(name)
-	if !ok {
-		msg := fmt.Sprintf("unknown workflow %q (see cadre workflows list)", name)
-		return itemOutcome{failed: true, reason: msg}, e.setItem(ctx, ir, change{status: store.ItemFailed, reason: &msg})
-	}
-	if !ir.opts.InPlace {
-		if err := e.provision(ctx, ir); err != nil {
-			return itemOutcome{failed: true, reason: err.Error()}, e.setItem(ctx, ir, failedBefore("", err.Error()))
+	provision := func(ctx context.Context) error {
+		if rs.opts.InPlace {
+			return nil
 		}
+		return e.provision(ctx, ir)
 	}
-	started := event.Event{Type: event.TaskStarted, Message: ir.task.Title + " (" + name + ")"}
-	if err := e.setItem(ctx, ir, change{status: store.ItemRunning, events: []event.Event{started}}); err != nil {
-		return itemOutcome{}, err
+	b, err := e.begin(ctx, ir, loadErr, provision, true)
+	switch {
+	case err != nil || b.Status != "":
+		return b.out, err
+	case b.def != nil:
+		return e.runFlow(ctx, ir, b.def)
 	}
-	if err := e.comment(ctx, ir, "start", fmt.Sprintf("cadre is working on this issue (run %s, workflow %s).", ir.run, name)); err != nil {
-		return itemOutcome{}, err
-	}
-	return e.runFlow(ctx, ir, def)
+	return e.runPipeline(ctx, ir, b.s, b.d)
 }
 
-// runPipeline drives an item through the stage pipeline with
-// workflow.Drive; pipeline performs its effects.
-func (e *Engine) runPipeline(ctx context.Context, ir *itemRun) (itemOutcome, error) {
+// runPipeline drives a begun item through the stage pipeline with
+// workflow.Drive from state s and its decision d; pipeline performs the
+// effects.
+func (e *Engine) runPipeline(ctx context.Context, ir *itemRun, s workflow.State, d workflow.Decision) (itemOutcome, error) {
 	lim := e.runnerLimits()
-	s, d := workflow.Begin(lim, ir.it.ID, ir.it.InitStage, ir.it.InitAttempts, e.mustStop(ir))
-	if d.Kind == workflow.Skip {
-		return itemOutcome{completed: s.Stage == workflow.StageCompleted}, e.setItem(ctx, ir, skipped(d.Reason))
-	}
-	if !ir.opts.InPlace && d.Kind == workflow.RunStep {
-		if err := e.provision(ctx, ir); err != nil {
-			return itemOutcome{failed: true, reason: err.Error()}, e.setItem(ctx, ir, failedBefore(s.Stage, err.Error()))
-		}
-	}
-	started := event.Event{Type: event.TaskStarted, Stage: s.Stage, Message: ir.task.Title}
-	if err := e.setItem(ctx, ir, change{status: store.ItemRunning, events: []event.Event{started}}); err != nil {
-		return itemOutcome{}, err
-	}
 	s, d, err := workflow.Drive(ctx, lim, &pipeline{e: e, ir: ir}, s, d)
 	if err != nil {
 		return e.pipelineFailed(ctx, ir, s, err)
@@ -431,7 +398,8 @@ func (e *Engine) syncFrontmatter(ctx context.Context, ir *itemRun, s workflow.St
 	return e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Stage: strp(s.Stage), Attempts: &s.Attempts})
 }
 
-// stepFiles are the SPEC §6 paths of one step.
+// stepFiles are the context, output and log paths of one step
+// (docs/workflows.md#context-files).
 func (ir *itemRun) stepFiles(id string) (ctxPath, outPath, logPath string) {
 	stem := stepStem(ir.it.ID, id)
 	return filepath.Join(ir.outDir, "contexts", stem+".json"),
@@ -455,10 +423,10 @@ func StepLogPath(stateDir, run, item, step string) string {
 }
 
 // contextSchemaVersion is the context file's format: 2 since "phase" is
-// seed 000's phase number and its name moved to "phaseName".
+// the cadre workflow's phase number and its name moved to "phaseName".
 const contextSchemaVersion = 2
 
-// contextFile is the SPEC §6 context file.
+// contextFile is a step's context file (docs/workflows.md#context-files).
 type contextFile struct {
 	SchemaVersion int            `json:"schemaVersion"`
 	Agent         string         `json:"agent"`
@@ -466,7 +434,7 @@ type contextFile struct {
 	ProjectName   string         `json:"projectName"`
 	Repository    string         `json:"repository"`
 	WorktreePath  string         `json:"worktreePath"`
-	Phase         int            `json:"phase"`     // seed 000's phase number (see phaseNumber)
+	Phase         int            `json:"phase"`     // the phase's number (see phaseNumber)
 	PhaseName     string         `json:"phaseName"` // the phase (or stage) by name
 	TaskID        string         `json:"taskId"`
 	Config        contextConfig  `json:"config"`

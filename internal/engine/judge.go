@@ -11,7 +11,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
-// roleJudge scores work against a rubric (seed 003).
+// roleJudge scores work against a rubric (docs/evaluation.md).
 const roleJudge = "judge"
 
 // rubric is the judge's criteria for the work it reviews: cadre.yaml's

@@ -12,7 +12,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
-// The runner workflow (seed 001's stage pipeline) in an executor that
+// The stage pipeline (workflow "runner" on the wire) in an executor that
 // drives workflow.Next itself (the Temporal workflow): each decision's
 // effect is one call here, performed by the embedded engine's own code
 // (step, syncFrontmatter, completeItem, failItem, stopItem), so the

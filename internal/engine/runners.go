@@ -25,7 +25,7 @@ func (e *Engine) runnerFor(opts Options, roleName string) (name, model, from str
 	case rc.Runner != "":
 		from = e.d.Config.Where("roles." + roleName + ".runner")
 	case roleName == "critic" && e.d.Config.Roles["architect"].Runner != "":
-		// Seed 003: the critic defaults to the architect's backend; a
+		// The critic defaults to the architect's backend; a
 		// separate critic judges better, so say so once.
 		name, model = e.d.Config.RoleRunner("architect")
 		from = e.d.Config.Where("roles.architect.runner")

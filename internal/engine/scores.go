@@ -22,8 +22,7 @@ type verdict struct {
 }
 
 // evaluate records v in the score store, with the runner, model and role
-// of the evaluated step, so every real run feeds the model selector (seed
-// 003's lesson: evaluation wired in from the start). Only the outcome
+// of the evaluated step, so every real run feeds the model selector. Only the outcome
 // carries the step's cost, time and tokens: the store's means are per
 // step. A failure to record is a warning; it loses no work.
 func (e *Engine) evaluate(ctx context.Context, ir *itemRun, v verdict) {
@@ -119,8 +118,7 @@ func (e *Engine) outcomes(ctx context.Context, ir *itemRun, completed bool) {
 
 // RecordPullRequest records what became of an item's pull request (merged,
 // or closed unmerged) for each working step of the latest run that worked
-// on the item: a merge is the strongest verdict a change gets (seed 003's
-// "whether its PR was merged"). It returns how many steps it recorded.
+// on the item: a merge is the strongest verdict a change gets. It returns how many steps it recorded.
 func RecordPullRequest(ctx context.Context, st *store.Store, item string, merged bool) (int, error) {
 	run, err := st.LatestRunOf(ctx, item)
 	if err != nil {

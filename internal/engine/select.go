@@ -34,7 +34,7 @@ func (e *Engine) candidates() ([]eval.Candidate, error) {
 }
 
 // choose asks the model selector which runner and model serve role, from
-// the score store's evaluations of that role (seed 003's ModelSelector).
+// the score store's evaluations of that role (the model selector, docs/evaluation.md).
 func (e *Engine) choose(ctx context.Context, role string) (choice, error) {
 	cands, err := e.candidates()
 	if err != nil {

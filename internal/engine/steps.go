@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 
 	"github.com/cadre-dev/cadre/internal/event"
@@ -141,66 +139,13 @@ type Begun struct {
 	Items []string `json:"items,omitempty"`
 }
 
-// Begin checks the item, gives it its worktree and journals it running.
-// It is idempotent: an executor may call it again after a crash.
+// Begin checks the item, gives it its worktree (a declarative
+// workflow's; the stage pipeline's first stage provisions its own) and
+// journals it running, as the embedded engine does (begin). It is
+// idempotent: an executor may call it again after a crash.
 func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
-	e, ir := s.e, s.ir
-	b := Begun{Limits: e.flowLimits(), Items: slices.Sorted(maps.Keys(ir.rs.done))}
-	end := func(c change) (Begun, error) {
-		if err := e.setItem(ctx, ir, c); err != nil {
-			return Begun{}, err
-		}
-		b.Status, b.Reason = c.status, *c.reason
-		return b, nil
-	}
-	if s.loadErr != nil {
-		return end(change{status: store.ItemFailed, reason: strp(s.loadErr.Error())})
-	}
-	if reason := e.unmetDeps(ir.task, ir.rs); reason != "" {
-		return end(skipped(reason))
-	}
-	name := e.workflowOf(ir.opts, ir.task)
-	if name == workflow.RunnerWorkflow {
-		// The executor decides with workflow.Next from the same state; a
-		// skip is journaled here, before the item is seen running.
-		_, d := workflow.Next(e.runnerLimits(), workflow.Initial(ir.it.ID, ir.it.InitStage, ir.it.InitAttempts), workflow.Event{Kind: workflow.Start})
-		if d.Kind == workflow.Skip {
-			return end(skipped(d.Reason))
-		}
-		// Its tree is provisioned by its first step, as the embedded
-		// engine provisions only an item with a step to run.
-		ir.cycle.reset()
-		started := event.Event{Type: event.TaskStarted, Stage: ir.it.InitStage, Message: ir.task.Title}
-		if err := e.setItem(ctx, ir, change{status: store.ItemRunning, events: []event.Event{started}}); err != nil {
-			return Begun{}, err
-		}
-		b.Workflow, b.Stage, b.Attempts, b.Halted = name, ir.it.InitStage, ir.it.InitAttempts, e.runHalted(ir.run)
-		return b, nil
-	}
-	switch ir.it.InitStage {
-	case workflow.StageCompleted, workflow.StageBacklog, workflow.StageFailed:
-		return end(skipped("stage " + ir.it.InitStage + ": nothing to do"))
-	}
-	if _, ok := e.d.Workflows.Get(name); !ok {
-		return end(change{status: store.ItemFailed, reason: strp(fmt.Sprintf("unknown workflow %q (see cadre workflows list)", name))})
-	}
-	if err := s.provision(ctx); err != nil {
-		if isRemoteErr(err) {
-			return Begun{}, err // the remote may answer the next try
-		}
-		return end(failedBefore("", err.Error()))
-	}
-	ir.cycle.reset()
-	started := event.Event{Type: event.TaskStarted, Message: ir.task.Title + " (" + name + ")"}
-	if err := e.setItem(ctx, ir, change{status: store.ItemRunning, events: []event.Event{started}}); err != nil {
-		return Begun{}, err
-	}
-	if err := e.comment(ctx, ir, "start", fmt.Sprintf("cadre is working on this issue (run %s, workflow %s).", ir.run, name)); err != nil {
-		return Begun{}, err
-	}
-	e.setBoard(ir, map[string]any{"stage": "code", "mode": name})
-	b.Workflow = name
-	return b, nil
+	b, err := s.e.begin(ctx, s.ir, s.loadErr, s.provision, false)
+	return b.Begun, err
 }
 
 // FailStart journals item failed, saying reason, when an executor could

@@ -30,7 +30,7 @@ type AgentCall struct {
 	Task      *signal.PlanTask // the plan task, inside foreach
 	Inputs    []string         // outputs of earlier steps this one should read
 	Note      string           // hand-off from the previous agent or a human
-	Signature string           // goal:loop:step (seed 002)
+	Signature string           // goal:loop:step, as the cycle log signs steps
 	Round     int              // loop round, 1-based; 0 outside loops
 	Work      *Work            // a reviewing role's: the work it reviews
 	// PassRating is a reviewing role's: the Rating the work needs to pass
@@ -87,7 +87,7 @@ const (
 	// CLARIFICATION_NEEDED, Next: Human). Approve goes on; reject ends the item.
 	HumanEscalation = "escalation"
 	// HumanIncomplete: a loop ran out of rounds with exhausted: incomplete
-	// (seed 002's five consecutive INSUFFICIENT). Approve runs another set of
+	// (five consecutive INSUFFICIENT by default). Approve runs another set of
 	// rounds with the human's note; reject ends the item incomplete.
 	HumanIncomplete = "incomplete"
 )

@@ -60,7 +60,7 @@ type Loop struct {
 	Between    []Node `yaml:"between"` // after a failed gate, before the next round
 	// Exhausted says what happens when the bound is reached: fail (the
 	// default), continue (only for loops without reviewing roles: rejected
-	// work is never committed), or incomplete (pause for a human, seed 002).
+	// work is never committed), or incomplete (pause for a human).
 	Exhausted string `yaml:"exhausted"`
 }
 
@@ -162,7 +162,7 @@ func (r *Registry) add(file, source string, data []byte) error {
 	return nil
 }
 
-// RunnerWorkflow is the name of seed 001's stage pipeline (Next).
+// RunnerWorkflow is the stage pipeline's name on the wire (Next decides it).
 const RunnerWorkflow = "runner"
 
 // Get returns the named workflow.

@@ -45,7 +45,7 @@ func Rejection(role string, s signal.Signal, passRating int) string {
 }
 
 // Escalation says why an agent's signal asks for a human, or "" when it
-// does not (seed 002): Confidence below the threshold, Result
+// does not: Confidence below the threshold, Result
 // CLARIFICATION_NEEDED, or Next: Human.
 func Escalation(role string, s signal.Signal, below int) string {
 	switch {

@@ -256,7 +256,7 @@ func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
 	if out.Signal.Result == signal.Fail && !IsReviewing(role) {
 		why := fmt.Sprintf("%s reported FAIL: %s", role, out.Signal.LoopSummary)
 		if sc.inRound {
-			return &rejected{why} // seed 002: the failure goes back to the loop's first role
+			return &rejected{why} // the failure goes back to the loop's first role
 		}
 		return &failure{why}
 	}
@@ -349,7 +349,7 @@ func (in *Interp) routed(ctx context.Context, sc *scope) error {
 	return &routedEnd{res}
 }
 
-// Route turns a triage reply into the workflow to run (SPEC §5): quick when
+// Route turns a triage reply into the workflow to run (docs/workflows.md#triage): quick when
 // it answered directly, a known workflow by name, valid roles as a custom
 // sequence, anything else standard with a warning saying why. def is nil
 // only when defs has no standard workflow to fall back to. isRole reports a

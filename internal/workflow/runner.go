@@ -9,7 +9,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/signal"
 )
 
-// Task stages (SPEC §4).
+// Task stages: a task file's frontmatter stage.
 const (
 	StageBacklog   = "backlog"
 	StagePlan      = "plan"
@@ -30,7 +30,7 @@ const (
 type Limits struct {
 	AuditPassRating         int // rating at or above which an audit passes
 	MaxAttempts             int // audit failures that hard-stop the run
-	EscalateBelowConfidence int // a Confidence below this asks a human (seed 002)
+	EscalateBelowConfidence int // a Confidence below this asks a human
 }
 
 // State is one item's position in the runner workflow.
@@ -132,7 +132,7 @@ func visitIndex(role string) int {
 }
 
 // Remaining lists the stages a task still goes through from stage, assuming
-// every audit passes (seed 001: plan → code → audit, code → audit, audit).
+// every audit passes (plan → code → audit, code → audit, audit).
 func Remaining(stage string) []string {
 	switch stage {
 	case StagePlan:

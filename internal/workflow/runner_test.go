@@ -91,9 +91,9 @@ func pass(st Step) Event {
 	return ev
 }
 
-// Seed 001's listed tests, at the state-machine level (the engine tests
+// The stage pipeline's required behaviours, at the state-machine level (the engine tests
 // repeat them with real processes).
-func TestSeed001Pipelines(t *testing.T) {
+func TestStagePipelines(t *testing.T) {
 	t.Run("code-stage task runs coder then auditor", func(t *testing.T) {
 		roles, d, s := drive(t, Initial("t", StageCode, 0), pass)
 		if diff := cmp.Diff([]string{RoleCoder, RoleAuditor}, roles); diff != "" || d.Kind != Complete || s.Stage != StageCompleted {
@@ -227,7 +227,7 @@ func TestAuditorResultGates(t *testing.T) {
 	}
 }
 
-// Seed 002's escalation holds in the runner workflow too.
+// The confidence escalation holds in the runner workflow too.
 func TestRunnerWorkflowEscalates(t *testing.T) {
 	elim := Limits{AuditPassRating: 8, MaxAttempts: 2, EscalateBelowConfidence: 5}
 	coding := State{Item: "t", Stage: StageCode, Visits: [3]int{0, 1, 0}}
