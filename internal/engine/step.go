@@ -482,10 +482,10 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		got.output = output
 		sig, perr := reply.Check(inv.Role, output)
 		if perr != nil && inv.Role == roleTriage {
-			// Triage's contract is its JSON decision (seed 003), and an
-			// unusable one has a safe default that "run: routed" applies
-			// with a warning, so its reply is never re-asked or failed
-			// for want of a SIGNAL BLOCK.
+			// Triage's contract is its JSON decision, not a SIGNAL BLOCK,
+			// and an unusable one has a safe default that "run: routed"
+			// applies with a warning, so its reply is never re-asked or
+			// failed for want of a SIGNAL BLOCK.
 			sig, perr = triageSignal(output), nil
 		}
 		var jerr error
@@ -494,7 +494,7 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		}
 		got.sig = sig
 		// An auditor that exits non-zero but rated the work is an audit
-		// failure, not a crash (seed 001).
+		// failure, not a crash: its signal stands.
 		if res.ExitCode != 0 && !(perr == nil && inv.Role == workflow.RoleAuditor) {
 			got.failure = fmt.Sprintf("%s exited with code %d%s (see %s)", inv.Role, res.ExitCode, tail(res.StderrTail), inv.LogPath)
 			return got, nil
