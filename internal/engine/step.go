@@ -61,43 +61,130 @@ type agentOut struct {
 // agentStep performs one agent step, or replays it from the journal when it
 // already completed. The error is only for ctx cancellation or a journal
 // failure; agent failures are in agentOut.failure.
+//
+// Its phases run in turn, and each may end the step with its outcome:
+// replay, choose the runner, prepare the step's files, run the agent, and
+// settle its outcome. The order of their side effects (journal writes,
+// crash points, events, files) is what lets a crashed run resume without
+// running a completed step again.
 func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agentOut, error) {
-	if prev, err := e.d.Store.GetStep(ctx, ir.run, sp.ID); err == nil && prev.Status == store.StepCompleted {
-		var out agentOut
+	if out, done, err := e.replayStep(ctx, ir, sp); done || err != nil {
+		return out, err
+	}
+	sr := &stepRun{ir: ir, sp: sp}
+	if out, done, err := e.chooseRunner(ctx, sr); done || err != nil {
+		return out, err
+	}
+	if out, done, err := e.prepareStep(sr); done || err != nil {
+		return out, err
+	}
+	// An agent slot, held until the step is settled.
+	if err := sr.enter(ctx); err != nil {
+		return agentOut{}, err
+	}
+	defer sr.leave()
+	got, err := e.runStep(ctx, sr)
+	if err != nil {
+		return agentOut{}, err
+	}
+	return e.settleStep(ctx, sr, got)
+}
+
+// stepRun is an agent step's working state, filled in phase by phase.
+type stepRun struct {
+	ir *itemRun
+	sp agentSpec
+
+	// chooseRunner's
+	runnerName, model string
+	picked            string // why runner auto chose the runner: the start event's message
+	rn                runner.Runner
+
+	// prepareStep's
+	ctxPath, outPath, logPath string
+	prompt                    role.Prompt
+	rubric                    eval.Rubric // a judge's
+
+	// runStep's
+	rec  store.Step  // the step's journal record
+	base event.Event // what the step's events share
+}
+
+// replayStep reads a step that already completed back from the journal
+// (done). A step the journal holds unfinished is run again, its process
+// left by a crash (an orphan) killed first.
+func (e *Engine) replayStep(ctx context.Context, ir *itemRun, sp agentSpec) (out agentOut, done bool, err error) {
+	prev, err := e.d.Store.GetStep(ctx, ir.run, sp.ID)
+	switch {
+	case err == nil && prev.Status == store.StepCompleted:
 		json.Unmarshal(prev.Signal, &out.sig)
 		out.output = prev.OutputPath
 		// A later agent may have replaced this output with a link since.
 		out.text, _ = readText(ir.outDir, prev.OutputPath)
 		ir.cycle.add(sp, out)
 		ir.worked(sp)
-		return out, nil
-	} else if err == nil {
+		return out, true, nil
+	case err == nil:
 		if err := e.killOrphan(ctx, ir, prev); err != nil {
-			return agentOut{}, err
+			return agentOut{}, true, err
 		}
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return agentOut{}, err
+	case !errors.Is(err, store.ErrNotFound):
+		return agentOut{}, true, err
 	}
-	runnerName, model, _ := e.runnerFor(ir.opts, sp.Role)
-	picked := ""
-	if isAuto(runnerName) {
-		c, err := e.pick(ctx, ir, sp)
+	return agentOut{}, false, nil
+}
+
+// chooseRunner settles the step's runner and model: the role's, or runner
+// auto's choice. The step pauses when the circuit breaker stopped the
+// runner, and fails when there is no runner to run it.
+func (e *Engine) chooseRunner(ctx context.Context, sr *stepRun) (out agentOut, done bool, err error) {
+	ir := sr.ir
+	sr.runnerName, sr.model, _ = e.runnerFor(ir.opts, sr.sp.Role)
+	if isAuto(sr.runnerName) {
+		c, err := e.pick(ctx, ir, sr.sp)
 		if err != nil {
 			if ctx.Err() != nil {
-				return agentOut{}, ctx.Err()
+				return agentOut{}, true, ctx.Err()
 			}
-			return agentOut{failure: err.Error()}, nil
+			return agentOut{failure: err.Error()}, true, nil
 		}
-		runnerName, model, picked = c.Runner, c.Model, "runner auto chose "+c.Reason
+		sr.runnerName, sr.model, sr.picked = c.Runner, c.Model, "runner auto chose "+c.Reason
 	}
-	if why := ir.rs.broken(runnerName); why != "" {
-		return agentOut{paused: "runner " + runnerName + " is stopped for this run: " + why}, nil
+	if why := ir.rs.broken(sr.runnerName); why != "" {
+		return agentOut{paused: "runner " + sr.runnerName + " is stopped for this run: " + why}, true, nil
 	}
-	rn, err := ir.rs.runner(e, runnerName)
+	sr.rn, err = ir.rs.runner(e, sr.runnerName)
 	if err != nil {
-		return agentOut{failure: err.Error()}, nil
+		return agentOut{failure: err.Error()}, true, nil
 	}
-	ctxPath, outPath, logPath := ir.stepFiles(sp.ID)
+	return agentOut{}, false, nil
+}
+
+// prepareStep writes the step's files before its agent runs: the context
+// file, the outputs directory, and (writePrompt) the prompt.
+func (e *Engine) prepareStep(sr *stepRun) (out agentOut, done bool, err error) {
+	ir := sr.ir
+	sr.ctxPath, sr.outPath, sr.logPath = ir.stepFiles(sr.sp.ID)
+	cf := e.stepContext(ir, sr.sp, sr.outPath)
+	// Compact: the context file is read by agents, and every byte of it is
+	// a token of every step.
+	cfData, err := json.Marshal(cf)
+	if err != nil {
+		return agentOut{}, true, fmt.Errorf("write context file: %w", err)
+	}
+	if err := writeStepFile(ir.outDir, sr.ctxPath, append(cfData, '\n')); err != nil {
+		return agentOut{}, true, err
+	}
+	// The agent may write its output file itself, and some CLIs refuse a
+	// directory they are granted that does not exist yet.
+	if err := os.MkdirAll(filepath.Dir(sr.outPath), 0o755); err != nil {
+		return agentOut{}, true, fmt.Errorf("create outputs dir: %w", err)
+	}
+	return e.writePrompt(sr)
+}
+
+// stepContext is the step's context file, whose output is outPath.
+func (e *Engine) stepContext(ir *itemRun, sp agentSpec, outPath string) contextFile {
 	cmds := e.d.Config.Commands
 	project := e.d.Config.Project
 	if project == "" {
@@ -133,49 +220,41 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		payload["issue"] = issue
 		issueNumber = &is.Number
 	}
-	cf := contextFile{SchemaVersion: contextSchemaVersion, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,
+	return contextFile{SchemaVersion: contextSchemaVersion, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,
 		WorktreePath: ir.dir, Phase: e.phaseNumber(sp.Workflow, sp.Phase), PhaseName: sp.Phase, TaskID: sp.TaskID,
 		Config:     contextConfig{Commands: map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}},
 		InputFiles: append([]string{}, sp.Inputs...), OutputPath: outPath, Payload: payload}
-	// Compact: the context file is read by agents, and every byte of it is
-	// a token of every step.
-	cfData, err := json.Marshal(cf)
-	if err != nil {
-		return agentOut{}, fmt.Errorf("write context file: %w", err)
-	}
-	if err := writeStepFile(ir.outDir, ctxPath, append(cfData, '\n')); err != nil {
-		return agentOut{}, err
-	}
-	// The agent may write its output file itself, and some CLIs refuse a
-	// directory they are granted that does not exist yet.
-	if err := os.MkdirAll(filepath.Dir(outPath), 0o755); err != nil {
-		return agentOut{}, fmt.Errorf("create outputs dir: %w", err)
-	}
-	inline := !rn.Capabilities().EditsFiles
+}
+
+// writePrompt renders the step's prompt and keeps it with the step's
+// files. An agent that edits files reads the item's text from a file; one
+// that cannot gets its inputs' text in the prompt.
+func (e *Engine) writePrompt(sr *stepRun) (out agentOut, done bool, err error) {
+	ir, sp := sr.ir, sr.sp
+	inline := !sr.rn.Capabilities().EditsFiles
 	taskFile := ir.task.Path
 	if ir.it.Source == "github" {
 		taskFile = "" // an issue's text reaches the agent only fenced as data, in the prompt
 	}
 	data := role.Data{Item: ir.it.ID, Title: ir.task.Title, TaskFile: taskFile, WorkDir: ir.dir,
-		ContextPath: ctxPath, OutputPath: outPath, Inputs: sp.Inputs, Review: sp.Review, Automated: true,
+		ContextPath: sr.ctxPath, OutputPath: sr.outPath, Inputs: sp.Inputs, Review: sp.Review, Automated: true,
 		Workflow: sp.Workflow, Phase: sp.Phase, Body: ir.task.Body, Inline: inline, Payload: sp.PayloadJSON,
 		Note: sp.Note, Signature: sp.Signature}
-	var rubric eval.Rubric
 	if sp.Role == roleJudge {
-		rubric = e.rubric(sp.Work)
-		data.Rubric = rubricLines(rubric)
+		sr.rubric = e.rubric(sp.Work)
+		data.Rubric = rubricLines(sr.rubric)
 	}
 	if !inline && taskFile == "" && ir.task.Body != "" {
 		// An agent that reads files reads the item's text from one file
 		// beside its context file (readable under the sandbox too), not
 		// from a copy in every step's prompt.
-		data.ItemFile = filepath.Join(filepath.Dir(ctxPath), itemTextFile)
+		data.ItemFile = filepath.Join(filepath.Dir(sr.ctxPath), itemTextFile)
 		// Written once per item: rewritten only when missing or changed
 		// (an agent may have edited it), not at every step.
 		text := []byte(itemText(ir.task.Body))
 		if old, err := safefile.ReadFile(ir.outDir, data.ItemFile); err != nil || !bytes.Equal(old, text) {
 			if err := writeStepFile(ir.outDir, data.ItemFile, text); err != nil {
-				return agentOut{}, err
+				return agentOut{}, true, err
 			}
 		}
 	}
@@ -185,51 +264,91 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 			// send a host file to the model in this prompt.
 			text, err := readText(ir.outDir, in)
 			if errors.Is(err, safefile.ErrUnsafe) {
-				return agentOut{failure: fmt.Sprintf("input %s refused: %v", in, err)}, nil
+				return agentOut{failure: fmt.Sprintf("input %s refused: %v", in, err)}, true, nil
 			}
 			data.InputTexts = append(data.InputTexts, text)
 		}
 	}
-	prompt, err := e.d.Roles.RenderParts(sp.Role, data)
+	sr.prompt, err = e.d.Roles.RenderParts(sp.Role, data)
 	if err != nil {
-		return agentOut{failure: err.Error()}, nil
+		return agentOut{failure: err.Error()}, true, nil
 	}
 	// Kept beside the step's other files: what the agent was asked is part
 	// of its record (the board shows it), instructions included.
-	if err := AppendPrompt(ir.outDir, stepStem(ir.it.ID, sp.ID), prompt.Whole()); err != nil {
-		return agentOut{}, err
+	if err := AppendPrompt(ir.outDir, stepStem(ir.it.ID, sp.ID), sr.prompt.Whole()); err != nil {
+		return agentOut{}, true, err
 	}
+	return agentOut{}, false, nil
+}
+
+// enter takes one of the item's agent slots, waiting for one, and counts
+// the agent on the board; leave gives both back.
+func (sr *stepRun) enter(ctx context.Context) error {
+	ir := sr.ir
 	select {
 	case ir.agents <- struct{}{}:
-		defer func() { <-ir.agents }()
 	case <-ctx.Done():
-		return agentOut{}, ctx.Err()
+		return ctx.Err()
 	}
 	if err := ir.board.beginAgent(); err != nil {
-		return agentOut{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
+		err = fmt.Errorf("update task %s: %w", ir.it.ID, err)
+		<-ir.agents
+		return err
 	}
-	defer ir.board.endAgent()
-	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: sp.ID, Role: sp.Role, Runner: runnerName, Model: model, Kind: "agent", OutputPath: outPath}
-	if err := e.d.Store.StartStep(ctx, rec); err != nil {
-		return agentOut{}, err
+	return nil
+}
+
+func (sr *stepRun) leave() {
+	sr.ir.board.endAgent()
+	<-sr.ir.agents
+}
+
+// runStep journals the step's start, announces it, and runs its agent. A
+// crash from here on leaves the step started in the journal: an orphan
+// replayStep kills before the step runs again.
+func (e *Engine) runStep(ctx context.Context, sr *stepRun) (asked, error) {
+	ir, sp := sr.ir, sr.sp
+	sr.rec = store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: sp.ID, Role: sp.Role, Runner: sr.runnerName, Model: sr.model, Kind: "agent", OutputPath: sr.outPath}
+	if err := e.d.Store.StartStep(ctx, sr.rec); err != nil {
+		return asked{}, err
 	}
-	base := event.Event{Stage: sp.Phase, Phase: sp.Phase, Role: sp.Role, Step: sp.ID, Runner: runnerName, Model: model}
+	sr.base = event.Event{Stage: sp.Phase, Phase: sp.Phase, Role: sp.Role, Step: sp.ID, Runner: sr.runnerName, Model: sr.model}
 	if sp.Workflow != workflow.RunnerWorkflow {
-		base.Stage = ""
+		sr.base.Stage = ""
 	}
-	ev := base
+	ev := sr.base
 	ev.Type = event.StageStarted
 	e.publish(ir, ev)
-	ev.Type, ev.Message = event.StepStarted, picked
+	ev.Type, ev.Message = event.StepStarted, sr.picked
 	e.publish(ir, ev)
 	e.d.Crash(CrashStepStarted)
 
+	inv := e.invocation(ctx, sr)
+	got, err := e.guardedInvoke(ctx, ir, sr.rn, inv, sr.rubric, e.passRating(sp))
+	var te *tamperError
+	if errors.As(err, &te) {
+		sr.rec.Status, sr.rec.Error = store.StepFailed, te.msg
+		e.d.Store.FinishStep(context.WithoutCancel(ctx), sr.rec)
+		ev := sr.base
+		ev.Type, ev.Error = event.StepFailed, te.msg
+		e.publish(ir, ev)
+	}
+	if err != nil {
+		return asked{}, err
+	}
+	e.d.Crash(CrashAgentExited)
+	return got, nil
+}
+
+// invocation is what the step's runner is asked to run.
+func (e *Engine) invocation(ctx context.Context, sr *stepRun) runner.Invocation {
+	ir, sp, base := sr.ir, sr.sp, sr.base
 	timeout := ir.opts.Timeout
 	if timeout == 0 {
 		timeout = time.Duration(e.d.Config.Defaults.Timeout)
 	}
-	inv := runner.Invocation{Role: sp.Role, Item: ir.it.ID, Step: sp.ID, Attempt: sp.Attempt, Visit: sp.Visit, Prompt: prompt.Text, Instructions: prompt.Instructions, Dir: ir.dir,
-		ContextPath: ctxPath, OutputPath: outPath, LogPath: logPath, Model: model, Timeout: timeout,
+	inv := runner.Invocation{Role: sp.Role, Item: ir.it.ID, Step: sp.ID, Attempt: sp.Attempt, Visit: sp.Visit, Prompt: sr.prompt.Text, Instructions: sr.prompt.Instructions, Dir: ir.dir,
+		ContextPath: sr.ctxPath, OutputPath: sr.outPath, LogPath: sr.logPath, Model: sr.model, Timeout: timeout,
 		Progress: func(note string) {
 			ev := base
 			ev.Type, ev.Message = event.StepProgress, note
@@ -237,69 +356,72 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 		}}
 	inv.OnStart = e.recordGroup(ctx, ir, sp.ID)
 	inv.Sandbox = e.stepSandbox(ir, base)
-	got, err := e.guardedInvoke(ctx, ir, rn, inv, rubric, e.passRating(sp))
-	var te *tamperError
-	if errors.As(err, &te) {
-		rec.Status, rec.Error = store.StepFailed, te.msg
-		e.d.Store.FinishStep(context.WithoutCancel(ctx), rec)
-		ev := base
-		ev.Type, ev.Error = event.StepFailed, te.msg
-		e.publish(ir, ev)
-	}
-	if err != nil {
-		return agentOut{}, err
-	}
-	sig, output, usage, failure, kind := got.sig, got.output, got.usage, got.failure, got.kind
-	e.d.Crash(CrashAgentExited)
-	rec.Usage = toStoreUsage(usage)
-	if failure != "" {
-		rec.Status, rec.Error = store.StepFailed, failure
-		if err := e.noteWIP(context.WithoutCancel(ctx), ir, &rec); err != nil {
-			return agentOut{}, err
-		}
-		if err := e.d.Store.FinishStep(context.WithoutCancel(ctx), rec); err != nil {
-			return agentOut{}, err
-		}
-		ev := base
-		ev.Type, ev.Error, ev.Usage = event.StepFailed, failure, &usage
-		e.publish(ir, ev)
-		out := agentOut{failure: failure, usage: usage, output: outPath, text: output}
-		if kind == runner.KindQuota {
-			// The circuit breaker: no step starts on this runner for the
-			// rest of the run; this item pauses, resumable later.
-			ir.rs.trip(runnerName, failure)
-			e.publish(ir, event.Event{Type: event.Warning, Runner: runnerName, Message: "quota or spend limit reached: no new step starts on runner " + runnerName})
-			out.paused = "runner " + runnerName + " hit a quota or spend limit: " + failure
-		}
-		return out, nil
+	return inv
+}
+
+// settleStep journals the finish of a step whose agent exited, and
+// announces it. A completed audit of the runner workflow writes its
+// rating to the task file first; a completed step then joins the item's
+// cycle and review record.
+func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentOut, error) {
+	ir, sp, sig, usage := sr.ir, sr.sp, got.sig, got.usage
+	sr.rec.Usage = toStoreUsage(usage)
+	if got.failure != "" {
+		return e.settleFailed(ctx, sr, got)
 	}
 	if sp.Role == workflow.RoleAuditor && sp.Workflow == workflow.RunnerWorkflow && sig.Rating != nil {
 		accepted := workflow.Rejection(sp.Role, sig, e.passRating(sp)) == ""
 		if err := ir.board.flush(); err != nil {
 			return agentOut{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
 		}
-		if err := taskfile.SetReview(ir.task.Path, *sig.Rating, accepted, reviewText(output)); err != nil {
+		if err := taskfile.SetReview(ir.task.Path, *sig.Rating, accepted, reviewText(got.output)); err != nil {
 			return agentOut{}, fmt.Errorf("write review of %s: %w", ir.it.ID, err)
 		}
 	}
-	rec.Status = store.StepCompleted
-	rec.Signal, _ = json.Marshal(sig)
-	if err := e.noteWIP(ctx, ir, &rec); err != nil {
+	sr.rec.Status = store.StepCompleted
+	sr.rec.Signal, _ = json.Marshal(sig)
+	if err := e.noteWIP(ctx, ir, &sr.rec); err != nil {
 		return agentOut{}, err
 	}
-	if err := e.d.Store.FinishStep(ctx, rec); err != nil {
+	if err := e.d.Store.FinishStep(ctx, sr.rec); err != nil {
 		return agentOut{}, err
 	}
-	ev = base
+	ev := sr.base
 	ev.Type, ev.Usage = event.StepCompleted, &usage
 	e.publish(ir, ev)
 	ev.Type, ev.Usage = event.StageCompleted, nil
 	ev.Message = sig.LoopSummary
 	e.publish(ir, ev)
-	out := agentOut{sig: sig, output: outPath, text: output, usage: usage}
+	out := agentOut{sig: sig, output: sr.outPath, text: got.output, usage: usage}
 	ir.cycle.add(sp, out)
 	e.reviewed(ctx, ir, sp, sig, got.judgement)
 	ir.worked(sp)
+	return out, nil
+}
+
+// settleFailed journals the finish of a step whose agent failed, even when
+// ctx is cancelled by now, and announces it. A quota or spend limit trips
+// the runner's circuit breaker.
+func (e *Engine) settleFailed(ctx context.Context, sr *stepRun, got asked) (agentOut, error) {
+	ir, runnerName, failure, usage := sr.ir, sr.runnerName, got.failure, got.usage
+	sr.rec.Status, sr.rec.Error = store.StepFailed, failure
+	if err := e.noteWIP(context.WithoutCancel(ctx), ir, &sr.rec); err != nil {
+		return agentOut{}, err
+	}
+	if err := e.d.Store.FinishStep(context.WithoutCancel(ctx), sr.rec); err != nil {
+		return agentOut{}, err
+	}
+	ev := sr.base
+	ev.Type, ev.Error, ev.Usage = event.StepFailed, failure, &usage
+	e.publish(ir, ev)
+	out := agentOut{failure: failure, usage: usage, output: sr.outPath, text: got.output}
+	if got.kind == runner.KindQuota {
+		// The circuit breaker: no step starts on this runner for the
+		// rest of the run; this item pauses, resumable later.
+		ir.rs.trip(runnerName, failure)
+		e.publish(ir, event.Event{Type: event.Warning, Runner: runnerName, Message: "quota or spend limit reached: no new step starts on runner " + runnerName})
+		out.paused = "runner " + runnerName + " hit a quota or spend limit: " + failure
+	}
 	return out, nil
 }
 
@@ -360,10 +482,10 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		got.output = output
 		sig, perr := reply.Check(inv.Role, output)
 		if perr != nil && inv.Role == roleTriage {
-			// Triage's contract is its JSON decision (seed 003), and an
-			// unusable one has a safe default that "run: routed" applies
-			// with a warning, so its reply is never re-asked or failed
-			// for want of a SIGNAL BLOCK.
+			// Triage's contract is its JSON decision, not a SIGNAL BLOCK,
+			// and an unusable one has a safe default that "run: routed"
+			// applies with a warning, so its reply is never re-asked or
+			// failed for want of a SIGNAL BLOCK.
 			sig, perr = triageSignal(output), nil
 		}
 		var jerr error
@@ -372,7 +494,7 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		}
 		got.sig = sig
 		// An auditor that exits non-zero but rated the work is an audit
-		// failure, not a crash (seed 001).
+		// failure, not a crash: its signal stands.
 		if res.ExitCode != 0 && !(perr == nil && inv.Role == workflow.RoleAuditor) {
 			got.failure = fmt.Sprintf("%s exited with code %d%s (see %s)", inv.Role, res.ExitCode, tail(res.StderrTail), inv.LogPath)
 			return got, nil
