@@ -283,7 +283,7 @@ func TestNewAndMissingCLI(t *testing.T) {
 	}
 	r, _ = New(runner.Settings{Name: "ad", Command: "cadre-no-such-aider"})
 	_, err = r.Run(t.Context(), clitest.Invocation(t))
-	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.ad.command") || !strings.Contains(err.Error(), installHint) {
+	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.ad.command") || !strings.Contains(err.Error(), Type.Install) {
 		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.ad.command and the install hint", err)
 	}
 }

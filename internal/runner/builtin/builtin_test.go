@@ -9,8 +9,8 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner"
 )
 
-// Every runner type SPEC §9 names must be reachable, from the CLI and the
-// Go API alike, since both build runners from this registry.
+// Every runner type cadre documents must be reachable, from the CLI and
+// the Go API alike, since both build runners from this registry.
 func TestRegistryHasEveryType(t *testing.T) {
 	want := []string{"aider", "anthropic", "claude", "codex", "copilot", "crush", "exec", "gemini", "ollama", "openai", "opencode", "qwen", "script"}
 	if got := Registry(nil).Types(); !slices.Equal(got, want) {
@@ -42,6 +42,55 @@ func TestConfigRefusesScenarioOfEveryOtherType(t *testing.T) {
 		_, err := config.Parse("cadre.yaml", []byte("runners:\n  x: {type: "+typ+", scenario: s.yaml}\n"), nil)
 		if err == nil || !strings.Contains(err.Error(), "runners.x.scenario:") {
 			t.Errorf("type %s with a scenario: error = %v, want it refused naming runners.x.scenario", typ, err)
+		}
+	}
+}
+
+// TestEveryTypeDescribed: every registered type has a descriptor complete
+// for its kind, since the configuration's checks, cadre runners check and
+// cadre init read it instead of lists of their own.
+func TestEveryTypeDescribed(t *testing.T) {
+	kinds := map[runner.TypeKind][]string{}
+	for _, d := range Descriptors() {
+		if err := d.Check(); err != nil {
+			t.Error(err)
+		}
+		kinds[d.Kind] = append(kinds[d.Kind], d.Type)
+	}
+	want := map[runner.TypeKind][]string{
+		runner.TypeCLI:    {"claude", "codex", "gemini", "opencode", "qwen", "copilot", "crush", "aider"},
+		runner.TypeAPI:    {"anthropic", "openai", "ollama"},
+		runner.TypeExec:   {"exec"},
+		runner.TypeScript: {"script"},
+	}
+	for k, types := range want {
+		if !slices.Equal(kinds[k], types) {
+			t.Errorf("types of kind %s = %v, want %v (claude first: cadre init's preference)", k, kinds[k], types)
+		}
+	}
+}
+
+// TestCLIRunnersRunTheirDescriptor: the runner of an agent CLI type runs
+// its descriptor's program and, when it is missing, says its descriptor's
+// install command, so cadre runners check and a run say the same.
+func TestCLIRunnersRunTheirDescriptor(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	reg := Registry(nil)
+	for _, d := range reg.Descriptors() {
+		if d.Kind != runner.TypeCLI {
+			continue
+		}
+		r, err := reg.New(d.Type, runner.Settings{Name: "x"})
+		if err != nil {
+			t.Fatalf("%s: %v", d.Type, err)
+		}
+		l, ok := r.(runner.Locator)
+		if !ok {
+			t.Fatalf("%s: the runner of an agent CLI does not locate it", d.Type)
+		}
+		err = l.Locate()
+		if err == nil || !strings.Contains(err.Error(), d.Program) || !strings.Contains(err.Error(), "install it ("+d.Install+")") {
+			t.Errorf("%s with its CLI missing: %v, want %q named and %q", d.Type, err, d.Program, d.Install)
 		}
 	}
 }

@@ -464,7 +464,7 @@ func TestNewAndMissingCLI(t *testing.T) {
 	}
 	r, _ = New(runner.Settings{Name: "cc", Command: "cadre-no-such-claude"})
 	_, err = r.Run(t.Context(), clitest.Invocation(t))
-	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.cc.command") || !strings.Contains(err.Error(), installHint) {
+	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.cc.command") || !strings.Contains(err.Error(), Type.Install) {
 		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.cc.command and the install hint", err)
 	}
 }

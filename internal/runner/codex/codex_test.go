@@ -399,7 +399,7 @@ func TestNewAndMissingCLI(t *testing.T) {
 	}
 	r, _ = New(runner.Settings{Name: "cx", Command: "cadre-no-such-codex"})
 	_, err = r.Run(t.Context(), clitest.Invocation(t))
-	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.cx.command") || !strings.Contains(err.Error(), installHint) {
+	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.cx.command") || !strings.Contains(err.Error(), Type.Install) {
 		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.cx.command and the install hint", err)
 	}
 }

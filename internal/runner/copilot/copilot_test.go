@@ -162,7 +162,7 @@ func TestMissingSessionLog(t *testing.T) {
 	}
 	r, _ = New(runner.Settings{Name: "cp", Command: "cadre-no-such-copilot"})
 	_, err = r.Run(t.Context(), clitest.Invocation(t))
-	if err == nil || !strings.Contains(err.Error(), installHint) {
+	if err == nil || !strings.Contains(err.Error(), Type.Install) {
 		t.Errorf("missing CLI: %v, want the install hint", err)
 	}
 }
@@ -188,12 +188,12 @@ func TestSessionLogLinkRefused(t *testing.T) {
 // in the session log it wrote there is read before the home is removed.
 func TestSandboxHome(t *testing.T) {
 	inv := clitest.Invocation(t)
-	clitest.Sandboxed(t, &inv, append(slices.Clone(sandboxHome), ".bash_history", ".copilot/mcp-config.json"))
+	clitest.Sandboxed(t, &inv, append(slices.Clone(Type.SandboxHome), ".bash_history", ".copilot/mcp-config.json"))
 	t.Setenv("COPILOT_HOME", "")
 	os.Unsetenv("COPILOT_HOME") // the default: ~/.copilot
 	r := newFake(t, clitest.ListHome+`COPILOT_HOME=$HOME/.copilot`+"\n"+fakeOK("ok", event.Usage{InputTokens: 1000, OutputTokens: 100}), runner.Settings{})
 	res, err := r.Run(t.Context(), inv)
-	clitest.CheckHome(t, inv.Dir, sandboxHome)
+	clitest.CheckHome(t, inv.Dir, Type.SandboxHome)
 	if err != nil || res.Usage.InputTokens != 1000 || res.Usage.OutputTokens != 100 {
 		t.Errorf("res %+v, err %v: want the usage of the session log written in the sandbox's home", res, err)
 	}

@@ -93,8 +93,8 @@ func TestArgvAndURL(t *testing.T) {
 // and login in its fresh home, and nothing else of the user's.
 func TestSandboxHome(t *testing.T) {
 	inv := clitest.Invocation(t)
-	clitest.Sandboxed(t, &inv, append(slices.Clone(sandboxHome), ".bash_history"))
+	clitest.Sandboxed(t, &inv, append(slices.Clone(Type.SandboxHome), ".bash_history"))
 	r := newFake(t, clitest.ListHome)
 	r.Run(t.Context(), inv)
-	clitest.CheckHome(t, inv.Dir, sandboxHome)
+	clitest.CheckHome(t, inv.Dir, Type.SandboxHome)
 }

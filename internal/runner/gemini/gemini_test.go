@@ -391,7 +391,7 @@ func TestNewAndMissingCLI(t *testing.T) {
 	}
 	r, _ = New(runner.Settings{Name: "gm", Command: "cadre-no-such-gemini"})
 	_, err = r.Run(t.Context(), clitest.Invocation(t))
-	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.gm.command") || !strings.Contains(err.Error(), installHint) {
+	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.gm.command") || !strings.Contains(err.Error(), Type.Install) {
 		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.gm.command and the install hint", err)
 	}
 }

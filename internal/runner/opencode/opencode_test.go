@@ -340,7 +340,7 @@ func TestNewAndMissingCLI(t *testing.T) {
 	}
 	r, _ = New(runner.Settings{Name: "oc", Command: "cadre-no-such-opencode"})
 	_, err = r.Run(t.Context(), invocation(t))
-	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.oc.command") || !strings.Contains(err.Error(), installHint) {
+	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.oc.command") || !strings.Contains(err.Error(), Type.Install) {
 		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.oc.command and the install hint", err)
 	}
 }
