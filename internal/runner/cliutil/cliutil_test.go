@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
@@ -301,7 +300,7 @@ func TestOutcome(t *testing.T) {
 
 func TestEstimate(t *testing.T) {
 	u := event.Usage{InputTokens: 1_000_000, OutputTokens: 2_000_000}
-	table := price.New(map[string]config.Price{"house-model": {InputPerMTok: 1, OutputPerMTok: 2}})
+	table := price.New(map[string]price.Price{"house-model": {InputPerMTok: 1, OutputPerMTok: 2}})
 	if got := Estimate(table, "house-model", u); got.CostUSD != 5 || !got.CostEstimated || got.InputTokens != u.InputTokens {
 		t.Errorf("known model: %+v, want a cost of 5 marked estimated", got)
 	}

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
@@ -325,7 +324,7 @@ func TestRunEstimatesCost(t *testing.T) {
 		estimated bool
 	}{
 		{"built-in price", "gpt-5-codex", nil, builtin, true},
-		{"project price", "gpt-5-codex", price.New(map[string]config.Price{"gpt-5-codex": {InputPerMTok: 1e6, OutputPerMTok: 1e6, CacheReadPerMTok: 1e6}}), 315 + 24448 + 1222, true},
+		{"project price", "gpt-5-codex", price.New(map[string]price.Price{"gpt-5-codex": {InputPerMTok: 1e6, OutputPerMTok: 1e6, CacheReadPerMTok: 1e6}}), 315 + 24448 + 1222, true},
 		{"unknown model", "mystery-model", nil, 0, false},
 		{"no model", "", nil, 0, false},
 	}

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
@@ -319,7 +318,7 @@ func TestRunEstimatesCost(t *testing.T) {
 		want   float64
 	}{
 		{"built-in prices", nil, liteCost + proCost},
-		{"project price for one model", price.New(map[string]config.Price{"gemini-2.5-pro": {InputPerMTok: 1e6, OutputPerMTok: 1e6, CacheReadPerMTok: 1e6}}),
+		{"project price for one model", price.New(map[string]price.Price{"gemini-2.5-pro": {InputPerMTok: 1e6, OutputPerMTok: 1e6, CacheReadPerMTok: 1e6}}),
 			liteCost + 4512 + 34400 + 2275},
 	}
 	for _, tt := range tests {
