@@ -17,11 +17,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func feed(t *testing.T, name string) (*parser, []string) {
-	t.Helper()
-	var notes []string
-	p := &parser{progress: func(n string) { notes = append(notes, n) }}
-	clitest.Feed(t, filepath.Join("testdata", name), p.line)
+func feed(t *testing.T, name string) (p *parser, notes []string) {
+	notes = clitest.FeedNotes(t, name, func(progress func(string)) func(string, string) {
+		p = &parser{progress: progress}
+		return p.line
+	})
 	return p, notes
 }
 
@@ -105,16 +105,7 @@ func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 
 func TestConformance(t *testing.T) {
 	t.Setenv("COPILOT_HOME", t.TempDir())
-	runnertest.Run(t, runnertest.Harness{
-		Usage: true,
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			body, ok := fakes[b]
-			if !ok {
-				t.Skipf("no fake copilot for behaviour %q", b)
-			}
-			return newFake(t, body, runner.Settings{})
-		},
-	})
+	clitest.Conformance(t, "copilot", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}) })
 }
 
 func TestArgvAndEnv(t *testing.T) {
@@ -197,4 +188,8 @@ func TestSandboxHome(t *testing.T) {
 	if err != nil || res.Usage.InputTokens != 1000 || res.Usage.OutputTokens != 100 {
 		t.Errorf("res %+v, err %v: want the usage of the session log written in the sandbox's home", res, err)
 	}
+}
+
+func TestNewAndMissingCLI(t *testing.T) {
+	clitest.NewAndMissing(t, New, Type, "localhost:1", runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}, func(r runner.Runner) string { return r.(*Runner).Command })
 }

@@ -32,15 +32,7 @@ func newFake(t *testing.T, body string) runner.Runner {
 }
 
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, runnertest.Harness{
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			body, ok := fakes[b]
-			if !ok {
-				t.Skipf("no fake crush for behaviour %q", b)
-			}
-			return newFake(t, body)
-		},
-	})
+	clitest.Conformance(t, "crush", fakes, false, func(t *testing.T, body string) runner.Runner { return newFake(t, body) })
 }
 
 // The fixtures are built from Crush's documented output (see the package
@@ -97,4 +89,8 @@ func TestSandboxHome(t *testing.T) {
 	r := newFake(t, clitest.ListHome)
 	r.Run(t.Context(), inv)
 	clitest.CheckHome(t, inv.Dir, Type.SandboxHome)
+}
+
+func TestNewAndMissingCLI(t *testing.T) {
+	clitest.NewAndMissing(t, New, Type, "https://any.example", runner.Caps{EditsFiles: true, ModelChoice: true}, func(r runner.Runner) string { return r.(*Runner).Command })
 }
