@@ -23,12 +23,11 @@ import (
 
 // feed runs the parser over a recorded transcript, line by line, as proc
 // would hand it over.
-func feed(t *testing.T, name string) (p *parser, notes []string) {
-	notes = clitest.FeedNotes(t, name, func(progress func(string)) func(string, string) {
-		p = &parser{progress: progress}
-		return p.line
+func feed(t *testing.T, name string) (*parser, []string) {
+	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
+		p := &parser{progress: progress}
+		return p, p.line
 	})
-	return p, notes
 }
 
 func TestParseTranscripts(t *testing.T) {

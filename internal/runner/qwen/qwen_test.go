@@ -16,12 +16,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func feed(t *testing.T, name string) (p *parser, notes []string) {
-	notes = clitest.FeedNotes(t, name, func(progress func(string)) func(string, string) {
-		p = &parser{progress: progress}
-		return p.line
+func feed(t *testing.T, name string) (*parser, []string) {
+	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
+		p := &parser{progress: progress}
+		return p, p.line
 	})
-	return p, notes
 }
 
 // real-write.jsonl was recorded from Qwen Code 0.24.4 against cadre

@@ -190,14 +190,15 @@ func CheckHome(t *testing.T, dir string, want []string) {
 	}
 }
 
-// FeedNotes hands the recorded transcript testdata/name to the line
-// handler that start returns, as proc would, and returns the progress
-// notes given to start's progress.
-func FeedNotes(t testing.TB, name string, start func(progress func(string)) (line func(stream, line string))) []string {
+// FeedParser hands the recorded transcript testdata/name, as proc would,
+// to the parser that start makes, with its line handler, and returns the
+// parser and the progress notes it gave.
+func FeedParser[P any](t testing.TB, name string, start func(progress func(string)) (P, func(stream, line string))) (P, []string) {
 	t.Helper()
 	var notes []string
-	Feed(t, filepath.Join("testdata", name), start(func(n string) { notes = append(notes, n) }))
-	return notes
+	p, line := start(func(n string) { notes = append(notes, n) })
+	Feed(t, filepath.Join("testdata", name), line)
+	return p, notes
 }
 
 // Conformance runs the conformance suite on the fake CLIs of fakes, one
