@@ -43,6 +43,15 @@ type Factory struct {
 	Crash func(point string)
 }
 
+// runnerTypes is the registry of runner types without price overrides,
+// for what their descriptors say: the built-in one when f names none.
+func (f *Factory) runnerTypes() *runner.Registry {
+	if f.Runners == nil {
+		return builtin.Registry(nil)
+	}
+	return f.Runners(nil)
+}
+
 // NewFactory returns the production factory.
 func NewFactory() *Factory {
 	return &Factory{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/forge"
+	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -55,7 +56,7 @@ func runInit(ctx context.Context, f *Factory, opts *InitOptions) error {
 		return usageErr(fmt.Errorf("%s exists: edit it, or rewrite it with cadre init --force", "cadre.yaml"))
 	}
 	cmds := detectCommands(root)
-	runner, found := detectRunner(f.Getenv("PATH"))
+	def, found := detectRunner(f.Getenv("PATH"), f.runnerTypes().Descriptors())
 	repo := ""
 	if r, err := workspace.Open(ctx, root); err == nil {
 		if url, err := r.Git(ctx, "remote", "get-url", "origin"); err == nil {
@@ -70,7 +71,7 @@ func runInit(ctx context.Context, f *Factory, opts *InitOptions) error {
 			base = strings.TrimSpace(b)
 		}
 	}
-	text := initYAML(filepath.Base(root), repo, base, cmds, runner, found)
+	text := initYAML(filepath.Base(root), repo, base, cmds, def, found)
 	if _, err := config.Parse("cadre.yaml", []byte(text), nil); err != nil {
 		return fmt.Errorf("generated configuration does not load: %w", err)
 	}
@@ -83,7 +84,7 @@ func runInit(ctx context.Context, f *Factory, opts *InitOptions) error {
 		// dry run now would only say there are none.
 		next = "check the commands, write task files under tasks/ (or name issues to cadre run), then cadre run --dry-run"
 	}
-	fmt.Fprintf(f.IO.ErrOut, "cadre: wrote %s (default runner %s); %s\n", path, runner, next)
+	fmt.Fprintf(f.IO.ErrOut, "cadre: wrote %s (default runner %s); %s\n", path, def, next)
 	return nil
 }
 
@@ -151,24 +152,34 @@ func makeCommands(path string) config.Commands {
 	return c
 }
 
-// detectRunner picks the first agent CLI found on path (claude first).
-func detectRunner(path string) (string, []string) {
-	var found []string
-	for _, name := range []string{"claude", "codex", "gemini", "opencode", "qwen", "copilot", "crush", "aider"} {
+// detectRunner picks the first agent CLI among types (in the order of
+// preference they are registered in, claude first) whose program is found
+// on path; with none found, the first agent CLI (with none registered,
+// the configuration's default runner).
+func detectRunner(path string, types []runner.Descriptor) (string, []string) {
+	var clis, found []string
+	for _, d := range types {
+		if d.Kind != runner.TypeCLI {
+			continue
+		}
+		clis = append(clis, d.Type)
 		for _, dir := range filepath.SplitList(path) {
-			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-				found = append(found, name)
+			if fi, err := os.Stat(filepath.Join(dir, d.Program)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+				found = append(found, d.Type)
 				break
 			}
 		}
 	}
-	if len(found) == 0 {
-		return "claude", nil
+	switch {
+	case len(found) > 0:
+		return found[0], found
+	case len(clis) > 0:
+		return clis[0], nil
 	}
-	return found[0], found
+	return config.Default().Defaults.Runner, nil
 }
 
-func initYAML(project, repo, base string, c config.Commands, runner string, found []string) string {
+func initYAML(project, repo, base string, c config.Commands, def string, found []string) string {
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "# cadre configuration (written by cadre init). Every key is optional; see docs/config.md.\n")
@@ -186,7 +197,7 @@ func initYAML(project, repo, base string, c config.Commands, runner string, foun
 	} else {
 		b.WriteString("# No agent CLI found on PATH; install one (cadre runners check says how).\n")
 	}
-	fmt.Fprintf(&b, "defaults: {runner: %s, workflow: auto, timeout: 20m}\n", runner)
+	fmt.Fprintf(&b, "defaults: {runner: %s, workflow: auto, timeout: 20m}\n", def)
 	b.WriteString("# roles:                       # per-role runner and model, e.g.\n#   code-reviewer: {runner: codex}\n\n")
 	b.WriteString("limits: {parallel_issues: 3, parallel_agents: 3, budget_usd: 0}\n")
 	return b.String()

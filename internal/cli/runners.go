@@ -17,9 +17,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/proc"
-	"github.com/cadre-dev/cadre/internal/runner/anthropic"
-	"github.com/cadre-dev/cadre/internal/runner/ollama"
-	"github.com/cadre-dev/cadre/internal/runner/openai"
+	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
@@ -45,13 +43,14 @@ func NewCmdRunners(f *Factory) *cobra.Command {
 		Long: "List runner types and configured runner instances." + exitStatusSimple, Example: "  cadre runners list", RunE: list})
 
 	opts := &RunnersCheckOptions{}
+	types := f.runnerTypes()
 	check := &cobra.Command{
 		Use:   "check [--strict]",
 		Short: "Check that each runner's CLI, API key or file is there",
 		Long: `For every runner type and every runner configured in cadre.yaml, say whether it can run:
-agent CLIs (claude, codex, gemini, opencode, qwen, copilot, crush, aider) are looked up on PATH and asked their
+agent CLIs (` + typesOf(types, runner.TypeCLI) + `) are looked up on PATH and asked their
 --version, and a missing one is shown with the command that installs it; model APIs
-(anthropic, openai, ollama) need their API key variable where the vendor's URL wants one,
+(` + typesOf(types, runner.TypeAPI) + `) need their API key variable where the vendor's URL wants one,
 and are sent one short request for their model list at their base URL (GET /v1/models,
 ollama: GET /api/tags) with that key: no answer within 3s, or a refusal, is missing;
 exec runners show whether their command is found, script runners whether their scenario is.
@@ -78,8 +77,19 @@ EXIT STATUS
 	return cmd
 }
 
+// typesOf lists the names of reg's types of kind k, in registration order.
+func typesOf(reg *runner.Registry, k runner.TypeKind) string {
+	var names []string
+	for _, d := range reg.Descriptors() {
+		if d.Kind == k {
+			names = append(names, d.Type)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 func listRunners(ctx context.Context, f *Factory) error {
-	reg := f.Runners(nil)
+	reg := f.runnerTypes()
 	fmt.Fprintln(f.IO.Out, "TYPES")
 	for _, t := range reg.Types() {
 		fmt.Fprintf(f.IO.Out, "  %s\n", t)
@@ -114,44 +124,6 @@ type runnerCheck struct {
 	detail    string
 }
 
-// agentCLI returns the program an agent CLI runner type runs and the
-// command that installs it.
-func agentCLI(typ string) (program, install string, ok bool) {
-	switch typ {
-	case "claude":
-		return "claude", "npm install -g @anthropic-ai/claude-code", true
-	case "codex":
-		return "codex", "npm install -g @openai/codex", true
-	case "gemini":
-		return "gemini", "npm install -g @google/gemini-cli", true
-	case "opencode":
-		return "opencode", "npm install -g opencode-ai", true
-	case "qwen":
-		return "qwen", "npm install -g @qwen-code/qwen-code", true
-	case "copilot":
-		return "copilot", "npm install -g @github/copilot", true
-	case "crush":
-		return "crush", "npm install -g @charmland/crush", true
-	case "aider":
-		return "aider", "pipx install aider-chat", true
-	}
-	return "", "", false
-}
-
-// modelAPI returns a model-API runner type's default base URL and API key
-// variable (none for ollama).
-func modelAPI(typ string) (url, keyEnv string, ok bool) {
-	switch typ {
-	case "anthropic":
-		return anthropic.DefaultURL, anthropic.DefaultKeyEnv, true
-	case "openai":
-		return openai.DefaultURL, openai.DefaultKeyEnv, true
-	case "ollama":
-		return ollama.DefaultURL, "", true
-	}
-	return "", "", false
-}
-
 // versionTimeout bounds `CLI --version`: a Node CLI starts in well under
 // a second, and a hung one must not hang the check.
 const versionTimeout = 10 * time.Second
@@ -168,12 +140,12 @@ func runRunnersCheck(ctx context.Context, f *Factory, opts *RunnersCheckOptions)
 	} else if !errors.Is(err, workspace.ErrNotRepo) {
 		return err
 	}
-	types := f.Runners(nil).Types()
-	checks := planChecks(types, cfg, root != "")
+	reg := f.runnerTypes()
+	checks := planChecks(reg.Types(), cfg, root != "")
 
 	var wg sync.WaitGroup
 	for i := range checks {
-		wg.Go(func() { checkRunner(ctx, f, &checks[i], cfg, root, types) })
+		wg.Go(func() { checkRunner(ctx, f, &checks[i], cfg, root, reg) })
 	}
 	wg.Wait()
 
@@ -291,35 +263,24 @@ func roleRunners(cfg config.Config) []string {
 	return out
 }
 
-// checkRunner fills in c's status and detail.
-func checkRunner(ctx context.Context, f *Factory, c *runnerCheck, cfg config.Config, root string, types []string) {
+// checkRunner fills in c's status and detail, checking it as its type's
+// descriptor in reg says: an agent CLI by its program, a model API by its
+// probe.
+func checkRunner(ctx context.Context, f *Factory, c *runnerCheck, cfg config.Config, root string, reg *runner.Registry) {
 	rc, configured := cfg.Runners[c.name]
 	where := "runners." + c.name
-	if !slices.Contains(types, c.typ) {
+	d, ok := reg.Describe(c.typ)
+	if !ok {
 		c.status = statusMissing
-		c.detail = fmt.Sprintf("unknown runner type %q (known: %s): fix %s.type or the runner's name", c.typ, strings.Join(types, ", "), where)
+		c.detail = fmt.Sprintf("unknown runner type %q (known: %s): fix %s.type or the runner's name", c.typ, strings.Join(reg.Types(), ", "), where)
 		return
 	}
-	if program, install, ok := agentCLI(c.typ); ok {
-		setting := ""
-		if rc.Command != "" {
-			program, setting = rc.Command, " ("+where+".command)"
-		}
-		path, found := findProgram(program, f.Getenv("PATH"), root)
-		if !found {
-			c.status, c.detail = statusMissing, fmt.Sprintf("%s not found on PATH%s; install: %s", program, setting, install)
-			return
-		}
-		version, err := programVersion(ctx, f, path)
-		if err != nil {
-			c.status, c.detail = statusMissing, fmt.Sprintf("%s: %v; reinstall: %s", path, err, install)
-			return
-		}
-		c.status, c.detail = statusReady, fmt.Sprintf("%s (%s)", version, path)
+	switch d.Kind {
+	case runner.TypeCLI:
+		c.status, c.detail = checkAgentCLI(ctx, f, d, rc, root, where)
 		return
-	}
-	if url, keyEnv, ok := modelAPI(c.typ); ok {
-		c.status, c.detail = checkModelAPI(ctx, f, c.typ, rc, url, keyEnv, where)
+	case runner.TypeAPI:
+		c.status, c.detail = checkModelAPI(ctx, f, d, rc, where)
 		return
 	}
 	switch {
@@ -341,25 +302,47 @@ func checkRunner(ctx context.Context, f *Factory, c *runnerCheck, cfg config.Con
 		}
 	case configured:
 		c.status, c.detail = statusMissing, fmt.Sprintf("%s has neither command nor scenario: set the one its type %s needs", where, c.typ)
-	case c.typ == "exec":
-		c.status, c.detail = statusNone, "runs any command once configured: runners.NAME: {type: exec, command: ./agent.sh}"
-	case c.typ == "script":
-		c.status, c.detail = statusNone, "plays a scenario file once configured: runners.NAME: {type: script, scenario: FILE}"
+	case d.Kind == runner.TypeExec:
+		c.status, c.detail = statusNone, fmt.Sprintf("runs any command once configured: runners.NAME: {type: %s, command: ./agent.sh}", d.Type)
+	case d.Kind == runner.TypeScript:
+		c.status, c.detail = statusNone, fmt.Sprintf("plays a scenario file once configured: runners.NAME: {type: %s, scenario: FILE}", d.Type)
 	default:
 		c.status, c.detail = statusNone, "nothing to check"
 	}
 }
 
+// checkAgentCLI reports whether an agent CLI is installed: its program
+// (runners.NAME.command, else the descriptor's) is found as the runner
+// will find it and answers --version; a missing one is shown with the
+// command that installs it.
+func checkAgentCLI(ctx context.Context, f *Factory, d runner.Descriptor, rc config.RunnerConfig, root, where string) (status, detail string) {
+	program, setting := d.Program, ""
+	if rc.Command != "" {
+		program, setting = rc.Command, " ("+where+".command)"
+	}
+	path, found := findProgram(program, f.Getenv("PATH"), root)
+	if !found {
+		return statusMissing, fmt.Sprintf("%s not found on PATH%s; install: %s", program, setting, d.Install)
+	}
+	version, err := programVersion(ctx, f, path)
+	if err != nil {
+		return statusMissing, fmt.Sprintf("%s: %v; reinstall: %s", path, err, d.Install)
+	}
+	return statusReady, fmt.Sprintf("%s (%s)", version, path)
+}
+
 // checkModelAPI reports whether a model-API runner can answer: its API key
-// variable is set where the vendor's URL needs one, and its base URL
-// answers a short read-only request with the key it would send. The key is
-// needed at the vendor's own URL; another server gets it only if set.
-func checkModelAPI(ctx context.Context, f *Factory, typ string, rc config.RunnerConfig, defURL, keyEnv, where string) (status, detail string) {
+// variable is set where its URL needs one, and its base URL answers the
+// descriptor's probe, a short read-only request, with the key it would
+// send. The key is needed where the descriptor says so (the vendor's own
+// URL); another server gets it only if set.
+func checkModelAPI(ctx context.Context, f *Factory, d runner.Descriptor, rc config.RunnerConfig, where string) (status, detail string) {
 	url := rc.URL
 	if url == "" {
-		url = defURL
+		url = d.BaseURL
 	}
 	url = strings.TrimRight(url, "/")
+	keyEnv := d.KeyEnv
 	if len(rc.Env) > 0 && rc.Env[0] != "" {
 		keyEnv = rc.Env[0]
 	}
@@ -374,21 +357,21 @@ func checkModelAPI(ctx context.Context, f *Factory, typ string, rc config.Runner
 		switch {
 		case key != "":
 			keyNote = ", " + keyEnv + " is set"
-		case url == defURL || typ == "ollama":
+		case d.NeedsKey(url):
 			return statusMissing, fmt.Sprintf("url %s, %s is not set: export your API key in it (or name another variable in %s.env)%s", url, keyEnv, where, model)
 		default:
 			keyNote = ", " + keyEnv + " not set (sent only when set)"
 		}
 	}
-	probe := probeURL(typ, url)
-	code, err := probeModelAPI(ctx, typ, probe, key)
+	probe, header := d.Probe(url, key)
+	code, err := probeModelAPI(ctx, probe, header)
 	switch {
 	case err != nil:
 		return statusMissing, fmt.Sprintf("url %s does not answer: %v; start the server or fix %s.url", url, err, where)
 	case (code == http.StatusUnauthorized || code == http.StatusForbidden) && keyEnv != "":
 		return statusMissing, fmt.Sprintf("url %s refused the key: GET %s: HTTP %d; check the API key in %s", url, probe, code, keyEnv)
 	case code/100 != 2:
-		return statusMissing, fmt.Sprintf("url %s: GET %s: HTTP %d; is it a %s server? fix %s.url", url, probe, code, typ, where)
+		return statusMissing, fmt.Sprintf("url %s: GET %s: HTTP %d; is it a %s server? fix %s.url", url, probe, code, d.Type, where)
 	}
 	return statusReady, "url " + url + keyNote + model
 }
@@ -398,35 +381,18 @@ func checkModelAPI(ctx context.Context, f *Factory, typ string, rc config.Runner
 // hang on one that does not.
 const probeTimeout = 3 * time.Second
 
-// probeURL is a read-only endpoint of each API that costs nothing and
-// needs the same key as a real request: the list of models.
-func probeURL(typ, base string) string {
-	switch {
-	case typ == "ollama":
-		return base + "/api/tags"
-	case typ == "openai" && strings.HasSuffix(base, "/v1"):
-		return base + "/models" // a base URL already ending in /v1, as the runner takes it
-	}
-	return base + "/v1/models"
-}
-
-// probeModelAPI sends GET url with key as the runner would send it and
-// returns the HTTP status; err is set when nothing answered in time.
-func probeModelAPI(ctx context.Context, typ, url, key string) (int, error) {
+// probeModelAPI sends GET url with header, as the runner would send its
+// key, and returns the HTTP status; err is set when nothing answered in
+// time.
+func probeModelAPI(ctx context.Context, url string, header http.Header) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, fmt.Errorf("probe %s: %w", url, err)
 	}
-	switch {
-	case typ == "anthropic":
-		req.Header.Set("anthropic-version", anthropic.APIVersion)
-		if key != "" {
-			req.Header.Set("x-api-key", key)
-		}
-	case key != "":
-		req.Header.Set("Authorization", "Bearer "+key)
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

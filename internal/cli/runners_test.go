@@ -13,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/cadre-dev/cadre/internal/cli"
+	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/modelsim"
+	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/builtin"
 )
 
@@ -48,12 +50,18 @@ func gitRepo(t *testing.T, files map[string]string) string {
 // runCadre runs cadre args in dir with only vars in its environment.
 func runCadre(t *testing.T, dir string, vars map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runCadreWith(t, builtin.Registry, dir, vars, args...)
+}
+
+// runCadreWith is runCadre with the runner types of types.
+func runCadreWith(t *testing.T, types func(map[string]config.Price) *runner.Registry, dir string, vars map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	f := &cli.Factory{
 		IO:      cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
 		Getenv:  func(k string) string { return vars[k] },
 		Dir:     func() (string, error) { return dir, nil },
-		Runners: builtin.Registry,
+		Runners: types,
 		Crash:   func(string) {},
 	}
 	code = cli.Execute(f, args)
@@ -138,7 +146,7 @@ func TestRunnersCheck(t *testing.T) {
 		{"qwen", false, "missing", []string{"qwen not found on PATH; install: npm install -g @qwen-code/qwen-code"}},
 		{"copilot", false, "missing", []string{"copilot not found on PATH; install: npm install -g @github/copilot"}},
 		{"crush", false, "missing", []string{"crush not found on PATH; install: npm install -g @charmland/crush"}},
-		{"aider", false, "missing", []string{"install: pipx install aider-chat"}},
+		{"aider", false, "missing", []string{"install: python -m pip install aider-install && aider-install"}},
 		{"anthropic", false, "missing", []string{"url https://api.anthropic.com", "ANTHROPIC_API_KEY is not set"}},
 		{"api", true, "ready", []string{"url " + srv.URL, "WORK_KEY is set", "model claude-haiku-4-5"}},
 		{"openai", false, "missing", []string{"OPENAI_API_KEY is not set"}},
@@ -329,6 +337,74 @@ func TestRunnersCheckProbesModelAPIs(t *testing.T) {
 				t.Errorf("request %+v sent, want none", *got)
 			case tt.want != nil && (got == nil || *got != *tt.want):
 				t.Errorf("request %+v, want %+v", got, *tt.want)
+			}
+		})
+	}
+}
+
+// TestRunnersCheckReadsDescriptors: the check knows a runner type only by
+// its descriptor: an agent CLI's program and install command, a model
+// API's base URL, key variable and probe, whatever types the registry
+// holds.
+func TestRunnersCheckReadsDescriptors(t *testing.T) {
+	bin := t.TempDir()
+	writeExe(t, filepath.Join(bin, "zed-cli"), "echo 'zed 1.0'\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path != "/probe":
+			http.NotFound(w, r)
+		case r.Header.Get("X-Key") != "k":
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	defer srv.Close()
+	types := func(map[string]config.Price) *runner.Registry {
+		r := runner.NewRegistry()
+		r.Add(runner.Descriptor{Type: "zed", Kind: runner.TypeCLI, Program: "zed-cli", Install: "get zed",
+			Env: []string{"ZED_KEY"}, SandboxHome: []string{".zed"}}, nil)
+		r.Add(runner.Descriptor{Type: "yak", Kind: runner.TypeCLI, Program: "yak-cli", Install: "get yak",
+			Env: []string{"YAK_KEY"}, SandboxHome: []string{".yak"}}, nil)
+		r.Add(runner.Descriptor{Type: "api", Kind: runner.TypeAPI, BaseURL: srv.URL, KeyEnv: "API_K",
+			KeyRequired: func(base string) bool { return base == srv.URL },
+			Probe: func(base, key string) (string, http.Header) {
+				return base + "/probe", http.Header{"X-Key": {key}}
+			}}, nil)
+		r.Add(runner.Descriptor{Type: "cmd", Kind: runner.TypeExec}, nil)
+		return r
+	}
+	for _, tt := range []struct {
+		name string
+		vars map[string]string
+		want map[string][]string // runner: its status, then what its detail says
+	}{
+		{"without the key", nil, map[string][]string{
+			"zed": {"ready", "zed 1.0 (" + filepath.Join(bin, "zed-cli") + ")"},
+			"yak": {"missing", "yak-cli not found on PATH; install: get yak"},
+			"api": {"missing", "url " + srv.URL + ", API_K is not set"},
+			"cmd": {"-", "{type: cmd, command: ./agent.sh}"},
+		}},
+		{"with the key", map[string]string{"API_K": "k"}, map[string][]string{
+			"api": {"ready", "url " + srv.URL + ", API_K is set"},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vars := map[string]string{"PATH": bin}
+			for k, v := range tt.vars {
+				vars[k] = v
+			}
+			code, out, stderr := runCadreWith(t, types, t.TempDir(), vars, "runners", "check")
+			if code != 0 {
+				t.Fatalf("exit %d; stderr: %s", code, stderr)
+			}
+			got := rows(t, out)
+			if len(got) != 4 {
+				t.Errorf("%d runners listed, want the registry's 4:\n%s", len(got), out)
+			}
+			for name, want := range tt.want {
+				line := got[name]
+				if f := strings.Fields(line); len(f) < 3 || f[2] != want[0] || !strings.Contains(line, want[1]) {
+					t.Errorf("line %q, want status %s and %q", line, want[0], want[1])
+				}
 			}
 		})
 	}

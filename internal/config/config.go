@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/eval"
+	"github.com/cadre-dev/cadre/internal/runner/price"
 )
 
 // Config is the merged content of cadre.yaml.
@@ -125,14 +126,10 @@ type Limits struct {
 	WorktreePool int `yaml:"worktree_pool"`
 }
 
-// Price is what a model costs per million tokens, for runners whose backend
-// reports tokens but no cost (the cost is then marked estimated).
-type Price struct {
-	InputPerMTok      float64 `yaml:"input_per_mtok"`
-	OutputPerMTok     float64 `yaml:"output_per_mtok"`
-	CacheReadPerMTok  float64 `yaml:"cache_read_per_mtok"`
-	CacheWritePerMTok float64 `yaml:"cache_write_per_mtok"`
-}
+// Price is what a model costs per million tokens (prices.MODEL), for
+// runners whose backend reports tokens but no cost (the cost is then marked
+// estimated). The price table that reads it defines it.
+type Price = price.Price
 
 // GitHub configures the GitHub forge.
 type GitHub struct {

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/eval"
+	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/builtin"
 )
 
 // validate checks the merged settings. Errors point at where the bad value
@@ -94,6 +96,7 @@ func (l *loader) validate(c *Config) error {
 			}
 		}
 	}
+	types := builtin.Registry(nil)
 	for _, name := range slices.Sorted(maps.Keys(c.Runners)) {
 		r := c.Runners[name]
 		path := "runners." + name
@@ -107,26 +110,22 @@ func (l *loader) validate(c *Config) error {
 				return l.invalid(path+".url", bad)
 			}
 		}
-		if key, msg := unusedSetting(c.RunnerType(name), r); key != "" {
+		d, known := types.Describe(c.RunnerType(name))
+		if key, msg := unusedSetting(d, known, r); key != "" {
 			return l.invalid(path+"."+key, msg)
 		}
 	}
 	return nil
 }
 
-// Built-in runner types by what they are, for the settings each has no use for.
-var (
-	apiRunners = []string{"anthropic", "openai", "ollama"}
-	cliRunners = []string{"claude", "codex", "gemini", "aider", "opencode", "qwen", "copilot", "crush"}
-)
-
-// unusedSetting finds a setting that runner type typ would ignore and says
-// what to do; an entry of another type (unknown here) is the runner's to
-// check. A setting a runner ignores is refused: the user wrote it meaning
-// something to happen.
-func unusedSetting(typ string, r RunnerConfig) (key, msg string) {
-	switch {
-	case slices.Contains(apiRunners, typ):
+// unusedSetting finds a setting that the runner type d describes would
+// ignore and says what to do; what a type reads follows from its kind, and
+// an entry of a type not known here is the runner's to check. A setting a runner ignores is refused:
+// the user wrote it meaning something to happen.
+func unusedSetting(d runner.Descriptor, known bool, r RunnerConfig) (key, msg string) {
+	typ := d.Type
+	switch d.Kind {
+	case runner.TypeAPI:
 		switch {
 		case r.Command != "":
 			return "command", fmt.Sprintf("the %s runner type runs no program (it calls an HTTP API); remove it", typ)
@@ -135,32 +134,32 @@ func unusedSetting(typ string, r RunnerConfig) (key, msg string) {
 		case len(r.Env) > 1:
 			return "env", fmt.Sprintf("the %s runner type reads its API key from one variable; list only that one", typ)
 		}
-	case typ == "exec":
+	case runner.TypeExec:
 		if r.URL != "" {
-			return "url", "the exec runner type has no base URL (give the command its own settings); remove it"
+			return "url", fmt.Sprintf("the %s runner type has no base URL (give the command its own settings); remove it", typ)
 		}
-	case typ == "script":
+	case runner.TypeScript:
 		switch {
 		case r.Command != "", len(r.Args) > 0:
 			key := "command"
 			if r.Command == "" {
 				key = "args"
 			}
-			return key, "the script runner type plays its scenario and runs no program; remove it or set type: exec"
+			return key, fmt.Sprintf("the %s runner type plays its scenario and runs no program; remove it or set type: exec", typ)
 		case len(r.Env) > 0:
-			return "env", "the script runner type passes no variables to anything; remove it"
+			return "env", fmt.Sprintf("the %s runner type passes no variables to anything; remove it", typ)
 		case r.URL != "":
-			return "url", "the script runner type has no base URL; remove it"
+			return "url", fmt.Sprintf("the %s runner type has no base URL; remove it", typ)
 		}
 	}
-	if r.Scenario != "" && typ != "script" && (slices.Contains(apiRunners, typ) || slices.Contains(cliRunners, typ) || typ == "exec") {
+	if r.Scenario != "" && known && d.Kind != runner.TypeScript {
 		return "scenario", "only a script runner plays a scenario; remove it or set type: script"
 	}
 	return "", ""
 }
 
-// Auto is the runner name that asks the model selector to choose (seed
-// 003); it is reserved for it.
+// Auto is the runner name that asks the model selector to choose; it is
+// reserved for it.
 const Auto = "auto"
 
 // notAvailable says a value is known to the schema but implemented by

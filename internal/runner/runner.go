@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -167,32 +168,68 @@ type Settings struct {
 // Factory builds a runner of one type from its settings.
 type Factory func(s Settings) (Runner, error)
 
-// Registry maps runner type names to factories. It is built explicitly in one
-// place (no init-time registration), so the set of backends is easy to read.
+// Registry maps runner type names to their descriptors and factories. It
+// is built explicitly in one place (no init-time registration), so the set
+// of backends is easy to read.
 type Registry struct {
-	types map[string]Factory
+	types map[string]entry
+	order []string // registration order
+}
+
+type entry struct {
+	d Descriptor
+	f Factory
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{types: map[string]Factory{}} }
+func NewRegistry() *Registry { return &Registry{types: map[string]entry{}} }
 
-// Register adds a runner type. Registering a name twice is a programming
-// error, so it panics.
-func (r *Registry) Register(typ string, f Factory) {
-	if _, dup := r.types[typ]; dup {
-		panic(fmt.Sprintf("runner type %q registered twice", typ))
+// Add adds the runner type d describes, built by f. Adding a name twice,
+// or a descriptor incomplete for its kind (see Descriptor.Check), is a
+// programming error, so it panics.
+func (r *Registry) Add(d Descriptor, f Factory) {
+	if err := d.Check(); err != nil {
+		panic(err.Error())
 	}
-	r.types[typ] = f
+	r.add(d, f)
+}
+
+// Register adds a runner type known by its name only, such as a test's
+// fake: its descriptor has no kind, so nothing checks it as a CLI or an
+// API. Registering a name twice is a programming error, so it panics.
+func (r *Registry) Register(typ string, f Factory) { r.add(Descriptor{Type: typ}, f) }
+
+func (r *Registry) add(d Descriptor, f Factory) {
+	if _, dup := r.types[d.Type]; dup {
+		panic(fmt.Sprintf("runner type %q registered twice", d.Type))
+	}
+	r.types[d.Type] = entry{d: d, f: f}
+	r.order = append(r.order, d.Type)
 }
 
 // Types lists the registered type names, sorted.
 func (r *Registry) Types() []string {
-	out := make([]string, 0, len(r.types))
-	for k := range r.types {
-		out = append(out, k)
-	}
+	out := slices.Clone(r.order)
 	sort.Strings(out)
 	return out
+}
+
+// Descriptors lists the registered types' descriptors in the order they
+// were registered, which is the order of preference among alike types
+// (cadre init picks the first agent CLI it finds).
+func (r *Registry) Descriptors() []Descriptor {
+	out := make([]Descriptor, 0, len(r.order))
+	for _, typ := range r.order {
+		out = append(out, r.types[typ].d)
+	}
+	return out
+}
+
+// Describe returns the descriptor of type typ; ok is false when typ is not
+// registered.
+func (r *Registry) Describe(typ string) (d Descriptor, ok bool) {
+	e, ok := r.types[typ]
+	return e.d, ok
 }
 
 // ErrUnknown is wrapped by New when the type is not registered.
@@ -200,9 +237,9 @@ var ErrUnknown = errors.New("unknown runner")
 
 // New builds a runner instance of type typ.
 func (r *Registry) New(typ string, s Settings) (Runner, error) {
-	f, ok := r.types[typ]
+	e, ok := r.types[typ]
 	if !ok {
 		return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknown, typ, r.Types())
 	}
-	return f(s)
+	return e.f(s)
 }

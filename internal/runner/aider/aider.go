@@ -28,25 +28,23 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
 
-const (
-	defaultCommand = "aider"
-	installHint    = "python -m pip install aider-install && aider-install"
-)
-
-// defaultEnv is passed through when the settings list no variables: the
-// provider keys and endpoint Aider reads most often.
-var defaultEnv = []string{
-	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_API_BASE",
-	"GEMINI_API_KEY", "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY",
+// Type describes the aider runner type: the CLI and how to install it, the
+// variables passed through when the settings list none (the provider keys
+// and endpoint Aider reads most often), and, under a sandbox, the step's
+// fresh home gets Aider's settings (~/.aider.conf.yml), while model-only
+// lets it reach the OpenAI and Anthropic APIs (another provider:
+// runners.NAME.url or sandbox.allow_hosts).
+var Type = runner.Descriptor{
+	Type: "aider", Kind: runner.TypeCLI,
+	Program: "aider", Install: "python -m pip install aider-install && aider-install",
+	Env: []string{
+		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_API_BASE",
+		"GEMINI_API_KEY", "OPENROUTER_API_KEY", "DEEPSEEK_API_KEY",
+	},
+	URLExample:  "https://host:port/v1",
+	SandboxHome: []string{".aider.conf.yml"},
+	ModelHosts:  []string{"https://api.openai.com", "https://api.anthropic.com"},
 }
-
-// Under a sandbox, a step's fresh home gets Aider's settings
-// (~/.aider.conf.yml); model-only lets it reach the OpenAI and Anthropic
-// APIs (another provider: runners.NAME.url or sandbox.allow_hosts).
-var (
-	sandboxHome  = []string{".aider.conf.yml"}
-	sandboxHosts = []string{"https://api.openai.com", "https://api.anthropic.com"}
-)
 
 // Runner runs one Aider process per step.
 type Runner struct {
@@ -59,13 +57,7 @@ type Runner struct {
 // an OpenAI-compatible server); Model is the default --model; Args are added
 // after cadre's own flags.
 func New(s runner.Settings) (runner.Runner, error) {
-	a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "https://host:port/v1")
-	if err != nil {
-		return nil, err
-	}
-	a.Install = installHint
-	a.Home, a.Hosts = sandboxHome, sandboxHosts
-	return &Runner{Agent: a}, nil
+	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
 }
 
 // Capabilities: Aider edits files, reports its cost, takes a model per step
@@ -76,9 +68,9 @@ func (r *Runner) Capabilities() runner.Caps {
 
 // Run runs Aider on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := cliutil.OpenLog(inv.LogPath)
+	log, err := r.OpenLog(inv)
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
+		return runner.Result{}, err
 	}
 	defer log.Close()
 	msgFile := ""
@@ -106,7 +98,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	if out.Model == "" {
 		out.Model = r.ModelFor(inv)
 	}
-	return out, cliutil.Outcome(r.Instance, installHint, err, p.failure)
+	return out, r.Outcome(err, p.failure)
 }
 
 // argv builds the CLI's arguments. msgFile, when set, holds a prompt too

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,11 +21,10 @@ import (
 // feed runs the parser over a recorded transcript, line by line, as proc
 // would hand it over.
 func feed(t *testing.T, name string) (*parser, []string) {
-	t.Helper()
-	var notes []string
-	p := &parser{progress: func(n string) { notes = append(notes, n) }}
-	clitest.Feed(t, filepath.Join("testdata", name), p.line)
-	return p, notes
+	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
+		p := &parser{progress: progress}
+		return p, p.line
+	})
 }
 
 func TestParseTranscripts(t *testing.T) {
@@ -131,16 +129,7 @@ func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 }
 
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, runnertest.Harness{
-		Usage: true,
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			body, ok := fakes[b]
-			if !ok {
-				t.Skipf("no fake aider for behaviour %q", b)
-			}
-			return newFake(t, body, runner.Settings{})
-		},
-	})
+	clitest.Conformance(t, "aider", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}) })
 }
 
 func TestArgv(t *testing.T) {
@@ -268,22 +257,5 @@ func TestRunReportsErrors(t *testing.T) {
 }
 
 func TestNewAndMissingCLI(t *testing.T) {
-	if _, err := New(runner.Settings{Name: "ad", URL: "localhost"}); err == nil || !strings.Contains(err.Error(), "runners.ad.url") {
-		t.Errorf("New with a bad URL: %v, want an error naming runners.ad.url", err)
-	}
-	r, err := New(runner.Settings{Name: "ad"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := r.(*Runner).Command; got != "aider" {
-		t.Errorf("default command %q, want aider", got)
-	}
-	if c := r.Capabilities(); !c.EditsFiles || !c.ReportsCost || !c.ModelChoice || !c.Streams {
-		t.Errorf("Capabilities = %+v", c)
-	}
-	r, _ = New(runner.Settings{Name: "ad", Command: "cadre-no-such-aider"})
-	_, err = r.Run(t.Context(), clitest.Invocation(t))
-	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.ad.command") || !strings.Contains(err.Error(), installHint) {
-		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.ad.command and the install hint", err)
-	}
+	clitest.NewAndMissing(t, New, Type, "localhost", runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}, func(r runner.Runner) string { return r.(*Runner).Command })
 }

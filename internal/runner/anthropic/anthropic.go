@@ -11,13 +11,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/httpapi"
-	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/runner/retry"
 )
 
@@ -36,31 +34,35 @@ const (
 	maxTokens = 8192
 )
 
-// Deps are the runner's outside dependencies; the zero value is production.
-type Deps struct {
-	// Client sends the requests; nil means a client without an overall
-	// timeout, since the step's own timeout bounds each request.
-	Client *http.Client
-	// Getenv reads the API key when a step runs; nil means os.Getenv.
-	Getenv func(string) string
-	// Prices turns the tokens the API reports into an estimated cost (it
-	// reports none); nil means the built-in list prices, without the
-	// config's overrides.
-	Prices *price.Table
-	// Now dates a retry-after given as an HTTP date; nil means time.Now.
-	Now func() time.Time
+// Type describes the anthropic runner type: Anthropic's own endpoint always
+// needs the key; the list of models (GET /v1/models) tells whether the key
+// and URL work, at no cost.
+var Type = runner.Descriptor{
+	Type: "anthropic", Kind: runner.TypeAPI,
+	BaseURL: DefaultURL, KeyEnv: DefaultKeyEnv,
+	KeyRequired: func(base string) bool { return base == DefaultURL },
+	Probe: func(base, key string) (string, http.Header) {
+		return base + "/v1/models", header(key)
+	},
 }
+
+// header carries the API version and, when set, the key.
+func header(key string) http.Header {
+	h := http.Header{}
+	h.Set("anthropic-version", APIVersion)
+	if key != "" {
+		h.Set("x-api-key", key)
+	}
+	return h
+}
+
+// Deps are the runner's outside dependencies; the zero value is production.
+type Deps = httpapi.Deps
 
 // messages sends each step to the Messages API.
 type messages struct {
-	name     string
+	httpapi.Endpoint
 	endpoint string
-	model    string
-	keyEnv   string
-	// keyed says the endpoint is Anthropic's own, which always needs a key;
-	// another server (a proxy, a local simulator) is sent one only if set.
-	keyed bool
-	d     Deps
 }
 
 // New builds a runner from its settings: URL (default DefaultURL), Model
@@ -70,24 +72,12 @@ func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, Deps{}) }
 
 // NewWith is New with explicit dependencies.
 func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
-	base, err := httpapi.BaseURL(s.Name, s.URL, DefaultURL)
+	e, err := httpapi.NewEndpoint(s, Type, DefaultModel, d)
 	if err != nil {
 		return nil, err
 	}
-	r := &messages{name: s.Name, endpoint: base + "/v1/messages", model: s.Model, keyEnv: httpapi.KeyEnv(s.Env, DefaultKeyEnv),
-		keyed: base == DefaultURL, d: d}
-	if r.model == "" {
-		r.model = DefaultModel
-	}
-	r.d.Client, r.d.Getenv, r.d.Now = httpapi.Defaults(r.d.Client, r.d.Getenv, r.d.Now)
-	return r, nil
+	return &messages{Endpoint: e, endpoint: e.Base + "/v1/messages"}, nil
 }
-
-// Name returns the configured instance name.
-func (r *messages) Name() string { return r.name }
-
-// Capabilities: text only, any model, cost estimated from tokens.
-func (r *messages) Capabilities() runner.Caps { return runner.Caps{ModelChoice: true} }
 
 type request struct {
 	Model     string    `json:"model"`
@@ -121,27 +111,18 @@ type response struct {
 // Run sends the prompt and returns the reply. An error the API answers
 // with is a *runner.Error of the matching kind.
 func (r *messages) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	model := cliutil.Model(inv, r.model)
-	log, err := cliutil.OpenLog(inv.LogPath)
+	model := cliutil.Model(inv, r.Model)
+	log, key, err := r.Begin(inv, "Anthropic")
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
+		return runner.Result{}, err
 	}
 	defer log.Close()
-	key := r.d.Getenv(r.keyEnv)
-	if key == "" && r.keyed {
-		return runner.Result{}, httpapi.MissingKey(log, r.name, r.keyEnv, "Anthropic")
-	}
-	h := http.Header{}
-	h.Set("anthropic-version", APIVersion)
-	if key != "" {
-		h.Set("x-api-key", key)
-	}
 	call := httpapi.Request{
-		Runner: r.name, Endpoint: r.endpoint, Header: h, Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
+		Runner: r.Instance, Endpoint: r.endpoint, Header: header(key), Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
 		Body:    request{Model: model, MaxTokens: maxTokens, System: inv.Instructions, Messages: []message{{Role: "user", Content: inv.UserText()}}},
 		Timeout: inv.Timeout, Progress: inv.Progress,
 	}
-	ans, err := httpapi.Send(ctx, r.d.Client, log, call)
+	ans, err := httpapi.Send(ctx, r.Client, log, call)
 	if err != nil {
 		return runner.Result{}, err
 	}
@@ -162,14 +143,14 @@ func (r *messages) Run(ctx context.Context, inv runner.Invocation) (runner.Resul
 		model = resp.Model
 	}
 	u := resp.Usage
-	usage := cliutil.Estimate(r.d.Prices, model, event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+	usage := cliutil.Estimate(r.Prices, model, event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens})
 	fmt.Fprintf(log, "model=%s stop_reason=%s tokens in=%d out=%d cache_read=%d cache_write=%d\n",
 		model, resp.StopReason, u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
 	httpapi.LogText(log, text.String())
 	res := runner.Result{Output: httpapi.CapReply(text.String()), Usage: usage, Model: model}
 	if resp.StopReason == "max_tokens" {
-		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.name,
+		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.Instance,
 			Msg: fmt.Sprintf("the reply was cut off at max_tokens (%d) before it finished", maxTokens)}
 	}
 	return res, nil
@@ -197,7 +178,7 @@ func (r *messages) classify(ans httpapi.Answer, key string) *runner.Error {
 	if msg == "" {
 		msg = string(ans.Body)
 	}
-	re := httpapi.Refusal(r.name, ans.Status, typ, msg, key)
+	re := httpapi.Refusal(r.Instance, ans.Status, typ, msg, key)
 	lower := strings.ToLower(msg)
 	switch {
 	case ans.Status == http.StatusPaymentRequired || typ == "billing_error" || typ == "payment_required" ||
@@ -207,11 +188,11 @@ func (r *messages) classify(ans httpapi.Answer, key string) *runner.Error {
 	case ans.Status == http.StatusUnauthorized || ans.Status == http.StatusForbidden ||
 		typ == "authentication_error" || typ == "permission_error":
 		re.Kind = runner.KindAuth
-		re.Msg += fmt.Sprintf(" (check the key in %s)", r.keyEnv)
+		re.Msg += fmt.Sprintf(" (check the key in %s)", r.KeyEnv)
 	case ans.Status == http.StatusTooManyRequests || ans.Status == 529 ||
 		typ == "rate_limit_error" || typ == "overloaded_error":
 		re.Kind = runner.KindRateLimit
-		re.RetryAfter = retry.After(ans.Header, r.d.Now())
+		re.RetryAfter = retry.After(ans.Header, r.Now())
 	case cliutil.ContainsAny(lower, "prompt is too long", "context window"):
 		re.Kind = runner.KindTurnLimit
 	}

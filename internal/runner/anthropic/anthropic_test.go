@@ -4,12 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,29 +22,18 @@ import (
 
 const key = "sk-ant-test-0123456789"
 
-var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var now = apitest.Now
 
-// build makes a runner for srv with the API key in ANTHROPIC_API_KEY.
+// builder makes the runners of the tests, the API key in anthropic.DefaultKeyEnv.
+var builder = apitest.Builder{NewWith: anthropic.NewWith, Name: "anthropic", Env: map[string]string{anthropic.DefaultKeyEnv: key}}
+
 func build(t *testing.T, s runner.Settings, d anthropic.Deps) runner.Runner {
 	t.Helper()
-	if s.Name == "" {
-		s.Name = "anthropic"
-	}
-	if d.Getenv == nil {
-		d.Getenv = apitest.Env(map[string]string{anthropic.DefaultKeyEnv: key})
-	}
-	d.Now = func() time.Time { return now }
-	r, err := anthropic.NewWith(s, d)
-	if err != nil {
-		t.Fatalf("NewWith: %v", err)
-	}
-	return r
+	return builder.Build(t, s, d)
 }
 
 func invocation(t *testing.T) runner.Invocation {
-	dir := t.TempDir()
-	return runner.Invocation{Role: "planner", Item: "07-sample", Step: "07-sample/plan/planner#1", Attempt: 1,
-		Prompt: "Plan the work.\n", Dir: dir, LogPath: filepath.Join(dir, "logs", "step.log"), Timeout: time.Minute}
+	return apitest.Invocation(t, "planner", "Plan the work.\n")
 }
 
 func messageJSON(text, stop string) string {
@@ -277,28 +263,7 @@ func TestNewRejectsBadURL(t *testing.T) {
 // no process, so timeout and cancellation end the request; a huge reply
 // stays bounded.
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, runnertest.Harness{
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			var h http.HandlerFunc
-			switch b {
-			case runnertest.Hang:
-				h = func(w http.ResponseWriter, r *http.Request) {
-					// Reading the request lets the server notice the client leave.
-					io.Copy(io.Discard, r.Body)
-					<-r.Context().Done()
-				}
-			case runnertest.Flood:
-				h = func(w http.ResponseWriter, r *http.Request) {
-					io.WriteString(w, messageJSON(strings.Repeat("0123456789abcdef", runnertest.FloodSize/16), "end_turn"))
-				}
-			default:
-				t.Skipf("an API runner cannot behave as %q: it writes no files, reads no context file, runs no process; the tests above cover replies, usage and errors", b)
-			}
-			srv := httptest.NewServer(h)
-			t.Cleanup(srv.Close)
-			return build(t, runner.Settings{URL: srv.URL}, anthropic.Deps{})
-		},
-		Usage:     true,
-		InProcess: true,
+	apitest.Conformance(t, func(reply string) string { return messageJSON(reply, "end_turn") }, func(t *testing.T, url string) runner.Runner {
+		return build(t, runner.Settings{URL: url}, anthropic.Deps{})
 	})
 }

@@ -5,7 +5,6 @@
 package builtin
 
 import (
-	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/aider"
 	"github.com/cadre-dev/cadre/internal/runner/anthropic"
@@ -24,29 +23,35 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/script"
 )
 
-// Registry lists every runner type cadre has, in one place. Model APIs and
-// agent CLIs retry a rate-limited step after the pause the backend asks
-// for (bounded); prices override the built-in price table (nil keeps it).
-func Registry(prices map[string]config.Price) *runner.Registry {
+// Registry lists every runner type cadre has, in one place: each with its
+// descriptor, in the order of preference among alike types (cadre init
+// proposes the first agent CLI it finds). Model APIs and agent CLIs retry
+// a rate-limited step after the pause the backend asks for (bounded);
+// prices override the built-in price table (nil keeps it).
+func Registry(prices map[string]price.Price) *runner.Registry {
 	table := price.New(prices)
 	rl := func(f runner.Factory) runner.Factory { return retry.Factory(f, retry.Policy{}) }
 	r := runner.NewRegistry()
-	r.Register("exec", execrunner.New)
-	r.Register("script", script.New)
-	r.Register("claude", rl(claude.New))
-	r.Register("codex", rl(codex.WithPrices(table)))
-	r.Register("gemini", rl(gemini.WithPrices(table)))
-	r.Register("opencode", rl(opencode.New))
-	r.Register("qwen", rl(qwen.WithPrices(table)))
-	r.Register("copilot", rl(copilot.WithPrices(table)))
-	r.Register("crush", rl(crush.New))
-	r.Register("aider", rl(aider.New))
-	r.Register("anthropic", rl(func(s runner.Settings) (runner.Runner, error) {
+	r.Add(execrunner.Type, execrunner.New)
+	r.Add(script.Type, script.New)
+	r.Add(claude.Type, rl(claude.New))
+	r.Add(codex.Type, rl(codex.WithPrices(table)))
+	r.Add(gemini.Type, rl(gemini.WithPrices(table)))
+	r.Add(opencode.Type, rl(opencode.New))
+	r.Add(qwen.Type, rl(qwen.WithPrices(table)))
+	r.Add(copilot.Type, rl(copilot.WithPrices(table)))
+	r.Add(crush.Type, rl(crush.New))
+	r.Add(aider.Type, rl(aider.New))
+	r.Add(anthropic.Type, rl(func(s runner.Settings) (runner.Runner, error) {
 		return anthropic.NewWith(s, anthropic.Deps{Prices: table})
 	}))
-	r.Register("openai", rl(func(s runner.Settings) (runner.Runner, error) {
+	r.Add(openai.Type, rl(func(s runner.Settings) (runner.Runner, error) {
 		return openai.NewWith(s, openai.Deps{Prices: table})
 	}))
-	r.Register("ollama", rl(ollama.New))
+	r.Add(ollama.Type, rl(ollama.New))
 	return r
 }
+
+// Descriptors are the descriptors of every runner type of Registry, in its
+// order.
+func Descriptors() []runner.Descriptor { return Registry(nil).Descriptors() }

@@ -24,25 +24,24 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
 
-const (
-	defaultCommand = "claude"
-	installHint    = "npm install -g @anthropic-ai/claude-code"
-)
-
-// defaultEnv is passed through when the settings list no variables: the
-// credentials and endpoint Claude Code reads, and its config directory.
-var defaultEnv = []string{
-	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
-	"CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR",
+// Type describes the claude runner type: the CLI and how to install it,
+// the variables passed through when the settings list none (the
+// credentials and endpoint Claude Code reads, and its config directory),
+// and, under a sandbox, the step's fresh home gets Claude Code's settings
+// and login (~/.claude.json, ~/.claude/settings.json,
+// ~/.claude/.credentials.json), not its history, while model-only lets it
+// reach the Anthropic API.
+var Type = runner.Descriptor{
+	Type: "claude", Kind: runner.TypeCLI,
+	Program: "claude", Install: "npm install -g @anthropic-ai/claude-code",
+	Env: []string{
+		"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
+		"CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR",
+	},
+	URLExample:  "https://host:port",
+	SandboxHome: []string{".claude.json", ".claude/settings.json", ".claude/.credentials.json"},
+	ModelHosts:  []string{"https://api.anthropic.com"},
 }
-
-// Under a sandbox, a step's fresh home gets Claude Code's settings and
-// login (~/.claude.json, ~/.claude/settings.json, ~/.claude/.credentials.json),
-// not its history; model-only lets it reach the Anthropic API.
-var (
-	sandboxHome  = []string{".claude.json", ".claude/settings.json", ".claude/.credentials.json"}
-	sandboxHosts = []string{"https://api.anthropic.com"}
-)
 
 // Runner runs one Claude Code process per step.
 type Runner struct {
@@ -55,13 +54,7 @@ type Runner struct {
 // ANTHROPIC_BASE_URL; Model is the default --model; Args are appended to the
 // CLI's own flags.
 func New(s runner.Settings) (runner.Runner, error) {
-	a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "https://host:port")
-	if err != nil {
-		return nil, err
-	}
-	a.Install = installHint
-	a.Home, a.Hosts = sandboxHome, sandboxHosts
-	return &Runner{Agent: a}, nil
+	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
 }
 
 // Capabilities: Claude Code edits files, reports its cost, takes a model per
@@ -72,9 +65,9 @@ func (r *Runner) Capabilities() runner.Caps {
 
 // Run runs Claude Code on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := cliutil.OpenLog(inv.LogPath)
+	log, err := r.OpenLog(inv)
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
+		return runner.Result{}, err
 	}
 	defer log.Close()
 	args, stdin := r.argv(inv)
@@ -90,7 +83,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	if out.Model == "" {
 		out.Model = r.ModelFor(inv)
 	}
-	return out, cliutil.Outcome(r.Instance, installHint, err, p.failure())
+	return out, r.Outcome(err, p.failure())
 }
 
 // argv builds the CLI's arguments and, for a long prompt, its stdin.

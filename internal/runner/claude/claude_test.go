@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,11 +21,10 @@ import (
 // feed runs the parser over a recorded transcript, line by line, as proc
 // would hand it over.
 func feed(t *testing.T, name string) (*parser, []string) {
-	t.Helper()
-	var notes []string
-	p := &parser{progress: func(n string) { notes = append(notes, n) }}
-	clitest.Feed(t, filepath.Join("testdata", name), p.line)
-	return p, notes
+	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
+		p := &parser{progress: progress}
+		return p, p.line
+	})
 }
 
 func TestParseTranscripts(t *testing.T) {
@@ -223,16 +220,7 @@ func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 }
 
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, runnertest.Harness{
-		Usage: true,
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			body, ok := fakes[b]
-			if !ok {
-				t.Skipf("no fake claude for behaviour %q", b)
-			}
-			return newFake(t, body, runner.Settings{})
-		},
-	})
+	clitest.Conformance(t, "claude", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}) })
 }
 
 func TestArgv(t *testing.T) {
@@ -325,17 +313,7 @@ func TestArgv(t *testing.T) {
 			if n := strings.Count(strings.Join(args, "\x00"), "--append-system-prompt"); in.Instructions != "" && n != 1 {
 				t.Errorf("--append-system-prompt given %d times, want once", n)
 			}
-			if diff := cmp.Diff(tt.want, args); diff != "" {
-				t.Errorf("argv mismatch (-want +got):\n%s", diff)
-			}
-			var got string
-			if stdin != nil {
-				b, _ := io.ReadAll(stdin)
-				got = string(b)
-			}
-			if got != tt.wantStdin {
-				t.Errorf("stdin has %d bytes, want %d", len(got), len(tt.wantStdin))
-			}
+			clitest.CheckArgv(t, args, stdin, tt.want, tt.wantStdin)
 		})
 	}
 }
@@ -373,16 +351,7 @@ func TestEnv(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// The shell's own environment as the CLI received it.
-			r := newFake(t, clitest.DumpEnv, tt.s)
-			inv := clitest.Invocation(t)
-			if _, err := r.Run(t.Context(), inv); err != nil {
-				t.Fatal(err)
-			}
-			env := clitest.ReadEnv(t, filepath.Join(inv.Dir, "env.out"))
-			want := clitest.WantEnv(tt.keys...)
-			if diff := cmp.Diff(want, clitest.Names(env)); diff != "" {
-				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
-			}
+			env, inv := clitest.RunEnv(t, newFake(t, clitest.DumpEnv, tt.s), tt.keys...)
 			for k, v := range tt.vals {
 				if env[k] != v {
 					t.Errorf("%s = %q, want %q", k, env[k], v)
@@ -445,26 +414,9 @@ func TestRunReportsErrors(t *testing.T) {
 }
 
 func TestNewAndMissingCLI(t *testing.T) {
-	if _, err := New(runner.Settings{Name: "cc", URL: "localhost:8080"}); err == nil || !strings.Contains(err.Error(), "runners.cc.url") {
-		t.Errorf("New with a bad URL: %v, want an error naming runners.cc.url", err)
-	}
-	r, err := New(runner.Settings{Name: "cc"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := r.(*Runner).Command; got != "claude" {
-		t.Errorf("default command %q, want claude", got)
-	}
-	if c := r.Capabilities(); !c.EditsFiles || !c.ReportsCost || !c.ModelChoice || !c.Streams {
-		t.Errorf("Capabilities = %+v", c)
-	}
-	r, err = New(runner.Settings{Name: "cc", Command: "bin/claude", BaseDir: "/repo"})
+	clitest.NewAndMissing(t, New, Type, "localhost:8080", runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}, func(r runner.Runner) string { return r.(*Runner).Command })
+	r, err := New(runner.Settings{Name: "cc", Command: "bin/claude", BaseDir: "/repo"})
 	if err != nil || r.(*Runner).Command != "/repo/bin/claude" {
 		t.Errorf("relative command resolved to %q (%v), want /repo/bin/claude", r.(*Runner).Command, err)
-	}
-	r, _ = New(runner.Settings{Name: "cc", Command: "cadre-no-such-claude"})
-	_, err = r.Run(t.Context(), clitest.Invocation(t))
-	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.cc.command") || !strings.Contains(err.Error(), installHint) {
-		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.cc.command and the install hint", err)
 	}
 }

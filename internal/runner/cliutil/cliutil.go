@@ -63,24 +63,39 @@ type Agent struct {
 	Hosts []string
 }
 
-// NewAgent reads the settings every agent-CLI runner takes alike. It checks
-// s.URL (when set) with CheckURL and urlExample; the command is defCommand
-// when none is set, a relative path resolved against s.BaseDir; the
-// variables passed through are defEnv when s.Env lists none.
-func NewAgent(s runner.Settings, defCommand string, defEnv []string, urlExample string) (Agent, error) {
-	if err := CheckURL(s.Name, s.URL, urlExample); err != nil {
+// NewAgent reads the settings every agent-CLI runner takes alike, with the
+// defaults of d, the runner type's descriptor. It checks s.URL (when set)
+// with CheckURL and d.URLExample; the command is d.Program when none is
+// set, a relative path resolved against s.BaseDir; the variables passed
+// through are d.Env when s.Env lists none. The install command, the
+// sandbox's home files and model hosts are d's.
+func NewAgent(s runner.Settings, d runner.Descriptor) (Agent, error) {
+	if err := CheckURL(s.Name, s.URL, d.URLExample); err != nil {
 		return Agent{}, err
 	}
 	cmd := strings.TrimSpace(s.Command)
 	if cmd == "" {
-		cmd = defCommand
+		cmd = d.Program
 	}
 	pass := s.Env
 	if len(pass) == 0 {
-		pass = defEnv
+		pass = d.Env
 	}
-	return Agent{Instance: s.Name, Command: Resolve(cmd, s.BaseDir), Args: s.Args, Pass: pass,
-		URL: s.URL, Model: s.Model, Lookup: os.LookupEnv}, nil
+	return Agent{Instance: s.Name, Command: Resolve(cmd, s.BaseDir), Install: d.Install, Args: s.Args, Pass: pass,
+		URL: s.URL, Model: s.Model, Lookup: os.LookupEnv, Home: d.SandboxHome, Hosts: d.ModelHosts}, nil
+}
+
+// Factory returns a factory of the runners of type d: each reads its
+// settings with NewAgent, and wrap makes the runner around the Agent (or
+// refuses settings the CLI cannot use).
+func Factory(d runner.Descriptor, wrap func(Agent) (runner.Runner, error)) runner.Factory {
+	return func(s runner.Settings) (runner.Runner, error) {
+		a, err := NewAgent(s, d)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(a)
+	}
 }
 
 // Name returns the configured instance name.
@@ -89,6 +104,22 @@ func (a *Agent) Name() string { return a.Instance }
 // Locate finds the CLI as a step would (runner.Locator).
 func (a *Agent) Locate() error {
 	return Outcome(a.Instance, a.Install, proc.Locate(a.Command, a.Env(nil)), nil)
+}
+
+// OpenLog opens the step's transcript (see OpenLog), its error naming the
+// runner.
+func (a *Agent) OpenLog(inv runner.Invocation) (*os.File, error) {
+	log, err := OpenLog(inv.LogPath)
+	if err != nil {
+		return nil, fmt.Errorf("runner %s: %w", a.Instance, err)
+	}
+	return log, nil
+}
+
+// Outcome is the error Run returns once the CLI has ended (see Outcome):
+// a missing CLI says how to install it.
+func (a *Agent) Outcome(err error, failure *runner.Error) error {
+	return Outcome(a.Instance, a.Install, err, failure)
 }
 
 // ModelFor is the model a step asks for, else the runner's.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
@@ -40,7 +39,9 @@ func TestNewAgent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, err := NewAgent(tt.s, "agent", defEnv, "https://host:port/v1")
+			d := runner.Descriptor{Program: "agent", Install: "get agent", Env: defEnv, URLExample: "https://host:port/v1",
+				SandboxHome: []string{".agent"}, ModelHosts: []string{"https://api.example.com"}}
+			a, err := NewAgent(tt.s, d)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
@@ -55,6 +56,9 @@ func TestNewAgent(t *testing.T) {
 			}
 			if a.Name() != tt.s.Name || a.URL != tt.s.URL || a.Lookup == nil {
 				t.Errorf("NewAgent: name %q, URL %q, lookup set %v; want the settings' and os.LookupEnv", a.Name(), a.URL, a.Lookup != nil)
+			}
+			if a.Install != d.Install || !cmp.Equal(a.Home, d.SandboxHome) || !cmp.Equal(a.Hosts, d.ModelHosts) {
+				t.Errorf("NewAgent: install %q, home %q, hosts %q; want the descriptor's", a.Install, a.Home, a.Hosts)
 			}
 		})
 	}
@@ -99,7 +103,7 @@ func TestVars(t *testing.T) {
 }
 
 func TestModelFor(t *testing.T) {
-	a, err := NewAgent(runner.Settings{Name: "a", Model: "default"}, "agent", nil, "")
+	a, err := NewAgent(runner.Settings{Name: "a", Model: "default"}, runner.Descriptor{Program: "agent"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +125,7 @@ func TestExec(t *testing.T) {
 	}
 	t.Setenv("AGENT_KEY", "k1")
 	t.Setenv("OTHER_SECRET", "s1")
-	a, err := NewAgent(runner.Settings{Name: "a", Command: script, Env: []string{"AGENT_KEY"}}, "agent", nil, "")
+	a, err := NewAgent(runner.Settings{Name: "a", Command: script, Env: []string{"AGENT_KEY"}}, runner.Descriptor{Program: "agent"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +300,7 @@ func TestOutcome(t *testing.T) {
 
 func TestEstimate(t *testing.T) {
 	u := event.Usage{InputTokens: 1_000_000, OutputTokens: 2_000_000}
-	table := price.New(map[string]config.Price{"house-model": {InputPerMTok: 1, OutputPerMTok: 2}})
+	table := price.New(map[string]price.Price{"house-model": {InputPerMTok: 1, OutputPerMTok: 2}})
 	if got := Estimate(table, "house-model", u); got.CostUSD != 5 || !got.CostEstimated || got.InputTokens != u.InputTokens {
 		t.Errorf("known model: %+v, want a cost of 5 marked estimated", got)
 	}

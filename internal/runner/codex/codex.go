@@ -26,25 +26,24 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/price"
 )
 
-const (
-	defaultCommand = "codex"
-	installHint    = "npm install -g @openai/codex"
-	// provider names the model provider cadre defines when a URL is set.
-	provider = "cadre"
-)
+// provider names the model provider cadre defines when a URL is set.
+const provider = "cadre"
 
-// defaultEnv is passed through when the settings list no variables: the
-// credentials and endpoint Codex reads, and its home directory.
-var defaultEnv = []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY", "CODEX_HOME"}
-
-// Under a sandbox, a step's fresh home gets Codex's configuration and
-// login (~/.codex/config.toml, ~/.codex/auth.json), not its sessions;
+// Type describes the codex runner type: the CLI and how to install it, the
+// variables passed through when the settings list none (the credentials
+// and endpoint Codex reads, and its home directory), and, under a sandbox,
+// the step's fresh home gets Codex's configuration and login
+// (~/.codex/config.toml, ~/.codex/auth.json), not its sessions, while
 // model-only lets it reach the OpenAI API and the ChatGPT backend a
 // ChatGPT login uses.
-var (
-	sandboxHome  = []string{".codex/config.toml", ".codex/auth.json"}
-	sandboxHosts = []string{"https://api.openai.com", "https://chatgpt.com"}
-)
+var Type = runner.Descriptor{
+	Type: "codex", Kind: runner.TypeCLI,
+	Program: "codex", Install: "npm install -g @openai/codex",
+	Env:         []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY", "CODEX_HOME"},
+	URLExample:  "https://host:port/v1",
+	SandboxHome: []string{".codex/config.toml", ".codex/auth.json"},
+	ModelHosts:  []string{"https://api.openai.com", "https://chatgpt.com"},
+}
 
 // Runner runs one Codex process per step.
 type Runner struct {
@@ -63,15 +62,7 @@ func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New
 // WithPrices returns a factory of codex runners that estimate cost from t,
 // the built-in prices overlaid with the project's.
 func WithPrices(t *price.Table) runner.Factory {
-	return func(s runner.Settings) (runner.Runner, error) {
-		a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "https://host:port/v1")
-		if err != nil {
-			return nil, err
-		}
-		a.Install = installHint
-		a.Home, a.Hosts = sandboxHome, sandboxHosts
-		return &Runner{Agent: a, prices: t}, nil
-	}
+	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a, prices: t}, nil })
 }
 
 // Capabilities: Codex edits files, takes a model per step and streams its
@@ -82,9 +73,9 @@ func (r *Runner) Capabilities() runner.Caps {
 
 // Run runs Codex on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := cliutil.OpenLog(inv.LogPath)
+	log, err := r.OpenLog(inv)
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
+		return runner.Result{}, err
 	}
 	defer log.Close()
 	args, stdin := r.argv(inv)
@@ -104,7 +95,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		Model:      r.ModelFor(inv),
 	}
 	out.Usage = cliutil.Estimate(r.prices, out.Model, out.Usage)
-	return out, cliutil.Outcome(r.Instance, installHint, err, p.failure())
+	return out, r.Outcome(err, p.failure())
 }
 
 // argv builds the CLI's arguments and, for a long prompt, its stdin. The

@@ -4,16 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
@@ -27,11 +24,10 @@ import (
 // feed runs the parser over a recorded transcript, line by line, as proc
 // would hand it over.
 func feed(t *testing.T, name string) (*parser, []string) {
-	t.Helper()
-	var notes []string
-	p := &parser{progress: func(n string) { notes = append(notes, n) }}
-	clitest.Feed(t, filepath.Join("testdata", name), p.line)
-	return p, notes
+	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
+		p := &parser{progress: progress}
+		return p, p.line
+	})
 }
 
 func TestParseTranscripts(t *testing.T) {
@@ -174,16 +170,7 @@ func newFake(t *testing.T, body string, s runner.Settings, prices *price.Table) 
 }
 
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, runnertest.Harness{
-		Usage: true,
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			body, ok := fakes[b]
-			if !ok {
-				t.Skipf("no fake codex for behaviour %q", b)
-			}
-			return newFake(t, body, runner.Settings{}, nil)
-		},
-	})
+	clitest.Conformance(t, "codex", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}, nil) })
 }
 
 func TestArgv(t *testing.T) {
@@ -263,17 +250,7 @@ func TestArgv(t *testing.T) {
 				tt.edit(&in)
 			}
 			args, stdin := r.(*Runner).argv(in)
-			if diff := cmp.Diff(tt.want, args); diff != "" {
-				t.Errorf("argv mismatch (-want +got):\n%s", diff)
-			}
-			var got string
-			if stdin != nil {
-				b, _ := io.ReadAll(stdin)
-				got = string(b)
-			}
-			if got != tt.wantStdin {
-				t.Errorf("stdin has %d bytes, want %d", len(got), len(tt.wantStdin))
-			}
+			clitest.CheckArgv(t, args, stdin, tt.want, tt.wantStdin)
 		})
 	}
 }
@@ -294,16 +271,7 @@ func TestEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newFake(t, clitest.DumpEnv, tt.s, nil)
-			inv := clitest.Invocation(t)
-			if _, err := r.Run(t.Context(), inv); err != nil {
-				t.Fatal(err)
-			}
-			env := clitest.ReadEnv(t, filepath.Join(inv.Dir, "env.out"))
-			want := clitest.WantEnv(tt.keys...)
-			if diff := cmp.Diff(want, clitest.Names(env)); diff != "" {
-				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
-			}
+			clitest.RunEnv(t, newFake(t, clitest.DumpEnv, tt.s, nil), tt.keys...)
 		})
 	}
 }
@@ -325,7 +293,7 @@ func TestRunEstimatesCost(t *testing.T) {
 		estimated bool
 	}{
 		{"built-in price", "gpt-5-codex", nil, builtin, true},
-		{"project price", "gpt-5-codex", price.New(map[string]config.Price{"gpt-5-codex": {InputPerMTok: 1e6, OutputPerMTok: 1e6, CacheReadPerMTok: 1e6}}), 315 + 24448 + 1222, true},
+		{"project price", "gpt-5-codex", price.New(map[string]price.Price{"gpt-5-codex": {InputPerMTok: 1e6, OutputPerMTok: 1e6, CacheReadPerMTok: 1e6}}), 315 + 24448 + 1222, true},
 		{"unknown model", "mystery-model", nil, 0, false},
 		{"no model", "", nil, 0, false},
 	}
@@ -384,22 +352,5 @@ func TestRunReportsErrors(t *testing.T) {
 }
 
 func TestNewAndMissingCLI(t *testing.T) {
-	if _, err := New(runner.Settings{Name: "cx", URL: "127.0.0.1:8080/v1"}); err == nil || !strings.Contains(err.Error(), "runners.cx.url") {
-		t.Errorf("New with a bad URL: %v, want an error naming runners.cx.url", err)
-	}
-	r, err := New(runner.Settings{Name: "cx"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := r.(*Runner).Command; got != "codex" {
-		t.Errorf("default command %q, want codex", got)
-	}
-	if c := r.Capabilities(); !c.EditsFiles || c.ReportsCost || !c.ModelChoice || !c.Streams {
-		t.Errorf("Capabilities = %+v", c)
-	}
-	r, _ = New(runner.Settings{Name: "cx", Command: "cadre-no-such-codex"})
-	_, err = r.Run(t.Context(), clitest.Invocation(t))
-	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.cx.command") || !strings.Contains(err.Error(), installHint) {
-		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.cx.command and the install hint", err)
-	}
+	clitest.NewAndMissing(t, New, Type, "127.0.0.1:8080/v1", runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}, func(r runner.Runner) string { return r.(*Runner).Command })
 }

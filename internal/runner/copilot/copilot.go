@@ -32,31 +32,29 @@ import (
 	"github.com/cadre-dev/cadre/internal/safefile"
 )
 
-const (
-	defaultCommand = "copilot"
-	installHint    = "npm install -g @github/copilot"
-)
-
-// defaultEnv is passed through when the settings list no variables: the
-// token Copilot CLI takes before a stored login, its state directory, and
-// the bring-your-own-key provider's settings. GH_TOKEN and GITHUB_TOKEN
-// are left out: they are often cadre's own GitHub token.
-var defaultEnv = []string{
-	"COPILOT_GITHUB_TOKEN", "COPILOT_HOME", "COPILOT_MODEL",
-	"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_TYPE", "COPILOT_PROVIDER_API_KEY",
-	"COPILOT_PROVIDER_WIRE_API", "COPILOT_OFFLINE",
-}
-
-// Under a sandbox, a step's fresh home gets Copilot CLI's configuration
-// and login (~/.copilot/config.json, settings.json), not its sessions or
-// MCP servers; model-only lets it reach GitHub's Copilot API and the
+// Type describes the copilot runner type: the CLI and how to install it,
+// the variables passed through when the settings list none (the token
+// Copilot CLI takes before a stored login, its state directory, and the
+// bring-your-own-key provider's settings; GH_TOKEN and GITHUB_TOKEN are
+// left out, as they are often cadre's own GitHub token), and, under a
+// sandbox, the step's fresh home gets Copilot CLI's configuration and
+// login (~/.copilot/config.json, settings.json), not its sessions or MCP
+// servers, while model-only lets it reach GitHub's Copilot API and the
 // GitHub endpoints its login uses.
-var (
-	sandboxHome  = []string{".copilot/config.json", ".copilot/settings.json"}
-	sandboxHosts = []string{"https://api.githubcopilot.com", "https://api.individual.githubcopilot.com",
+var Type = runner.Descriptor{
+	Type: "copilot", Kind: runner.TypeCLI,
+	Program: "copilot", Install: "npm install -g @github/copilot",
+	Env: []string{
+		"COPILOT_GITHUB_TOKEN", "COPILOT_HOME", "COPILOT_MODEL",
+		"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_TYPE", "COPILOT_PROVIDER_API_KEY",
+		"COPILOT_PROVIDER_WIRE_API", "COPILOT_OFFLINE",
+	},
+	URLExample:  "http://host:port/v1",
+	SandboxHome: []string{".copilot/config.json", ".copilot/settings.json"},
+	ModelHosts: []string{"https://api.githubcopilot.com", "https://api.individual.githubcopilot.com",
 		"https://api.business.githubcopilot.com", "https://api.enterprise.githubcopilot.com",
-		"https://api.github.com", "https://github.com"}
-)
+		"https://api.github.com", "https://github.com"},
+}
 
 // Runner runs one Copilot CLI process per step.
 type Runner struct {
@@ -73,15 +71,7 @@ func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New
 // (bring your own key); Model is the default --model; Args are added after
 // cadre's own flags.
 func WithPrices(t *price.Table) runner.Factory {
-	return func(s runner.Settings) (runner.Runner, error) {
-		a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "http://host:port/v1")
-		if err != nil {
-			return nil, err
-		}
-		a.Install = installHint
-		a.Home, a.Hosts = sandboxHome, sandboxHosts
-		return &Runner{Agent: a, prices: t}, nil
-	}
+	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a, prices: t}, nil })
 }
 
 // Capabilities: Copilot CLI edits files, takes a model per step and
@@ -92,9 +82,9 @@ func (r *Runner) Capabilities() runner.Caps {
 
 // Run runs Copilot CLI on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := cliutil.OpenLog(inv.LogPath)
+	log, err := r.OpenLog(inv)
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
+		return runner.Result{}, err
 	}
 	defer log.Close()
 	args, stdin := r.argv(inv)
@@ -129,7 +119,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	if out.Usage.CostUSD == 0 {
 		out.Usage = cliutil.Estimate(r.prices, out.Model, out.Usage)
 	}
-	return out, cliutil.Outcome(r.Instance, installHint, err, p.failure)
+	return out, r.Outcome(err, p.failure)
 }
 
 // argv builds the CLI's arguments and, for a prompt too long for one

@@ -18,11 +18,10 @@ import (
 )
 
 func feed(t *testing.T, name string) (*parser, []string) {
-	t.Helper()
-	var notes []string
-	p := &parser{progress: func(n string) { notes = append(notes, n) }}
-	clitest.Feed(t, filepath.Join("testdata", name), p.line)
-	return p, notes
+	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
+		p := &parser{progress: progress}
+		return p, p.line
+	})
 }
 
 // The real-* files were recorded from Copilot CLI 1.0.102 against cadre
@@ -105,16 +104,7 @@ func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 
 func TestConformance(t *testing.T) {
 	t.Setenv("COPILOT_HOME", t.TempDir())
-	runnertest.Run(t, runnertest.Harness{
-		Usage: true,
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			body, ok := fakes[b]
-			if !ok {
-				t.Skipf("no fake copilot for behaviour %q", b)
-			}
-			return newFake(t, body, runner.Settings{})
-		},
-	})
+	clitest.Conformance(t, "copilot", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}) })
 }
 
 func TestArgvAndEnv(t *testing.T) {
@@ -162,7 +152,7 @@ func TestMissingSessionLog(t *testing.T) {
 	}
 	r, _ = New(runner.Settings{Name: "cp", Command: "cadre-no-such-copilot"})
 	_, err = r.Run(t.Context(), clitest.Invocation(t))
-	if err == nil || !strings.Contains(err.Error(), installHint) {
+	if err == nil || !strings.Contains(err.Error(), Type.Install) {
 		t.Errorf("missing CLI: %v, want the install hint", err)
 	}
 }
@@ -188,13 +178,17 @@ func TestSessionLogLinkRefused(t *testing.T) {
 // in the session log it wrote there is read before the home is removed.
 func TestSandboxHome(t *testing.T) {
 	inv := clitest.Invocation(t)
-	clitest.Sandboxed(t, &inv, append(slices.Clone(sandboxHome), ".bash_history", ".copilot/mcp-config.json"))
+	clitest.Sandboxed(t, &inv, append(slices.Clone(Type.SandboxHome), ".bash_history", ".copilot/mcp-config.json"))
 	t.Setenv("COPILOT_HOME", "")
 	os.Unsetenv("COPILOT_HOME") // the default: ~/.copilot
 	r := newFake(t, clitest.ListHome+`COPILOT_HOME=$HOME/.copilot`+"\n"+fakeOK("ok", event.Usage{InputTokens: 1000, OutputTokens: 100}), runner.Settings{})
 	res, err := r.Run(t.Context(), inv)
-	clitest.CheckHome(t, inv.Dir, sandboxHome)
+	clitest.CheckHome(t, inv.Dir, Type.SandboxHome)
 	if err != nil || res.Usage.InputTokens != 1000 || res.Usage.OutputTokens != 100 {
 		t.Errorf("res %+v, err %v: want the usage of the session log written in the sandbox's home", res, err)
 	}
+}
+
+func TestNewAndMissingCLI(t *testing.T) {
+	clitest.NewAndMissing(t, New, Type, "localhost:1", runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}, func(r runner.Runner) string { return r.(*Runner).Command })
 }

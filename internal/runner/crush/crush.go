@@ -26,26 +26,26 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
 
-const (
-	defaultCommand = "crush"
-	installHint    = "npm install -g @charmland/crush"
-)
-
-// defaultEnv is passed through when the settings list no variables: the
-// provider keys Crush reads, and where its configuration lives.
-var defaultEnv = []string{
-	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY",
-	"GROQ_API_KEY", "CRUSH_GLOBAL_CONFIG", "CRUSH_GLOBAL_DATA",
-}
-
-// Under a sandbox, a step's fresh home gets Crush's global configuration
-// and the providers and keys it stores (~/.config/crush/crush.json,
+// Type describes the crush runner type: the CLI and how to install it, the
+// variables passed through when the settings list none (the provider keys
+// Crush reads, and where its configuration lives), and, under a sandbox,
+// the step's fresh home gets Crush's global configuration and the
+// providers and keys it stores (~/.config/crush/crush.json,
 // ~/.local/share/crush/crush.json), not its sessions. Crush's providers
-// are whatever crush.json names, so model-only has no endpoint of its
-// own: list the provider's host in sandbox.allow_hosts. An untrusted
-// tree's crush.json and .crush.json (MCP servers and language servers it
-// would start) are hidden by cadre: Crush has no option to skip them.
-var sandboxHome = []string{".config/crush/crush.json", ".local/share/crush/crush.json"}
+// are whatever crush.json names, so it has no model host of its own: list
+// the provider's host in sandbox.allow_hosts. It takes no URL from cadre.
+// An untrusted tree's crush.json and .crush.json (MCP servers and language
+// servers it would start) are hidden by cadre: Crush has no option to skip
+// them.
+var Type = runner.Descriptor{
+	Type: "crush", Kind: runner.TypeCLI,
+	Program: "crush", Install: "npm install -g @charmland/crush",
+	Env: []string{
+		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY",
+		"GROQ_API_KEY", "CRUSH_GLOBAL_CONFIG", "CRUSH_GLOBAL_DATA",
+	},
+	SandboxHome: []string{".config/crush/crush.json", ".local/share/crush/crush.json"},
+}
 
 // Runner runs one Crush process per step.
 type Runner struct {
@@ -60,13 +60,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if s.URL != "" {
 		return nil, fmt.Errorf("runners.%s.url: crush takes its provider's base URL from crush.json (providers.NAME.base_url), not from cadre", s.Name)
 	}
-	a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "")
-	if err != nil {
-		return nil, err
-	}
-	a.Install = installHint
-	a.Home = sandboxHome
-	return &Runner{Agent: a}, nil
+	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
 }
 
 // Capabilities: Crush edits files and takes a model per step; it prints
@@ -77,9 +71,9 @@ func (r *Runner) Capabilities() runner.Caps {
 
 // Run runs Crush on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := cliutil.OpenLog(inv.LogPath)
+	log, err := r.OpenLog(inv)
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
+		return runner.Result{}, err
 	}
 	defer log.Close()
 	args, stdin := r.argv(inv)
@@ -101,7 +95,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	if res.ExitCode != 0 && errLine != "" {
 		failure = classify(errLine)
 	}
-	return result, cliutil.Outcome(r.Instance, installHint, err, failure)
+	return result, r.Outcome(err, failure)
 }
 
 // argv builds the CLI's arguments; the prompt goes on stdin, which `crush

@@ -32,15 +32,7 @@ func newFake(t *testing.T, body string) runner.Runner {
 }
 
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, runnertest.Harness{
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			body, ok := fakes[b]
-			if !ok {
-				t.Skipf("no fake crush for behaviour %q", b)
-			}
-			return newFake(t, body)
-		},
-	})
+	clitest.Conformance(t, "crush", fakes, false, func(t *testing.T, body string) runner.Runner { return newFake(t, body) })
 }
 
 // The fixtures are built from Crush's documented output (see the package
@@ -93,8 +85,12 @@ func TestArgvAndURL(t *testing.T) {
 // and login in its fresh home, and nothing else of the user's.
 func TestSandboxHome(t *testing.T) {
 	inv := clitest.Invocation(t)
-	clitest.Sandboxed(t, &inv, append(slices.Clone(sandboxHome), ".bash_history"))
+	clitest.Sandboxed(t, &inv, append(slices.Clone(Type.SandboxHome), ".bash_history"))
 	r := newFake(t, clitest.ListHome)
 	r.Run(t.Context(), inv)
-	clitest.CheckHome(t, inv.Dir, sandboxHome)
+	clitest.CheckHome(t, inv.Dir, Type.SandboxHome)
+}
+
+func TestNewAndMissingCLI(t *testing.T) {
+	clitest.NewAndMissing(t, New, Type, "https://any.example", runner.Caps{EditsFiles: true, ModelChoice: true}, func(r runner.Runner) string { return r.(*Runner).Command })
 }

@@ -24,6 +24,10 @@ type Runner struct {
 	lookup  func(string) (string, bool)
 }
 
+// Type describes the exec runner type: it runs the command its settings
+// name, and so has nothing to install or probe of its own.
+var Type = runner.Descriptor{Type: "exec", Kind: runner.TypeExec}
+
 // New builds an exec runner from its settings; the command is required.
 // A command written as a relative path (./scripts/agent.sh) is resolved
 // against the repository root, not the item's working tree, so one script

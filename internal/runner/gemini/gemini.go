@@ -30,8 +30,6 @@ import (
 )
 
 const (
-	defaultCommand = "gemini"
-	installHint    = "npm install -g @google/gemini-cli"
 	// maxStderr bounds the stderr kept to find an error document in.
 	maxStderr = 256 << 10
 	// Exit codes the Gemini CLI documents for fatal errors.
@@ -39,21 +37,24 @@ const (
 	exitTurnLimit = 53
 )
 
-// defaultEnv is passed through when the settings list no variables: the
-// Gemini API and Vertex AI credentials and endpoint the CLI reads.
-var defaultEnv = []string{
-	"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
-	"GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI",
-	"GOOGLE_APPLICATION_CREDENTIALS",
-}
-
-// Under a sandbox, a step's fresh home gets Gemini CLI's settings and
-// login (~/.gemini/settings.json, oauth_creds.json, google_accounts.json);
+// Type describes the gemini runner type: the CLI and how to install it,
+// the variables passed through when the settings list none (the Gemini API
+// and Vertex AI credentials and endpoint the CLI reads), and, under a
+// sandbox, the step's fresh home gets Gemini CLI's settings and login
+// (~/.gemini/settings.json, oauth_creds.json, google_accounts.json), while
 // model-only lets it reach the Gemini API and Google's sign-in.
-var (
-	sandboxHome  = []string{".gemini/settings.json", ".gemini/oauth_creds.json", ".gemini/google_accounts.json"}
-	sandboxHosts = []string{"https://generativelanguage.googleapis.com", "https://cloudcode-pa.googleapis.com", "https://oauth2.googleapis.com"}
-)
+var Type = runner.Descriptor{
+	Type: "gemini", Kind: runner.TypeCLI,
+	Program: "gemini", Install: "npm install -g @google/gemini-cli",
+	Env: []string{
+		"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
+		"GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI",
+		"GOOGLE_APPLICATION_CREDENTIALS",
+	},
+	URLExample:  "https://host:port",
+	SandboxHome: []string{".gemini/settings.json", ".gemini/oauth_creds.json", ".gemini/google_accounts.json"},
+	ModelHosts:  []string{"https://generativelanguage.googleapis.com", "https://cloudcode-pa.googleapis.com", "https://oauth2.googleapis.com"},
+}
 
 // Runner runs one Gemini CLI process per step.
 type Runner struct {
@@ -71,15 +72,7 @@ func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New
 // WithPrices returns a factory of gemini runners that estimate cost from t,
 // the built-in prices overlaid with the project's.
 func WithPrices(t *price.Table) runner.Factory {
-	return func(s runner.Settings) (runner.Runner, error) {
-		a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "https://host:port")
-		if err != nil {
-			return nil, err
-		}
-		a.Install = installHint
-		a.Home, a.Hosts = sandboxHome, sandboxHosts
-		return &Runner{Agent: a, prices: t}, nil
-	}
+	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a, prices: t}, nil })
 }
 
 // Capabilities: the Gemini CLI edits files and takes a model per step; its
@@ -90,9 +83,9 @@ func (r *Runner) Capabilities() runner.Caps {
 
 // Run runs the Gemini CLI on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := cliutil.OpenLog(inv.LogPath)
+	log, err := r.OpenLog(inv)
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
+		return runner.Result{}, err
 	}
 	defer log.Close()
 	args, stdin := r.argv(inv)
@@ -120,7 +113,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		out.Model = r.ModelFor(inv)
 	}
 	out.Usage = r.usage(got.models)
-	return out, cliutil.Outcome(r.Instance, installHint, err, got.failure)
+	return out, r.Outcome(err, got.failure)
 }
 
 // usage sums the models' tokens and prices each model at its own rate: the

@@ -4,17 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
@@ -179,16 +176,7 @@ func newFake(t *testing.T, body string, s runner.Settings, prices *price.Table) 
 }
 
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, runnertest.Harness{
-		Usage: true,
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			body, ok := fakes[b]
-			if !ok {
-				t.Skipf("no fake gemini for behaviour %q", b)
-			}
-			return newFake(t, body, runner.Settings{}, nil)
-		},
-	})
+	clitest.Conformance(t, "gemini", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}, nil) })
 }
 
 func TestArgv(t *testing.T) {
@@ -250,17 +238,7 @@ func TestArgv(t *testing.T) {
 				tt.edit(&in)
 			}
 			args, stdin := r.(*Runner).argv(in)
-			if diff := cmp.Diff(tt.want, args); diff != "" {
-				t.Errorf("argv mismatch (-want +got):\n%s", diff)
-			}
-			var got string
-			if stdin != nil {
-				b, _ := io.ReadAll(stdin)
-				got = string(b)
-			}
-			if got != tt.wantStdin {
-				t.Errorf("stdin has %d bytes, want %d", len(got), len(tt.wantStdin))
-			}
+			clitest.CheckArgv(t, args, stdin, tt.want, tt.wantStdin)
 		})
 	}
 }
@@ -319,7 +297,7 @@ func TestRunEstimatesCost(t *testing.T) {
 		want   float64
 	}{
 		{"built-in prices", nil, liteCost + proCost},
-		{"project price for one model", price.New(map[string]config.Price{"gemini-2.5-pro": {InputPerMTok: 1e6, OutputPerMTok: 1e6, CacheReadPerMTok: 1e6}}),
+		{"project price for one model", price.New(map[string]price.Price{"gemini-2.5-pro": {InputPerMTok: 1e6, OutputPerMTok: 1e6, CacheReadPerMTok: 1e6}}),
 			liteCost + 4512 + 34400 + 2275},
 	}
 	for _, tt := range tests {
@@ -376,22 +354,5 @@ func TestRunReportsErrors(t *testing.T) {
 }
 
 func TestNewAndMissingCLI(t *testing.T) {
-	if _, err := New(runner.Settings{Name: "gm", URL: "ftp://x"}); err == nil || !strings.Contains(err.Error(), "runners.gm.url") {
-		t.Errorf("New with a bad URL: %v, want an error naming runners.gm.url", err)
-	}
-	r, err := New(runner.Settings{Name: "gm"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := r.(*Runner).Command; got != "gemini" {
-		t.Errorf("default command %q, want gemini", got)
-	}
-	if c := r.Capabilities(); !c.EditsFiles || c.ReportsCost || !c.ModelChoice || c.Streams {
-		t.Errorf("Capabilities = %+v", c)
-	}
-	r, _ = New(runner.Settings{Name: "gm", Command: "cadre-no-such-gemini"})
-	_, err = r.Run(t.Context(), clitest.Invocation(t))
-	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.gm.command") || !strings.Contains(err.Error(), installHint) {
-		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.gm.command and the install hint", err)
-	}
+	clitest.NewAndMissing(t, New, Type, "ftp://x", runner.Caps{EditsFiles: true, ModelChoice: true}, func(r runner.Runner) string { return r.(*Runner).Command })
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
+	"github.com/cadre-dev/cadre/internal/runner/price"
 )
 
 // What bounds one exchange with a model API.
@@ -50,20 +51,104 @@ func KeyEnv(env []string, def string) string {
 	return def
 }
 
-// Defaults fills in the production value of each dependency left nil: a
-// client without an overall timeout (the step's own timeout bounds each
-// request), os.Getenv and time.Now.
-func Defaults(c *http.Client, getenv func(string) string, now func() time.Time) (*http.Client, func(string) string, func() time.Time) {
-	if c == nil {
-		c = &http.Client{}
+// Deps are a model-API runner's outside dependencies; the zero value is
+// production.
+type Deps struct {
+	// Client sends the requests; nil means a client without an overall
+	// timeout, since the step's own timeout bounds each request (a local
+	// model may take minutes).
+	Client *http.Client
+	// Getenv reads the API key when a step runs; nil means os.Getenv.
+	Getenv func(string) string
+	// Prices turns the tokens the API reports into an estimated cost, for
+	// an API that reports none; nil means the built-in list prices,
+	// without the config's overrides. An API whose model costs nothing
+	// per token (ollama) ignores it.
+	Prices *price.Table
+	// Now dates a retry-after given as an HTTP date; nil means time.Now.
+	Now func() time.Time
+}
+
+// withDefaults fills in the production value of each dependency left nil:
+// a client without an overall timeout, os.Getenv and time.Now.
+func (d Deps) withDefaults() Deps {
+	if d.Client == nil {
+		d.Client = &http.Client{}
 	}
-	if getenv == nil {
-		getenv = os.Getenv
+	if d.Getenv == nil {
+		d.Getenv = os.Getenv
 	}
-	if now == nil {
-		now = time.Now
+	if d.Now == nil {
+		d.Now = time.Now
 	}
-	return c, getenv, now
+	return d
+}
+
+// Endpoint is what a model-API runner keeps of its settings, read alike
+// for every API from its type's descriptor.
+type Endpoint struct {
+	Instance string // the runner's instance name (runners.NAME)
+	Base     string // the base URL, without a trailing slash
+	Model    string // the model of a step that names none
+	// KeyEnv names the variable of the API key; empty for none.
+	KeyEnv string
+	// Keyed says the endpoint always needs the key (the vendor's own);
+	// another server (a proxy, a local one) is sent one only if set.
+	Keyed bool
+	Deps
+}
+
+// NewEndpoint reads a model API's settings with the defaults of d, its
+// type's descriptor: URL (default d.BaseURL), Model (default defModel; a
+// step's model wins) and Env[0], the variable holding the API key (default
+// d.KeyEnv). The dependencies left nil get their production value.
+func NewEndpoint(s runner.Settings, d runner.Descriptor, defModel string, deps Deps) (Endpoint, error) {
+	base, err := BaseURL(s.Name, s.URL, d.BaseURL)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	model := s.Model
+	if model == "" {
+		model = defModel
+	}
+	return Endpoint{Instance: s.Name, Base: base, Model: model, KeyEnv: KeyEnv(s.Env, d.KeyEnv),
+		Keyed: d.NeedsKey(base), Deps: deps.withDefaults()}, nil
+}
+
+// Name returns the configured instance name.
+func (e *Endpoint) Name() string { return e.Instance }
+
+// Capabilities of a model API: text only, any model; the cost, if any, is
+// estimated from tokens.
+func (e *Endpoint) Capabilities() runner.Caps { return runner.Caps{ModelChoice: true} }
+
+// Begin opens a step's transcript and reads the API key. An endpoint that
+// always needs the key is not sent the step without one: the error says
+// to export it, provider naming whose key it is.
+func (e *Endpoint) Begin(inv runner.Invocation, provider string) (log *os.File, key string, err error) {
+	log, err = cliutil.OpenLog(inv.LogPath)
+	if err != nil {
+		return nil, "", fmt.Errorf("runner %s: %w", e.Instance, err)
+	}
+	if e.KeyEnv != "" {
+		key = e.Getenv(e.KeyEnv)
+	}
+	if key == "" && e.Keyed {
+		err := MissingKey(log, e.Instance, e.KeyEnv, provider)
+		log.Close()
+		return nil, "", err
+	}
+	return log, key, nil
+}
+
+// Bearer is the header of an API that takes its key as a bearer token:
+// none when key is empty.
+func Bearer(key string) http.Header {
+	h := http.Header{}
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+	return h
 }
 
 // Answer is an API's HTTP response, read whole.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,17 +58,60 @@ func TestKeyEnv(t *testing.T) {
 	}
 }
 
-func TestDefaults(t *testing.T) {
-	c, getenv, now := Defaults(nil, nil, nil)
-	if c == nil || c.Timeout != 0 || getenv == nil || now == nil {
-		t.Fatalf("Defaults(nil…) = %v, getenv set %v, now set %v; want a client without timeout, os.Getenv, time.Now", c, getenv != nil, now != nil)
+func TestNewEndpoint(t *testing.T) {
+	d := runner.Descriptor{Type: "api", Kind: runner.TypeAPI, BaseURL: "https://api.example.com", KeyEnv: "API_KEY",
+		KeyRequired: func(base string) bool { return base == "https://api.example.com" }}
+	e, err := NewEndpoint(runner.Settings{Name: "x"}, d, "m1", Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Base != d.BaseURL || e.Model != "m1" || e.KeyEnv != "API_KEY" || !e.Keyed || e.Name() != "x" {
+		t.Errorf("defaults: %+v, want the descriptor's URL and key variable, model m1, keyed", e)
+	}
+	if e.Client == nil || e.Client.Timeout != 0 || e.Getenv == nil || e.Now == nil {
+		t.Errorf("dependencies left nil: want a client without timeout, os.Getenv, time.Now")
 	}
 	mine := &http.Client{}
 	fixed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	c, getenv, now = Defaults(mine, func(string) string { return "v" }, func() time.Time { return fixed })
-	if c != mine || getenv("X") != "v" || !now().Equal(fixed) {
-		t.Errorf("Defaults replaced dependencies that were given")
+	e, err = NewEndpoint(runner.Settings{Name: "x", URL: "http://127.0.0.1:9/", Model: "m2", Env: []string{"MINE"}}, d, "m1",
+		Deps{Client: mine, Getenv: func(string) string { return "v" }, Now: func() time.Time { return fixed }})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if e.Base != "http://127.0.0.1:9" || e.Model != "m2" || e.KeyEnv != "MINE" || e.Keyed {
+		t.Errorf("settings: %+v, want their URL without slash, model and key variable, not keyed", e)
+	}
+	if e.Client != mine || e.Getenv("X") != "v" || !e.Now().Equal(fixed) {
+		t.Errorf("NewEndpoint replaced dependencies that were given")
+	}
+	if _, err := NewEndpoint(runner.Settings{Name: "x", URL: "ftp://h"}, d, "", Deps{}); err == nil || !strings.Contains(err.Error(), "runners.x.url") {
+		t.Errorf("bad URL: %v, want an error naming runners.x.url", err)
+	}
+}
+
+func TestBegin(t *testing.T) {
+	vars := map[string]string{}
+	e := Endpoint{Instance: "x", KeyEnv: "API_KEY", Keyed: true, Deps: Deps{Getenv: func(k string) string { return vars[k] }}}
+	logPath := filepath.Join(t.TempDir(), "s.log")
+	_, _, err := e.Begin(runner.Invocation{LogPath: logPath}, "Example")
+	if runner.KindOf(err) != runner.KindAuth || !strings.Contains(err.Error(), "API_KEY is not set: export your Example API key") {
+		t.Errorf("keyed without a key: %v, want an auth error saying to export API_KEY", err)
+	}
+	if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "not sent: API_KEY is not set") {
+		t.Errorf("log %q does not say why nothing was sent", b)
+	}
+	vars["API_KEY"] = "k"
+	log, key, err := e.Begin(runner.Invocation{LogPath: logPath}, "Example")
+	if err != nil || key != "k" {
+		t.Fatalf("with a key: %q, %v", key, err)
+	}
+	log.Close()
+	e.Keyed, vars["API_KEY"] = false, ""
+	log, key, err = e.Begin(runner.Invocation{LogPath: logPath}, "Example")
+	if err != nil || key != "" {
+		t.Fatalf("not keyed, no key: %q, %v; want it sent without", key, err)
+	}
+	log.Close()
 }
 
 // serve starts a server answering every request with status and body, and

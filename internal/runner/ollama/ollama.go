@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
@@ -24,28 +23,25 @@ import (
 // DefaultURL is where `ollama serve` listens.
 const DefaultURL = "http://127.0.0.1:11434"
 
-// Deps are the runner's outside dependencies; the zero value is production.
-type Deps struct {
-	// Client sends the requests; nil means a client without an overall
-	// timeout, since the step's own timeout bounds each request (a local
-	// model may take minutes).
-	Client *http.Client
-	// Getenv reads the API key, if one is configured, when a step runs;
-	// nil means os.Getenv.
-	Getenv func(string) string
-	// Now dates a retry-after given as an HTTP date; nil means time.Now.
-	Now func() time.Time
+// Type describes the ollama runner type: a plain local server needs no key
+// (one named in runners.NAME.env, for an Ollama behind an authenticating
+// proxy or ollama.com, is sent as a bearer token when set); the list of
+// pulled models (GET /api/tags) tells whether the server answers.
+var Type = runner.Descriptor{
+	Type: "ollama", Kind: runner.TypeAPI,
+	BaseURL: DefaultURL,
+	Probe: func(base, key string) (string, http.Header) {
+		return base + "/api/tags", httpapi.Bearer(key)
+	},
 }
+
+// Deps are the runner's outside dependencies; the zero value is production.
+type Deps = httpapi.Deps
 
 // chat sends each step to an Ollama server.
 type chat struct {
-	name     string
+	httpapi.Endpoint
 	endpoint string
-	model    string
-	// keyEnv names the variable of a bearer key, for an Ollama behind an
-	// authenticating proxy or ollama.com; empty for a plain local server.
-	keyEnv string
-	d      Deps
 }
 
 // New builds a runner from its settings: URL (default DefaultURL), Model
@@ -55,20 +51,12 @@ func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, Deps{}) }
 
 // NewWith is New with explicit dependencies.
 func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
-	base, err := httpapi.BaseURL(s.Name, s.URL, DefaultURL)
+	e, err := httpapi.NewEndpoint(s, Type, "", d)
 	if err != nil {
 		return nil, err
 	}
-	r := &chat{name: s.Name, endpoint: base + "/api/chat", model: s.Model, keyEnv: httpapi.KeyEnv(s.Env, ""), d: d}
-	r.d.Client, r.d.Getenv, r.d.Now = httpapi.Defaults(r.d.Client, r.d.Getenv, r.d.Now)
-	return r, nil
+	return &chat{Endpoint: e, endpoint: e.Base + "/api/chat"}, nil
 }
-
-// Name returns the configured instance name.
-func (r *chat) Name() string { return r.name }
-
-// Capabilities: text only, any pulled model; no cost.
-func (r *chat) Capabilities() runner.Caps { return runner.Caps{ModelChoice: true} }
 
 type request struct {
 	Model    string    `json:"model"`
@@ -96,30 +84,23 @@ type response struct {
 // Run sends the prompt and returns the reply. An error the server answers
 // with is a *runner.Error of the matching kind.
 func (r *chat) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	model := cliutil.Model(inv, r.model)
+	model := cliutil.Model(inv, r.Model)
 	if model == "" {
-		return runner.Result{}, fmt.Errorf("runner %s: no model: set runners.%s.model to a model you pulled (ollama list), or the role's model", r.name, r.name)
+		return runner.Result{}, fmt.Errorf("runner %s: no model: set runners.%s.model to a model you pulled (ollama list), or the role's model", r.Instance, r.Instance)
 	}
-	log, err := cliutil.OpenLog(inv.LogPath)
+	log, key, err := r.Begin(inv, "Ollama")
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
+		return runner.Result{}, err
 	}
 	defer log.Close()
-	h := http.Header{}
-	key := ""
-	if r.keyEnv != "" {
-		if key = r.d.Getenv(r.keyEnv); key != "" {
-			h.Set("Authorization", "Bearer "+key)
-		}
-	}
 	call := httpapi.Request{
-		Runner: r.name, Endpoint: r.endpoint, Header: h, Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
+		Runner: r.Instance, Endpoint: r.endpoint, Header: httpapi.Bearer(key), Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
 		Body:    request{Model: model, Stream: false, Messages: conversation(inv)},
 		Timeout: inv.Timeout, Progress: inv.Progress,
 		Hint: fmt.Sprintf("(is `ollama serve` running at %s? set runners.%s.url if it listens elsewhere)",
-			strings.TrimSuffix(r.endpoint, "/api/chat"), r.name),
+			strings.TrimSuffix(r.endpoint, "/api/chat"), r.Instance),
 	}
-	ans, err := httpapi.Send(ctx, r.d.Client, log, call)
+	ans, err := httpapi.Send(ctx, r.Client, log, call)
 	if err != nil {
 		return runner.Result{}, err
 	}
@@ -143,7 +124,7 @@ func (r *chat) Run(ctx context.Context, inv runner.Invocation) (runner.Result, e
 	httpapi.LogText(log, text)
 	res := runner.Result{Output: httpapi.CapReply(text), Usage: usage, Model: model}
 	if resp.DoneReason == "length" {
-		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.name,
+		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.Instance,
 			Msg: "the reply was cut off at the model's output limit (num_predict) before it finished"}
 	}
 	return res, nil
@@ -159,19 +140,19 @@ func (r *chat) classify(ans httpapi.Answer, model, key string) *runner.Error {
 	if msg == "" {
 		msg = string(ans.Body)
 	}
-	re := httpapi.Refusal(r.name, ans.Status, "", msg, key)
+	re := httpapi.Refusal(r.Instance, ans.Status, "", msg, key)
 	lower := strings.ToLower(msg)
 	switch {
 	case ans.Status == http.StatusUnauthorized || ans.Status == http.StatusForbidden:
 		re.Kind = runner.KindAuth
-		if r.keyEnv != "" {
-			re.Msg += fmt.Sprintf(" (check the key in %s)", r.keyEnv)
+		if r.KeyEnv != "" {
+			re.Msg += fmt.Sprintf(" (check the key in %s)", r.KeyEnv)
 		} else {
-			re.Msg += fmt.Sprintf(" (name the variable holding a key in runners.%s.env)", r.name)
+			re.Msg += fmt.Sprintf(" (name the variable holding a key in runners.%s.env)", r.Instance)
 		}
 	case ans.Status == http.StatusTooManyRequests || ans.Status == http.StatusServiceUnavailable:
 		re.Kind = runner.KindRateLimit
-		re.RetryAfter = retry.After(ans.Header, r.d.Now())
+		re.RetryAfter = retry.After(ans.Header, r.Now())
 	case ans.Status == http.StatusNotFound && strings.Contains(lower, "not found"):
 		re.Msg += fmt.Sprintf(" (pull it with: ollama pull %s)", model)
 	}

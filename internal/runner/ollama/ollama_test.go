@@ -3,13 +3,10 @@ package ollama_test
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"maps"
 	"net"
-	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +18,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 )
 
-var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var now = apitest.Now
 
 // serve starts a fake Ollama server answering every request with status,
 // headers and body, and records the requests it got.
@@ -32,23 +29,16 @@ func serve(t *testing.T, status int, headers map[string]string, body string) (*h
 	return apitest.Serve(t, status, h, body)
 }
 
+// builder makes the runners of the tests.
+var builder = apitest.Builder{NewWith: ollama.NewWith, Name: "ollama"}
+
 func build(t *testing.T, s runner.Settings, d ollama.Deps) runner.Runner {
 	t.Helper()
-	if s.Name == "" {
-		s.Name = "ollama"
-	}
-	d.Now = func() time.Time { return now }
-	r, err := ollama.NewWith(s, d)
-	if err != nil {
-		t.Fatalf("NewWith: %v", err)
-	}
-	return r
+	return builder.Build(t, s, d)
 }
 
 func invocation(t *testing.T) runner.Invocation {
-	dir := t.TempDir()
-	return runner.Invocation{Role: "triage", Item: "07-sample", Step: "07-sample/triage/triage#1", Attempt: 1,
-		Prompt: "Which workflow fits?\n", Dir: dir, LogPath: filepath.Join(dir, "logs", "step.log"), Timeout: time.Minute}
+	return apitest.Invocation(t, "triage", "Which workflow fits?\n")
 }
 
 func chatJSON(text, reason string) string {
@@ -234,27 +224,7 @@ func TestNewRejectsBadURL(t *testing.T) {
 
 // TestConformance runs the shared suite on what applies to an API runner.
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, runnertest.Harness{
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			var h http.HandlerFunc
-			switch b {
-			case runnertest.Hang:
-				h = func(w http.ResponseWriter, r *http.Request) {
-					io.Copy(io.Discard, r.Body) // lets the server notice the client leave
-					<-r.Context().Done()
-				}
-			case runnertest.Flood:
-				h = func(w http.ResponseWriter, r *http.Request) {
-					io.WriteString(w, chatJSON(strings.Repeat("0123456789abcdef", runnertest.FloodSize/16), "stop"))
-				}
-			default:
-				t.Skipf("an API runner cannot behave as %q: it writes no files, reads no context file, runs no process; the tests above cover replies, usage and errors", b)
-			}
-			srv := httptest.NewServer(h)
-			t.Cleanup(srv.Close)
-			return build(t, runner.Settings{URL: srv.URL, Model: "llama3.2"}, ollama.Deps{})
-		},
-		Usage:     true,
-		InProcess: true,
+	apitest.Conformance(t, func(reply string) string { return chatJSON(reply, "stop") }, func(t *testing.T, url string) runner.Runner {
+		return build(t, runner.Settings{URL: url, Model: "llama3.2"}, ollama.Deps{})
 	})
 }

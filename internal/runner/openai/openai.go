@@ -19,7 +19,6 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/httpapi"
-	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/runner/retry"
 )
 
@@ -30,31 +29,35 @@ const (
 	DefaultModel  = "gpt-4.1"
 )
 
-// Deps are the runner's outside dependencies; the zero value is production.
-type Deps struct {
-	// Client sends the requests; nil means a client without an overall
-	// timeout, since the step's own timeout bounds each request.
-	Client *http.Client
-	// Getenv reads the API key when a step runs; nil means os.Getenv.
-	Getenv func(string) string
-	// Prices turns the tokens the API reports into an estimated cost (it
-	// reports none); nil means the built-in list prices, without the
-	// config's overrides.
-	Prices *price.Table
-	// Now dates a retry-after given as an HTTP date; nil means time.Now.
-	Now func() time.Time
+// Type describes the openai runner type: OpenAI's own endpoint always needs
+// the key; the list of models (GET /v1/models) tells whether the key and
+// URL work, at no cost. A base URL already ending in /v1, as many servers
+// document theirs, is used as is.
+var Type = runner.Descriptor{
+	Type: "openai", Kind: runner.TypeAPI,
+	BaseURL: DefaultURL, KeyEnv: DefaultKeyEnv,
+	KeyRequired: func(base string) bool { return base == DefaultURL || base == DefaultURL+"/v1" },
+	Probe: func(base, key string) (string, http.Header) {
+		return v1(base) + "/models", httpapi.Bearer(key)
+	},
 }
+
+// v1 is the API's versioned root: base, or base/v1 when base does not end
+// in /v1 already.
+func v1(base string) string {
+	if strings.HasSuffix(base, "/v1") {
+		return base
+	}
+	return base + "/v1"
+}
+
+// Deps are the runner's outside dependencies; the zero value is production.
+type Deps = httpapi.Deps
 
 // completions sends each step to a Chat Completions endpoint.
 type completions struct {
-	name     string
+	httpapi.Endpoint
 	endpoint string
-	model    string
-	keyEnv   string
-	// keyed says the endpoint is OpenAI's own, which always needs a key;
-	// another server (often local) is sent one only if set.
-	keyed bool
-	d     Deps
 }
 
 // New builds a runner from its settings: URL (default DefaultURL; a URL
@@ -65,28 +68,12 @@ func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, Deps{}) }
 
 // NewWith is New with explicit dependencies.
 func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
-	base, err := httpapi.BaseURL(s.Name, s.URL, DefaultURL)
+	e, err := httpapi.NewEndpoint(s, Type, DefaultModel, d)
 	if err != nil {
 		return nil, err
 	}
-	endpoint := base + "/v1/chat/completions"
-	if strings.HasSuffix(base, "/v1") {
-		endpoint = base + "/chat/completions"
-	}
-	r := &completions{name: s.Name, endpoint: endpoint, model: s.Model, keyEnv: httpapi.KeyEnv(s.Env, DefaultKeyEnv),
-		keyed: base == DefaultURL || base == DefaultURL+"/v1", d: d}
-	if r.model == "" {
-		r.model = DefaultModel
-	}
-	r.d.Client, r.d.Getenv, r.d.Now = httpapi.Defaults(r.d.Client, r.d.Getenv, r.d.Now)
-	return r, nil
+	return &completions{Endpoint: e, endpoint: v1(e.Base) + "/chat/completions"}, nil
 }
-
-// Name returns the configured instance name.
-func (r *completions) Name() string { return r.name }
-
-// Capabilities: text only, any model, cost estimated from tokens.
-func (r *completions) Capabilities() runner.Caps { return runner.Caps{ModelChoice: true} }
 
 type request struct {
 	Model    string    `json:"model"`
@@ -120,26 +107,18 @@ type response struct {
 // Run sends the prompt and returns the reply. An error the server answers
 // with is a *runner.Error of the matching kind.
 func (r *completions) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	model := cliutil.Model(inv, r.model)
-	log, err := cliutil.OpenLog(inv.LogPath)
+	model := cliutil.Model(inv, r.Model)
+	log, key, err := r.Begin(inv, "OpenAI")
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.name, err)
+		return runner.Result{}, err
 	}
 	defer log.Close()
-	key := r.d.Getenv(r.keyEnv)
-	if key == "" && r.keyed {
-		return runner.Result{}, httpapi.MissingKey(log, r.name, r.keyEnv, "OpenAI")
-	}
-	h := http.Header{}
-	if key != "" {
-		h.Set("Authorization", "Bearer "+key)
-	}
 	call := httpapi.Request{
-		Runner: r.name, Endpoint: r.endpoint, Header: h, Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
+		Runner: r.Instance, Endpoint: r.endpoint, Header: httpapi.Bearer(key), Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
 		Body:    request{Model: model, Messages: chat(inv)},
 		Timeout: inv.Timeout, Progress: inv.Progress,
 	}
-	ans, err := httpapi.Send(ctx, r.d.Client, log, call)
+	ans, err := httpapi.Send(ctx, r.Client, log, call)
 	if err != nil {
 		return runner.Result{}, err
 	}
@@ -165,14 +144,14 @@ func (r *completions) Run(ctx context.Context, inv runner.Invocation) (runner.Re
 	// them apart, so a price table charges each token once.
 	u := resp.Usage
 	cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens)
-	usage := cliutil.Estimate(r.d.Prices, model, event.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens,
+	usage := cliutil.Estimate(r.Prices, model, event.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens,
 		CacheReadTokens: cached})
 	fmt.Fprintf(log, "model=%s finish_reason=%s tokens prompt=%d (cached %d) completion=%d\n",
 		model, choice.FinishReason, u.PromptTokens, cached, u.CompletionTokens)
 	httpapi.LogText(log, text)
 	res := runner.Result{Output: httpapi.CapReply(text), Usage: usage, Model: model}
 	if choice.FinishReason == "length" {
-		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.name,
+		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.Instance,
 			Msg: "the reply was cut off at the model's output limit before it finished"}
 	}
 	return res, nil
@@ -208,7 +187,7 @@ func (r *completions) classify(ans httpapi.Answer, key string) *runner.Error {
 	if c, ok := obj.Code.(string); ok {
 		code = c
 	}
-	re := httpapi.Refusal(r.name, ans.Status, firstNonEmpty(code, obj.Type), msg, key)
+	re := httpapi.Refusal(r.Instance, ans.Status, firstNonEmpty(code, obj.Type), msg, key)
 	lower := strings.ToLower(msg)
 	switch {
 	case ans.Status == http.StatusPaymentRequired || code == "insufficient_quota" || obj.Type == "insufficient_quota" ||
@@ -216,11 +195,11 @@ func (r *completions) classify(ans httpapi.Answer, key string) *runner.Error {
 		re.Kind = runner.KindQuota
 	case ans.Status == http.StatusUnauthorized || ans.Status == http.StatusForbidden || code == "invalid_api_key":
 		re.Kind = runner.KindAuth
-		re.Msg += fmt.Sprintf(" (check the key in %s)", r.keyEnv)
+		re.Msg += fmt.Sprintf(" (check the key in %s)", r.KeyEnv)
 	case ans.Status == http.StatusTooManyRequests || code == "rate_limit_exceeded" ||
 		(ans.Status == http.StatusServiceUnavailable && strings.Contains(lower, "overloaded")):
 		re.Kind = runner.KindRateLimit
-		re.RetryAfter = retry.After(ans.Header, r.d.Now())
+		re.RetryAfter = retry.After(ans.Header, r.Now())
 		if re.RetryAfter == 0 {
 			re.RetryAfter = resetAfter(ans.Header)
 		}

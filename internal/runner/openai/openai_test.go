@@ -4,12 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,28 +22,18 @@ import (
 
 const key = "sk-proj-test-0123456789"
 
-var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var now = apitest.Now
+
+// builder makes the runners of the tests, the API key in openai.DefaultKeyEnv.
+var builder = apitest.Builder{NewWith: openai.NewWith, Name: "openai", Env: map[string]string{openai.DefaultKeyEnv: key}}
 
 func build(t *testing.T, s runner.Settings, d openai.Deps) runner.Runner {
 	t.Helper()
-	if s.Name == "" {
-		s.Name = "openai"
-	}
-	if d.Getenv == nil {
-		d.Getenv = apitest.Env(map[string]string{openai.DefaultKeyEnv: key})
-	}
-	d.Now = func() time.Time { return now }
-	r, err := openai.NewWith(s, d)
-	if err != nil {
-		t.Fatalf("NewWith: %v", err)
-	}
-	return r
+	return builder.Build(t, s, d)
 }
 
 func invocation(t *testing.T) runner.Invocation {
-	dir := t.TempDir()
-	return runner.Invocation{Role: "judge", Item: "07-sample", Step: "07-sample/judge/judge#1", Attempt: 1,
-		Prompt: "Judge the plans.\n", Dir: dir, LogPath: filepath.Join(dir, "logs", "step.log"), Timeout: time.Minute}
+	return apitest.Invocation(t, "judge", "Judge the plans.\n")
 }
 
 func completionJSON(text, finish string) string {
@@ -248,27 +235,7 @@ func TestNewRejectsBadURL(t *testing.T) {
 
 // TestConformance runs the shared suite on what applies to an API runner.
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, runnertest.Harness{
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			var h http.HandlerFunc
-			switch b {
-			case runnertest.Hang:
-				h = func(w http.ResponseWriter, r *http.Request) {
-					io.Copy(io.Discard, r.Body) // lets the server notice the client leave
-					<-r.Context().Done()
-				}
-			case runnertest.Flood:
-				h = func(w http.ResponseWriter, r *http.Request) {
-					io.WriteString(w, completionJSON(strings.Repeat("0123456789abcdef", runnertest.FloodSize/16), "stop"))
-				}
-			default:
-				t.Skipf("an API runner cannot behave as %q: it writes no files, reads no context file, runs no process; the tests above cover replies, usage and errors", b)
-			}
-			srv := httptest.NewServer(h)
-			t.Cleanup(srv.Close)
-			return build(t, runner.Settings{URL: srv.URL}, openai.Deps{})
-		},
-		Usage:     true,
-		InProcess: true,
+	apitest.Conformance(t, func(reply string) string { return completionJSON(reply, "stop") }, func(t *testing.T, url string) runner.Runner {
+		return build(t, runner.Settings{URL: url}, openai.Deps{})
 	})
 }

@@ -24,29 +24,27 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
 
-const (
-	defaultCommand = "opencode"
-	installHint    = "npm install -g opencode-ai"
-	// permission lets the agent edit files and run commands without asking:
-	// in `opencode run` nobody is there to answer, and a question is denied.
-	permission = `{"edit":"allow","bash":"allow"}`
-)
+// permission lets the agent edit files and run commands without asking: in
+// `opencode run` nobody is there to answer, and a question is denied.
+const permission = `{"edit":"allow","bash":"allow"}`
 
-// defaultEnv is passed through when the settings list no variables: the
-// provider keys OpenCode reads most often, and its config file.
-var defaultEnv = []string{
-	"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY",
-	"GOOGLE_GENERATIVE_AI_API_KEY", "OPENROUTER_API_KEY", "OPENCODE_CONFIG",
+// Type describes the opencode runner type: the CLI and how to install it,
+// the variables passed through when the settings list none (the provider
+// keys OpenCode reads most often, and its config file), and, under a
+// sandbox, the step's fresh home gets OpenCode's configuration and login
+// (~/.config/opencode, ~/.local/share/opencode/auth.json). Its providers
+// are many, so it names no model host: model-only reaches only
+// runners.NAME.url and sandbox.allow_hosts.
+var Type = runner.Descriptor{
+	Type: "opencode", Kind: runner.TypeCLI,
+	Program: "opencode", Install: "npm install -g opencode-ai",
+	Env: []string{
+		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY",
+		"GOOGLE_GENERATIVE_AI_API_KEY", "OPENROUTER_API_KEY", "OPENCODE_CONFIG",
+	},
+	URLExample:  "https://host:port/v1",
+	SandboxHome: []string{".config/opencode", ".local/share/opencode/auth.json"},
 }
-
-// Under a sandbox, a step's fresh home gets OpenCode's configuration and
-// login (~/.config/opencode, ~/.local/share/opencode/auth.json); its
-// providers are many, so model-only reaches only runners.NAME.url and
-// sandbox.allow_hosts.
-var (
-	sandboxHome  = []string{".config/opencode", ".local/share/opencode/auth.json"}
-	sandboxHosts []string
-)
 
 // Runner runs one OpenCode process per step.
 type Runner struct {
@@ -60,16 +58,12 @@ type Runner struct {
 // provider (so it needs a Model with a provider); Args are added after
 // cadre's own flags.
 func New(s runner.Settings) (runner.Runner, error) {
-	a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "https://host:port/v1")
-	if err != nil {
-		return nil, err
-	}
-	a.Install = installHint
-	a.Home, a.Hosts = sandboxHome, sandboxHosts
-	if s.URL != "" && providerOf(s.Model) == "" {
-		return nil, fmt.Errorf("runners.%s.url needs runners.%s.model written provider/model (e.g. anthropic/claude-sonnet-4-5): the URL is that provider's", s.Name, s.Name)
-	}
-	return &Runner{Agent: a}, nil
+	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) {
+		if a.URL != "" && providerOf(a.Model) == "" {
+			return nil, fmt.Errorf("runners.%s.url needs runners.%s.model written provider/model (e.g. anthropic/claude-sonnet-4-5): the URL is that provider's", a.Instance, a.Instance)
+		}
+		return &Runner{Agent: a}, nil
+	})(s)
 }
 
 // Capabilities: OpenCode edits files, reports its cost, takes a model per
@@ -80,9 +74,9 @@ func (r *Runner) Capabilities() runner.Caps {
 
 // Run runs OpenCode on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := cliutil.OpenLog(inv.LogPath)
+	log, err := r.OpenLog(inv)
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
+		return runner.Result{}, err
 	}
 	defer log.Close()
 	args := r.argv(inv)
@@ -101,7 +95,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		SessionID:  p.sessionID,
 		Model:      r.ModelFor(inv),
 	}
-	return out, cliutil.Outcome(r.Instance, installHint, err, p.failure)
+	return out, r.Outcome(err, p.failure)
 }
 
 // argv builds the CLI's arguments; the prompt goes on stdin.

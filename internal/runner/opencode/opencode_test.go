@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,11 +22,10 @@ import (
 // feed runs the parser over a recorded transcript, line by line, as proc
 // would hand it over.
 func feed(t *testing.T, name string) (*parser, []string) {
-	t.Helper()
-	var notes []string
-	p := &parser{progress: func(n string) { notes = append(notes, n) }}
-	clitest.Feed(t, filepath.Join("testdata", name), p.line)
-	return p, notes
+	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
+		p := &parser{progress: progress}
+		return p, p.line
+	})
 }
 
 func TestParseTranscripts(t *testing.T) {
@@ -173,16 +171,7 @@ func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 }
 
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, runnertest.Harness{
-		Usage: true,
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			body, ok := fakes[b]
-			if !ok {
-				t.Skipf("no fake opencode for behaviour %q", b)
-			}
-			return newFake(t, body, runner.Settings{})
-		},
-	})
+	clitest.Conformance(t, "opencode", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}) })
 }
 
 func invocation(t *testing.T) runner.Invocation {
@@ -328,19 +317,5 @@ func TestNewAndMissingCLI(t *testing.T) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", tt.s, err, tt.want)
 		}
 	}
-	r, err := New(runner.Settings{Name: "oc"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := r.(*Runner).Command; got != "opencode" {
-		t.Errorf("default command %q, want opencode", got)
-	}
-	if c := r.Capabilities(); !c.EditsFiles || !c.ReportsCost || !c.ModelChoice || !c.Streams {
-		t.Errorf("Capabilities = %+v", c)
-	}
-	r, _ = New(runner.Settings{Name: "oc", Command: "cadre-no-such-opencode"})
-	_, err = r.Run(t.Context(), invocation(t))
-	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.oc.command") || !strings.Contains(err.Error(), installHint) {
-		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.oc.command and the install hint", err)
-	}
+	clitest.NewAndMissing(t, New, Type, "not a url", runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}, func(r runner.Runner) string { return r.(*Runner).Command })
 }

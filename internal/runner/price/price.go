@@ -17,14 +17,22 @@ package price
 import (
 	"strings"
 
-	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 )
+
+// Price is what a model costs, in US dollars per million tokens of each
+// kind; cadre.yaml prices.MODEL writes one with these keys.
+type Price struct {
+	InputPerMTok      float64 `yaml:"input_per_mtok"`
+	OutputPerMTok     float64 `yaml:"output_per_mtok"`
+	CacheReadPerMTok  float64 `yaml:"cache_read_per_mtok"`
+	CacheWritePerMTok float64 `yaml:"cache_write_per_mtok"`
+}
 
 // builtin is the list-price table, keyed by model name without date suffix.
 // A key also prices its snapshots and previews (see extends); the longest
 // matching key wins.
-var builtin = map[string]config.Price{
+var builtin = map[string]Price{
 	// Anthropic: base input, output, cache hits, 5-minute cache writes
 	// (Haiku 5.5 at its rate for prompts up to 100k tokens).
 	"claude-opus-5":     {InputPerMTok: 5, OutputPerMTok: 25, CacheReadPerMTok: 0.50, CacheWritePerMTok: 6.25},
@@ -89,13 +97,13 @@ var aliases = map[string]string{
 // Table prices models: the built-in list prices overlaid with the project's
 // own. The zero value and a nil *Table price from the built-in list alone.
 type Table struct {
-	over map[string]config.Price // keyed by normalized model name
+	over map[string]Price // keyed by normalized model name
 }
 
 // New returns a table in which overrides (cadre.yaml `prices`, keyed by
 // model name) replace or extend the built-in prices.
-func New(overrides map[string]config.Price) *Table {
-	t := &Table{over: make(map[string]config.Price, len(overrides))}
+func New(overrides map[string]Price) *Table {
+	t := &Table{over: make(map[string]Price, len(overrides))}
 	for name, p := range overrides {
 		if k := normalize(name); k != "" {
 			t.over[k] = p
@@ -105,7 +113,7 @@ func New(overrides map[string]config.Price) *Table {
 }
 
 // Lookup prices a model from the built-in table alone.
-func Lookup(model string) (config.Price, bool) { return (*Table)(nil).Lookup(model) }
+func Lookup(model string) (Price, bool) { return (*Table)(nil).Lookup(model) }
 
 // Estimate prices usage from the built-in table alone.
 func Estimate(model string, u event.Usage) (float64, bool) {
@@ -120,10 +128,10 @@ func Estimate(model string, u event.Usage) (float64, bool) {
 // wins over a built-in entry of the same name, and a longer entry wins over a
 // shorter one wherever it comes from. The aliases sonnet, opus and haiku are
 // understood.
-func (t *Table) Lookup(model string) (config.Price, bool) {
+func (t *Table) Lookup(model string) (Price, bool) {
 	name := normalize(model)
 	if name == "" {
-		return config.Price{}, false
+		return Price{}, false
 	}
 	if full, ok := aliases[name]; ok {
 		if t != nil {
@@ -133,7 +141,7 @@ func (t *Table) Lookup(model string) (config.Price, bool) {
 		}
 		name = full
 	}
-	best, bestLen, found := config.Price{}, -1, false
+	best, bestLen, found := Price{}, -1, false
 	for k, p := range builtin {
 		if len(k) > bestLen && extends(name, k) {
 			best, bestLen, found = p, len(k), true

@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 )
 
@@ -67,7 +66,7 @@ func TestLookupBuiltin(t *testing.T) {
 }
 
 func TestLookupOverrides(t *testing.T) {
-	table := New(map[string]config.Price{
+	table := New(map[string]Price{
 		"GPT-5":          {InputPerMTok: 9, OutputPerMTok: 90},
 		"my-local-model": {InputPerMTok: 0.01, OutputPerMTok: 0.02},
 		"sonnet":         {InputPerMTok: 7, OutputPerMTok: 70},
@@ -106,7 +105,7 @@ func TestLookupOverrides(t *testing.T) {
 }
 
 func TestEstimate(t *testing.T) {
-	table := New(map[string]config.Price{
+	table := New(map[string]Price{
 		"no-cache-price": {InputPerMTok: 2, OutputPerMTok: 4},
 	})
 	tests := []struct {

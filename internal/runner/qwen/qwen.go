@@ -14,7 +14,6 @@ package qwen
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
 
@@ -25,27 +24,25 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/price"
 )
 
-const (
-	defaultCommand = "qwen"
-	installHint    = "npm install -g @qwen-code/qwen-code"
-)
-
-// defaultEnv is passed through when the settings list no variables: the
-// OpenAI-compatible endpoint Qwen Code reads, and the other providers' keys.
-var defaultEnv = []string{
-	"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY",
-	"ANTHROPIC_API_KEY", "GEMINI_API_KEY",
+// Type describes the qwen runner type: the CLI and how to install it, the
+// variables passed through when the settings list none (the
+// OpenAI-compatible endpoint Qwen Code reads, and the other providers'
+// keys), and, under a sandbox, the step's fresh home gets Qwen Code's
+// settings and its Qwen OAuth login (~/.qwen/settings.json,
+// ~/.qwen/oauth_creds.json), not its history or extensions, while
+// model-only lets it reach DashScope and the Qwen OAuth service (another
+// OpenAI-compatible server: runners.NAME.url or sandbox.allow_hosts).
+var Type = runner.Descriptor{
+	Type: "qwen", Kind: runner.TypeCLI,
+	Program: "qwen", Install: "npm install -g @qwen-code/qwen-code",
+	Env: []string{
+		"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY",
+		"ANTHROPIC_API_KEY", "GEMINI_API_KEY",
+	},
+	URLExample:  "http://host:port/v1",
+	SandboxHome: []string{".qwen/settings.json", ".qwen/oauth_creds.json"},
+	ModelHosts:  []string{"https://dashscope.aliyuncs.com", "https://dashscope-intl.aliyuncs.com", "https://chat.qwen.ai", "https://portal.qwen.ai"},
 }
-
-// Under a sandbox, a step's fresh home gets Qwen Code's settings and its
-// Qwen OAuth login (~/.qwen/settings.json, ~/.qwen/oauth_creds.json), not
-// its history or extensions; model-only lets it reach DashScope and the
-// Qwen OAuth service (another OpenAI-compatible server: runners.NAME.url or
-// sandbox.allow_hosts).
-var (
-	sandboxHome  = []string{".qwen/settings.json", ".qwen/oauth_creds.json"}
-	sandboxHosts = []string{"https://dashscope.aliyuncs.com", "https://dashscope-intl.aliyuncs.com", "https://chat.qwen.ai", "https://portal.qwen.ai"}
-)
 
 // Runner runs one Qwen Code process per step.
 type Runner struct {
@@ -62,15 +59,7 @@ func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New
 // becomes OPENAI_BASE_URL (an OpenAI-compatible server's /v1); Model is the
 // default --model; Args are added after cadre's own flags.
 func WithPrices(t *price.Table) runner.Factory {
-	return func(s runner.Settings) (runner.Runner, error) {
-		a, err := cliutil.NewAgent(s, defaultCommand, defaultEnv, "http://host:port/v1")
-		if err != nil {
-			return nil, err
-		}
-		a.Install = installHint
-		a.Home, a.Hosts = sandboxHome, sandboxHosts
-		return &Runner{Agent: a, prices: t}, nil
-	}
+	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a, prices: t}, nil })
 }
 
 // Capabilities: Qwen Code edits files, takes a model per step and streams
@@ -81,9 +70,9 @@ func (r *Runner) Capabilities() runner.Caps {
 
 // Run runs Qwen Code on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := cliutil.OpenLog(inv.LogPath)
+	log, err := r.OpenLog(inv)
 	if err != nil {
-		return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
+		return runner.Result{}, err
 	}
 	defer log.Close()
 	args, stdin := r.argv(inv)
@@ -105,7 +94,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		out.Model = p.model
 	}
 	out.Usage = cliutil.Estimate(r.prices, out.Model, out.Usage)
-	return out, cliutil.Outcome(r.Instance, installHint, err, p.failure)
+	return out, r.Outcome(err, p.failure)
 }
 
 // argv builds the CLI's arguments and its stdin. The prompt goes on stdin,

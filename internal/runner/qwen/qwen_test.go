@@ -17,11 +17,10 @@ import (
 )
 
 func feed(t *testing.T, name string) (*parser, []string) {
-	t.Helper()
-	var notes []string
-	p := &parser{progress: func(n string) { notes = append(notes, n) }}
-	clitest.Feed(t, filepath.Join("testdata", name), p.line)
-	return p, notes
+	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
+		p := &parser{progress: progress}
+		return p, p.line
+	})
 }
 
 // real-write.jsonl was recorded from Qwen Code 0.24.4 against cadre
@@ -104,16 +103,7 @@ func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
 }
 
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, runnertest.Harness{
-		Usage: true,
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			body, ok := fakes[b]
-			if !ok {
-				t.Skipf("no fake qwen for behaviour %q", b)
-			}
-			return newFake(t, body, runner.Settings{})
-		},
-	})
+	clitest.Conformance(t, "qwen", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}) })
 }
 
 func TestArgv(t *testing.T) {
@@ -164,8 +154,12 @@ func TestEnvAndEstimate(t *testing.T) {
 // and login in its fresh home, and nothing else of the user's.
 func TestSandboxHome(t *testing.T) {
 	inv := clitest.Invocation(t)
-	clitest.Sandboxed(t, &inv, append(slices.Clone(sandboxHome), ".bash_history"))
+	clitest.Sandboxed(t, &inv, append(slices.Clone(Type.SandboxHome), ".bash_history"))
 	r := newFake(t, clitest.ListHome, runner.Settings{})
 	r.Run(t.Context(), inv)
-	clitest.CheckHome(t, inv.Dir, sandboxHome)
+	clitest.CheckHome(t, inv.Dir, Type.SandboxHome)
+}
+
+func TestNewAndMissingCLI(t *testing.T) {
+	clitest.NewAndMissing(t, New, Type, "localhost:1", runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}, func(r runner.Runner) string { return r.(*Runner).Command })
 }

@@ -100,6 +100,10 @@ func (r *Runner) KeyedRoles() []runner.KeyedRole {
 	return out
 }
 
+// Type describes the script runner type: it plays the scenario its
+// settings name and runs no program.
+var Type = runner.Descriptor{Type: "script", Kind: runner.TypeScript}
+
 // New loads the scenario named in the settings (relative to BaseDir).
 func New(s runner.Settings) (runner.Runner, error) {
 	if s.Scenario == "" {

@@ -7,8 +7,11 @@ package clitest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,6 +21,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/cadre-dev/cadre/internal/sandbox"
+	"github.com/google/go-cmp/cmp"
 )
 
 // Script bodies of a fake CLI that behaves as the conformance suite's
@@ -183,5 +187,97 @@ func CheckHome(t *testing.T, dir string, want []string) {
 	slices.Sort(lines)
 	if got := strings.TrimSpace(string(b)); got != strings.Join(lines, "\n") {
 		t.Errorf("the sandboxed CLI's home holds\n%s\nwant\n%s", got, strings.Join(lines, "\n"))
+	}
+}
+
+// FeedParser hands the recorded transcript testdata/name, as proc would,
+// to the parser that start makes, with its line handler, and returns the
+// parser and the progress notes it gave.
+func FeedParser[P any](t testing.TB, name string, start func(progress func(string)) (P, func(stream, line string))) (P, []string) {
+	t.Helper()
+	var notes []string
+	p, line := start(func(n string) { notes = append(notes, n) })
+	Feed(t, filepath.Join("testdata", name), line)
+	return p, notes
+}
+
+// Conformance runs the conformance suite on the fake CLIs of fakes, one
+// script body per behaviour (a behaviour with none is skipped); build
+// makes the runner of a body. usage says the CLI reports token usage.
+func Conformance(t *testing.T, cli string, fakes map[runnertest.Behavior]string, usage bool, build func(t *testing.T, body string) runner.Runner) {
+	runnertest.Run(t, runnertest.Harness{
+		Usage: usage,
+		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
+			body, ok := fakes[b]
+			if !ok {
+				t.Skipf("no fake %s for behaviour %q", cli, b)
+			}
+			return build(t, body)
+		},
+	})
+}
+
+// CheckArgv fails unless args and what stdin holds (none: "") are want and
+// wantStdin.
+func CheckArgv(t testing.TB, args []string, stdin io.Reader, want []string, wantStdin string) {
+	t.Helper()
+	if diff := cmp.Diff(want, args); diff != "" {
+		t.Errorf("argv mismatch (-want +got):\n%s", diff)
+	}
+	var got string
+	if stdin != nil {
+		b, _ := io.ReadAll(stdin)
+		got = string(b)
+	}
+	if got != wantStdin {
+		t.Errorf("stdin has %d bytes, want %d", len(got), len(wantStdin))
+	}
+}
+
+// RunEnv runs r, a fake CLI running DumpEnv, on a step and returns the
+// environment the CLI started with and the step; it fails unless that
+// environment's names are WantEnv(keys...).
+func RunEnv(t testing.TB, r runner.Runner, keys ...string) (map[string]string, runner.Invocation) {
+	t.Helper()
+	inv := Invocation(t)
+	if _, err := r.Run(t.Context(), inv); err != nil {
+		t.Fatal(err)
+	}
+	env := ReadEnv(t, filepath.Join(inv.Dir, "env.out"))
+	if diff := cmp.Diff(WantEnv(keys...), Names(env)); diff != "" {
+		t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
+	}
+	return env, inv
+}
+
+// NewAndMissing checks what every agent-CLI runner type d does alike, its
+// runners built by f: a URL that is no http(s) URL (badURL; "" for a CLI
+// that takes none) is refused naming runners.NAME.url; the command is
+// d.Program unless set (command reads it from a runner); the runner has
+// caps; and a CLI not installed fails its step with the install command.
+func NewAndMissing(t *testing.T, f runner.Factory, d runner.Descriptor, badURL string, caps runner.Caps, command func(runner.Runner) string) {
+	t.Helper()
+	if badURL != "" {
+		if _, err := f(runner.Settings{Name: "x", URL: badURL}); err == nil || !strings.Contains(err.Error(), "runners.x.url") {
+			t.Errorf("New with a bad URL: %v, want an error naming runners.x.url", err)
+		}
+	}
+	r, err := f(runner.Settings{Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := command(r); got != d.Program {
+		t.Errorf("default command %q, want %s", got, d.Program)
+	}
+	if c := r.Capabilities(); c != caps {
+		t.Errorf("Capabilities = %+v, want %+v", c, caps)
+	}
+	r, err = f(runner.Settings{Name: "x", Command: "cadre-no-such-" + d.Program})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(t.Context(), Invocation(t))
+	if !errors.Is(err, osexec.ErrNotFound) || !strings.Contains(err.Error(), "runners.x.command") || !strings.Contains(err.Error(), d.Install) {
+		t.Errorf("missing CLI: %v, want ErrNotFound naming runners.x.command and the install command %q", err, d.Install)
 	}
 }
