@@ -310,7 +310,7 @@ func (e *Engine) runStep(ctx context.Context, sr *stepRun) (asked, error) {
 	ir, sp := sr.ir, sr.sp
 	sr.rec = store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: sp.ID, Role: sp.Role, Runner: sr.runnerName, Model: sr.model, Kind: "agent", OutputPath: sr.outPath}
 	if err := e.d.Store.StartStep(ctx, sr.rec); err != nil {
-		return asked{}, err
+		return asked{}, journalErr(ir.it.ID, err)
 	}
 	sr.base = event.Event{Stage: sp.Phase, Phase: sp.Phase, Role: sp.Role, Step: sp.ID, Runner: sr.runnerName, Model: sr.model}
 	if sp.Workflow != workflow.RunnerWorkflow {
@@ -327,8 +327,10 @@ func (e *Engine) runStep(ctx context.Context, sr *stepRun) (asked, error) {
 	got, err := e.guardedInvoke(ctx, ir, sr.rn, inv, sr.rubric, e.passRating(sp))
 	var te *tamperError
 	if errors.As(err, &te) {
-		sr.rec.Status, sr.rec.Error = store.StepFailed, te.msg
-		e.d.Store.FinishStep(context.WithoutCancel(ctx), sr.rec)
+		sr.rec.Error = te.msg
+		if jerr := e.failStep(ctx, sr.rec, nil); jerr != nil {
+			return asked{}, errors.Join(err, jerr) // the journal refused the failure too
+		}
 		ev := sr.base
 		ev.Type, ev.Error = event.StepFailed, te.msg
 		e.publish(ir, ev)
@@ -383,7 +385,7 @@ func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentO
 	if err := e.noteWIP(ctx, ir, &sr.rec); err != nil {
 		return agentOut{}, err
 	}
-	if err := e.d.Store.FinishStep(ctx, sr.rec); err != nil {
+	if err := e.finishStep(ctx, sr.rec); err != nil {
 		return agentOut{}, err
 	}
 	ev := sr.base
@@ -408,7 +410,7 @@ func (e *Engine) settleFailed(ctx context.Context, sr *stepRun, got asked) (agen
 	if err := e.noteWIP(context.WithoutCancel(ctx), ir, &sr.rec); err != nil {
 		return agentOut{}, err
 	}
-	if err := e.d.Store.FinishStep(context.WithoutCancel(ctx), sr.rec); err != nil {
+	if err := e.finishStep(context.WithoutCancel(ctx), sr.rec); err != nil {
 		return agentOut{}, err
 	}
 	ev := sr.base
