@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -285,16 +285,10 @@ func tailFile(path string, n int64) (string, error) {
 }
 
 // runBudget is the budget a stored run goes by: its own, else cadre.yaml's.
-func runBudget(ctx context.Context, st *store.Store, run string, fallback float64) float64 {
-	r, err := st.GetRun(ctx, run)
+func runBudget(ctx context.Context, st *store.Store, run string, cfg config.Config) float64 {
+	_, o, err := engine.StoredRun(ctx, st, run)
 	if err != nil {
-		return fallback
+		o = engine.Options{}
 	}
-	var o struct {
-		Budget float64 `json:"budget_usd"`
-	}
-	if json.Unmarshal(r.Options, &o) == nil && o.Budget != 0 {
-		return max(o.Budget, 0) // engine.NoBudget: none
-	}
-	return fallback
+	return o.Settings(cfg).Budget
 }

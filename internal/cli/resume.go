@@ -95,12 +95,14 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 	}
 	// The live view's budget: the new one, else the run's own (NoBudget:
 	// none), else cadre.yaml's.
-	budget := ws.cfg.Limits.BudgetUSD
+	resumed := stored
 	if ov.BudgetUSD != nil {
-		budget = *ov.BudgetUSD
-	} else if stored.BudgetUSD != 0 {
-		budget = max(stored.BudgetUSD, 0)
+		resumed.BudgetUSD = *ov.BudgetUSD
+		if resumed.BudgetUSD == 0 {
+			resumed.BudgetUSD = engine.NoBudget // cadre resume --budget-usd 0 lifts the limit
+		}
 	}
+	budget := resumed.Settings(ws.cfg).Budget
 	if recorded := stored.Temporal; recorded == nil {
 		if set := opts.Temporal.set(); len(set) > 0 {
 			return usageErr(fmt.Errorf("%s: the run did not start on the Temporal engine", set[0]))

@@ -147,10 +147,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 			return nil
 		})
 	}
-	budget := opts.Budget
-	if budget == 0 {
-		budget = ws.cfg.Limits.BudgetUSD
-	}
+	budget := eo.Settings(ws.cfg).Budget
 	if engineName == engineTemporal {
 		t := temporalTarget(ws.cfg, opts.Temporal, nil)
 		eo.Temporal = &t

@@ -11,6 +11,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -32,12 +33,12 @@ func runWatch(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	if !isTerminal(f.IO.ErrOut) {
 		return watchLines(ctx, f, st, stateDir, id)
 	}
-	budget := 0.0
+	var cfg config.Config
 	if ws, err := f.workspace(ctx); err == nil {
-		budget = ws.cfg.Limits.BudgetUSD
+		cfg = ws.cfg
 	}
 	flows, _ := f.workflows(ctx)
-	v := startView(f, tui.Config{Run: id, Watch: true, Budget: runBudget(ctx, st, id, budget),
+	v := startView(f, tui.Config{Run: id, Watch: true, Budget: runBudget(ctx, st, id, cfg),
 		Actions: &watchActions{f: f, st: st, stateDir: stateDir, run: id}, Steps: tui.StepsFunc(flows)})
 	pollCtx, stop := context.WithCancel(ctx)
 	polled := make(chan struct{})

@@ -240,11 +240,7 @@ func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Opt
 		return engine.Summary{}, usageErr(err)
 	}
 	defer c.Close()
-	timeout := eo.Timeout
-	if timeout == 0 {
-		timeout = time.Duration(ws.cfg.Defaults.Timeout)
-	}
-	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: timeout, Heartbeat: t.Heartbeat}
+	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: eo.Settings(ws.cfg).Timeout, Heartbeat: t.Heartbeat}
 	return f.runEngineOf(ctx, ws, asJSON, live, true, budget, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
 		// This journal is the run's journal of truth: workers on other
 		// machines fetch its items from it and send their steps back.

@@ -461,13 +461,7 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 	if err != nil {
 		return Summary{}, err
 	}
-	parallel := opts.Parallel
-	if parallel <= 0 {
-		parallel = e.d.Config.Limits.ParallelIssues
-	}
-	if opts.InPlace || parallel < 1 {
-		parallel = 1
-	}
+	parallel := opts.Settings(e.d.Config).Parallel
 	if e.d.Config.Limits.WorktreePool > 0 && opts.InPlace {
 		e.warn(runID)(e.d.Config.Where("limits.worktree_pool") + " is not used by --in-place, which works in this checkout, not in worktrees")
 	}

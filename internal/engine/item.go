@@ -31,6 +31,7 @@ type itemRun struct {
 	run  string
 	rs   *runState
 	opts Options
+	set  Settings // opts resolved against cadre.yaml
 	it   store.Item
 	task *taskfile.Task
 	// issueOnce reads the item's issue record (issue.json) once: cadre
@@ -85,13 +86,10 @@ func strp(s string) *string { return &s }
 // newItemRun is the state of item it of run rs, whose task file is task:
 // its board, output directory, agent bound and trust.
 func (e *Engine) newItemRun(rs *runState, it store.Item, task *taskfile.Task) *itemRun {
-	agents := rs.opts.Agents
-	if agents <= 0 {
-		agents = e.d.Config.Limits.ParallelAgents
-	}
-	ir := &itemRun{run: rs.id, rs: rs, opts: rs.opts, it: it, task: task, repo: e.repo, dir: e.d.Root, board: newBoard(task.Path, it.Source == "github"),
+	set := rs.opts.Settings(e.d.Config)
+	ir := &itemRun{run: rs.id, rs: rs, opts: rs.opts, set: set, it: it, task: task, repo: e.repo, dir: e.d.Root, board: newBoard(task.Path, it.Source == "github"),
 		outDir: filepath.Join(e.StateDir(), "runs", rs.id, "items", it.ID), written: map[string]string{},
-		agents: make(chan struct{}, max(agents, 1))}
+		agents: make(chan struct{}, set.Agents)}
 	ir.trusted = e.trustsRepo(it)
 	if !ir.trusted {
 		ir.repo = e.repo.Untrusted()
@@ -313,7 +311,7 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 // overBudget says why no new step may start, when the run's spending has
 // reached its budget; a step the journal has as completed is replayed free.
 func (e *Engine) overBudget(ctx context.Context, ir *itemRun, step string) string {
-	reason := e.budgetReached(ctx, ir.run, step, ir.opts.BudgetUSD)
+	reason := e.budgetReached(ctx, ir.run, step, ir.set.Budget)
 	if reason != "" {
 		ir.rs.halt(store.RunPaused, reason)
 	}
@@ -326,24 +324,18 @@ func (e *Engine) overBudget(ctx context.Context, ir *itemRun, step string) strin
 // options cannot change under it and the journal is not read.
 func (e *Engine) runBudget(ctx context.Context, ir *itemRun) float64 {
 	if !ir.rs.files {
-		return ir.opts.BudgetUSD
+		return ir.set.Budget
 	}
 	if _, opts, err := StoredRun(ctx, e.d.Store, ir.run); err == nil {
-		return opts.BudgetUSD
+		return opts.Settings(e.d.Config).Budget
 	}
-	return ir.opts.BudgetUSD
+	return ir.set.Budget
 }
 
 // budgetReached says why no new step may start, when run's spending has
-// reached budget (0: limits.budget_usd; none set, or NoBudget: no limit);
-// a step the journal has as completed is replayed free.
+// reached budget (resolved: 0 is no limit); a step the journal has as
+// completed is replayed free.
 func (e *Engine) budgetReached(ctx context.Context, run, step string, budget float64) string {
-	if budget < 0 {
-		return ""
-	}
-	if budget == 0 {
-		budget = e.d.Config.Limits.BudgetUSD
-	}
 	if budget <= 0 {
 		return ""
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/cadre-dev/cadre/internal/eval"
 	"github.com/cadre-dev/cadre/internal/event"
@@ -345,10 +344,7 @@ func (e *Engine) runStep(ctx context.Context, sr *stepRun) (asked, error) {
 // invocation is what the step's runner is asked to run.
 func (e *Engine) invocation(ctx context.Context, sr *stepRun) runner.Invocation {
 	ir, sp, base := sr.ir, sr.sp, sr.base
-	timeout := ir.opts.Timeout
-	if timeout == 0 {
-		timeout = time.Duration(e.d.Config.Defaults.Timeout)
-	}
+	timeout := ir.set.Timeout
 	inv := runner.Invocation{Role: sp.Role, Item: ir.it.ID, Step: sp.ID, Attempt: sp.Attempt, Visit: sp.Visit, Prompt: sr.prompt.Text, Instructions: sr.prompt.Instructions, Dir: ir.dir,
 		ContextPath: sr.ctxPath, OutputPath: sr.outPath, LogPath: sr.logPath, Model: sr.model, Timeout: timeout,
 		Progress: func(note string) {
