@@ -591,7 +591,7 @@ func atoi(s string) int {
 const stepsPerIssue = 13
 
 // TestTemporalRemoteUncommittedWorkMoves runs a plain task file (the
-// runner workflow: the coder edits, the auditor reviews, the item commits
+// stage pipeline: the coder edits, the auditor reviews, the item commits
 // at its end) on two workers in clones of their own. The worker holding
 // the audit is killed: the other one continues the item and must find the
 // coder's uncommitted changes (modified, added and deleted files), which

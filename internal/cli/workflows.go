@@ -45,7 +45,7 @@ escalation. Built-in ones can be overridden, and new ones added, with .cadre/wor
 		&cobra.Command{Use: "show NAME", Short: "Show a workflow's phases and steps", Args: cobra.ExactArgs(1),
 			Long: "Print a workflow's phases, steps, loops and gates." + exitStatusSimple, Example: "  cadre workflows show loop",
 			RunE: func(cmd *cobra.Command, args []string) error {
-				if args[0] == workflow.RunnerWorkflow {
+				if args[0] == workflow.PipelineWorkflow {
 					fmt.Fprintln(f.IO.Out, "runner (built-in): from plan: planner → coder → auditor; from code: coder → auditor; from audit: auditor.\n"+
 						"Rating ≥ limits.audit_pass_rating completes the task; lower sends it back to the coder with the review;\n"+
 						"limits.max_attempts failed audits stop the run with the task left in audit.\n"+

@@ -57,9 +57,9 @@ func (e *Engine) begin(ctx context.Context, ir *itemRun, loadErr error, provisio
 		return end(failedBefore(stage, err.Error()), itemOutcome{failed: true, reason: err.Error()})
 	}
 	ev := event.Event{Type: event.TaskStarted, Message: ir.task.Title + " (" + name + ")"}
-	if name == workflow.RunnerWorkflow {
+	if name == workflow.PipelineWorkflow {
 		b.Stage, b.Attempts, b.Halted = ir.it.InitStage, ir.it.InitAttempts, e.mustStop(ir)
-		b.s, b.d = workflow.Begin(e.runnerLimits(), ir.it.ID, b.Stage, b.Attempts, b.Halted)
+		b.s, b.d = workflow.Begin(e.pipelineLimits(), ir.it.ID, b.Stage, b.Attempts, b.Halted)
 		if b.d.Kind == workflow.Skip {
 			return end(skipped(b.d.Reason), itemOutcome{completed: b.s.Stage == workflow.StageCompleted})
 		}

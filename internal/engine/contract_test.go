@@ -110,7 +110,7 @@ func TestAddPublishing(t *testing.T) {
 }
 
 // TestPhaseNumber: the context file's phase is the cadre workflow's number for the
-// cadre workflow, the matching number for the runner workflow's stages,
+// cadre workflow, the matching number for the stage pipeline's stages,
 // and the phase's position in any other workflow.
 func TestPhaseNumber(t *testing.T) {
 	flows, err := workflow.LoadDefs("", nil)

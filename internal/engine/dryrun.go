@@ -84,7 +84,7 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 func (e *Engine) planItem(ctx context.Context, opts Options, id, title, wf, stage string) PlannedItem {
 	p := PlannedItem{ID: id, Title: title, Workflow: wf, Stage: stage}
 	var roles []string
-	if wf == workflow.RunnerWorkflow {
+	if wf == workflow.PipelineWorkflow {
 		for _, st := range workflow.Remaining(stage) {
 			roles = append(roles, map[string]string{workflow.StagePlan: workflow.RolePlanner, workflow.StageCode: workflow.RoleCoder, workflow.StageAudit: workflow.RoleAuditor}[st])
 		}

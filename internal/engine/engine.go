@@ -549,10 +549,10 @@ func (e *Engine) finish(ctx context.Context, runID string, sum Summary, start ti
 		if it.Status == store.ItemRunning {
 			// A journal that refuses this too leaves the item running,
 			// which resume takes up all the same.
-			err = errors.Join(err, e.transit(bg, runID, it.ID, stopped()))
+			err = both(err, e.transit(bg, runID, it.ID, stopped()))
 		}
 	}
-	if err = errors.Join(err, e.d.Store.SetRunStatus(bg, runID, sum.Status, e.d.PID)); err != nil && runErr == nil {
+	if err = both(err, e.d.Store.SetRunStatus(bg, runID, sum.Status, e.d.PID)); err != nil && runErr == nil {
 		// The run's end is not recorded: it is not shown as ended well.
 		runErr = fmt.Errorf("record the end of run %s: %w; cadre resume continues it", runID, err)
 		sum.Status, sum.Reason = store.RunFailed, runErr.Error()

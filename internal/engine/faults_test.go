@@ -128,6 +128,8 @@ func TestJournalFaults(t *testing.T) {
 				t.Fatalf("the journal refused a %s write, yet the run says completed", kind)
 			case err != nil && !errors.Is(err, errDiskFull):
 				t.Fatalf("run error %v does not say the journal's cause", err)
+			case err != nil && strings.Contains(err.Error(), "\n"):
+				t.Fatalf("run error is not one line: %q", err)
 			}
 			run := sum.Run
 			if run == "" {

@@ -320,7 +320,7 @@ func (e *Engine) finishIssue(ctx context.Context, ir *itemRun, ok bool, reason s
 		return "", err
 	}
 	if err != nil {
-		return "", errors.Join(err, e.comment(ctx, ir, "failed", "cadre finished the work but could not publish it: "+oneLine(err.Error())))
+		return "", both(err, e.comment(ctx, ir, "failed", "cadre finished the work but could not publish it: "+oneLine(err.Error())))
 	}
 	msg := "cadre finished this issue"
 	if url != "" {

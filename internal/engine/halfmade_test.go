@@ -81,12 +81,12 @@ func TestWorktreeCutOffWhileMadeResumes(t *testing.T) {
 				return err
 			}
 			defer s.Close()
-			// The item's tree is made by Begin, or for the runner workflow
+			// The item's tree is made by Begin, or for the stage pipeline
 			// by its first stage: either is cut off making it.
 			bctx, cancel := context.WithCancel(ctx)
 			go cut(cancel)
 			b, err := s.Begin(bctx)
-			if err == nil && b.Workflow == workflow.RunnerWorkflow {
+			if err == nil && b.Workflow == workflow.PipelineWorkflow {
 				lim := workflow.Limits{AuditPassRating: b.Limits.AuditPassRating, MaxAttempts: b.Limits.MaxAttempts, EscalateBelowConfidence: b.Limits.EscalateBelowConfidence}
 				st, d := workflow.Next(lim, workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
 				_, err = s.Stage(bctx, st, d)

@@ -150,7 +150,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 // workflow.Drive from state s and its decision d; pipeline performs the
 // effects.
 func (e *Engine) runPipeline(ctx context.Context, ir *itemRun, s workflow.State, d workflow.Decision) (itemOutcome, error) {
-	lim := e.runnerLimits()
+	lim := e.pipelineLimits()
 	s, d, err := workflow.Drive(ctx, lim, &pipeline{e: e, ir: ir}, s, d)
 	if err != nil {
 		return e.pipelineFailed(ctx, ir, s, err)
@@ -446,7 +446,7 @@ func (e *pausedError) Error() string { return e.reason }
 
 // firstRole names the role an item's workflow starts with.
 func (e *Engine) firstRole(name, stage string) string {
-	if name == workflow.RunnerWorkflow {
+	if name == workflow.PipelineWorkflow {
 		return workflow.StageRole(stage)
 	}
 	if d, ok := e.d.Workflows.Get(name); ok {
@@ -466,7 +466,7 @@ func (e *Engine) workflowOf(opts Options, t *taskfile.Task) string {
 	case t.Workflow != "":
 		return t.Workflow
 	}
-	return workflow.RunnerWorkflow
+	return workflow.PipelineWorkflow
 }
 
 // stepSandbox is the run's sandbox policy for one step, reporting each

@@ -48,7 +48,7 @@ func TestUncurableStepErrorsArePermanent(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		st, d := workflow.Next(e.eng.runnerLimits(), workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
+		st, d := workflow.Next(e.eng.pipelineLimits(), workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
 		_, err = s2.Stage(ctx, st, d)
 		if !errors.Is(err, ErrPermanent) || err.Error() != want {
 			t.Errorf("stage without its task file: %v, want %q, permanent", err, want)

@@ -17,7 +17,7 @@ var stagePhases = map[string]int{workflow.StagePlan: 2, workflow.StageCode: 3, w
 // it defines them.
 func (e *Engine) phaseNumber(wf, phase string) int {
 	switch {
-	case wf == workflow.RunnerWorkflow:
+	case wf == workflow.PipelineWorkflow:
 		return stagePhases[phase]
 	case wf == "cadre" && cadrePhases[phase] > 0:
 		return cadrePhases[phase]

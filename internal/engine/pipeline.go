@@ -30,7 +30,7 @@ import (
 // item that halted the run), so the halt reaches workers that do not see
 // the file. Resuming the run removes it.
 
-// Staged is a runner-workflow step's outcome, for workflow.Next.
+// Staged is a stage-pipeline step's outcome, for workflow.Next.
 type Staged struct {
 	Event workflow.Event `json:"event"`
 	// Halted: cadre stop or another item's hard stop came; the item
@@ -40,7 +40,7 @@ type Staged struct {
 
 // RunHalt is why a run's items must start no new step: an item's hard
 // stop or tampered tree failed the run (Status store.RunFailed), or a
-// runner-workflow item found the run's budget spent, which pauses the run
+// stage-pipeline item found the run's budget spent, which pauses the run
 // (store.RunPaused) as on the embedded engine. The executor tells the
 // run's other items with it, and a Driver returns it as its error so the
 // run ends with it.
@@ -51,7 +51,7 @@ type RunHalt struct {
 
 func (h *RunHalt) Error() string { return "run " + h.Status + ": " + h.Reason }
 
-// BudgetPause is a runner-workflow stage refused because the run has
+// BudgetPause is a stage-pipeline stage refused because the run has
 // spent its budget: the item pauses and, as on the embedded engine
 // (overBudget), so does the run. It wraps workflow.ErrPaused.
 type BudgetPause struct{ Reason string }
@@ -59,9 +59,9 @@ type BudgetPause struct{ Reason string }
 func (b *BudgetPause) Error() string { return b.Reason + ": " + workflow.ErrPaused.Error() }
 func (b *BudgetPause) Unwrap() error { return workflow.ErrPaused }
 
-// RunnerEnding is the runner workflow's last decision for an item, and
+// PipelineEnding is the stage pipeline's last decision for an item, and
 // the state it was made in.
-type RunnerEnding struct {
+type PipelineEnding struct {
 	State    workflow.State    `json:"state"`
 	Decision workflow.Decision `json:"decision"`
 }
@@ -110,12 +110,12 @@ func (s *ItemSteps) Stage(ctx context.Context, st workflow.State, d workflow.Dec
 	return Staged{Event: ev, Halted: e.runHalted(ir.run)}, nil
 }
 
-// endRunner journals how a runner-workflow item ended, as the embedded
+// endPipeline journals how a stage-pipeline item ended, as the embedded
 // engine's item loop does: completed and committed, failed (which halts
 // the run), stopped, or paused.
-func (s *ItemSteps) endRunner(ctx context.Context, end Ending) (itemOutcome, error) {
+func (s *ItemSteps) endPipeline(ctx context.Context, end Ending) (itemOutcome, error) {
 	e, ir := s.e, s.ir
-	st, d := end.Runner.State, end.Runner.Decision
+	st, d := end.Pipeline.State, end.Pipeline.Decision
 	switch {
 	case end.Stopped:
 		return e.stopItem(ctx, ir, st, workflow.Decision{Kind: workflow.Stopped, Reason: "cancelled"})

@@ -17,7 +17,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
-// twoWorkers is a Driver that runs the runner workflow as the Temporal
+// twoWorkers is a Driver that runs the stage pipeline as the Temporal
 // item workflow does (workflow.Next deciding, Begin, Stage and End acting)
 // with its steps alternating between two "workers": each keeps the items
 // it opened, as a worker process does, so a step finds what it last did
@@ -88,7 +88,7 @@ func (w *twoWorkers) drive(t *testing.T) Driver {
 		// The end runs where the last stage did: that worker last wrote
 		// the stage the item ends in, before the other's step since.
 		st := w.open(ctx, t, n%2, run, it.ID)
-		end.Runner = &RunnerEnding{State: s, Decision: d}
+		end.Pipeline = &PipelineEnding{State: s, Decision: d}
 		ended, err := st.End(ctx, end)
 		if err != nil {
 			return err
@@ -107,7 +107,7 @@ func (w *twoWorkers) drive(t *testing.T) Driver {
 	}
 }
 
-// A runner-workflow item that finds the budget spent pauses the run, as
+// A stage-pipeline item that finds the budget spent pauses the run, as
 // on the embedded engine: its end reports the run's halt, which its
 // driver returns, and an item stopped by that halt (the executor told it)
 // ends with it too. The run pauses with the budget's reason whichever
@@ -143,7 +143,7 @@ func TestItemStepsBudgetPauseHaltsTheRun(t *testing.T) {
 		lim := workflow.Limits{AuditPassRating: 8, MaxAttempts: 2}
 		s0, _ := workflow.Next(lim, workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Stop})
 		s1, d := workflow.Next(lim, s0, workflow.Event{Kind: workflow.Start})
-		ended, err := st.End(ctx, Ending{Runner: &RunnerEnding{State: s1, Decision: d}, Halted: h})
+		ended, err := st.End(ctx, Ending{Pipeline: &PipelineEnding{State: s1, Decision: d}, Halted: h})
 		if err != nil {
 			return err
 		}
@@ -168,7 +168,7 @@ func TestItemStepsBudgetPauseHaltsTheRun(t *testing.T) {
 	}
 }
 
-// The runner workflow's effects through ItemSteps, each step in the other
+// The stage pipeline's effects through ItemSteps, each step in the other
 // worker than the one before: the task files end as on the embedded
 // engine (stage, attempts, the review), each task is committed once on its
 // branch, and the run completes.
@@ -347,9 +347,9 @@ func TestItemStepsStageRefusedAfterStop(t *testing.T) {
 		if err := RequestStop(e.eng.StateDir(), run); err != nil {
 			return err
 		}
-		st, d := workflow.Next(e.eng.runnerLimits(), workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
+		st, d := workflow.Next(e.eng.pipelineLimits(), workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
 		_, staged = s.Stage(ctx, st, d)
-		_, err = s.End(ctx, Ending{Runner: &RunnerEnding{State: st, Decision: workflow.Decision{Kind: workflow.Stopped, Reason: "stopped by request"}}})
+		_, err = s.End(ctx, Ending{Pipeline: &PipelineEnding{State: st, Decision: workflow.Decision{Kind: workflow.Stopped, Reason: "stopped by request"}}})
 		return err
 	})
 	if err != nil {

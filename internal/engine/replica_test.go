@@ -168,7 +168,7 @@ func roundTrip(t *testing.T, v, out any) int {
 	return len(data)
 }
 
-// drive is the runner workflow as the Temporal item workflow runs it
+// drive is the stage pipeline as the Temporal item workflow runs it
 // (twoWorkers.drive), each call through step.
 func (r *replicated) drive(ctx context.Context, run string, it store.Item) error {
 	var b Begun
@@ -185,7 +185,7 @@ func (r *replicated) drive(ctx context.Context, run string, it store.Item) error
 		s, d = workflow.Next(lim, s, got.Event)
 	}
 	return r.step(ctx, run, it.ID, func(st *ItemSteps) error {
-		_, err := st.End(ctx, Ending{Runner: &RunnerEnding{State: s, Decision: d}})
+		_, err := st.End(ctx, Ending{Pipeline: &PipelineEnding{State: s, Decision: d}})
 		return err
 	})
 }

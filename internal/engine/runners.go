@@ -48,7 +48,7 @@ func (e *Engine) runnerFor(opts Options, roleName string) (name, model, from str
 // as the targets load.)
 func (e *Engine) checkWorkflows(opts Options) error {
 	w := e.d.Config.Defaults.Workflow
-	if _, ok := e.d.Workflows.Get(w); ok || opts.Workflow != "" || w == workflow.RunnerWorkflow {
+	if _, ok := e.d.Workflows.Get(w); ok || opts.Workflow != "" || w == workflow.PipelineWorkflow {
 		return nil
 	}
 	return fmt.Errorf("%w: %s: unknown workflow %q (available: runner, %s)", ErrPreflight, e.d.Config.Where("defaults.workflow"), w,

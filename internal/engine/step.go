@@ -29,7 +29,7 @@ type agentSpec struct {
 	Visit           int            // nth invocation of the role for the item (0: Attempt)
 	Work            *workflow.Work // a reviewer's: the work it reviews
 	Inputs          []string
-	Review          string // runner workflow: the rejecting audit the coder addresses
+	Review          string // stage pipeline: the rejecting audit the coder addresses
 	Note            string // hand-off note (judge's discrepancy, human feedback)
 	Signature       string
 	TaskID          string         // context file taskId
@@ -190,7 +190,7 @@ func (e *Engine) runStep(ctx context.Context, sr *stepRun) (asked, error) {
 		return asked{}, journalErr(ir.it.ID, err)
 	}
 	sr.base = event.Event{Stage: sp.Phase, Phase: sp.Phase, Role: sp.Role, Step: sp.ID, Runner: sr.runnerName, Model: sr.model}
-	if sp.Workflow != workflow.RunnerWorkflow {
+	if sp.Workflow != workflow.PipelineWorkflow {
 		sr.base.Stage = ""
 	}
 	ev := sr.base
@@ -206,7 +206,7 @@ func (e *Engine) runStep(ctx context.Context, sr *stepRun) (asked, error) {
 	if errors.As(err, &te) {
 		sr.rec.Error = te.msg
 		if jerr := e.failStep(ctx, sr.rec, nil); jerr != nil {
-			return asked{}, errors.Join(err, jerr) // the journal refused the failure too
+			return asked{}, both(err, jerr) // the journal refused the failure too
 		}
 		ev := sr.base
 		ev.Type, ev.Error = event.StepFailed, te.msg
@@ -236,7 +236,7 @@ func (e *Engine) invocation(ctx context.Context, sr *stepRun) runner.Invocation 
 }
 
 // settleStep journals the finish of a step whose agent exited, and
-// announces it. A completed audit of the runner workflow writes its
+// announces it. A completed audit of the stage pipeline writes its
 // rating to the task file first; a completed step then joins the item's
 // cycle and review record.
 func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentOut, error) {
@@ -245,7 +245,7 @@ func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentO
 	if got.failure != "" {
 		return e.settleFailed(ctx, sr, got)
 	}
-	if sp.Role == workflow.RoleAuditor && sp.Workflow == workflow.RunnerWorkflow && sig.Rating != nil {
+	if sp.Role == workflow.RoleAuditor && sp.Workflow == workflow.PipelineWorkflow && sig.Rating != nil {
 		accepted := workflow.Rejection(sp.Role, sig, e.passRating(sp)) == ""
 		if err := ir.board.flush(); err != nil {
 			return agentOut{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
@@ -301,10 +301,10 @@ func (e *Engine) settleFailed(ctx context.Context, sr *stepRun, got asked) (agen
 	return out, nil
 }
 
-// step runs one step of the runner workflow and turns its outcome into the
+// step runs one step of the stage pipeline and turns its outcome into the
 // state machine's event.
 func (e *Engine) step(ctx context.Context, ir *itemRun, s workflow.State, st workflow.Step) (workflow.Event, error) {
-	out, err := e.agentStep(ctx, ir, agentSpec{ID: st.ID, Role: st.Role, Phase: st.Stage, Workflow: workflow.RunnerWorkflow,
+	out, err := e.agentStep(ctx, ir, agentSpec{ID: st.ID, Role: st.Role, Phase: st.Stage, Workflow: workflow.PipelineWorkflow,
 		Attempt: st.Attempt, Inputs: st.Inputs, Review: st.Review, Note: st.Note, TaskID: ir.it.ID,
 		Payload: map[string]any{"stage": st.Stage, "attempts": s.Attempts}})
 	if err != nil {

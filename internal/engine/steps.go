@@ -128,7 +128,7 @@ type Begun struct {
 	Limits   workflow.FlowLimits `json:"limits"`
 	Status   string              `json:"status,omitempty"` // store.ItemFailed or store.ItemSkipped
 	Reason   string              `json:"reason,omitempty"`
-	// The runner workflow's: the item's stage and attempts as the run
+	// The stage pipeline's: the item's stage and attempts as the run
 	// first saw them (workflow.Initial), and whether the run halted or
 	// was asked to stop before the item began.
 	Stage    string `json:"stage,omitempty"`
@@ -301,13 +301,13 @@ func (s *ItemSteps) Warn(msg string) {
 // Ending is how an item's workflow ended, for End.
 type Ending struct {
 	Result workflow.Result `json:"result"`
-	// Runner, for the runner workflow, is its last decision (Result is
+	// Runner, for the stage pipeline, is its last decision (Result is
 	// the interpreter's, unused then).
-	Runner   *RunnerEnding `json:"runner,omitempty"`
-	Paused   string        `json:"paused,omitempty"`   // it waits (a runner's quota)
-	Tampered string        `json:"tampered,omitempty"` // a step found the tree tampered with
-	Stopped  bool          `json:"stopped,omitempty"`  // cancelled (cadre stop)
-	// Budget: Paused is the runner workflow's budget (BudgetPause),
+	Pipeline *PipelineEnding `json:"runner,omitempty"`
+	Paused   string          `json:"paused,omitempty"`   // it waits (a runner's quota)
+	Tampered string          `json:"tampered,omitempty"` // a step found the tree tampered with
+	Stopped  bool            `json:"stopped,omitempty"`  // cancelled (cadre stop)
+	// Budget: Paused is the stage pipeline's budget (BudgetPause),
 	// which pauses the whole run.
 	Budget bool `json:"budget,omitempty"`
 	// Halted is another item's halt of the run that this item obeyed
@@ -330,8 +330,8 @@ type Ended struct {
 // engine does, publishing its branch and pull request when it completed.
 func (s *ItemSteps) End(ctx context.Context, end Ending) (Ended, error) {
 	e, ir := s.e, s.ir
-	if end.Runner != nil {
-		out, err := s.endRunner(ctx, end)
+	if end.Pipeline != nil {
+		out, err := s.endPipeline(ctx, end)
 		if err != nil {
 			return Ended{}, err
 		}
@@ -403,8 +403,8 @@ func (s *ItemSteps) ended(ctx context.Context, out itemOutcome) (Ended, error) {
 	return ended, nil
 }
 
-// runnerLimits are cadre.yaml's limits as the runner workflow takes them.
-func (e *Engine) runnerLimits() workflow.Limits {
+// pipelineLimits are cadre.yaml's limits as the stage pipeline takes them.
+func (e *Engine) pipelineLimits() workflow.Limits {
 	lim := e.d.Config.Limits
 	return workflow.Limits{AuditPassRating: lim.AuditPassRating, MaxAttempts: lim.MaxAttempts, EscalateBelowConfidence: lim.EscalateBelowConfidence}
 }

@@ -77,7 +77,7 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 // checkTargetOptions refuses a --workflow that names no workflow (runner
 // aside) and a --column that names no stage.
 func (e *Engine) checkTargetOptions(opts Options) error {
-	if w := opts.Workflow; w != "" && w != workflow.RunnerWorkflow {
+	if w := opts.Workflow; w != "" && w != workflow.PipelineWorkflow {
 		if _, ok := e.d.Workflows.Get(w); !ok {
 			return fmt.Errorf("%w: --workflow %s: unknown workflow (available: runner, %s)", ErrPreflight, w, strings.Join(e.d.Workflows.Names(), ", "))
 		}
@@ -190,7 +190,7 @@ func (e *Engine) loadTaskFiles(paths []string, opts Options) ([]*taskfile.Task, 
 			return nil, fmt.Errorf("%w: task id %q is used by both %s and %s: rename one", ErrPreflight, t.ID, prev, abs)
 		}
 		seen[t.ID] = abs
-		if w := t.Workflow; w != "" && w != workflow.RunnerWorkflow && opts.Workflow == "" {
+		if w := t.Workflow; w != "" && w != workflow.PipelineWorkflow && opts.Workflow == "" {
 			if _, ok := e.d.Workflows.Get(w); !ok {
 				return nil, fmt.Errorf("%w: %s: workflow %q is unknown (available: runner, %s)", ErrPreflight, relErr(errors.New(abs), e.d.Root), w, strings.Join(e.d.Workflows.Names(), ", "))
 			}

@@ -107,7 +107,18 @@ func (e *Engine) finishStep(ctx context.Context, rec store.Step) error {
 func (e *Engine) failStep(ctx context.Context, rec store.Step, cause error) error {
 	rec.Status = store.StepFailed
 	if err := e.finishStep(context.WithoutCancel(ctx), rec); err != nil {
-		return errors.Join(cause, err)
+		return both(cause, err)
 	}
 	return cause
+}
+
+// both is err and then also, on one line, either nil; it wraps both.
+func both(err, also error) error {
+	switch {
+	case err == nil:
+		return also
+	case also == nil:
+		return err
+	}
+	return fmt.Errorf("%w; %w", err, also)
 }

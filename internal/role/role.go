@@ -50,7 +50,7 @@ type Data struct {
 	Automated   bool // the engine owns the task file: the agent reports by signal only
 
 	Workflow string // the workflow the step belongs to
-	Phase    string // the phase (cadre workflow) or stage (runner workflow)
+	Phase    string // the phase (cadre workflow) or stage (stage pipeline)
 	// Body is the item's own text (issue body and comments, task file body):
 	// untrusted data, rendered only through the "untrusted" partial, fenced
 	// and labelled, and only when Inline is set or there is no TaskFile.

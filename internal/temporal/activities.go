@@ -349,7 +349,7 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (StepResult, er
 	return res, fits(in.ItemRef, in.Call.ID, res, err)
 }
 
-// Stage performs (or replays) a step of the runner workflow, heartbeating.
+// Stage performs (or replays) a step of the stage pipeline, heartbeating.
 func (a *Activities) Stage(ctx context.Context, in StageInput) (StageResult, error) {
 	s, sp, err := a.begin(ctx, in.ItemRef, in.Decision.Step.ID)
 	if err != nil {

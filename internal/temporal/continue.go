@@ -65,7 +65,7 @@ type Carry struct {
 	Visits   map[string]int          `json:"visits,omitempty"`
 	Warnings []string                `json:"warnings,omitempty"`
 
-	// The runner workflow's: its state and the decision to carry out
+	// The stage pipeline's: its state and the decision to carry out
 	// next, and whether the run halted.
 	State    *flow.State    `json:"state,omitempty"`
 	Decision *flow.Decision `json:"decision,omitempty"`

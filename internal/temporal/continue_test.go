@@ -102,7 +102,7 @@ func TestContinueAsNewEndsAsOneRun(t *testing.T) {
 		{"fan-out", func() *fakeSteps { return &fakeSteps{workflow: "fanout"} }, true},
 		{"review loop", func() *fakeSteps { return &fakeSteps{workflow: "standard", agent: reviewed} }, false},
 		{"runner workflow", func() *fakeSteps {
-			return &fakeSteps{workflow: flow.RunnerWorkflow, stage: flow.StagePlan, staged: runnerStage(4, 5, 9)}
+			return &fakeSteps{workflow: flow.PipelineWorkflow, stage: flow.StagePlan, staged: runnerStage(4, 5, 9)}
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,7 +167,7 @@ func TestContinueAsNewCarriesSignals(t *testing.T) {
 		}
 	}
 
-	f := &fakeSteps{workflow: flow.RunnerWorkflow, stage: flow.StagePlan}
+	f := &fakeSteps{workflow: flow.PipelineWorkflow, stage: flow.StagePlan}
 	f.staged = signalling(SignalApprove, Approval{Approved: true, Note: "sent early"}, lowCoder)
 	ended, runs := continuing(t, f, lim, input, started)
 	if runs < 2 {
@@ -180,7 +180,7 @@ func TestContinueAsNewCarriesSignals(t *testing.T) {
 		t.Errorf("answers journaled %+v, want the approval sent before the question", f.answers)
 	}
 
-	f = &fakeSteps{workflow: flow.RunnerWorkflow, stage: flow.StagePlan}
+	f = &fakeSteps{workflow: flow.PipelineWorkflow, stage: flow.StagePlan}
 	f.staged = signalling(SignalStop, nil, runnerStage(9))
 	ended, runs = continuing(t, f, lim, input, started)
 	if runs != 1 {

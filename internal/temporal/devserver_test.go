@@ -158,7 +158,7 @@ var recordedLimits = HistoryLimits{Events: 12, Bytes: 1 << 30}
 // first run is recorded (the continue-as-new marker, then the workflow
 // continued as new).
 func testContinueAsNew(t *testing.T, c client.Client) {
-	f := &fakeSteps{workflow: flow.RunnerWorkflow, stage: flow.StagePlan, staged: runnerStage(4, 9)}
+	f := &fakeSteps{workflow: flow.PipelineWorkflow, stage: flow.StagePlan, staged: runnerStage(4, 9)}
 	wf := testWorkflows(t)
 	wf.History = recordedLimits
 	serveWith(t, c, "continue", f, "", nil, wf)

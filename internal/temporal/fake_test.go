@@ -32,7 +32,7 @@ type fakeSteps struct {
 	// with.
 	beginning func(ctx context.Context) error
 
-	// The runner workflow's: the item's first stage and attempts, and
+	// The stage pipeline's: the item's first stage and attempts, and
 	// what each stage's step gives (nil: runnerStage).
 	stage    string
 	attempts int
@@ -130,7 +130,7 @@ func (f *fakeSteps) End(ctx context.Context, in EndInput) (EndResult, error) {
 }
 
 // end1 journals the item's end as the engine's End does, halting the run
-// as it does: a runner-workflow hard stop or budget pause, a tampered
+// as it does: a stage-pipeline hard stop or budget pause, a tampered
 // tree, and an item stopped by another's halt ends with that halt.
 func (f *fakeSteps) end1(in EndInput) (engine.Ended, error) {
 	f.log("end")
@@ -139,7 +139,7 @@ func (f *fakeSteps) end1(in EndInput) (engine.Ended, error) {
 	f.mu.Unlock()
 	end := in.Ending
 	ended := engine.Ended{Status: end.Result.Status, Reason: end.Result.Reason}
-	r := end.Runner
+	r := end.Pipeline
 	switch {
 	case end.Stopped || (r != nil && end.Paused == "" && end.Tampered == "" && r.Decision.Kind == flow.Stopped):
 		ended = engine.Ended{Status: "stopped"}

@@ -54,7 +54,7 @@ func TestHardStopSignalsTheRunsOtherItems(t *testing.T) {
 	var s signals
 	s.mock(t, env)
 	ended := runItem(t, env, input)
-	reason := lastRunner(t, f).Decision.Reason
+	reason := lastPipeline(t, f).Decision.Reason
 	if ended.Status != "failed" || ended.Halt != "failed" || reason == "" {
 		t.Fatalf("result %+v (reason %q), want failed halting the run", ended, reason)
 	}
@@ -65,7 +65,7 @@ func TestHardStopSignalsTheRunsOtherItems(t *testing.T) {
 	}
 }
 
-// The runner workflow's budget pauses the run as on the embedded engine:
+// The stage pipeline's budget pauses the run as on the embedded engine:
 // the item pauses and tells the others the run paused; a runner's quota
 // pauses the item alone.
 func TestBudgetPauseSignalsTheRunsOtherItems(t *testing.T) {
@@ -126,7 +126,7 @@ func TestHaltSignalStopsAnItemWhoseWorkerSeesNoHaltFile(t *testing.T) {
 		{"declarative", &fakeSteps{workflow: "simple", agent: func(ctx context.Context, in AgentInput) (flow.Outcome, error) {
 			return flow.Outcome{Output: "done"}, slow(ctx)
 		}}, []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "end"}},
-		{"runner", &fakeSteps{workflow: flow.RunnerWorkflow, stage: flow.StageCode, staged: func(ctx context.Context, in StageInput) (engine.Staged, error) {
+		{"runner", &fakeSteps{workflow: flow.PipelineWorkflow, stage: flow.StageCode, staged: func(ctx context.Context, in StageInput) (engine.Staged, error) {
 			if err := slow(ctx); err != nil {
 				return engine.Staged{}, err
 			}
@@ -149,7 +149,7 @@ func TestHaltSignalStopsAnItemWhoseWorkerSeesNoHaltFile(t *testing.T) {
 			if len(tc.f.ends) != 1 || tc.f.ends[0].Halted == nil || *tc.f.ends[0].Halted != h {
 				t.Fatalf("endings %+v, want one carrying the halt", tc.f.ends)
 			}
-			if r := tc.f.ends[0].Runner; r != nil && r.Decision.Kind != flow.Stopped {
+			if r := tc.f.ends[0].Pipeline; r != nil && r.Decision.Kind != flow.Stopped {
 				t.Errorf("runner ending %+v, want stopped", r)
 			}
 			if want := (engine.Ended{Status: "stopped", Halt: "failed", HaltReason: h.Reason}); ended != want {
@@ -166,7 +166,7 @@ func TestHaltSignalEndsAWaitForAHuman(t *testing.T) {
 	h := engine.RunHalt{Status: "paused", Reason: "budget reached"}
 	for _, f := range []*fakeSteps{
 		{workflow: "simple", agent: lowConfidence},
-		{workflow: flow.RunnerWorkflow, stage: flow.StageCode, staged: func(ctx context.Context, in StageInput) (engine.Staged, error) {
+		{workflow: flow.PipelineWorkflow, stage: flow.StageCode, staged: func(ctx context.Context, in StageInput) (engine.Staged, error) {
 			got, err := runnerStage(9)(ctx, in)
 			c := 1
 			got.Event.Signal.Confidence = &c

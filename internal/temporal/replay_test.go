@@ -18,7 +18,7 @@ import (
 // --workflow-id <id> --output json` after a run with the script runner:
 //   - history-simple.json: the simple workflow, one agent step and its
 //     commit;
-//   - history-runner.json: the runner workflow (a plain task file, no
+//   - history-runner.json: the stage pipeline (a plain task file, no
 //     workflow: key) from stage plan, its first audit rated 4 and its
 //     second 9 (audit_pass_rating 8): planner, coder, auditor, coder,
 //     auditor, then the end that commits. The repository, cadre.yaml and
@@ -38,7 +38,7 @@ import (
 //     version marker), which workers of today's code must still replay;
 //   - history-remote.json: the run of TestTemporalRemoteUncommittedWorkMoves
 //     (internal/cli; the history written out after the run with the same
-//     command): a runner-workflow item on two workers in clones of their
+//     command): a stage-pipeline item on two workers in clones of their
 //     own, the run's starter its home. Each worker's first step is cold
 //     (an export from the home, then the step again with the snapshot),
 //     every step's batch is applied home, the audit's worker is killed:
@@ -62,7 +62,7 @@ import (
 //     same test recorded by the code before that version (the workflow
 //     ending cancelled, its item not journaled stopped);
 //   - history-continued.json: written by TestDevServer too, the first run
-//     of a runner-workflow item whose history reached recordedLimits: the
+//     of a stage-pipeline item whose history reached recordedLimits: the
 //     continue-as-new marker, then the workflow continued as new. It
 //     replays with those limits (every worker of a queue has the same).
 //

@@ -16,23 +16,23 @@ import (
 )
 
 func runnerSteps(stage string, attempts int) *fakeSteps {
-	return &fakeSteps{workflow: flow.RunnerWorkflow, stage: stage, attempts: attempts}
+	return &fakeSteps{workflow: flow.PipelineWorkflow, stage: stage, attempts: attempts}
 }
 
-// lastRunner is the runner workflow's last decision, as End got it.
-func lastRunner(t *testing.T, f *fakeSteps) engine.RunnerEnding {
+// lastPipeline is the stage pipeline's last decision, as End got it.
+func lastPipeline(t *testing.T, f *fakeSteps) engine.PipelineEnding {
 	t.Helper()
-	if len(f.ends) != 1 || f.ends[0].Runner == nil {
+	if len(f.ends) != 1 || f.ends[0].Pipeline == nil {
 		t.Fatalf("endings %+v, want one of the runner workflow", f.ends)
 	}
-	return *f.ends[0].Runner
+	return *f.ends[0].Pipeline
 }
 
-// The runner workflow on Temporal is workflow.Next's: a task starting at
+// The stage pipeline on Temporal is workflow.Next's: a task starting at
 // plan goes planner → coder → auditor, a rejected audit sends the coder
 // back with the auditor's review, the next audit passes, and the item's
 // end is the Complete decision (its commit) with the attempt counted.
-func TestRunnerWorkflowRunsTheStagePipeline(t *testing.T) {
+func TestPipelineRunsTheStages(t *testing.T) {
 	f := runnerSteps(flow.StagePlan, 0)
 	f.staged = runnerStage(5, 9)
 	env := newEnv(t, f)
@@ -47,7 +47,7 @@ func TestRunnerWorkflowRunsTheStagePipeline(t *testing.T) {
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	end := lastRunner(t, f)
+	end := lastPipeline(t, f)
 	if end.Decision.Kind != flow.Complete || end.State.Stage != flow.StageCompleted || end.State.Attempts != 1 {
 		t.Errorf("ending %+v, want complete after one failed attempt", end)
 	}
@@ -64,7 +64,7 @@ func TestRunnerWorkflowRunsTheStagePipeline(t *testing.T) {
 // The same decisions as the embedded engine's item loop: every stage's
 // step and the final decision equal what workflow.Next gives for the same
 // events, so the two executors cannot drift apart.
-func TestRunnerWorkflowDecidesAsNext(t *testing.T) {
+func TestPipelineDecidesAsNext(t *testing.T) {
 	f := runnerSteps(flow.StageCode, 0)
 	f.staged = runnerStage(3)
 	env := newEnv(t, f)
@@ -86,7 +86,7 @@ func TestRunnerWorkflowDecidesAsNext(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stages (-embedded +temporal):\n%s", diff)
 	}
-	end := lastRunner(t, f)
+	end := lastPipeline(t, f)
 	if diff := cmp.Diff(d, end.Decision); diff != "" {
 		t.Errorf("final decision (-embedded +temporal):\n%s", diff)
 	}
@@ -112,7 +112,7 @@ func TestRunnerHaltFromAnotherItemStopsBeforeTheNextStage(t *testing.T) {
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	if end := lastRunner(t, f); end.Decision.Kind != flow.Stopped || !end.State.Stopping {
+	if end := lastPipeline(t, f); end.Decision.Kind != flow.Stopped || !end.State.Stopping {
 		t.Errorf("ending %+v, want stopped", end)
 	}
 }
@@ -126,7 +126,7 @@ func TestRunnerHaltedBeforeBeginRunsNothing(t *testing.T) {
 	if diff := cmp.Diff([]string{"begin r1/t1", "end"}, f.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	if end := lastRunner(t, f); end.Decision.Kind != flow.Stopped {
+	if end := lastPipeline(t, f); end.Decision.Kind != flow.Stopped {
 		t.Errorf("ending %+v, want stopped", end)
 	}
 }
@@ -157,7 +157,7 @@ func TestRunnerStopSignalLetsTheStageFinish(t *testing.T) {
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	if end := lastRunner(t, f); end.Decision.Kind != flow.Stopped {
+	if end := lastPipeline(t, f); end.Decision.Kind != flow.Stopped {
 		t.Errorf("ending %+v, want stopped", end)
 	}
 }
@@ -179,7 +179,7 @@ func TestRunnerCancelStopsTheRunningStage(t *testing.T) {
 	if err := env.GetWorkflowError(); !temporal.IsCanceledError(err) {
 		t.Fatalf("workflow error %v, want cancelled", err)
 	}
-	if len(f.ends) != 1 || !f.ends[0].Stopped || f.ends[0].Runner == nil {
+	if len(f.ends) != 1 || !f.ends[0].Stopped || f.ends[0].Pipeline == nil {
 		t.Errorf("endings %+v, want one stopped runner ending", f.ends)
 	}
 }
@@ -206,7 +206,7 @@ func TestRunnerApproveSignalAnswersAnEscalation(t *testing.T) {
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	if end := lastRunner(t, f); end.Decision.Kind != flow.Complete {
+	if end := lastPipeline(t, f); end.Decision.Kind != flow.Complete {
 		t.Errorf("ending %+v, want complete", end)
 	}
 }
@@ -231,7 +231,7 @@ func TestRunnerStageFailures(t *testing.T) {
 	env = newEnv(t, f)
 	env.OnActivity(ActStage, mockAny, mockAny).Return(StageResult{}, temporal.NewApplicationError("journal unreachable", "io"))
 	runItem(t, env, input)
-	if end := lastRunner(t, f); end.Decision.Kind != flow.HardStop || !strings.Contains(end.Decision.Reason, "journal unreachable") {
+	if end := lastPipeline(t, f); end.Decision.Kind != flow.HardStop || !strings.Contains(end.Decision.Reason, "journal unreachable") {
 		t.Errorf("ending %+v, want a hard stop saying why", end)
 	}
 }
@@ -254,7 +254,7 @@ func TestRunnerRefusedStageStopsTheItem(t *testing.T) {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 	end := f.ends[len(f.ends)-1]
-	if end.Runner == nil || end.Runner.Decision.Kind != flow.Stopped || end.Paused != "" || end.Stopped {
+	if end.Pipeline == nil || end.Pipeline.Decision.Kind != flow.Stopped || end.Paused != "" || end.Stopped {
 		t.Errorf("ending %+v, want the runner's stopped decision", end)
 	}
 }

@@ -1,8 +1,8 @@
 // Package temporal runs cadre's workflows on Temporal: one Temporal
 // workflow per item runs the same decision code as the embedded engine
 // (internal/workflow: the interpreter of declarative workflows, or the
-// runner workflow's workflow.Next), and each of its effects (an agent
-// step, an action, a stage of the runner workflow, journaling a question
+// stage pipeline's workflow.Next), and each of its effects (an agent
+// step, an action, a stage of the stage pipeline, journaling a question
 // to a human, the item's end) is an activity that
 // calls the embedded engine's own effect code (engine.ItemSteps) against
 // the shared journal. One implementation of the state machine, two
@@ -52,7 +52,7 @@ const (
 	// or another item's hard stop (the run's halt file) having come; the
 	// item ends stopped, as on the stop signal.
 	ErrTypeStopping = "stopping"
-	// ErrTypeBudget: a runner-workflow stage found the run's budget
+	// ErrTypeBudget: a stage-pipeline stage found the run's budget
 	// spent (engine.BudgetPause); the item pauses and so does the run.
 	ErrTypeBudget = "budget"
 	// ErrTypeSetup: the step failed on the setup of the repository or
@@ -138,7 +138,7 @@ type ActionInput struct {
 	Call flow.ActionCall `json:"call"`
 }
 
-// StageInput is a step of the runner workflow: the decision workflow.Next
+// StageInput is a step of the stage pipeline: the decision workflow.Next
 // made in state State.
 type StageInput struct {
 	ItemRef

@@ -64,8 +64,8 @@ func (w *Workflows) item(ctx workflow.Context, x *exec) (engine.Ended, error) {
 	}
 	x.begun = &begun
 	x.items = begun.Items
-	if begun.Workflow == flow.RunnerWorkflow {
-		return x.runner(ctx, begun)
+	if begun.Workflow == flow.PipelineWorkflow {
+		return x.pipeline(ctx, begun)
 	}
 	def, ok := w.Defs.Get(begun.Workflow)
 	if !ok {
@@ -176,7 +176,7 @@ type exec struct {
 
 	stopping bool            // cadre stop, or another item's halt, asked for no new step
 	halt     *engine.RunHalt // the other item's halt, when that was it
-	budget   bool            // paused is the runner workflow's budget: the run pauses
+	budget   bool            // paused is the stage pipeline's budget: the run pauses
 	items    []string        // the run's items, to tell of this one's halt
 
 	// The item's journal on workers elsewhere (home.go): who made each
@@ -202,7 +202,7 @@ type exec struct {
 	noContinue bool
 	live       int
 	begun      *engine.Begun
-	halted     bool // the runner workflow's: the run halted
+	halted     bool // the stage pipeline's: the run halted
 	carried    *Carry
 	done       map[string]flow.Outcome
 	answered   map[string]flow.Answer
@@ -492,7 +492,7 @@ func (x *exec) end(ctx workflow.Context, e engine.Ending) (engine.Ended, error) 
 // item's hard stop as a stage reports them) reaches workflow.Next as a
 // Stop event before its next decision: the running step finishes and no
 // new stage starts.
-func (x *exec) runner(ctx workflow.Context, b engine.Begun) (engine.Ended, error) {
+func (x *exec) pipeline(ctx workflow.Context, b engine.Begun) (engine.Ended, error) {
 	if err := workflow.SetQueryHandler(ctx, QueryPending, x.pendingCalls); err != nil {
 		return engine.Ended{}, err
 	}
@@ -515,10 +515,10 @@ func (x *exec) runner(ctx workflow.Context, b engine.Begun) (engine.Ended, error
 		// The history is large: the next run takes up from this decision.
 		return x.continueAsNew(ctx, &s, &d)
 	case err != nil:
-		return x.runnerFailed(ctx, s, err)
+		return x.pipelineFailed(ctx, s, err)
 	}
 	// Complete, HardStop or Stopped: the item's end says which.
-	return x.end(ctx, engine.Ending{Runner: &engine.RunnerEnding{State: s, Decision: d}})
+	return x.end(ctx, engine.Ending{Pipeline: &engine.PipelineEnding{State: s, Decision: d}})
 }
 
 // Stopping says whether the item starts no new stage: the stop signal,
@@ -547,12 +547,12 @@ func (x *exec) Ask(ctx context.Context, _ flow.State, d flow.Decision) (flow.Ans
 	return x.Human(ctx, d.Human)
 }
 
-// runnerFailed ends a runner-workflow item whose step or question failed:
+// pipelineFailed ends a stage-pipeline item whose step or question failed:
 // cancelled (cadre stop --now), stopped while it waited for a human,
 // paused (a quota), its tree tampered with, or a step failing past its
 // retries, which is a hard stop.
-func (x *exec) runnerFailed(ctx workflow.Context, s flow.State, err error) (engine.Ended, error) {
-	end := engine.Ending{Runner: &engine.RunnerEnding{State: s}}
+func (x *exec) pipelineFailed(ctx workflow.Context, s flow.State, err error) (engine.Ended, error) {
+	end := engine.Ending{Pipeline: &engine.PipelineEnding{State: s}}
 	switch {
 	case ctx.Err() != nil:
 		end.Stopped = true
@@ -562,13 +562,13 @@ func (x *exec) runnerFailed(ctx workflow.Context, s flow.State, err error) (engi
 		}
 		return engine.Ended{}, ctx.Err()
 	case x.stopping && errors.Is(err, errStopping):
-		end.Runner.Decision = flow.Decision{Kind: flow.Stopped, Reason: "stopped while waiting for a human"}
+		end.Pipeline.Decision = flow.Decision{Kind: flow.Stopped, Reason: "stopped while waiting for a human"}
 		return x.end(ctx, end)
 	}
 	if errors.Is(x.stepErr(err), errStopping) {
 		// The stage was refused: cadre stop (its stop file) or another
 		// item's hard stop (the halt file) came since the last stage.
-		end.Runner.Decision = flow.Decision{Kind: flow.Stopped, Reason: "stopped by request"}
+		end.Pipeline.Decision = flow.Decision{Kind: flow.Stopped, Reason: "stopped by request"}
 		return x.end(ctx, end)
 	}
 	switch {
@@ -577,7 +577,7 @@ func (x *exec) runnerFailed(ctx workflow.Context, s flow.State, err error) (engi
 	case x.paused != "":
 		end.Paused, end.Budget = x.paused, x.budget
 	default:
-		end.Runner.Decision = flow.Decision{Kind: flow.HardStop, Reason: why(err)}
+		end.Pipeline.Decision = flow.Decision{Kind: flow.HardStop, Reason: why(err)}
 	}
 	return x.end(ctx, end)
 }

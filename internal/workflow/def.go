@@ -154,16 +154,16 @@ func (r *Registry) add(file, source string, data []byte) error {
 	if d.Name != stem {
 		return fmt.Errorf("%s: name %q must match the file name %q", source, d.Name, stem)
 	}
-	if d.Name == RunnerWorkflow {
-		return fmt.Errorf("%s: %q is the task-file stage pipeline and cannot be redefined", source, RunnerWorkflow)
+	if d.Name == PipelineWorkflow {
+		return fmt.Errorf("%s: %q is the task-file stage pipeline and cannot be redefined", source, PipelineWorkflow)
 	}
 	d.Source = source
 	r.defs[d.Name] = &d
 	return nil
 }
 
-// RunnerWorkflow is the stage pipeline's name on the wire (Next decides it).
-const RunnerWorkflow = "runner"
+// PipelineWorkflow is the stage pipeline's name on the wire (Next decides it).
+const PipelineWorkflow = "runner"
 
 // Get returns the named workflow.
 func (r *Registry) Get(name string) (*Def, bool) {

@@ -19,21 +19,21 @@ const (
 	StageFailed    = "failed"
 )
 
-// Roles of the runner workflow.
+// Roles of the stage pipeline.
 const (
 	RolePlanner = "planner"
 	RoleCoder   = "coder"
 	RoleAuditor = "auditor"
 )
 
-// Limits are the knobs of the runner workflow (cadre.yaml limits).
+// Limits are the knobs of the stage pipeline (cadre.yaml limits).
 type Limits struct {
 	AuditPassRating         int // rating at or above which an audit passes
 	MaxAttempts             int // audit failures that hard-stop the run
 	EscalateBelowConfidence int // a Confidence below this asks a human
 }
 
-// State is one item's position in the runner workflow.
+// State is one item's position in the stage pipeline.
 type State struct {
 	Item     string
 	Stage    string
@@ -150,7 +150,7 @@ func Initial(item, stage string, attempts int) State {
 	return State{Item: item, Stage: stage, Attempts: attempts}
 }
 
-// Next applies one event to the state of the runner workflow. It never
+// Next applies one event to the state of the stage pipeline. It never
 // mutates s; the returned State is the new one.
 func Next(lim Limits, s State, ev Event) (State, Decision) {
 	s.Inputs = append([]string(nil), s.Inputs...)

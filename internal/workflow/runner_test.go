@@ -227,8 +227,8 @@ func TestAuditorResultGates(t *testing.T) {
 	}
 }
 
-// The confidence escalation holds in the runner workflow too.
-func TestRunnerWorkflowEscalates(t *testing.T) {
+// The confidence escalation holds in the stage pipeline too.
+func TestPipelineEscalates(t *testing.T) {
 	elim := Limits{AuditPassRating: 8, MaxAttempts: 2, EscalateBelowConfidence: 5}
 	coding := State{Item: "t", Stage: StageCode, Visits: [3]int{0, 1, 0}}
 	ask := func(sig signal.Signal) (State, Decision) {

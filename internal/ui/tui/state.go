@@ -164,7 +164,7 @@ func (s *state) apply(e event.Event) {
 }
 
 // parseTaskStarted reads an item's title and workflow from its taskStarted
-// event: the runner workflow's carries the stage and the title; a
+// event: the stage pipeline's carries the stage and the title; a
 // declarative workflow's says "Title (workflow)".
 func parseTaskStarted(e event.Event) (title, workflow string) {
 	if e.Stage != "" {

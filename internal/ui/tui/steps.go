@@ -32,12 +32,12 @@ func countNodes(nodes []workflow.Node) int {
 }
 
 // StepsFunc returns the expected step count of an item by its workflow and
-// the stage it started from, for Config.Steps: the runner workflow runs
+// the stage it started from, for Config.Steps: the stage pipeline runs
 // one step per remaining stage; a declarative workflow its StepCount. An
 // unknown workflow gives 0 (the bar then grows with the steps seen).
 func StepsFunc(flows *workflow.Registry) func(name, stage string) int {
 	return func(name, stage string) int {
-		if name == workflow.RunnerWorkflow {
+		if name == workflow.PipelineWorkflow {
 			return len(workflow.Remaining(stage))
 		}
 		if flows == nil {
