@@ -58,8 +58,8 @@ func (e *Engine) publishedPR(ctx context.Context, ir *itemRun) publishRecord {
 }
 
 // archiveCycle archives the item's cycle log when the item ends (or pauses
-// incomplete). An item with a pull request is archived under it, as seed
-// 002 names archives: <pr>_<pr-title-slug>.md; any other under the time and
+// incomplete). An item with a pull request is archived under it,
+// <pr>_<pr-title-slug>.md, so the record is found from the PR; any other under the time and
 // its own title. A failure to archive is a warning: the archive is a record,
 // and the item's outcome stands without it.
 func (e *Engine) archiveCycle(ctx context.Context, ir *itemRun, now time.Time, suffix string) {

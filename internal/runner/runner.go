@@ -45,7 +45,7 @@ type Invocation struct {
 	// or alone into the resumed Session, which holds the prompt already.
 	Followup    string
 	Dir         string // working tree the agent works in
-	ContextPath string // SPEC §6 context file
+	ContextPath string // the step's context file (docs/workflows.md#context-files)
 	OutputPath  string // where the agent may write its Markdown result
 	LogPath     string // raw transcript of the process
 	Model       string

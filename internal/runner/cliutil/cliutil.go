@@ -297,7 +297,7 @@ func OpenLog(path string) (*os.File, error) {
 	return f, nil
 }
 
-// Vars are the variables of SPEC §9's exec runner that every agent gets, so
+// Vars are the exec runner's CADRE_* variables, which every agent gets, so
 // its shell tools can find the step's files, and inv.GitConfig for its git. The map is the caller's to add
 // to.
 func Vars(inv runner.Invocation) map[string]string {

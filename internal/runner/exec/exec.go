@@ -1,6 +1,6 @@
 // Package exec is the runner for any command: the prompt goes to its stdin,
-// its stdout is the agent's reply, and the CADRE_* variables of SPEC §9 say
-// where the context and output files are.
+// its stdout is the agent's reply, and the CADRE_* variables (docs/runners.md)
+// say where the context and output files are.
 package exec
 
 import (

@@ -360,7 +360,8 @@ func apply(ctx context.Context, inv runner.Invocation, a Action, log *strings.Bu
 	}
 }
 
-// format writes the block in SPEC §5's form.
+// format writes the block as agents write it: a ### SIGNAL BLOCK heading
+// and one "- Key: value" line per field.
 func (s Signal) format(role string) string {
 	return "\n" + signal.Format(signal.Signal{Agent: role, Result: signal.Result(s.Result), LoopSummary: s.Summary,
 		Confidence: s.Confidence, Next: s.Next, Context: s.Context, Rating: s.Rating, Verdict: s.Verdict, Signature: s.Signature})
