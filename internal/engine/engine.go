@@ -21,6 +21,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/sandbox"
@@ -131,13 +132,9 @@ type Engine struct {
 	checkedMu sync.Mutex
 	checked   map[string]runner.Runner
 
-	// A worker's replica of the journal of truth records its items'
-	// writes (replica.go).
-	rep     replicaTap
-	repOnce sync.Once
-	// applying, when set (by tests), is called as a batch's files are
-	// about to be written.
-	applying func(store.BatchKey)
+	// The journal as a home of items run elsewhere or a worker's replica
+	// of them (replica.go).
+	rep *replica.Journal
 }
 
 // New returns an engine for d.Root, which must be a git working tree.
@@ -160,7 +157,9 @@ func New(ctx context.Context, d Deps) (*Engine, error) {
 		d.Workflows = flows
 	}
 	d.Root = repo.Dir
-	return &Engine{d: d, repo: repo, wts: workspace.NewWorktrees(repo)}, nil
+	e := &Engine{d: d, repo: repo, wts: workspace.NewWorktrees(repo)}
+	e.rep = &replica.Journal{Store: d.Store, Root: d.Root, StateDir: e.StateDir(), Bus: d.Bus}
+	return e, nil
 }
 
 // StateDir is the repository's .cadre directory.

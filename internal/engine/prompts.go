@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/safefile"
 )
 
@@ -17,7 +18,7 @@ import (
 // order the steps ran. One file appended per step rather than a file per
 // step: creating a file is the dearest thing cadre does for a step on some
 // file systems, and an append allocates nothing.
-const PromptsFile = "prompts.md"
+const PromptsFile = replica.PromptsFile
 
 // promptMark starts the header line of each prompt in PromptsFile:
 //

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -113,18 +114,18 @@ func (r *replicated) step(ctx context.Context, run, item string, fn func(*ItemSt
 	if err != nil {
 		return err
 	}
-	if have, err := rep.eng.ReplicaSeq(ctx, run, item); err != nil || have != want {
+	if have, err := rep.eng.Replica().Seq(ctx, run, item); err != nil || have != want {
 		if s := r.open[i][item]; s != nil {
 			s.Close()
 			delete(r.open[i], item)
 		}
-		snap, err := r.truth.eng.ExportItem(ctx, run, item)
+		snap, err := r.truth.eng.Replica().Export(ctx, run, item)
 		if err != nil {
 			return err
 		}
-		var got Snapshot
+		var got replica.Snapshot
 		roundTrip(r.t, snap, &got)
-		if err := rep.eng.HydrateItem(ctx, got); err != nil {
+		if err := rep.eng.Replica().Hydrate(ctx, got); err != nil {
 			return err
 		}
 		r.hydr++
@@ -145,12 +146,12 @@ func (r *replicated) step(ctx context.Context, run, item string, fn func(*ItemSt
 	if err != nil {
 		return err
 	}
-	var got Batch
+	var got replica.Batch
 	r.sizes = append(r.sizes, roundTrip(r.t, b, &got))
-	if ok, err := r.truth.eng.ApplyBatch(ctx, got); err != nil || !ok {
+	if ok, err := r.truth.eng.Replica().Apply(ctx, got); err != nil || !ok {
 		r.t.Fatalf("apply %s: %v, %v: want applied", b.BatchKey, ok, err)
 	}
-	if ok, err := r.truth.eng.ApplyBatch(ctx, got); err != nil || ok {
+	if ok, err := r.truth.eng.Replica().Apply(ctx, got); err != nil || ok {
 		r.t.Fatalf("apply %s again: %v, %v: want nothing done", b.BatchKey, ok, err)
 	}
 	return ferr
@@ -356,10 +357,10 @@ func TestReplicatedStepsJournalAsOnTheTruth(t *testing.T) {
 func TestReplicaRefusesEscapingPaths(t *testing.T) {
 	ctx := context.Background()
 	truth := newEnv(t, passAll, [2]string{"a", "code"})
-	var snap Snapshot
-	var batch Batch
+	var snap replica.Snapshot
+	var batch replica.Batch
 	_, err := truth.eng.StartWith(ctx, Options{}, func(ctx context.Context, run string, it store.Item) error {
-		s, err := truth.eng.ExportItem(ctx, run, it.ID)
+		s, err := truth.eng.Replica().Export(ctx, run, it.ID)
 		snap = s
 		if err != nil {
 			return err
@@ -383,22 +384,24 @@ func TestReplicaRefusesEscapingPaths(t *testing.T) {
 	rel, _ := filepath.Rel(itemDir(truth.root, snap.Run.ID, "a"), outside)
 	tests := []struct {
 		name string
-		snap func(*Snapshot)
+		snap func(*replica.Snapshot)
 		want string
 	}{
-		{"file", func(s *Snapshot) { s.Files = append(s.Files, File{Path: filepath.ToSlash(rel), Text: "x"}) }, "leaves its directory"},
-		{"task file ref", func(s *Snapshot) {
+		{"file", func(s *replica.Snapshot) {
+			s.Files = append(s.Files, replica.File{Path: filepath.ToSlash(rel), Text: "x"})
+		}, "leaves its directory"},
+		{"task file ref", func(s *replica.Snapshot) {
 			s.Items = append([]store.Item(nil), s.Items...)
 			s.Items[0].Ref = outside
 		}, "task file: path " + outside + " is outside"},
-		{"step output", func(s *Snapshot) {
+		{"step output", func(s *replica.Snapshot) {
 			s.Steps = append(s.Steps, store.Step{RunID: s.Run.ID, ItemID: "a", ID: "a/x", OutputPath: filepath.Join(s.Root, "tasks", "a.md")})
 		}, "step a/x: output: path"},
-		{"task content", func(s *Snapshot) { s.Task = &File{Path: "../x.md", Text: "x"} }, "is not the item's task file"},
-		{"task file in .git", func(s *Snapshot) {
+		{"task content", func(s *replica.Snapshot) { s.Task = &replica.File{Path: "../x.md", Text: "x"} }, "is not the item's task file"},
+		{"task file in .git", func(s *replica.Snapshot) {
 			s.Items = append([]store.Item(nil), s.Items...)
 			s.Items[0].Ref = filepath.Join(s.Root, ".git", "hooks", "post-checkout")
-			s.Task = &File{Path: ".git/hooks/post-checkout", Text: "#!/bin/sh\ntouch " + outside + "\n"}
+			s.Task = &replica.File{Path: ".git/hooks/post-checkout", Text: "#!/bin/sh\ntouch " + outside + "\n"}
 		}, "want a Markdown file outside .git and .cadre"},
 	}
 	for _, tt := range tests {
@@ -406,26 +409,26 @@ func TestReplicaRefusesEscapingPaths(t *testing.T) {
 			rep := replicaEnv(t, truth)
 			s := snap
 			tt.snap(&s)
-			err := rep.eng.HydrateItem(ctx, s)
+			err := rep.eng.Replica().Hydrate(ctx, s)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want containing %q", err, tt.want)
 			}
 			if _, err := os.Stat(outside); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("written outside: %v", err)
 			}
-			if _, err := rep.eng.ReplicaSeq(ctx, s.Run.ID, "a"); !errors.Is(err, store.ErrNotFound) {
+			if _, err := rep.eng.Replica().Seq(ctx, s.Run.ID, "a"); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("hydrated anyway: %v", err)
 			}
 		})
 	}
 	b := batch
-	b.Files = []File{{Path: filepath.ToSlash(rel), Text: "x"}}
-	if _, err := truth.eng.ApplyBatch(ctx, b); err == nil || !strings.Contains(err.Error(), "want a file inside the item's directory") {
+	b.Files = []replica.File{{Path: filepath.ToSlash(rel), Text: "x"}}
+	if _, err := truth.eng.Replica().Apply(ctx, b); err == nil || !strings.Contains(err.Error(), "want a file inside the item's directory") {
 		t.Errorf("batch with an escaping file: %v", err)
 	}
 	b = batch
-	b.Task = &File{Path: "../x.md", Text: "x"}
-	if _, err := truth.eng.ApplyBatch(ctx, b); err == nil || !strings.Contains(err.Error(), "is not the item's task file") {
+	b.Task = &replica.File{Path: "../x.md", Text: "x"}
+	if _, err := truth.eng.Replica().Apply(ctx, b); err == nil || !strings.Contains(err.Error(), "is not the item's task file") {
 		t.Errorf("batch with another task file: %v", err)
 	}
 	if _, err := os.Stat(outside); !errors.Is(err, os.ErrNotExist) {
@@ -553,29 +556,29 @@ func TestReplicaBatchesContinueTheHomesCopies(t *testing.T) {
 		if err := AppendPrompt(home, "other-1", "a prompt of a step on another worker"); err != nil {
 			return err
 		}
-		snap, err := truth.eng.ExportItem(ctx, run, it.ID)
+		snap, err := truth.eng.Replica().Export(ctx, run, it.ID)
 		if err != nil {
 			return err
 		}
-		var got Snapshot
+		var got replica.Snapshot
 		roundTrip(t, snap, &got)
 		is, err := hydrated(ctx, rep.eng, got)
 		if err != nil {
 			return err
 		}
 		defer is.Close()
-		take := func() map[string]File {
+		take := func() map[string]replica.File {
 			t.Helper()
 			b, err := is.TakeBatch(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var sent Batch
+			var sent replica.Batch
 			roundTrip(t, b, &sent)
-			if ok, err := truth.eng.ApplyBatch(ctx, sent); err != nil || !ok {
+			if ok, err := truth.eng.Replica().Apply(ctx, sent); err != nil || !ok {
 				t.Fatalf("apply %s: %v, %v", b.BatchKey, ok, err)
 			}
-			files := map[string]File{}
+			files := map[string]replica.File{}
 			for _, f := range b.Files {
 				files[f.Path] = f
 			}
@@ -592,7 +595,7 @@ func TestReplicaBatchesContinueTheHomesCopies(t *testing.T) {
 		// A step: the log and the cycle log grow, a long log is written.
 		write(here, "logs/x.log", "the next try\n", os.O_APPEND)
 		write(here, "current_cycle.md", "a step\n", os.O_APPEND)
-		write(here, "logs/long.log", strings.Repeat("x", maxLogBytes+10)+"\n", os.O_TRUNC)
+		write(here, "logs/long.log", strings.Repeat("x", replica.MaxLogBytes+10)+"\n", os.O_TRUNC)
 		files := take()
 		if f, ok := files["logs/x.log"]; !ok || f.At != 0 {
 			t.Errorf("a log the snapshot lacked: sent %v from %d, want whole", ok, f.At)
@@ -639,7 +642,7 @@ func TestReplicaBatchesContinueTheHomesCopies(t *testing.T) {
 		if !slices.Equal(b.Removed, []string{"outputs/gone.md"}) {
 			t.Errorf("removed %q, want the output alone", b.Removed)
 		}
-		if ok, err := truth.eng.ApplyBatch(ctx, b); err != nil || !ok {
+		if ok, err := truth.eng.Replica().Apply(ctx, b); err != nil || !ok {
 			t.Fatalf("apply %s: %v, %v", b.BatchKey, ok, err)
 		}
 		if _, err := os.Stat(filepath.Join(home, "outputs", "gone.md")); !errors.Is(err, os.ErrNotExist) {
@@ -674,11 +677,11 @@ func TestApplyBatchRacingAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var batches []Batch
+	var batches []replica.Batch
 	var run string
 	_, err = truth.eng.StartWith(ctx, Options{}, func(ctx context.Context, r string, it store.Item) error {
 		run = r
-		snap, err := truth.eng.ExportItem(ctx, run, it.ID)
+		snap, err := truth.eng.Replica().Export(ctx, run, it.ID)
 		if err != nil {
 			return err
 		}
@@ -706,7 +709,7 @@ func TestApplyBatchRacingAcrossProcesses(t *testing.T) {
 	// first process is done with both batches, or has waited long enough
 	// to be waiting on the retry.
 	paused, done := make(chan struct{}), make(chan struct{})
-	other.applying = func(k store.BatchKey) {
+	other.Replica().Applying = func(k store.BatchKey) {
 		if k.Seq == 1 {
 			close(paused)
 			select {
@@ -721,7 +724,7 @@ func TestApplyBatchRacingAcrossProcesses(t *testing.T) {
 	}
 	retry := make(chan result, 1)
 	go func() {
-		ok, err := other.ApplyBatch(ctx, batches[0])
+		ok, err := other.Replica().Apply(ctx, batches[0])
 		retry <- result{ok, err}
 	}()
 	<-paused
@@ -729,7 +732,7 @@ func TestApplyBatchRacingAcrossProcesses(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i, b := range batches {
-			first[i].ok, first[i].err = truth.eng.ApplyBatch(ctx, b)
+			first[i].ok, first[i].err = truth.eng.Replica().Apply(ctx, b)
 		}
 	}()
 	<-done
@@ -750,8 +753,8 @@ func TestApplyBatchRacingAcrossProcesses(t *testing.T) {
 }
 
 // hydrated hydrates snap in eng's journal and opens its item there.
-func hydrated(ctx context.Context, eng *Engine, snap Snapshot) (*ItemSteps, error) {
-	if err := eng.HydrateItem(ctx, snap); err != nil {
+func hydrated(ctx context.Context, eng *Engine, snap replica.Snapshot) (*ItemSteps, error) {
+	if err := eng.Replica().Hydrate(ctx, snap); err != nil {
 		return nil, err
 	}
 	return openItem(ctx, eng, snap.Run.ID, snap.Item)
@@ -764,4 +767,9 @@ func openItem(ctx context.Context, eng *Engine, run, item string) (*ItemSteps, e
 		return nil, err
 	}
 	return rs.OpenItem(ctx, item)
+}
+
+// itemDir is the directory of an item of a run under root.
+func itemDir(root, run, item string) string {
+	return filepath.Join(root, ".cadre", "runs", run, "items", item)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -83,15 +84,15 @@ type Replica interface {
 type EngineReplica struct{ Engine *engine.Engine }
 
 func (r EngineReplica) Hydrate(ctx context.Context, data json.RawMessage) error {
-	var snap engine.Snapshot
+	var snap replica.Snapshot
 	if err := json.Unmarshal(data, &snap); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	return r.Engine.HydrateItem(ctx, snap)
+	return r.Engine.Replica().Hydrate(ctx, snap)
 }
 
 func (r EngineReplica) Seq(ctx context.Context, run, item string) (int64, error) {
-	return r.Engine.ReplicaSeq(ctx, run, item)
+	return r.Engine.Replica().Seq(ctx, run, item)
 }
 
 func (r EngineReplica) Take(ctx context.Context, s *engine.ItemSteps) (json.RawMessage, error) {

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -121,7 +122,7 @@ type Sync struct {
 	// Fresh lists the workers whose replica holds every change of the
 	// item so far.
 	Fresh []string `json:"fresh,omitempty"`
-	// Snap is the item as the home journal has it (engine.ExportItem's
+	// Snap is the item as the home journal has it (replica.Journal.Export's
 	// snapshot), for a worker whose replica is not fresh.
 	Snap json.RawMessage `json:"snap,omitempty"`
 	// At is how many changes of the item Snap holds.
@@ -362,7 +363,7 @@ func (h homeSteps) Fail(ctx context.Context, in FailInput) (engine.Ended, error)
 type EngineJournal struct{ Engine *engine.Engine }
 
 func (j EngineJournal) Export(ctx context.Context, run, item string) (json.RawMessage, error) {
-	snap, err := j.Engine.ExportItem(ctx, run, item)
+	snap, err := j.Engine.Replica().Export(ctx, run, item)
 	if err != nil {
 		return nil, homeFailure(err)
 	}
@@ -371,14 +372,14 @@ func (j EngineJournal) Export(ctx context.Context, run, item string) (json.RawMe
 
 // Apply refuses a batch of another run or item than the workflow's.
 func (j EngineJournal) Apply(ctx context.Context, run, item string, data json.RawMessage) error {
-	var b engine.Batch
+	var b replica.Batch
 	if err := json.Unmarshal(data, &b); err != nil {
 		return homeFailure(fmt.Errorf("batch of item %s: %w", item, err))
 	}
 	if b.Run != run || b.Item != item {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("batch of %s/%s sent for %s/%s", b.Run, b.Item, run, item), "bad batch", nil)
 	}
-	_, err := j.Engine.ApplyBatch(ctx, b)
+	_, err := j.Engine.Replica().Apply(ctx, b)
 	return homeFailure(err)
 }
 

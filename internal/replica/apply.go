@@ -1,4 +1,4 @@
-package engine
+package replica
 
 import (
 	"bytes"
@@ -16,14 +16,14 @@ import (
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
-// HydrateItem makes this engine's journal (a replica) and its item
-// directory hold the item as snap has it, paths moved from snap.Root to
-// this repository: afterwards OpenRun and OpenItem see the item as the
-// truth does (an ItemSteps opened before is outdated: open it again),
-// and what its steps change is recorded for TakeBatch. It is idempotent.
+// Hydrate makes this journal (a replica) and its item directory hold
+// the item as snap has it, paths moved from snap.Root to this
+// repository: afterwards the engine's OpenRun and OpenItem see the item
+// as the truth does (an ItemSteps opened before is outdated: open it
+// again), and what its steps change is recorded for Take. It is idempotent.
 // A snapshot with a path leaving the directory it belongs in is refused
 // before anything is written.
-func (e *Engine) HydrateItem(ctx context.Context, snap Snapshot) error {
+func (j *Journal) Hydrate(ctx context.Context, snap Snapshot) error {
 	x := snap.ItemExport
 	run, item := x.Run.ID, x.Item
 	fail := func(err error) error { return fmt.Errorf("hydrate item %s of run %s: %w", item, run, err) }
@@ -33,29 +33,29 @@ func (e *Engine) HydrateItem(ctx context.Context, snap Snapshot) error {
 	if !filepath.IsLocal(run) || !filepath.IsLocal(item) || strings.ContainsAny(run+item, `/\`) {
 		return fail(fmt.Errorf("run or item id %q leaves the run directory", run+"/"+item))
 	}
-	dir := itemDir(e.d.Root, run, item)
-	x, task, err := rerootExport(x, snap.Root, e.d.Root, dir)
+	dir := itemDir(j.Root, run, item)
+	x, task, err := rerootExport(x, snap.Root, j.Root, dir)
 	if err != nil {
 		return fail(err)
 	}
-	writes, err := e.snapshotWrites(snap, dir, task)
+	writes, err := j.snapshotWrites(snap, dir, task)
 	if err != nil {
 		return fail(err)
 	}
-	if err := e.writeSnapshot(snap, dir, task, writes); err != nil {
+	if err := j.writeSnapshot(snap, dir, task, writes); err != nil {
 		return fail(err)
 	}
-	e.tapReplica()
+	j.startTap()
 	// The ops and files of the item's earlier steps here are the
 	// snapshot's now: the replica starts over from it.
-	p, err := e.hydratedPending(snap, dir, task)
+	p, err := j.hydratedPending(snap, dir, task)
 	if err != nil {
 		return fail(err)
 	}
-	e.rep.mu.Lock()
-	e.rep.items[itemKey{run, item}] = p
-	e.rep.mu.Unlock()
-	if err := e.d.Store.Hydrate(ctx, x); err != nil {
+	j.tap.mu.Lock()
+	j.tap.items[itemKey{run, item}] = p
+	j.tap.mu.Unlock()
+	if err := j.Store.Hydrate(ctx, x); err != nil {
 		return err
 	}
 	return nil
@@ -100,7 +100,7 @@ func rerootExport(x store.ItemExport, from, to, dir string) (store.ItemExport, s
 // snapshotWrites checks the files of snap, to go in dir (the item's
 // directory), and its task file, to go at task, and returns the files'
 // contents by path, nothing written yet.
-func (e *Engine) snapshotWrites(snap Snapshot, dir, task string) (map[string][]byte, error) {
+func (j *Journal) snapshotWrites(snap Snapshot, dir, task string) (map[string][]byte, error) {
 	writes := map[string][]byte{}
 	for _, f := range snap.Files {
 		p, err := localPath(dir, f.Path)
@@ -116,7 +116,7 @@ func (e *Engine) snapshotWrites(snap Snapshot, dir, task string) (map[string][]b
 		if task == "" || inside(dir, task) != "" {
 			return nil, fmt.Errorf("snapshot task file %q: the item has no task file outside its directory", snap.Task.Path)
 		}
-		p, err := localPath(e.d.Root, snap.Task.Path)
+		p, err := localPath(j.Root, snap.Task.Path)
 		if err != nil || p != task {
 			return nil, fmt.Errorf("snapshot task file %q is not the item's task file %s", snap.Task.Path, inside(snap.Root, exportedItem(snap.ItemExport).Ref))
 		}
@@ -131,7 +131,7 @@ func (e *Engine) snapshotWrites(snap Snapshot, dir, task string) (map[string][]b
 
 // writeSnapshot writes a snapshot's files (writes, checked by
 // snapshotWrites) into dir, and its task file at task.
-func (e *Engine) writeSnapshot(snap Snapshot, dir, task string, writes map[string][]byte) error {
+func (j *Journal) writeSnapshot(snap Snapshot, dir, task string, writes map[string][]byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (e *Engine) writeSnapshot(snap Snapshot, dir, task string, writes map[strin
 		}
 	}
 	if snap.Task != nil {
-		if err := writeTaskFile(e.d.Root, task, snap.Task.data()); err != nil {
+		if err := writeTaskFile(j.Root, task, snap.Task.data()); err != nil {
 			return err
 		}
 	}
@@ -154,7 +154,7 @@ func (e *Engine) writeSnapshot(snap Snapshot, dir, task string, writes map[strin
 // snapshot's content. A file here the snapshot lacks (a log or prompt of
 // an earlier visit of the item here) may differ from the home's copy, or
 // the home may have none: it is sent whole when a step changes it.
-func (e *Engine) hydratedPending(snap Snapshot, dir, task string) (*pending, error) {
+func (j *Journal) hydratedPending(snap Snapshot, dir, task string) (*pending, error) {
 	p := &pending{files: map[string]mark{}}
 	for _, f := range snap.Files {
 		p.files[f.Path] = markOf(f.data())
@@ -172,7 +172,7 @@ func (e *Engine) hydratedPending(snap Snapshot, dir, task string) (*pending, err
 	if snap.Task != nil {
 		p.task = markOf(snap.Task.data())
 	} else if task != "" && inside(dir, task) == "" {
-		if data, err := safefile.ReadFile(e.d.Root, task); err == nil {
+		if data, err := safefile.ReadFile(j.Root, task); err == nil {
 			p.task = markOf(data)
 		}
 	}
@@ -191,29 +191,29 @@ func writeTaskFile(root, path string, data []byte) error {
 	return writeFileAtomic(path, data)
 }
 
-// ApplyBatch applies a replica's batch to this journal (the truth): its
+// Apply applies a replica's batch to this journal (the truth): its
 // journal writes in one transaction with the record of its key, and in
 // that transaction its files into the item's directory and task file. A
 // batch applied before changes nothing and returns false. Every path is moved from b.Root to
 // this repository and refused when it would leave the item's directory.
-func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
+func (j *Journal) Apply(ctx context.Context, b Batch) (bool, error) {
 	fail := func(err error) (bool, error) { return false, fmt.Errorf("apply %s: %w", b.BatchKey, err) }
 	if !filepath.IsAbs(b.Root) {
 		return fail(errors.New("the batch names no absolute root"))
 	}
-	it, err := e.d.Store.GetItem(ctx, b.Run, b.Item)
+	it, err := j.Store.GetItem(ctx, b.Run, b.Item)
 	if err != nil {
 		return fail(err)
 	}
-	dir := itemDir(e.d.Root, b.Run, b.Item)
+	dir := itemDir(j.Root, b.Run, b.Item)
 	ops, err := store.DecodeOps(b.Ops)
 	if err != nil {
 		return fail(err)
 	}
-	if err := e.rerootOps(b, dir, ops); err != nil {
+	if err := j.rerootOps(b, dir, ops); err != nil {
 		return fail(err)
 	}
-	writes, removes, err := batchWrites(b, dir, e.d.Root, it.Ref)
+	writes, removes, err := batchWrites(b, dir, j.Root, it.Ref)
 	if err != nil {
 		return fail(err)
 	}
@@ -230,14 +230,14 @@ func (e *Engine) ApplyBatch(ctx context.Context, b Batch) (bool, error) {
 	// before the files are written would lose them, the batch counting as
 	// applied. Writing is idempotent, for a failed commit's retry (see
 	// writeBatch).
-	writeFiles := func() error { return e.writeBatch(b, dir, it.Ref, writes, removes) }
-	return e.d.Store.ApplyOps(ctx, b.BatchKey, digest, ops, writeFiles)
+	writeFiles := func() error { return j.writeBatch(b, dir, it.Ref, writes, removes) }
+	return j.Store.ApplyOps(ctx, b.BatchKey, digest, ops, writeFiles)
 }
 
 // rerootOps checks that ops, decoded from b, are all of b's item, and
 // moves the paths of their steps from b.Root to this repository, a
 // step's output refused outside dir (the item's directory).
-func (e *Engine) rerootOps(b Batch, dir string, ops []store.Op) error {
+func (j *Journal) rerootOps(b Batch, dir string, ops []store.Op) error {
 	for i, op := range ops {
 		if op.Run != b.Run || op.Item != b.Item {
 			return fmt.Errorf("op %d (%s) is of item %s of run %s", i, op.Kind, op.Item, op.Run)
@@ -245,11 +245,11 @@ func (e *Engine) rerootOps(b Batch, dir string, ops []store.Op) error {
 		if op.Step != nil {
 			st := *op.Step
 			var err error
-			if st.OutputPath, err = reroot(st.OutputPath, b.Root, e.d.Root, dir); err != nil {
+			if st.OutputPath, err = reroot(st.OutputPath, b.Root, j.Root, dir); err != nil {
 				return fmt.Errorf("op %d (%s) step %s: output: %w", i, op.Kind, st.ID, err)
 			}
-			st.Result = rerootJSON(st.Result, b.Root, e.d.Root)
-			st.Signal = rerootJSON(st.Signal, b.Root, e.d.Root)
+			st.Result = rerootJSON(st.Result, b.Root, j.Root)
+			st.Signal = rerootJSON(st.Signal, b.Root, j.Root)
 			ops[i].Step = &st
 		}
 	}
@@ -293,12 +293,12 @@ func batchWrites(b Batch, dir, root, ref string) ([]batchWrite, []string, error)
 
 // writeBatch writes a batch's files into dir (the item's directory),
 // removes the files it removed and writes its task file at ref, in the
-// transaction that claims it (see ApplyBatch). It is idempotent, for a
+// transaction that claims it (see Apply). It is idempotent, for a
 // failed commit's retry: a continuation is written from its offset, not
 // appended, and the prompts file's new end is not added twice.
-func (e *Engine) writeBatch(b Batch, dir, ref string, writes []batchWrite, removes []string) error {
-	if e.applying != nil {
-		e.applying(b.BatchKey)
+func (j *Journal) writeBatch(b Batch, dir, ref string, writes []batchWrite, removes []string) error {
+	if j.Applying != nil {
+		j.Applying(b.BatchKey)
 	}
 	for _, w := range writes {
 		data, skip, err := w.content(dir)
@@ -321,7 +321,7 @@ func (e *Engine) writeBatch(b Batch, dir, ref string, writes []batchWrite, remov
 		}
 	}
 	if b.Task != nil {
-		return writeTaskFile(e.d.Root, ref, b.Task.data())
+		return writeTaskFile(j.Root, ref, b.Task.data())
 	}
 	return nil
 }
@@ -414,4 +414,28 @@ func taskFileName(rel string) bool {
 		}
 	}
 	return strings.EqualFold(path.Ext(rel), ".md")
+}
+
+// writeFileAtomic writes path through a synced temp file and a rename: a
+// crash leaves the old or the new content.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, werr := f.Write(data)
+	if err := f.Sync(); werr == nil {
+		werr = err
+	}
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
 }
