@@ -248,7 +248,7 @@ func (c *cycleLog) archive(stateDir string, now time.Time, title string, pr int,
 		}
 		path = filepath.Join(dir, strings.TrimSuffix(name, ".md")+fmt.Sprintf("-%d.md", i))
 	}
-	return path, writeFileAtomic(path, []byte(c.b.String()))
+	return path, safefile.Replace(path, []byte(c.b.String()))
 }
 
 // ArchiveName is a cycle log's archive file name: YYYYMMDD_HHMMSS_<slug>.md, or

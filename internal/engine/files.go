@@ -4,34 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/cadre-dev/cadre/internal/safefile"
 )
-
-// writeFileAtomic writes path through a synced temp file and a rename, for
-// files people keep (archives): a crash leaves the old or the new content.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := f.Write(data)
-	if err := f.Sync(); werr == nil {
-		werr = err
-	}
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	return nil
-}
 
 // writeStepFile writes one of cadre's own step files (context, output)
 // under root, the item's step directory, never through a link an agent

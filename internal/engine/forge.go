@@ -112,7 +112,7 @@ func (e *Engine) issueTask(run string, is Issue) (*taskfile.Task, error) {
 		return nil, err
 	}
 	meta, _ := json.MarshalIndent(githubItem{Issue: is}, "", "  ")
-	if err := writeFileAtomic(filepath.Join(filepath.Dir(path), "issue.json"), meta); err != nil {
+	if err := safefile.Replace(filepath.Join(filepath.Dir(path), "issue.json"), meta); err != nil {
 		return nil, err
 	}
 	return taskfile.Load(path)
@@ -128,7 +128,7 @@ func (e *Engine) generatedTask(run, id, frontmatter, title, body string) (string
 	}
 	text := fmt.Sprintf("---\nstage: code\nworkflow: %s\n%s---\n# %s\n\n%s\n", e.d.Config.Defaults.Workflow, frontmatter, title, body)
 	path := filepath.Join(dir, id+".md")
-	return path, writeFileAtomic(path, []byte(text))
+	return path, safefile.Replace(path, []byte(text))
 }
 
 // promptTask turns cadre do's prompt into a task file under the run's

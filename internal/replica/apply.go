@@ -188,7 +188,7 @@ func writeTaskFile(root, path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("task file: %w", err)
 	}
-	return writeFileAtomic(path, data)
+	return safefile.Replace(path, data)
 }
 
 // Apply applies a replica's batch to this journal (the truth): its
@@ -414,28 +414,4 @@ func taskFileName(rel string) bool {
 		}
 	}
 	return strings.EqualFold(path.Ext(rel), ".md")
-}
-
-// writeFileAtomic writes path through a synced temp file and a rename: a
-// crash leaves the old or the new content.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, werr := f.Write(data)
-	if err := f.Sync(); werr == nil {
-		werr = err
-	}
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, werr)
-	}
-	return nil
 }

@@ -212,3 +212,29 @@ func refusal(path string, err error) error {
 	}
 	return &os.PathError{Op: "open", Path: path, Err: err}
 }
+
+// Replace writes path whole through a synced temp file beside it and a
+// rename, so a reader never sees it half written and a crash leaves the
+// old content or the new. It is for files in cadre's own directories (the
+// cycle log, archives, a replica's files), where no agent plants links.
+func Replace(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, werr := f.Write(data)
+	if err := f.Sync(); werr == nil {
+		werr = err
+	}
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, werr)
+	}
+	return nil
+}

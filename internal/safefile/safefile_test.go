@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -178,5 +179,26 @@ func TestRemoveRefusesLinks(t *testing.T) {
 	}
 	if err := Remove(root, filepath.Join(elsewhere, "x.md")); !errors.Is(err, ErrUnsafe) {
 		t.Errorf("a path outside the root: %v", err)
+	}
+}
+
+func TestReplace(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "archive.md")
+	if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Replace(p, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "new" {
+		t.Errorf("content %q, want new", got)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("the directory holds %d entries, want the file alone (no temp file left)", len(ents))
+	}
+	missing := filepath.Join(dir, "no-such-dir", "x.md")
+	if err := Replace(missing, []byte("x")); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("Replace into a missing directory: %v, want an error naming %s", err, missing)
 	}
 }
