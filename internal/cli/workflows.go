@@ -18,7 +18,7 @@ func NewCmdWorkflows(f *Factory) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(f.IO.Out, "%-10s %s\n", "runner", "Seed 001's stage pipeline for task files: planner, coder, auditor by stage; the default for task files.")
+		fmt.Fprintf(f.IO.Out, "%-10s %s\n", "runner", "The stage pipeline for task files: planner, coder, auditor by stage; the default for task files.")
 		for _, name := range flows.Names() {
 			d, _ := flows.Get(name)
 			src := ""

@@ -78,7 +78,7 @@ var Actions = map[string]string{
 	"baseline": "run the project's install/build/test/lint commands and remember which pass",
 	"checks":   "run them again; a command that passed at the baseline and fails now is a regression",
 	"commit":   "commit the item's (or the plan task's) changes in its worktree",
-	"gatekeeper": "check the last agent's work without a model (seed 003): its SIGNAL BLOCK, plan, diff " +
+	"gatekeeper": "check the last agent's work without a model: its SIGNAL BLOCK, plan, diff " +
 		"(non-empty, inside the task's files, no forbidden path) and the build/test commands; a failed check rejects it",
 	"answer": "record the triage role's direct answer as the item's result (no code change)",
 	"routed": "run the workflow the triage role chose (or its custom role sequence)",
