@@ -31,7 +31,7 @@ func NewCmdDemo(f *Factory, runF func(context.Context, *Factory, *DemoOptions) e
 		Use:   "demo [DIR]",
 		Short: "Run a self-contained demo: a sample repository, three tasks, scripted agents",
 		Long: `Create a small git repository in DIR (a new temporary directory by default) with three
-task files, and run them through the runner workflow with the deterministic script runner:
+task files, and run them through the stage pipeline with the deterministic script runner:
 one task passes its audit, one fails its first audit and passes the second, one starts in
 plan. Prints a summary table. Needs nothing but git.` + exitStatusRunning,
 		Example: `  cadre demo

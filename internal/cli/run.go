@@ -47,9 +47,9 @@ func NewCmdRun(f *Factory, runF func(context.Context, *Factory, *RunOptions) err
 	cmd := &cobra.Command{
 		Use:   "run [flags] [TARGET...]",
 		Short: "Run task files through their workflow",
-		Long: `Run task files (or directories of them) through the runner workflow: planner, coder and
-auditor by stage, with the engine owning every frontmatter change. With no TARGET, every
-task file under tasks_dir runs. GitHub issues (42, #42, owner/repo#42, or --label/--milestone/
+		Long: `Run task files (or directories of them) through the stage pipeline (workflow runner):
+planner, coder and auditor by stage, with the engine owning every frontmatter change. With
+no TARGET, every task file under tasks_dir runs. GitHub issues (42, #42, owner/repo#42, or --label/--milestone/
 --assignee queries) run defaults.workflow and end as a pushed branch and a pull request that
 closes the issue; GITHUB_TOKEN (or github.token_env, or gh auth token) gives the access.
 
