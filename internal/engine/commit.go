@@ -71,12 +71,12 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 	}
 	// A remote item's step completes once its commit is on the remote,
 	// where another worker continues from.
-	if sha, err = e.pushItem(ctx, ir, sha, mark); err != nil {
+	if sha, err = ir.remote.Push(ctx, sha, mark); err != nil {
 		return err
 	}
 	rec.Status = store.StepCompleted
 	rec.Result, _ = json.Marshal(map[string]string{"commit": sha})
-	if err := e.noteWIP(ctx, ir, &rec); err != nil {
+	if err := ir.remote.NoteWIP(ctx, &rec); err != nil {
 		return err
 	}
 	return e.finishStep(ctx, rec)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/remote"
 	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
@@ -107,10 +108,10 @@ const (
 	CrashPRCreated    = "pr-created"    // after a pull request was opened, before it is journaled
 	// CrashRemotePushed: after a remote item's step pushed its commit,
 	// before the step is journaled (see OpenOptions.Remote).
-	CrashRemotePushed = "remote-pushed"
+	CrashRemotePushed = remote.CrashPushed
 	// CrashWIPPushed: after a remote item's step pushed its uncommitted
 	// changes, before the step is journaled.
-	CrashWIPPushed = "wip-pushed"
+	CrashWIPPushed = remote.CrashWIPPushed
 )
 
 // CrashPoints lists every named crash point.

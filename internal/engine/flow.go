@@ -330,7 +330,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 	}
 	if failure != "" {
 		rec.Status, rec.Error = store.StepFailed, failure
-		if err := e.noteWIP(context.WithoutCancel(ctx), ir, &rec); err != nil {
+		if err := ir.remote.NoteWIP(context.WithoutCancel(ctx), &rec); err != nil {
 			return workflow.Outcome{}, err
 		}
 		if err := e.finishStep(context.WithoutCancel(ctx), rec); err != nil {
@@ -341,7 +341,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 	}
 	rec.Status = store.StepCompleted
 	rec.Result, _ = json.Marshal(r)
-	if err := e.noteWIP(ctx, ir, &rec); err != nil {
+	if err := ir.remote.NoteWIP(ctx, &rec); err != nil {
 		return workflow.Outcome{}, err
 	}
 	if err := e.finishStep(ctx, rec); err != nil {
@@ -415,7 +415,7 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 	mark := workspace.Mark{Step: c.ID, Run: ir.run}
 	if sha, err := fx.e.committedBefore(ctx, ir, mark, tried); err != nil || sha != "" {
 		if err == nil {
-			sha, err = fx.e.pushItem(ctx, ir, sha, mark)
+			sha, err = fx.ir.remote.Push(ctx, sha, mark)
 		}
 		return sha, err
 	}
@@ -431,7 +431,7 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 		return "", err
 	}
 	fx.e.d.Crash(CrashCommitted)
-	return fx.e.pushItem(ctx, ir, sha, mark)
+	return fx.ir.remote.Push(ctx, sha, mark)
 }
 
 // Human returns the recorded answer to an escalation, or records that the

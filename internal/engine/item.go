@@ -11,6 +11,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/remote"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -63,7 +64,7 @@ type itemRun struct {
 
 	// remote: the item's branch travels through a git remote (an
 	// executor's OpenOptions.Remote); nil for the embedded engine's runs.
-	remote *remoteItem
+	remote *remote.Item
 }
 
 // worked notes a working (not reviewing) step, for the reviewer after it.
@@ -282,7 +283,7 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 	branch := workspace.BranchName(ir.it.ID, ir.task.Title)
 	base := e.d.Config.BaseBranch
 	if ir.remote != nil {
-		if base, err = e.fetchItem(ctx, ir, branch); err != nil {
+		if base, err = ir.remote.Fetch(ctx, branch); err != nil {
 			return err
 		}
 	}
@@ -294,11 +295,11 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 	if ir.remote != nil {
 		// A worktree or branch this process kept from an earlier visit of
 		// the item is behind what other workers pushed since.
-		if _, err := e.bringUp(ctx, ir); err != nil {
+		if _, err := ir.remote.BringUp(ctx); err != nil {
 			return err
 		}
 		// What the item's last step left uncommitted, on any worker.
-		if err := e.restoreWIP(ctx, ir); err != nil {
+		if err := ir.remote.RestoreWIP(ctx); err != nil {
 			return err
 		}
 	}

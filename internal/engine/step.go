@@ -256,7 +256,7 @@ func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentO
 	}
 	sr.rec.Status = store.StepCompleted
 	sr.rec.Signal, _ = json.Marshal(sig)
-	if err := e.noteWIP(ctx, ir, &sr.rec); err != nil {
+	if err := ir.remote.NoteWIP(ctx, &sr.rec); err != nil {
 		return agentOut{}, err
 	}
 	if err := e.finishStep(ctx, sr.rec); err != nil {
@@ -281,7 +281,7 @@ func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentO
 func (e *Engine) settleFailed(ctx context.Context, sr *stepRun, got asked) (agentOut, error) {
 	ir, runnerName, failure, usage := sr.ir, sr.runnerName, got.failure, got.usage
 	sr.rec.Status, sr.rec.Error = store.StepFailed, failure
-	if err := e.noteWIP(context.WithoutCancel(ctx), ir, &sr.rec); err != nil {
+	if err := ir.remote.NoteWIP(context.WithoutCancel(ctx), &sr.rec); err != nil {
 		return agentOut{}, err
 	}
 	if err := e.finishStep(context.WithoutCancel(ctx), sr.rec); err != nil {

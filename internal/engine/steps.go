@@ -107,7 +107,7 @@ func (r *RunSteps) OpenItem(ctx context.Context, itemID string) (*ItemSteps, err
 	}
 	ir := e.newItemRun(rs, it, task)
 	if r.remote != "" {
-		ir.remote = &remoteItem{name: r.remote}
+		ir.remote = e.remoteItem(ir, r.remote)
 	}
 	// The item's steps may run in several workers: each appends to the
 	// one cycle log file, which Begin starts.
@@ -180,7 +180,7 @@ func (s *ItemSteps) provision(ctx context.Context) error {
 	}
 	if s.ready {
 		// Another worker may have continued the item since.
-		return s.e.catchUp(ctx, s.ir)
+		return s.ir.remote.CatchUp(ctx)
 	}
 	if s.ir.opts.InPlace {
 		return nil
@@ -398,7 +398,7 @@ func (s *ItemSteps) ended(ctx context.Context, out itemOutcome) (Ended, error) {
 		ended.HaltReason = out.reason
 	}
 	if it.Status == store.ItemCompleted {
-		e.dropWIP(ctx, ir)
+		ir.remote.DropWIP(ctx)
 	}
 	return ended, nil
 }

@@ -1,4 +1,4 @@
-package engine
+package remote
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
@@ -41,10 +40,10 @@ func (r *wipRec) key() string { return r.step + "\x00" + r.w.Commit }
 
 // journaled reads the item's steps in the journal: the commits of its
 // completed commit steps, and its latest WIP record (nil when none).
-func (e *Engine) journaled(ctx context.Context, ir *itemRun) (map[string]bool, *wipRec, error) {
-	steps, err := e.d.Store.ItemSteps(ctx, ir.run, ir.it.ID)
+func (it *Item) journaled(ctx context.Context) (map[string]bool, *wipRec, error) {
+	steps, err := it.d.Store.ItemSteps(ctx, it.run, it.id)
 	if err != nil {
-		return nil, nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
+		return nil, nil, fmt.Errorf("item %s: %w", it.id, err)
 	}
 	out := map[string]bool{}
 	var latest *wipRec
@@ -89,34 +88,34 @@ func stepWIP(st store.Step) *wipJSON {
 	return r.WIP
 }
 
-// noteWIP saves a remote item's uncommitted changes as the step rec
+// NoteWIP saves a remote item's uncommitted changes as the step rec
 // ends: a WIP commit pushed to the remote and recorded in rec's result,
 // or an empty WIP there for a clean tree, before the caller journals rec.
-// A failed push is a remoteError: the step is tried again.
-func (e *Engine) noteWIP(ctx context.Context, ir *itemRun, rec *store.Step) error {
-	rem := ir.remote
+// A failed push is an *Error: the step is tried again.
+func (it *Item) NoteWIP(ctx context.Context, rec *store.Step) error {
+	rem := it
 	if rem == nil || rem.branch == "" {
 		return nil // not provisioned: the tree is not the item's
 	}
-	ir.gitMu.Lock()
-	defer ir.gitMu.Unlock()
-	w, err := ir.repo.TakeWIP(ctx, fmt.Sprintf("cadre: %s's uncommitted changes after step %s", ir.it.ID, oneLine(rec.ID)))
+	it.gitMu.Lock()
+	defer it.gitMu.Unlock()
+	w, err := it.tree().TakeWIP(ctx, fmt.Sprintf("cadre: %s's uncommitted changes after step %s", it.id, oneLine(rec.ID)))
 	if err != nil {
-		return fmt.Errorf("item %s: save uncommitted changes: %w", ir.it.ID, err)
+		return fmt.Errorf("item %s: save uncommitted changes: %w", it.id, err)
 	}
 	if w.Commit != "" {
-		target, header, err := e.remoteTarget(ctx, ir)
+		target, header, err := it.target(ctx)
 		if err != nil {
-			return fmt.Errorf("item %s: %w", ir.it.ID, err)
+			return fmt.Errorf("item %s: %w", it.id, err)
 		}
-		if err := ir.repo.PushWIP(ctx, target, rem.branch, header, w.Commit); err != nil {
-			return &remoteError{fmt.Errorf("item %s: push uncommitted changes to %s: %w", ir.it.ID, rem.name, err)}
+		if err := it.tree().PushWIP(ctx, target, rem.branch, header, w.Commit); err != nil {
+			return &Error{fmt.Errorf("item %s: push uncommitted changes to %s: %w", it.id, rem.name, err)}
 		}
 	}
 	res := map[string]json.RawMessage{}
 	if len(rec.Result) > 0 {
 		if err := json.Unmarshal(rec.Result, &res); err != nil {
-			return fmt.Errorf("item %s: step %s: result: %w", ir.it.ID, rec.ID, err)
+			return fmt.Errorf("item %s: step %s: result: %w", it.id, rec.ID, err)
 		}
 	}
 	rem.mu.Lock()
@@ -131,25 +130,25 @@ func (e *Engine) noteWIP(ctx context.Context, ir *itemRun, rec *store.Step) erro
 		rem.saved = w.Tree
 	}
 	rem.mu.Unlock()
-	e.d.Crash(CrashWIPPushed)
+	it.d.Crash(CrashWIPPushed)
 	return nil
 }
 
-// restoreWIP brings a remote item's worktree, just provisioned at the
+// RestoreWIP brings a remote item's worktree, just provisioned at the
 // branch's head, to the journal's latest WIP, if any.
-func (e *Engine) restoreWIP(ctx context.Context, ir *itemRun) error {
-	if ir.remote == nil {
+func (it *Item) RestoreWIP(ctx context.Context) error {
+	if it == nil {
 		return nil
 	}
-	_, wip, err := e.journaled(ctx, ir)
+	_, wip, err := it.journaled(ctx)
 	if err != nil || wip == nil {
 		// No step recorded a WIP: there is nothing to restore, and what
 		// the tree holds is this process's own (a step it did not end).
 		return err
 	}
-	ir.gitMu.Lock()
-	defer ir.gitMu.Unlock()
-	return e.syncWIP(ctx, ir, wip)
+	it.gitMu.Lock()
+	defer it.gitMu.Unlock()
+	return it.syncWIP(ctx, wip)
 }
 
 // syncWIP makes the item's uncommitted changes those of wip (none for
@@ -158,18 +157,18 @@ func (e *Engine) restoreWIP(ctx context.Context, ir *itemRun) error {
 // commit leaves the files of other tasks out, and may have been pushed
 // by a worker that died before journaling the WIP it left): the rest are
 // restored on the head (see restoreAfter). Leftovers that are something
-// else are put aside (see putAside). The caller holds ir.gitMu.
-func (e *Engine) syncWIP(ctx context.Context, ir *itemRun, wip *wipRec) error {
-	rem := ir.remote
+// else are put aside (see putAside). The caller holds it.gitMu.
+func (it *Item) syncWIP(ctx context.Context, wip *wipRec) error {
+	rem := it
 	var w workspace.WIP
 	if wip != nil {
 		w = wip.w
 	}
 	stale := false
 	if w.Commit != "" {
-		head, err := ir.repo.Head(ctx)
+		head, err := it.tree().Head(ctx)
 		if err != nil {
-			return fmt.Errorf("item %s: %w", ir.it.ID, err)
+			return fmt.Errorf("item %s: %w", it.id, err)
 		}
 		stale = w.Base != head
 	}
@@ -177,22 +176,22 @@ func (e *Engine) syncWIP(ctx context.Context, ir *itemRun, wip *wipRec) error {
 	if stale {
 		want = "" // the tree wanted is the head's with the rest of w
 	}
-	msg := fmt.Sprintf("cadre: %s's uncommitted changes, not those another worker left after %s", ir.it.ID, stepOf(wip))
-	there, err := e.putAside(ctx, ir, msg, want)
+	msg := fmt.Sprintf("cadre: %s's uncommitted changes, not those another worker left after %s", it.id, stepOf(wip))
+	there, err := it.putAside(ctx, msg, want)
 	if err != nil {
 		return err
 	}
 	if w.Commit != "" && !there {
-		if err := e.fetchCommit(ctx, ir, w.Commit); err != nil {
+		if err := it.fetchCommit(ctx, w.Commit); err != nil {
 			return err
 		}
 		if stale {
-			err = e.restoreAfter(ctx, ir, wip)
+			err = it.restoreAfter(ctx, wip)
 		} else {
-			err = ir.repo.RestoreWIP(ctx, w.Commit)
+			err = it.tree().RestoreWIP(ctx, w.Commit)
 		}
 		if err != nil {
-			return fmt.Errorf("item %s: restore the uncommitted changes of step %s (%.12s): %w", ir.it.ID, wip.step, w.Commit, err)
+			return fmt.Errorf("item %s: restore the uncommitted changes of step %s (%.12s): %w", it.id, wip.step, w.Commit, err)
 		}
 	}
 	if wip != nil {
@@ -214,13 +213,13 @@ func (e *Engine) syncWIP(ctx context.Context, ir *itemRun, wip *wipRec) error {
 // parent, changed that they did not; its changes to paths they changed
 // are not restored (the head's stay), with a warning naming those whose
 // content differs from the WIP's.
-func (e *Engine) restoreAfter(ctx context.Context, ir *itemRun, wip *wipRec) error {
-	_, clashed, err := ir.repo.RestoreWIPAfter(ctx, wip.w)
+func (it *Item) restoreAfter(ctx context.Context, wip *wipRec) error {
+	_, clashed, err := it.tree().RestoreWIPAfter(ctx, wip.w)
 	if err != nil {
 		return err
 	}
 	if len(clashed) > 0 {
-		e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("step %s's uncommitted changes to %s are not restored: a commit of %s since changed them otherwise (git show %.12s -- PATH shows them)", wip.step, listPaths(clashed), ir.remote.branch, wip.w.Commit)})
+		it.d.Warn(it.run, it.id, fmt.Sprintf("step %s's uncommitted changes to %s are not restored: a commit of %s since changed them otherwise (git show %.12s -- PATH shows them)", wip.step, listPaths(clashed), it.branch, wip.w.Commit))
 	}
 	return nil
 }
@@ -236,11 +235,11 @@ func stepOf(wip *wipRec) string {
 // they make the tree want (then it says so). Leftovers that are the last
 // WIP this process saved or restored are in the journal and on the remote
 // and are dropped; others are put aside in the stash under msg with a warning,
-// never lost. The caller holds ir.gitMu.
-func (e *Engine) putAside(ctx context.Context, ir *itemRun, msg, want string) (bool, error) {
-	dirty, err := ir.repo.Dirty(ctx)
+// never lost. The caller holds it.gitMu.
+func (it *Item) putAside(ctx context.Context, msg, want string) (bool, error) {
+	dirty, err := it.tree().Dirty(ctx)
 	if err != nil {
-		return false, fmt.Errorf("item %s: %w", ir.it.ID, err)
+		return false, fmt.Errorf("item %s: %w", it.id, err)
 	}
 	var paths []string
 	for _, p := range dirty {
@@ -251,57 +250,57 @@ func (e *Engine) putAside(ctx context.Context, ir *itemRun, msg, want string) (b
 	if len(paths) == 0 {
 		return false, nil
 	}
-	tree, err := ir.repo.TreeOfChanges(ctx)
+	tree, err := it.tree().TreeOfChanges(ctx)
 	if err != nil {
-		return false, fmt.Errorf("item %s: %w", ir.it.ID, err)
+		return false, fmt.Errorf("item %s: %w", it.id, err)
 	}
 	if want != "" && tree == want {
 		return true, nil
 	}
-	rem := ir.remote
+	rem := it
 	rem.mu.Lock()
 	saved := rem.saved
 	rem.mu.Unlock()
 	if tree == saved {
-		if err := ir.repo.DiscardChanges(ctx); err != nil {
-			return false, fmt.Errorf("item %s: drop uncommitted changes saved before: %w", ir.it.ID, err)
+		if err := it.tree().DiscardChanges(ctx); err != nil {
+			return false, fmt.Errorf("item %s: drop uncommitted changes saved before: %w", it.id, err)
 		}
 		return false, nil
 	}
-	if err := ir.repo.SaveChanges(ctx, msg); err != nil {
-		return false, fmt.Errorf("item %s: put aside uncommitted changes: %w", ir.it.ID, err)
+	if err := it.tree().SaveChanges(ctx, msg); err != nil {
+		return false, fmt.Errorf("item %s: put aside uncommitted changes: %w", it.id, err)
 	}
-	e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("another worker continued %s: this worktree's uncommitted changes (%s) are in git stash list as %q", rem.branch, listPaths(paths), msg)})
+	it.d.Warn(it.run, it.id, fmt.Sprintf("another worker continued %s: this worktree's uncommitted changes (%s) are in git stash list as %q", rem.branch, listPaths(paths), msg))
 	return false, nil
 }
 
 // fetchCommit brings a commit of the remote by its id.
-func (e *Engine) fetchCommit(ctx context.Context, ir *itemRun, sha string) error {
-	target, header, err := e.remoteTarget(ctx, ir)
+func (it *Item) fetchCommit(ctx context.Context, sha string) error {
+	target, header, err := it.target(ctx)
 	if err != nil {
-		return fmt.Errorf("item %s: %w", ir.it.ID, err)
+		return fmt.Errorf("item %s: %w", it.id, err)
 	}
-	if err := e.repo.FetchCommit(ctx, target, header, sha); err != nil {
-		return &remoteError{fmt.Errorf("item %s: fetch uncommitted changes %.12s from %s: %w", ir.it.ID, sha, ir.remote.name, err)}
+	if err := it.d.Repo.FetchCommit(ctx, target, header, sha); err != nil {
+		return &Error{fmt.Errorf("item %s: fetch uncommitted changes %.12s from %s: %w", it.id, sha, it.name, err)}
 	}
 	return nil
 }
 
-// dropWIP deletes a completed remote item's work-in-progress ref from the
+// DropWIP deletes a completed remote item's work-in-progress ref from the
 // remote: its changes are committed, and scratch refs must not pile up in
 // the project's repository. A failure is a warning: the ref holds nothing
 // the branch lacks.
-func (e *Engine) dropWIP(ctx context.Context, ir *itemRun) {
-	rem := ir.remote
+func (it *Item) DropWIP(ctx context.Context) {
+	rem := it
 	if rem == nil || rem.branch == "" {
 		return
 	}
-	target, header, err := e.remoteTarget(ctx, ir)
+	target, header, err := it.target(ctx)
 	if err == nil {
-		err = e.repo.DeleteWIP(ctx, target, rem.branch, header)
+		err = it.d.Repo.DeleteWIP(ctx, target, rem.branch, header)
 	}
 	if err != nil {
-		e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("delete %s from %s: %v", workspace.WIPRef(rem.branch), rem.name, err)})
+		it.d.Warn(it.run, it.id, fmt.Sprintf("delete %s from %s: %v", workspace.WIPRef(rem.branch), rem.name, err))
 	}
 }
 
@@ -310,4 +309,13 @@ func listPaths(paths []string) string {
 		return strings.Join(paths[:5], ", ") + fmt.Sprintf(" and %d more", len(paths)-5)
 	}
 	return strings.Join(paths, ", ")
+}
+
+// oneLine is s on one line of at most 200 runes.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
 }
