@@ -450,7 +450,7 @@ func (e *Engine) askHuman(ctx context.Context, ir *itemRun, c workflow.HumanCall
 		var r actionResult
 		json.Unmarshal(rec.Result, &r)
 		ans := workflow.Answer{Approved: r.Approved != nil && *r.Approved, Note: r.Note}
-		ir.cycle.human(c, ans)
+		ir.cycle.Human(c.ID, c.Reason, ans.Approved, ans.Note)
 		return ans, nil
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/cyclelog"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/sandbox"
@@ -50,7 +51,7 @@ type itemRun struct {
 	dir      string        // its directory
 	outDir   string        // .cadre/runs/<run>/items/<item>
 	agents   chan struct{} // bounds this item's concurrent agent steps
-	cycle    *cycleLog     // current_cycle.md
+	cycle    *cyclelog.Log // current_cycle.md
 	board    *board        // the task file's frontmatter, written in the background
 	// boardMu serialises task-file writes of parallel steps of one item.
 	boardMu sync.Mutex
@@ -101,11 +102,11 @@ func (e *Engine) newItemRun(rs *runState, it store.Item, task *taskfile.Task) *i
 // it takes up the file another process wrote.
 func (e *Engine) startCycle(ir *itemRun, name string, shared bool) {
 	it, task := ir.it, ir.task
-	mk := newCycleLog
+	mk := cyclelog.New
 	if shared {
-		mk = sharedCycleLog
+		mk = cyclelog.NewShared
 	}
-	ir.cycle = mk(filepath.Join(ir.outDir, "current_cycle.md"), cycleID(e.StateDir(), time.Now()),
+	ir.cycle = mk(filepath.Join(ir.outDir, "current_cycle.md"), cyclelog.NextID(e.StateDir(), time.Now()),
 		task.Title, fmt.Sprintf("- stage: %s, attempts: %d\n- task file: %s", it.InitStage, it.InitAttempts, task.Path), task.Contexts,
 		e.firstRole(name, it.InitStage))
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cadre-dev/cadre/internal/cyclelog"
 	"github.com/cadre-dev/cadre/internal/eval"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
@@ -54,6 +55,11 @@ type agentOut struct {
 	failure string // non-empty when the step failed
 	paused  string // non-empty when the step could not run for now (quota)
 	usage   event.Usage
+}
+
+// cycleEntry is an agent step's entry in the item's cycle log.
+func cycleEntry(sp agentSpec, out agentOut) cyclelog.Entry {
+	return cyclelog.Entry{Step: sp.ID, Role: sp.Role, Attempt: sp.Attempt, Signature: sp.Signature, Text: out.text, Output: out.output}
 }
 
 // agentStep performs one agent step, or replays it from the journal when it
@@ -119,7 +125,7 @@ func (e *Engine) replayStep(ctx context.Context, ir *itemRun, sp agentSpec) (out
 		out.output = prev.OutputPath
 		// A later agent may have replaced this output with a link since.
 		out.text, _ = readText(ir.outDir, prev.OutputPath)
-		ir.cycle.add(sp, out)
+		ir.cycle.Add(cycleEntry(sp, out))
 		ir.worked(sp)
 		return out, true, nil
 	case err == nil:
@@ -269,7 +275,7 @@ func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentO
 	ev.Message = sig.LoopSummary
 	e.publish(ir, ev)
 	out := agentOut{sig: sig, output: sr.outPath, text: got.output, usage: usage}
-	ir.cycle.add(sp, out)
+	ir.cycle.Add(cycleEntry(sp, out))
 	e.reviewed(ctx, ir, sp, sig, got.judgement)
 	ir.worked(sp)
 	return out, nil

@@ -288,7 +288,7 @@ func (s *ItemSteps) Answer(ctx context.Context, c workflow.HumanCall, ans workfl
 			return err
 		}
 	}
-	ir.cycle.human(c, ans)
+	ir.cycle.Human(c.ID, c.Reason, ans.Approved, ans.Note)
 	return e.setItem(ctx, ir, change{status: store.ItemRunning, reason: strp(""),
 		events: []event.Event{{Type: event.ItemResumed, Message: "answered: " + c.ID}}})
 }
