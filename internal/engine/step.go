@@ -173,7 +173,7 @@ func (sr *stepRun) enter(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if err := ir.board.beginAgent(); err != nil {
+	if err := ir.board.BeginAgent(); err != nil {
 		err = fmt.Errorf("update task %s: %w", ir.it.ID, err)
 		<-ir.agents
 		return err
@@ -182,7 +182,7 @@ func (sr *stepRun) enter(ctx context.Context) error {
 }
 
 func (sr *stepRun) leave() {
-	sr.ir.board.endAgent()
+	sr.ir.board.EndAgent()
 	<-sr.ir.agents
 }
 
@@ -253,7 +253,7 @@ func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentO
 	}
 	if sp.Role == workflow.RoleAuditor && sp.Workflow == workflow.PipelineWorkflow && sig.Rating != nil {
 		accepted := workflow.Rejection(sp.Role, sig, e.passRating(sp)) == ""
-		if err := ir.board.flush(); err != nil {
+		if err := ir.board.Flush(); err != nil {
 			return agentOut{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
 		}
 		if err := taskfile.SetReview(ir.task.Path, *sig.Rating, accepted, reviewText(got.output)); err != nil {

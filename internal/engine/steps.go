@@ -118,7 +118,7 @@ func (r *RunSteps) OpenItem(ctx context.Context, itemID string) (*ItemSteps, err
 
 // Close flushes the item's task file.
 func (s *ItemSteps) Close() error {
-	return s.ir.board.close()
+	return s.ir.board.Close()
 }
 
 // Begun is how an item starts: the workflow to run with its limits, or,
