@@ -13,6 +13,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/eval"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/promptlog"
 	"github.com/cadre-dev/cadre/internal/reply"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
@@ -414,7 +415,7 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		whole := inv
 		whole.Session = ""
 		itemDir := filepath.Dir(filepath.Dir(inv.OutputPath)) // outputs/STEM.md
-		if err := AppendPrompt(itemDir, stepStem(inv.Item, inv.Step), whole.Text()); err != nil {
+		if err := promptlog.Append(itemDir, stepStem(inv.Item, inv.Step), whole.Text()); err != nil {
 			return got, err
 		}
 	}
