@@ -14,6 +14,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/ui/tui"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -229,7 +230,7 @@ func (a *runActions) runID() string {
 func (a *runActions) Stop(now bool) error {
 	run := a.runID()
 	if run == "" {
-		if r, _, ok := engine.ReadLock(a.stateDir); ok {
+		if r, _, ok := runlock.Read(a.stateDir); ok {
 			run = r
 		}
 	}

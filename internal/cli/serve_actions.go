@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/ui/web"
 )
@@ -71,7 +72,7 @@ func (a *boardActions) Approve(ctx context.Context, run, item string, approved b
 // Stop asks the active run to start no new step; a run --serve waiting
 // for approvals stops waiting.
 func (a *boardActions) Stop(ctx context.Context, run string) error {
-	active, _, ok := engine.ReadLock(stateDirOf(a.ws))
+	active, _, ok := runlock.Read(stateDirOf(a.ws))
 	// A run on Temporal is stopped through its workflows, also once the
 	// process that started it is gone, as cadre stop does.
 	if _, onTemporal, err := a.f.stopOnTemporal(ctx, a.st, stateDirOf(a.ws), run, ok && active == run, false); onTemporal || err != nil {
@@ -114,7 +115,7 @@ func (a *boardActions) watch(ctx context.Context) error {
 		case <-a.wake:
 		case <-t.C:
 		}
-		if _, _, active := engine.ReadLock(stateDirOf(a.ws)); active {
+		if _, _, active := runlock.Read(stateDirOf(a.ws)); active {
 			continue // that process goes on with the answers itself, or exits first
 		}
 		a.mu.Lock()

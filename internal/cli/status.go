@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
@@ -96,7 +97,7 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	active, _, _ := engine.ReadLock(filepath.Join(root, workspace.StateDir))
+	active, _, _ := runlock.Read(filepath.Join(root, workspace.StateDir))
 	end := sum.Updated
 	if active == id {
 		end = time.Now()

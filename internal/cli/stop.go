@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -52,7 +53,7 @@ func runStop(ctx context.Context, f *Factory, opts *StopOptions) error {
 		return err
 	}
 	stateDir := filepath.Join(root, workspace.StateDir)
-	run, pid, active := engine.ReadLock(stateDir)
+	run, pid, active := runlock.Read(stateDir)
 	if active && opts.Run != "" && opts.Run != run {
 		return usageErr(fmt.Errorf("run %s is not active (the active run is %s)", opts.Run, run))
 	}

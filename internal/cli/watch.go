@@ -14,6 +14,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/ui/tui"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -80,7 +81,7 @@ func followJournal(ctx context.Context, st *store.Store, stateDir, run string, e
 		// in batches that can trail the lock's release: the run is over
 		// once its runCompleted is read, or a poll after the release
 		// finds nothing new (a killed run never says runCompleted).
-		active, _, _ := engine.ReadLock(stateDir)
+		active, _, _ := runlock.Read(stateDir)
 		released := active != run
 		evs, next, err := st.Events(ctx, run, seq)
 		if err == nil {
@@ -143,7 +144,7 @@ type watchActions struct {
 }
 
 func (a *watchActions) Stop(now bool) error {
-	active, pid, ok := engine.ReadLock(a.stateDir)
+	active, pid, ok := runlock.Read(a.stateDir)
 	// A run on Temporal is stopped through its workflows, also once the
 	// process that started it is gone, as cadre stop does.
 	if _, onTemporal, err := a.f.stopOnTemporal(context.Background(), a.st, a.stateDir, a.run, ok && active == a.run, now); onTemporal || err != nil {

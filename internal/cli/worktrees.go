@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
@@ -86,7 +87,7 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 		return nil
 	}
 	stateDir := filepath.Join(ws.root, workspace.StateDir)
-	if run, pid, active := engine.ReadLock(stateDir); active {
+	if run, pid, active := runlock.Read(stateDir); active {
 		return usageErr(fmt.Errorf("run %s (pid %d) is active and may be using its worktrees: stop it first", run, pid))
 	}
 	if hasJournal(ws.root) {

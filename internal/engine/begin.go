@@ -84,10 +84,10 @@ func (e *Engine) begin(ctx context.Context, ir *itemRun, loadErr error, provisio
 		}
 		b.def = def
 	}
-	if ir.cycle.shared {
+	if ir.cycle.Shared() {
 		// Begun again (a retried Begin, a resumed run): its replayed
 		// steps append again.
-		ir.cycle.reset()
+		ir.cycle.Reset()
 	}
 	if err := e.setItem(ctx, ir, change{status: store.ItemRunning, events: []event.Event{ev}}); err != nil {
 		return started{}, err

@@ -68,7 +68,7 @@ func (e *Engine) archiveCycle(ctx context.Context, ir *itemRun, now time.Time, s
 	if pr.Number > 0 && pr.Title != "" {
 		title = pr.Title
 	}
-	if _, err := ir.cycle.archive(e.StateDir(), now, title, pr.Number, suffix); err != nil {
+	if _, err := ir.cycle.Archive(e.StateDir(), now, title, pr.Number, suffix); err != nil {
 		e.publish(ir, event.Event{Type: event.Warning, Message: "archive cycle log: " + err.Error()})
 	}
 }

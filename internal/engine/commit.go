@@ -16,7 +16,7 @@ import (
 // the step's trailer (a crash after committing) is adopted, not repeated.
 func (e *Engine) commit(ctx context.Context, ir *itemRun) error {
 	// In place the task file is part of the commit: it must be current.
-	if err := ir.board.flush(); err != nil {
+	if err := ir.board.Flush(); err != nil {
 		return fmt.Errorf("update task %s: %w", ir.it.ID, err)
 	}
 	return e.commitOnce(ctx, ir, ir.it.ID+"/commit", workspace.CommitOptions{Base: e.d.Config.BaseBranch, Check: outsideLinks(ir)})
@@ -30,7 +30,7 @@ func (e *Engine) commitBoard(ctx context.Context, ir *itemRun) error {
 	if !ir.rs.opts.InPlace || ir.task == nil || ir.task.Path == "" {
 		return nil
 	}
-	if err := ir.board.flush(); err != nil {
+	if err := ir.board.Flush(); err != nil {
 		return fmt.Errorf("update task %s: %w", ir.it.ID, err)
 	}
 	abs, err := filepath.Abs(ir.task.Path)

@@ -3,12 +3,10 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/eval"
@@ -140,33 +138,6 @@ func TestPhaseNumber(t *testing.T) {
 		if got := e.phaseNumber(tt.wf, tt.phase); got != tt.want {
 			t.Errorf("phaseNumber(%s, %s) = %d, want %d", tt.wf, tt.phase, got, tt.want)
 		}
-	}
-}
-
-// TestCycleIDCountsPRArchives: the day's cycle number counts the cycles
-// archived under a pull request (whose names carry no date) as well as
-// the timestamped ones of that day, and no other day's.
-func TestCycleIDCountsPRArchives(t *testing.T) {
-	state := t.TempDir()
-	dir := filepath.Join(state, "archive")
-	os.MkdirAll(dir, 0o755)
-	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	yesterday := now.Add(-24 * time.Hour)
-	for name, mod := range map[string]time.Time{
-		"20261124_090000_a.md":        now,
-		"20261123_090000_b.md":        yesterday,
-		"7_add-login.md":              now,
-		"8_2fa-codes_failed.md":       now,
-		"5_old-work.md":               yesterday,
-		ArchiveName(now, "c", 0, ""):  now,
-		ArchiveName(now, "d", 12, ""): now,
-	} {
-		p := filepath.Join(dir, name)
-		os.WriteFile(p, []byte("# Cycle\n"), 0o644)
-		os.Chtimes(p, mod, mod)
-	}
-	if got, want := cycleID(state, now), "2026-11-24-006"; got != want {
-		t.Errorf("cycleID = %s, want %s", got, want)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/remote"
 	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/role"
+	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -239,13 +240,13 @@ func (e *Engine) create(ctx context.Context, opts Options) (runID string, releas
 	if err := e.checkDetachedTemporal(ctx, runID); err != nil {
 		return "", nil, err
 	}
-	lk, err := acquireLock(e.StateDir(), runID, e.d.PID, e.warn(runID))
+	lk, err := runlock.Acquire(e.StateDir(), runID, e.d.PID, e.warn(runID))
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
 	defer func() {
 		if err != nil {
-			lk.release()
+			lk.Release()
 		}
 	}()
 	if opts.InPlace {
@@ -276,7 +277,7 @@ func (e *Engine) create(ctx context.Context, opts Options) (runID string, releas
 	if err := e.d.Store.CreateRun(ctx, run, recs...); err != nil {
 		return "", nil, err
 	}
-	return runID, lk.release, nil
+	return runID, lk.Release, nil
 }
 
 // ResumeOverrides change a stored run's options on resume.
@@ -346,12 +347,12 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 	if err := e.checkDetachedTemporal(ctx, r.ID); err != nil {
 		return "", opts, nil, err
 	}
-	lk, err := acquireLock(e.StateDir(), r.ID, e.d.PID, e.warn(r.ID))
+	lk, err := runlock.Acquire(e.StateDir(), r.ID, e.d.PID, e.warn(r.ID))
 	if err != nil {
 		return "", opts, nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
 	os.Remove(e.stopPath(r.ID))
-	return r.ID, opts, lk.release, nil
+	return r.ID, opts, lk.Release, nil
 }
 
 // checkDetachedTemporal refuses to take over the lock of another run on
@@ -373,9 +374,9 @@ func (e *Engine) checkDetachedTemporal(ctx context.Context, self string) error {
 // the item's workflow may still run, in the run's worktrees. run is ""
 // for any other lock, or none.
 func DetachedTemporal(ctx context.Context, st *store.Store, stateDir string) (run, item string, pid int, err error) {
-	li, err := readLock(filepath.Join(stateDir, "lock"))
-	if err != nil || alive(li.PID) {
-		return "", "", 0, nil // no lock, or a live one (acquireLock refuses it itself)
+	li, err := runlock.ReadInfo(stateDir)
+	if err != nil || runlock.Alive(li.PID) {
+		return "", "", 0, nil // no lock, or a live one (runlock.Acquire refuses it itself)
 	}
 	r, opts, err := StoredRun(ctx, st, li.Run)
 	if err != nil || opts.Temporal == nil || r.Status != store.RunRunning {

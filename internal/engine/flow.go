@@ -158,7 +158,7 @@ func (e *Engine) setBoard(ir *itemRun, fields map[string]any) {
 			ir.written[k] = fmt.Sprint(v)
 		}
 	}
-	ir.board.set(set)
+	ir.board.Set(set)
 }
 
 func (e *Engine) roleExists(name string) bool {
@@ -419,7 +419,7 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 		}
 		return sha, err
 	}
-	if err := ir.board.flush(); err != nil { // in place the task file is committed too
+	if err := ir.board.Flush(); err != nil { // in place the task file is committed too
 		return "", fmt.Errorf("update task %s: %w", ir.it.ID, err)
 	}
 	msg := commitMessage(ir.task)
@@ -450,7 +450,7 @@ func (e *Engine) askHuman(ctx context.Context, ir *itemRun, c workflow.HumanCall
 		var r actionResult
 		json.Unmarshal(rec.Result, &r)
 		ans := workflow.Answer{Approved: r.Approved != nil && *r.Approved, Note: r.Note}
-		ir.cycle.human(c, ans)
+		ir.cycle.Human(c.ID, c.Reason, ans.Approved, ans.Note)
 		return ans, nil
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {

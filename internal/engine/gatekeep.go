@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cadre-dev/cadre/internal/cyclelog"
 	"github.com/cadre-dev/cadre/internal/eval"
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/signal"
@@ -85,7 +86,7 @@ func (fx *flowExec) gatekeep(ctx context.Context, c workflow.ActionCall) (signal
 	if err := writeStepFile(ir.outDir, outPath, []byte(b.String())); err != nil {
 		return signal.Signal{}, "", err
 	}
-	fx.ir.cycle.add(agentSpec{ID: c.ID, Role: "gatekeeper", Signature: fmt.Sprintf("1:%d:0", max(c.Round, 1))}, agentOut{text: b.String()})
+	fx.ir.cycle.Add(cyclelog.Entry{Step: c.ID, Role: "gatekeeper", Signature: fmt.Sprintf("1:%d:0", max(c.Round, 1)), Text: b.String()})
 	return sig, outPath, nil
 }
 

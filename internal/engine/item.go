@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/cyclelog"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/remote"
@@ -48,11 +49,11 @@ type itemRun struct {
 	// executable configuration hidden (see Engine.shield).
 	shieldMu sync.Mutex
 	shielded int
-	dir      string        // its directory
-	outDir   string        // .cadre/runs/<run>/items/<item>
-	agents   chan struct{} // bounds this item's concurrent agent steps
-	cycle    *cycleLog     // current_cycle.md
-	board    *board        // the task file's frontmatter, written in the background
+	dir      string          // its directory
+	outDir   string          // .cadre/runs/<run>/items/<item>
+	agents   chan struct{}   // bounds this item's concurrent agent steps
+	cycle    *cyclelog.Log   // current_cycle.md
+	board    *taskfile.Board // the task file's frontmatter, written in the background
 	// boardMu serialises task-file writes of parallel steps of one item.
 	boardMu sync.Mutex
 	gitMu   sync.Mutex // serialises commits in the item's tree
@@ -88,7 +89,7 @@ func strp(s string) *string { return &s }
 // its board, output directory, agent bound and trust.
 func (e *Engine) newItemRun(rs *runState, it store.Item, task *taskfile.Task) *itemRun {
 	set := rs.opts.Settings(e.d.Config)
-	ir := &itemRun{run: rs.id, rs: rs, opts: rs.opts, set: set, it: it, task: task, repo: e.repo, dir: e.d.Root, board: newBoard(task.Path, it.Source == "github"),
+	ir := &itemRun{run: rs.id, rs: rs, opts: rs.opts, set: set, it: it, task: task, repo: e.repo, dir: e.d.Root, board: taskfile.NewBoard(task.Path, it.Source == "github"),
 		outDir: filepath.Join(e.StateDir(), "runs", rs.id, "items", it.ID), written: map[string]string{},
 		agents: make(chan struct{}, set.Agents)}
 	ir.trusted = e.trustsRepo(it)
@@ -102,11 +103,11 @@ func (e *Engine) newItemRun(rs *runState, it store.Item, task *taskfile.Task) *i
 // it takes up the file another process wrote.
 func (e *Engine) startCycle(ir *itemRun, name string, shared bool) {
 	it, task := ir.it, ir.task
-	mk := newCycleLog
+	mk := cyclelog.New
 	if shared {
-		mk = sharedCycleLog
+		mk = cyclelog.NewShared
 	}
-	ir.cycle = mk(filepath.Join(ir.outDir, "current_cycle.md"), cycleID(e.StateDir(), time.Now()),
+	ir.cycle = mk(filepath.Join(ir.outDir, "current_cycle.md"), cyclelog.NextID(e.StateDir(), time.Now()),
 		task.Title, fmt.Sprintf("- stage: %s, attempts: %d\n- task file: %s", it.InitStage, it.InitAttempts, task.Path), task.Contexts,
 		e.firstRole(name, it.InitStage))
 }
@@ -122,7 +123,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 	}
 	ir := e.newItemRun(rs, it, task)
 	defer func() {
-		if err := ir.board.close(); err != nil {
+		if err := ir.board.Close(); err != nil {
 			e.d.Bus.Publish(event.Event{Run: rs.id, Item: it.ID, Type: event.Warning, Message: "update task file: " + err.Error()})
 		}
 	}()
@@ -387,7 +388,7 @@ func (e *Engine) syncFrontmatter(ctx context.Context, ir *itemRun, s workflow.St
 	if len(set) == 0 {
 		return nil
 	}
-	ir.board.set(set)
+	ir.board.Set(set)
 	return e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Stage: strp(s.Stage), Attempts: &s.Attempts})
 }
 

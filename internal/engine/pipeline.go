@@ -104,7 +104,7 @@ func (s *ItemSteps) Stage(ctx context.Context, st workflow.State, d workflow.Dec
 	}
 	// The next stage may run in another process: its frontmatter must
 	// not be overtaken by a write still queued here.
-	if err := ir.board.flush(); err != nil {
+	if err := ir.board.Flush(); err != nil {
 		return Staged{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
 	}
 	return Staged{Event: ev, Halted: e.runHalted(ir.run)}, nil

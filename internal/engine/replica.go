@@ -21,7 +21,7 @@ func (e *Engine) Replica() *replica.Journal { return e.rep }
 func (s *ItemSteps) TakeBatch(ctx context.Context) (replica.Batch, error) {
 	ir := s.ir
 	// The task file's frontmatter is written in the background.
-	if err := ir.board.flush(); err != nil {
+	if err := ir.board.Flush(); err != nil {
 		return replica.Batch{}, fmt.Errorf("take batch of item %s: %w", ir.it.ID, err)
 	}
 	return s.e.rep.Take(ctx, ir.run, ir.it.ID, ir.outDir, ir.it.Ref)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/promptlog"
 	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
@@ -306,7 +307,7 @@ func TestReplicatedStepsJournalAsOnTheTruth(t *testing.T) {
 		t.Errorf("nothing journaled: %+v", got)
 	}
 	// The files the board and later steps read are the truth's.
-	for _, f := range []string{"outputs/code-coder-1.md", "outputs/audit-auditor-2.md", "current_cycle.md", PromptsFile} {
+	for _, f := range []string{"outputs/code-coder-1.md", "outputs/audit-auditor-2.md", "current_cycle.md", promptlog.File} {
 		a, err1 := os.ReadFile(filepath.Join(itemDir(direct.root, dsum.Run, "b"), f))
 		b, err2 := os.ReadFile(filepath.Join(itemDir(truth.root, sum.Run, "b"), f))
 		if err1 != nil || err2 != nil {
@@ -317,10 +318,10 @@ func TestReplicatedStepsJournalAsOnTheTruth(t *testing.T) {
 			s := strings.ReplaceAll(strings.ReplaceAll(string(d), root, "ROOT"), run, "RUN")
 			return regexp.MustCompile(`(?m)^# Cycle: .*$`).ReplaceAllString(s, "")
 		}
-		if f == PromptsFile {
+		if f == promptlog.File {
 			// Each prompt names the repository of the worker it ran on, so
 			// the files' bytes differ; the prompts, rerooted, do not.
-			pa, pb := parsePrompts(a), parsePrompts(b)
+			pa, pb := promptlog.Parse(a), promptlog.Parse(b)
 			if len(pa) == 0 || len(pa) != len(pb) {
 				t.Errorf("%s: %d prompts replicated, %d direct", f, len(pb), len(pa))
 			}
@@ -550,10 +551,10 @@ func TestReplicaBatchesContinueTheHomesCopies(t *testing.T) {
 		write(here, "current_cycle.md", "this worker's old cycle log\n", os.O_TRUNC)
 		write(here, "logs/stale.log", "this worker's log of a step retried elsewhere\n", os.O_TRUNC)
 		write(home, "logs/stale.log", "the home's log of that step\n", os.O_TRUNC)
-		if err := AppendPrompt(here, "old-1", "an old prompt, sent home on that visit"); err != nil {
+		if err := promptlog.Append(here, "old-1", "an old prompt, sent home on that visit"); err != nil {
 			return err
 		}
-		if err := AppendPrompt(home, "other-1", "a prompt of a step on another worker"); err != nil {
+		if err := promptlog.Append(home, "other-1", "a prompt of a step on another worker"); err != nil {
 			return err
 		}
 		snap, err := truth.eng.Replica().Export(ctx, run, it.ID)
@@ -605,20 +606,20 @@ func TestReplicaBatchesContinueTheHomesCopies(t *testing.T) {
 			t.Errorf("the cycle log sent from %d, want from the snapshot's end", f.At)
 		}
 		same("current_cycle.md")
-		if _, ok := files[PromptsFile]; ok {
+		if _, ok := files[promptlog.File]; ok {
 			t.Errorf("an unchanged file was sent")
 		}
 		// The next step: the long log, sent cut, grows; a prompt is added
 		// to a prompts file the home has other prompts in.
 		write(here, "logs/long.log", "more\n", os.O_APPEND)
-		if err := AppendPrompt(here, "new-1", "the next step's prompt"); err != nil {
+		if err := promptlog.Append(here, "new-1", "the next step's prompt"); err != nil {
 			return err
 		}
 		files = take()
-		if f, ok := files[PromptsFile]; !ok || !f.Append || strings.Contains(f.Text, "old-1") {
+		if f, ok := files[promptlog.File]; !ok || !f.Append || strings.Contains(f.Text, "old-1") {
 			t.Errorf("prompts: sent %v %+v, want the new prompt alone, appended", ok, f)
 		}
-		if got, err := ReadPrompts(home); err != nil || len(got) != 2 || got["new-1"] != "the next step's prompt" || got["other-1"] == "" {
+		if got, err := promptlog.Read(home); err != nil || len(got) != 2 || got["new-1"] != "the next step's prompt" || got["other-1"] == "" {
 			t.Errorf("the home's prompts: %q %v", got, err)
 		}
 		if f, ok := files["logs/long.log"]; !ok || f.At != 0 {

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cadre-dev/cadre/internal/cyclelog"
 	"github.com/cadre-dev/cadre/internal/eval"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/promptlog"
 	"github.com/cadre-dev/cadre/internal/reply"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
@@ -54,6 +56,11 @@ type agentOut struct {
 	failure string // non-empty when the step failed
 	paused  string // non-empty when the step could not run for now (quota)
 	usage   event.Usage
+}
+
+// cycleEntry is an agent step's entry in the item's cycle log.
+func cycleEntry(sp agentSpec, out agentOut) cyclelog.Entry {
+	return cyclelog.Entry{Step: sp.ID, Role: sp.Role, Attempt: sp.Attempt, Signature: sp.Signature, Text: out.text, Output: out.output}
 }
 
 // agentStep performs one agent step, or replays it from the journal when it
@@ -119,7 +126,7 @@ func (e *Engine) replayStep(ctx context.Context, ir *itemRun, sp agentSpec) (out
 		out.output = prev.OutputPath
 		// A later agent may have replaced this output with a link since.
 		out.text, _ = readText(ir.outDir, prev.OutputPath)
-		ir.cycle.add(sp, out)
+		ir.cycle.Add(cycleEntry(sp, out))
 		ir.worked(sp)
 		return out, true, nil
 	case err == nil:
@@ -167,7 +174,7 @@ func (sr *stepRun) enter(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if err := ir.board.beginAgent(); err != nil {
+	if err := ir.board.BeginAgent(); err != nil {
 		err = fmt.Errorf("update task %s: %w", ir.it.ID, err)
 		<-ir.agents
 		return err
@@ -176,7 +183,7 @@ func (sr *stepRun) enter(ctx context.Context) error {
 }
 
 func (sr *stepRun) leave() {
-	sr.ir.board.endAgent()
+	sr.ir.board.EndAgent()
 	<-sr.ir.agents
 }
 
@@ -247,7 +254,7 @@ func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentO
 	}
 	if sp.Role == workflow.RoleAuditor && sp.Workflow == workflow.PipelineWorkflow && sig.Rating != nil {
 		accepted := workflow.Rejection(sp.Role, sig, e.passRating(sp)) == ""
-		if err := ir.board.flush(); err != nil {
+		if err := ir.board.Flush(); err != nil {
 			return agentOut{}, fmt.Errorf("update task %s: %w", ir.it.ID, err)
 		}
 		if err := taskfile.SetReview(ir.task.Path, *sig.Rating, accepted, reviewText(got.output)); err != nil {
@@ -269,7 +276,7 @@ func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentO
 	ev.Message = sig.LoopSummary
 	e.publish(ir, ev)
 	out := agentOut{sig: sig, output: sr.outPath, text: got.output, usage: usage}
-	ir.cycle.add(sp, out)
+	ir.cycle.Add(cycleEntry(sp, out))
 	e.reviewed(ctx, ir, sp, sig, got.judgement)
 	ir.worked(sp)
 	return out, nil
@@ -408,7 +415,7 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		whole := inv
 		whole.Session = ""
 		itemDir := filepath.Dir(filepath.Dir(inv.OutputPath)) // outputs/STEM.md
-		if err := AppendPrompt(itemDir, stepStem(inv.Item, inv.Step), whole.Text()); err != nil {
+		if err := promptlog.Append(itemDir, stepStem(inv.Item, inv.Step), whole.Text()); err != nil {
 			return got, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cadre-dev/cadre/internal/promptlog"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/safefile"
 )
@@ -128,7 +129,7 @@ func (e *Engine) writePrompt(sr *stepRun) (out agentOut, done bool, err error) {
 	}
 	// Kept beside the step's other files: what the agent was asked is part
 	// of its record (the board shows it), instructions included.
-	if err := AppendPrompt(ir.outDir, stepStem(ir.it.ID, sp.ID), sr.prompt.Whole()); err != nil {
+	if err := promptlog.Append(ir.outDir, stepStem(ir.it.ID, sp.ID), sr.prompt.Whole()); err != nil {
 		return agentOut{}, true, err
 	}
 	return agentOut{}, false, nil

@@ -118,7 +118,7 @@ func (r *RunSteps) OpenItem(ctx context.Context, itemID string) (*ItemSteps, err
 
 // Close flushes the item's task file.
 func (s *ItemSteps) Close() error {
-	return s.ir.board.close()
+	return s.ir.board.Close()
 }
 
 // Begun is how an item starts: the workflow to run with its limits, or,
@@ -288,7 +288,7 @@ func (s *ItemSteps) Answer(ctx context.Context, c workflow.HumanCall, ans workfl
 			return err
 		}
 	}
-	ir.cycle.human(c, ans)
+	ir.cycle.Human(c.ID, c.Reason, ans.Approved, ans.Note)
 	return e.setItem(ctx, ir, change{status: store.ItemRunning, reason: strp(""),
 		events: []event.Event{{Type: event.ItemResumed, Message: "answered: " + c.ID}}})
 }

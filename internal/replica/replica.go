@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/promptlog"
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/store"
 )
@@ -66,10 +67,10 @@ import (
 const MaxLogBytes = 256 << 10
 
 // PromptsFile is the file of an item's directory that keeps what its
-// agents were asked, appended by every step (the engine's PromptsFile):
+// agents were asked, appended by every step (promptlog.File):
 // a batch carries only its new end, to go after what other workers the
 // item visited added to the truth's.
-const PromptsFile = "prompts.md"
+const PromptsFile = promptlog.File
 
 // Journal is a repository's journal as the home of items run elsewhere
 // (Export, Apply) or as a worker's replica of them (Hydrate, Take, Seq).

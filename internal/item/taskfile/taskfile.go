@@ -4,7 +4,8 @@
 // The frontmatter is the task's state (stage, attempts, last agent …) and only cadre writes it.
 // Writes go through Update and SetReview, which change just the lines they must, keep everything
 // else (unknown keys, comments, order, quoting, line endings) byte for byte, and replace the file
-// atomically so a crash never leaves a half-written task behind.
+// atomically so a crash never leaves a half-written task behind. A Board writes a running item's
+// frontmatter in the background, coalescing changes and keeping out of an agent's way.
 //
 // A UTF-8 byte order mark before the opening "---" is tolerated: it is ignored when parsing and
 // kept when writing.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/promptlog"
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/store"
 )
@@ -218,7 +219,7 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request, rp *repo) {
 			if kind == "prompt" {
 				if prompts == nil && st.OutputPath != "" {
 					// One read per item: every step's prompt is in one file.
-					if prompts, err = engine.ReadPrompts(stepDir(st.OutputPath)); err != nil {
+					if prompts, err = promptlog.Read(stepDir(st.OutputPath)); err != nil {
 						prompts = map[string]string{}
 					}
 				}
@@ -247,7 +248,7 @@ var fileKinds = []string{"prompt", "context", "output", "log"}
 // and logs/STEM.log; docs/workflows.md#context-files). The path comes from
 // the journal, never from the request.
 // The prompt is not a file of its own: it is read from the item's prompts
-// file (engine.ReadPrompts).
+// file (promptlog.Read).
 func stepFile(outPath, kind string) string {
 	if outPath == "" {
 		return ""
@@ -288,7 +289,7 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request, rp *repo) {
 		err = os.ErrNotExist
 	case kind == "prompt":
 		var prompts map[string]string
-		if prompts, err = engine.ReadPrompts(stepDir(st.OutputPath)); err == nil {
+		if prompts, err = promptlog.Read(stepDir(st.OutputPath)); err == nil {
 			text, ok := prompts[stepStem(st.OutputPath)]
 			if !ok {
 				err = os.ErrNotExist

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/promptlog"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -74,7 +74,7 @@ func TestFileServesPrompt(t *testing.T) {
 	j.step("T1", "review", "reviewer", "out", 0.1)
 	dir := filepath.Join(j.dir, "runs", j.run, "items", "T1")
 	for _, p := range []string{"first", "second"} {
-		if err := engine.AppendPrompt(dir, "code", p+" prompt"); err != nil {
+		if err := promptlog.Append(dir, "code", p+" prompt"); err != nil {
 			t.Fatal(err)
 		}
 	}

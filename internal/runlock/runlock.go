@@ -1,4 +1,7 @@
-package engine
+// Package runlock is a run's hold on a repository, .cadre/lock: one run
+// at a time works in a checkout. The lock names its run and process; a
+// lock whose process is gone is taken over.
+package runlock
 
 import (
 	"encoding/json"
@@ -13,27 +16,27 @@ import (
 // ErrLocked is wrapped when another live cadre run holds the repository.
 var ErrLocked = errors.New("another cadre run is active")
 
-// lockInfo is the content of .cadre/lock.
-type lockInfo struct {
+// Info is the content of .cadre/lock.
+type Info struct {
 	Run     string    `json:"run"`
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
 }
 
-// lock is one run's hold on a repository.
-type lock struct {
+// Lock is one run's hold on a repository.
+type Lock struct {
 	path string
-	info lockInfo
+	info Info
 }
 
-// acquireLock takes .cadre/lock for run. A lock whose process is gone is
-// taken over, and warn is told so.
-func acquireLock(stateDir, run string, pid int, warn func(string)) (*lock, error) {
+// Acquire takes .cadre/lock (the file lock in stateDir) for run. A lock
+// whose process is gone is taken over, and warn is told so.
+func Acquire(stateDir, run string, pid int, warn func(string)) (*Lock, error) {
 	path := filepath.Join(stateDir, "lock")
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", stateDir, err)
 	}
-	info := lockInfo{Run: run, PID: pid, Started: time.Now().UTC()}
+	info := Info{Run: run, PID: pid, Started: time.Now().UTC()}
 	data, _ := json.Marshal(info)
 	for range 3 {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
@@ -49,13 +52,13 @@ func acquireLock(stateDir, run string, pid int, warn func(string)) (*lock, error
 				os.Remove(path)
 				return nil, fmt.Errorf("write lock %s: %w", path, werr)
 			}
-			return &lock{path: path, info: info}, nil
+			return &Lock{path: path, info: info}, nil
 		}
 		if !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("create lock %s: %w", path, err)
 		}
-		old, rerr := readLock(path)
-		if rerr == nil && old.PID != pid && alive(old.PID) {
+		old, rerr := readFile(path)
+		if rerr == nil && old.PID != pid && Alive(old.PID) {
 			return nil, fmt.Errorf("%w: run %s (pid %d) holds %s; wait for it or run cadre stop %s", ErrLocked, old.Run, old.PID, path, old.Run)
 		}
 		if rerr == nil {
@@ -70,8 +73,8 @@ func acquireLock(stateDir, run string, pid int, warn func(string)) (*lock, error
 	return nil, fmt.Errorf("%w: could not take %s", ErrLocked, path)
 }
 
-func readLock(path string) (lockInfo, error) {
-	var li lockInfo
+func readFile(path string) (Info, error) {
+	var li Info
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return li, err
@@ -80,24 +83,30 @@ func readLock(path string) (lockInfo, error) {
 	return li, err
 }
 
-// ReadLock reports the run holding the repository's lock, if its process
+// ReadInfo reads the lock in stateDir, whether its process is alive or not.
+func ReadInfo(stateDir string) (Info, error) {
+	return readFile(filepath.Join(stateDir, "lock"))
+}
+
+// Read reports the run holding the repository's lock, if its process
 // is alive.
-func ReadLock(stateDir string) (run string, pid int, ok bool) {
-	li, err := readLock(filepath.Join(stateDir, "lock"))
-	if err != nil || !alive(li.PID) {
+func Read(stateDir string) (run string, pid int, ok bool) {
+	li, err := readFile(filepath.Join(stateDir, "lock"))
+	if err != nil || !Alive(li.PID) {
 		return "", 0, false
 	}
 	return li.Run, li.PID, true
 }
 
-// release removes the lock if it is still ours.
-func (l *lock) release() {
-	if cur, err := readLock(l.path); err == nil && cur.Run == l.info.Run && cur.PID == l.info.PID {
+// Release removes the lock if it is still ours.
+func (l *Lock) Release() {
+	if cur, err := readFile(l.path); err == nil && cur.Run == l.info.Run && cur.PID == l.info.PID {
 		os.Remove(l.path)
 	}
 }
 
-func alive(pid int) bool {
+// Alive says whether process pid exists (one of another user's counts).
+func Alive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}

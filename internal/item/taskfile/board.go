@@ -1,4 +1,4 @@
-package engine
+package taskfile
 
 import (
 	"os"
@@ -8,16 +8,14 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/cadre-dev/cadre/internal/item/taskfile"
 )
 
-// board writes an item's task-file frontmatter (stage, mode, agent,
+// Board writes an item's task-file frontmatter (stage, mode, agent,
 // attempts) from a goroutine of its own. Every write is atomic (temp file
-// and rename, taskfile.UpdateNoSync) but not fsync'd, and a step does not
+// and rename, UpdateNoSync) but not fsync'd, and a step does not
 // wait for it: the journal, not the task file, is what resume trusts, and
 // replay rewrites the file, so only an OS crash could leave a stale stage
-// there, which the resume then corrects. Writes that are still pending coalesce into one. flush waits for
+// there, which the resume then corrects. Writes that are still pending coalesce into one. Flush waits for
 // the file to be current: before a review is written into it, before it is
 // committed, and when the item ends.
 //
@@ -25,14 +23,14 @@ import (
 // so no background write happens while an agent step of the item runs: the
 // file is made current before the first agent starts (the agent sees the
 // stage it works in) and what is queued meanwhile waits for the last one to
-// end. Only an explicit flush writes while agents run.
+// end. Only an explicit Flush writes while agents run.
 //
 // A lazy board is one no agent is pointed at (a GitHub issue's task file,
 // which cadre generates under .cadre/ and never hands to the agent): it
 // writes while agents run, and waits lazyDelay after a first change for
 // others to join it, so a burst of short steps costs one write, not one
-// per step. flush and close write at once, as for any board.
-type board struct {
+// per step. Flush and Close write at once, as for any board.
+type Board struct {
 	path  string
 	lazy  bool
 	delay time.Duration // lazy boards: lazyDelay
@@ -46,13 +44,15 @@ type board struct {
 	closed  bool
 	agents  int   // agent steps running now
 	forcing int   // flushes waiting: write even while agents run
-	err     error // the first write error, reported by flush
+	err     error // the first write error, reported by Flush
 }
 
 // lazyDelay is how long a lazy board lets changes gather before writing.
 const lazyDelay = 250 * time.Millisecond
 
-func newBoard(path string, lazy bool) *board {
+// NewBoard starts the board of the task file at path; lazy for a file no
+// agent is pointed at. Close stops it.
+func NewBoard(path string, lazy bool) *Board {
 	// A process killed in the middle of an atomic write leaves its temp
 	// file beside the task file; it must not reach a commit. A live
 	// process's is left alone: another worker writing the same board, or
@@ -67,13 +67,13 @@ func newBoard(path string, lazy bool) *board {
 		}
 		os.Remove(f)
 	}
-	b := &board{path: path, lazy: lazy, delay: lazyDelay, pending: map[string]any{}}
+	b := &Board{path: path, lazy: lazy, delay: lazyDelay, pending: map[string]any{}}
 	b.cond = sync.NewCond(&b.mu)
 	go b.loop()
 	return b
 }
 
-func (b *board) loop() {
+func (b *Board) loop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for {
@@ -93,13 +93,13 @@ func (b *board) loop() {
 			t.Stop()
 			continue
 		}
-		fields := make([]taskfile.Field, 0, len(b.order))
+		fields := make([]Field, 0, len(b.order))
 		for _, k := range b.order {
-			fields = append(fields, taskfile.Field{Key: k, Value: b.pending[k]})
+			fields = append(fields, Field{Key: k, Value: b.pending[k]})
 		}
 		b.pending, b.order, b.busy = map[string]any{}, nil, true
 		b.mu.Unlock()
-		err := taskfile.UpdateNoSync(b.path, fields)
+		err := UpdateNoSync(b.path, fields)
 		b.mu.Lock()
 		b.busy = false
 		if err != nil && b.err == nil {
@@ -109,8 +109,8 @@ func (b *board) loop() {
 	}
 }
 
-// set queues fields; a later value of a key replaces a pending one.
-func (b *board) set(fields []taskfile.Field) {
+// Set queues fields; a later value of a key replaces a pending one.
+func (b *Board) Set(fields []Field) {
 	if len(fields) == 0 {
 		return
 	}
@@ -128,8 +128,8 @@ func (b *board) set(fields []taskfile.Field) {
 	b.cond.Broadcast()
 }
 
-// flush waits until every queued field is in the file.
-func (b *board) flush() error {
+// Flush waits until every queued field is in the file.
+func (b *Board) Flush() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.forcing++
@@ -141,10 +141,10 @@ func (b *board) flush() error {
 	return b.err
 }
 
-// beginAgent is called before an agent step runs: when it is the only one,
-// the file is made current first; background writes then wait for endAgent.
+// BeginAgent is called before an agent step runs: when it is the only one,
+// the file is made current first; background writes then wait for EndAgent.
 // A lazy board's file is no agent's, so neither applies to it.
-func (b *board) beginAgent() error {
+func (b *Board) BeginAgent() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.agents == 0 && !b.lazy {
@@ -156,19 +156,19 @@ func (b *board) beginAgent() error {
 	return b.err
 }
 
-// endAgent is called when an agent step has ended.
-func (b *board) endAgent() {
+// EndAgent is called when an agent step has ended.
+func (b *Board) EndAgent() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.agents--
 	b.cond.Broadcast()
 }
 
-// close flushes and stops the writer.
-func (b *board) close() error {
+// Close flushes and stops the writer.
+func (b *Board) Close() error {
 	b.mu.Lock()
 	b.closed = true
 	b.cond.Broadcast()
 	b.mu.Unlock()
-	return b.flush()
+	return b.Flush()
 }

@@ -1,6 +1,15 @@
-package engine
+// Package cyclelog keeps an item's cycle log, current_cycle.md
+// (docs/workflows.md#hand-offs-escalation-cycle-log): the goal, the starting
+// state, the context documents, then every agent's output and SIGNAL BLOCK
+// by iteration, and the humans' answers; and its archive under
+// .cadre/archive when the item ends.
+//
+// It writes the log's file and its archive only; it knows nothing of runs,
+// steps or the journal: the engine hands it plain entries.
+package cyclelog
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,41 +20,51 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/signal"
-	"github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
-// cycleLog is an item's current_cycle.md (docs/workflows.md#hand-offs-escalation-cycle-log): the goal,
-// the starting state, the context documents, then every agent's output and
-// SIGNAL BLOCK by iteration. It is rebuilt from the start on resume (replayed
-// steps append again), so it always shows the whole item.
-type cycleLog struct {
+// Log is an item's current_cycle.md. It is rebuilt from the start on
+// resume (replayed steps append again), so it always shows the whole item.
+// The methods of a nil *Log do nothing.
+type Log struct {
 	mu      sync.Mutex
 	path    string
 	b       strings.Builder
 	iter    int
-	closed  bool
 	written int // how much of b the file holds; the log only grows
 
 	// shared: the item's steps run in several processes (Temporal
-	// workers sharing the state directory), each with its own cycleLog,
+	// workers sharing the state directory), each with its own Log,
 	// so the file, not b, is the log: each entry is appended to what
 	// the file holds then, once (a step replayed after a lost worker is
 	// already there), and the archive is the file.
 	shared bool
 }
 
-// sharedCycleLog is the log of an item whose steps may run in several
-// processes: it takes up the file as it is; reset starts it.
-func sharedCycleLog(path, id, goal, state string, docs []string, next string) *cycleLog {
-	c := &cycleLog{path: path, shared: true}
+// Entry is one agent's output as the log records it.
+type Entry struct {
+	Step      string // the step id, which marks the entry in the file
+	Role      string // names the entry: "coder" is "### Coder Output"
+	Attempt   int    // the iteration, when Signature has no loop number
+	Signature string // goal:loop:step; its loop number is the iteration
+	Text      string // the agent's output
+	Output    string // the file holding the whole output
+}
+
+// NewShared is the log of an item whose steps may run in several
+// processes: it takes up the file as it is; Reset starts it.
+func NewShared(path, id, goal, state string, docs []string, next string) *Log {
+	c := &Log{path: path, shared: true}
 	c.header(id, goal, state, docs, next)
 	return c
 }
 
-// reset starts a shared log from its header (the item's workflow began,
+// Shared says whether the log is shared by several processes.
+func (c *Log) Shared() bool { return c.shared }
+
+// Reset starts a shared log from its header (the item's workflow began,
 // or began again on resume: its replayed steps append again).
-func (c *cycleLog) reset() {
+func (c *Log) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.written, c.iter = 0, 0
@@ -55,7 +74,7 @@ func (c *cycleLog) reset() {
 // sync takes up a shared log's file as another process left it, never
 // through a link planted in its place: what it reads goes into the
 // archive.
-func (c *cycleLog) sync() {
+func (c *Log) sync() {
 	if !c.shared {
 		return
 	}
@@ -76,21 +95,21 @@ func (c *cycleLog) sync() {
 var iterRE = regexp.MustCompile(`(?m)^## Iteration ([0-9]+)$`)
 
 // has says whether a shared log already holds step's entry.
-func (c *cycleLog) has(step string) bool {
+func (c *Log) has(step string) bool {
 	return c.shared && strings.Contains(c.b.String(), "<!-- step "+step+" -->\n")
 }
 
-// newCycleLog starts the log of an item with the goal, the starting state,
+// New starts the log of an item with the goal, the starting state,
 // the context documents and the Human INIT entry (1:0:0) handing the goal
 // to next, the first role.
-func newCycleLog(path, id, goal, state string, docs []string, next string) *cycleLog {
-	c := &cycleLog{path: path}
+func New(path, id, goal, state string, docs []string, next string) *Log {
+	c := &Log{path: path}
 	c.header(id, goal, state, docs, next)
 	c.flush()
 	return c
 }
 
-func (c *cycleLog) header(id, goal, state string, docs []string, next string) {
+func (c *Log) header(id, goal, state string, docs []string, next string) {
 	fmt.Fprintf(&c.b, "# Cycle: %s\n\n## Goal\n%s\n\n## Current State\n%s\n\n## Context Docs\n", id, goal, state)
 	if len(docs) == 0 {
 		c.b.WriteString("- (none)\n")
@@ -104,41 +123,42 @@ func (c *cycleLog) header(id, goal, state string, docs []string, next string) {
 		goal, oneLine(goal), titleCase(next))
 }
 
-// human appends a human's answer to an escalation.
-func (c *cycleLog) human(q workflow.HumanCall, a workflow.Answer) {
+// Human appends a human's answer to an escalation: step is the question's
+// step id, asked why it was asked.
+func (c *Log) Human(step, asked string, approved bool, note string) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.sync(); c.has(q.ID) {
+	if c.sync(); c.has(step) {
 		return
 	}
 	result, verb := signal.Pass, "approved"
-	if !a.Approved {
+	if !approved {
 		result, verb = signal.Fail, "rejected"
 	}
-	note := strings.TrimSpace(a.Note)
+	note = strings.TrimSpace(note)
 	if note == "" {
 		note = "(no note)"
 	}
 	fmt.Fprintf(&c.b, "\n### Human Output\n<!-- step %s -->\nAsked: %s\n\n%s: %s\n\n### SIGNAL BLOCK\n- Agent: Human\n- Result: %s\n"+
-		"- Loop Summary: %s\n- Confidence: 10\n- Context: %s\n", q.ID, q.Reason, verb, note, result, verb, oneLine(note))
+		"- Loop Summary: %s\n- Confidence: 10\n- Context: %s\n", step, asked, verb, note, result, verb, oneLine(note))
 	c.flush()
 }
 
-// add appends an agent's output under its iteration.
-func (c *cycleLog) add(sp agentSpec, out agentOut) {
+// Add appends an agent's output under its iteration.
+func (c *Log) Add(e Entry) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.sync(); c.has(sp.ID) {
+	if c.sync(); c.has(e.Step) {
 		return
 	}
-	iter := max(sp.Attempt, 1)
-	if r := roundOf(sp.Signature); r > 0 {
+	iter := max(e.Attempt, 1)
+	if r := roundOf(e.Signature); r > 0 {
 		iter = r
 	}
 	if iter != c.iter {
@@ -148,11 +168,11 @@ func (c *cycleLog) add(sp agentSpec, out agentOut) {
 		fmt.Fprintf(&c.b, "\n## Iteration %d\n", iter)
 		c.iter = iter
 	}
-	text := strings.TrimSpace(out.text)
+	text := strings.TrimSpace(e.Text)
 	if text == "" {
 		text = "(no output)"
 	}
-	fmt.Fprintf(&c.b, "\n### %s Output\n<!-- step %s -->\n%s\n", titleCase(sp.Role), sp.ID, cycleText(text, out.output))
+	fmt.Fprintf(&c.b, "\n### %s Output\n<!-- step %s -->\n%s\n", titleCase(e.Role), e.Step, cycleText(text, e.Output))
 	c.flush()
 }
 
@@ -199,15 +219,25 @@ func titleCase(role string) string {
 	return strings.Join(words, " ")
 }
 
+// oneLine puts s on one line of at most 200 characters, for a summary
+// field of a SIGNAL BLOCK.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
+}
+
 // flush brings the file up to date: written whole the first time (a
 // resume rebuilds the log from the start), then by appending what was
 // added, so a step costs one small append rather than truncating and
 // rewriting a log that grows with the item. A failed write is a lost
 // record, not lost work; the next flush writes the file whole again.
-func (c *cycleLog) flush() {
+func (c *Log) flush() {
 	root, all := filepath.Dir(c.path), c.b.String()
 	if c.written == 0 {
-		if writeStepFile(root, c.path, []byte(all)) == nil {
+		if writeFile(root, c.path, []byte(all)) == nil {
 			c.written = len(all)
 		}
 		return
@@ -225,9 +255,26 @@ func (c *cycleLog) flush() {
 	}
 }
 
-// archive copies the log to .cadre/archive under a timestamp-based
-// name (or PR-based when pr > 0), with suffix "" | "_incomplete" | "_failed".
-func (c *cycleLog) archive(stateDir string, now time.Time, title string, pr int, suffix string) (string, error) {
+// writeFile writes the log whole under root, the item's step directory,
+// never through a link an agent planted there. No temp file, rename or
+// fsync: the log is a record for reading, rewritten whole on resume.
+func writeFile(root, path string, data []byte) error {
+	err := safefile.WriteFile(root, path, data, 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		// The root is made on first use only: a MkdirAll before every
+		// write would stat it at every step.
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return err
+		}
+		err = safefile.WriteFile(root, path, data, 0o644)
+	}
+	return err
+}
+
+// Archive copies the log to stateDir/archive under a timestamp-based
+// name (or PR-based when pr > 0), with suffix "" | "_incomplete" | "_failed",
+// and returns the archive's path.
+func (c *Log) Archive(stateDir string, now time.Time, title string, pr int, suffix string) (string, error) {
 	if c == nil {
 		return "", nil
 	}
@@ -264,10 +311,10 @@ func ArchiveName(now time.Time, title string, pr int, suffix string) string {
 	return fmt.Sprintf("%s_%s%s.md", now.UTC().Format("20060102_150405"), slug, suffix)
 }
 
-// cycleID numbers cycles per day: YYYY-MM-DD-NNN, NNN one more than the
-// cycles already archived that day. A PR-based archive name carries no
-// date, so its file's time says which day it was archived.
-func cycleID(stateDir string, now time.Time) string {
+// NextID numbers cycles per day: YYYY-MM-DD-NNN, NNN one more than the
+// cycles already archived that day under stateDir. A PR-based archive name
+// carries no date, so its file's time says which day it was archived.
+func NextID(stateDir string, now time.Time) string {
 	day := now.UTC().Format("20060102")
 	entries, _ := os.ReadDir(filepath.Join(stateDir, "archive"))
 	n := 0

@@ -1,4 +1,7 @@
-package engine
+// Package promptlog keeps what an item's agents were asked: every agent
+// step's whole prompt, instructions included, appended to one file of the
+// item's directory in the order the steps ran, and read back by step.
+package promptlog
 
 import (
 	"bytes"
@@ -9,18 +12,17 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/safefile"
 )
 
-// PromptsFile is the file of an item's directory that keeps what its agents
+// File is the file of an item's directory that keeps what its agents
 // were asked: every agent step's whole prompt, instructions included, in the
 // order the steps ran. One file appended per step rather than a file per
 // step: creating a file is the dearest thing cadre does for a step on some
 // file systems, and an append allocates nothing.
-const PromptsFile = replica.PromptsFile
+const File = "prompts.md"
 
-// promptMark starts the header line of each prompt in PromptsFile:
+// promptMark starts the header line of each prompt in File:
 //
 //	<!-- cadre prompt 1234 bytes "analysis-issue-analyst-1" -->
 //
@@ -28,9 +30,9 @@ const PromptsFile = replica.PromptsFile
 // ends a prompt, so a prompt quoting an issue's text cannot forge one.
 const promptMark = "<!-- cadre prompt "
 
-// AppendPrompt adds a step's prompt to the item's prompts file, in one
+// Append adds a step's prompt to the item's prompts file in dir, in one
 // write: parallel steps of an item append whole prompts, never interleaved.
-func AppendPrompt(dir, stem, text string) error {
+func Append(dir, stem, text string) error {
 	var b bytes.Buffer
 	b.Grow(len(text) + len(stem) + 48)
 	b.WriteString(promptMark)
@@ -40,7 +42,7 @@ func AppendPrompt(dir, stem, text string) error {
 	b.WriteString(" -->\n")
 	b.WriteString(text)
 	b.WriteByte('\n')
-	path := filepath.Join(dir, PromptsFile)
+	path := filepath.Join(dir, File)
 	f, err := safefile.OpenAppend(dir, path, 0o644)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -61,18 +63,18 @@ func AppendPrompt(dir, stem, text string) error {
 	return nil
 }
 
-// ReadPrompts reads an item's prompts file (itemDir is the item's run
+// Read reads an item's prompts file (itemDir is the item's run
 // directory): the latest prompt of each step, by the step's file stem (the
 // name its output, context and log files share). A step run again after a
 // resume has its prompt twice; the later one is what its agent was asked
 // last. A missing file is no prompts; a prompt torn by a crash mid-write
 // is left out, and those appended after it are read.
-func ReadPrompts(itemDir string) (map[string]string, error) {
-	data, err := safefile.ReadFile(itemDir, filepath.Join(itemDir, PromptsFile))
+func Read(itemDir string) (map[string]string, error) {
+	data, err := safefile.ReadFile(itemDir, filepath.Join(itemDir, File))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read prompts: %w", err)
 	}
-	out := parsePrompts(data)
+	out := Parse(data)
 	// Runs journaled before prompts shared one file kept one file per
 	// step, prompts/<stem>.md.
 	old, _ := os.ReadDir(filepath.Join(itemDir, "prompts"))
@@ -88,7 +90,9 @@ func ReadPrompts(itemDir string) (map[string]string, error) {
 	return out, nil
 }
 
-func parsePrompts(data []byte) map[string]string {
+// Parse reads the prompts of a prompts file's data: the latest prompt of
+// each step, by the step's file stem.
+func Parse(data []byte) map[string]string {
 	out := map[string]string{}
 	for len(data) > 0 {
 		stem, text, rest, ok := nextPrompt(data)

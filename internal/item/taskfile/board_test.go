@@ -1,4 +1,4 @@
-package engine
+package taskfile
 
 import (
 	"os"
@@ -8,28 +8,26 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/cadre-dev/cadre/internal/item/taskfile"
 )
 
 func TestBoardCoalescesAndFlushes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.md")
 	os.WriteFile(path, []byte("---\nstage: plan\nkeep: me\n---\n# T\n"), 0o644)
-	b := newBoard(path, false)
+	b := NewBoard(path, false)
 	var wg sync.WaitGroup
 	for i := range 50 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b.set([]taskfile.Field{{Key: "stage", Value: "code"}, {Key: "attempts", Value: i}})
+			b.Set([]Field{{Key: "stage", Value: "code"}, {Key: "attempts", Value: i}})
 		}()
 	}
 	wg.Wait()
-	b.set([]taskfile.Field{{Key: "stage", Value: "audit"}, {Key: "attempts", Value: 7}})
-	if err := b.flush(); err != nil {
+	b.Set([]Field{{Key: "stage", Value: "audit"}, {Key: "attempts", Value: 7}})
+	if err := b.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	tk, err := taskfile.Load(path)
+	tk, err := Load(path)
 	if err != nil || tk.Stage != "audit" || tk.Attempts != 7 {
 		t.Fatalf("after flush: %+v %v", tk, err)
 	}
@@ -37,19 +35,19 @@ func TestBoardCoalescesAndFlushes(t *testing.T) {
 	if !strings.Contains(string(data), "keep: me") || !strings.HasSuffix(string(data), "# T\n") {
 		t.Errorf("file %q", data)
 	}
-	b.set([]taskfile.Field{{Key: "stage", Value: "completed"}})
-	if err := b.close(); err != nil {
+	b.Set([]Field{{Key: "stage", Value: "completed"}})
+	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if tk, _ := taskfile.Load(path); tk.Stage != "completed" {
+	if tk, _ := Load(path); tk.Stage != "completed" {
 		t.Errorf("close did not flush: %s", tk.Stage)
 	}
 }
 
 func TestBoardReportsWriteErrors(t *testing.T) {
-	b := newBoard(filepath.Join(t.TempDir(), "missing.md"), false)
-	b.set([]taskfile.Field{{Key: "stage", Value: "code"}})
-	if err := b.close(); err == nil {
+	b := NewBoard(filepath.Join(t.TempDir(), "missing.md"), false)
+	b.Set([]Field{{Key: "stage", Value: "code"}})
+	if err := b.Close(); err == nil {
 		t.Error("a failed write was not reported")
 	}
 }
@@ -62,8 +60,8 @@ func TestBoardRemovesStaleTempFiles(t *testing.T) {
 	os.WriteFile(stale, []byte("half"), 0o644)
 	other := filepath.Join(dir, ".u.md.1.tmp")
 	os.WriteFile(other, []byte("not ours"), 0o644)
-	b := newBoard(path, false)
-	defer b.close()
+	b := NewBoard(path, false)
+	defer b.Close()
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Error("stale temp file left")
 	}
@@ -81,8 +79,8 @@ func TestBoardKeepsThisProcesssTempFile(t *testing.T) {
 	os.WriteFile(path, []byte("---\nstage: code\n---\n"), 0o644)
 	mine := filepath.Join(dir, ".t.md."+strconv.Itoa(os.Getpid())+".42.tmp")
 	os.WriteFile(mine, []byte("being written"), 0o644)
-	b := newBoard(path, false)
-	defer b.close()
+	b := NewBoard(path, false)
+	defer b.Close()
 	if _, err := os.Stat(mine); err != nil {
 		t.Errorf("this process's temp file removed: %v", err)
 	}
@@ -94,15 +92,15 @@ func TestBoardKeepsThisProcesssTempFile(t *testing.T) {
 func TestBoardHoldsWritesWhileAnAgentRuns(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.md")
 	os.WriteFile(path, []byte("---\nstage: plan\n---\n# T\n"), 0o644)
-	b := newBoard(path, false)
-	b.set([]taskfile.Field{{Key: "stage", Value: "code"}})
-	if err := b.beginAgent(); err != nil {
+	b := NewBoard(path, false)
+	b.Set([]Field{{Key: "stage", Value: "code"}})
+	if err := b.BeginAgent(); err != nil {
 		t.Fatal(err)
 	}
-	if tk, _ := taskfile.Load(path); tk.Stage != "code" {
+	if tk, _ := Load(path); tk.Stage != "code" {
 		t.Fatalf("agent started with stage %s", tk.Stage)
 	}
-	b.set([]taskfile.Field{{Key: "agent", Value: "coder"}})
+	b.Set([]Field{{Key: "agent", Value: "coder"}})
 	data, _ := os.ReadFile(path)
 	os.WriteFile(path, append(data, "agent's line\n"...), 0o644)
 	b.mu.Lock()
@@ -111,15 +109,15 @@ func TestBoardHoldsWritesWhileAnAgentRuns(t *testing.T) {
 	if pending != 1 {
 		t.Errorf("pending fields while the agent runs = %d, want 1", pending)
 	}
-	b.endAgent()
-	if err := b.flush(); err != nil {
+	b.EndAgent()
+	if err := b.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	data, _ = os.ReadFile(path)
-	if tk, _ := taskfile.Load(path); tk.Agent != "coder" || !strings.Contains(string(data), "agent's line") {
+	if tk, _ := Load(path); tk.Agent != "coder" || !strings.Contains(string(data), "agent's line") {
 		t.Errorf("after the agent: %q", data)
 	}
-	b.close()
+	b.Close()
 }
 
 // A lazy board (a file no agent reads) lets a burst of changes gather,
@@ -129,34 +127,34 @@ func TestLazyBoardGathersChanges(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.md")
 	os.WriteFile(path, []byte("---\nstage: plan\n---\n# T\n"), 0o644)
 	before, _ := os.Stat(path)
-	b := newBoard(path, true)
+	b := NewBoard(path, true)
 	b.mu.Lock()
 	b.delay = time.Hour // nothing is written before a flush
 	b.mu.Unlock()
 	for _, role := range []string{"analyst", "scout", "planner", "coder"} {
-		if err := b.beginAgent(); err != nil {
+		if err := b.BeginAgent(); err != nil {
 			t.Fatal(err)
 		}
-		b.set([]taskfile.Field{{Key: "agent", Value: role}, {Key: "stage", Value: "code"}})
-		b.endAgent()
+		b.Set([]Field{{Key: "agent", Value: role}, {Key: "stage", Value: "code"}})
+		b.EndAgent()
 	}
 	if now, _ := os.Stat(path); !os.SameFile(before, now) {
 		t.Fatal("a lazy board wrote before its delay or a flush")
 	}
-	if err := b.flush(); err != nil {
+	if err := b.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if tk, _ := taskfile.Load(path); tk.Agent != "coder" || tk.Stage != "code" {
+	if tk, _ := Load(path); tk.Agent != "coder" || tk.Stage != "code" {
 		t.Errorf("after flush: agent %s stage %s", tk.Agent, tk.Stage)
 	}
 	b.mu.Lock()
 	b.delay = 0 // then it writes as soon as it can
 	b.mu.Unlock()
-	b.set([]taskfile.Field{{Key: "stage", Value: "completed"}})
-	if err := b.close(); err != nil {
+	b.Set([]Field{{Key: "stage", Value: "completed"}})
+	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if tk, _ := taskfile.Load(path); tk.Stage != "completed" {
+	if tk, _ := Load(path); tk.Stage != "completed" {
 		t.Errorf("close did not flush: %s", tk.Stage)
 	}
 }
