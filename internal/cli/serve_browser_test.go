@@ -18,7 +18,7 @@ const boardScenario = `rules:
   - role: coder
     task: quick
     actions:
-      - sleep: 3s
+      - run: [sh, -c, "while [ ! -e .board-gate ]; do sleep 0.05; done; rm .board-gate"]
       - write: {path: quick.txt, content: "quick\n"}
     say: Wrote quick.txt for the board.
     signal: {result: SUCCESS, summary: wrote quick.txt, confidence: 9, next: auditor}
@@ -55,8 +55,8 @@ func (s *syncBuffer) String() string {
 }
 
 // boardRepo makes a git repository with two tasks for the script runner:
-// quick codes for three seconds and passes its audit; ask pauses for a
-// human (confidence 2).
+// quick codes until the test opens its gate (openGate) and passes its
+// audit; ask pauses for a human (confidence 2).
 func boardRepo(t *testing.T) (dir, home string) {
 	t.Helper()
 	work := t.TempDir()
@@ -121,6 +121,14 @@ func waitPage(t *testing.T, ctx context.Context, cond string, timeout time.Durat
 	}
 }
 
+// openGate lets item's scripted coder (boardScenario) finish its step.
+func openGate(t *testing.T, repo, item string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(repo, ".cadre", "worktrees", item, ".board-gate"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func columnOf(item string) string {
 	return `document.querySelector('.card[data-item="` + item + `"]')?.closest('.column')?.dataset.column`
 }
@@ -166,9 +174,11 @@ func TestRunServeBoardInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// quick's coder works for three seconds: its card is in code, then
-	// moves through review to completed, pushed by the event stream.
+	// quick's coder works until the page has shown its card in code
+	// (however long the browser took to load it); the card then moves
+	// through review to completed, pushed by the event stream.
 	waitPage(t, ctx, columnOf("quick")+` === 'code'`, 15*time.Second)
+	openGate(t, dir, "quick")
 	waitPage(t, ctx, columnOf("quick")+` === 'completed'`, 30*time.Second)
 	if got, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__cadre.events`)); err != nil || got == 0 {
 		t.Errorf("the page received %d events (err %v): the card did not move by the stream", got, err)
