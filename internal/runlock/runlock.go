@@ -4,11 +4,13 @@
 package runlock
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -105,11 +107,28 @@ func (l *Lock) Release() {
 	}
 }
 
-// Alive says whether process pid exists (one of another user's counts).
+// Alive says whether process pid runs (one of another user's counts). A
+// zombie does not: a run killed under a parent that never reaps it (a
+// container without an init) must not hold its repository for good.
 func Alive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	return !zombie(pid)
+}
+
+// zombie says whether pid has exited and waits to be reaped; false where
+// /proc does not say.
+func zombie(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and
+	// may hold spaces and parentheses itself.
+	i := bytes.LastIndexByte(data, ')')
+	return i >= 0 && i+2 < len(data) && data[i+2] == 'Z'
 }

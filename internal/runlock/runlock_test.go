@@ -3,9 +3,11 @@ package runlock
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A live run's lock is refused to another run; a lock whose process is
@@ -48,5 +50,44 @@ func TestAcquireRefusesALiveLockAndTakesOverAStaleOne(t *testing.T) {
 	b.Release()
 	if info, err := ReadInfo(state); err != nil || info.Run != "c" {
 		t.Errorf("another run's lock released: %+v %v", info, err)
+	}
+}
+
+// A run killed under a parent that does not reap it leaves a zombie with
+// its pid: its lock is stale, not a live run's, or the repository would
+// stay held until the zombie's parent ends.
+func TestAZombiesLockIsStale(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Skip("cannot start a process: ", err)
+	}
+	pid := cmd.Process.Pid
+	defer cmd.Wait() // reaped once the test is done
+	for deadline := time.Now().Add(10 * time.Second); !zombie(pid); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat("/proc/self/stat"); err != nil {
+			t.Skip("no /proc here: ", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not exit", pid)
+		}
+	}
+	if Alive(pid) {
+		t.Fatalf("Alive(%d) = true for a zombie", pid)
+	}
+	state := filepath.Join(t.TempDir(), ".cadre")
+	if _, err := Acquire(state, "killed", pid, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	lk, err := Acquire(state, "next", os.Getpid(), func(s string) { warned = append(warned, s) })
+	if err != nil {
+		t.Fatalf("the zombie's lock was not taken over: %v", err)
+	}
+	defer lk.Release()
+	if len(warned) != 1 {
+		t.Errorf("warnings %q, want one about the stale lock", warned)
+	}
+	if !Alive(os.Getpid()) {
+		t.Error("Alive is false for this very process")
 	}
 }
