@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -60,7 +60,7 @@ func Open(ctx context.Context, st *store.Store, repo string, opts Options, fresh
 			if r.Status == store.RunCompleted || json.Unmarshal(r.Options, &o) != nil || !o.same(opts) {
 				continue
 			}
-			if r.Status == store.RunRunning && r.PID != os.Getpid() && alive(r.PID) {
+			if r.Status == store.RunRunning && r.PID != os.Getpid() && runlock.Alive(r.PID) {
 				return Run{}, fmt.Errorf("%w: bench %s (pid %d); wait for it or start another with --new", ErrBusy, r.ID, r.PID)
 			}
 			if err := st.SetRunStatus(ctx, r.ID, store.RunRunning, os.Getpid()); err != nil {
@@ -78,15 +78,6 @@ func Open(ctx context.Context, st *store.Store, repo string, opts Options, fresh
 		return Run{}, err
 	}
 	return Run{ID: id, Options: opts}, nil
-}
-
-// alive says whether a process with pid exists.
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || err == syscall.EPERM
 }
 
 // Job is one case run by one runner once.

@@ -10,8 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"unicode/utf8"
+
+	"github.com/cadre-dev/cadre/internal/runlock"
 )
 
 // WorktreesDir holds one worktree per item, under the state directory.
@@ -297,7 +298,7 @@ func (w *Worktrees) clearHalfMade(ctx context.Context, item string) error {
 	if err != nil {
 		return fmt.Errorf("worktree of %s: %w", item, err)
 	}
-	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid != os.Getpid() && alive(pid) {
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid != os.Getpid() && runlock.Alive(pid) {
 		return fmt.Errorf("worktree of %s: process %d is making it: wait for it, or stop it", item, pid)
 	}
 	path := w.Path(item)
@@ -312,14 +313,6 @@ func (w *Worktrees) clearHalfMade(ctx context.Context, item string) error {
 		return fmt.Errorf("worktree of %s: %w", item, err)
 	}
 	return nil
-}
-
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func listPaths(paths []string) string {
