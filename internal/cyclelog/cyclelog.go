@@ -9,7 +9,6 @@
 package cyclelog
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -259,16 +258,7 @@ func (c *Log) flush() {
 // never through a link an agent planted there. No temp file, rename or
 // fsync: the log is a record for reading, rewritten whole on resume.
 func writeFile(root, path string, data []byte) error {
-	err := safefile.WriteFile(root, path, data, 0o644)
-	if errors.Is(err, os.ErrNotExist) {
-		// The root is made on first use only: a MkdirAll before every
-		// write would stat it at every step.
-		if err := os.MkdirAll(root, 0o755); err != nil {
-			return err
-		}
-		err = safefile.WriteFile(root, path, data, 0o644)
-	}
-	return err
+	return safefile.WriteMaking(root, path, data)
 }
 
 // Archive copies the log to stateDir/archive under a timestamp-based

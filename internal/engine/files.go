@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
-	"os"
 
 	"github.com/cadre-dev/cadre/internal/safefile"
 )
@@ -15,16 +13,7 @@ import (
 // runs again, and the journal, not this file, says whether the step
 // completed, so a torn write after a crash is never read as a result.
 func writeStepFile(root, path string, data []byte) error {
-	err := safefile.WriteFile(root, path, data, 0o644)
-	if errors.Is(err, os.ErrNotExist) {
-		// The root is made on first use only: a MkdirAll before every
-		// write would stat it at every step.
-		if err := os.MkdirAll(root, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", root, err)
-		}
-		err = safefile.WriteFile(root, path, data, 0o644)
-	}
-	if err != nil {
+	if err := safefile.WriteMaking(root, path, data); err != nil {
 		return fmt.Errorf("write step file: %w", err)
 	}
 	return nil

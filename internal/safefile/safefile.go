@@ -238,3 +238,19 @@ func Replace(path string, data []byte) error {
 	}
 	return nil
 }
+
+// WriteMaking is WriteFile (perm 0644) that makes root when it does not
+// exist yet: only on first use, as a MkdirAll before every write would
+// stat root each time. It is for cadre's own files in a directory agents
+// can reach (a step's context and output, the cycle log), rewritten
+// whole when their step runs again: no temp file, rename or fsync.
+func WriteMaking(root, path string, data []byte) error {
+	err := WriteFile(root, path, data, 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", root, err)
+		}
+		err = WriteFile(root, path, data, 0o644)
+	}
+	return err
+}

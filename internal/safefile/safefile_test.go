@@ -202,3 +202,25 @@ func TestReplace(t *testing.T) {
 		t.Errorf("Replace into a missing directory: %v, want an error naming %s", err, missing)
 	}
 }
+
+func TestWriteMakingMakesItsRootOnceAndRefusesLinks(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "item", "outputs")
+	p := filepath.Join(root, "step.md")
+	if err := WriteMaking(root, p, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "one" {
+		t.Errorf("content %q, want one", got)
+	}
+	outside := filepath.Join(t.TempDir(), "secret")
+	os.Remove(p)
+	if err := os.Symlink(outside, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMaking(root, p, []byte("two")); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("write through a planted link: %v, want ErrUnsafe", err)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Error("the write followed the link out of its root")
+	}
+}
