@@ -286,9 +286,14 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 	var failure string
 	switch c.Kind {
 	case "baseline", "checks":
-		exits, out := fx.runChecks(ctx, c.ID)
+		exits, out, err := fx.runChecks(ctx, c.ID)
 		if ctx.Err() != nil {
 			return workflow.Outcome{}, ctx.Err()
+		}
+		if err != nil {
+			// The next agent reads the summary: without it the step failed.
+			failure = err.Error()
+			break
 		}
 		r.Exits, r.Output = exits, out
 		if c.Kind == "baseline" {
@@ -362,10 +367,9 @@ var commandNames = []string{"install", "build", "test", "lint"}
 
 // runChecks runs the project's configured commands in the item's tree and
 // writes a Markdown summary (the integration-checker's input).
-func (fx *flowExec) runChecks(ctx context.Context, id string) (map[string]int, string) {
+func (fx *flowExec) runChecks(ctx context.Context, id string) (map[string]int, string, error) {
 	exits, sum, outPath := fx.runCommands(ctx, id, commandNames)
-	writeStepFile(fx.ir.outDir, outPath, []byte(sum))
-	return exits, outPath
+	return exits, outPath, writeStepFile(fx.ir.outDir, outPath, []byte(sum))
 }
 
 // runCommands runs the named project commands that cadre.yaml configures
