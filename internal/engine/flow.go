@@ -11,6 +11,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -77,6 +78,9 @@ func (e *Engine) endFlow(ctx context.Context, ir *itemRun, res workflow.Result, 
 		// The run stops too: other items share the repository's git.
 		ir.rs.halt(store.RunFailed, ir.it.ID+": "+te.msg)
 		return e.failFlow(ctx, ir, te.msg, "_failed", itemOutcome{failed: true, halt: store.RunFailed, reason: ir.it.ID + ": " + te.msg})
+	case errors.Is(err, safefile.ErrUnsafe):
+		msg := plantedLink(err)
+		return e.failFlow(ctx, ir, msg, "_failed", itemOutcome{failed: true, reason: ir.it.ID + ": " + msg})
 	case errors.Is(err, workflow.ErrPaused):
 		reason := pauseReason(err)
 		return itemOutcome{paused: true, reason: reason}, e.setItem(ctx, ir, paused("", reason))

@@ -73,10 +73,10 @@ func cycleEntry(sp agentSpec, out agentOut) cyclelog.Entry {
 // crash points, events, files) is what lets a crashed run resume without
 // running a completed step again.
 func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agentOut, error) {
-	if out, done, err := e.replayStep(ctx, ir, sp); done || err != nil {
+	sr := &stepRun{ir: ir, sp: sp}
+	if out, done, err := e.replayStep(ctx, sr); done || err != nil {
 		return out, err
 	}
-	sr := &stepRun{ir: ir, sp: sp}
 	if out, done, err := e.chooseRunner(ctx, sr); done || err != nil {
 		return out, err
 	}
@@ -100,6 +100,10 @@ type stepRun struct {
 	ir *itemRun
 	sp agentSpec
 
+	// replayStep's: the output file of the step's last attempt, when the
+	// journal has the step started but not finished
+	lastOutput string
+
 	// chooseRunner's
 	runnerName, model string
 	picked            string // why runner auto chose the runner: the start event's message
@@ -118,7 +122,8 @@ type stepRun struct {
 // replayStep reads a step that already completed back from the journal
 // (done). A step the journal holds unfinished is run again, its process
 // left by a crash (an orphan) killed first.
-func (e *Engine) replayStep(ctx context.Context, ir *itemRun, sp agentSpec) (out agentOut, done bool, err error) {
+func (e *Engine) replayStep(ctx context.Context, sr *stepRun) (out agentOut, done bool, err error) {
+	ir, sp := sr.ir, sr.sp
 	prev, err := e.d.Store.GetStep(ctx, ir.run, sp.ID)
 	switch {
 	case err == nil && prev.Status == store.StepCompleted:
@@ -133,6 +138,7 @@ func (e *Engine) replayStep(ctx context.Context, ir *itemRun, sp agentSpec) (out
 		if err := e.killOrphan(ctx, ir, prev); err != nil {
 			return agentOut{}, true, err
 		}
+		sr.lastOutput = prev.OutputPath
 	case !errors.Is(err, store.ErrNotFound):
 		return agentOut{}, true, err
 	}
