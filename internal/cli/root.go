@@ -109,9 +109,12 @@ func report(f *Factory, err error) int {
 	}
 	code := 1
 	var ee *exitError
+	var fs *engine.FaultStop
 	switch {
 	case errors.As(err, &ee):
 		code = ee.code
+	case errors.As(err, &fs):
+		code = 130 // stopped, resumable
 	case errors.Is(err, engine.ErrPreflight), errors.Is(err, engine.ErrNothingToResume):
 		code = 2
 	case errors.Is(err, context.Canceled):

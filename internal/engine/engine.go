@@ -538,6 +538,10 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 func (e *Engine) finish(ctx context.Context, runID string, sum Summary, start time.Time, runErr error) (Summary, error) {
 	if runErr != nil {
 		sum.Status = store.RunFailed
+		if ctx.Err() == nil && isFault(runErr) {
+			runErr = &FaultStop{Run: runID, Err: runErr}
+			sum.Status = store.RunStopped
+		}
 		sum.Reason = runErr.Error()
 		if ctx.Err() != nil {
 			sum.Status, sum.Reason = store.RunInterrupted, "interrupted"
@@ -555,8 +559,8 @@ func (e *Engine) finish(ctx context.Context, runID string, sum Summary, start ti
 	}
 	if err = both(err, e.d.Store.SetRunStatus(bg, runID, sum.Status, e.d.PID)); err != nil && runErr == nil {
 		// The run's end is not recorded: it is not shown as ended well.
-		runErr = fmt.Errorf("record the end of run %s: %w; cadre resume continues it", runID, err)
-		sum.Status, sum.Reason = store.RunFailed, runErr.Error()
+		runErr = &FaultStop{Run: runID, Err: fmt.Errorf("record the end of run %s: %w", runID, err)}
+		sum.Status, sum.Reason = store.RunStopped, runErr.Error()
 	}
 	full, err := Summarize(bg, e.d.Store, runID)
 	if err == nil {

@@ -405,7 +405,7 @@ func (e *Engine) syncFrontmatter(ctx context.Context, ir *itemRun, s workflow.St
 		return nil
 	}
 	ir.board.Set(set)
-	return e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Stage: strp(s.Stage), Attempts: &s.Attempts})
+	return journalErr(ir.it.ID, e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Stage: strp(s.Stage), Attempts: &s.Attempts}))
 }
 
 // stepFiles are the context, output and log paths of one step
