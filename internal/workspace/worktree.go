@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/cadre-dev/cadre/internal/runlock"
 )
@@ -56,16 +54,46 @@ func Slug(title string) string {
 	return strings.Trim(s, "-")
 }
 
-var itemIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+// maxItemID bounds an item id, which names a directory and a branch.
+const maxItemID = 100
 
 // CheckItemID accepts ids that are safe as a path component, a branch
 // component and a step id prefix: letters, digits, '.', '_', '-', not
-// starting with a dot or dash, no "..", at most 100 bytes.
+// starting with a dot or dash, no "..", not ending in ".lock", at most 100
+// bytes. A refusal names the one rule the id breaks, not all of them.
 func CheckItemID(id string) error {
-	if !utf8.ValidString(id) || !itemIDRE.MatchString(id) || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") {
-		return fmt.Errorf("item id %q is not usable: use letters, digits, '.', '_' or '-' (not leading, no \"..\", at most 100)", id)
+	if why := itemIDFault(id); why != "" {
+		return fmt.Errorf("item id %q is not usable: %s", id, why)
 	}
 	return nil
+}
+
+// itemIDFault says which rule of CheckItemID id breaks, or "".
+func itemIDFault(id string) string {
+	switch {
+	case id == "":
+		return "it is empty"
+	case len(id) > maxItemID:
+		return fmt.Sprintf("it is %d bytes long, over %d", len(id), maxItemID)
+	case id[0] == '.' || id[0] == '-':
+		return fmt.Sprintf("it starts with %q (start with a letter or digit)", id[:1])
+	}
+	for _, r := range id {
+		if !itemIDRune(r) {
+			return fmt.Sprintf("it holds %q (use only letters, digits, '.', '_' and '-')", r)
+		}
+	}
+	switch {
+	case strings.Contains(id, ".."):
+		return `it holds ".."`
+	case strings.HasSuffix(id, ".lock"):
+		return `it ends in ".lock", which git refuses in a branch name`
+	}
+	return ""
+}
+
+func itemIDRune(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-'
 }
 
 // BranchName is the branch of an item: cadre/<item>-<slug of title>.
