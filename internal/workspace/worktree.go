@@ -359,9 +359,15 @@ type Worktree struct {
 	Dirty  []string
 	Ahead  int  // commits on the branch not in base
 	Merged bool // the branch's commits are all in base
+	// Unregistered: a directory in the worktrees directory that git does
+	// not list as a worktree (its registration deleted, a copy, a creation
+	// cut short). Git can tell nothing of its files, which Dirty lists
+	// (its top level) as all uncommitted.
+	Unregistered bool
 }
 
-// List describes every item worktree, relative to base.
+// List describes every item worktree, relative to base, and every other
+// entry of the worktrees directory, as Unregistered.
 func (w *Worktrees) List(ctx context.Context, base string) ([]Worktree, error) {
 	out, err := w.repo.Git(ctx, "worktree", "list", "--porcelain")
 	if err != nil {
@@ -396,6 +402,43 @@ func (w *Worktrees) List(ctx context.Context, base string) ([]Worktree, error) {
 			fmt.Sscan(strings.TrimSpace(n), &list[i].Ahead)
 		}
 		list[i].Merged = err == nil && list[i].Ahead == 0
+	}
+	return w.unregistered(list)
+}
+
+// unregistered adds to list the entries of the worktrees directory that it
+// lacks, but for hidden ones (the pool, marks), which no item id names.
+func (w *Worktrees) unregistered(list []Worktree) ([]Worktree, error) {
+	entries, err := os.ReadDir(w.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return list, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", w.dir, err)
+	}
+	known := map[string]bool{}
+	for _, wt := range list {
+		known[wt.Path] = true
+	}
+	for _, e := range entries {
+		path := filepath.Join(w.dir, e.Name())
+		if strings.HasPrefix(e.Name(), ".") || known[path] {
+			continue
+		}
+		wt := Worktree{Item: e.Name(), Path: path, Unregistered: true, Dirty: []string{e.Name()}}
+		if e.IsDir() { // not a link: Lstat's type
+			inside, err := os.ReadDir(path)
+			if err != nil {
+				return nil, fmt.Errorf("list %s: %w", path, err)
+			}
+			wt.Dirty = nil
+			for _, f := range inside {
+				if f.Name() != ".git" {
+					wt.Dirty = append(wt.Dirty, f.Name())
+				}
+			}
+		}
+		list = append(list, wt)
 	}
 	return list, nil
 }
