@@ -396,13 +396,13 @@ func DetachedTemporal(ctx context.Context, st *store.Store, stateDir string) (ru
 	return "", "", 0, nil
 }
 
-// StoredRun reads run runID (the latest when "") and the options it was
-// started with.
+// StoredRun reads run runID (when "", the one a plain resume continues:
+// see toResume) and the options it was started with.
 func StoredRun(ctx context.Context, st *store.Store, runID string) (store.Run, Options, error) {
 	var r store.Run
 	var err error
 	if runID == "" {
-		r, err = st.LatestRun(ctx)
+		r, err = toResume(ctx, st)
 	} else {
 		r, err = st.GetRun(ctx, runID)
 	}
@@ -414,6 +414,26 @@ func StoredRun(ctx context.Context, st *store.Store, runID string) (store.Run, O
 		return r, opts, fmt.Errorf("run %s: options: %w", r.ID, err)
 	}
 	return r, opts, nil
+}
+
+// toResume is the run a plain resume continues: the latest the journal
+// says is running though its process is gone, which was killed (a later
+// run may have taken over its lock since, and be the latest), or else the
+// latest run.
+func toResume(ctx context.Context, st *store.Store) (store.Run, error) {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return store.Run{}, err
+	}
+	for _, r := range runs {
+		if r.Status == store.RunRunning && !runlock.Alive(r.PID) {
+			return r, nil
+		}
+	}
+	if len(runs) == 0 {
+		return store.Run{}, fmt.Errorf("latest run: no runs: %w", store.ErrNotFound)
+	}
+	return runs[0], nil
 }
 
 func workflowName(o Options) string {
