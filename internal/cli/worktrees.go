@@ -95,8 +95,12 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 		return nil
 	}
 	stateDir := filepath.Join(ws.root, workspace.StateDir)
-	if run, pid, active := runlock.Read(stateDir); active {
-		return usageErr(fmt.Errorf("run %s (pid %d) is active and may be using its worktrees: stop it first", run, pid))
+	lock, err := repo.RunLock(ctx)
+	if err != nil {
+		return err
+	}
+	if h, active := runlock.Holder(lock); active {
+		return usageErr(fmt.Errorf("%s is active and may be using its worktrees: stop it first", who(h, stateDir)))
 	}
 	if hasJournal(ws.root) {
 		// A run on Temporal goes on in its workflows once the process
@@ -105,7 +109,7 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 		if err != nil {
 			return err
 		}
-		run, item, _, err := engine.DetachedTemporal(ctx, st, stateDir)
+		run, item, _, err := engine.DetachedTemporal(ctx, st, lock)
 		st.Close()
 		if err != nil {
 			return err
