@@ -433,7 +433,9 @@ func (w *Worktrees) unregistered(list []Worktree) ([]Worktree, error) {
 			}
 			wt.Dirty = nil
 			for _, f := range inside {
-				if f.Name() != ".git" {
+				// A worktree's .git file only points to its registration;
+				// a .git directory is a repository of someone's.
+				if f.Name() != ".git" || !f.Type().IsRegular() {
 					wt.Dirty = append(wt.Dirty, f.Name())
 				}
 			}
