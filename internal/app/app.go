@@ -91,6 +91,9 @@ type Options struct {
 	Warn io.Writer
 	// Forge replaces the GitHub built from cadre.yaml (nil: that one).
 	Forge engine.Forge
+	// Geteuid is the user cadre runs as, whose agents run as it too
+	// (nil: os.Geteuid).
+	Geteuid func() int
 }
 
 // NewEngine wires an engine for ws that journals into st. Its errors are
@@ -147,8 +150,8 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 		all = []event.Sink{redactSink(redact.New(token), all)}
 	}
 	bus = event.NewBus(nil, all...)
-	if fallback != nil {
-		bus.Publish(event.Event{Type: event.Warning, Message: "sandbox.mode auto: agents run unconfined: " + fallback.Error()})
+	if msg := unconfined(ws.Config.Sandbox.Mode, policy, fallback, o.Geteuid); msg != "" {
+		bus.Publish(event.Event{Type: event.Warning, Message: msg})
 	}
 	var fg engine.Forge = NewGitHub(ws, getenv)
 	if o.Forge != nil {
@@ -185,6 +188,27 @@ func SandboxPolicy(ctx context.Context, c config.Sandbox, pathList string) (p *s
 		return p, nil, nil
 	}
 	return nil, nil, nil
+}
+
+// unconfined is the warning that agents run with no confinement, or "":
+// under mode auto where bubblewrap does not work (fallback says why), and
+// under any mode that confines nothing when cadre runs as root, whose
+// agents can then change anything on the machine.
+func unconfined(mode string, p *sandbox.Policy, fallback error, geteuid func() int) string {
+	if geteuid == nil {
+		geteuid = os.Geteuid
+	}
+	const asRoot = "agents run as root with no confinement, so they can change anything on this machine: run cadre as another user"
+	root := p == nil && geteuid() == 0
+	switch {
+	case fallback != nil && root:
+		return "sandbox.mode auto: agents run unconfined: " + fallback.Error() + "; " + asRoot
+	case fallback != nil:
+		return "sandbox.mode auto: agents run unconfined: " + fallback.Error()
+	case root:
+		return "sandbox.mode " + mode + ": " + asRoot + ", or set sandbox.mode: bwrap"
+	}
+	return ""
 }
 
 // redactSink masks secrets in an event's free text before the sinks see it.

@@ -15,6 +15,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/sandbox"
+	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
@@ -115,7 +116,7 @@ func report(f *Factory, err error) int {
 		code = ee.code
 	case errors.As(err, &fs):
 		code = 130 // stopped, resumable
-	case errors.Is(err, engine.ErrPreflight), errors.Is(err, engine.ErrNothingToResume):
+	case errors.Is(err, engine.ErrPreflight), errors.Is(err, engine.ErrNothingToResume), errors.Is(err, store.ErrDamaged):
 		code = 2
 	case errors.Is(err, context.Canceled):
 		code = 130

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -89,10 +90,24 @@ func commitMessage(t *taskfile.Task) string {
 }
 
 // shorten puts untrusted or long text on one line of at most n runes.
+// Control characters and bidirectional overrides are dropped: in a commit
+// subject they would make a log or a terminal show other text than git
+// holds (a reversed file name, a cleared line).
 func shorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(strings.Map(visible, s)), " ")
 	if r := []rune(s); len(r) > n {
 		s = string(r[:n]) + "…"
 	}
 	return s
+}
+
+// visible is r, or -1 (dropped) for a control character other than white
+// space (which strings.Fields turns into separators) and for a
+// bidirectional control (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
+// U+061C).
+func visible(r rune) rune {
+	if unicode.IsControl(r) && !unicode.IsSpace(r) || unicode.Is(unicode.Bidi_Control, r) {
+		return -1
+	}
+	return r
 }

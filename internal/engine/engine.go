@@ -240,9 +240,9 @@ func (e *Engine) create(ctx context.Context, opts Options) (runID string, releas
 	if err := e.checkDetachedTemporal(ctx, runID); err != nil {
 		return "", nil, err
 	}
-	lk, err := runlock.Acquire(e.StateDir(), runID, e.d.PID, e.warn(runID))
+	lk, err := e.lock(ctx, runID)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+		return "", nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -347,12 +347,30 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 	if err := e.checkDetachedTemporal(ctx, r.ID); err != nil {
 		return "", opts, nil, err
 	}
-	lk, err := runlock.Acquire(e.StateDir(), r.ID, e.d.PID, e.warn(r.ID))
+	lk, err := e.lock(ctx, r.ID)
 	if err != nil {
-		return "", opts, nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+		return "", opts, nil, err
 	}
 	os.Remove(e.stopPath(r.ID))
 	return r.ID, opts, lk.Release, nil
+}
+
+// RunLock is the file of the repository's run lock (see runlock): in its
+// common git directory, shared by all its checkouts.
+func (e *Engine) RunLock(ctx context.Context) (string, error) { return e.repo.RunLock(ctx) }
+
+// lock takes the repository's run lock for run, working from this
+// checkout.
+func (e *Engine) lock(ctx context.Context, run string) (*runlock.Lock, error) {
+	path, err := e.RunLock(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	lk, err := runlock.Acquire(path, runlock.Info{Run: run, PID: e.d.PID, State: e.StateDir()}, e.warn(run))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	return lk, nil
 }
 
 // checkDetachedTemporal refuses to take over the lock of another run on
@@ -361,7 +379,11 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 // run would work in the same worktrees at the same time. Resuming that
 // run itself (self) attaches to its workflows and may take the lock.
 func (e *Engine) checkDetachedTemporal(ctx context.Context, self string) error {
-	run, item, pid, err := DetachedTemporal(ctx, e.d.Store, e.StateDir())
+	path, err := e.RunLock(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	run, item, pid, err := DetachedTemporal(ctx, e.d.Store, path)
 	if err != nil || run == "" || run == self {
 		return err
 	}
@@ -369,12 +391,12 @@ func (e *Engine) checkDetachedTemporal(ctx context.Context, self string) error {
 		ErrPreflight, run, item, pid, run, run)
 }
 
-// DetachedTemporal reports the run holding the lock in stateDir when it
-// is on Temporal, its process (pid) is gone, and its item has not ended:
-// the item's workflow may still run, in the run's worktrees. run is ""
-// for any other lock, or none.
-func DetachedTemporal(ctx context.Context, st *store.Store, stateDir string) (run, item string, pid int, err error) {
-	li, err := runlock.ReadInfo(stateDir)
+// DetachedTemporal reports the run of st holding the lock file at lock
+// when it is on Temporal, its process (pid) is gone, and its item has not
+// ended: the item's workflow may still run, in the run's worktrees. run is
+// "" for any other lock, or none.
+func DetachedTemporal(ctx context.Context, st *store.Store, lock string) (run, item string, pid int, err error) {
+	li, err := runlock.Stored(lock)
 	if err != nil || runlock.Alive(li.PID) {
 		return "", "", 0, nil // no lock, or a live one (runlock.Acquire refuses it itself)
 	}
@@ -396,13 +418,13 @@ func DetachedTemporal(ctx context.Context, st *store.Store, stateDir string) (ru
 	return "", "", 0, nil
 }
 
-// StoredRun reads run runID (the latest when "") and the options it was
-// started with.
+// StoredRun reads run runID (when "", the one a plain resume continues:
+// see toResume) and the options it was started with.
 func StoredRun(ctx context.Context, st *store.Store, runID string) (store.Run, Options, error) {
 	var r store.Run
 	var err error
 	if runID == "" {
-		r, err = st.LatestRun(ctx)
+		r, err = toResume(ctx, st)
 	} else {
 		r, err = st.GetRun(ctx, runID)
 	}
@@ -414,6 +436,26 @@ func StoredRun(ctx context.Context, st *store.Store, runID string) (store.Run, O
 		return r, opts, fmt.Errorf("run %s: options: %w", r.ID, err)
 	}
 	return r, opts, nil
+}
+
+// toResume is the run a plain resume continues: the latest the journal
+// says is running though its process is gone, which was killed (a later
+// run may have taken over its lock since, and be the latest), or else the
+// latest run.
+func toResume(ctx context.Context, st *store.Store) (store.Run, error) {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return store.Run{}, err
+	}
+	for _, r := range runs {
+		if r.Status == store.RunRunning && !runlock.Alive(r.PID) {
+			return r, nil
+		}
+	}
+	if len(runs) == 0 {
+		return store.Run{}, fmt.Errorf("latest run: no runs: %w", store.ErrNotFound)
+	}
+	return runs[0], nil
 }
 
 func workflowName(o Options) string {

@@ -207,7 +207,7 @@ func (e *Engine) loadTaskFiles(paths []string, opts Options) ([]*taskfile.Task, 
 // repository and have a file name that is a valid item id; abs is its
 // absolute path.
 func (e *Engine) loadTaskFile(p string) (abs string, t *taskfile.Task, err error) {
-	abs, err = filepath.Abs(p)
+	abs, err = taskfile.Abs(p)
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}

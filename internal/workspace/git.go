@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/cadre-dev/cadre/internal/runlock"
 )
 
 // StateDir is cadre's directory at the repository root; it never reaches a commit.
@@ -79,6 +81,18 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		return nil, fmt.Errorf("%s: %w (run cadre inside a git checkout, or git init first)", dir, ErrNotRepo)
 	}
 	return &Repo{Dir: strings.TrimSpace(out)}, nil
+}
+
+// RunLock is the file of the run lock (internal/runlock) of the
+// repository r belongs to. It lies in the repository's common git
+// directory, which its linked worktrees share with the main one: a run
+// started from any of them holds the one repository.
+func (r *Repo) RunLock(ctx context.Context) (string, error) {
+	common, _, err := r.gitDirs(ctx)
+	if err != nil {
+		return "", fmt.Errorf("find the git directory of %s: %w", r.Dir, err)
+	}
+	return runlock.File(common), nil
 }
 
 // Git runs git with args in the working tree and returns its stdout.

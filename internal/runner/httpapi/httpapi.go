@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -247,6 +248,10 @@ func failed(ctx context.Context, name string, timeout time.Duration, err error) 
 		return fmt.Errorf("runner %s: no answer within the step timeout of %s: %w", name, timeout, context.DeadlineExceeded)
 	case ctx.Err() != nil:
 		return fmt.Errorf("runner %s: %w", name, ctx.Err())
+	case errors.Is(err, syscall.ECONNREFUSED):
+		// Nothing reached the server: the step is tried again after a
+		// pause, as a rate limit is (a local model server may be starting).
+		return &runner.Error{Kind: runner.KindUnavailable, Runner: name, Msg: err.Error()}
 	}
 	return fmt.Errorf("runner %s: %w", name, err)
 }
