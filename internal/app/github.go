@@ -31,13 +31,16 @@ type GitHub struct {
 	token  string
 	repo   string // owner/repo the bare issue numbers belong to
 	opts   []forge.Option
+	// mask holds the secrets masked in what is sent and in errors: the
+	// token once known, and those of the engine it serves.
+	mask *redact.Redactor
 }
 
 // NewGitHub returns ws's GitHub; getenv reads the token's variable. opts
 // apply after cadre's own client options, so they override them (a fake
 // server in a benchmark needs no write spacing).
 func NewGitHub(ws Workspace, getenv func(string) string, opts ...forge.Option) *GitHub {
-	return &GitHub{cfg: ws.Config, root: ws.Root, getenv: getenv, gh: forge.GHToken(ws.Config.GitHub.APIURL), opts: opts}
+	return &GitHub{cfg: ws.Config, root: ws.Root, getenv: getenv, gh: forge.GHToken(ws.Config.GitHub.APIURL), opts: opts, mask: redact.New()}
 }
 
 func (g *GitHub) init(ctx context.Context) error {
@@ -48,7 +51,8 @@ func (g *GitHub) init(ctx context.Context) error {
 			return
 		}
 		g.token = token
-		g.client, g.err = forge.New(g.cfg.GitHub.APIURL, token, append([]forge.Option{forge.WithRedactor(redact.New(token)),
+		g.mask.Add(token)
+		g.client, g.err = forge.New(g.cfg.GitHub.APIURL, token, append([]forge.Option{forge.WithRedactor(g.mask),
 			forge.WithWriteGap(time.Duration(g.cfg.GitHub.WriteInterval))}, g.opts...)...)
 		g.repo = g.cfg.Repository
 		if g.repo == "" {
@@ -118,7 +122,7 @@ func (g *GitHub) Push(ctx context.Context, dir, branch string) error {
 		return err
 	}
 	if err := repo.Push(ctx, remote, branch, header); err != nil {
-		return fmt.Errorf("%s", redact.New(g.token).String(err.Error()))
+		return fmt.Errorf("%s", g.mask.String(err.Error()))
 	}
 	return nil
 }
