@@ -16,7 +16,7 @@ import (
 // reads or passes to its agents (a model API's key, a CLI's key or token
 // variables). A token cadre learns later (from gh) is added when it is.
 func Secrets(cfg config.Config, reg *runner.Registry, getenv func(string) string) *redact.Redactor {
-	names := []string{cmp.Or(strings.TrimSpace(cfg.GitHub.TokenEnv), forge.DefaultTokenEnv)}
+	names := []string{tokenEnv(cfg)}
 	for _, d := range reg.Descriptors() {
 		names = append(names, d.KeyEnv)
 		names = append(names, slices.DeleteFunc(slices.Clone(d.Env), notSecret)...)
@@ -36,6 +36,11 @@ func Secrets(cfg config.Config, reg *runner.Registry, getenv func(string) string
 		}
 	}
 	return redact.New(values...)
+}
+
+// tokenEnv is the variable the GitHub token is read from.
+func tokenEnv(cfg config.Config) string {
+	return cmp.Or(strings.TrimSpace(cfg.GitHub.TokenEnv), forge.DefaultTokenEnv)
 }
 
 // notSecret says whether a variable's name does not say it holds a
