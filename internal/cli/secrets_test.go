@@ -242,6 +242,32 @@ const leakScenario = `rules:
     say: "I found ` + canary + ` (basic BASIC) and ` + modelCanary + `."
     stderr: "debug: ` + canary + `"
     signal: {result: SUCCESS, confidence: 9, summary: "used ` + canary + `"}
+  - role: pr-composer
+    say: "# Fix it, key ` + awsKey + `\n\nThe agent saw ` + anthropicKey + ` and ` + patKey + `."
+    signal: {result: SUCCESS, confidence: 9}
+`
+
+// Keys of well-known shapes that are not cadre's: an agent read them
+// somewhere and the pull request composer wrote them down.
+const (
+	awsKey       = "AKIAIOSFODNN7EXAMPLE"
+	anthropicKey = "sk-ant-api03-shapedKEY0123456789abcdef"
+	patKey       = "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefgh"
+)
+
+// leakFlow works, commits, and has the pull request composed.
+const leakFlow = `name: leak
+description: Work, commit, compose the pull request.
+phases:
+  - name: work
+    critical: true
+    steps:
+      - role: executor
+      - run: commit
+  - name: pr
+    critical: false
+    steps:
+      - role: pr-composer
 `
 
 // TestSecretsStayInCadre: cadre's own secrets (its GitHub token, a model
@@ -249,13 +275,16 @@ const leakScenario = `rules:
 // log, output, cycle log, archive, journal), no event, no pushed file and
 // no request body, when the agents of two issues print and commit them
 // and GitHub answers the first pull request with a 422 quoting the
-// Authorization header.
+// Authorization header; keys of well-known shapes the composer wrote
+// reach neither the pull request nor any other request.
 func TestSecretsStayInCadre(t *testing.T) {
 	g := newGitHubRepo(t)
 	basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + canary))
 	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(strings.ReplaceAll(leakScenario, "BASIC", basic)), 0o644)
+	os.MkdirAll(filepath.Join(g.dir, ".cadre", "workflows"), 0o755)
+	os.WriteFile(filepath.Join(g.dir, ".cadre", "workflows", "leak.yaml"), []byte(leakFlow), 0o644)
 	g.fake.SetNext(forgetest.CreatePR, forgetest.Echo)
-	c := exec.Command("cadre", "run", "--json", "--parallel", "1", "1", "2")
+	c := exec.Command("cadre", "run", "--json", "--workflow", "leak", "--parallel", "1", "1", "2")
 	c.Dir = g.dir
 	c.Env = append(os.Environ(), "GITHUB_TOKEN="+canary, "ANTHROPIC_API_KEY="+modelCanary)
 	var out, errOut strings.Builder
@@ -266,6 +295,7 @@ func TestSecretsStayInCadre(t *testing.T) {
 	}
 	forms := map[string]string{"the token": canary, "the token's base64": base64.StdEncoding.EncodeToString([]byte(canary)),
 		"the token as basic credential": basic, "the model key": modelCanary}
+	shaped := map[string]string{"an AWS key": awsKey, "an Anthropic key": anthropicKey, "a GitHub token": patKey}
 	check := func(where, text string) {
 		t.Helper()
 		for name, f := range forms {
@@ -293,10 +323,17 @@ func TestSecretsStayInCadre(t *testing.T) {
 	}
 	if prs := g.fake.PRs("acme", "widgets"); len(prs) != 1 || prs[0].Head != "cadre/2-polish-the-widget" {
 		t.Errorf("pull requests %+v, want issue 2's alone", prs)
+	} else if pr := prs[0]; pr.Title != "Fix it, key [REDACTED]" || !strings.HasPrefix(pr.Body, "The agent saw [REDACTED] and [REDACTED].") {
+		t.Errorf("pull request %q: %q, want the composer's text, masked", pr.Title, pr.Body)
 	}
 	var posted int
 	for _, call := range g.fake.Calls() {
 		check("a request to GitHub", call.Method+" "+call.Path+"?"+call.RawQuery+" "+call.Body)
+		for name, f := range shaped {
+			if strings.Contains(call.Body, f) {
+				t.Errorf("%s is in %s %s", name, call.Method, call.Path)
+			}
+		}
 		if call.Method == "POST" && strings.Contains(call.Body, "could not publish") {
 			posted++
 		}
@@ -306,7 +343,7 @@ func TestSecretsStayInCadre(t *testing.T) {
 	}
 	// Each place was written, masked: the test would pass vacuously otherwise.
 	items := filepath.Join(g.dir, ".cadre", "runs", "*", "items", "*")
-	for _, glob := range []string{items + "/logs/*.log", items + "/outputs/*.md", items + "/current_cycle.md", filepath.Join(g.dir, ".cadre", "archive", "*.md")} {
+	for _, glob := range []string{items + "/logs/work-executor-*.log", items + "/outputs/work-executor-*.md", items + "/current_cycle.md", filepath.Join(g.dir, ".cadre", "archive", "*.md")} {
 		files, _ := filepath.Glob(glob)
 		if len(files) == 0 {
 			t.Errorf("no %s written", glob)
