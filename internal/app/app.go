@@ -16,7 +16,6 @@ import (
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/notify"
-	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/builtin"
@@ -117,6 +116,11 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	if runners == nil {
 		runners = builtin.Registry
 	}
+	reg := runners(ws.Config.Prices)
+	// cadre's own secrets: masked in everything it writes (the journal,
+	// events, step files, commits) and sends.
+	mask := Secrets(ws.Config, reg, getenv)
+	st.SetMask(mask.String)
 	policy, fallback, err := SandboxPolicy(ctx, ws.Config.Sandbox, getenv("PATH"))
 	if err != nil {
 		return nil, nil, err
@@ -143,22 +147,19 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 			fmt.Fprintln(warn, "cadre: warning: "+err.Error())
 		}
 	}
-	all := append([]event.Sink{journal, notifier}, o.Sinks...)
-	if token := getenv(ws.Config.GitHub.TokenEnv); token != "" {
-		// Defence in depth: no event (journal, --json, live view) may carry
-		// the GitHub token, in any encoding, whatever produced the text.
-		all = []event.Sink{redactSink(redact.New(token), all)}
-	}
-	bus = event.NewBus(nil, all...)
+	bus = event.NewBus(nil, append([]event.Sink{journal, notifier}, o.Sinks...)...)
+	bus.SetMask(mask.String)
 	if msg := unconfined(ws.Config.Sandbox.Mode, policy, fallback, o.Geteuid); msg != "" {
 		bus.Publish(event.Event{Type: event.Warning, Message: msg})
 	}
-	var fg engine.Forge = NewGitHub(ws, getenv)
+	gh := NewGitHub(ws, getenv)
+	gh.mask = mask // the token it learns from gh is masked everywhere too
+	var fg engine.Forge = gh
 	if o.Forge != nil {
 		fg = o.Forge
 	}
-	e, err := engine.New(ctx, engine.Deps{Root: ws.Root, Config: ws.Config, Store: st, Roles: roles, Runners: runners(ws.Config.Prices),
-		Workflows: flows, Forge: fg, Bus: bus, Crash: o.Crash, Sandbox: policy})
+	e, err := engine.New(ctx, engine.Deps{Root: ws.Root, Config: ws.Config, Store: st, Roles: roles, Runners: reg,
+		Workflows: flows, Forge: fg, Bus: bus, Crash: o.Crash, Sandbox: policy, Mask: mask})
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -209,16 +210,6 @@ func unconfined(mode string, p *sandbox.Policy, fallback error, geteuid func() i
 		return "sandbox.mode " + mode + ": " + asRoot + ", or set sandbox.mode: bwrap"
 	}
 	return ""
-}
-
-// redactSink masks secrets in an event's free text before the sinks see it.
-func redactSink(r *redact.Redactor, sinks []event.Sink) event.Sink {
-	return event.SinkFunc(func(e event.Event) {
-		e.Message, e.Error = r.String(e.Message), r.String(e.Error)
-		for _, s := range sinks {
-			s.Handle(e)
-		}
-	})
 }
 
 // IssueQuery is cadre.yaml's github.query_*: the issues a run with no

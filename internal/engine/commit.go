@@ -58,6 +58,7 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 		return journalErr(ir.it.ID, err)
 	}
 	mark := workspace.Mark{Step: id, Run: ir.run}
+	opt.Mask = e.commitMask()
 	sha, err := e.committedBefore(ctx, ir, mark, tried)
 	if err != nil {
 		return err
@@ -81,6 +82,15 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 		return err
 	}
 	return e.finishStep(ctx, rec)
+}
+
+// commitMask is what a commit's files go through: cadre's secrets masked,
+// which an agent may have written into its work; nil with none to mask.
+func (e *Engine) commitMask() func([]byte) []byte {
+	if !e.d.Mask.Enabled() {
+		return nil
+	}
+	return e.d.Mask.Bytes
 }
 
 // commitMessage names the task; the title is untrusted text, so it is

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/remote"
 	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/role"
@@ -97,6 +98,11 @@ type Deps struct {
 	// Sandbox confines every agent process (cadre.yaml sandbox); nil runs
 	// them unconfined.
 	Sandbox *sandbox.Policy
+	// Mask holds cadre's own secrets (the GitHub token, the model keys it
+	// passes to agents); nil masks nothing. They are masked in what an
+	// agent leaves behind: its step log, its output, the files of its work
+	// cadre commits. (The journal and the events mask them themselves.)
+	Mask *redact.Redactor
 }
 
 // Crash points, in the order a step meets them.

@@ -387,7 +387,8 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 	if c.Task != nil {
 		msg = fmt.Sprintf("cadre: %s task %s: %s", ir.it.ID, c.Task.ID, oneLine(c.Task.Title))
 	}
-	sha, err := ir.repo.Commit(ctx, msg, mark, workspace.CommitOptions{Except: c.Others, Base: fx.e.d.Config.BaseBranch, Check: outsideLinks(ir)})
+	sha, err := ir.repo.Commit(ctx, msg, mark, workspace.CommitOptions{Except: c.Others, Base: fx.e.d.Config.BaseBranch, Check: outsideLinks(ir),
+		Mask: fx.e.commitMask()})
 	if err != nil {
 		return "", err
 	}

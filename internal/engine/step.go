@@ -14,6 +14,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/promptlog"
+	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/reply"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
@@ -245,6 +246,7 @@ func (e *Engine) invocation(ctx context.Context, sr *stepRun) runner.Invocation 
 		}}
 	inv.OnStart = e.recordGroup(ctx, ir, sp.ID)
 	inv.Sandbox = e.stepSandbox(ir, base)
+	inv.Mask = e.d.Mask
 	return inv
 }
 
@@ -360,7 +362,7 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 			got.failure, got.kind = fmt.Sprintf("%s: %v", inv.Role, rerr), runner.KindOf(rerr)
 			return got, nil
 		}
-		output, err := collectOutput(inv.OutputPath, res.Output)
+		output, err := collectOutput(inv.OutputPath, res.Output, inv.Mask)
 		if errors.Is(err, safefile.ErrUnsafe) {
 			got.failure = fmt.Sprintf("%s output refused: %v; cadre reads only a regular file the agent wrote", inv.Role, err)
 			return got, nil
@@ -463,13 +465,13 @@ func tail(s string) string {
 
 // collectOutput settles the step's output file: the agent's own file when it
 // wrote one (with the reply's signal block appended when only the reply has
-// it), else the reply itself.
+// it), else the reply itself; masked of mask's secrets, in the file too.
 //
 // The file is read under the item's step directory (outputs/<step>.md sits
 // one level down) without following links: an output the agent made a
 // link (to /etc/passwd, say) is refused with an error wrapping
 // safefile.ErrUnsafe, never read through.
-func collectOutput(path, text string) (string, error) {
+func collectOutput(path, text string, mask *redact.Redactor) (string, error) {
 	root := filepath.Dir(filepath.Dir(path))
 	data, err := safefile.ReadFile(root, path)
 	switch {
@@ -479,10 +481,11 @@ func collectOutput(path, text string) (string, error) {
 		return "", err
 	}
 	out, merged := reply.Output(string(data), text)
-	if merged || len(strings.TrimSpace(string(data))) == 0 {
-		if err := writeStepFile(root, path, []byte(out)); err != nil {
+	masked := mask.String(out)
+	if merged || masked != out || len(strings.TrimSpace(string(data))) == 0 {
+		if err := writeStepFile(root, path, []byte(masked)); err != nil {
 			return "", err
 		}
 	}
-	return out, nil
+	return masked, nil
 }

@@ -51,8 +51,9 @@ type Store struct {
 
 	stmts sync.Map // stmtKey → *sql.Stmt, see prepared
 
-	tap     atomic.Pointer[func(Op)]           // see SetTap
-	faultFn atomic.Pointer[func(OpKind) error] // see SetFault
+	tap     atomic.Pointer[func(Op)]            // see SetTap
+	faultFn atomic.Pointer[func(OpKind) error]  // see SetFault
+	maskFn  atomic.Pointer[func(string) string] // see SetMask
 }
 
 // stmtKey names a prepared statement: its text and the pool it runs on.

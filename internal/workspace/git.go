@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -264,6 +265,11 @@ type CommitOptions struct {
 	// Only, when set, commits these paths alone: nothing else is staged,
 	// and what was staged before stays out of the commit.
 	Only []string
+	// Mask, when set, rewrites each file the commit takes (the paths
+	// Check sees but Except's, or Only's) before it is made: a file it
+	// changes is written back to the tree and staged so. cadre masks its
+	// own secrets with it, which an agent may have written into its work.
+	Mask func([]byte) []byte
 }
 
 // Commit stages every change but opt.Except, refuses the commit when a
@@ -275,7 +281,7 @@ type CommitOptions struct {
 // a diff of the branch would each give.
 func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt CommitOptions) (string, error) {
 	if len(opt.Only) > 0 {
-		return r.commitOnly(ctx, message, mark, opt.Only)
+		return r.commitOnly(ctx, message, mark, opt.Only, opt.Mask)
 	}
 	if _, err := r.Git(ctx, "add", "-A", "--", "."); err != nil {
 		return "", err
@@ -303,6 +309,9 @@ func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt Commit
 			return "", err
 		}
 	}
+	if err := r.maskFiles(ctx, paths, opt.Except, opt.Mask); err != nil {
+		return "", err
+	}
 	if _, err := r.Git(ctx, r.commitArgs(message, mark, "--allow-empty")...); err != nil {
 		return "", err
 	}
@@ -320,8 +329,8 @@ func (r *Repo) commitArgs(message string, mark Mark, extra ...string) []string {
 }
 
 // commitOnly commits the changes of paths alone (none under .cadre/),
-// returning "" when they have none.
-func (r *Repo) commitOnly(ctx context.Context, message string, mark Mark, paths []string) (string, error) {
+// masked by mask when it is set, returning "" when they have none.
+func (r *Repo) commitOnly(ctx context.Context, message string, mark Mark, paths []string, mask func([]byte) []byte) (string, error) {
 	for _, p := range paths {
 		if p == StateDir || strings.HasPrefix(p, StateDir+"/") {
 			return "", fmt.Errorf("%w: %s", ErrStateStaged, p)
@@ -334,6 +343,9 @@ func (r *Repo) commitOnly(ctx context.Context, message string, mark Mark, paths 
 	if changed == "" {
 		return "", nil
 	}
+	if err := r.maskFiles(ctx, paths, nil, mask); err != nil {
+		return "", err
+	}
 	// Added first: --only commits a path git knows, new ones included.
 	if _, err := r.Git(ctx, append([]string{"add", "-A", "--"}, paths...)...); err != nil {
 		return "", err
@@ -343,6 +355,45 @@ func (r *Repo) commitOnly(ctx context.Context, message string, mark Mark, paths 
 		return "", err
 	}
 	return r.Head(ctx)
+}
+
+// maskFiles rewrites through mask (when set) the regular files at paths
+// (relative to the tree's top) but those under except, and stages the
+// ones it changed. A deleted path, a link or a directory (a submodule) is
+// left as it is.
+func (r *Repo) maskFiles(ctx context.Context, paths, except []string, mask func([]byte) []byte) error {
+	if mask == nil {
+		return nil
+	}
+	var changed []string
+	for _, p := range paths {
+		if slices.ContainsFunc(except, func(e string) bool { return p == e || strings.HasPrefix(p, strings.TrimSuffix(e, "/")+"/") }) {
+			continue
+		}
+		full := filepath.Join(r.Dir, filepath.FromSlash(p))
+		info, err := os.Lstat(full)
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(full)
+		if err != nil {
+			return fmt.Errorf("mask %s: %w", p, err)
+		}
+		out := mask(data)
+		if bytes.Equal(out, data) {
+			continue
+		}
+		if err := os.WriteFile(full, out, info.Mode().Perm()); err != nil {
+			return fmt.Errorf("mask %s: %w", p, err)
+		}
+		// Literal: a file name is never read as a pattern.
+		changed = append(changed, ":(literal)"+p)
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	_, err := r.Git(ctx, append([]string{"add", "--"}, changed...)...)
+	return err
 }
 
 // stagedSince lists the paths the index changes against the merge base of

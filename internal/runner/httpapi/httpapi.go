@@ -126,8 +126,8 @@ func (e *Endpoint) Capabilities() runner.Caps { return runner.Caps{ModelChoice: 
 // Begin opens a step's transcript and reads the API key. An endpoint that
 // always needs the key is not sent the step without one: the error says
 // to export it, provider naming whose key it is.
-func (e *Endpoint) Begin(inv runner.Invocation, provider string) (log *os.File, key string, err error) {
-	log, err = cliutil.OpenLog(inv.LogPath)
+func (e *Endpoint) Begin(inv runner.Invocation, provider string) (log io.WriteCloser, key string, err error) {
+	log, err = cliutil.OpenLog(inv.LogPath, inv.Mask)
 	if err != nil {
 		return nil, "", fmt.Errorf("runner %s: %w", e.Instance, err)
 	}
