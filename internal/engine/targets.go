@@ -211,8 +211,15 @@ func (e *Engine) loadTaskFile(p string) (abs string, t *taskfile.Task, err error
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
-	if rel, err := filepath.Rel(e.d.Root, abs); err != nil || strings.HasPrefix(rel, "..") {
+	if !inside(e.d.Root, abs) {
 		return "", nil, fmt.Errorf("%w: %s is outside the repository %s", ErrPreflight, p, e.d.Root)
+	}
+	// cadre rewrites a task file (frontmatter, review): never through a
+	// link to a file outside the repository.
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if real, err := filepath.EvalSymlinks(abs); err != nil || !inside(e.d.Root, real) {
+			return "", nil, fmt.Errorf("%w: %s is a symbolic link to a file outside the repository: copy the task into the repository", ErrPreflight, p)
+		}
 	}
 	t, err = taskfile.Load(abs)
 	if err != nil {
@@ -315,4 +322,10 @@ func orderByDeps(tasks []*taskfile.Task) ([]*taskfile.Task, error) {
 		}
 	}
 	return out, nil
+}
+
+// inside says whether path lies in dir.
+func inside(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
