@@ -55,50 +55,33 @@ type Runner struct {
 // resolved against BaseDir. Env lists the variables passed through (default:
 // common provider keys); URL, when set, is passed as --openai-api-base (for
 // an OpenAI-compatible server); Model is the default --model; Args are added
-// after cadre's own flags.
+// after cadre's own flags. Aider edits files, reports its cost, takes a
+// model per step and prints what it does as it goes.
 func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
-}
-
-// Capabilities: Aider edits files, reports its cost, takes a model per step
-// and prints what it does as it goes.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}
+	t := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}}
+	return cliutil.Factory(t, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
 }
 
 // Run runs Aider on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	msgFile := ""
 	// A prompt too long for one argument goes in a --message-file.
 	if len(inv.Text()) > cliutil.MaxArgPrompt {
+		var err error
 		if msgFile, err = writeMessage(inv.Text()); err != nil {
 			return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
 		}
 		defer os.Remove(msgFile)
 	}
-	args := r.argv(inv, msgFile)
 	p := &parser{progress: inv.Progress}
-	res, err := r.Exec(ctx, inv, log, "--message=", proc.Spec{
-		Args:   args,
-		Env:    r.Env(cliutil.Vars(inv)),
-		OnLine: p.line,
-	})
-	out := runner.Result{
-		ExitCode:   res.ExitCode,
-		Output:     string(res.Stdout),
-		StderrTail: res.StderrTail,
-		Usage:      p.total(),
-		Model:      p.model,
-	}
-	if out.Model == "" {
-		out.Model = r.ModelFor(inv)
-	}
-	return out, r.Outcome(err, p.failure)
+	return r.Step(ctx, inv, cliutil.Call{Args: r.argv(inv, msgFile), PromptFlag: "--message=", OnLine: p.line,
+		Result: func(res proc.Result) (runner.Result, *runner.Error) {
+			out := runner.Result{Output: string(res.Stdout), Usage: p.total(), Model: p.model}
+			if out.Model == "" {
+				out.Model = r.ModelFor(inv)
+			}
+			return out, p.failure
+		}})
 }
 
 // argv builds the CLI's arguments. msgFile, when set, holds a prompt too

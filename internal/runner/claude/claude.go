@@ -52,38 +52,25 @@ type Runner struct {
 // is resolved against BaseDir. Env lists the variables passed through
 // (default: Anthropic credentials and base URL); URL, when set, becomes
 // ANTHROPIC_BASE_URL; Model is the default --model; Args are appended to the
-// CLI's own flags.
+// CLI's own flags. Claude Code edits files, reports its cost, takes a
+// model per step and streams its events.
 func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
-}
-
-// Capabilities: Claude Code edits files, reports its cost, takes a model per
-// step and streams its events.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}
+	t := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}}
+	return cliutil.Factory(t, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
 }
 
 // Run runs Claude Code on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
-	res, err := r.Exec(ctx, inv, log, "", proc.Spec{
-		Args:   args,
-		Env:    r.env(inv),
-		Stdin:  stdin,
-		OnLine: p.line,
-	})
-	out := p.result()
-	out.ExitCode, out.StderrTail = res.ExitCode, res.StderrTail
-	if out.Model == "" {
-		out.Model = r.ModelFor(inv)
-	}
-	return out, r.Outcome(err, p.failure())
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), OnLine: p.line,
+		Result: func(proc.Result) (runner.Result, *runner.Error) {
+			out := p.result()
+			if out.Model == "" {
+				out.Model = r.ModelFor(inv)
+			}
+			return out, p.failure()
+		}})
 }
 
 // argv builds the CLI's arguments and, for a long prompt, its stdin.
@@ -121,16 +108,13 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	return append(args, "--", prompt), nil
 }
 
-// env is the agent's environment: minimal, the passed-through keys, the
-// CADRE_* variables of the exec runner, and the base URL when set.
-func (r *Runner) env(inv runner.Invocation) []string {
-	set := cliutil.Vars(inv)
-	if r.URL != "" {
-		set["ANTHROPIC_BASE_URL"] = r.URL
-		// No telemetry or update checks against a custom endpoint.
-		set["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+// vars are the variables set for the CLI: the base URL when set.
+func (r *Runner) vars() map[string]string {
+	if r.URL == "" {
+		return nil
 	}
-	return r.Env(set)
+	// No telemetry or update checks against a custom endpoint.
+	return map[string]string{"ANTHROPIC_BASE_URL": r.URL, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 }
 
 // parser reads the stream-json events as they arrive.

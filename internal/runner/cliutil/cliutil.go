@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	osexec "os/exec"
@@ -61,6 +62,11 @@ type Agent struct {
 	// Hosts are the CLI's own model endpoints (URLs), reachable under
 	// network: model-only when URL is not set.
 	Hosts []string
+	// Caps are what the CLI can do (Capabilities).
+	Caps runner.Caps
+	// Prices turn the tokens of a CLI that reports no cost into an
+	// estimate (see Estimate); nil means the built-in prices.
+	Prices *price.Table
 }
 
 // NewAgent reads the settings every agent-CLI runner takes alike, with the
@@ -85,15 +91,27 @@ func NewAgent(s runner.Settings, d runner.Descriptor) (Agent, error) {
 		URL: s.URL, Model: s.Model, Lookup: os.LookupEnv, Home: d.SandboxHome, Hosts: d.ModelHosts}, nil
 }
 
-// Factory returns a factory of the runners of type d: each reads its
-// settings with NewAgent, and wrap makes the runner around the Agent (or
-// refuses settings the CLI cannot use).
-func Factory(d runner.Descriptor, wrap func(Agent) (runner.Runner, error)) runner.Factory {
+// Type is what a runner package tells Factory of its agent CLI beyond
+// its descriptor.
+type Type struct {
+	runner.Descriptor
+	Caps runner.Caps // what the CLI can do
+	// Prices estimate the cost of a CLI that reports none; nil means the
+	// built-in prices.
+	Prices *price.Table
+}
+
+// Factory returns a factory of the runners of type t: each reads its
+// settings with NewAgent, gets t's capabilities and prices, and wrap
+// makes the runner around the Agent (or refuses settings the CLI cannot
+// use).
+func Factory(t Type, wrap func(Agent) (runner.Runner, error)) runner.Factory {
 	return func(s runner.Settings) (runner.Runner, error) {
-		a, err := NewAgent(s, d)
+		a, err := NewAgent(s, t.Descriptor)
 		if err != nil {
 			return nil, err
 		}
+		a.Caps, a.Prices = t.Caps, t.Prices
 		return wrap(a)
 	}
 }
@@ -101,19 +119,12 @@ func Factory(d runner.Descriptor, wrap func(Agent) (runner.Runner, error)) runne
 // Name returns the configured instance name.
 func (a *Agent) Name() string { return a.Instance }
 
+// Capabilities returns what the CLI can do.
+func (a *Agent) Capabilities() runner.Caps { return a.Caps }
+
 // Locate finds the CLI as a step would (runner.Locator).
 func (a *Agent) Locate() error {
 	return Outcome(a.Instance, a.Install, proc.Locate(a.Command, a.Env(nil)), nil)
-}
-
-// OpenLog opens the step's transcript (see OpenLog), its error naming the
-// runner.
-func (a *Agent) OpenLog(inv runner.Invocation) (*os.File, error) {
-	log, err := OpenLog(inv.LogPath)
-	if err != nil {
-		return nil, fmt.Errorf("runner %s: %w", a.Instance, err)
-	}
-	return log, nil
 }
 
 // Outcome is the error Run returns once the CLI has ended (see Outcome):
@@ -129,20 +140,56 @@ func (a *Agent) ModelFor(inv runner.Invocation) string { return Model(inv, a.Mod
 // variables passed through, and set (Vars and the runner's own).
 func (a *Agent) Env(set map[string]string) []string { return proc.MinimalEnv(a.Lookup, a.Pass, set) }
 
-// Exec runs the CLI for inv with spec's args, environment, stdin and line
-// handler: in inv.Dir, within inv.Timeout, its output appended to log after
-// the command line. promptFlag is how the last argument carries the prompt
-// ("--prompt=", or "" for the bare prompt), so the log shows only its
-// length; a prompt on stdin is shown as a redirection.
-func (a *Agent) Exec(ctx context.Context, inv runner.Invocation, log io.Writer, promptFlag string, spec proc.Spec) (proc.Result, error) {
-	return a.ExecThen(ctx, inv, log, promptFlag, spec, nil)
+// Call is how a runner runs its CLI for one step.
+type Call struct {
+	Args  []string
+	Stdin io.Reader // the prompt, when it goes on stdin
+	// Set are the variables the runner sets for its CLI, over the
+	// CADRE_* ones of Vars.
+	Set map[string]string
+	// PromptFlag is how the last argument carries the prompt ("--prompt=",
+	// or "" for the bare prompt), so the log shows only its length; a
+	// prompt on stdin is shown as a redirection.
+	PromptFlag string
+	// OnLine reads each line of output as it comes.
+	OnLine func(stream, line string)
+	// Then, when set, is called once the process has ended and before a
+	// sandbox's fresh home is removed, so a runner can read what the CLI
+	// left there (its session log): hostPath turns a path as the agent
+	// saw it into where that file is on the host; log is the step's.
+	Then func(log io.Writer, hostPath func(string) string)
+	// Result reads the step's result from the ended process (its exit
+	// code and stderr tail are set after) and the failure the agent
+	// reported, nil for none.
+	Result func(res proc.Result) (runner.Result, *runner.Error)
 }
 
-// ExecThen is Exec calling then, when set, once the process has ended and
-// before a sandbox's fresh home is removed, so a runner can read what the
-// CLI left there (its session log). hostPath turns a path as the agent saw
-// it into where that file is on the host.
-func (a *Agent) ExecThen(ctx context.Context, inv runner.Invocation, log io.Writer, promptFlag string, spec proc.Spec, then func(hostPath func(string) string)) (proc.Result, error) {
+// Step runs the CLI once for inv as c says: in inv.Dir, within
+// inv.Timeout, confined by inv.Sandbox, its output appended to the step's
+// log after the command line. The error is Run's (see Outcome).
+func (a *Agent) Step(ctx context.Context, inv runner.Invocation, c Call) (runner.Result, error) {
+	log, err := OpenLog(inv.LogPath)
+	if err != nil {
+		return runner.Result{}, fmt.Errorf("runner %s: %w", a.Instance, err)
+	}
+	defer log.Close()
+	set := Vars(inv)
+	maps.Copy(set, c.Set)
+	var then func(func(string) string)
+	if c.Then != nil {
+		then = func(hostPath func(string) string) { c.Then(log, hostPath) }
+	}
+	res, err := a.exec(ctx, inv, log, c.PromptFlag, proc.Spec{Args: c.Args, Env: a.Env(set), Stdin: c.Stdin, OnLine: c.OnLine}, then)
+	out, failure := c.Result(res)
+	out.ExitCode, out.StderrTail = res.ExitCode, res.StderrTail
+	return out, a.Outcome(err, failure)
+}
+
+// exec runs the CLI for inv with spec's args, environment, stdin and line
+// handler: in inv.Dir, within inv.Timeout, its output appended to log
+// after the command line (see Call.PromptFlag), then calls then, when set
+// (see Call.Then).
+func (a *Agent) exec(ctx context.Context, inv runner.Invocation, log io.Writer, promptFlag string, spec proc.Spec, then func(hostPath func(string) string)) (proc.Result, error) {
 	// The message is the whole text, or the user text of a runner that
 	// passes the instructions apart, which are shown by length too.
 	prompt, args := inv.Text(), spec.Args

@@ -115,12 +115,12 @@ func TestModelFor(t *testing.T) {
 	}
 }
 
-// TestExec runs a shell script as the agent and checks where it ran, what
+// TestStep runs a shell script as the agent and checks where it ran, what
 // it got and what the log says.
-func TestExec(t *testing.T) {
+func TestStep(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(t.TempDir(), "agent")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\npwd\necho \"$1 $CADRE_ROLE $AGENT_KEY$OTHER_SECRET\"\ncat\n"), 0o755); err != nil {
+	if err := os.WriteFile(script, []byte("#!/bin/sh\npwd\necho \"$1 $CADRE_ROLE $AGENT_KEY$OTHER_SECRET$MINE\"\ncat\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("AGENT_KEY", "k1")
@@ -129,34 +129,38 @@ func TestExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := runner.Invocation{Role: "coder", Dir: dir, Prompt: "the prompt"}
 	tests := []struct {
 		name    string
-		spec    proc.Spec
-		flag    string
+		call    Call
 		wantOut string
 		wantLog string
 	}{
-		{"prompt as an argument", proc.Spec{Args: []string{"--prompt=the prompt"}}, "--prompt=",
+		{"prompt as an argument", Call{Args: []string{"--prompt=the prompt"}, PromptFlag: "--prompt="},
 			"--prompt=the prompt coder k1\n", "$ " + script + " --prompt=<prompt, 10 bytes>\n"},
-		{"prompt on stdin", proc.Spec{Args: []string{"-"}, Stdin: strings.NewReader("the prompt")}, "",
-			"- coder k1\nthe prompt", "$ " + script + " - < <prompt, 10 bytes>\n"},
+		{"prompt on stdin, a variable of the runner's", Call{Args: []string{"-"}, Stdin: strings.NewReader("the prompt"), Set: map[string]string{"MINE": "+m"}},
+			"- coder k1+m\nthe prompt", "$ " + script + " - < <prompt, 10 bytes>\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var log strings.Builder
+			inv := runner.Invocation{Role: "coder", Dir: dir, Prompt: "the prompt", LogPath: filepath.Join(t.TempDir(), "logs", "s.log")}
 			var lines []string
-			tt.spec.Env = a.Env(Vars(inv))
-			tt.spec.OnLine = func(stream, line string) { lines = append(lines, line) }
-			res, err := a.Exec(t.Context(), inv, &log, tt.flag, tt.spec)
+			tt.call.OnLine = func(stream, line string) { lines = append(lines, line) }
+			tt.call.Result = func(res proc.Result) (runner.Result, *runner.Error) {
+				return runner.Result{Output: string(res.Stdout), ExitCode: -7}, nil
+			}
+			res, err := a.Step(t.Context(), inv, tt.call)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := dir + "\n" + tt.wantOut; string(res.Stdout) != want {
-				t.Errorf("stdout %q, want %q (run in inv.Dir, only the passed variable)", res.Stdout, want)
+			if want := dir + "\n" + tt.wantOut; res.Output != want || res.ExitCode != 0 {
+				t.Errorf("stdout %q (exit %d), want %q and exit 0 (run in inv.Dir, only the passed variable)", res.Output, res.ExitCode, want)
 			}
-			if !strings.HasPrefix(log.String(), tt.wantLog) || !strings.Contains(log.String(), "coder k1") {
-				t.Errorf("log %q, want the command line %q then the output", log.String(), tt.wantLog)
+			log, err := os.ReadFile(inv.LogPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(log), tt.wantLog) || !strings.Contains(string(log), "coder k1") {
+				t.Errorf("log %q, want the command line %q then the output", log, tt.wantLog)
 			}
 			if len(lines) < 2 || lines[0] != dir {
 				t.Errorf("lines %q, want each output line handed over", lines)

@@ -48,7 +48,6 @@ var Type = runner.Descriptor{
 // Runner runs one Codex process per step.
 type Runner struct {
 	cliutil.Agent
-	prices *price.Table
 }
 
 // New builds a codex runner that estimates cost from the built-in prices.
@@ -60,42 +59,24 @@ type Runner struct {
 func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New(nil))(s) }
 
 // WithPrices returns a factory of codex runners that estimate cost from t,
-// the built-in prices overlaid with the project's.
+// the built-in prices overlaid with the project's. Codex edits files,
+// takes a model per step and streams its events; its cost is estimated,
+// not reported.
 func WithPrices(t *price.Table) runner.Factory {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a, prices: t}, nil })
-}
-
-// Capabilities: Codex edits files, takes a model per step and streams its
-// events; its cost is estimated, not reported.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}
+	typ := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}, Prices: t}
+	return cliutil.Factory(typ, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })
 }
 
 // Run runs Codex on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
-	res, err := r.Exec(ctx, inv, log, "", proc.Spec{
-		Args:   args,
-		Env:    r.Env(cliutil.Vars(inv)),
-		Stdin:  stdin,
-		OnLine: p.line,
-	})
-	out := runner.Result{
-		ExitCode:   res.ExitCode,
-		Output:     p.lastMessage,
-		StderrTail: res.StderrTail,
-		Usage:      p.usage,
-		SessionID:  p.threadID,
-		Model:      r.ModelFor(inv),
-	}
-	out.Usage = cliutil.Estimate(r.prices, out.Model, out.Usage)
-	return out, r.Outcome(err, p.failure())
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, OnLine: p.line,
+		Result: func(proc.Result) (runner.Result, *runner.Error) {
+			model := r.ModelFor(inv)
+			return runner.Result{Output: p.lastMessage, Usage: cliutil.Estimate(r.Prices, model, p.usage),
+				SessionID: p.threadID, Model: model}, p.failure()
+		}})
 }
 
 // argv builds the CLI's arguments and, for a long prompt, its stdin. The

@@ -59,7 +59,6 @@ var Type = runner.Descriptor{
 // Runner runs one Copilot CLI process per step.
 type Runner struct {
 	cliutil.Agent
-	prices *price.Table
 }
 
 // New builds a copilot runner that estimates cost from the built-in prices.
@@ -69,24 +68,15 @@ func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New
 // t. Command defaults to "copilot"; Env lists the variables passed through;
 // URL, when set, is an OpenAI-compatible server used instead of GitHub's
 // (bring your own key); Model is the default --model; Args are added after
-// cadre's own flags.
-func WithPrices(t *price.Table) runner.Factory {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a, prices: t}, nil })
-}
-
-// Capabilities: Copilot CLI edits files, takes a model per step and
+// cadre's own flags. Copilot CLI edits files, takes a model per step and
 // streams its events; its cost is estimated.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}
+func WithPrices(t *price.Table) runner.Factory {
+	typ := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}, Prices: t}
+	return cliutil.Factory(typ, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })
 }
 
 // Run runs Copilot CLI on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
 	var (
@@ -95,31 +85,26 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	)
 	// The session log is read before a sandbox's fresh home, where the
 	// CLI wrote it, is removed.
-	res, err := r.ExecThen(ctx, inv, log, "", proc.Spec{Args: args, Env: r.env(inv), Stdin: stdin, OnLine: p.line},
-		func(hostPath func(string) string) {
-			if p.sessionID == "" {
-				return
+	readUsage := func(log io.Writer, hostPath func(string) string) {
+		if p.sessionID == "" {
+			return
+		}
+		var uerr error
+		if usage, model, uerr = sessionUsage(hostPath(r.stateDir()), p.sessionID); uerr != nil {
+			fmt.Fprintf(log, "cadre: no usage: %v\n", uerr)
+		}
+	}
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), OnLine: p.line, Then: readUsage,
+		Result: func(proc.Result) (runner.Result, *runner.Error) {
+			out := runner.Result{Output: p.reply, SessionID: p.sessionID, Model: r.ModelFor(inv), Usage: usage}
+			if out.Model == "" {
+				out.Model = model
 			}
-			var uerr error
-			if usage, model, uerr = sessionUsage(hostPath(r.stateDir()), p.sessionID); uerr != nil {
-				fmt.Fprintf(log, "cadre: no usage: %v\n", uerr)
+			if out.Usage.CostUSD == 0 {
+				out.Usage = cliutil.Estimate(r.Prices, out.Model, out.Usage)
 			}
-		})
-	out := runner.Result{
-		ExitCode:   res.ExitCode,
-		Output:     p.reply,
-		StderrTail: res.StderrTail,
-		SessionID:  p.sessionID,
-		Model:      r.ModelFor(inv),
-		Usage:      usage,
-	}
-	if out.Model == "" {
-		out.Model = model
-	}
-	if out.Usage.CostUSD == 0 {
-		out.Usage = cliutil.Estimate(r.prices, out.Model, out.Usage)
-	}
-	return out, r.Outcome(err, p.failure)
+			return out, p.failure
+		}})
 }
 
 // argv builds the CLI's arguments and, for a prompt too long for one
@@ -143,17 +128,16 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	return append(args, "-p", inv.Text()), nil
 }
 
-// env is the agent's environment: minimal, the passed-through keys, the
-// CADRE_* variables, no self-update, and the local provider when set.
-func (r *Runner) env(inv runner.Invocation) []string {
-	set := cliutil.Vars(inv)
+// vars are the variables set for the CLI: no self-update, and the local
+// provider when set.
+func (r *Runner) vars() map[string]string {
 	// A CLI that replaces itself mid-run would change what was tested.
-	set["COPILOT_AUTO_UPDATE"] = "false"
+	set := map[string]string{"COPILOT_AUTO_UPDATE": "false"}
 	if r.URL != "" {
 		set["COPILOT_PROVIDER_BASE_URL"] = r.URL
 		set["COPILOT_OFFLINE"] = "true"
 	}
-	return r.Env(set)
+	return set
 }
 
 // stateDir is where the CLI keeps its state, sessions included:

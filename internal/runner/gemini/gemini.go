@@ -59,7 +59,6 @@ var Type = runner.Descriptor{
 // Runner runs one Gemini CLI process per step.
 type Runner struct {
 	cliutil.Agent
-	prices *price.Table
 }
 
 // New builds a gemini runner that estimates cost from the built-in prices.
@@ -70,50 +69,33 @@ type Runner struct {
 func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New(nil))(s) }
 
 // WithPrices returns a factory of gemini runners that estimate cost from t,
-// the built-in prices overlaid with the project's.
+// the built-in prices overlaid with the project's. The Gemini CLI edits
+// files and takes a model per step; its JSON output comes at the end (no
+// streaming) and its cost is estimated.
 func WithPrices(t *price.Table) runner.Factory {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a, prices: t}, nil })
-}
-
-// Capabilities: the Gemini CLI edits files and takes a model per step; its
-// JSON output comes at the end (no streaming) and its cost is estimated.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ModelChoice: true}
+	typ := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ModelChoice: true}, Prices: t}
+	return cliutil.Factory(typ, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })
 }
 
 // Run runs the Gemini CLI on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	args, stdin := r.argv(inv)
 	var stderr bytes.Buffer
-	res, err := r.Exec(ctx, inv, log, "--prompt=", proc.Spec{
-		Args:  args,
-		Env:   r.env(inv),
-		Stdin: stdin,
-		OnLine: func(stream, line string) {
-			if stream == "stderr" && stderr.Len() < maxStderr {
-				stderr.WriteString(line)
-				stderr.WriteByte('\n')
+	keep := func(stream, line string) {
+		if stream == "stderr" && stderr.Len() < maxStderr {
+			stderr.WriteString(line)
+			stderr.WriteByte('\n')
+		}
+	}
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), PromptFlag: "--prompt=", OnLine: keep,
+		Result: func(res proc.Result) (runner.Result, *runner.Error) {
+			got := parse(res.Stdout, stderr.Bytes(), res.ExitCode)
+			out := runner.Result{Output: got.reply, SessionID: got.sessionID, Model: got.mainModel(), Usage: r.usage(got.models)}
+			if out.Model == "" {
+				out.Model = r.ModelFor(inv)
 			}
-		},
-	})
-	got := parse(res.Stdout, stderr.Bytes(), res.ExitCode)
-	out := runner.Result{
-		ExitCode:   res.ExitCode,
-		Output:     got.reply,
-		StderrTail: res.StderrTail,
-		SessionID:  got.sessionID,
-		Model:      got.mainModel(),
-	}
-	if out.Model == "" {
-		out.Model = r.ModelFor(inv)
-	}
-	out.Usage = r.usage(got.models)
-	return out, r.Outcome(err, got.failure)
+			return out, got.failure
+		}})
 }
 
 // usage sums the models' tokens and prices each model at its own rate: the
@@ -121,7 +103,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 func (r *Runner) usage(models map[string]event.Usage) event.Usage {
 	var total event.Usage
 	for name, u := range models {
-		total = total.Add(cliutil.Estimate(r.prices, name, u))
+		total = total.Add(cliutil.Estimate(r.Prices, name, u))
 	}
 	return total
 }
@@ -153,17 +135,15 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	return append(args, "--prompt="+inv.Text()), nil
 }
 
-// env is the agent's environment: minimal, the passed-through keys, the
-// CADRE_* variables, and the base URL when set.
-func (r *Runner) env(inv runner.Invocation) []string {
-	set := cliutil.Vars(inv)
+// vars are the variables set for the CLI: the base URL when set.
+func (r *Runner) vars() map[string]string {
 	// The item's working tree is where cadre was told to let the agent
 	// work; an untrusted folder would turn off the approval mode.
-	set["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+	set := map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true"}
 	if r.URL != "" {
 		set["GOOGLE_GEMINI_BASE_URL"] = r.URL
 	}
-	return r.Env(set)
+	return set
 }
 
 // parsed is what one run's output said.

@@ -47,7 +47,6 @@ var Type = runner.Descriptor{
 // Runner runs one Qwen Code process per step.
 type Runner struct {
 	cliutil.Agent
-	prices *price.Table
 }
 
 // New builds a qwen runner that estimates cost from the built-in prices.
@@ -57,44 +56,31 @@ func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New
 // Command defaults to "qwen"; Env lists the variables passed through
 // (default: OpenAI-compatible and other provider keys); URL, when set,
 // becomes OPENAI_BASE_URL (an OpenAI-compatible server's /v1); Model is the
-// default --model; Args are added after cadre's own flags.
+// default --model; Args are added after cadre's own flags. Qwen Code edits
+// files, takes a model per step and streams its events; its cost is
+// estimated.
 func WithPrices(t *price.Table) runner.Factory {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a, prices: t}, nil })
-}
-
-// Capabilities: Qwen Code edits files, takes a model per step and streams
-// its events; its cost is estimated.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}
+	typ := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}, Prices: t}
+	return cliutil.Factory(typ, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })
 }
 
 // Run runs Qwen Code on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
-	set := cliutil.Vars(inv)
+	var set map[string]string
 	if r.URL != "" {
-		set["OPENAI_BASE_URL"] = r.URL
+		set = map[string]string{"OPENAI_BASE_URL": r.URL}
 	}
-	res, err := r.Exec(ctx, inv, log, "", proc.Spec{Args: args, Env: r.Env(set), Stdin: stdin, OnLine: p.line})
-	out := runner.Result{
-		ExitCode:   res.ExitCode,
-		Output:     p.reply(),
-		StderrTail: res.StderrTail,
-		Usage:      p.usage,
-		SessionID:  p.sessionID,
-		Model:      r.ModelFor(inv),
-	}
-	if out.Model == "" {
-		out.Model = p.model
-	}
-	out.Usage = cliutil.Estimate(r.prices, out.Model, out.Usage)
-	return out, r.Outcome(err, p.failure)
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: set, OnLine: p.line,
+		Result: func(proc.Result) (runner.Result, *runner.Error) {
+			out := runner.Result{Output: p.reply(), SessionID: p.sessionID, Model: r.ModelFor(inv)}
+			if out.Model == "" {
+				out.Model = p.model
+			}
+			out.Usage = cliutil.Estimate(r.Prices, out.Model, p.usage)
+			return out, p.failure
+		}})
 }
 
 // argv builds the CLI's arguments and its stdin. The prompt goes on stdin,
