@@ -1,8 +1,10 @@
-// Package clitest holds the fixtures the tests of the agent-CLI runners
-// share: a fake CLI written as a shell script, a step whose files lie
-// outside its working tree, replaying a recorded transcript, and reading the
-// environment a fake CLI started with. What each CLI prints and how its
-// runner reads it stays in that runner's tests.
+// Package clitest holds the fixtures and table checks the tests of the
+// agent-CLI runners share: a fake CLI written as a shell script and the
+// conformance fakes built on it, a step whose files lie outside its working
+// tree, replaying a recorded transcript, and the checks every CLI runner
+// passes alike (its command line, its environment, a replayed failure, its
+// sandbox home, a missing CLI). What each CLI prints and how its runner
+// reads it stays in that runner's tests.
 package clitest
 
 import (
@@ -17,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
@@ -62,11 +65,14 @@ func Invocation(t testing.TB) runner.Invocation {
 	}
 }
 
-// Feed hands each line of the file at path to line as a line of stdout, the
-// way proc hands over a CLI's output.
-func Feed(t testing.TB, path string, line func(stream, line string)) {
+// Feed hands each line of the recorded transcript testdata/name, as proc
+// would, to line, a parser's line handler, with the parser's progress (at
+// *progress) set to collect the notes it gives, and returns those notes.
+func Feed(t testing.TB, name string, progress *func(string), line func(stream, line string)) []string {
 	t.Helper()
-	f, err := os.Open(path)
+	var notes []string
+	*progress = func(n string) { notes = append(notes, n) }
+	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +84,32 @@ func Feed(t testing.TB, path string, line func(stream, line string)) {
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
+	}
+	return notes
+}
+
+// CheckFailure fails unless got, the failure a parser read, is none when
+// kind is empty, else of kind, its message containing msg, retried after
+// retry.
+func CheckFailure(t testing.TB, got *runner.Error, kind runner.Kind, msg string, retry time.Duration) {
+	t.Helper()
+	switch {
+	case kind == "" && got != nil:
+		t.Errorf("failure = %v, want none", got)
+	case kind != "" && got == nil:
+		t.Errorf("no failure, want kind %s", kind)
+	case got != nil && (got.Kind != kind || !strings.Contains(got.Msg, msg) || got.RetryAfter != retry):
+		t.Errorf("failure = %s %q after %s, want %s containing %q after %s", got.Kind, got.Msg, got.RetryAfter, kind, msg, retry)
+	}
+}
+
+// CheckNotes fails unless notes hold each of want.
+func CheckNotes(t testing.TB, notes []string, want ...string) {
+	t.Helper()
+	for _, n := range want {
+		if !slices.Contains(notes, n) {
+			t.Errorf("notes %q lack %q", notes, n)
+		}
 	}
 }
 
@@ -124,21 +156,6 @@ func Names(env map[string]string) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// Fake builds a runner with factory f whose command is a fake CLI called
-// name, running body (see Script); s.Name defaults to name.
-func Fake(t testing.TB, f runner.Factory, name, body string, s runner.Settings) runner.Runner {
-	t.Helper()
-	if s.Name == "" {
-		s.Name = name
-	}
-	s.Command = Script(t, name, body)
-	r, err := f(s)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return r
 }
 
 // Sandboxed is inv confined by a network-deny sandbox, with HOME a fresh
@@ -188,33 +205,6 @@ func CheckHome(t *testing.T, dir string, want []string) {
 	if got := strings.TrimSpace(string(b)); got != strings.Join(lines, "\n") {
 		t.Errorf("the sandboxed CLI's home holds\n%s\nwant\n%s", got, strings.Join(lines, "\n"))
 	}
-}
-
-// FeedParser hands the recorded transcript testdata/name, as proc would,
-// to the parser that start makes, with its line handler, and returns the
-// parser and the progress notes it gave.
-func FeedParser[P any](t testing.TB, name string, start func(progress func(string)) (P, func(stream, line string))) (P, []string) {
-	t.Helper()
-	var notes []string
-	p, line := start(func(n string) { notes = append(notes, n) })
-	Feed(t, filepath.Join("testdata", name), line)
-	return p, notes
-}
-
-// Conformance runs the conformance suite on the fake CLIs of fakes, one
-// script body per behaviour (a behaviour with none is skipped); build
-// makes the runner of a body. usage says the CLI reports token usage.
-func Conformance(t *testing.T, cli string, fakes map[runnertest.Behavior]string, usage bool, build func(t *testing.T, body string) runner.Runner) {
-	runnertest.Run(t, runnertest.Harness{
-		Usage: usage,
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			body, ok := fakes[b]
-			if !ok {
-				t.Skipf("no fake %s for behaviour %q", cli, b)
-			}
-			return build(t, body)
-		},
-	})
 }
 
 // CheckArgv fails unless args and what stdin holds (none: "") are want and
