@@ -62,7 +62,6 @@ type Deps = httpapi.Deps
 // messages sends each step to the Messages API.
 type messages struct {
 	httpapi.Endpoint
-	endpoint string
 }
 
 // New builds a runner from its settings: URL (default DefaultURL), Model
@@ -76,7 +75,7 @@ func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &messages{Endpoint: e, endpoint: e.Base + "/v1/messages"}, nil
+	return &messages{Endpoint: e}, nil
 }
 
 type request struct {
@@ -111,27 +110,24 @@ type response struct {
 // Run sends the prompt and returns the reply. An error the API answers
 // with is a *runner.Error of the matching kind.
 func (r *messages) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	model := cliutil.Model(inv, r.Model)
-	log, key, err := r.Begin(inv, "Anthropic")
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
-	call := httpapi.Request{
-		Runner: r.Instance, Endpoint: r.endpoint, Header: header(key), Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
-		Body:    request{Model: model, MaxTokens: maxTokens, System: inv.Instructions, Messages: []message{{Role: "user", Content: inv.UserText()}}},
-		Timeout: inv.Timeout, Progress: inv.Progress,
-	}
-	ans, err := httpapi.Send(ctx, r.Client, log, call)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	if ans.Status != http.StatusOK {
-		return runner.Result{}, r.classify(ans, key)
-	}
+	return r.Step(ctx, inv, httpapi.API{
+		Name: "an Anthropic Messages API", Provider: "Anthropic", URL: r.Base + "/v1/messages", Header: header, Priced: true,
+		Body: func(model string) any {
+			return request{Model: model, MaxTokens: maxTokens, System: inv.Instructions, Messages: []message{{Role: "user", Content: inv.UserText()}}}
+		},
+		Read:    read,
+		Refused: func(ans httpapi.Answer, _, key string) *runner.Error { return r.classify(ans, key) },
+	})
+}
+
+// read reads a Messages API reply: its text blocks joined.
+func read(body []byte, _ string) (httpapi.Reply, error) {
 	var resp response
-	if err := json.Unmarshal(ans.Body, &resp); err != nil || resp.Type != "message" {
-		return runner.Result{}, httpapi.Unreadable(log, call, ans, err, "not a Messages API reply", "an Anthropic Messages API")
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return httpapi.Reply{}, err
+	}
+	if resp.Type != "message" {
+		return httpapi.Reply{}, httpapi.NotReply("not a Messages API reply")
 	}
 	var text strings.Builder
 	for _, c := range resp.Content {
@@ -139,21 +135,15 @@ func (r *messages) Run(ctx context.Context, inv runner.Invocation) (runner.Resul
 			text.WriteString(c.Text)
 		}
 	}
-	if resp.Model != "" {
-		model = resp.Model
-	}
 	u := resp.Usage
-	usage := cliutil.Estimate(r.Prices, model, event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens})
-	fmt.Fprintf(log, "model=%s stop_reason=%s tokens in=%d out=%d cache_read=%d cache_write=%d\n",
-		model, resp.StopReason, u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
-	httpapi.LogText(log, text.String())
-	res := runner.Result{Output: httpapi.CapReply(text.String()), Usage: usage, Model: model}
+	reply := httpapi.Reply{Text: text.String(), Model: resp.Model,
+		Usage: event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens},
+		Log: fmt.Sprintf("stop_reason=%s tokens in=%d out=%d cache_read=%d cache_write=%d",
+			resp.StopReason, u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)}
 	if resp.StopReason == "max_tokens" {
-		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.Instance,
-			Msg: fmt.Sprintf("the reply was cut off at max_tokens (%d) before it finished", maxTokens)}
+		reply.Cut = fmt.Sprintf("the reply was cut off at max_tokens (%d) before it finished", maxTokens)
 	}
-	return res, nil
+	return reply, nil
 }
 
 // apiError is the body of an error answer.

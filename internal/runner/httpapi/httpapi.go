@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
@@ -139,6 +140,96 @@ func (e *Endpoint) Begin(inv runner.Invocation, provider string) (log *os.File, 
 		return nil, "", err
 	}
 	return log, key, nil
+}
+
+// API is what one model API is to Step: where a step goes, what it
+// sends, how its answer reads and what its errors mean.
+type API struct {
+	// Name says what runners.NAME.url should point at, for the error of an
+	// answer that is not the API's reply ("an Ollama server").
+	Name string
+	// Provider names whose key the API takes, for the error of a missing
+	// key ("Anthropic").
+	Provider string
+	URL      string // the endpoint a step is posted to
+	// Header is the API's headers for key (empty for none).
+	Header func(key string) http.Header
+	// Body is the request of the step asking model.
+	Body func(model string) any
+	// Hint is added to the error of an exchange that failed (Request.Hint).
+	Hint string
+	// Read reads an answer of status 200: a NotReply when it is valid JSON
+	// but not the API's reply, another error when it is no JSON at all.
+	Read func(body []byte, key string) (Reply, error)
+	// Refused is the error of an answer of another status (see Refusal).
+	Refused func(ans Answer, model, key string) *runner.Error
+	// Priced says the API reports no cost: it is estimated from
+	// Deps.Prices. A model that costs nothing per token (ollama) is not.
+	Priced bool
+}
+
+// Reply is what an API's answer said.
+type Reply struct {
+	Text  string
+	Model string      // the model that answered, when the API says
+	Usage event.Usage // the tokens, and a cost if the API reports one
+	// Log is the transcript's line after "model=…": why the reply
+	// ended, and the tokens as the API counts them.
+	Log string
+	// Cut, when set, says the reply was cut off before it finished: the
+	// step fails as a turn limit with this message, its reply kept.
+	Cut string
+}
+
+// NotReply is the error of an answer that is valid JSON but not the API's
+// reply: it says what the answer lacks.
+type NotReply string
+
+func (e NotReply) Error() string { return string(e) }
+
+// Step sends inv to api, asking the step's model (else the endpoint's),
+// and returns the reply, its usage and the model that answered. The
+// transcript holds the exchange, the reply and its tokens; an error
+// answer is api.Refused's, an answer that is not a reply is Unreadable.
+func (e *Endpoint) Step(ctx context.Context, inv runner.Invocation, api API) (runner.Result, error) {
+	model := cliutil.Model(inv, e.Model)
+	log, key, err := e.Begin(inv, api.Provider)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	defer log.Close()
+	call := Request{
+		Runner: e.Instance, Endpoint: api.URL, Header: api.Header(key), Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
+		Body: api.Body(model), Timeout: inv.Timeout, Progress: inv.Progress, Hint: api.Hint,
+	}
+	ans, err := Send(ctx, e.Client, log, call)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	if ans.Status != http.StatusOK {
+		return runner.Result{}, api.Refused(ans, model, key)
+	}
+	reply, err := api.Read(ans.Body, key)
+	if err != nil {
+		var what NotReply
+		if errors.As(err, &what) {
+			return runner.Result{}, Unreadable(log, call, ans, nil, string(what), api.Name)
+		}
+		return runner.Result{}, Unreadable(log, call, ans, err, "", api.Name)
+	}
+	if reply.Model == "" {
+		reply.Model = model
+	}
+	if api.Priced {
+		reply.Usage = cliutil.Estimate(e.Prices, reply.Model, reply.Usage)
+	}
+	fmt.Fprintf(log, "model=%s %s\n", reply.Model, reply.Log)
+	LogText(log, reply.Text)
+	res := runner.Result{Output: CapReply(reply.Text), Usage: reply.Usage, Model: reply.Model}
+	if reply.Cut != "" {
+		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: e.Instance, Msg: reply.Cut}
+	}
+	return res, nil
 }
 
 // Bearer is the header of an API that takes its key as a bearer token:

@@ -41,7 +41,6 @@ type Deps = httpapi.Deps
 // chat sends each step to an Ollama server.
 type chat struct {
 	httpapi.Endpoint
-	endpoint string
 }
 
 // New builds a runner from its settings: URL (default DefaultURL), Model
@@ -55,7 +54,7 @@ func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &chat{Endpoint: e, endpoint: e.Base + "/api/chat"}, nil
+	return &chat{Endpoint: e}, nil
 }
 
 type request struct {
@@ -84,50 +83,36 @@ type response struct {
 // Run sends the prompt and returns the reply. An error the server answers
 // with is a *runner.Error of the matching kind.
 func (r *chat) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	model := cliutil.Model(inv, r.Model)
-	if model == "" {
+	if cliutil.Model(inv, r.Model) == "" {
 		return runner.Result{}, fmt.Errorf("runner %s: no model: set runners.%s.model to a model you pulled (ollama list), or the role's model", r.Instance, r.Instance)
 	}
-	log, key, err := r.Begin(inv, "Ollama")
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
-	call := httpapi.Request{
-		Runner: r.Instance, Endpoint: r.endpoint, Header: httpapi.Bearer(key), Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
-		Body:    request{Model: model, Stream: false, Messages: conversation(inv)},
-		Timeout: inv.Timeout, Progress: inv.Progress,
-		Hint: fmt.Sprintf("(is `ollama serve` running at %s? set runners.%s.url if it listens elsewhere)",
-			strings.TrimSuffix(r.endpoint, "/api/chat"), r.Instance),
-	}
-	ans, err := httpapi.Send(ctx, r.Client, log, call)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	if ans.Status != http.StatusOK {
-		return runner.Result{}, r.classify(ans, model, key)
-	}
+	return r.Step(ctx, inv, httpapi.API{
+		Name: "an Ollama server", Provider: "Ollama", URL: r.Base + "/api/chat", Header: httpapi.Bearer,
+		Body: func(model string) any { return request{Model: model, Stream: false, Messages: conversation(inv)} },
+		Hint: fmt.Sprintf("(is `ollama serve` running at %s? set runners.%s.url if it listens elsewhere)", r.Base, r.Instance),
+		Read: read, Refused: r.classify,
+	})
+}
+
+// read reads an Ollama chat reply; a local model has no cost.
+func read(body []byte, key string) (httpapi.Reply, error) {
 	var resp response
-	if err := json.Unmarshal(ans.Body, &resp); err != nil || resp.Message == nil {
-		what := "no message, not an Ollama chat reply"
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return httpapi.Reply{}, err
+	}
+	if resp.Message == nil {
 		if resp.Error != "" {
-			what = "an error: " + httpapi.Brief(resp.Error, key)
+			return httpapi.Reply{}, httpapi.NotReply("an error: " + httpapi.Brief(resp.Error, key))
 		}
-		return runner.Result{}, httpapi.Unreadable(log, call, ans, err, what, "an Ollama server")
+		return httpapi.Reply{}, httpapi.NotReply("no message, not an Ollama chat reply")
 	}
-	if resp.Model != "" {
-		model = resp.Model
-	}
-	text := resp.Message.Content
-	usage := event.Usage{InputTokens: resp.PromptEvalCount, OutputTokens: resp.EvalCount}
-	fmt.Fprintf(log, "model=%s done_reason=%s tokens prompt_eval=%d eval=%d\n", model, resp.DoneReason, resp.PromptEvalCount, resp.EvalCount)
-	httpapi.LogText(log, text)
-	res := runner.Result{Output: httpapi.CapReply(text), Usage: usage, Model: model}
+	reply := httpapi.Reply{Text: resp.Message.Content, Model: resp.Model,
+		Usage: event.Usage{InputTokens: resp.PromptEvalCount, OutputTokens: resp.EvalCount},
+		Log:   fmt.Sprintf("done_reason=%s tokens prompt_eval=%d eval=%d", resp.DoneReason, resp.PromptEvalCount, resp.EvalCount)}
 	if resp.DoneReason == "length" {
-		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.Instance,
-			Msg: "the reply was cut off at the model's output limit (num_predict) before it finished"}
+		reply.Cut = "the reply was cut off at the model's output limit (num_predict) before it finished"
 	}
-	return res, nil
+	return reply, nil
 }
 
 // classify maps an error answer ({"error": "..."}) to a *runner.Error.

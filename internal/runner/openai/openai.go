@@ -57,7 +57,6 @@ type Deps = httpapi.Deps
 // completions sends each step to a Chat Completions endpoint.
 type completions struct {
 	httpapi.Endpoint
-	endpoint string
 }
 
 // New builds a runner from its settings: URL (default DefaultURL; a URL
@@ -72,7 +71,7 @@ func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &completions{Endpoint: e, endpoint: v1(e.Base) + "/chat/completions"}, nil
+	return &completions{Endpoint: e}, nil
 }
 
 type request struct {
@@ -107,27 +106,23 @@ type response struct {
 // Run sends the prompt and returns the reply. An error the server answers
 // with is a *runner.Error of the matching kind.
 func (r *completions) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	model := cliutil.Model(inv, r.Model)
-	log, key, err := r.Begin(inv, "OpenAI")
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
-	call := httpapi.Request{
-		Runner: r.Instance, Endpoint: r.endpoint, Header: httpapi.Bearer(key), Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
-		Body:    request{Model: model, Messages: chat(inv)},
-		Timeout: inv.Timeout, Progress: inv.Progress,
-	}
-	ans, err := httpapi.Send(ctx, r.Client, log, call)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	if ans.Status != http.StatusOK {
-		return runner.Result{}, r.classify(ans, key)
-	}
+	return r.Step(ctx, inv, httpapi.API{
+		Name: "an OpenAI-compatible server", Provider: "OpenAI", URL: v1(r.Base) + "/chat/completions", Header: httpapi.Bearer, Priced: true,
+		Body:    func(model string) any { return request{Model: model, Messages: chat(inv)} },
+		Read:    read,
+		Refused: func(ans httpapi.Answer, _, key string) *runner.Error { return r.classify(ans, key) },
+	})
+}
+
+// read reads a Chat Completions reply: the first choice's content, or its
+// refusal.
+func read(body []byte, _ string) (httpapi.Reply, error) {
 	var resp response
-	if err := json.Unmarshal(ans.Body, &resp); err != nil || len(resp.Choices) == 0 {
-		return runner.Result{}, httpapi.Unreadable(log, call, ans, err, "no choices, not a Chat Completions reply", "an OpenAI-compatible server")
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return httpapi.Reply{}, err
+	}
+	if len(resp.Choices) == 0 {
+		return httpapi.Reply{}, httpapi.NotReply("no choices, not a Chat Completions reply")
 	}
 	choice := resp.Choices[0]
 	var text string
@@ -137,24 +132,18 @@ func (r *completions) Run(ctx context.Context, inv runner.Invocation) (runner.Re
 	case m.Refusal != nil:
 		text = *m.Refusal
 	}
-	if resp.Model != "" {
-		model = resp.Model
-	}
 	// The API counts cached prompt tokens inside prompt_tokens; cadre keeps
 	// them apart, so a price table charges each token once.
 	u := resp.Usage
 	cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens)
-	usage := cliutil.Estimate(r.Prices, model, event.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens,
-		CacheReadTokens: cached})
-	fmt.Fprintf(log, "model=%s finish_reason=%s tokens prompt=%d (cached %d) completion=%d\n",
-		model, choice.FinishReason, u.PromptTokens, cached, u.CompletionTokens)
-	httpapi.LogText(log, text)
-	res := runner.Result{Output: httpapi.CapReply(text), Usage: usage, Model: model}
+	reply := httpapi.Reply{Text: text, Model: resp.Model,
+		Usage: event.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadTokens: cached},
+		Log: fmt.Sprintf("finish_reason=%s tokens prompt=%d (cached %d) completion=%d",
+			choice.FinishReason, u.PromptTokens, cached, u.CompletionTokens)}
 	if choice.FinishReason == "length" {
-		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.Instance,
-			Msg: "the reply was cut off at the model's output limit before it finished"}
+		reply.Cut = "the reply was cut off at the model's output limit before it finished"
 	}
-	return res, nil
+	return reply, nil
 }
 
 // apiError is the body of an error answer. OpenAI sends an object; some
