@@ -23,7 +23,6 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
@@ -47,9 +46,7 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Aider process per step.
-type Runner struct {
-	cliutil.Agent
-}
+type Runner struct{ cliutil.Agent }
 
 // New builds an aider runner. Command defaults to "aider"; a relative path is
 // resolved against BaseDir. Env lists the variables passed through (default:
@@ -58,8 +55,7 @@ type Runner struct {
 // after cadre's own flags. Aider edits files, reports its cost, takes a
 // model per step and prints what it does as it goes.
 func New(s runner.Settings) (runner.Runner, error) {
-	t := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}}
-	return cliutil.Factory(t, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
+	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
 }
 
 // Run runs Aider on inv.Prompt in inv.Dir.
@@ -75,8 +71,8 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	}
 	p := &parser{progress: inv.Progress}
 	return r.Step(ctx, inv, cliutil.Call{Args: r.argv(inv, msgFile), PromptFlag: "--message=", OnLine: p.line,
-		Result: func(res proc.Result) (runner.Result, *runner.Error) {
-			out := runner.Result{Output: string(res.Stdout), Usage: p.total(), Model: p.model}
+		Result: func(stdout []byte, _ int) (runner.Result, *runner.Error) {
+			out := runner.Result{Output: string(stdout), Usage: p.total(), Model: p.model}
 			if out.Model == "" {
 				out.Model = r.ModelFor(inv)
 			}

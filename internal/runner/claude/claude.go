@@ -19,7 +19,6 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
@@ -44,9 +43,7 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Claude Code process per step.
-type Runner struct {
-	cliutil.Agent
-}
+type Runner struct{ cliutil.Agent }
 
 // New builds a claude runner. Command defaults to "claude"; a relative path
 // is resolved against BaseDir. Env lists the variables passed through
@@ -55,8 +52,7 @@ type Runner struct {
 // CLI's own flags. Claude Code edits files, reports its cost, takes a
 // model per step and streams its events.
 func New(s runner.Settings) (runner.Runner, error) {
-	t := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}}
-	return cliutil.Factory(t, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
+	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
 }
 
 // Run runs Claude Code on inv.Prompt in inv.Dir.
@@ -64,7 +60,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
 	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), OnLine: p.line,
-		Result: func(proc.Result) (runner.Result, *runner.Error) {
+		Result: func([]byte, int) (runner.Result, *runner.Error) {
 			out := p.result()
 			if out.Model == "" {
 				out.Model = r.ModelFor(inv)

@@ -73,8 +73,8 @@ type Agent struct {
 // defaults of d, the runner type's descriptor. It checks s.URL (when set)
 // with CheckURL and d.URLExample; the command is d.Program when none is
 // set, a relative path resolved against s.BaseDir; the variables passed
-// through are d.Env when s.Env lists none. The install command, the
-// sandbox's home files and model hosts are d's.
+// through are d.Env when s.Env lists none; the prices are s's. The install
+// command, the sandbox's home files and model hosts are d's.
 func NewAgent(s runner.Settings, d runner.Descriptor) (Agent, error) {
 	if err := CheckURL(s.Name, s.URL, d.URLExample); err != nil {
 		return Agent{}, err
@@ -88,30 +88,19 @@ func NewAgent(s runner.Settings, d runner.Descriptor) (Agent, error) {
 		pass = d.Env
 	}
 	return Agent{Instance: s.Name, Command: Resolve(cmd, s.BaseDir), Install: d.Install, Args: s.Args, Pass: pass,
-		URL: s.URL, Model: s.Model, Lookup: os.LookupEnv, Home: d.SandboxHome, Hosts: d.ModelHosts}, nil
+		URL: s.URL, Model: s.Model, Lookup: os.LookupEnv, Home: d.SandboxHome, Hosts: d.ModelHosts, Prices: s.Prices}, nil
 }
 
-// Type is what a runner package tells Factory of its agent CLI beyond
-// its descriptor.
-type Type struct {
-	runner.Descriptor
-	Caps runner.Caps // what the CLI can do
-	// Prices estimate the cost of a CLI that reports none; nil means the
-	// built-in prices.
-	Prices *price.Table
-}
-
-// Factory returns a factory of the runners of type t: each reads its
-// settings with NewAgent, gets t's capabilities and prices, and wrap
-// makes the runner around the Agent (or refuses settings the CLI cannot
-// use).
-func Factory(t Type, wrap func(Agent) (runner.Runner, error)) runner.Factory {
+// Factory returns a factory of the runners of type d, whose CLI can do
+// caps: each reads its settings with NewAgent, and wrap makes the runner
+// around the Agent (or refuses settings the CLI cannot use).
+func Factory(d runner.Descriptor, caps runner.Caps, wrap func(Agent) (runner.Runner, error)) runner.Factory {
 	return func(s runner.Settings) (runner.Runner, error) {
-		a, err := NewAgent(s, t.Descriptor)
+		a, err := NewAgent(s, d)
 		if err != nil {
 			return nil, err
 		}
-		a.Caps, a.Prices = t.Caps, t.Prices
+		a.Caps = caps
 		return wrap(a)
 	}
 }
@@ -158,10 +147,11 @@ type Call struct {
 	// left there (its session log): hostPath turns a path as the agent
 	// saw it into where that file is on the host; log is the step's.
 	Then func(log io.Writer, hostPath func(string) string)
-	// Result reads the step's result from the ended process (its exit
-	// code and stderr tail are set after) and the failure the agent
-	// reported, nil for none.
-	Result func(res proc.Result) (runner.Result, *runner.Error)
+	// Result reads the step's result once the CLI has ended, from what it
+	// printed and the code it exited with (which Step sets in the result,
+	// with the tail of its stderr), and the failure the agent reported,
+	// nil for none.
+	Result func(stdout []byte, exitCode int) (runner.Result, *runner.Error)
 }
 
 // Step runs the CLI once for inv as c says: in inv.Dir, within
@@ -180,7 +170,7 @@ func (a *Agent) Step(ctx context.Context, inv runner.Invocation, c Call) (runner
 		then = func(hostPath func(string) string) { c.Then(log, hostPath) }
 	}
 	res, err := a.exec(ctx, inv, log, c.PromptFlag, proc.Spec{Args: c.Args, Env: a.Env(set), Stdin: c.Stdin, OnLine: c.OnLine}, then)
-	out, failure := c.Result(res)
+	out, failure := c.Result(res.Stdout, res.ExitCode)
 	out.ExitCode, out.StderrTail = res.ExitCode, res.StderrTail
 	return out, a.Outcome(err, failure)
 }

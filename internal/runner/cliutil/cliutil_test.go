@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/google/go-cmp/cmp"
@@ -145,8 +144,11 @@ func TestStep(t *testing.T) {
 			inv := runner.Invocation{Role: "coder", Dir: dir, Prompt: "the prompt", LogPath: filepath.Join(t.TempDir(), "logs", "s.log")}
 			var lines []string
 			tt.call.OnLine = func(stream, line string) { lines = append(lines, line) }
-			tt.call.Result = func(res proc.Result) (runner.Result, *runner.Error) {
-				return runner.Result{Output: string(res.Stdout), ExitCode: -7}, nil
+			tt.call.Result = func(stdout []byte, exit int) (runner.Result, *runner.Error) {
+				if exit != 0 {
+					t.Errorf("Result given exit code %d, want 0", exit)
+				}
+				return runner.Result{Output: string(stdout), ExitCode: -7}, nil
 			}
 			res, err := a.Step(t.Context(), inv, tt.call)
 			if err != nil {

@@ -20,10 +20,8 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
-	"github.com/cadre-dev/cadre/internal/runner/price"
 )
 
 // provider names the model provider cadre defines when a URL is set.
@@ -46,25 +44,18 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Codex process per step.
-type Runner struct {
-	cliutil.Agent
-}
+type Runner struct{ cliutil.Agent }
 
-// New builds a codex runner that estimates cost from the built-in prices.
-// Command defaults to "codex"; a relative path is resolved against BaseDir.
-// Env lists the variables passed through (default: OpenAI credentials,
-// CODEX_HOME); URL, when set, becomes the base URL of a model provider
-// defined on the command line (Responses API, key in OPENAI_API_KEY); Model
-// is the default --model; Args are added after cadre's own flags.
-func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New(nil))(s) }
-
-// WithPrices returns a factory of codex runners that estimate cost from t,
-// the built-in prices overlaid with the project's. Codex edits files,
-// takes a model per step and streams its events; its cost is estimated,
-// not reported.
-func WithPrices(t *price.Table) runner.Factory {
-	typ := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}, Prices: t}
-	return cliutil.Factory(typ, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })
+// New builds a codex runner. Command defaults to "codex"; a relative path
+// is resolved against BaseDir. Env lists the variables passed through
+// (default: OpenAI credentials, CODEX_HOME); URL, when set, becomes the
+// base URL of a model provider defined on the command line (Responses API,
+// key in OPENAI_API_KEY); Model is the default --model; Args are added
+// after cadre's own flags. Codex edits files, takes a model per step and
+// streams its events; its cost is estimated from Prices, not reported.
+func New(s runner.Settings) (runner.Runner, error) {
+	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true},
+		func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
 }
 
 // Run runs Codex on inv.Prompt in inv.Dir.
@@ -72,7 +63,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
 	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, OnLine: p.line,
-		Result: func(proc.Result) (runner.Result, *runner.Error) {
+		Result: func([]byte, int) (runner.Result, *runner.Error) {
 			model := r.ModelFor(inv)
 			return runner.Result{Output: p.lastMessage, Usage: cliutil.Estimate(r.Prices, model, p.usage),
 				SessionID: p.threadID, Model: model}, p.failure()

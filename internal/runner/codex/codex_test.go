@@ -212,8 +212,7 @@ func TestRunEstimatesCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			priced := clitest.CLI{Name: "codex", Factory: WithPrices(tt.prices)}
-			r := priced.Fake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Model: tt.model})
+			r := cli.Fake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Model: tt.model, Prices: tt.prices})
 			res, err := r.Run(t.Context(), clitest.Invocation(t))
 			if err != nil {
 				t.Fatal(err)

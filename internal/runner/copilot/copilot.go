@@ -25,10 +25,8 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
-	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/safefile"
 )
 
@@ -57,22 +55,17 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Copilot CLI process per step.
-type Runner struct {
-	cliutil.Agent
-}
+type Runner struct{ cliutil.Agent }
 
-// New builds a copilot runner that estimates cost from the built-in prices.
-func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New(nil))(s) }
-
-// WithPrices returns a factory of copilot runners that estimate cost from
-// t. Command defaults to "copilot"; Env lists the variables passed through;
-// URL, when set, is an OpenAI-compatible server used instead of GitHub's
-// (bring your own key); Model is the default --model; Args are added after
-// cadre's own flags. Copilot CLI edits files, takes a model per step and
-// streams its events; its cost is estimated.
-func WithPrices(t *price.Table) runner.Factory {
-	typ := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}, Prices: t}
-	return cliutil.Factory(typ, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })
+// New builds a copilot runner. Command defaults to "copilot"; Env lists
+// the variables passed through; URL, when set, is an OpenAI-compatible
+// server used instead of GitHub's (bring your own key); Model is the
+// default --model; Args are added after cadre's own flags. Copilot CLI
+// edits files, takes a model per step and streams its events; its cost is
+// estimated from Prices.
+func New(s runner.Settings) (runner.Runner, error) {
+	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true},
+		func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
 }
 
 // Run runs Copilot CLI on inv.Prompt in inv.Dir.
@@ -95,7 +88,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		}
 	}
 	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), OnLine: p.line, Then: readUsage,
-		Result: func(proc.Result) (runner.Result, *runner.Error) {
+		Result: func([]byte, int) (runner.Result, *runner.Error) {
 			out := runner.Result{Output: p.reply, SessionID: p.sessionID, Model: r.ModelFor(inv), Usage: usage}
 			if out.Model == "" {
 				out.Model = model

@@ -21,7 +21,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
@@ -48,9 +47,7 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Crush process per step.
-type Runner struct {
-	cliutil.Agent
-}
+type Runner struct{ cliutil.Agent }
 
 // New builds a crush runner. Command defaults to "crush"; Env lists the
 // variables passed through; Model is the default --model (model or
@@ -62,8 +59,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if s.URL != "" {
 		return nil, fmt.Errorf("runners.%s.url: crush takes its provider's base URL from crush.json (providers.NAME.base_url), not from cadre", s.Name)
 	}
-	t := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ModelChoice: true}}
-	return cliutil.Factory(t, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
+	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ModelChoice: true}, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
 }
 
 // Run runs Crush on inv.Prompt in inv.Dir.
@@ -76,10 +72,10 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		}
 	}
 	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, OnLine: onLine,
-		Result: func(res proc.Result) (runner.Result, *runner.Error) {
+		Result: func(stdout []byte, exit int) (runner.Result, *runner.Error) {
 			// The answer is all of stdout (proc keeps it bounded).
-			out := runner.Result{Output: strings.TrimSpace(string(res.Stdout)), Model: r.ModelFor(inv)}
-			if res.ExitCode != 0 && errLine != "" {
+			out := runner.Result{Output: strings.TrimSpace(string(stdout)), Model: r.ModelFor(inv)}
+			if exit != 0 && errLine != "" {
 				return out, classify(errLine)
 			}
 			return out, nil

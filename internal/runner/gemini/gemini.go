@@ -23,10 +23,8 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
-	"github.com/cadre-dev/cadre/internal/runner/price"
 )
 
 const (
@@ -57,24 +55,18 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Gemini CLI process per step.
-type Runner struct {
-	cliutil.Agent
-}
+type Runner struct{ cliutil.Agent }
 
-// New builds a gemini runner that estimates cost from the built-in prices.
-// Command defaults to "gemini"; a relative path is resolved against BaseDir.
-// Env lists the variables passed through (default: Gemini and Google Cloud
-// credentials); URL, when set, becomes GOOGLE_GEMINI_BASE_URL; Model is the
-// default --model; Args are added after cadre's own flags.
-func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New(nil))(s) }
-
-// WithPrices returns a factory of gemini runners that estimate cost from t,
-// the built-in prices overlaid with the project's. The Gemini CLI edits
-// files and takes a model per step; its JSON output comes at the end (no
-// streaming) and its cost is estimated.
-func WithPrices(t *price.Table) runner.Factory {
-	typ := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ModelChoice: true}, Prices: t}
-	return cliutil.Factory(typ, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })
+// New builds a gemini runner. Command defaults to "gemini"; a relative
+// path is resolved against BaseDir. Env lists the variables passed through
+// (default: Gemini and Google Cloud credentials); URL, when set, becomes
+// GOOGLE_GEMINI_BASE_URL; Model is the default --model; Args are added
+// after cadre's own flags. The Gemini CLI edits files and takes a model
+// per step; its JSON output comes at the end (no streaming) and its cost
+// is estimated from Prices.
+func New(s runner.Settings) (runner.Runner, error) {
+	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ModelChoice: true},
+		func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
 }
 
 // Run runs the Gemini CLI on inv.Prompt in inv.Dir.
@@ -88,8 +80,8 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		}
 	}
 	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), PromptFlag: "--prompt=", OnLine: keep,
-		Result: func(res proc.Result) (runner.Result, *runner.Error) {
-			got := parse(res.Stdout, stderr.Bytes(), res.ExitCode)
+		Result: func(stdout []byte, exit int) (runner.Result, *runner.Error) {
+			got := parse(stdout, stderr.Bytes(), exit)
 			out := runner.Result{Output: got.reply, SessionID: got.sessionID, Model: got.mainModel(), Usage: r.usage(got.models)}
 			if out.Model == "" {
 				out.Model = r.ModelFor(inv)

@@ -61,11 +61,6 @@ type Deps struct {
 	Client *http.Client
 	// Getenv reads the API key when a step runs; nil means os.Getenv.
 	Getenv func(string) string
-	// Prices turns the tokens the API reports into an estimated cost, for
-	// an API that reports none; nil means the built-in list prices,
-	// without the config's overrides. An API whose model costs nothing
-	// per token (ollama) ignores it.
-	Prices *price.Table
 	// Now dates a retry-after given as an HTTP date; nil means time.Now.
 	Now func() time.Time
 }
@@ -91,6 +86,10 @@ type Endpoint struct {
 	Instance string // the runner's instance name (runners.NAME)
 	Base     string // the base URL, without a trailing slash
 	Model    string // the model of a step that names none
+	// Prices turn the tokens the API reports into an estimated cost, for
+	// an API that reports none (see API.Priced); nil means the built-in
+	// prices.
+	Prices *price.Table
 	// KeyEnv names the variable of the API key; empty for none.
 	KeyEnv string
 	// Keyed says the endpoint always needs the key (the vendor's own);
@@ -102,7 +101,8 @@ type Endpoint struct {
 // NewEndpoint reads a model API's settings with the defaults of d, its
 // type's descriptor: URL (default d.BaseURL), Model (default defModel; a
 // step's model wins) and Env[0], the variable holding the API key (default
-// d.KeyEnv). The dependencies left nil get their production value.
+// d.KeyEnv); the prices are s's. The dependencies left nil get their
+// production value.
 func NewEndpoint(s runner.Settings, d runner.Descriptor, defModel string, deps Deps) (Endpoint, error) {
 	base, err := BaseURL(s.Name, s.URL, d.BaseURL)
 	if err != nil {
@@ -113,7 +113,7 @@ func NewEndpoint(s runner.Settings, d runner.Descriptor, defModel string, deps D
 		model = defModel
 	}
 	return Endpoint{Instance: s.Name, Base: base, Model: model, KeyEnv: KeyEnv(s.Env, d.KeyEnv),
-		Keyed: d.NeedsKey(base), Deps: deps.withDefaults()}, nil
+		Keyed: d.NeedsKey(base), Prices: s.Prices, Deps: deps.withDefaults()}, nil
 }
 
 // Name returns the configured instance name.
@@ -164,7 +164,8 @@ type API struct {
 	// Refused is the error of an answer of another status (see Refusal).
 	Refused func(ans Answer, model, key string) *runner.Error
 	// Priced says the API reports no cost: it is estimated from
-	// Deps.Prices. A model that costs nothing per token (ollama) is not.
+	// the endpoint's Prices. A model that costs nothing per token (ollama)
+	// is not.
 	Priced bool
 }
 

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
@@ -47,9 +46,7 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one OpenCode process per step.
-type Runner struct {
-	cliutil.Agent
-}
+type Runner struct{ cliutil.Agent }
 
 // New builds an opencode runner. Command defaults to "opencode"; a relative
 // path is resolved against BaseDir. Env lists the variables passed through
@@ -59,8 +56,7 @@ type Runner struct {
 // cadre's own flags. OpenCode edits files, reports its cost, takes a
 // model per step and streams its events.
 func New(s runner.Settings) (runner.Runner, error) {
-	t := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}}
-	return cliutil.Factory(t, func(a cliutil.Agent) (runner.Runner, error) {
+	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}, func(a cliutil.Agent) (runner.Runner, error) {
 		if a.URL != "" && providerOf(a.Model) == "" {
 			return nil, fmt.Errorf("runners.%s.url needs runners.%s.model written provider/model (e.g. anthropic/claude-sonnet-4-5): the URL is that provider's", a.Instance, a.Instance)
 		}
@@ -72,7 +68,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
 	p := &parser{progress: inv.Progress}
 	return r.Step(ctx, inv, cliutil.Call{Args: r.argv(inv), Stdin: strings.NewReader(inv.Text()), Set: r.vars(inv), OnLine: p.line,
-		Result: func(proc.Result) (runner.Result, *runner.Error) {
+		Result: func([]byte, int) (runner.Result, *runner.Error) {
 			return runner.Result{Output: p.reply(), Usage: p.usage, SessionID: p.sessionID, Model: r.ModelFor(inv)}, p.failure
 		}})
 }

@@ -18,10 +18,8 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
-	"github.com/cadre-dev/cadre/internal/runner/price"
 )
 
 // Type describes the qwen runner type: the CLI and how to install it, the
@@ -45,23 +43,17 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Qwen Code process per step.
-type Runner struct {
-	cliutil.Agent
-}
+type Runner struct{ cliutil.Agent }
 
-// New builds a qwen runner that estimates cost from the built-in prices.
-func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New(nil))(s) }
-
-// WithPrices returns a factory of qwen runners that estimate cost from t.
-// Command defaults to "qwen"; Env lists the variables passed through
-// (default: OpenAI-compatible and other provider keys); URL, when set,
-// becomes OPENAI_BASE_URL (an OpenAI-compatible server's /v1); Model is the
-// default --model; Args are added after cadre's own flags. Qwen Code edits
-// files, takes a model per step and streams its events; its cost is
-// estimated.
-func WithPrices(t *price.Table) runner.Factory {
-	typ := cliutil.Type{Descriptor: Type, Caps: runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}, Prices: t}
-	return cliutil.Factory(typ, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })
+// New builds a qwen runner. Command defaults to "qwen"; Env lists the
+// variables passed through (default: OpenAI-compatible and other provider
+// keys); URL, when set, becomes OPENAI_BASE_URL (an OpenAI-compatible
+// server's /v1); Model is the default --model; Args are added after
+// cadre's own flags. Qwen Code edits files, takes a model per step and
+// streams its events; its cost is estimated from Prices.
+func New(s runner.Settings) (runner.Runner, error) {
+	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true},
+		func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
 }
 
 // Run runs Qwen Code on inv.Prompt in inv.Dir.
@@ -73,7 +65,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		set = map[string]string{"OPENAI_BASE_URL": r.URL}
 	}
 	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: set, OnLine: p.line,
-		Result: func(proc.Result) (runner.Result, *runner.Error) {
+		Result: func([]byte, int) (runner.Result, *runner.Error) {
 			out := runner.Result{Output: p.reply(), SessionID: p.sessionID, Model: r.ModelFor(inv)}
 			if out.Model == "" {
 				out.Model = p.model

@@ -8,12 +8,15 @@ package apitest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,11 +88,15 @@ func Invocation(t testing.TB, role, prompt string) runner.Invocation {
 // Builder builds an API runner for a test: newWith is the package's
 // NewWith, name the instance name of settings that give none, and env
 // the variables Getenv reads when the dependencies give no Getenv. Every
-// runner it builds dates a retry-after by Now.
+// runner it builds dates a retry-after by Now. Path is where the API is
+// sent a step, as a Request names it ("POST /v1/messages"), and Headers
+// are what its fakes answer with besides a case's own.
 type Builder struct {
 	NewWith func(runner.Settings, httpapi.Deps) (runner.Runner, error)
 	Name    string
 	Env     map[string]string
+	Path    string
+	Headers map[string]string
 }
 
 // Now is the time a Builder's runners take for now.
@@ -110,6 +117,176 @@ func (b Builder) Build(t testing.TB, s runner.Settings, d httpapi.Deps) runner.R
 		t.Fatalf("NewWith: %v", err)
 	}
 	return r
+}
+
+// Serve is the package's Serve, the fake API also answering with b's
+// headers (a case's own win).
+func (b Builder) Serve(t testing.TB, status int, headers map[string]string, body string) (*httptest.Server, *[]Request) {
+	t.Helper()
+	h := maps.Clone(b.Headers)
+	if h == nil {
+		h = map[string]string{}
+	}
+	maps.Copy(h, headers)
+	return Serve(t, status, h, body)
+}
+
+// Sent checks the one request a fake API got for inv: sent to b.Path,
+// asking model, with one message, the user's prompt. It returns it.
+func (b Builder) Sent(t testing.TB, got []Request, model string, inv runner.Invocation) Request {
+	t.Helper()
+	if len(got) != 1 {
+		t.Fatalf("%d requests, want 1", len(got))
+	}
+	req := got[0]
+	if req.Path != b.Path {
+		t.Errorf("request %s, want %s", req.Path, b.Path)
+	}
+	if req.Body["model"] != model {
+		t.Errorf("model %v, want %s", req.Body["model"], model)
+	}
+	msgs, _ := req.Body["messages"].([]any)
+	if len(msgs) != 1 {
+		t.Fatalf("messages %v, want one user message", req.Body["messages"])
+	}
+	if m := msgs[0].(map[string]any); m["role"] != "user" || m["content"] != inv.Prompt {
+		t.Errorf("message %v, want role user with the prompt", m)
+	}
+	return req
+}
+
+// Logged checks the step's log holds the request line to url and the
+// reply's SIGNAL BLOCK, and never key.
+func Logged(t testing.TB, inv runner.Invocation, url, key string) {
+	t.Helper()
+	log, err := os.ReadFile(inv.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "POST "+url) || !strings.Contains(string(log), "SIGNAL BLOCK") {
+		t.Errorf("log lacks the request line or the reply:\n%s", log)
+	}
+	if key != "" && strings.Contains(string(log), key) {
+		t.Errorf("the API key is in the log:\n%s", log)
+	}
+}
+
+// Route is where a step goes and what it carries: the runner built from S
+// (its URL the fake API's, followed by Suffix), its key variables Vars,
+// given a step asking StepModel, sends to WantPath (b.Path when empty)
+// asking WantModel, with the key header WantKey (none when empty).
+type Route struct {
+	Name      string
+	S         runner.Settings
+	Suffix    string
+	Vars      map[string]string
+	StepModel string
+	WantPath  string
+	WantModel string
+	WantKey   string
+}
+
+// Routes checks each route; keyHeader is the header that carries the key,
+// answer the fake API's reply.
+func (b Builder) Routes(t *testing.T, keyHeader, answer string, routes ...Route) {
+	for _, tt := range routes {
+		t.Run(tt.Name, func(t *testing.T) {
+			srv, got := b.Serve(t, 200, nil, answer)
+			s := tt.S
+			s.URL = srv.URL + tt.Suffix
+			inv := Invocation(t, "coder", "Do it.\n")
+			inv.Model = tt.StepModel
+			if _, err := b.Build(t, s, httpapi.Deps{Getenv: Env(tt.Vars)}).Run(t.Context(), inv); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			req := (*got)[0]
+			path := cmp.Or(tt.WantPath, b.Path)
+			keys := req.Header.Values(keyHeader)
+			if req.Path != path || req.Body["model"] != tt.WantModel || tt.WantKey == "" && len(keys) != 0 ||
+				tt.WantKey != "" && (len(keys) != 1 || keys[0] != tt.WantKey) {
+				t.Errorf("sent %s model %v %s %q; want %s model %s %s %q", req.Path, req.Body["model"], keyHeader, keys,
+					path, tt.WantModel, keyHeader, tt.WantKey)
+			}
+		})
+	}
+}
+
+// MissingKey checks a runner of s, whose endpoint needs a key, does not
+// send a step without one: an auth error holding each of want.
+func (b Builder) MissingKey(t *testing.T, s runner.Settings, want ...string) {
+	t.Helper()
+	r := b.Build(t, s, httpapi.Deps{Client: &http.Client{Transport: NoNetwork{T: t}}, Getenv: Env(nil)})
+	_, err := r.Run(t.Context(), Invocation(t, "coder", "Do it.\n"))
+	if runner.KindOf(err) != runner.KindAuth {
+		t.Fatalf("error %v, want an auth error", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+}
+
+// Refusal is an answer a fake API gives and the error the step must end
+// in: of Kind, retried after After, one line containing Msg.
+type Refusal struct {
+	Name    string
+	Status  int
+	Headers map[string]string
+	Body    string
+	Kind    runner.Kind
+	After   time.Duration
+	Msg     string
+}
+
+// Refusals checks the error each refusal makes a runner of s (its URL the
+// fake API's) end in, and that the step's log holds the HTTP status.
+func (b Builder) Refusals(t *testing.T, s runner.Settings, refusals ...Refusal) {
+	for _, tt := range refusals {
+		t.Run(tt.Name, func(t *testing.T) {
+			srv, _ := b.Serve(t, tt.Status, tt.Headers, tt.Body)
+			s := s
+			s.URL = srv.URL
+			inv := Invocation(t, "coder", "Do it.\n")
+			_, err := b.Build(t, s, httpapi.Deps{}).Run(t.Context(), inv)
+			var re *runner.Error
+			if !errors.As(err, &re) {
+				t.Fatalf("error %v, want a *runner.Error", err)
+			}
+			if re.Kind != tt.Kind || re.RetryAfter != tt.After {
+				t.Errorf("kind %s retry-after %s, want %s %s (%v)", re.Kind, re.RetryAfter, tt.Kind, tt.After, err)
+			}
+			if !strings.Contains(err.Error(), tt.Msg) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q: want one line containing %q", err, tt.Msg)
+			}
+			if log, _ := os.ReadFile(inv.LogPath); !strings.Contains(string(log), fmt.Sprintf("HTTP %d", tt.Status)) {
+				t.Errorf("log lacks the HTTP status:\n%s", log)
+			}
+		})
+	}
+}
+
+// CutReply checks that the answer of a reply cut off before it finished,
+// text and its output tokens, fails a runner of s (its URL the fake API's)
+// as a turn limit, keeping the partial reply and its usage.
+func (b Builder) CutReply(t *testing.T, s runner.Settings, answer, text string, outputTokens int64) {
+	srv, _ := b.Serve(t, 200, nil, answer)
+	s.URL = srv.URL
+	res, err := b.Build(t, s, httpapi.Deps{}).Run(t.Context(), Invocation(t, "coder", "Do it.\n"))
+	if runner.KindOf(err) != runner.KindTurnLimit {
+		t.Fatalf("error %v, want a turn-limit error", err)
+	}
+	if !strings.HasSuffix(res.Output, text) || res.Usage.OutputTokens != outputTokens {
+		t.Errorf("result %+v, want the partial reply and its usage kept", res)
+	}
+}
+
+// RejectsURL checks New refuses the base URL url, naming runners.NAME.url.
+func (b Builder) RejectsURL(t *testing.T, url string) {
+	_, err := b.NewWith(runner.Settings{Name: b.Name, URL: url}, httpapi.Deps{})
+	if want := "runners." + b.Name + ".url"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want one naming %s", err, want)
+	}
 }
 
 // Conformance runs the shared suite on what applies to an API runner: no
@@ -150,8 +327,9 @@ type Modelsim struct {
 	// Usage are the tokens the runner reports of a reply modelsim counts
 	// as 900 in, 120 out, 40 read from the cache.
 	Usage event.Usage
-	// New builds the runner sent to modelsim at url, with model sim-model.
-	New func(url string) (runner.Runner, error)
+	// NewWith is the package's NewWith; the runner is sent to modelsim,
+	// asks for sim-model and has no key.
+	NewWith func(runner.Settings, httpapi.Deps) (runner.Runner, error)
 }
 
 // simScenario answers the planner with a plan and its SIGNAL BLOCK, and a
@@ -188,7 +366,7 @@ func AgainstModelsim(t *testing.T, m Modelsim) {
 	var requests bytes.Buffer
 	srv := httptest.NewServer(modelsim.New(sc, &requests))
 	t.Cleanup(srv.Close)
-	r, err := m.New(srv.URL)
+	r, err := m.NewWith(runner.Settings{Name: "sim", URL: srv.URL, Model: "sim-model"}, httpapi.Deps{Getenv: Env(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
