@@ -6,7 +6,6 @@
 package anthropic
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -56,38 +55,34 @@ func header(key string) http.Header {
 	return h
 }
 
-// Deps are the runner's outside dependencies; the zero value is production.
-type Deps = httpapi.Deps
-
-// messages sends each step to the Messages API.
-type messages struct {
-	httpapi.Endpoint
-}
-
 // New builds a runner from its settings: URL (default DefaultURL), Model
 // (default DefaultModel; a step's model wins) and Env[0], the variable
 // holding the API key (default DefaultKeyEnv).
-func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, Deps{}) }
+func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, httpapi.Deps{}) }
 
 // NewWith is New with explicit dependencies.
-func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
-	e, err := httpapi.NewEndpoint(s, Type, DefaultModel, d)
-	if err != nil {
-		return nil, err
+func NewWith(s runner.Settings, d httpapi.Deps) (runner.Runner, error) {
+	return httpapi.New(s, Type, DefaultModel, d, messages)
+}
+
+// messages sends a step to the Messages API: the role's instructions as the
+// system prompt, the step's prompt as the one user message.
+func messages(e *httpapi.Endpoint, inv runner.Invocation) httpapi.API {
+	return httpapi.API{
+		Name: "an Anthropic Messages API", Provider: "Anthropic", URL: e.Base + "/v1/messages", Header: header, Priced: true,
+		Body: func(model string) any {
+			return request{Model: model, MaxTokens: maxTokens, System: inv.Instructions, Messages: []httpapi.Message{{Role: "user", Content: inv.UserText()}}}
+		},
+		Read:    read,
+		Refused: func(ans httpapi.Answer, _, key string) *runner.Error { return classify(e, ans, key) },
 	}
-	return &messages{Endpoint: e}, nil
 }
 
 type request struct {
-	Model     string    `json:"model"`
-	MaxTokens int       `json:"max_tokens"`
-	System    string    `json:"system,omitempty"` // the role's instructions
-	Messages  []message `json:"messages"`
-}
-
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Model     string            `json:"model"`
+	MaxTokens int               `json:"max_tokens"`
+	System    string            `json:"system,omitempty"` // the role's instructions
+	Messages  []httpapi.Message `json:"messages"`
 }
 
 type response struct {
@@ -105,19 +100,6 @@ type response struct {
 		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	} `json:"usage"`
-}
-
-// Run sends the prompt and returns the reply. An error the API answers
-// with is a *runner.Error of the matching kind.
-func (r *messages) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	return r.Step(ctx, inv, httpapi.API{
-		Name: "an Anthropic Messages API", Provider: "Anthropic", URL: r.Base + "/v1/messages", Header: header, Priced: true,
-		Body: func(model string) any {
-			return request{Model: model, MaxTokens: maxTokens, System: inv.Instructions, Messages: []message{{Role: "user", Content: inv.UserText()}}}
-		},
-		Read:    read,
-		Refused: func(ans httpapi.Answer, _, key string) *runner.Error { return r.classify(ans, key) },
-	})
 }
 
 // read reads a Messages API reply: its text blocks joined.
@@ -161,14 +143,14 @@ type apiError struct {
 // classify maps an error answer to a *runner.Error. A spend limit or an
 // empty credit balance is a quota even when it comes as a 429 or a 400:
 // waiting a few seconds will not lift it.
-func (r *messages) classify(ans httpapi.Answer, key string) *runner.Error {
+func classify(ep *httpapi.Endpoint, ans httpapi.Answer, key string) *runner.Error {
 	var e apiError
 	json.Unmarshal(ans.Body, &e)
 	typ, msg := e.Error.Type, e.Error.Message
 	if msg == "" {
 		msg = string(ans.Body)
 	}
-	re := httpapi.Refusal(r.Instance, ans.Status, typ, msg, key)
+	re := httpapi.Refusal(ep.Instance, ans.Status, typ, msg, key)
 	lower := strings.ToLower(msg)
 	switch {
 	case ans.Status == http.StatusPaymentRequired || typ == "billing_error" || typ == "payment_required" ||
@@ -178,11 +160,11 @@ func (r *messages) classify(ans httpapi.Answer, key string) *runner.Error {
 	case ans.Status == http.StatusUnauthorized || ans.Status == http.StatusForbidden ||
 		typ == "authentication_error" || typ == "permission_error":
 		re.Kind = runner.KindAuth
-		re.Msg += fmt.Sprintf(" (check the key in %s)", r.KeyEnv)
+		re.Msg += fmt.Sprintf(" (check the key in %s)", ep.KeyEnv)
 	case ans.Status == http.StatusTooManyRequests || ans.Status == 529 ||
 		typ == "rate_limit_error" || typ == "overloaded_error":
 		re.Kind = runner.KindRateLimit
-		re.RetryAfter = retry.After(ans.Header, r.Now())
+		re.RetryAfter = retry.After(ans.Header, ep.Now())
 	case cliutil.ContainsAny(lower, "prompt is too long", "context window"):
 		re.Kind = runner.KindTurnLimit
 	}

@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi"
 	"math"
 	"net/http"
 	"strings"
@@ -20,20 +21,9 @@ import (
 
 const key = "sk-ant-test-0123456789"
 
-var now = apitest.Now
-
 // builder makes the runners of the tests, the API key in anthropic.DefaultKeyEnv.
 var builder = apitest.Builder{NewWith: anthropic.NewWith, Name: "anthropic", Env: map[string]string{anthropic.DefaultKeyEnv: key},
 	Path: "POST /v1/messages"}
-
-func build(t *testing.T, s runner.Settings, d anthropic.Deps) runner.Runner {
-	t.Helper()
-	return builder.Build(t, s, d)
-}
-
-func invocation(t *testing.T) runner.Invocation {
-	return apitest.Invocation(t, "planner", "Plan the work.\n")
-}
 
 func messageJSON(text, stop string) string {
 	b, _ := json.Marshal(map[string]any{
@@ -54,8 +44,8 @@ func TestRunSendsPromptAndReadsReply(t *testing.T) {
 	// The project's price wins over the built-in one for the model that answered.
 	prices := price.New(map[string]config.Price{"claude-sonnet-4-5": {InputPerMTok: 3, OutputPerMTok: 15,
 		CacheReadPerMTok: 0.3, CacheWritePerMTok: 3.75}})
-	r := build(t, runner.Settings{URL: srv.URL + "/", Model: "claude-opus-4-1", Prices: prices}, anthropic.Deps{})
-	inv := invocation(t)
+	r := builder.Build(t, runner.Settings{URL: srv.URL + "/", Model: "claude-opus-4-1", Prices: prices}, httpapi.Deps{})
+	inv := apitest.Invocation(t, "planner", "Plan the work.\n")
 	res, err := r.Run(t.Context(), inv)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -86,7 +76,7 @@ func TestRunSendsPromptAndReadsReply(t *testing.T) {
 
 func TestRunUnpricedModel(t *testing.T) {
 	srv, _ := apitest.Serve(t, 200, nil, strings.Replace(messageJSON("ok", "end_turn"), "claude-sonnet-4-5-20250929", "house-model-v2", 1))
-	res, err := build(t, runner.Settings{URL: srv.URL}, anthropic.Deps{}).Run(t.Context(), invocation(t))
+	res, err := builder.Build(t, runner.Settings{URL: srv.URL}, httpapi.Deps{}).Run(t.Context(), apitest.Invocation(t, "planner", "Plan the work.\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +115,7 @@ func TestRunErrors(t *testing.T) {
 			Body: errJSON("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
 			Kind: runner.KindRateLimit, After: 7 * time.Second, Msg: "HTTP 429 rate_limit_error"},
 		apitest.Refusal{Name: "overloaded with retry-after date", Status: 529,
-			Headers: map[string]string{"retry-after": now.Add(20 * time.Second).Format(http.TimeFormat)},
+			Headers: map[string]string{"retry-after": apitest.Now.Add(20 * time.Second).Format(http.TimeFormat)},
 			Body:    errJSON("overloaded_error", "Overloaded"), Kind: runner.KindRateLimit, After: 20 * time.Second},
 		apitest.Refusal{Name: "overloaded without retry-after", Status: 529, Body: errJSON("overloaded_error", "Overloaded"),
 			Kind: runner.KindRateLimit},
@@ -167,6 +157,6 @@ func TestAgainstModelsim(t *testing.T) {
 // stays bounded.
 func TestConformance(t *testing.T) {
 	apitest.Conformance(t, func(reply string) string { return messageJSON(reply, "end_turn") }, func(t *testing.T, url string) runner.Runner {
-		return build(t, runner.Settings{URL: url}, anthropic.Deps{})
+		return builder.Build(t, runner.Settings{URL: url}, httpapi.Deps{})
 	})
 }

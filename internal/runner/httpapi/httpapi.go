@@ -1,8 +1,10 @@
 // Package httpapi is the plumbing the model-API runners (anthropic, openai,
-// ollama) share: checking the base URL, one logged JSON exchange bounded by
-// the step's timeout, the error of a refused or missing key, and keeping the
-// reply, the log and error messages within bounds. What each API sends,
-// answers and means by its errors stays in its own package.
+// ollama) share: the runner itself, built from its settings (New, Runner),
+// one step sent and its answer read (Step), checking the base URL, one
+// logged JSON exchange bounded by the step's timeout, the error of a
+// refused or missing key, and keeping the reply, the log and error messages
+// within bounds. What each API sends, answers and means by its errors
+// stays in its own package (API).
 package httpapi
 
 import (
@@ -116,6 +118,45 @@ func NewEndpoint(s runner.Settings, d runner.Descriptor, defModel string, deps D
 		Keyed: d.NeedsKey(base), Prices: s.Prices, Deps: deps.withDefaults()}, nil
 }
 
+// Runner is a model-API runner: its endpoint, and what a step sends to
+// the API.
+type Runner struct {
+	Endpoint
+	api func(e *Endpoint, inv runner.Invocation) API
+}
+
+// New builds a runner of the API of type d from its settings (see
+// NewEndpoint); api says what a step sends to the API and how the answer
+// reads.
+func New(s runner.Settings, d runner.Descriptor, defModel string, deps Deps, api func(e *Endpoint, inv runner.Invocation) API) (runner.Runner, error) {
+	e, err := NewEndpoint(s, d, defModel, deps)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{Endpoint: e, api: api}, nil
+}
+
+// Run sends the step to the API (see Step).
+func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
+	return r.Step(ctx, inv, r.api(&r.Endpoint, inv))
+}
+
+// Message is one message of a chat.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Chat is the conversation of one step for an API that takes the role's
+// instructions as a system message: those, then the step's prompt.
+func Chat(inv runner.Invocation) []Message {
+	var msgs []Message
+	if inv.Instructions != "" {
+		msgs = append(msgs, Message{Role: "system", Content: inv.Instructions})
+	}
+	return append(msgs, Message{Role: "user", Content: inv.UserText()})
+}
+
 // Name returns the configured instance name.
 func (e *Endpoint) Name() string { return e.Instance }
 
@@ -158,6 +199,9 @@ type API struct {
 	Body func(model string) any
 	// Hint is added to the error of an exchange that failed (Request.Hint).
 	Hint string
+	// NoModel says how to name a model, for a step that has none (an API
+	// with no default model).
+	NoModel string
 	// Read reads an answer of status 200: a NotReply when it is valid JSON
 	// but not the API's reply, another error when it is no JSON at all.
 	Read func(body []byte, key string) (Reply, error)
@@ -194,6 +238,9 @@ func (e NotReply) Error() string { return string(e) }
 // answer is api.Refused's, an answer that is not a reply is Unreadable.
 func (e *Endpoint) Step(ctx context.Context, inv runner.Invocation, api API) (runner.Result, error) {
 	model := cliutil.Model(inv, e.Model)
+	if model == "" {
+		return runner.Result{}, fmt.Errorf("runner %s: no model: %s", e.Instance, api.NoModel)
+	}
 	log, key, err := e.Begin(inv, api.Provider)
 	if err != nil {
 		return runner.Result{}, err

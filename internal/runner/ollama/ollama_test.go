@@ -2,6 +2,7 @@ package ollama_test
 
 import (
 	"encoding/json"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi"
 	"net"
 	"strings"
 	"testing"
@@ -14,21 +15,10 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 )
 
-var now = apitest.Now
-
 // builder makes the runners of the tests; its fake Ollama server answers
 // with Ollama's content type.
 var builder = apitest.Builder{NewWith: ollama.NewWith, Name: "ollama", Path: "POST /api/chat",
 	Headers: map[string]string{"Content-Type": "application/json; charset=utf-8"}}
-
-func build(t *testing.T, s runner.Settings, d ollama.Deps) runner.Runner {
-	t.Helper()
-	return builder.Build(t, s, d)
-}
-
-func invocation(t *testing.T) runner.Invocation {
-	return apitest.Invocation(t, "triage", "Which workflow fits?\n")
-}
 
 func chatJSON(text, reason string) string {
 	b, _ := json.Marshal(map[string]any{
@@ -43,8 +33,8 @@ func chatJSON(text, reason string) string {
 
 func TestRunSendsPromptAndReadsReply(t *testing.T) {
 	srv, got := builder.Serve(t, 200, nil, chatJSON(runnertest.OKReply, "stop"))
-	r := build(t, runner.Settings{URL: srv.URL, Model: "qwen2.5-coder"}, ollama.Deps{})
-	inv := invocation(t)
+	r := builder.Build(t, runner.Settings{URL: srv.URL, Model: "qwen2.5-coder"}, httpapi.Deps{})
+	inv := apitest.Invocation(t, "triage", "Which workflow fits?\n")
 	res, err := r.Run(t.Context(), inv)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -81,7 +71,7 @@ func TestRunModelAndKey(t *testing.T) {
 
 func TestRunWithoutModel(t *testing.T) {
 	srv, got := builder.Serve(t, 200, nil, chatJSON("ok", "stop"))
-	_, err := build(t, runner.Settings{Name: "local", URL: srv.URL}, ollama.Deps{}).Run(t.Context(), invocation(t))
+	_, err := builder.Build(t, runner.Settings{Name: "local", URL: srv.URL}, httpapi.Deps{}).Run(t.Context(), apitest.Invocation(t, "triage", "Which workflow fits?\n"))
 	if err == nil || !strings.Contains(err.Error(), "runners.local.model") {
 		t.Fatalf("error %v, want one naming runners.local.model", err)
 	}
@@ -97,7 +87,7 @@ func TestRunServerDown(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
-	_, err = build(t, runner.Settings{URL: "http://" + addr, Model: "llama3.2"}, ollama.Deps{}).Run(t.Context(), invocation(t))
+	_, err = builder.Build(t, runner.Settings{URL: "http://" + addr, Model: "llama3.2"}, httpapi.Deps{}).Run(t.Context(), apitest.Invocation(t, "triage", "Which workflow fits?\n"))
 	if err == nil || !strings.Contains(err.Error(), "is `ollama serve` running at http://"+addr) {
 		t.Fatalf("error %v, want a hint to start ollama", err)
 	}
@@ -128,7 +118,7 @@ func TestRunReplyCutAtLength(t *testing.T) {
 func TestRunHugeReplyKeepsItsEnd(t *testing.T) {
 	huge := strings.Repeat("filler line\n", 6<<20/12) + runnertest.OKReply
 	srv, _ := builder.Serve(t, 200, nil, chatJSON(huge, "stop"))
-	res, err := build(t, runner.Settings{URL: srv.URL, Model: "llama3.2"}, ollama.Deps{}).Run(t.Context(), invocation(t))
+	res, err := builder.Build(t, runner.Settings{URL: srv.URL, Model: "llama3.2"}, httpapi.Deps{}).Run(t.Context(), apitest.Invocation(t, "triage", "Which workflow fits?\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +138,6 @@ func TestAgainstModelsim(t *testing.T) {
 // TestConformance runs the shared suite on what applies to an API runner.
 func TestConformance(t *testing.T) {
 	apitest.Conformance(t, func(reply string) string { return chatJSON(reply, "stop") }, func(t *testing.T, url string) runner.Runner {
-		return build(t, runner.Settings{URL: url, Model: "llama3.2"}, ollama.Deps{})
+		return builder.Build(t, runner.Settings{URL: url, Model: "llama3.2"}, httpapi.Deps{})
 	})
 }

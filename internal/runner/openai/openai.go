@@ -7,7 +7,6 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -51,37 +50,30 @@ func v1(base string) string {
 	return base + "/v1"
 }
 
-// Deps are the runner's outside dependencies; the zero value is production.
-type Deps = httpapi.Deps
-
-// completions sends each step to a Chat Completions endpoint.
-type completions struct {
-	httpapi.Endpoint
-}
-
 // New builds a runner from its settings: URL (default DefaultURL; a URL
 // already ending in /v1, as many servers document theirs, is used as is),
 // Model (default DefaultModel; a step's model wins) and Env[0], the
 // variable holding the API key (default DefaultKeyEnv).
-func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, Deps{}) }
+func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, httpapi.Deps{}) }
 
 // NewWith is New with explicit dependencies.
-func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
-	e, err := httpapi.NewEndpoint(s, Type, DefaultModel, d)
-	if err != nil {
-		return nil, err
+func NewWith(s runner.Settings, d httpapi.Deps) (runner.Runner, error) {
+	return httpapi.New(s, Type, DefaultModel, d, completions)
+}
+
+// completions sends a step to a Chat Completions endpoint.
+func completions(e *httpapi.Endpoint, inv runner.Invocation) httpapi.API {
+	return httpapi.API{
+		Name: "an OpenAI-compatible server", Provider: "OpenAI", URL: v1(e.Base) + "/chat/completions", Header: httpapi.Bearer, Priced: true,
+		Body:    func(model string) any { return request{Model: model, Messages: httpapi.Chat(inv)} },
+		Read:    read,
+		Refused: func(ans httpapi.Answer, _, key string) *runner.Error { return classify(e, ans, key) },
 	}
-	return &completions{Endpoint: e}, nil
 }
 
 type request struct {
-	Model    string    `json:"model"`
-	Messages []message `json:"messages"`
-}
-
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Model    string            `json:"model"`
+	Messages []httpapi.Message `json:"messages"`
 }
 
 type response struct {
@@ -101,17 +93,6 @@ type response struct {
 			CachedTokens int64 `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
-}
-
-// Run sends the prompt and returns the reply. An error the server answers
-// with is a *runner.Error of the matching kind.
-func (r *completions) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	return r.Step(ctx, inv, httpapi.API{
-		Name: "an OpenAI-compatible server", Provider: "OpenAI", URL: v1(r.Base) + "/chat/completions", Header: httpapi.Bearer, Priced: true,
-		Body:    func(model string) any { return request{Model: model, Messages: chat(inv)} },
-		Read:    read,
-		Refused: func(ans httpapi.Answer, _, key string) *runner.Error { return r.classify(ans, key) },
-	})
 }
 
 // read reads a Chat Completions reply: the first choice's content, or its
@@ -160,7 +141,7 @@ type errorObject struct {
 
 // classify maps an error answer to a *runner.Error. insufficient_quota
 // comes as a 429 like a rate limit, but waiting will not lift it.
-func (r *completions) classify(ans httpapi.Answer, key string) *runner.Error {
+func classify(ep *httpapi.Endpoint, ans httpapi.Answer, key string) *runner.Error {
 	var e apiError
 	var obj errorObject
 	if json.Unmarshal(ans.Body, &e) == nil && len(e.Error) > 0 {
@@ -176,7 +157,7 @@ func (r *completions) classify(ans httpapi.Answer, key string) *runner.Error {
 	if c, ok := obj.Code.(string); ok {
 		code = c
 	}
-	re := httpapi.Refusal(r.Instance, ans.Status, firstNonEmpty(code, obj.Type), msg, key)
+	re := httpapi.Refusal(ep.Instance, ans.Status, firstNonEmpty(code, obj.Type), msg, key)
 	lower := strings.ToLower(msg)
 	switch {
 	case ans.Status == http.StatusPaymentRequired || code == "insufficient_quota" || obj.Type == "insufficient_quota" ||
@@ -184,11 +165,11 @@ func (r *completions) classify(ans httpapi.Answer, key string) *runner.Error {
 		re.Kind = runner.KindQuota
 	case ans.Status == http.StatusUnauthorized || ans.Status == http.StatusForbidden || code == "invalid_api_key":
 		re.Kind = runner.KindAuth
-		re.Msg += fmt.Sprintf(" (check the key in %s)", r.KeyEnv)
+		re.Msg += fmt.Sprintf(" (check the key in %s)", ep.KeyEnv)
 	case ans.Status == http.StatusTooManyRequests || code == "rate_limit_exceeded" ||
 		(ans.Status == http.StatusServiceUnavailable && strings.Contains(lower, "overloaded")):
 		re.Kind = runner.KindRateLimit
-		re.RetryAfter = retry.After(ans.Header, r.Now())
+		re.RetryAfter = retry.After(ans.Header, ep.Now())
 		if re.RetryAfter == 0 {
 			re.RetryAfter = resetAfter(ans.Header)
 		}
@@ -237,14 +218,4 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
-}
-
-// chat is the conversation of one step: the role's instructions as the
-// system message, then the step's prompt.
-func chat(inv runner.Invocation) []message {
-	var msgs []message
-	if inv.Instructions != "" {
-		msgs = append(msgs, message{Role: "system", Content: inv.Instructions})
-	}
-	return append(msgs, message{Role: "user", Content: inv.UserText()})
 }

@@ -3,6 +3,7 @@ package openai_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi"
 	"math"
 	"testing"
 	"time"
@@ -18,20 +19,9 @@ import (
 
 const key = "sk-proj-test-0123456789"
 
-var now = apitest.Now
-
 // builder makes the runners of the tests, the API key in openai.DefaultKeyEnv.
 var builder = apitest.Builder{NewWith: openai.NewWith, Name: "openai", Env: map[string]string{openai.DefaultKeyEnv: key},
 	Path: "POST /v1/chat/completions"}
-
-func build(t *testing.T, s runner.Settings, d openai.Deps) runner.Runner {
-	t.Helper()
-	return builder.Build(t, s, d)
-}
-
-func invocation(t *testing.T) runner.Invocation {
-	return apitest.Invocation(t, "judge", "Judge the plans.\n")
-}
 
 func completionJSON(text, finish string) string {
 	b, _ := json.Marshal(map[string]any{
@@ -47,8 +37,8 @@ func completionJSON(text, finish string) string {
 func TestRunSendsPromptAndReadsReply(t *testing.T) {
 	srv, got := apitest.Serve(t, 200, nil, completionJSON(runnertest.OKReply, "stop"))
 	prices := price.New(map[string]config.Price{"gpt-4.1": {InputPerMTok: 2, OutputPerMTok: 8, CacheReadPerMTok: 0.5}})
-	r := build(t, runner.Settings{URL: srv.URL, Model: "gpt-4.1-mini", Prices: prices}, openai.Deps{})
-	inv := invocation(t)
+	r := builder.Build(t, runner.Settings{URL: srv.URL, Model: "gpt-4.1-mini", Prices: prices}, httpapi.Deps{})
+	inv := apitest.Invocation(t, "judge", "Judge the plans.\n")
 	res, err := r.Run(t.Context(), inv)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -145,6 +135,6 @@ func TestAgainstModelsim(t *testing.T) {
 // TestConformance runs the shared suite on what applies to an API runner.
 func TestConformance(t *testing.T) {
 	apitest.Conformance(t, func(reply string) string { return completionJSON(reply, "stop") }, func(t *testing.T, url string) runner.Runner {
-		return build(t, runner.Settings{URL: url}, openai.Deps{})
+		return builder.Build(t, runner.Settings{URL: url}, httpapi.Deps{})
 	})
 }
