@@ -140,23 +140,10 @@ func TestRunErrors(t *testing.T) {
 	)
 }
 
-func TestRunReplyCutAtMaxTokens(t *testing.T) {
-	builder.CutReply(t, runner.Settings{}, messageJSON("and then", "max_tokens"), "and then", 340)
-}
-
-func TestNewRejectsBadURL(t *testing.T) { builder.RejectsURL(t, "api.anthropic.com") }
-
-// TestAgainstModelsim runs the runner against cadre's scripted model server.
-func TestAgainstModelsim(t *testing.T) {
-	apitest.AgainstModelsim(t, apitest.Modelsim{API: "anthropic", Busy: 529, NewWith: anthropic.NewWith,
-		Usage: event.Usage{InputTokens: 900, OutputTokens: 120, CacheReadTokens: 40}})
-}
-
-// TestConformance runs the shared suite on what applies to an API runner:
-// no process, so timeout and cancellation end the request; a huge reply
-// stays bounded.
-func TestConformance(t *testing.T) {
-	apitest.Conformance(t, func(reply string) string { return messageJSON(reply, "end_turn") }, func(t *testing.T, url string) runner.Runner {
-		return builder.Build(t, runner.Settings{URL: url}, httpapi.Deps{})
-	})
+// TestSuite runs what every API runner passes: a reply cut at max_tokens,
+// a bad URL, the conformance suite's part that applies (timeout and
+// cancellation end the request; a huge reply stays bounded) and modelsim.
+func TestSuite(t *testing.T) {
+	builder.Suite(t, apitest.Suite{Answer: messageJSON, Done: "end_turn", Cut: "max_tokens", Tokens: 340, BadURL: "api.anthropic.com",
+		Modelsim: apitest.Modelsim{API: "anthropic", Busy: 529, Usage: event.Usage{InputTokens: 900, OutputTokens: 120, CacheReadTokens: 40}}})
 }

@@ -59,7 +59,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
-	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), OnLine: p.line,
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), OnLine: cliutil.Events(p.event),
 		Result: func([]byte, int) (runner.Result, *runner.Error) {
 			out := p.result()
 			if out.Model == "" {
@@ -166,12 +166,8 @@ type modelUsage struct {
 	CostUSD float64 `json:"costUSD"`
 }
 
-// line handles one line of output; only stdout carries events.
-func (p *parser) line(stream, line string) {
-	ev, ok := cliutil.StdoutJSON[streamEvent](stream, line)
-	if !ok {
-		return
-	}
+// event handles one event of the stream.
+func (p *parser) event(ev streamEvent) {
 	if ev.SessionID != "" {
 		p.sessionID = ev.SessionID
 	}

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"encoding/json"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"io"
 	"slices"
 	"strings"
@@ -111,7 +112,7 @@ func TestParseTranscripts(t *testing.T) {
 				tt.sid = sid
 			}
 			p := &parser{}
-			notes := clitest.Feed(t, tt.file, &p.progress, p.line)
+			notes := clitest.Feed(t, tt.file, &p.progress, cliutil.Events(p.event))
 			res := p.result()
 			if !strings.HasPrefix(res.Output, tt.output) {
 				t.Errorf("Output = %q, want prefix %q", res.Output, tt.output)

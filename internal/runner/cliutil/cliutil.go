@@ -407,6 +407,17 @@ func StdoutJSON[T any](stream, line string) (v T, ok bool) {
 	return v, true
 }
 
+// Events is the line handler of a CLI whose stdout is a stream of JSON
+// events: each line of stdout holding one is decoded (see StdoutJSON) and
+// handed to event.
+func Events[T any](event func(T)) func(stream, line string) {
+	return func(stream, line string) {
+		if ev, ok := StdoutJSON[T](stream, line); ok {
+			event(ev)
+		}
+	}
+}
+
 // HasFlag reports whether args hold one of the flags, alone or as
 // --flag=value; a CLI that refuses a repeated option then keeps the
 // settings' choice instead of cadre's.

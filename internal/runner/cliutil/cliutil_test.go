@@ -415,3 +415,18 @@ func TestVarsCarryGitConfig(t *testing.T) {
 		t.Error("a trusted tree's agent got GIT_CONFIG_COUNT")
 	}
 }
+
+func TestEvents(t *testing.T) {
+	type event struct {
+		Type string `json:"type"`
+	}
+	var got []string
+	line := Events(func(ev event) { got = append(got, ev.Type) })
+	for _, l := range []string{`{"type":"init"}`, `not JSON`, `{"type":`, `{"type":"result"}`} {
+		line("stdout", l)
+	}
+	line("stderr", `{"type":"stderr"}`)
+	if strings.Join(got, " ") != "init result" {
+		t.Errorf("events %q, want the two of stdout", got)
+	}
+}

@@ -62,7 +62,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
-	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, OnLine: p.line,
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, OnLine: cliutil.Events(p.event),
 		Result: func([]byte, int) (runner.Result, *runner.Error) {
 			model := r.ModelFor(inv)
 			return runner.Result{Output: p.lastMessage, Usage: cliutil.Estimate(r.Prices, model, p.usage),
@@ -190,12 +190,8 @@ type item struct {
 	} `json:"changes"`
 }
 
-// line handles one line of output; only stdout carries events.
-func (p *parser) line(stream, line string) {
-	ev, ok := cliutil.StdoutJSON[threadEvent](stream, line)
-	if !ok {
-		return
-	}
+// event handles one event of the stream.
+func (p *parser) event(ev threadEvent) {
 	switch ev.Type {
 	case "thread.started":
 		p.threadID = ev.ThreadID

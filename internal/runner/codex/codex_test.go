@@ -3,6 +3,7 @@ package codex
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"io"
 	"math"
 	"path/filepath"
@@ -71,7 +72,7 @@ func TestParseTranscripts(t *testing.T) {
 				tt.tid = tid
 			}
 			p := &parser{}
-			notes := clitest.Feed(t, tt.file, &p.progress, p.line)
+			notes := clitest.Feed(t, tt.file, &p.progress, cliutil.Events(p.event))
 			if !strings.HasPrefix(p.lastMessage, tt.output) {
 				t.Errorf("reply = %q, want prefix %q", p.lastMessage, tt.output)
 			}

@@ -87,7 +87,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 			fmt.Fprintf(log, "cadre: no usage: %v\n", uerr)
 		}
 	}
-	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), OnLine: p.line, Then: readUsage,
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), OnLine: cliutil.Events(p.event), Then: readUsage,
 		Result: func([]byte, int) (runner.Result, *runner.Error) {
 			out := runner.Result{Output: p.reply, SessionID: p.sessionID, Model: r.ModelFor(inv), Usage: usage}
 			if out.Model == "" {

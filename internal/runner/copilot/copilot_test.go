@@ -2,6 +2,7 @@ package copilot
 
 import (
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 // write its session log, where the tokens are.
 func TestParseRealTranscripts(t *testing.T) {
 	p := &parser{}
-	notes := clitest.Feed(t, "real-write.jsonl", &p.progress, p.line)
+	notes := clitest.Feed(t, "real-write.jsonl", &p.progress, cliutil.Events(p.event))
 	if !strings.Contains(p.reply, "### SIGNAL BLOCK") || p.failure != nil || p.sessionID == "" {
 		t.Errorf("reply %q, failure %v, session %q: want the final text, no failure, the session", p.reply, p.failure, p.sessionID)
 	}
@@ -46,7 +47,7 @@ func TestParseRealTranscripts(t *testing.T) {
 	}
 
 	p = &parser{}
-	clitest.Feed(t, "real-rate-limit.jsonl", &p.progress, p.line)
+	clitest.Feed(t, "real-rate-limit.jsonl", &p.progress, cliutil.Events(p.event))
 	clitest.CheckFailure(t, p.failure, runner.KindRateLimit, "rate limit reached", 0)
 	for _, tt := range []struct {
 		typ    string

@@ -111,10 +111,6 @@ func TestRunErrors(t *testing.T) {
 	)
 }
 
-func TestRunReplyCutAtLength(t *testing.T) {
-	builder.CutReply(t, runner.Settings{Model: "llama3.2"}, chatJSON("and then", "length"), "and then", 340)
-}
-
 func TestRunHugeReplyKeepsItsEnd(t *testing.T) {
 	huge := strings.Repeat("filler line\n", 6<<20/12) + runnertest.OKReply
 	srv, _ := builder.Serve(t, 200, nil, chatJSON(huge, "stop"))
@@ -127,17 +123,9 @@ func TestRunHugeReplyKeepsItsEnd(t *testing.T) {
 	}
 }
 
-func TestNewRejectsBadURL(t *testing.T) { builder.RejectsURL(t, "ftp://gpu-box:11434") }
-
-// TestAgainstModelsim runs the runner against cadre's scripted model server.
-func TestAgainstModelsim(t *testing.T) {
-	apitest.AgainstModelsim(t, apitest.Modelsim{API: "ollama", Busy: 429, NewWith: ollama.NewWith,
-		Usage: event.Usage{InputTokens: 900, OutputTokens: 120}})
-}
-
-// TestConformance runs the shared suite on what applies to an API runner.
-func TestConformance(t *testing.T) {
-	apitest.Conformance(t, func(reply string) string { return chatJSON(reply, "stop") }, func(t *testing.T, url string) runner.Runner {
-		return builder.Build(t, runner.Settings{URL: url, Model: "llama3.2"}, httpapi.Deps{})
-	})
+// TestSuite runs what every API runner passes: a reply cut at num_predict,
+// a bad URL, the conformance suite's part that applies and modelsim.
+func TestSuite(t *testing.T) {
+	builder.Suite(t, apitest.Suite{S: runner.Settings{Model: "llama3.2"}, Answer: chatJSON, Done: "stop", Cut: "length", Tokens: 340, BadURL: "ftp://gpu-box:11434",
+		Modelsim: apitest.Modelsim{API: "ollama", Busy: 429, Usage: event.Usage{InputTokens: 900, OutputTokens: 120}}})
 }

@@ -120,21 +120,10 @@ func TestRunErrors(t *testing.T) {
 	)
 }
 
-func TestRunReplyCutAtLength(t *testing.T) {
-	builder.CutReply(t, runner.Settings{}, completionJSON("and then", "length"), "and then", 340)
-}
-
-func TestNewRejectsBadURL(t *testing.T) { builder.RejectsURL(t, "localhost:8000") }
-
-// TestAgainstModelsim runs the runner against cadre's scripted model server.
-func TestAgainstModelsim(t *testing.T) {
-	apitest.AgainstModelsim(t, apitest.Modelsim{API: "openai", Busy: 429, NewWith: openai.NewWith,
-		Usage: event.Usage{InputTokens: 860, OutputTokens: 120, CacheReadTokens: 40}})
-}
-
-// TestConformance runs the shared suite on what applies to an API runner.
-func TestConformance(t *testing.T) {
-	apitest.Conformance(t, func(reply string) string { return completionJSON(reply, "stop") }, func(t *testing.T, url string) runner.Runner {
-		return builder.Build(t, runner.Settings{URL: url}, httpapi.Deps{})
-	})
+// TestSuite runs what every API runner passes: a reply cut at the length
+// limit, a bad URL, the conformance suite's part that applies and
+// modelsim.
+func TestSuite(t *testing.T) {
+	builder.Suite(t, apitest.Suite{Answer: completionJSON, Done: "stop", Cut: "length", Tokens: 340, BadURL: "localhost:8000",
+		Modelsim: apitest.Modelsim{API: "openai", Busy: 429, Usage: event.Usage{InputTokens: 860, OutputTokens: 120, CacheReadTokens: 40}}})
 }

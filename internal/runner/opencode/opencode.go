@@ -67,7 +67,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 // Run runs OpenCode on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
 	p := &parser{progress: inv.Progress}
-	return r.Step(ctx, inv, cliutil.Call{Args: r.argv(inv), Stdin: strings.NewReader(inv.Text()), Set: r.vars(inv), OnLine: p.line,
+	return r.Step(ctx, inv, cliutil.Call{Args: r.argv(inv), Stdin: strings.NewReader(inv.Text()), Set: r.vars(inv), OnLine: cliutil.Events(p.event),
 		Result: func([]byte, int) (runner.Result, *runner.Error) {
 			return runner.Result{Output: p.reply(), Usage: p.usage, SessionID: p.sessionID, Model: r.ModelFor(inv)}, p.failure
 		}})
@@ -160,12 +160,8 @@ type runError struct {
 	} `json:"data"`
 }
 
-// line handles one line of output; only stdout carries events.
-func (p *parser) line(stream, line string) {
-	ev, ok := cliutil.StdoutJSON[runEvent](stream, line)
-	if !ok {
-		return
-	}
+// event handles one event of the stream.
+func (p *parser) event(ev runEvent) {
 	if ev.SessionID != "" {
 		p.sessionID = ev.SessionID
 	}

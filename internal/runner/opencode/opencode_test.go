@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"encoding/json"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"io"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ func TestParseTranscripts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			p := &parser{}
-			notes := clitest.Feed(t, tt.file, &p.progress, p.line)
+			notes := clitest.Feed(t, tt.file, &p.progress, cliutil.Events(p.event))
 			if got := p.reply(); !strings.HasPrefix(got, tt.reply) {
 				t.Errorf("reply = %q, want prefix %q", got, tt.reply)
 			}
@@ -94,10 +95,11 @@ func TestClassify(t *testing.T) {
 // An error followed by a finished step did not end the run.
 func TestErrorThenStepFinish(t *testing.T) {
 	p := &parser{}
-	p.line("stdout", `{"type":"error","sessionID":"s","error":{"name":"APIError","data":{"message":"Overloaded","statusCode":529}}}`)
-	p.line("stdout", `{"type":"step_start","sessionID":"s","part":{"type":"step-start"}}`)
-	p.line("stdout", `{"type":"text","sessionID":"s","part":{"type":"text","text":"done"}}`)
-	p.line("stdout", `{"type":"step_finish","sessionID":"s","part":{"type":"step-finish","reason":"stop","cost":0.5,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}}}}`)
+	line := cliutil.Events(p.event)
+	line("stdout", `{"type":"error","sessionID":"s","error":{"name":"APIError","data":{"message":"Overloaded","statusCode":529}}}`)
+	line("stdout", `{"type":"step_start","sessionID":"s","part":{"type":"step-start"}}`)
+	line("stdout", `{"type":"text","sessionID":"s","part":{"type":"text","text":"done"}}`)
+	line("stdout", `{"type":"step_finish","sessionID":"s","part":{"type":"step-finish","reason":"stop","cost":0.5,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}}}}`)
 	if p.failure != nil || p.reply() != "done" || p.usage.CostUSD != 0.5 {
 		t.Errorf("failure = %v, reply = %q, cost = %v; want none, done, 0.5", p.failure, p.reply(), p.usage.CostUSD)
 	}

@@ -64,7 +64,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	if r.URL != "" {
 		set = map[string]string{"OPENAI_BASE_URL": r.URL}
 	}
-	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: set, OnLine: p.line,
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: set, OnLine: cliutil.Events(p.event),
 		Result: func([]byte, int) (runner.Result, *runner.Error) {
 			out := runner.Result{Output: p.reply(), SessionID: p.sessionID, Model: r.ModelFor(inv)}
 			if out.Model == "" {
@@ -151,12 +151,8 @@ type usage struct {
 	CacheWrite   int64 `json:"cache_creation_input_tokens"`
 }
 
-// line handles one line of output; only stdout carries events.
-func (p *parser) line(stream, line string) {
-	ev, ok := cliutil.StdoutJSON[streamEvent](stream, line)
-	if !ok {
-		return
-	}
+// event handles one event of the stream.
+func (p *parser) event(ev streamEvent) {
 	if ev.SessionID != "" {
 		p.sessionID = ev.SessionID
 	}

@@ -2,6 +2,7 @@ package qwen
 
 import (
 	"encoding/json"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"io"
 	"path/filepath"
 	"slices"
@@ -21,7 +22,7 @@ import (
 // the final text.
 func TestParseRealTranscript(t *testing.T) {
 	p := &parser{}
-	notes := clitest.Feed(t, "real-write.jsonl", &p.progress, p.line)
+	notes := clitest.Feed(t, "real-write.jsonl", &p.progress, cliutil.Events(p.event))
 	if !strings.Contains(p.reply(), "### SIGNAL BLOCK") || p.failure != nil {
 		t.Errorf("reply %q, failure %v: want the final text and no failure", p.reply(), p.failure)
 	}
@@ -42,7 +43,7 @@ func TestParseRealTranscript(t *testing.T) {
 // in the tests).
 func TestParseError(t *testing.T) {
 	p := &parser{}
-	clitest.Feed(t, "rate-limit.jsonl", &p.progress, p.line)
+	clitest.Feed(t, "rate-limit.jsonl", &p.progress, cliutil.Events(p.event))
 	clitest.CheckFailure(t, p.failure, runner.KindRateLimit, "", 20*time.Second)
 	for _, tt := range []struct {
 		sub, msg string

@@ -266,26 +266,55 @@ func (b Builder) Refusals(t *testing.T, s runner.Settings, refusals ...Refusal) 
 	}
 }
 
-// CutReply checks that the answer of a reply cut off before it finished,
-// text and its output tokens, fails a runner of s (its URL the fake API's)
-// as a turn limit, keeping the partial reply and its usage.
-func (b Builder) CutReply(t *testing.T, s runner.Settings, answer, text string, outputTokens int64) {
-	srv, _ := b.Serve(t, 200, nil, answer)
+// Suite is what every API runner passes alike, told how its API answers.
+type Suite struct {
+	// S are the settings of the runners the suite builds; their URL is
+	// the fake API's.
+	S runner.Settings
+	// Answer is the API's reply of text, ended for the reason end: Done
+	// (finished) or Cut (cut off at the output limit); it reports Tokens
+	// output tokens.
+	Answer    func(text, end string) string
+	Done, Cut string
+	Tokens    int64
+	// BadURL is a base URL New must refuse.
+	BadURL string
+	// Modelsim is how the API meets modelsim.
+	Modelsim Modelsim
+}
+
+// Suite runs su: a reply cut off before it finished fails the step as a
+// turn limit, keeping the partial reply and its usage; New refuses a base
+// URL that is no http(s) URL; the conformance suite's part that applies
+// (Conformance); and a run against modelsim (AgainstModelsim).
+func (b Builder) Suite(t *testing.T, su Suite) {
+	t.Run("cut reply", func(t *testing.T) { b.cutReply(t, su) })
+	t.Run("bad url", func(t *testing.T) {
+		_, err := b.NewWith(runner.Settings{Name: b.Name, URL: su.BadURL}, httpapi.Deps{})
+		if want := "runners." + b.Name + ".url"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %v, want one naming %s", err, want)
+		}
+	})
+	t.Run("conformance", func(t *testing.T) {
+		Conformance(t, func(reply string) string { return su.Answer(reply, su.Done) }, func(t *testing.T, url string) runner.Runner {
+			s := su.S
+			s.URL = url
+			return b.Build(t, s, httpapi.Deps{})
+		})
+	})
+	t.Run("modelsim", func(t *testing.T) { AgainstModelsim(t, b.NewWith, su.Modelsim) })
+}
+
+func (b Builder) cutReply(t *testing.T, su Suite) {
+	srv, _ := b.Serve(t, 200, nil, su.Answer("and then", su.Cut))
+	s := su.S
 	s.URL = srv.URL
 	res, err := b.Build(t, s, httpapi.Deps{}).Run(t.Context(), Invocation(t, "coder", "Do it.\n"))
 	if runner.KindOf(err) != runner.KindTurnLimit {
 		t.Fatalf("error %v, want a turn-limit error", err)
 	}
-	if !strings.HasSuffix(res.Output, text) || res.Usage.OutputTokens != outputTokens {
+	if !strings.HasSuffix(res.Output, "and then") || res.Usage.OutputTokens != su.Tokens {
 		t.Errorf("result %+v, want the partial reply and its usage kept", res)
-	}
-}
-
-// RejectsURL checks New refuses the base URL url, naming runners.NAME.url.
-func (b Builder) RejectsURL(t *testing.T, url string) {
-	_, err := b.NewWith(runner.Settings{Name: b.Name, URL: url}, httpapi.Deps{})
-	if want := "runners." + b.Name + ".url"; err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("error %v, want one naming %s", err, want)
 	}
 }
 
@@ -327,9 +356,6 @@ type Modelsim struct {
 	// Usage are the tokens the runner reports of a reply modelsim counts
 	// as 900 in, 120 out, 40 read from the cache.
 	Usage event.Usage
-	// NewWith is the package's NewWith; the runner is sent to modelsim,
-	// asks for sim-model and has no key.
-	NewWith func(runner.Settings, httpapi.Deps) (runner.Runner, error)
 }
 
 // simScenario answers the planner with a plan and its SIGNAL BLOCK, and a
@@ -355,10 +381,10 @@ const simScenario = `conversations:
       - error: {status: %[2]d}
 `
 
-// AgainstModelsim runs the runner against cadre's scripted model server:
-// a plan comes back with its signal and usage, and a busy server is a
-// rate limit.
-func AgainstModelsim(t *testing.T, m Modelsim) {
+// AgainstModelsim runs the runner newWith builds, sent to cadre's scripted
+// model server, asking for sim-model and with no key: a plan comes back
+// with its signal and usage, and a busy server is a rate limit.
+func AgainstModelsim(t *testing.T, newWith func(runner.Settings, httpapi.Deps) (runner.Runner, error), m Modelsim) {
 	sc, err := modelsim.Parse("scenario.yaml", fmt.Appendf(nil, simScenario, m.API, m.Busy))
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +392,7 @@ func AgainstModelsim(t *testing.T, m Modelsim) {
 	var requests bytes.Buffer
 	srv := httptest.NewServer(modelsim.New(sc, &requests))
 	t.Cleanup(srv.Close)
-	r, err := m.NewWith(runner.Settings{Name: "sim", URL: srv.URL, Model: "sim-model"}, httpapi.Deps{Getenv: Env(nil)})
+	r, err := newWith(runner.Settings{Name: "sim", URL: srv.URL, Model: "sim-model"}, httpapi.Deps{Getenv: Env(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
