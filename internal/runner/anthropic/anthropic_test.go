@@ -3,7 +3,6 @@ package anthropic_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/cadre-dev/cadre/internal/runner/httpapi"
 	"math"
 	"net/http"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/anthropic"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi"
 	"github.com/cadre-dev/cadre/internal/runner/httpapi/apitest"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"

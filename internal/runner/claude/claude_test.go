@@ -2,7 +2,6 @@ package claude
 
 import (
 	"encoding/json"
-	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"io"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/google/go-cmp/cmp"
 )

@@ -1,12 +1,12 @@
 package crush
 
 import (
-	"github.com/cadre-dev/cadre/internal/event"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/google/go-cmp/cmp"

@@ -2,7 +2,6 @@ package ollama_test
 
 import (
 	"encoding/json"
-	"github.com/cadre-dev/cadre/internal/runner/httpapi"
 	"net"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi"
 	"github.com/cadre-dev/cadre/internal/runner/httpapi/apitest"
 	"github.com/cadre-dev/cadre/internal/runner/ollama"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"

@@ -3,7 +3,6 @@ package openai_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/cadre-dev/cadre/internal/runner/httpapi"
 	"math"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi"
 	"github.com/cadre-dev/cadre/internal/runner/httpapi/apitest"
 	"github.com/cadre-dev/cadre/internal/runner/openai"
 	"github.com/cadre-dev/cadre/internal/runner/price"
