@@ -11,7 +11,6 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
-	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -143,7 +142,7 @@ func TestLongPrompt(t *testing.T) {
 done
 `, runner.Settings{})
 	inv := clitest.Invocation(t)
-	inv.Prompt = strings.Repeat("a long prompt\n", cliutil.MaxArgPrompt/10)
+	inv.Prompt = strings.Repeat("a long prompt\n", len(clitest.LongPrompt)/10)
 	if _, err := r.Run(t.Context(), inv); err != nil {
 		t.Fatal(err)
 	}

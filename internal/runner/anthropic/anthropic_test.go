@@ -40,17 +40,11 @@ func messageJSON(text, stop string) string {
 }
 
 func TestRunSendsPromptAndReadsReply(t *testing.T) {
-	srv, got := apitest.Serve(t, 200, nil, messageJSON(runnertest.OKReply, "end_turn"))
 	// The project's price wins over the built-in one for the model that answered.
 	prices := price.New(map[string]config.Price{"claude-sonnet-4-5": {InputPerMTok: 3, OutputPerMTok: 15,
 		CacheReadPerMTok: 0.3, CacheWritePerMTok: 3.75}})
-	r := builder.Build(t, runner.Settings{URL: srv.URL + "/", Model: "claude-opus-4-1", Prices: prices}, httpapi.Deps{})
-	inv := apitest.Invocation(t, "planner", "Plan the work.\n")
-	res, err := r.Run(t.Context(), inv)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	req := builder.Sent(t, *got, "claude-opus-4-1", inv)
+	x := builder.Ask(t, runner.Settings{URL: "/", Model: "claude-opus-4-1", Prices: prices}, messageJSON(runnertest.OKReply, "end_turn"))
+	req, res := x.Req, x.Res
 	for h, want := range map[string]string{"X-Api-Key": key, "Anthropic-Version": "2023-06-01", "Content-Type": "application/json"} {
 		if v := req.Header.Get(h); v != want {
 			t.Errorf("header %s = %q, want %q", h, v, want)
@@ -71,7 +65,6 @@ func TestRunSendsPromptAndReadsReply(t *testing.T) {
 	if res.Model != "claude-sonnet-4-5-20250929" {
 		t.Errorf("model %q, want the model that answered", res.Model)
 	}
-	apitest.Logged(t, inv, srv.URL+"/v1/messages", key)
 }
 
 func TestRunUnpricedModel(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
-	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/google/go-cmp/cmp"
 )
@@ -112,7 +111,7 @@ func TestParseTranscripts(t *testing.T) {
 				tt.sid = sid
 			}
 			p := &parser{}
-			notes := clitest.Feed(t, tt.file, &p.progress, cliutil.Events(p.event))
+			notes := clitest.FeedEvents(t, tt.file, &p.progress, p.event)
 			res := p.result()
 			if !strings.HasPrefix(res.Output, tt.output) {
 				t.Errorf("Output = %q, want prefix %q", res.Output, tt.output)

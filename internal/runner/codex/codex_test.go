@@ -13,7 +13,6 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
-	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/sandbox"
@@ -72,7 +71,7 @@ func TestParseTranscripts(t *testing.T) {
 				tt.tid = tid
 			}
 			p := &parser{}
-			notes := clitest.Feed(t, tt.file, &p.progress, cliutil.Events(p.event))
+			notes := clitest.FeedEvents(t, tt.file, &p.progress, p.event)
 			if !strings.HasPrefix(p.lastMessage, tt.output) {
 				t.Errorf("reply = %q, want prefix %q", p.lastMessage, tt.output)
 			}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
-	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/google/go-cmp/cmp"
 )
@@ -22,7 +21,7 @@ import (
 // write its session log, where the tokens are.
 func TestParseRealTranscripts(t *testing.T) {
 	p := &parser{}
-	notes := clitest.Feed(t, "real-write.jsonl", &p.progress, cliutil.Events(p.event))
+	notes := clitest.FeedEvents(t, "real-write.jsonl", &p.progress, p.event)
 	if !strings.Contains(p.reply, "### SIGNAL BLOCK") || p.failure != nil || p.sessionID == "" {
 		t.Errorf("reply %q, failure %v, session %q: want the final text, no failure, the session", p.reply, p.failure, p.sessionID)
 	}
@@ -47,7 +46,7 @@ func TestParseRealTranscripts(t *testing.T) {
 	}
 
 	p = &parser{}
-	clitest.Feed(t, "real-rate-limit.jsonl", &p.progress, cliutil.Events(p.event))
+	clitest.FeedEvents(t, "real-rate-limit.jsonl", &p.progress, p.event)
 	clitest.CheckFailure(t, p.failure, runner.KindRateLimit, "rate limit reached", 0)
 	for _, tt := range []struct {
 		typ    string

@@ -12,7 +12,6 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
-	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -50,7 +49,7 @@ func TestParseTranscripts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			p := &parser{}
-			notes := clitest.Feed(t, tt.file, &p.progress, cliutil.Events(p.event))
+			notes := clitest.FeedEvents(t, tt.file, &p.progress, p.event)
 			if got := p.reply(); !strings.HasPrefix(got, tt.reply) {
 				t.Errorf("reply = %q, want prefix %q", got, tt.reply)
 			}
@@ -95,11 +94,18 @@ func TestClassify(t *testing.T) {
 // An error followed by a finished step did not end the run.
 func TestErrorThenStepFinish(t *testing.T) {
 	p := &parser{}
-	line := cliutil.Events(p.event)
-	line("stdout", `{"type":"error","sessionID":"s","error":{"name":"APIError","data":{"message":"Overloaded","statusCode":529}}}`)
-	line("stdout", `{"type":"step_start","sessionID":"s","part":{"type":"step-start"}}`)
-	line("stdout", `{"type":"text","sessionID":"s","part":{"type":"text","text":"done"}}`)
-	line("stdout", `{"type":"step_finish","sessionID":"s","part":{"type":"step-finish","reason":"stop","cost":0.5,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}}}}`)
+	for _, line := range []string{
+		`{"type":"error","sessionID":"s","error":{"name":"APIError","data":{"message":"Overloaded","statusCode":529}}}`,
+		`{"type":"step_start","sessionID":"s","part":{"type":"step-start"}}`,
+		`{"type":"text","sessionID":"s","part":{"type":"text","text":"done"}}`,
+		`{"type":"step_finish","sessionID":"s","part":{"type":"step-finish","reason":"stop","cost":0.5,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}}}}`,
+	} {
+		var ev runEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		p.event(ev)
+	}
 	if p.failure != nil || p.reply() != "done" || p.usage.CostUSD != 0.5 {
 		t.Errorf("failure = %v, reply = %q, cost = %v; want none, done, 0.5", p.failure, p.reply(), p.usage.CostUSD)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
-	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/google/go-cmp/cmp"
@@ -22,7 +21,7 @@ import (
 // the final text.
 func TestParseRealTranscript(t *testing.T) {
 	p := &parser{}
-	notes := clitest.Feed(t, "real-write.jsonl", &p.progress, cliutil.Events(p.event))
+	notes := clitest.FeedEvents(t, "real-write.jsonl", &p.progress, p.event)
 	if !strings.Contains(p.reply(), "### SIGNAL BLOCK") || p.failure != nil {
 		t.Errorf("reply %q, failure %v: want the final text and no failure", p.reply(), p.failure)
 	}
@@ -43,7 +42,7 @@ func TestParseRealTranscript(t *testing.T) {
 // in the tests).
 func TestParseError(t *testing.T) {
 	p := &parser{}
-	clitest.Feed(t, "rate-limit.jsonl", &p.progress, cliutil.Events(p.event))
+	clitest.FeedEvents(t, "rate-limit.jsonl", &p.progress, p.event)
 	clitest.CheckFailure(t, p.failure, runner.KindRateLimit, "", 20*time.Second)
 	for _, tt := range []struct {
 		sub, msg string

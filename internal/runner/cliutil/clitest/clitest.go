@@ -90,6 +90,13 @@ func Feed(t testing.TB, name string, progress *func(string), line func(stream, l
 	return notes
 }
 
+// FeedEvents is Feed for a parser of a JSON event stream: each line holding
+// an event is decoded and handed to event (see cliutil.Events).
+func FeedEvents[T any](t testing.TB, name string, progress *func(string), event func(T)) []string {
+	t.Helper()
+	return Feed(t, name, progress, cliutil.Events(event))
+}
+
 // CheckFailure fails unless got, the failure a parser read, is none when
 // kind is empty, else of kind, its message containing msg, retried after
 // retry.

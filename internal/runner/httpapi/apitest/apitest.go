@@ -131,9 +131,41 @@ func (b Builder) Serve(t testing.TB, status int, headers map[string]string, body
 	return Serve(t, status, h, body)
 }
 
-// Sent checks the one request a fake API got for inv: sent to b.Path,
+// Asked is a step a test sent through a runner to a fake API: the step,
+// the runner's result and the one request the API got.
+type Asked struct {
+	Inv runner.Invocation
+	Res runner.Result
+	Req Request
+}
+
+// Ask sends a step, answered 200 with answer, through a runner of s whose
+// URL is the fake API's followed by s.URL, and checks what every API
+// runner does alike: the step succeeds, the API gets one request asking
+// s.Model with the prompt (see sent), and the log holds the request line
+// and the reply but no key of b.Env.
+func (b Builder) Ask(t *testing.T, s runner.Settings, answer string) Asked {
+	t.Helper()
+	srv, got := b.Serve(t, 200, nil, answer)
+	s.URL = srv.URL + s.URL
+	inv := Invocation(t, "planner", "Plan the work.\n")
+	res, err := b.Build(t, s, httpapi.Deps{}).Run(t.Context(), inv)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	req := b.sent(t, *got, s.Model, inv)
+	for _, key := range b.Env {
+		logged(t, inv, srv.URL+strings.TrimPrefix(b.Path, "POST "), key)
+	}
+	if len(b.Env) == 0 {
+		logged(t, inv, srv.URL+strings.TrimPrefix(b.Path, "POST "), "")
+	}
+	return Asked{Inv: inv, Res: res, Req: req}
+}
+
+// sent checks the one request a fake API got for inv: sent to b.Path,
 // asking model, with one message, the user's prompt. It returns it.
-func (b Builder) Sent(t testing.TB, got []Request, model string, inv runner.Invocation) Request {
+func (b Builder) sent(t testing.TB, got []Request, model string, inv runner.Invocation) Request {
 	t.Helper()
 	if len(got) != 1 {
 		t.Fatalf("%d requests, want 1", len(got))
@@ -155,9 +187,9 @@ func (b Builder) Sent(t testing.TB, got []Request, model string, inv runner.Invo
 	return req
 }
 
-// Logged checks the step's log holds the request line to url and the
+// logged checks the step's log holds the request line to url and the
 // reply's SIGNAL BLOCK, and never key.
-func Logged(t testing.TB, inv runner.Invocation, url, key string) {
+func logged(t testing.TB, inv runner.Invocation, url, key string) {
 	t.Helper()
 	log, err := os.ReadFile(inv.LogPath)
 	if err != nil {
