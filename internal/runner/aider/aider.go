@@ -91,9 +91,7 @@ func (r *Runner) argv(inv runner.Invocation, msgFile string) []string {
 		"--no-gitignore", "--input-history-file", os.DevNull, "--chat-history-file", os.DevNull,
 		"--no-check-update", "--no-show-release-notes", "--no-analytics", "--no-detect-urls",
 	}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
 	if r.URL != "" {
 		args = append(args, "--openai-api-base", r.URL)
 	}

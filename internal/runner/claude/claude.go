@@ -73,12 +73,8 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose",
 		"--permission-mode", "acceptEdits", "--allowedTools", "Bash"}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
-	if inv.Session != "" {
-		args = append(args, "--resume", inv.Session)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
+	args = append(args, cliutil.Flag("--resume", inv.Session)...)
 	// An untrusted tree's .claude/settings*.json (hooks, apiKeyHelper…) and
 	// .mcp.json must not make the CLI run programs: user settings only, and
 	// MCP servers from --mcp-config only (none).
@@ -86,9 +82,7 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 		args = append(args, "--setting-sources", "user", "--strict-mcp-config")
 	}
 	// The context and output files live outside the working tree.
-	for _, d := range cliutil.OutsideDirs(inv) {
-		args = append(args, "--add-dir", d)
-	}
+	args = append(args, cliutil.Flag("--add-dir", cliutil.OutsideDirs(inv)...)...)
 	// The role's instructions go once, into the system prompt, not into
 	// the message (a re-ask into the session sends only its note).
 	if inv.Instructions != "" {

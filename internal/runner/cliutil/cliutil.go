@@ -418,6 +418,23 @@ func Events[T any](event func(T)) func(stream, line string) {
 	}
 }
 
+// Flag is the arguments giving flag once for each value that is not
+// empty: flag and the value, or flag+value when flag ends in "=". A runner
+// appends them to its CLI's arguments.
+func Flag(flag string, values ...string) []string {
+	var args []string
+	for _, v := range values {
+		switch {
+		case v == "":
+		case strings.HasSuffix(flag, "="):
+			args = append(args, flag+v)
+		default:
+			args = append(args, flag, v)
+		}
+	}
+	return args
+}
+
 // HasFlag reports whether args hold one of the flags, alone or as
 // --flag=value; a CLI that refuses a repeated option then keeps the
 // settings' choice instead of cadre's.

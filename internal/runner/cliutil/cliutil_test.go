@@ -430,3 +430,22 @@ func TestEvents(t *testing.T) {
 		t.Errorf("events %q, want the two of stdout", got)
 	}
 }
+
+func TestFlag(t *testing.T) {
+	tests := []struct {
+		flag   string
+		values []string
+		want   []string
+	}{
+		{"--model", []string{"m1"}, []string{"--model", "m1"}},
+		{"--model", []string{""}, nil},
+		{"--add-dir", []string{"/a", "", "/b"}, []string{"--add-dir", "/a", "--add-dir", "/b"}},
+		{"--include-directories=", []string{"/a", "/b"}, []string{"--include-directories=/a", "--include-directories=/b"}},
+		{"resume", nil, nil},
+	}
+	for _, tt := range tests {
+		if got := Flag(tt.flag, tt.values...); !cmp.Equal(got, tt.want) {
+			t.Errorf("Flag(%q, %q) = %q, want %q", tt.flag, tt.values, got, tt.want)
+		}
+	}
+}

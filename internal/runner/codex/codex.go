@@ -86,9 +86,7 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 		}
 		args = append(args, "--sandbox", mode)
 	}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
 	// An untrusted tree's execpolicy .rules must not widen what Codex runs.
 	// Its .codex/config.toml (hooks, MCP servers) is read only for projects
 	// the user marked trusted, and cadre never passes --trust.
@@ -96,9 +94,7 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 		args = append(args, "--ignore-rules")
 	}
 	// The output file lives outside the working tree: make it writable.
-	for _, d := range cliutil.OutsideDirs(inv) {
-		args = append(args, "--add-dir", d)
-	}
+	args = append(args, cliutil.Flag("--add-dir", cliutil.OutsideDirs(inv)...)...)
 	if r.URL != "" {
 		p := "model_providers." + provider
 		args = append(args,
@@ -114,9 +110,7 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 		args = append(args, "-c", "developer_instructions="+tomlString(inv.Instructions))
 	}
 	args = append(args, r.Args...)
-	if inv.Session != "" {
-		args = append(args, "resume", inv.Session)
-	}
+	args = append(args, cliutil.Flag("resume", inv.Session)...)
 	prompt := inv.UserText()
 	if len(prompt) > cliutil.MaxArgPrompt {
 		return append(args, "-"), strings.NewReader(prompt)

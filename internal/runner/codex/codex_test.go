@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -106,20 +105,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// events renders JSONL events.
-func events(evs ...map[string]any) string {
-	var b strings.Builder
-	for _, e := range evs {
-		j, err := json.Marshal(e)
-		if err != nil {
-			panic(err)
-		}
-		b.Write(j)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 func message(text string) map[string]any {
 	return map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_9", "type": "agent_message", "text": text}}
 }
@@ -132,7 +117,7 @@ var cli = clitest.CLI{Name: "codex", Factory: New}
 
 func TestConformance(t *testing.T) {
 	reply := func(text string, u event.Usage) string {
-		return clitest.Cat(events(started, message(text), map[string]any{"type": "turn.completed", "usage": map[string]int64{
+		return clitest.Cat(clitest.JSONL(started, message(text), map[string]any{"type": "turn.completed", "usage": map[string]int64{
 			"input_tokens": u.InputTokens, "cached_input_tokens": 0, "output_tokens": u.OutputTokens}}))
 	}
 	say := func(v string) string {

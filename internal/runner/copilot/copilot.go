@@ -104,16 +104,10 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 // argument, its stdin (the CLI reads a piped prompt).
 func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	args := []string{"--output-format", "json", "--allow-all-tools", "--no-color"}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
 	// The output file lives outside the working tree: allow the agent there.
-	for _, d := range cliutil.OutsideDirs(inv) {
-		args = append(args, "--add-dir", d)
-	}
-	if inv.Session != "" {
-		args = append(args, "--resume", inv.Session)
-	}
+	args = append(args, cliutil.Flag("--add-dir", cliutil.OutsideDirs(inv)...)...)
+	args = append(args, cliutil.Flag("--resume", inv.Session)...)
 	args = append(args, r.Args...)
 	if len(inv.Text()) > cliutil.MaxArgPrompt {
 		return args, strings.NewReader(inv.Text())

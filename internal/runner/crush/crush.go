@@ -86,12 +86,8 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 // run` reads when no prompt argument is given, so no length limit applies.
 func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	args := []string{"run", "--quiet"}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
-	if inv.Session != "" {
-		args = append(args, "--session", inv.Session)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
+	args = append(args, cliutil.Flag("--session", inv.Session)...)
 	return append(args, r.Args...), strings.NewReader(inv.Text())
 }
 

@@ -109,16 +109,10 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	if !cliutil.HasFlag(r.Args, "--approval-mode", "--yolo", "-y") {
 		args = append(args, "--approval-mode", "yolo")
 	}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
-	if inv.Session != "" {
-		args = append(args, "--resume", inv.Session)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
+	args = append(args, cliutil.Flag("--resume", inv.Session)...)
 	// The context and output files live outside the working tree.
-	for _, d := range cliutil.OutsideDirs(inv) {
-		args = append(args, "--include-directories="+d)
-	}
+	args = append(args, cliutil.Flag("--include-directories=", cliutil.OutsideDirs(inv)...)...)
 	args = append(args, r.Args...)
 	if len(inv.Text()) > cliutil.MaxArgPrompt {
 		return args, strings.NewReader(inv.Text())

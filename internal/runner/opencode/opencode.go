@@ -76,12 +76,8 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 // argv builds the CLI's arguments; the prompt goes on stdin.
 func (r *Runner) argv(inv runner.Invocation) []string {
 	args := []string{"run", "--format", "json"}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
-	if inv.Session != "" {
-		args = append(args, "--session", inv.Session)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
+	args = append(args, cliutil.Flag("--session", inv.Session)...)
 	return append(args, r.Args...)
 }
 

@@ -111,20 +111,6 @@ func TestErrorThenStepFinish(t *testing.T) {
 	}
 }
 
-// events renders JSONL events.
-func events(evs ...map[string]any) string {
-	var b strings.Builder
-	for _, e := range evs {
-		j, err := json.Marshal(e)
-		if err != nil {
-			panic(err)
-		}
-		b.Write(j)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 func text(s string) map[string]any {
 	return map[string]any{"type": "text", "sessionID": "fake-session", "part": map[string]any{"type": "text", "text": s}}
 }
@@ -140,7 +126,7 @@ func finish(u event.Usage) map[string]any {
 var cli = clitest.CLI{Name: "opencode", Factory: New}
 
 func TestConformance(t *testing.T) {
-	reply := func(s string, u event.Usage) string { return clitest.Cat(events(text(s), finish(u))) }
+	reply := func(s string, u event.Usage) string { return clitest.Cat(clitest.JSONL(text(s), finish(u))) }
 	say := func(v string) string {
 		return `printf '{"type":"text","part":{"type":"text","text":"%s"}}\n' "` + v + `"` + "\n"
 	}

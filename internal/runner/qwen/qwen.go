@@ -86,21 +86,15 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	if r.URL != "" && !cliutil.HasFlag(r.Args, "--auth-type") {
 		args = append(args, "--auth-type", "openai")
 	}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
 	// An untrusted tree's context files, hooks, extensions, skills and MCP
 	// servers must not run: safe mode loads none of them.
 	if inv.Untrusted {
 		args = append(args, "--safe-mode")
 	}
 	// The output file lives outside the working tree: let the agent write it.
-	for _, d := range cliutil.OutsideDirs(inv) {
-		args = append(args, "--include-directories", d)
-	}
-	if inv.Session != "" {
-		args = append(args, "--resume", inv.Session)
-	}
+	args = append(args, cliutil.Flag("--include-directories", cliutil.OutsideDirs(inv)...)...)
+	args = append(args, cliutil.Flag("--resume", inv.Session)...)
 	// The role's instructions go once, into the system prompt.
 	if inv.Instructions != "" {
 		args = append(args, "--append-system-prompt", inv.Instructions)

@@ -1,7 +1,6 @@
 package qwen
 
 import (
-	"encoding/json"
 	"io"
 	"path/filepath"
 	"slices"
@@ -59,16 +58,6 @@ func TestParseError(t *testing.T) {
 	}
 }
 
-func events(evs ...map[string]any) string {
-	var b strings.Builder
-	for _, e := range evs {
-		j, _ := json.Marshal(e)
-		b.Write(j)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 func result(text string, u event.Usage) map[string]any {
 	return map[string]any{"type": "result", "subtype": "success", "session_id": "fake", "is_error": false, "result": text,
 		"usage": map[string]int64{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens}}
@@ -78,7 +67,7 @@ func result(text string, u event.Usage) map[string]any {
 var cli = clitest.CLI{Name: "qwen", Factory: New}
 
 func TestConformance(t *testing.T) {
-	reply := func(text string, u event.Usage) string { return clitest.Cat(events(result(text, u))) }
+	reply := func(text string, u event.Usage) string { return clitest.Cat(clitest.JSONL(result(text, u))) }
 	say := func(v string) string {
 		return `printf '{"type":"assistant","message":{"content":[{"type":"text","text":"%s"}]}}\n' "` + v + `"` + "\n"
 	}
@@ -110,7 +99,7 @@ func TestArgv(t *testing.T) {
 func TestEnvAndEstimate(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-test")
 	t.Setenv(runnertest.SecretEnv, "hunter2")
-	r := cli.Fake(t, clitest.DumpEnv+"cat <<'EOF'\n"+events(result("ok", event.Usage{InputTokens: 1000, OutputTokens: 100}))+"EOF\n",
+	r := cli.Fake(t, clitest.DumpEnv+"cat <<'EOF'\n"+clitest.JSONL(result("ok", event.Usage{InputTokens: 1000, OutputTokens: 100}))+"EOF\n",
 		runner.Settings{URL: "http://127.0.0.1:9/v1", Model: "claude-sonnet-5"})
 	inv := clitest.Invocation(t)
 	res, err := r.Run(t.Context(), inv)

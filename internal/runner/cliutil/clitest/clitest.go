@@ -9,6 +9,7 @@ package clitest
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -342,6 +343,20 @@ func Cat(text string) string {
 		text += "\n"
 	}
 	return "cat <<'EOF'\n" + text + "EOF\n"
+}
+
+// JSONL renders events as JSON lines, each ended by a newline.
+func JSONL(events ...any) string {
+	var b strings.Builder
+	for _, e := range events {
+		j, err := json.Marshal(e)
+		if err != nil {
+			panic(err)
+		}
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // Say is the say of Fakes for a CLI whose reply is its plain stdout.
