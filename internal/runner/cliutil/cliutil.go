@@ -1,10 +1,13 @@
 // Package cliutil holds what the runners of agent CLIs (claude, codex,
-// gemini, opencode, aider, exec) share: reading their settings and starting
-// the CLI, the step log, the CADRE_* variables, the directories outside the
-// working tree an agent may use, the command line written to the log,
-// reading an event stream, how a finished process becomes Run's error, and
-// the short-text helpers of progress notes and error messages. The step log,
-// the cost estimate and the text helpers serve the HTTP API runners too.
+// gemini, opencode, qwen, copilot, crush, aider; exec in part) share:
+// reading their settings into an Agent (NewAgent, Factory), running one
+// step of the CLI (Step: the step log, the CADRE_* variables, the
+// sandbox, the command line written to the log, how a finished process
+// becomes Run's error), building its arguments (Flag, HasFlag, the
+// directories outside the working tree an agent may use), reading its
+// event stream (Events), and the short-text helpers of progress notes and
+// error messages. The step log, the cost estimate and the text helpers
+// serve the HTTP API runners too.
 package cliutil
 
 import (

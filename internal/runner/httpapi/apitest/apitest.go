@@ -1,9 +1,12 @@
-// Package apitest holds the fixtures the tests of the model-API runners
-// share: a fake API that records what it was sent, a transport that must
-// not be used, a Getenv reading a map, a step and a runner built for a
-// test, and the suites every API runner passes (the conformance suite's
-// part that applies, and a run against modelsim). What each API answers
-// stays in that runner's tests.
+// Package apitest holds the fixtures and table checks the tests of the
+// model-API runners share: a fake API that records what it was sent, a
+// transport that must not be used, a Getenv reading a map, a step and a
+// runner built for a test, the checks every API runner passes alike (a
+// step sent and its reply read, where a step goes and which key it
+// carries, a missing key, error answers), and the suite of the rest (a
+// cut-off reply, a bad URL, the conformance suite's part that applies, a
+// run against modelsim). What each API answers stays in that runner's
+// tests.
 package apitest
 
 import (
