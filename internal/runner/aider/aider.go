@@ -55,7 +55,7 @@ type Runner struct{ cliutil.Agent }
 // after cadre's own flags. Aider edits files, reports its cost, takes a
 // model per step and prints what it does as it goes.
 func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true})(s)
 }
 
 // Run runs Aider on inv.Prompt in inv.Dir.

@@ -52,7 +52,7 @@ type Runner struct{ cliutil.Agent }
 // CLI's own flags. Claude Code edits files, reports its cost, takes a
 // model per step and streams its events.
 func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true})(s)
 }
 
 // Run runs Claude Code on inv.Prompt in inv.Dir.
@@ -142,13 +142,6 @@ type message struct {
 	Content json.RawMessage `json:"content"` // an array of blocks, or a string
 }
 
-type block struct {
-	Type  string         `json:"type"`
-	Text  string         `json:"text"`
-	Name  string         `json:"name"`
-	Input map[string]any `json:"input"`
-}
-
 type usage struct {
 	InputTokens              int64 `json:"input_tokens"`
 	OutputTokens             int64 `json:"output_tokens"`
@@ -189,20 +182,12 @@ func (p *parser) assistant(ev streamEvent) {
 	if ev.Message == nil {
 		return
 	}
-	var blocks []block
+	var blocks []cliutil.Block
 	if json.Unmarshal(ev.Message.Content, &blocks) != nil {
 		return
 	}
-	for _, b := range blocks {
-		switch b.Type {
-		case "text":
-			if strings.TrimSpace(b.Text) != "" {
-				p.lastText = b.Text
-				p.note("says: " + cliutil.FirstLine(b.Text))
-			}
-		case "tool_use":
-			p.note(cliutil.ToolNote(b.Name, b.Input, "file_path", "path", "command", "pattern", "url", "description"))
-		}
+	if text := cliutil.Said(p.progress, blocks, "file_path", "path", "command", "pattern", "url", "description"); text != "" {
+		p.lastText = text
 	}
 }
 

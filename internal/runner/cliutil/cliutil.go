@@ -108,6 +108,18 @@ func Factory(d runner.Descriptor, caps runner.Caps, wrap func(Agent) (runner.Run
 	}
 }
 
+// New is Factory for a runner type R that is an Agent and nothing more,
+// as most are.
+func New[R ~struct{ Agent }, P interface {
+	*R
+	runner.Runner
+}](d runner.Descriptor, caps runner.Caps) runner.Factory {
+	return Factory(d, caps, func(a Agent) (runner.Runner, error) {
+		r := R{a}
+		return P(&r), nil
+	})
+}
+
 // Name returns the configured instance name.
 func (a *Agent) Name() string { return a.Instance }
 
@@ -436,6 +448,35 @@ func Flag(flag string, values ...string) []string {
 		}
 	}
 	return args
+}
+
+// Block is a content block of an assistant message in Claude Code's
+// stream-json, which Qwen Code writes too: text, or a tool call and its
+// input.
+type Block struct {
+	Type  string         `json:"type"`
+	Text  string         `json:"text"`
+	Name  string         `json:"name"`
+	Input map[string]any `json:"input"`
+}
+
+// Said sends progress a note for each block, a text by its first line and
+// a tool call as ToolNote names it by the first of keys, and returns the
+// last text that is not blank ("" for none): the reply so far.
+func Said(progress func(string), blocks []Block, keys ...string) string {
+	last := ""
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			if strings.TrimSpace(b.Text) != "" {
+				last = b.Text
+				Note(progress, "says: "+FirstLine(b.Text))
+			}
+		case "tool_use":
+			Note(progress, ToolNote(b.Name, b.Input, keys...))
+		}
+	}
+	return last
 }
 
 // HasFlag reports whether args hold one of the flags, alone or as

@@ -449,3 +449,17 @@ func TestFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestSaid(t *testing.T) {
+	var notes []string
+	blocks := []Block{
+		{Type: "text", Text: "First.\nMore."},
+		{Type: "tool_use", Name: "Write", Input: map[string]any{"file_path": "/w/a.txt"}},
+		{Type: "text", Text: "  \n"},
+		{Type: "thinking", Text: "hidden"},
+	}
+	got := Said(func(n string) { notes = append(notes, n) }, blocks, "file_path")
+	if got != "First.\nMore." || strings.Join(notes, "|") != "says: First.|Write /w/a.txt" {
+		t.Errorf("Said = %q, notes %q; want the last text and a note per text and tool call", got, notes)
+	}
+}

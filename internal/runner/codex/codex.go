@@ -54,8 +54,7 @@ type Runner struct{ cliutil.Agent }
 // after cadre's own flags. Codex edits files, takes a model per step and
 // streams its events; its cost is estimated from Prices, not reported.
 func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true},
-		func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true})(s)
 }
 
 // Run runs Codex on inv.Prompt in inv.Dir.

@@ -59,7 +59,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if s.URL != "" {
 		return nil, fmt.Errorf("runners.%s.url: crush takes its provider's base URL from crush.json (providers.NAME.base_url), not from cadre", s.Name)
 	}
-	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ModelChoice: true}, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true})(s)
 }
 
 // Run runs Crush on inv.Prompt in inv.Dir.

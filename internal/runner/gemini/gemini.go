@@ -65,8 +65,7 @@ type Runner struct{ cliutil.Agent }
 // per step; its JSON output comes at the end (no streaming) and its cost
 // is estimated from Prices.
 func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ModelChoice: true},
-		func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true})(s)
 }
 
 // Run runs the Gemini CLI on inv.Prompt in inv.Dir.

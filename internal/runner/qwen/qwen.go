@@ -52,8 +52,7 @@ type Runner struct{ cliutil.Agent }
 // cadre's own flags. Qwen Code edits files, takes a model per step and
 // streams its events; its cost is estimated from Prices.
 func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true},
-		func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true})(s)
 }
 
 // Run runs Qwen Code on inv.Prompt in inv.Dir.
@@ -129,13 +128,8 @@ type streamEvent struct {
 }
 
 type message struct {
-	Model   string `json:"model"`
-	Content []struct {
-		Type  string         `json:"type"`
-		Text  string         `json:"text"`
-		Name  string         `json:"name"`
-		Input map[string]any `json:"input"`
-	} `json:"content"`
+	Model   string          `json:"model"`
+	Content []cliutil.Block `json:"content"`
 }
 
 type usage struct {
@@ -179,16 +173,8 @@ func (p *parser) assistant(m *message) {
 	if m.Model != "" {
 		p.model = m.Model
 	}
-	for _, c := range m.Content {
-		switch c.Type {
-		case "text":
-			if strings.TrimSpace(c.Text) != "" {
-				p.lastText = c.Text
-				p.note("says: " + cliutil.FirstLine(c.Text))
-			}
-		case "tool_use":
-			p.note(cliutil.ToolNote(c.Name, c.Input, "file_path", "command", "pattern", "path", "url"))
-		}
+	if text := cliutil.Said(p.progress, m.Content, "file_path", "command", "pattern", "path", "url"); text != "" {
+		p.lastText = text
 	}
 }
 
@@ -199,8 +185,6 @@ func (p *parser) reply() string {
 	}
 	return p.lastText
 }
-
-func (p *parser) note(s string) { cliutil.Note(p.progress, s) }
 
 // classify maps a failed result to an error kind by its subtype and the
 // words of its message.
