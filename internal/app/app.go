@@ -114,7 +114,7 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	if runners == nil {
 		runners = builtin.Registry
 	}
-	policy, fallback, err := SandboxPolicy(ctx, ws.Config.Sandbox, getenv("PATH"))
+	policy, fallback, err := SandboxPolicy(ctx, ws.Config.Sandbox, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -164,27 +164,34 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 }
 
 // SandboxPolicy is the confinement cadre.yaml's sandbox section asks for,
-// checked to work here (bubblewrap found on pathList and run once with
-// the network setting); nil for mode none. Asked for (mode bwrap) and
-// unavailable is an error: the run must not start unconfined. Under mode
-// auto it is nil when bubblewrap does not work here, and fallback says
-// why, for a warning.
-func SandboxPolicy(ctx context.Context, c config.Sandbox, pathList string) (p *sandbox.Policy, fallback, err error) {
+// checked to work here (bubblewrap found on the PATH of getenv and run once
+// with each network setting); nil for mode none. Asked for (mode bwrap)
+// and unavailable is an error: the run must not start unconfined. Under
+// mode auto it is nil when bubblewrap does not work here, and fallback
+// says why, for a warning.
+func SandboxPolicy(ctx context.Context, c config.Sandbox, getenv func(string) string) (p *sandbox.Policy, fallback, err error) {
 	switch c.Mode {
 	case sandbox.ModeBwrap:
-		p, err := sandbox.New(ctx, c.Network, c.AllowHosts, pathList)
+		p, err := sandbox.New(ctx, SandboxSettings(c), getenv)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sandbox.mode bwrap: %w", err)
 		}
 		return p, nil, nil
 	case sandbox.ModeAuto:
-		p, err := sandbox.New(ctx, c.Network, c.AllowHosts, pathList)
+		p, err := sandbox.New(ctx, SandboxSettings(c), getenv)
 		if err != nil {
 			return nil, err, nil
 		}
 		return p, nil, nil
 	}
 	return nil, nil, nil
+}
+
+// SandboxSettings is cadre.yaml's sandbox section as sandbox.New takes it:
+// each item's network by its trust.
+func SandboxSettings(c config.Sandbox) sandbox.Settings {
+	trusted, untrusted := c.Networks()
+	return sandbox.Settings{Network: trusted, Untrusted: untrusted, AllowHosts: c.AllowHosts, Caches: c.Caches}
 }
 
 // redactSink masks secrets in an event's free text before the sinks see it.
