@@ -121,9 +121,17 @@ func goModule(t *testing.T) (dir, modCache string) {
 	return dir, modCache
 }
 
+// hostEnv is the environment of a host whose home is home and whose Go
+// module cache is modCache, as New reads it.
+func hostEnv(home, modCache string) func(string) string {
+	return func(k string) string {
+		return map[string]string{"PATH": os.Getenv("PATH"), "HOME": home, "GOMODCACHE": modCache}[k]
+	}
+}
+
 // needBwrap skips where bubblewrap is missing or the kernel forbids the
 // namespaces it needs.
-func needBwrap(t *testing.T) {
+func needBwrap(t testing.TB) {
 	t.Helper()
 	bw, err := proc.FindBwrap("")
 	if err != nil {
@@ -165,9 +173,7 @@ func TestGoBuildsOffline(t *testing.T) {
 	needBwrap(t)
 	dir, modCache := goModule(t)
 	home := t.TempDir()
-	getenv := func(k string) string {
-		return map[string]string{"PATH": os.Getenv("PATH"), "HOME": home, "GOMODCACHE": modCache}[k]
-	}
+	getenv := hostEnv(home, modCache)
 	for _, network := range []string{NetDeny, NetAllow} {
 		t.Run(network, func(t *testing.T) {
 			p, err := New(context.Background(), Settings{Network: network}, getenv)
@@ -197,9 +203,7 @@ func TestBuildCacheAcrossSteps(t *testing.T) {
 	needBwrap(t)
 	dir, modCache := goModule(t)
 	home := t.TempDir()
-	getenv := func(k string) string {
-		return map[string]string{"PATH": os.Getenv("PATH"), "HOME": home, "GOMODCACHE": modCache}[k]
-	}
+	getenv := hostEnv(home, modCache)
 	run, err := New(context.Background(), Settings{Network: NetDeny}, getenv)
 	if err != nil {
 		t.Fatal(err)

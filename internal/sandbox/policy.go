@@ -1,7 +1,8 @@
 // Package sandbox turns cadre.yaml's sandbox section into the confinement
 // of one agent step: the bubblewrap mounts of proc.Sandbox (the worktree
 // and step directories writable, git metadata read-only, a fresh home with
-// only the runner's own files), and for network: model-only a proxy on a
+// only the runner's own files, the host's download caches read-only and
+// the item's build caches writable), and for network: model-only a proxy on a
 // Unix socket that lets through only the runner's model endpoints and
 // sandbox.allow_hosts, bridged into the agent's network namespace by a
 // helper (cadre's own binary, see RunBridge).
@@ -103,8 +104,8 @@ func New(ctx context.Context, s Settings, getenv func(string) string) (*Policy, 
 	return p, nil
 }
 
-// ForItem is the policy of one item's steps: an untrusted item's get the
-// untrusted network, and the item's build caches are kept in dir (the
+// ForItem is the policy of one item's steps: an untrusted item's steps get
+// the untrusted network, and the item's build caches are kept in dir (the
 // repository's for trusted items, the item's own for untrusted ones).
 func (p *Policy) ForItem(trusted bool, dir string) *Policy {
 	q := *p
@@ -195,11 +196,13 @@ func (p *Policy) Prepare(ctx context.Context, st Step) (*Prepared, error) {
 	sb.Expose = append(hiddenPath(envGet(st.Env, "PATH"), hostHome), st.Readable...)
 	caches := p.BuildCache
 	if caches == "" {
-		if caches, err = os.MkdirTemp("", "cadre-cache-"); err != nil {
+		tmp, err := os.MkdirTemp("", "cadre-cache-")
+		if err != nil {
 			out.Close()
 			return nil, fmt.Errorf("sandbox: build caches: %w", err)
 		}
-		out.closers = append(out.closers, func() { os.RemoveAll(caches) })
+		out.closers = append(out.closers, func() { os.RemoveAll(tmp) })
+		caches = tmp
 	}
 	if caches, err = filepath.Abs(caches); err != nil {
 		out.Close()
