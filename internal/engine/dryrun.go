@@ -19,6 +19,10 @@ type PlannedItem struct {
 	Stage    string        `json:"stage"`
 	Roles    []PlannedRole `json:"roles"`          // never null: [] when none
 	Note     string        `json:"note,omitempty"` // why it would not run, when it would not
+	// Trusted says whether the item's tree is trusted (sandbox.trust_repo);
+	// Network is the network its confined agents get, "" unconfined.
+	Trusted bool   `json:"trusted"`
+	Network string `json:"network,omitempty"`
 }
 
 // PlannedRole is one role of the item's workflow and how it is reached.
@@ -52,7 +56,7 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 		generated = e.d.Config.Defaults.Workflow
 	}
 	if opts.Prompt != "" {
-		out = append(out, e.planItem(ctx, opts, "do", shorten(opts.Prompt, 72), generated, "code"))
+		out = append(out, e.planItem(ctx, opts, "do", shorten(opts.Prompt, 72), generated, "code", false))
 	}
 	// A run with an issue query works on the issues it finds instead of
 	// the task files under tasks_dir.
@@ -64,14 +68,14 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 			return nil, err
 		}
 		for _, t := range tasks {
-			out = append(out, e.planItem(ctx, opts, t.ID, t.Title, e.workflowOf(opts, t), t.Stage))
+			out = append(out, e.planItem(ctx, opts, t.ID, t.Title, e.workflowOf(opts, t), t.Stage, false))
 		}
 	}
 	for _, ref := range issues {
-		out = append(out, e.planItem(ctx, opts, ref, "(GitHub issue, not fetched)", generated, "code"))
+		out = append(out, e.planItem(ctx, opts, ref, "(GitHub issue, not fetched)", generated, "code", true))
 	}
 	if !opts.Query.Empty() {
-		out = append(out, e.planItem(ctx, opts, "query", "(GitHub issues "+opts.Query.String()+", not fetched)", generated, "code"))
+		out = append(out, e.planItem(ctx, opts, "query", "(GitHub issues "+opts.Query.String()+", not fetched)", generated, "code", true))
 	}
 	// The run refuses a runner it cannot build before it starts; a dry run
 	// that printed a plan for it would promise a run that cannot happen.
@@ -81,8 +85,11 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]PlannedItem, error
 	return out, nil
 }
 
-func (e *Engine) planItem(ctx context.Context, opts Options, id, title, wf, stage string) PlannedItem {
+// planItem plans one item; issues says it is one or more GitHub issues,
+// not fetched, whose authors are not known yet.
+func (e *Engine) planItem(ctx context.Context, opts Options, id, title, wf, stage string, issues bool) PlannedItem {
 	p := PlannedItem{ID: id, Title: title, Workflow: wf, Stage: stage}
+	p.Trusted, p.Network = e.plannedConfinement(issues)
 	var roles []string
 	if wf == workflow.PipelineWorkflow {
 		for _, st := range workflow.Remaining(stage) {

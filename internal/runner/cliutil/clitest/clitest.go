@@ -174,7 +174,7 @@ func Names(env map[string]string) []string {
 // where bubblewrap cannot run (.ci/run installs it). It returns the home.
 func Sandboxed(t *testing.T, inv *runner.Invocation, files []string) string {
 	t.Helper()
-	p, err := sandbox.New(t.Context(), sandbox.NetDeny, nil, "")
+	p, err := sandbox.New(t.Context(), sandbox.Settings{Network: sandbox.NetDeny}, os.Getenv)
 	if err != nil {
 		t.Skipf("sandboxed runner test: %v", err)
 	}
