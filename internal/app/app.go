@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
@@ -90,7 +91,7 @@ type Options struct {
 	// refusing events); nil: os.Stderr.
 	Warn io.Writer
 	// Forge replaces the GitHub built from cadre.yaml (nil: that one).
-	Forge engine.Forge
+	Forge codehost.Forge
 }
 
 // NewEngine wires an engine for ws that journals into st. Its errors are
@@ -150,7 +151,7 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	if fallback != nil {
 		bus.Publish(event.Event{Type: event.Warning, Message: "sandbox.mode auto: agents run unconfined: " + fallback.Error()})
 	}
-	var fg engine.Forge = NewGitHub(ws, getenv)
+	var fg codehost.Forge = NewGitHub(ws, getenv)
 	if o.Forge != nil {
 		fg = o.Forge
 	}
@@ -199,8 +200,8 @@ func redactSink(r *redact.Redactor, sinks []event.Sink) event.Sink {
 
 // IssueQuery is cadre.yaml's github.query_*: the issues a run with no
 // target works on.
-func (ws Workspace) IssueQuery() engine.IssueQuery {
+func (ws Workspace) IssueQuery() codehost.IssueQuery {
 	gh := ws.Config.GitHub
-	return engine.IssueQuery{Labels: gh.QueryLabels, Milestone: gh.QueryMilestone, Assignee: gh.QueryAssignee,
+	return codehost.IssueQuery{Labels: gh.QueryLabels, Milestone: gh.QueryMilestone, Assignee: gh.QueryAssignee,
 		State: gh.QueryState, Limit: gh.QueryLimit}
 }
