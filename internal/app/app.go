@@ -16,6 +16,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/eventlog"
 	"github.com/cadre-dev/cadre/internal/notify"
 	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/role"
@@ -119,7 +120,7 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	journal := engine.NewJournalSink(st)
+	journal := eventlog.NewSink(st)
 	var bus *event.Bus
 	nopts := o.Notify
 	if nopts.Warn == nil {

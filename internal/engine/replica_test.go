@@ -19,6 +19,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/eventlog"
 	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/promptlog"
 	"github.com/cadre-dev/cadre/internal/replica"
@@ -77,7 +78,7 @@ func fakeDeps(t *testing.T, root string, st *store.Store, fake *fakeRunner, bus 
 // journaled has e's events written to its journal, as cadre run does;
 // the returned function flushes them.
 func journaled(e *env) func() {
-	j := NewJournalSink(e.st)
+	j := eventlog.NewSink(e.st)
 	e.eng.d.Bus.Subscribe(j)
 	return func() {
 		if err := j.Close(); err != nil {
