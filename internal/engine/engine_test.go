@@ -651,17 +651,6 @@ func TestDependenciesRunFirst(t *testing.T) {
 	}
 }
 
-func TestDemoteHeadings(t *testing.T) {
-	in := "## Summary\ntext\n### Sub\n```\n## not a heading\n```\n#hashtag"
-	want := "### Summary\ntext\n#### Sub\n```\n## not a heading\n```\n#hashtag"
-	if got := demoteHeadings(in, 3); got != want {
-		t.Errorf("got %q", got)
-	}
-	if got := demoteHeadings("### ok\n", 3); got != "### ok\n" {
-		t.Errorf("changed already-deep headings: %q", got)
-	}
-}
-
 func TestCriticFallsBackToArchitectRunner(t *testing.T) {
 	e := newEnv(t, passAll, [2]string{"a", "code"})
 	e.eng.d.Config.Roles = map[string]config.RoleConfig{"architect": {Runner: "arch-runner", Model: "big"}}

@@ -10,6 +10,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/intake"
+	"github.com/cadre-dev/cadre/internal/reply"
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/store"
 )
@@ -124,7 +125,7 @@ func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
 	if len(matches) > 0 {
 		// The composer's output goes public: never through a link.
 		data, _ := readText(ir.outDir, matches[len(matches)-1])
-		text := withoutSignal(data)
+		text := reply.WithoutSignal(data)
 		lines := strings.SplitN(strings.TrimSpace(text), "\n", 2)
 		if t, ok := strings.CutPrefix(strings.TrimSpace(lines[0]), "# "); ok {
 			title = t
