@@ -18,7 +18,6 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/eventlog"
 	"github.com/cadre-dev/cadre/internal/notify"
-	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/builtin"
@@ -93,6 +92,9 @@ type Options struct {
 	Warn io.Writer
 	// Forge replaces the GitHub built from cadre.yaml (nil: that one).
 	Forge codehost.Forge
+	// Geteuid is the user cadre runs as, whose agents run as it too
+	// (nil: os.Geteuid).
+	Geteuid func() int
 }
 
 // NewEngine wires an engine for ws that journals into st. Its errors are
@@ -116,6 +118,11 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	if runners == nil {
 		runners = builtin.Registry
 	}
+	reg := runners(ws.Config.Prices)
+	// cadre's own secrets: masked in everything it writes (the journal,
+	// events, step files, commits) and sends.
+	mask := Secrets(ws.Config, reg, getenv)
+	st.SetMask(mask.String)
 	policy, fallback, err := SandboxPolicy(ctx, ws.Config.Sandbox, getenv("PATH"))
 	if err != nil {
 		return nil, nil, err
@@ -142,22 +149,19 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 			fmt.Fprintln(warn, "cadre: warning: "+err.Error())
 		}
 	}
-	all := append([]event.Sink{journal, notifier}, o.Sinks...)
-	if token := getenv(ws.Config.GitHub.TokenEnv); token != "" {
-		// Defence in depth: no event (journal, --json, live view) may carry
-		// the GitHub token, in any encoding, whatever produced the text.
-		all = []event.Sink{redactSink(redact.New(token), all)}
+	bus = event.NewBus(nil, append([]event.Sink{journal, notifier}, o.Sinks...)...)
+	bus.SetMask(mask.String)
+	if msg := unconfined(ws.Config.Sandbox.Mode, policy, fallback, o.Geteuid); msg != "" {
+		bus.Publish(event.Event{Type: event.Warning, Message: msg})
 	}
-	bus = event.NewBus(nil, all...)
-	if fallback != nil {
-		bus.Publish(event.Event{Type: event.Warning, Message: "sandbox.mode auto: agents run unconfined: " + fallback.Error()})
-	}
-	var fg codehost.Forge = NewGitHub(ws, getenv)
+	gh := NewGitHub(ws, getenv)
+	gh.mask = mask // the token it learns from gh is masked everywhere too
+	var fg codehost.Forge = gh
 	if o.Forge != nil {
 		fg = o.Forge
 	}
-	e, err := engine.New(ctx, engine.Deps{Root: ws.Root, Config: ws.Config, Store: st, Roles: roles, Runners: runners(ws.Config.Prices),
-		Workflows: flows, Forge: fg, Bus: bus, Crash: o.Crash, Sandbox: policy})
+	e, err := engine.New(ctx, engine.Deps{Root: ws.Root, Config: ws.Config, Store: st, Roles: roles, Runners: reg,
+		Workflows: flows, Forge: fg, Bus: bus, Crash: o.Crash, Sandbox: policy, Mask: mask})
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -189,14 +193,25 @@ func SandboxPolicy(ctx context.Context, c config.Sandbox, pathList string) (p *s
 	return nil, nil, nil
 }
 
-// redactSink masks secrets in an event's free text before the sinks see it.
-func redactSink(r *redact.Redactor, sinks []event.Sink) event.Sink {
-	return event.SinkFunc(func(e event.Event) {
-		e.Message, e.Error = r.String(e.Message), r.String(e.Error)
-		for _, s := range sinks {
-			s.Handle(e)
-		}
-	})
+// unconfined is the warning that agents run with no confinement, or "":
+// under mode auto where bubblewrap does not work (fallback says why), and
+// under any mode that confines nothing when cadre runs as root, whose
+// agents can then change anything on the machine.
+func unconfined(mode string, p *sandbox.Policy, fallback error, geteuid func() int) string {
+	if geteuid == nil {
+		geteuid = os.Geteuid
+	}
+	const asRoot = "agents run as root with no confinement, so they can change anything on this machine: run cadre as another user"
+	root := p == nil && geteuid() == 0
+	switch {
+	case fallback != nil && root:
+		return "sandbox.mode auto: agents run unconfined: " + fallback.Error() + "; " + asRoot
+	case fallback != nil:
+		return "sandbox.mode auto: agents run unconfined: " + fallback.Error()
+	case root:
+		return "sandbox.mode " + mode + ": " + asRoot + ", or set sandbox.mode: bwrap"
+	}
+	return ""
 }
 
 // IssueQuery is cadre.yaml's github.query_*: the issues a run with no

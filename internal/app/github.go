@@ -31,13 +31,19 @@ type GitHub struct {
 	token  string
 	repo   string // owner/repo the bare issue numbers belong to
 	opts   []forge.Option
+	// mask holds the secrets masked in what is sent and in errors: the
+	// token once known, and those of the engine it serves.
+	mask *redact.Redactor
 }
 
 // NewGitHub returns ws's GitHub; getenv reads the token's variable. opts
 // apply after cadre's own client options, so they override them (a fake
 // server in a benchmark needs no write spacing).
 func NewGitHub(ws Workspace, getenv func(string) string, opts ...forge.Option) *GitHub {
-	return &GitHub{cfg: ws.Config, root: ws.Root, getenv: getenv, gh: forge.GHToken(ws.Config.GitHub.APIURL), opts: opts}
+	// The token of the environment is masked from the start, in errors
+	// and in what Push checks, before GitHub is first reached.
+	mask := redact.New(strings.TrimSpace(getenv(tokenEnv(ws.Config))))
+	return &GitHub{cfg: ws.Config, root: ws.Root, getenv: getenv, gh: forge.GHToken(ws.Config.GitHub.APIURL), opts: opts, mask: mask}
 }
 
 func (g *GitHub) init(ctx context.Context) error {
@@ -48,7 +54,8 @@ func (g *GitHub) init(ctx context.Context) error {
 			return
 		}
 		g.token = token
-		g.client, g.err = forge.New(g.cfg.GitHub.APIURL, token, append([]forge.Option{forge.WithRedactor(redact.New(token)),
+		g.mask.Add(token)
+		g.client, g.err = forge.New(g.cfg.GitHub.APIURL, token, append([]forge.Option{forge.WithRedactor(g.mask),
 			forge.WithWriteGap(time.Duration(g.cfg.GitHub.WriteInterval))}, g.opts...)...)
 		g.repo = g.cfg.Repository
 		if g.repo == "" {
@@ -113,12 +120,38 @@ func (g *GitHub) Push(ctx context.Context, dir, branch string) error {
 	// dir is the item's working tree, as the engine made it: git need not
 	// be asked for its top level (push runs from anywhere in a tree).
 	repo := &workspace.Repo{Dir: dir}
+	if err := g.checkHistory(ctx, repo, branch); err != nil {
+		return err
+	}
 	remote, header, err := g.RemoteAuth(ctx, dir, "origin")
 	if err != nil {
 		return err
 	}
 	if err := repo.Push(ctx, remote, branch, header); err != nil {
-		return fmt.Errorf("%s", redact.New(g.token).String(err.Error()))
+		return fmt.Errorf("%s", g.mask.String(err.Error()))
+	}
+	return nil
+}
+
+// checkHistory refuses a branch whose commits since the base carry one of
+// the secrets g masks, in a message or a change: an agent that committed
+// one itself, since the files cadre commits are masked as it commits them.
+// Pushed, the secret would be public whatever the branch's last tree says.
+func (g *GitHub) checkHistory(ctx context.Context, repo *workspace.Repo, branch string) error {
+	if !g.mask.Enabled() {
+		return nil
+	}
+	base := g.cfg.BaseBranch
+	out, err := repo.Git(ctx, "log", "-p", "--no-color", "--no-ext-diff", "--no-textconv", "--format=%x00%H%n%B", base+".."+branch, "--")
+	if err != nil {
+		return fmt.Errorf("push %s: read its commits since %s: %w", branch, base, err)
+	}
+	for _, c := range strings.Split(out, "\x00") {
+		if g.mask.String(c) != c {
+			sha, _, _ := strings.Cut(c, "\n")
+			return fmt.Errorf("push %s: commit %.12s carries a secret of cadre's (its GitHub token or a model key) in its message or changes, "+
+				"so nothing was pushed: take it out of the branch's history (git rebase -i %s), then resume", branch, sha, base)
+		}
 	}
 	return nil
 }

@@ -104,6 +104,8 @@ func (f *Factory) runEngineOf(ctx context.Context, ws workspaceCtx, asJSON, live
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	acts.stateDir, acts.cancel = e.StateDir(), cancel
+	// Unreadable, the lock leaves Stop acting on this process's run alone.
+	acts.lock, _ = e.RunLock(ctx)
 	flows, _ := f.workflows(ctx) // without them the bars only count steps as they come
 	v := startView(f, tui.Config{Budget: budget, Actions: acts, Steps: tui.StepsFunc(flows)})
 	defer func() {
@@ -207,6 +209,7 @@ type runActions struct {
 	f        *Factory
 	st       *store.Store
 	stateDir string
+	lock     string             // the repository's run lock
 	cancel   context.CancelFunc // cancels the running steps
 	mu       sync.Mutex
 	run      string
@@ -232,8 +235,8 @@ func (a *runActions) runID() string {
 func (a *runActions) Stop(now bool) error {
 	run := a.runID()
 	if run == "" {
-		if r, _, ok := runlock.Read(a.stateDir); ok {
-			run = r
+		if h, ok := runlock.Holder(a.lock); ok && !elsewhere(h, a.stateDir) {
+			run = h.Run
 		}
 	}
 	if run != "" {

@@ -33,13 +33,15 @@ func NewCmdResume(f *Factory, runF func(context.Context, *Factory, *ResumeOption
 		Short: "Continue the latest (or given) run; completed steps are never re-run",
 		Long: `Continue a run that was interrupted, stopped or killed. Steps the journal records as
 completed are replayed from their recorded results, never run again; a commit already made
-is found by its Cadre-Step trailer and not repeated.
+is found by its Cadre-Step trailer and not repeated. Without RUN, the run continued is the
+latest the journal says is running though no process runs it (one killed, even when a later
+run has taken over its lock since), or else the latest run.
 
 A run started with --engine temporal goes on there: the workflows of its unfinished items
 start again (or are attached to while they still run) on the Temporal server, namespace and
 task queue it was started on, with its --heartbeat-timeout, unless --temporal-address/
 --namespace/--task-queue/--heartbeat-timeout say otherwise; cadre workers perform the steps.` + liveViewHelp + "\n" + exitStatusRunning,
-		Example: `  cadre resume                      # the latest run
+		Example: `  cadre resume                      # the latest run (a killed one first)
   cadre resume 20261122-101500-ab12 # a given run
   cadre resume --budget-usd 20      # a run paused at its budget, with a higher one
   cadre resume --serve              # with the web board: answer paused items there`,

@@ -15,6 +15,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/sandbox"
+	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
@@ -109,10 +110,13 @@ func exitCode(f *Factory, err error) int {
 	}
 	code := 1
 	var ee *exitError
+	var fs *engine.FaultStop
 	switch {
 	case errors.As(err, &ee):
 		code = ee.code
-	case errors.Is(err, engine.ErrPreflight), errors.Is(err, engine.ErrNothingToResume):
+	case errors.As(err, &fs):
+		code = 130 // stopped, resumable
+	case errors.Is(err, engine.ErrPreflight), errors.Is(err, engine.ErrNothingToResume), errors.Is(err, store.ErrDamaged):
 		code = 2
 	case errors.Is(err, context.Canceled):
 		code = 130

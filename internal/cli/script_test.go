@@ -102,10 +102,13 @@ func TestScript(t *testing.T) {
 			"collect":   cmdCollect,
 		},
 		Condition: func(cond string) (bool, error) {
-			if cond != "sandbox" {
-				return false, fmt.Errorf("unknown condition %q", cond)
+			switch cond {
+			case "sandbox":
+				return sandboxWorks(), nil
+			case "root":
+				return os.Geteuid() == 0, nil
 			}
-			return sandboxWorks(), nil
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 	})
 }

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/base64"
 	"io"
 	"os"
 	"os/exec"
@@ -224,5 +225,133 @@ func chownAll(t *testing.T, root string, uid, gid int) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// modelCanary is a model API key in cadre's environment, under a variable
+// a runner type passes to its agents.
+const modelCanary = "sk-ant-canaryMODEL0123456789abcdefXYZ"
+
+// leakScenario is an executor that got hold of cadre's secrets (how does
+// not matter here) and puts them everywhere it can: its reply, its SIGNAL
+// BLOCK, its stderr, and a file of its work.
+const leakScenario = `rules:
+  - role: executor
+    actions:
+      - write: {path: leak.txt, content: "token ` + canary + `\nbasic BASIC\nkey ` + modelCanary + `\n"}
+    say: "I found ` + canary + ` (basic BASIC) and ` + modelCanary + `."
+    stderr: "debug: ` + canary + `"
+    signal: {result: SUCCESS, confidence: 9, summary: "used ` + canary + `"}
+  - role: pr-composer
+    say: "# Fix it, key ` + awsKey + `\n\nThe agent saw ` + anthropicKey + ` and ` + patKey + `."
+    signal: {result: SUCCESS, confidence: 9}
+`
+
+// Keys of well-known shapes that are not cadre's: an agent read them
+// somewhere and the pull request composer wrote them down.
+const (
+	awsKey       = "AKIAIOSFODNN7EXAMPLE"
+	anthropicKey = "sk-ant-api03-shapedKEY0123456789abcdef"
+	patKey       = "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefgh"
+)
+
+// leakFlow works, commits, and has the pull request composed.
+const leakFlow = `name: leak
+description: Work, commit, compose the pull request.
+phases:
+  - name: work
+    critical: true
+    steps:
+      - role: executor
+      - run: commit
+  - name: pr
+    critical: false
+    steps:
+      - role: pr-composer
+`
+
+// TestSecretsStayInCadre: cadre's own secrets (its GitHub token, a model
+// API key) in raw and base64 spellings reach no file cadre writes (step
+// log, output, cycle log, archive, journal), no event, no pushed file and
+// no request body, when the agents of two issues print and commit them
+// and GitHub answers the first pull request with a 422 quoting the
+// Authorization header; keys of well-known shapes the composer wrote
+// reach neither the pull request nor any other request.
+func TestSecretsStayInCadre(t *testing.T) {
+	g := newGitHubRepo(t)
+	basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + canary))
+	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(strings.ReplaceAll(leakScenario, "BASIC", basic)), 0o644)
+	os.MkdirAll(filepath.Join(g.dir, ".cadre", "workflows"), 0o755)
+	os.WriteFile(filepath.Join(g.dir, ".cadre", "workflows", "leak.yaml"), []byte(leakFlow), 0o644)
+	g.fake.SetNext(forgetest.CreatePR, forgetest.Echo)
+	c := exec.Command("cadre", "run", "--json", "--workflow", "leak", "--parallel", "1", "1", "2")
+	c.Dir = g.dir
+	c.Env = append(os.Environ(), "GITHUB_TOKEN="+canary, "ANTHROPIC_API_KEY="+modelCanary)
+	var out, errOut strings.Builder
+	c.Stdout, c.Stderr = &out, &errOut
+	err := c.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(errOut.String(), "422") {
+		t.Fatalf("cadre run: %v, want exit 1 for the refused pull request\n%s\n%s", err, errOut.String(), out.String())
+	}
+	forms := map[string]string{"the token": canary, "the token's base64": base64.StdEncoding.EncodeToString([]byte(canary)),
+		"the token as basic credential": basic, "the model key": modelCanary}
+	shaped := map[string]string{"an AWS key": awsKey, "an Anthropic key": anthropicKey, "a GitHub token": patKey}
+	check := func(where, text string) {
+		t.Helper()
+		for name, f := range forms {
+			if strings.Contains(text, f) {
+				t.Errorf("%s is in %s", name, where)
+			}
+		}
+	}
+	check("cadre's events", out.String())
+	check("cadre's stderr", errOut.String())
+	filepath.Walk(g.work, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || strings.Contains(p, "/objects/") || filepath.Base(p) == "scenario.yaml" {
+			return nil // git objects are compressed: read below through git
+		}
+		data, _ := os.ReadFile(p)
+		check(p, string(data))
+		return nil
+	})
+	for _, branch := range []string{"cadre/1-fix-the-frobnicator", "cadre/2-polish-the-widget"} {
+		pushed, err := exec.Command("git", "-C", g.bare, "log", "-p", branch).CombinedOutput()
+		if err != nil || !strings.Contains(string(pushed), "leak.txt") {
+			t.Fatalf("the work was not pushed: %v\n%s", err, pushed)
+		}
+		check("the pushed branch "+branch, string(pushed))
+	}
+	if prs := g.fake.PRs("acme", "widgets"); len(prs) != 1 || prs[0].Head != "cadre/2-polish-the-widget" {
+		t.Errorf("pull requests %+v, want issue 2's alone", prs)
+	} else if pr := prs[0]; pr.Title != "Fix it, key [REDACTED]" || !strings.HasPrefix(pr.Body, "The agent saw [REDACTED] and [REDACTED].") {
+		t.Errorf("pull request %q: %q, want the composer's text, masked", pr.Title, pr.Body)
+	}
+	var posted int
+	for _, call := range g.fake.Calls() {
+		check("a request to GitHub", call.Method+" "+call.Path+"?"+call.RawQuery+" "+call.Body)
+		for name, f := range shaped {
+			if strings.Contains(call.Body, f) {
+				t.Errorf("%s is in %s %s", name, call.Method, call.Path)
+			}
+		}
+		if call.Method == "POST" && strings.Contains(call.Body, "could not publish") {
+			posted++
+		}
+	}
+	if posted != 1 {
+		t.Errorf("%d comments saying the work could not be published, want 1", posted)
+	}
+	// Each place was written, masked: the test would pass vacuously otherwise.
+	items := filepath.Join(g.dir, ".cadre", "runs", "*", "items", "*")
+	for _, glob := range []string{items + "/logs/work-executor-*.log", items + "/outputs/work-executor-*.md", items + "/current_cycle.md", filepath.Join(g.dir, ".cadre", "archive", "*.md")} {
+		files, _ := filepath.Glob(glob)
+		if len(files) == 0 {
+			t.Errorf("no %s written", glob)
+		}
+		for _, f := range files {
+			if data, _ := os.ReadFile(f); !strings.Contains(string(data), "[REDACTED]") {
+				t.Errorf("%s holds no mask:\n%s", f, data)
+			}
+		}
 	}
 }

@@ -91,7 +91,7 @@ func runServe(ctx context.Context, f *Factory, opts *ServeOptions) error {
 			return fmt.Errorf("open the journal of %s: %w", ws.root, err)
 		}
 		defer st.Close()
-		a := newBoardActions(f, ws, st, true)
+		a := newBoardActions(ctx, f, ws, st, true)
 		acts = append(acts, a)
 		repos = append(repos, f.boardRepo(ws, st, a))
 	}

@@ -22,6 +22,7 @@ type boardActions struct {
 	f          *Factory
 	ws         workspaceCtx
 	st         *store.Store
+	lock       string // the repository's run lock
 	standalone bool
 
 	mu       sync.Mutex
@@ -33,8 +34,9 @@ type boardActions struct {
 	resuming map[string]bool // runs being resumed here now
 }
 
-func newBoardActions(f *Factory, ws workspaceCtx, st *store.Store, standalone bool) *boardActions {
-	return &boardActions{f: f, ws: ws, st: st, standalone: standalone, wake: make(chan struct{}, 1),
+func newBoardActions(ctx context.Context, f *Factory, ws workspaceCtx, st *store.Store, standalone bool) *boardActions {
+	lock, _ := runLock(ctx, ws.root) // unreadable: no run of another process is seen active
+	return &boardActions{f: f, ws: ws, st: st, lock: lock, standalone: standalone, wake: make(chan struct{}, 1),
 		stopped: map[string]bool{}, pending: map[string]bool{}, resuming: map[string]bool{}}
 }
 
@@ -73,7 +75,8 @@ func (a *boardActions) Approve(ctx context.Context, run, item string, approved b
 // Stop asks the active run to start no new step; a run --serve waiting
 // for approvals stops waiting.
 func (a *boardActions) Stop(ctx context.Context, run string) error {
-	active, _, ok := runlock.Read(stateDirOf(a.ws))
+	h, ok := runlock.Holder(a.lock)
+	active := h.Run
 	// A run on Temporal is stopped through its workflows, also once the
 	// process that started it is gone, as cadre stop does.
 	if _, onTemporal, err := a.f.stopOnTemporal(ctx, a.st, stateDirOf(a.ws), run, ok && active == run, false); onTemporal || err != nil {
@@ -116,7 +119,7 @@ func (a *boardActions) watch(ctx context.Context) error {
 		case <-a.wake:
 		case <-t.C:
 		}
-		if _, _, active := runlock.Read(stateDirOf(a.ws)); active {
+		if _, active := runlock.Holder(a.lock); active {
 			continue // that process goes on with the answers itself, or exits first
 		}
 		a.mu.Lock()

@@ -58,7 +58,7 @@ func (f *Factory) runServed(ctx context.Context, ws workspaceCtx, sf ServeFlags,
 		return err
 	}
 	defer st.Close()
-	acts := newBoardActions(f, ws, st, false)
+	acts := newBoardActions(ctx, f, ws, st, false)
 	// Only this run's repository: its process answers for no other.
 	b, err := f.startBoard(ctx, []web.Repo{f.boardRepo(ws, st, acts)}, sf.Addr, sf.TokenFile)
 	if err != nil {

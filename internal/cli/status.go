@@ -3,16 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/report"
-	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/store"
-	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
 // StatusOptions are the arguments of cadre status.
@@ -98,7 +95,8 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	active, _, _ := runlock.Read(filepath.Join(root, workspace.StateDir))
+	h, _ := holder(ctx, root)
+	active := h.Run
 	end := sum.Updated
 	if active == id {
 		end = time.Now()

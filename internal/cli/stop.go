@@ -53,7 +53,19 @@ func runStop(ctx context.Context, f *Factory, opts *StopOptions) error {
 		return err
 	}
 	stateDir := filepath.Join(root, workspace.StateDir)
-	run, pid, active := runlock.Read(stateDir)
+	lock, err := runLock(ctx, root)
+	if err != nil {
+		return err
+	}
+	h, active := runlock.Holder(lock)
+	if active && elsewhere(h, stateDir) {
+		// Its journal and stop requests are in its own checkout.
+		if opts.Run == "" || opts.Run == h.Run {
+			return usageErr(fmt.Errorf("%s holds this repository: run cadre stop there", who(h, stateDir)))
+		}
+		active = false
+	}
+	run, pid := h.Run, h.PID
 	if active && opts.Run != "" && opts.Run != run {
 		return usageErr(fmt.Errorf("run %s is not active (the active run is %s)", opts.Run, run))
 	}

@@ -32,8 +32,12 @@ func runWatch(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	}
 	defer st.Close()
 	stateDir := filepath.Join(root, workspace.StateDir)
+	lock, err := runLock(ctx, root)
+	if err != nil {
+		return err
+	}
 	if !isTerminal(f.IO.ErrOut) {
-		return watchLines(ctx, f, st, stateDir, id)
+		return watchLines(ctx, f, st, lock, id)
 	}
 	var cfg config.Config
 	if ws, err := f.workspace(ctx); err == nil {
@@ -41,12 +45,12 @@ func runWatch(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	}
 	flows, _ := f.workflows(ctx)
 	v := startView(f, tui.Config{Run: id, Watch: true, Budget: runBudget(ctx, st, id, cfg),
-		Actions: &watchActions{f: f, st: st, stateDir: stateDir, run: id}, Steps: tui.StepsFunc(flows)})
+		Actions: &watchActions{f: f, st: st, stateDir: stateDir, lock: lock, run: id}, Steps: tui.StepsFunc(flows)})
 	pollCtx, stop := context.WithCancel(ctx)
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
-		followJournal(pollCtx, st, stateDir, id, func(evs []event.Event) { v.p.Send(tui.EventsMsg(evs)) },
+		followJournal(pollCtx, st, lock, id, func(evs []event.Event) { v.p.Send(tui.EventsMsg(evs)) },
 			func(sn tui.Snapshot, over bool) {
 				v.p.Send(tui.SnapshotMsg(sn))
 				if over {
@@ -70,8 +74,8 @@ func runWatch(ctx context.Context, f *Factory, opts *StatusOptions) error {
 }
 
 // followJournal reads run's new events and a snapshot every pollEvery until
-// ctx ends; over says the run no longer holds the lock.
-func followJournal(ctx context.Context, st *store.Store, stateDir, run string, events func([]event.Event), snap func(tui.Snapshot, bool)) {
+// ctx ends; over says the run no longer holds the lock file at lock.
+func followJournal(ctx context.Context, st *store.Store, lock, run string, events func([]event.Event), snap func(tui.Snapshot, bool)) {
 	var (
 		seq  int64
 		last string // the type of the last event read
@@ -82,8 +86,8 @@ func followJournal(ctx context.Context, st *store.Store, stateDir, run string, e
 		// in batches that can trail the lock's release: the run is over
 		// once its runCompleted is read, or a poll after the release
 		// finds nothing new (a killed run never says runCompleted).
-		active, _, _ := runlock.Read(stateDir)
-		released := active != run
+		h, _ := runlock.Holder(lock)
+		released := h.Run != run
 		evs, next, err := st.Events(ctx, run, seq)
 		if err == nil {
 			seq = next
@@ -120,10 +124,10 @@ func decodeEvents(evs []store.Event) []event.Event {
 
 // watchLines prints the run's journaled events as cadre run prints them,
 // from the first, until the run is no longer active.
-func watchLines(ctx context.Context, f *Factory, st *store.Store, stateDir, run string) error {
+func watchLines(ctx context.Context, f *Factory, st *store.Store, lock, run string) error {
 	pollCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	followJournal(pollCtx, st, stateDir, run, func(evs []event.Event) {
+	followJournal(pollCtx, st, lock, run, func(evs []event.Event) {
 		for _, e := range evs {
 			fmt.Fprintln(f.IO.ErrOut, formatLine(e))
 		}
@@ -141,11 +145,13 @@ type watchActions struct {
 	f        *Factory
 	st       *store.Store
 	stateDir string
+	lock     string // the repository's run lock
 	run      string
 }
 
 func (a *watchActions) Stop(now bool) error {
-	active, pid, ok := runlock.Read(a.stateDir)
+	h, ok := runlock.Holder(a.lock)
+	active, pid := h.Run, h.PID
 	// A run on Temporal is stopped through its workflows, also once the
 	// process that started it is gone, as cadre stop does.
 	if _, onTemporal, err := a.f.stopOnTemporal(context.Background(), a.st, a.stateDir, a.run, ok && active == a.run, now); onTemporal || err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -37,7 +38,8 @@ func NewCmdWorktrees(f *Factory, runF func(context.Context, *Factory, *Worktrees
 		Use:   "worktrees [list|prune]",
 		Short: "List or prune the items' worktrees",
 		Long: `Each item works in .cadre/worktrees/<item> on branch cadre/<item>-<title>. list shows
-them with their branch, commits not yet in base_branch, and uncommitted files.` + exitStatusSimple,
+them with their branch, commits not yet in base_branch, and uncommitted files, and any other
+directory there, which git does not know as a worktree, with its files.` + exitStatusSimple,
 		Example: `  cadre worktrees list
   cadre worktrees prune           # remove worktrees with nothing unmerged
   cadre worktrees prune --force   # remove every worktree (branches with commits are kept)`,
@@ -51,7 +53,9 @@ them with their branch, commits not yet in base_branch, and uncommitted files.` 
 base_branch and no uncommitted change, or whose pull request was merged (branch deleted) or
 closed (branch kept); the pull requests are looked up when the GitHub token is set. Other
 worktrees with unmerged commits or uncommitted changes are kept unless --force; even then
-their branches (and commits) are kept.` + exitStatusSimple,
+their branches (and commits) are kept. A directory there that git does not know as a worktree
+is removed when empty, and otherwise kept and reported, even with --force: git cannot tell
+whether its files are work.` + exitStatusSimple,
 		Example: "  cadre worktrees prune",
 		Args:    cobra.NoArgs,
 		RunE:    run(pruneOpts),
@@ -83,13 +87,21 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 		}
 		fmt.Fprintf(f.IO.Out, "%-24s %-40s %6s %s\n", "ITEM", "BRANCH", "AHEAD", "UNCOMMITTED")
 		for _, wt := range list {
+			if wt.Unregistered {
+				fmt.Fprintf(f.IO.Out, "%-24s %-40s %6s %s\n", wt.Item, "(not a git worktree)", "-", dirtySummary(wt.Dirty))
+				continue
+			}
 			fmt.Fprintf(f.IO.Out, "%-24s %-40s %6d %s\n", wt.Item, wt.Branch, wt.Ahead, dirtySummary(wt.Dirty))
 		}
 		return nil
 	}
 	stateDir := filepath.Join(ws.root, workspace.StateDir)
-	if run, pid, active := runlock.Read(stateDir); active {
-		return usageErr(fmt.Errorf("run %s (pid %d) is active and may be using its worktrees: stop it first", run, pid))
+	lock, err := repo.RunLock(ctx)
+	if err != nil {
+		return err
+	}
+	if h, active := runlock.Holder(lock); active {
+		return usageErr(fmt.Errorf("%s is active and may be using its worktrees: stop it first", who(h, stateDir)))
 	}
 	if hasJournal(ws.root) {
 		// A run on Temporal goes on in its workflows once the process
@@ -98,7 +110,7 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 		if err != nil {
 			return err
 		}
-		run, item, _, err := engine.DetachedTemporal(ctx, st, stateDir)
+		run, item, _, err := engine.DetachedTemporal(ctx, st, lock)
 		st.Close()
 		if err != nil {
 			return err
@@ -111,6 +123,12 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 	// is done with, whatever its local state.
 	gh := f.newForge(ws)
 	for _, wt := range list {
+		if wt.Unregistered {
+			if err := pruneUnregistered(f, wt); err != nil {
+				return err
+			}
+			continue
+		}
 		unmerged := wt.Ahead > 0 && !wt.Merged
 		if unmerged && !opts.Force && ws.cfg.GitHub.TokenEnv != "" && f.Getenv(ws.cfg.GitHub.TokenEnv) != "" {
 			if found, merged, closed, err := gh.PRState(ctx, wt.Branch); err == nil && found && (merged || closed) {
@@ -139,6 +157,24 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 		}
 		fmt.Fprintf(f.IO.ErrOut, "removed %s\n", wt.Path)
 	}
+	return nil
+}
+
+// pruneUnregistered removes a directory of the worktrees directory that
+// git does not know when it holds nothing, and otherwise keeps it, even
+// with --force, saying what to do: git cannot tell whether its files are
+// work, so only the user can decide to delete them.
+func pruneUnregistered(f *Factory, wt workspace.Worktree) error {
+	if len(wt.Dirty) == 0 {
+		os.Remove(filepath.Join(wt.Path, ".git")) // a pointer to a registration that is gone
+		if err := os.Remove(wt.Path); err != nil {
+			return fmt.Errorf("prune %s: %w", wt.Item, err)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "removed %s (an empty directory git did not know)\n", wt.Path)
+		return nil
+	}
+	fmt.Fprintf(f.IO.ErrOut, "kept %s: %s is not a git worktree, and holds %s: copy out what you need, then delete it (rm -rf %s)\n",
+		wt.Item, wt.Path, dirtySummary(wt.Dirty), wt.Path)
 	return nil
 }
 

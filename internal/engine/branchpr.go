@@ -18,11 +18,11 @@ func (e *Engine) recordBranch(ctx context.Context, ir *itemRun, branch string) e
 	}
 	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: id, Kind: report.KindWorktree}
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
-		return err
+		return journalErr(ir.it.ID, err)
 	}
 	rec.Status = store.StepCompleted
 	rec.Result, _ = json.Marshal(report.PublishRecord{Branch: branch})
-	return e.d.Store.FinishStep(ctx, rec)
+	return journalErr(ir.it.ID, e.d.Store.FinishStep(ctx, rec))
 }
 
 // publishedPR is the item's pull request as journaled by publishing; the

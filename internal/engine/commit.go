@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -57,6 +58,7 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 		return journalErr(ir.it.ID, err)
 	}
 	mark := workspace.Mark{Step: id, Run: ir.run}
+	opt.Mask = e.commitMask()
 	sha, err := e.committedBefore(ctx, ir, mark, tried)
 	if err != nil {
 		return err
@@ -82,6 +84,15 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 	return e.finishStep(ctx, rec)
 }
 
+// commitMask is what a commit's files go through: cadre's secrets masked,
+// which an agent may have written into its work; nil with none to mask.
+func (e *Engine) commitMask() func([]byte) []byte {
+	if !e.d.Mask.Enabled() {
+		return nil
+	}
+	return e.d.Mask.Bytes
+}
+
 // commitMessage names the task; the title is untrusted text, so it is
 // reduced to one short line (it travels as one argv element, never a shell).
 func commitMessage(t *taskfile.Task) string {
@@ -89,10 +100,24 @@ func commitMessage(t *taskfile.Task) string {
 }
 
 // shorten puts untrusted or long text on one line of at most n runes.
+// Control characters and bidirectional overrides are dropped: in a commit
+// subject they would make a log or a terminal show other text than git
+// holds (a reversed file name, a cleared line).
 func shorten(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(strings.Map(visible, s)), " ")
 	if r := []rune(s); len(r) > n {
 		s = string(r[:n]) + "…"
 	}
 	return s
+}
+
+// visible is r, or -1 (dropped) for a control character other than white
+// space (which strings.Fields turns into separators) and for a
+// bidirectional control (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
+// U+061C).
+func visible(r rune) rune {
+	if unicode.IsControl(r) && !unicode.IsSpace(r) || unicode.Is(unicode.Bidi_Control, r) {
+		return -1
+	}
+	return r
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/remote"
 	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/report"
@@ -100,6 +101,11 @@ type Deps struct {
 	// Sandbox confines every agent process (cadre.yaml sandbox); nil runs
 	// them unconfined.
 	Sandbox *sandbox.Policy
+	// Mask holds cadre's own secrets (the GitHub token, the model keys it
+	// passes to agents); nil masks nothing. They are masked in what an
+	// agent leaves behind: its step log, its output, the files of its work
+	// cadre commits. (The journal and the events mask them themselves.)
+	Mask *redact.Redactor
 }
 
 // Crash points, in the order a step meets them.
@@ -205,9 +211,9 @@ func (e *Engine) create(ctx context.Context, opts Options) (runID string, releas
 	if err := e.checkDetachedTemporal(ctx, runID); err != nil {
 		return "", nil, err
 	}
-	lk, err := runlock.Acquire(e.StateDir(), runID, e.d.PID, e.warn(runID))
+	lk, err := e.lock(ctx, runID)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+		return "", nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -306,9 +312,9 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 	if err := e.checkDetachedTemporal(ctx, r.ID); err != nil {
 		return "", opts, nil, err
 	}
-	lk, err := runlock.Acquire(e.StateDir(), r.ID, e.d.PID, e.warn(r.ID))
+	lk, err := e.lock(ctx, r.ID)
 	if err != nil {
-		return "", opts, nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+		return "", opts, nil, err
 	}
 	if err := runstop.Withdraw(e.StateDir(), r.ID); err != nil {
 		lk.Release()
@@ -317,13 +323,35 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 	return r.ID, opts, lk.Release, nil
 }
 
+// RunLock is the file of the repository's run lock (see runlock): in its
+// common git directory, shared by all its checkouts.
+func (e *Engine) RunLock(ctx context.Context) (string, error) { return e.repo.RunLock(ctx) }
+
+// lock takes the repository's run lock for run, working from this
+// checkout.
+func (e *Engine) lock(ctx context.Context, run string) (*runlock.Lock, error) {
+	path, err := e.RunLock(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	lk, err := runlock.Acquire(path, runlock.Info{Run: run, PID: e.d.PID, State: e.StateDir()}, e.warn(run))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	return lk, nil
+}
+
 // checkDetachedTemporal refuses to take over the lock of another run on
 // Temporal whose starting process is gone while some of its items have
 // not ended: their workflows go on without that process, and a second
 // run would work in the same worktrees at the same time. Resuming that
 // run itself (self) attaches to its workflows and may take the lock.
 func (e *Engine) checkDetachedTemporal(ctx context.Context, self string) error {
-	run, item, pid, err := DetachedTemporal(ctx, e.d.Store, e.StateDir())
+	path, err := e.RunLock(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	run, item, pid, err := DetachedTemporal(ctx, e.d.Store, path)
 	if err != nil || run == "" || run == self {
 		return err
 	}
@@ -331,12 +359,12 @@ func (e *Engine) checkDetachedTemporal(ctx context.Context, self string) error {
 		ErrPreflight, run, item, pid, run, run)
 }
 
-// DetachedTemporal reports the run holding the lock in stateDir when it
-// is on Temporal, its process (pid) is gone, and its item has not ended:
-// the item's workflow may still run, in the run's worktrees. run is ""
-// for any other lock, or none.
-func DetachedTemporal(ctx context.Context, st *store.Store, stateDir string) (run, item string, pid int, err error) {
-	li, err := runlock.ReadInfo(stateDir)
+// DetachedTemporal reports the run of st holding the lock file at lock
+// when it is on Temporal, its process (pid) is gone, and its item has not
+// ended: the item's workflow may still run, in the run's worktrees. run is
+// "" for any other lock, or none.
+func DetachedTemporal(ctx context.Context, st *store.Store, lock string) (run, item string, pid int, err error) {
+	li, err := runlock.Stored(lock)
 	if err != nil || runlock.Alive(li.PID) {
 		return "", "", 0, nil // no lock, or a live one (runlock.Acquire refuses it itself)
 	}
@@ -358,13 +386,13 @@ func DetachedTemporal(ctx context.Context, st *store.Store, stateDir string) (ru
 	return "", "", 0, nil
 }
 
-// StoredRun reads run runID (the latest when "") and the options it was
-// started with.
+// StoredRun reads run runID (when "", the one a plain resume continues:
+// see toResume) and the options it was started with.
 func StoredRun(ctx context.Context, st *store.Store, runID string) (store.Run, Options, error) {
 	var r store.Run
 	var err error
 	if runID == "" {
-		r, err = st.LatestRun(ctx)
+		r, err = toResume(ctx, st)
 	} else {
 		r, err = st.GetRun(ctx, runID)
 	}
@@ -376,6 +404,26 @@ func StoredRun(ctx context.Context, st *store.Store, runID string) (store.Run, O
 		return r, opts, fmt.Errorf("run %s: options: %w", r.ID, err)
 	}
 	return r, opts, nil
+}
+
+// toResume is the run a plain resume continues: the latest the journal
+// says is running though its process is gone, which was killed (a later
+// run may have taken over its lock since, and be the latest), or else the
+// latest run.
+func toResume(ctx context.Context, st *store.Store) (store.Run, error) {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return store.Run{}, err
+	}
+	for _, r := range runs {
+		if r.Status == store.RunRunning && !runlock.Alive(r.PID) {
+			return r, nil
+		}
+	}
+	if len(runs) == 0 {
+		return store.Run{}, fmt.Errorf("latest run: no runs: %w", store.ErrNotFound)
+	}
+	return runs[0], nil
 }
 
 func workflowName(o Options) string {
@@ -485,6 +533,10 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 func (e *Engine) finish(ctx context.Context, runID string, sum report.Summary, start time.Time, runErr error) (report.Summary, error) {
 	if runErr != nil {
 		sum.Status = store.RunFailed
+		if ctx.Err() == nil && isFault(runErr) {
+			runErr = &FaultStop{Run: runID, Err: runErr}
+			sum.Status = store.RunStopped
+		}
 		sum.Reason = runErr.Error()
 		if ctx.Err() != nil {
 			sum.Status, sum.Reason = store.RunInterrupted, "interrupted"
@@ -502,8 +554,8 @@ func (e *Engine) finish(ctx context.Context, runID string, sum report.Summary, s
 	}
 	if err = both(err, e.d.Store.SetRunStatus(bg, runID, sum.Status, e.d.PID)); err != nil && runErr == nil {
 		// The run's end is not recorded: it is not shown as ended well.
-		runErr = fmt.Errorf("record the end of run %s: %w; cadre resume continues it", runID, err)
-		sum.Status, sum.Reason = store.RunFailed, runErr.Error()
+		runErr = &FaultStop{Run: runID, Err: fmt.Errorf("record the end of run %s: %w", runID, err)}
+		sum.Status, sum.Reason = store.RunStopped, runErr.Error()
 	}
 	full, err := report.Summarize(bg, e.d.Store, runID)
 	if err == nil {

@@ -756,6 +756,10 @@ func TestShorten(t *testing.T) {
 	if got := shorten(strings.Repeat("é", 5), 3); got != "ééé…" {
 		t.Errorf("%q: cut inside a character?", got)
 	}
+	// A commit subject shows what git holds: no reversed text, no escape.
+	if got := shorten("evil\u202etxt.exe \u2066x\u2069 \x1b[2Jclear\x00 \u200fend", 60); got != "eviltxt.exe x [2Jclear end" {
+		t.Errorf("%q: bidi or control characters kept", got)
+	}
 }
 
 // TestAgentsBoundsConcurrentStepsOfAnItem fans a plan of four independent

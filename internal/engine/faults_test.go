@@ -130,6 +130,8 @@ func TestJournalFaults(t *testing.T) {
 				t.Fatalf("run error %v does not say the journal's cause", err)
 			case err != nil && strings.Contains(err.Error(), "\n"):
 				t.Fatalf("run error is not one line: %q", err)
+			case err != nil && sum.Run != "" && (sum.Status != store.RunStopped || !errors.As(err, new(*FaultStop))):
+				t.Fatalf("a refused %s write ended the run %s (%v), not stopped for resume", kind, sum.Status, err)
 			}
 			run := sum.Run
 			if run == "" {

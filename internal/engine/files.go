@@ -18,3 +18,11 @@ func writeStepFile(root, path string, data []byte) error {
 	}
 	return nil
 }
+
+// plantedLink is the reason an item fails when cadre would have followed a
+// link, or left its directory, to read or write one of its files: an
+// agent of the item planted it, so the item fails, not the run (its other
+// items and every resume go on).
+func plantedLink(err error) string {
+	return fmt.Sprintf("%v (an agent planted a link among the item's files; cadre follows none)", err)
+}

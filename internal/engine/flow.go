@@ -5,15 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
-	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -80,6 +78,9 @@ func (e *Engine) endFlow(ctx context.Context, ir *itemRun, res workflow.Result, 
 		// The run stops too: other items share the repository's git.
 		ir.rs.halt(store.RunFailed, ir.it.ID+": "+te.msg)
 		return e.failFlow(ctx, ir, te.msg, "_failed", itemOutcome{failed: true, halt: store.RunFailed, reason: ir.it.ID + ": " + te.msg})
+	case errors.Is(err, safefile.ErrUnsafe):
+		msg := plantedLink(err)
+		return e.failFlow(ctx, ir, msg, "_failed", itemOutcome{failed: true, reason: ir.it.ID + ": " + msg})
 	case errors.Is(err, workflow.ErrPaused):
 		reason := pauseReason(err)
 		return itemOutcome{paused: true, reason: reason}, e.setItem(ctx, ir, paused("", reason))
@@ -363,50 +364,6 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 
 func oneLine(s string) string { return shorten(s, 200) }
 
-var commandNames = []string{"install", "build", "test", "lint"}
-
-// runChecks runs the project's configured commands in the item's tree and
-// writes a Markdown summary (the integration-checker's input).
-func (fx *flowExec) runChecks(ctx context.Context, id string) (map[string]int, string, error) {
-	exits, sum, outPath := fx.runCommands(ctx, id, commandNames)
-	return exits, outPath, writeStepFile(fx.ir.outDir, outPath, []byte(sum))
-}
-
-// runCommands runs the named project commands that cadre.yaml configures
-// and returns their exit codes and a Markdown summary.
-func (fx *flowExec) runCommands(ctx context.Context, id string, names []string) (map[string]int, string, string) {
-	e, ir := fx.e, fx.ir
-	cmds := e.d.Config.Commands
-	byName := map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}
-	_, outPath, logPath := ir.stepFiles(id)
-	os.MkdirAll(filepath.Dir(logPath), 0o755)
-	log, _ := os.Create(logPath)
-	defer log.Close()
-	exits := map[string]int{}
-	var sum strings.Builder
-	fmt.Fprintf(&sum, "# Checks (%s)\n\n| command | exit | baseline |\n| --- | --- | --- |\n", id)
-	timeout := time.Duration(e.d.Config.Defaults.Timeout)
-	for _, name := range names {
-		line := byName[name]
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		fmt.Fprintf(log, "$ %s\n", line)
-		// The commands come from cadre.yaml, written by the repository's
-		// owner, so they run through the shell as written.
-		res, _ := proc.Run(ctx, proc.Spec{Path: "/bin/sh", Args: []string{"-c", line}, Dir: ir.dir,
-			Env: proc.MinimalEnv(os.LookupEnv, nil, nil), Log: log, Timeout: timeout})
-		exits[name] = res.ExitCode
-		base := "-"
-		if b, ok := fx.baseline[name]; ok {
-			base = fmt.Sprint(b)
-		}
-		fmt.Fprintf(&sum, "| `%s` (%s) | %d | %s |\n", line, name, res.ExitCode, base)
-	}
-	fmt.Fprintf(&sum, "\nFull output: %s\n", logPath)
-	return exits, sum.String(), outPath
-}
-
 // commit commits the item's changes once. A plan task's commit leaves alone
 // the files other unfinished tasks declared, so parallel tasks in one tree
 // do not commit each other's work.
@@ -430,7 +387,8 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 	if c.Task != nil {
 		msg = fmt.Sprintf("cadre: %s task %s: %s", ir.it.ID, c.Task.ID, oneLine(c.Task.Title))
 	}
-	sha, err := ir.repo.Commit(ctx, msg, mark, workspace.CommitOptions{Except: c.Others, Base: fx.e.d.Config.BaseBranch, Check: outsideLinks(ir)})
+	sha, err := ir.repo.Commit(ctx, msg, mark, workspace.CommitOptions{Except: c.Others, Base: fx.e.d.Config.BaseBranch, Check: outsideLinks(ir),
+		Mask: fx.e.commitMask()})
 	if err != nil {
 		return "", err
 	}

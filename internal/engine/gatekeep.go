@@ -92,8 +92,13 @@ func (fx *flowExec) gatekeep(ctx context.Context, c workflow.ActionCall) (signal
 
 // requirements are the gatekeeper's requirements for role's work: the
 // built-in ones with cadre.yaml's roles.<role>.requirements over them.
+// After a reviewer the gatekeeper checks the work it reviewed as well as
+// its verdict: that work must build and pass its tests.
 func (e *Engine) requirements(role string) eval.Requirements {
 	req := eval.DefaultRequirements(role)
+	if workflow.ChangesNothing(role) && req.Commands == nil {
+		req.Commands = []string{"build", "test"}
+	}
 	if over := e.d.Config.Roles[role].Requirements; over != nil {
 		req = eval.Merge(req, *over)
 	}

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/eval"
+	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -103,14 +105,61 @@ func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runne
 	if inv.Untrusted {
 		inv.GitConfig = ir.repo.AgentGitConfig(ctx)
 	}
+	reviewed, unlock, err := e.holdTree(ctx, ir, inv.Role)
+	if err != nil {
+		release()
+		return asked{}, err
+	}
 	got, err := e.invoke(ctx, rn, inv, rubric, pass)
 	// The check comes first: putting the files back runs git.
 	if terr := checkGitState(ctx, ir.repo, inv.Step, before); terr != nil {
+		unlock()
 		release()
 		return got, terr
 	}
+	if reviewed != "" {
+		if rerr := e.discardEdits(ctx, ir, inv, reviewed); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	unlock()
 	if rerr := release(); rerr != nil && err == nil {
 		err = rerr
 	}
 	return got, err
+}
+
+// holdTree takes the item's tree for one agent step. A role that changes
+// nothing (a reviewer) holds it alone, so that what changes while it runs
+// is its doing, and gets the tree's state (a TreeOfChanges) to put back
+// afterwards; the others share it.
+func (e *Engine) holdTree(ctx context.Context, ir *itemRun, role string) (tree string, unlock func(), err error) {
+	if !workflow.ChangesNothing(role) {
+		ir.treeMu.RLock()
+		return "", ir.treeMu.RUnlock, nil
+	}
+	ir.treeMu.Lock()
+	tree, err = ir.repo.TreeOfChanges(ctx)
+	if err != nil {
+		ir.treeMu.Unlock()
+		return "", nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	return tree, ir.treeMu.Unlock, nil
+}
+
+// discardEdits puts the tree back as it was before a reviewing agent ran
+// and reports what it had changed: a reviewer's verdict is its work, and
+// its edits must not be committed as the item's.
+func (e *Engine) discardEdits(ctx context.Context, ir *itemRun, inv runner.Invocation, tree string) error {
+	paths, err := ir.repo.RevertTo(context.WithoutCancel(ctx), tree)
+	if err != nil {
+		return fmt.Errorf("item %s: put back what %s changed: %w", ir.it.ID, inv.Role, err)
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%s changed %s while reviewing; its edits were discarded (a reviewing role does not change the work)",
+		inv.Role, shorten(strings.Join(paths, ", "), 200))
+	e.publish(ir, event.Event{Type: event.Warning, Role: inv.Role, Step: inv.Step, Message: msg})
+	return nil
 }

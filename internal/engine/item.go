@@ -13,6 +13,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/remote"
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -57,6 +58,9 @@ type itemRun struct {
 	// boardMu serialises task-file writes of parallel steps of one item.
 	boardMu sync.Mutex
 	gitMu   sync.Mutex // serialises commits in the item's tree
+	// treeMu is held by every agent step while it runs: shared by those
+	// that change the tree, alone by a reviewer (holdTree).
+	treeMu sync.RWMutex
 	// written is the frontmatter last written, to skip redundant writes.
 	written map[string]string
 
@@ -200,7 +204,8 @@ func (p *pipeline) Ask(ctx context.Context, s workflow.State, d workflow.Decisio
 }
 
 // pipelineFailed ends a stage-pipeline item whose effect failed in state
-// s: a tampered tree fails it and halts the run; a spent budget pauses it
+// s: a tampered tree fails it and halts the run; a link planted among its
+// step files fails it alone; a spent budget pauses it
 // and the run; a runner's quota or a question pauses it alone; anything
 // else (the journal, a cancellation) stops the run with the error.
 func (e *Engine) pipelineFailed(ctx context.Context, ir *itemRun, s workflow.State, err error) (itemOutcome, error) {
@@ -210,6 +215,8 @@ func (e *Engine) pipelineFailed(ctx context.Context, ir *itemRun, s workflow.Sta
 	switch {
 	case errors.As(err, &te):
 		return e.failItem(ctx, ir, s, te.msg)
+	case errors.Is(err, safefile.ErrUnsafe):
+		return e.failAlone(ctx, ir, s, plantedLink(err))
 	case errors.As(err, &bp):
 		return itemOutcome{halt: store.RunPaused, reason: bp.Reason}, e.setItem(ctx, ir, paused(s.Stage, bp.Reason))
 	case errors.As(err, &pe):
@@ -254,11 +261,20 @@ func (e *Engine) stopItem(ctx context.Context, ir *itemRun, s workflow.State, d 
 
 // failItem ends an item on a hard stop, which halts the whole run.
 func (e *Engine) failItem(ctx context.Context, ir *itemRun, s workflow.State, reason string) (itemOutcome, error) {
+	out, err := e.failAlone(ctx, ir, s, reason, event.Event{Type: event.RunnerStopped, Stage: s.Stage, Error: reason})
+	out.halt = store.RunFailed
+	return out, err
+}
+
+// failAlone fails a stage-pipeline item without stopping the run: its
+// failure is its own (a link one of its agents planted), not the
+// runner's.
+func (e *Engine) failAlone(ctx context.Context, ir *itemRun, s workflow.State, reason string, more ...event.Event) (itemOutcome, error) {
 	e.archiveCycle(ctx, ir, time.Now(), "_failed")
 	e.outcomes(ctx, ir, false)
 	c := change{status: store.ItemFailed, stage: &s.Stage, attempts: &s.Attempts, reason: &reason,
-		events: []event.Event{{Type: event.TaskFailed, Stage: s.Stage, Error: reason}, {Type: event.RunnerStopped, Stage: s.Stage, Error: reason}}}
-	return itemOutcome{failed: true, halt: store.RunFailed, reason: reason}, e.setItem(ctx, ir, c)
+		events: append([]event.Event{{Type: event.TaskFailed, Stage: s.Stage, Error: reason}}, more...)}
+	return itemOutcome{failed: true, reason: reason}, e.setItem(ctx, ir, c)
 }
 
 // isJournalErr says whether err is a journal write that failed.
@@ -389,7 +405,7 @@ func (e *Engine) syncFrontmatter(ctx context.Context, ir *itemRun, s workflow.St
 		return nil
 	}
 	ir.board.Set(set)
-	return e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Stage: strp(s.Stage), Attempts: &s.Attempts})
+	return journalErr(ir.it.ID, e.d.Store.UpdateItem(ctx, ir.run, ir.it.ID, store.ItemUpdate{Stage: strp(s.Stage), Attempts: &s.Attempts}))
 }
 
 // stepFiles are the context, output and log paths of one step

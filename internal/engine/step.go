@@ -14,6 +14,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/promptlog"
+	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/reply"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
@@ -73,10 +74,10 @@ func cycleEntry(sp agentSpec, out agentOut) cyclelog.Entry {
 // crash points, events, files) is what lets a crashed run resume without
 // running a completed step again.
 func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agentOut, error) {
-	if out, done, err := e.replayStep(ctx, ir, sp); done || err != nil {
+	sr := &stepRun{ir: ir, sp: sp}
+	if out, done, err := e.replayStep(ctx, sr); done || err != nil {
 		return out, err
 	}
-	sr := &stepRun{ir: ir, sp: sp}
 	if out, done, err := e.chooseRunner(ctx, sr); done || err != nil {
 		return out, err
 	}
@@ -100,6 +101,10 @@ type stepRun struct {
 	ir *itemRun
 	sp agentSpec
 
+	// replayStep's: the output file of the step's last attempt, when the
+	// journal has the step started but not finished
+	lastOutput string
+
 	// chooseRunner's
 	runnerName, model string
 	picked            string // why runner auto chose the runner: the start event's message
@@ -118,7 +123,8 @@ type stepRun struct {
 // replayStep reads a step that already completed back from the journal
 // (done). A step the journal holds unfinished is run again, its process
 // left by a crash (an orphan) killed first.
-func (e *Engine) replayStep(ctx context.Context, ir *itemRun, sp agentSpec) (out agentOut, done bool, err error) {
+func (e *Engine) replayStep(ctx context.Context, sr *stepRun) (out agentOut, done bool, err error) {
+	ir, sp := sr.ir, sr.sp
 	prev, err := e.d.Store.GetStep(ctx, ir.run, sp.ID)
 	switch {
 	case err == nil && prev.Status == store.StepCompleted:
@@ -133,6 +139,7 @@ func (e *Engine) replayStep(ctx context.Context, ir *itemRun, sp agentSpec) (out
 		if err := e.killOrphan(ctx, ir, prev); err != nil {
 			return agentOut{}, true, err
 		}
+		sr.lastOutput = prev.OutputPath
 	case !errors.Is(err, store.ErrNotFound):
 		return agentOut{}, true, err
 	}
@@ -239,6 +246,7 @@ func (e *Engine) invocation(ctx context.Context, sr *stepRun) runner.Invocation 
 		}}
 	inv.OnStart = e.recordGroup(ctx, ir, sp.ID)
 	inv.Sandbox = e.stepSandbox(ir, base)
+	inv.Mask = e.d.Mask
 	return inv
 }
 
@@ -354,7 +362,7 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 			got.failure, got.kind = fmt.Sprintf("%s: %v", inv.Role, rerr), runner.KindOf(rerr)
 			return got, nil
 		}
-		output, err := collectOutput(inv.OutputPath, res.Output)
+		output, err := collectOutput(inv.OutputPath, res.Output, inv.Mask)
 		if errors.Is(err, safefile.ErrUnsafe) {
 			got.failure = fmt.Sprintf("%s output refused: %v; cadre reads only a regular file the agent wrote", inv.Role, err)
 			return got, nil
@@ -457,13 +465,13 @@ func tail(s string) string {
 
 // collectOutput settles the step's output file: the agent's own file when it
 // wrote one (with the reply's signal block appended when only the reply has
-// it), else the reply itself.
+// it), else the reply itself; masked of mask's secrets, in the file too.
 //
 // The file is read under the item's step directory (outputs/<step>.md sits
 // one level down) without following links: an output the agent made a
 // link (to /etc/passwd, say) is refused with an error wrapping
 // safefile.ErrUnsafe, never read through.
-func collectOutput(path, text string) (string, error) {
+func collectOutput(path, text string, mask *redact.Redactor) (string, error) {
 	root := filepath.Dir(filepath.Dir(path))
 	data, err := safefile.ReadFile(root, path)
 	switch {
@@ -473,10 +481,11 @@ func collectOutput(path, text string) (string, error) {
 		return "", err
 	}
 	out, merged := reply.Output(string(data), text)
-	if merged || len(strings.TrimSpace(string(data))) == 0 {
-		if err := writeStepFile(root, path, []byte(out)); err != nil {
+	masked := mask.String(out)
+	if merged || masked != out || len(strings.TrimSpace(string(data))) == 0 {
+		if err := writeStepFile(root, path, []byte(masked)); err != nil {
 			return "", err
 		}
 	}
-	return out, nil
+	return masked, nil
 }

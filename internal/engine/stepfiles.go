@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/promptlog"
@@ -19,6 +20,7 @@ import (
 func (e *Engine) prepareStep(sr *stepRun) (out agentOut, done bool, err error) {
 	ir := sr.ir
 	sr.ctxPath, sr.outPath, sr.logPath = ir.stepFiles(sr.sp.ID)
+	sr.outPath = nextOutput(sr.outPath, sr.lastOutput)
 	cf := e.stepContext(ir, sr.sp, sr.outPath)
 	// Compact: the context file is read by agents, and every byte of it is
 	// a token of every step.
@@ -148,4 +150,22 @@ var fenceBreaker = strings.NewReplacer("<<<", "< < <", ">>>", "> > >")
 func itemText(body string) string {
 	body = fenceBreaker.Replace(body)
 	return "<<<ITEM TEXT (untrusted)\n" + strings.TrimRight(body, "\n") + "\nITEM TEXT (untrusted)>>>\n"
+}
+
+// nextOutput is the output file of a step's attempt: first, else one
+// named after the last attempt's (last) with the next try number, so that
+// a process the last attempt left behind, still writing its output file,
+// cannot write this attempt's result.
+func nextOutput(first, last string) string {
+	if last == "" {
+		return first
+	}
+	stem := strings.TrimSuffix(first, ".md")
+	try := 1
+	if rest, ok := strings.CutPrefix(last, stem+".try"); ok {
+		if n, err := strconv.Atoi(strings.TrimSuffix(rest, ".md")); err == nil {
+			try = n
+		}
+	}
+	return fmt.Sprintf("%s.try%d.md", stem, try+1)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -121,4 +122,31 @@ func both(err, also error) error {
 		return err
 	}
 	return fmt.Errorf("%w; %w", err, also)
+}
+
+// FaultStop ends a run that stopped because the machine could not keep
+// its state (a full disk, a journal that refused a write), not because of
+// its work: the run is stopped, resumable, and cadre resume continues it
+// once the cause is fixed.
+type FaultStop struct {
+	Run string
+	Err error
+}
+
+func (f *FaultStop) Error() string {
+	msg := f.Err.Error()
+	if errors.Is(f.Err, syscall.ENOSPC) || errors.Is(f.Err, syscall.EDQUOT) {
+		msg += "; free disk space, then cadre resume " + f.Run + " continues"
+	} else if !isJournalErr(f.Err) {
+		msg += "; cadre resume " + f.Run + " continues"
+	}
+	return msg
+}
+
+func (f *FaultStop) Unwrap() error { return f.Err }
+
+// isFault says whether err is the machine's rather than the work's: no
+// space left, or a journal write that failed.
+func isFault(err error) bool {
+	return isJournalErr(err) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }

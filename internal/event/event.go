@@ -86,6 +86,7 @@ type Bus struct {
 	mu    sync.Mutex
 	sinks []Sink
 	now   func() time.Time
+	mask  func(string) string // nil: none; see SetMask
 }
 
 // NewBus returns a bus that stamps events with now (time.Now when nil).
@@ -96,6 +97,17 @@ func NewBus(now func() time.Time, sinks ...Sink) *Bus {
 	return &Bus{sinks: sinks, now: now}
 }
 
+// SetMask has fn mask every event's free text (its message and error)
+// before any sink sees it, those subscribed later included (nil: none).
+// The text comes from agents and servers and may carry a secret of
+// cadre's own; no sink (the journal, --json, the live view, a webhook, a
+// replica's batch) is then trusted to mask it.
+func (b *Bus) SetMask(fn func(string) string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mask = fn
+}
+
 // Subscribe adds a sink.
 func (b *Bus) Subscribe(s Sink) {
 	b.mu.Lock()
@@ -103,12 +115,16 @@ func (b *Bus) Subscribe(s Sink) {
 	b.sinks = append(b.sinks, s)
 }
 
-// Publish stamps e (when its time is unset) and hands it to every sink.
+// Publish stamps e (when its time is unset), masks it, and hands it to
+// every sink.
 func (b *Bus) Publish(e Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e.Time.IsZero() {
 		e.Time = b.now().UTC()
+	}
+	if b.mask != nil {
+		e.Message, e.Error = b.mask(e.Message), b.mask(e.Error)
 	}
 	for _, s := range b.sinks {
 		s.Handle(e)

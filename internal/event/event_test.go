@@ -1,6 +1,7 @@
 package event
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,5 +30,23 @@ func TestUsageAdd(t *testing.T) {
 	want := Usage{InputTokens: 11, OutputTokens: 2, CacheReadTokens: 3, CostUSD: 0.75, CostEstimated: true}
 	if got != want {
 		t.Errorf("Add = %+v, want %+v", got, want)
+	}
+}
+
+// The mask applies before any sink sees an event, to sinks subscribed
+// after it was set too.
+func TestBusMasksEveryEventForEverySink(t *testing.T) {
+	var got []Event
+	bus := NewBus(nil, SinkFunc(func(e Event) { got = append(got, e) }))
+	bus.SetMask(func(s string) string { return strings.ReplaceAll(s, "SECRET", "[M]") })
+	bus.Subscribe(SinkFunc(func(e Event) { got = append(got, e) }))
+	bus.Publish(Event{Type: StepFailed, Message: "saw SECRET", Error: "422: SECRET"})
+	if len(got) != 2 {
+		t.Fatalf("%d deliveries, want 2", len(got))
+	}
+	for _, e := range got {
+		if e.Message != "saw [M]" || e.Error != "422: [M]" {
+			t.Errorf("delivered %+v", e)
+		}
 	}
 }

@@ -93,7 +93,8 @@ func WithMaxWait(d time.Duration) Option { return func(c *Client) { c.maxWait = 
 func WithRetries(n int) Option { return func(c *Client) { c.retries = n } }
 
 // WithRedactor masks r's secrets in every title, body and comment the
-// Client sends. The Client's own token is always masked.
+// Client sends and in the errors it returns. The Client's own token is
+// always masked, and so are secrets of well-known shapes in what it sends.
 func WithRedactor(r *redact.Redactor) Option {
 	return func(c *Client) { c.masks = append(c.masks, r) }
 }
@@ -188,8 +189,15 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// clean masks secrets in text about to be sent.
+// clean masks secrets in text about to be sent: the Client's own, and any
+// of a well-known shape (an agent's text goes public through it).
 func (c *Client) clean(s string) string {
+	return redact.WellKnown(c.scrub(s))
+}
+
+// scrub masks the Client's secrets in a message it received: a server may
+// quote the request back, Authorization header included.
+func (c *Client) scrub(s string) string {
 	for _, m := range c.masks {
 		s = m.String(s)
 	}
@@ -307,7 +315,7 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 			}
 			return hdr, nil
 		case status == http.StatusForbidden || status == http.StatusTooManyRequests:
-			msg := apiMessage(body)
+			msg := apiMessage(body, c.scrub)
 			wait, limited := c.limitWait(status, hdr, msg, secondary)
 			if !limited {
 				return nil, &Error{Op: cl.op, Status: status, Message: msg}
@@ -329,7 +337,7 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 			}
 			continue
 		default:
-			return nil, &Error{Op: cl.op, Status: status, Message: apiMessage(body)}
+			return nil, &Error{Op: cl.op, Status: status, Message: apiMessage(body, c.scrub)}
 		}
 	}
 }
@@ -398,7 +406,7 @@ func (c *Client) send(ctx context.Context, cl call, payload []byte) (int, http.H
 			return resp.StatusCode, resp.Header, body, nil
 		}
 	}
-	msg := "no answer: " + oneLine(err.Error())
+	msg := "no answer: " + oneLine(c.scrub(err.Error()))
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = fmt.Sprintf("no answer within %s", c.timeout)
 	}
@@ -406,8 +414,9 @@ func (c *Client) send(ctx context.Context, cl call, payload []byte) (int, http.H
 }
 
 // apiMessage reads GitHub's error document ({"message", "errors"}) as one
-// line.
-func apiMessage(body []byte) string {
+// line, masked by scrub before it is shortened (a secret cut in two would
+// not be recognised).
+func apiMessage(body []byte, scrub func(string) string) string {
 	var doc struct {
 		Message string `json:"message"`
 		Errors  []struct {
@@ -418,7 +427,7 @@ func apiMessage(body []byte) string {
 		} `json:"errors"`
 	}
 	if json.Unmarshal(body, &doc) != nil || doc.Message == "" {
-		return oneLine(strings.TrimSpace(string(body)))
+		return oneLine(scrub(strings.TrimSpace(string(body))))
 	}
 	msg := doc.Message
 	var details []string
@@ -433,7 +442,7 @@ func apiMessage(body []byte) string {
 	if len(details) > 0 {
 		msg += ": " + strings.Join(details, "; ")
 	}
-	return oneLine(msg)
+	return oneLine(scrub(msg))
 }
 
 func oneLine(s string) string {

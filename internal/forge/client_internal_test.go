@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cadre-dev/cadre/internal/redact"
 )
 
 func TestNextLink(t *testing.T) {
@@ -38,8 +40,20 @@ func TestAPIMessage(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		if got := apiMessage([]byte(tt.body)); got != tt.want {
+		if got := apiMessage([]byte(tt.body), func(s string) string { return s }); got != tt.want {
 			t.Errorf("apiMessage(%q) = %q, want %q", tt.body, got, tt.want)
+		}
+	}
+}
+
+// A secret the message's shortening would cut is masked whole first, so
+// not even its start is shown.
+func TestAPIMessageMasksBeforeShortening(t *testing.T) {
+	const tok = "ghp_SecretTokenValue0123456789"
+	scrub := redact.New(tok).String
+	for _, body := range []string{`{"message":"` + strings.Repeat("x", 290) + " " + tok + `"}`, strings.Repeat("y", 295) + " " + tok} {
+		if got := apiMessage([]byte(body), scrub); strings.Contains(got, tok[:8]) || len(got) > 310 {
+			t.Errorf("apiMessage(%q) = %q", body, got)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package forge_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -681,6 +682,61 @@ func TestErrorsNeverShowToken(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("error %q shows the token or spans lines", err)
+	}
+}
+
+// A 422 that quotes the request's Authorization header back, as is and as
+// the basic credential git sends, shows the token in neither spelling.
+func TestErrorEchoingTheCredentialIsMasked(t *testing.T) {
+	srv, c, _ := setup(t)
+	srv.SetNext(forgetest.CreatePR, forgetest.Echo)
+	_, _, err := c.EnsurePR(ctx, "o", "r", newPR())
+	if err == nil || !strings.Contains(err.Error(), "422 Validation Failed") || !strings.Contains(err.Error(), redact.Mask) {
+		t.Fatalf("err = %v, want the 422 with its message masked", err)
+	}
+	for _, f := range []string{token, base64.StdEncoding.EncodeToString([]byte(token)), base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))} {
+		if strings.Contains(err.Error(), f) {
+			t.Errorf("error %q shows the token as %q", err, f)
+		}
+	}
+}
+
+// Secrets of well-known shapes, whoever's they are, are masked in every
+// title, body and comment sent: a new pull request, an adopted one
+// brought up to date, a comment.
+func TestWellKnownSecretsNeverSent(t *testing.T) {
+	secrets := []string{"sk-ant-api03-" + strings.Repeat("Ab3_-", 10), "AKIAIOSFODNN7EXAMPLE", "ghp_" + strings.Repeat("a1B2", 9),
+		"github_pat_11ABCDEFG0" + strings.Repeat("x", 12) + "_" + strings.Repeat("Yz1", 19) + "xy"}
+	text := "The composer saw " + strings.Join(secrets, ", ") + "."
+	srv, c, _ := setup(t)
+	n := srv.AddIssue("o", "r", forgetest.Issue{Title: "t"})
+	p := newPR()
+	p.Title, p.Body = "Fix "+secrets[1], text
+	if _, _, err := c.EnsurePR(ctx, "o", "r", p); err != nil {
+		t.Fatal(err)
+	}
+	p.Body = "Updated: " + text
+	if _, _, err := c.EnsurePR(ctx, "o", "r", p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EnsureComment(ctx, "o", "r", n, "cadre:r:1:done", text); err != nil {
+		t.Fatal(err)
+	}
+	var writes int
+	for _, call := range srv.Calls() {
+		if call.Method == http.MethodGet {
+			continue
+		}
+		writes++
+		for _, s := range secrets {
+			if strings.Contains(call.Body, s) {
+				t.Errorf("%s %s sent %q", call.Method, call.Path, s)
+			}
+		}
+	}
+	pr := onePR(t, srv)
+	if writes < 3 || !strings.HasPrefix(pr.Body, "Updated: ") || !strings.Contains(pr.Body, redact.Mask) || pr.Title != "Fix "+redact.Mask {
+		t.Errorf("%d writes; pull request %+v", writes, pr)
 	}
 }
 

@@ -51,3 +51,20 @@ func MinimalEnv(lookup func(string) (string, bool), pass []string, set map[strin
 func validKey(k string) bool {
 	return k != "" && !strings.ContainsAny(k, "=\x00")
 }
+
+// SetEnv returns env with the variables of set replacing or added to it,
+// sorted.
+func SetEnv(env []string, set map[string]string) []string {
+	out := make([]string, 0, len(env)+len(set))
+	for _, e := range env {
+		k, _, _ := strings.Cut(e, "=")
+		if _, ok := set[k]; !ok {
+			out = append(out, e)
+		}
+	}
+	for k, v := range set {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -15,8 +15,11 @@ import (
 	"encoding/base64"
 	"io"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Mask replaces every redacted occurrence.
@@ -31,11 +34,20 @@ const MinLen = 8
 // is masked, so the output still never carries a secret.
 const maxPasses = 8
 
-// Redactor masks a fixed set of secrets. The zero value and a nil
-// *Redactor mask nothing. A Redactor is safe for concurrent use.
+// Redactor masks a set of secrets. The zero value and a nil *Redactor
+// mask nothing. A Redactor is safe for concurrent use, Add included: a
+// secret cadre learns late (a token asked of gh on first use) joins the
+// ones known from the start.
 type Redactor struct {
-	forms   [][]byte          // every spelling to mask, longest first
-	byFirst map[byte][][]byte // forms by their first byte, longest first
+	mu  sync.Mutex            // serialises Add
+	tab atomic.Pointer[table] // nil: nothing to mask
+}
+
+// table is what a Redactor masks at one time; it never changes once built.
+type table struct {
+	secrets []string      // as given, for Add to build on
+	forms   [][]byte      // every spelling to mask, longest first
+	byFirst [256][][]byte // forms by their first byte, longest first
 	maxLen  int
 	// rescan is set when a form holds '[' or ']': only then can a mask
 	// next to kept text spell a form anew, so only then is a second
@@ -46,12 +58,35 @@ type Redactor struct {
 // New returns a Redactor for secrets. Empty secrets, secrets shorter than
 // MinLen, and spellings that occur inside Mask itself are ignored.
 func New(secrets ...string) *Redactor {
+	r := &Redactor{}
+	r.Add(secrets...)
+	return r
+}
+
+// Add masks secrets too, from now on (ignoring those New would).
+func (r *Redactor) Add(secrets ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var all []string
+	if t := r.tab.Load(); t != nil {
+		all = slices.Clone(t.secrets)
+	}
+	added := false
+	for _, s := range secrets {
+		if len(s) >= MinLen && !slices.Contains(all, s) {
+			all, added = append(all, s), true
+		}
+	}
+	if added {
+		r.tab.Store(build(all))
+	}
+}
+
+// build makes the table of secrets.
+func build(secrets []string) *table {
 	seen := map[string]bool{}
 	var forms []string
 	for _, s := range secrets {
-		if len(s) < MinLen {
-			continue
-		}
 		for _, f := range spellings(s) {
 			if f == "" || seen[f] || strings.Contains(Mask, f) {
 				continue
@@ -63,17 +98,17 @@ func New(secrets ...string) *Redactor {
 	// Longest first: where two spellings start at the same byte, the
 	// longer one (a padded encoding, say) must win so no tail is left.
 	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
-	r := &Redactor{byFirst: map[byte][][]byte{}}
+	t := &table{secrets: secrets}
 	for _, f := range forms {
 		b := []byte(f)
-		r.forms = append(r.forms, b)
-		r.byFirst[b[0]] = append(r.byFirst[b[0]], b)
-		r.maxLen = max(r.maxLen, len(b))
+		t.forms = append(t.forms, b)
+		t.byFirst[b[0]] = append(t.byFirst[b[0]], b)
+		t.maxLen = max(t.maxLen, len(b))
 		if strings.ContainsAny(f, "[]") {
-			r.rescan = true
+			t.rescan = true
 		}
 	}
-	return r
+	return t
 }
 
 // spellings lists the forms of s that are masked.
@@ -97,15 +132,27 @@ func spellings(s string) []string {
 	return out
 }
 
+// table is r's current table; nil when r masks nothing.
+func (r *Redactor) table() *table {
+	if r == nil {
+		return nil
+	}
+	if t := r.tab.Load(); t != nil && len(t.forms) > 0 {
+		return t
+	}
+	return nil
+}
+
 // Enabled reports whether r masks anything.
-func (r *Redactor) Enabled() bool { return r != nil && len(r.forms) > 0 }
+func (r *Redactor) Enabled() bool { return r.table() != nil }
 
 // String returns s with every secret spelling replaced by Mask.
 func (r *Redactor) String(s string) string {
-	if !r.Enabled() {
+	t := r.table()
+	if t == nil {
 		return s
 	}
-	out, changed := r.redact([]byte(s))
+	out, changed := t.redact([]byte(s))
 	if !changed {
 		return s
 	}
@@ -115,21 +162,22 @@ func (r *Redactor) String(s string) string {
 // Bytes returns b with every secret spelling replaced by Mask. When nothing
 // matched it returns b itself; otherwise a new slice.
 func (r *Redactor) Bytes(b []byte) []byte {
-	if !r.Enabled() {
+	t := r.table()
+	if t == nil {
 		return b
 	}
-	out, _ := r.redact(b)
+	out, _ := t.redact(b)
 	return out
 }
 
 // redact masks b until no form remains, reporting whether anything changed.
-func (r *Redactor) redact(b []byte) ([]byte, bool) {
-	out, changed := r.pass(b)
-	if !changed || !r.rescan {
+func (t *table) redact(b []byte) ([]byte, bool) {
+	out, changed := t.pass(b)
+	if !changed || !t.rescan {
 		return out, changed
 	}
 	for range maxPasses {
-		next, again := r.pass(out)
+		next, again := t.pass(out)
 		if !again {
 			return out, true
 		}
@@ -140,11 +188,11 @@ func (r *Redactor) redact(b []byte) ([]byte, bool) {
 
 // pass replaces the leftmost-longest occurrence of each form once,
 // scanning left to right.
-func (r *Redactor) pass(b []byte) ([]byte, bool) {
+func (t *table) pass(b []byte) ([]byte, bool) {
 	var out []byte
 	last := 0
 	for i := 0; i < len(b); {
-		n := r.matchAt(b, i)
+		n := t.matchAt(b, i)
 		if n == 0 {
 			i++
 			continue
@@ -164,8 +212,8 @@ func (r *Redactor) pass(b []byte) ([]byte, bool) {
 }
 
 // matchAt returns the length of the longest form at b[i:], or 0.
-func (r *Redactor) matchAt(b []byte, i int) int {
-	for _, f := range r.byFirst[b[i]] {
+func (t *table) matchAt(b []byte, i int) int {
+	for _, f := range t.byFirst[b[i]] {
 		if bytes.HasPrefix(b[i:], f) {
 			return len(f)
 		}
@@ -175,32 +223,34 @@ func (r *Redactor) matchAt(b []byte, i int) int {
 
 // Writer masks secrets in everything written through it. It holds back
 // the last few bytes of each write, since a secret may be split across two
-// writes; Flush (or Close) writes them out.
+// writes; Flush (or Close) writes them out. It masks the secrets its
+// Redactor held when it was made.
 type Writer struct {
-	r       *Redactor
+	t       *table // nil: nothing to mask
 	w       io.Writer
-	pending []byte // not yet written: raw, or already masked when r.rescan
+	pending []byte // not yet written: raw, or already masked when t.rescan
 }
 
 // Writer returns a Writer that masks secrets before writing to w.
-func (r *Redactor) Writer(w io.Writer) *Writer { return &Writer{r: r, w: w} }
+func (r *Redactor) Writer(w io.Writer) *Writer { return &Writer{t: r.table(), w: w} }
 
 // Write masks p and writes all of it that can no longer be part of a
 // secret. It reports len(p) on success: every byte was taken.
 func (w *Writer) Write(p []byte) (int, error) {
-	if !w.r.Enabled() {
+	t := w.t
+	if t == nil {
 		return w.w.Write(p)
 	}
 	buf := append(w.pending, p...)
 	// A form starting before cut ends inside buf; whatever starts later
 	// may still grow into a secret with the next write.
-	cut := len(buf) - (w.r.maxLen - 1)
+	cut := len(buf) - (t.maxLen - 1)
 	var out []byte
-	if w.r.rescan {
+	if t.rescan {
 		// Masks may combine with later text into a form, so what is held
 		// back is already masked and is scanned again with what follows.
-		buf, _ = w.r.redact(buf)
-		cut = len(buf) - (w.r.maxLen - 1)
+		buf, _ = t.redact(buf)
+		cut = len(buf) - (t.maxLen - 1)
 		if cut <= 0 {
 			w.pending = buf
 			return len(p), nil
@@ -208,7 +258,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 		out, w.pending = buf[:cut], append([]byte(nil), buf[cut:]...)
 	} else {
 		var stop int
-		out, stop = w.r.scan(buf, cut)
+		out, stop = t.scan(buf, cut)
 		w.pending = append([]byte(nil), buf[stop:]...)
 	}
 	if len(out) > 0 {
@@ -222,11 +272,11 @@ func (w *Writer) Write(p []byte) (int, error) {
 
 // scan masks the forms starting before limit and returns the text up to
 // where it stopped: limit, or the end of a form that crossed it.
-func (r *Redactor) scan(b []byte, limit int) ([]byte, int) {
+func (t *table) scan(b []byte, limit int) ([]byte, int) {
 	var out []byte
 	last, i := 0, 0
 	for i < limit {
-		n := r.matchAt(b, i)
+		n := t.matchAt(b, i)
 		if n == 0 {
 			i++
 			continue
@@ -246,8 +296,8 @@ func (w *Writer) Flush() error {
 	}
 	p := w.pending
 	w.pending = nil
-	if !w.r.rescan {
-		p, _ = w.r.redact(p)
+	if !w.t.rescan {
+		p, _ = w.t.redact(p)
 	}
 	_, err := w.w.Write(p)
 	return err

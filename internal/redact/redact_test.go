@@ -176,8 +176,27 @@ func FuzzRedact(f *testing.F) {
 			t.Fatalf("Writer(%q, chunks %d) = %q leaks %q", text, chunk, buf.String(), bad)
 		}
 		// Without brackets in a secret, chunking cannot change the result.
-		if !r.rescan && buf.String() != out {
+		if tab := r.table(); (tab == nil || !tab.rescan) && buf.String() != out {
 			t.Fatalf("Writer(%q, chunks %d) = %q, String = %q", text, chunk, buf.String(), out)
 		}
 	})
+}
+
+// A secret added later (a token learnt on first use) is masked from then
+// on, with those known before; a zero Redactor takes secrets too.
+func TestAdd(t *testing.T) {
+	var r Redactor
+	if got := r.String(token); got != token || r.Enabled() {
+		t.Fatalf("zero redactor masked %q", got)
+	}
+	r.Add("short", "")
+	if r.Enabled() {
+		t.Error("short secrets enabled the redactor")
+	}
+	r.Add(token)
+	r.Add("another-secret-value", token)
+	in := token + " " + base64.StdEncoding.EncodeToString([]byte("another-secret-value"))
+	if got := r.String(in); got != Mask+" "+Mask {
+		t.Errorf("String(%q) = %q", in, got)
+	}
 }

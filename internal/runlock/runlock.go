@@ -1,6 +1,9 @@
-// Package runlock is a run's hold on a repository, .cadre/lock: one run
-// at a time works in a checkout. The lock names its run and process; a
-// lock whose process is gone is taken over.
+// Package runlock is a run's hold on a repository: one run at a time works
+// in a repository, whichever of its checkouts (the main one, or a linked
+// git worktree) it was started from, since they share its branches and
+// worktrees. The lock file lives in the repository's common git directory
+// (File); it names its run, process and checkout, and a lock whose process
+// is gone is taken over.
 package runlock
 
 import (
@@ -18,11 +21,26 @@ import (
 // ErrLocked is wrapped when another live cadre run holds the repository.
 var ErrLocked = errors.New("another cadre run is active")
 
-// Info is the content of .cadre/lock.
+// File is the lock file of the repository whose common git directory
+// (git rev-parse --git-common-dir) is common.
+func File(common string) string { return filepath.Join(common, "cadre.lock") }
+
+// Info is the content of the lock file.
 type Info struct {
 	Run     string    `json:"run"`
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
+	// State is the state directory (.cadre) of the checkout the run works
+	// from, which holds its journal and its stop requests.
+	State string `json:"state,omitempty"`
+}
+
+// Checkout is the top level of the checkout the run works from, or "".
+func (i Info) Checkout() string {
+	if i.State == "" {
+		return ""
+	}
+	return filepath.Dir(i.State)
 }
 
 // Lock is one run's hold on a repository.
@@ -31,14 +49,14 @@ type Lock struct {
 	info Info
 }
 
-// Acquire takes .cadre/lock (the file lock in stateDir) for run. A lock
-// whose process is gone is taken over, and warn is told so.
-func Acquire(stateDir, run string, pid int, warn func(string)) (*Lock, error) {
-	path := filepath.Join(stateDir, "lock")
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", stateDir, err)
+// Acquire takes the lock file at path for holder (its Started is set
+// now). A lock whose process is gone is taken over, and warn is told so.
+func Acquire(path string, holder Info, warn func(string)) (*Lock, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	info := Info{Run: run, PID: pid, Started: time.Now().UTC()}
+	info := holder
+	info.Started = time.Now().UTC()
 	data, _ := json.Marshal(info)
 	for range 3 {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
@@ -59,9 +77,9 @@ func Acquire(stateDir, run string, pid int, warn func(string)) (*Lock, error) {
 		if !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("create lock %s: %w", path, err)
 		}
-		old, rerr := readFile(path)
-		if rerr == nil && old.PID != pid && Alive(old.PID) {
-			return nil, fmt.Errorf("%w: run %s (pid %d) holds %s; wait for it or run cadre stop %s", ErrLocked, old.Run, old.PID, path, old.Run)
+		old, rerr := Stored(path)
+		if rerr == nil && old.PID != info.PID && Alive(old.PID) {
+			return nil, refusal(path, old, info)
 		}
 		if rerr == nil {
 			warn(fmt.Sprintf("taking over the stale lock of run %s (pid %d is gone)", old.Run, old.PID))
@@ -75,7 +93,19 @@ func Acquire(stateDir, run string, pid int, warn func(string)) (*Lock, error) {
 	return nil, fmt.Errorf("%w: could not take %s", ErrLocked, path)
 }
 
-func readFile(path string) (Info, error) {
+// refusal is the error of a lock that old, alive, holds against want: it
+// says where old works when that is another checkout, since cadre stop
+// acts on the run of its own checkout.
+func refusal(path string, old, want Info) error {
+	if co := old.Checkout(); co != "" && old.State != want.State {
+		return fmt.Errorf("%w: run %s (pid %d) of the checkout %s holds %s; wait for it or run cadre stop %s there",
+			ErrLocked, old.Run, old.PID, co, path, old.Run)
+	}
+	return fmt.Errorf("%w: run %s (pid %d) holds %s; wait for it or run cadre stop %s", ErrLocked, old.Run, old.PID, path, old.Run)
+}
+
+// Stored reads the lock file at path, whether its process is alive or not.
+func Stored(path string) (Info, error) {
 	var li Info
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -85,24 +115,19 @@ func readFile(path string) (Info, error) {
 	return li, err
 }
 
-// ReadInfo reads the lock in stateDir, whether its process is alive or not.
-func ReadInfo(stateDir string) (Info, error) {
-	return readFile(filepath.Join(stateDir, "lock"))
-}
-
-// Read reports the run holding the repository's lock, if its process
-// is alive.
-func Read(stateDir string) (run string, pid int, ok bool) {
-	li, err := readFile(filepath.Join(stateDir, "lock"))
+// Holder reports the run holding the lock file at path, if its process is
+// alive.
+func Holder(path string) (Info, bool) {
+	li, err := Stored(path)
 	if err != nil || !Alive(li.PID) {
-		return "", 0, false
+		return Info{}, false
 	}
-	return li.Run, li.PID, true
+	return li, true
 }
 
 // Release removes the lock if it is still ours.
 func (l *Lock) Release() {
-	if cur, err := readFile(l.path); err == nil && cur.Run == l.info.Run && cur.PID == l.info.PID {
+	if cur, err := Stored(l.path); err == nil && cur.Run == l.info.Run && cur.PID == l.info.PID {
 		os.Remove(l.path)
 	}
 }

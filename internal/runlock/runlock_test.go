@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,43 +14,59 @@ import (
 // A live run's lock is refused to another run; a lock whose process is
 // gone is taken over with a warning; a run releases only its own lock.
 func TestAcquireRefusesALiveLockAndTakesOverAStaleOne(t *testing.T) {
-	state := filepath.Join(t.TempDir(), ".cadre")
+	path := File(filepath.Join(t.TempDir(), ".git"))
 	var warned []string
 	warn := func(s string) { warned = append(warned, s) }
-	lk, err := Acquire(state, "a", os.Getpid(), warn)
+	lk, err := Acquire(path, Info{Run: "a", PID: os.Getpid(), State: "/repo/.cadre"}, warn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run, pid, ok := Read(state); !ok || run != "a" || pid != os.Getpid() {
-		t.Errorf("Read = %s %d %v", run, pid, ok)
+	if h, ok := Holder(path); !ok || h.Run != "a" || h.PID != os.Getpid() || h.State != "/repo/.cadre" {
+		t.Errorf("Holder = %+v %v", h, ok)
 	}
-	if _, err := Acquire(state, "b", os.Getpid()+1, warn); !errors.Is(err, ErrLocked) {
+	if _, err := Acquire(path, Info{Run: "b", PID: os.Getpid() + 1, State: "/repo/.cadre"}, warn); !errors.Is(err, ErrLocked) {
 		t.Errorf("a live lock was taken: %v", err)
 	}
 	lk.Release()
-	if _, _, ok := Read(state); ok {
+	if _, ok := Holder(path); ok {
 		t.Error("released lock still held")
 	}
 
 	gone := 1 << 30 // above any pid the kernel gives
-	os.WriteFile(filepath.Join(state, "lock"), []byte(`{"run":"old","pid":1073741824}`), 0o644)
+	os.WriteFile(path, []byte(`{"run":"old","pid":1073741824}`), 0o644)
 	if Alive(gone) {
 		t.Skip("the gone pid is alive")
 	}
-	if _, _, ok := Read(state); ok {
+	if _, ok := Holder(path); ok {
 		t.Error("a dead process's lock read as held")
 	}
-	b, err := Acquire(state, "b", os.Getpid(), warn)
+	b, err := Acquire(path, Info{Run: "b", PID: os.Getpid()}, warn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(warned) != 1 || !strings.Contains(warned[0], "stale lock of run old") {
 		t.Errorf("warnings %q", warned)
 	}
-	os.WriteFile(filepath.Join(state, "lock"), []byte(`{"run":"c","pid":1}`), 0o644)
+	os.WriteFile(path, []byte(`{"run":"c","pid":1}`), 0o644)
 	b.Release()
-	if info, err := ReadInfo(state); err != nil || info.Run != "c" {
+	if info, err := Stored(path); err != nil || info.Run != "c" {
 		t.Errorf("another run's lock released: %+v %v", info, err)
+	}
+}
+
+// A run started from another checkout of the repository is refused with
+// where that run works, since it is stopped from there.
+func TestAcquireNamesTheCheckoutOfTheHolder(t *testing.T) {
+	path := File(t.TempDir())
+	lk, err := Acquire(path, Info{Run: "a", PID: os.Getpid(), State: "/main/.cadre"}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Release()
+	_, err = Acquire(path, Info{Run: "b", PID: os.Getpid() + 1, State: "/linked/.cadre"}, func(string) {})
+	want := "another cadre run is active: run a (pid " + strconv.Itoa(os.Getpid()) + ") of the checkout /main holds " + path + "; wait for it or run cadre stop a there"
+	if !errors.Is(err, ErrLocked) || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
 	}
 }
 
@@ -74,12 +91,12 @@ func TestAZombiesLockIsStale(t *testing.T) {
 	if Alive(pid) {
 		t.Fatalf("Alive(%d) = true for a zombie", pid)
 	}
-	state := filepath.Join(t.TempDir(), ".cadre")
-	if _, err := Acquire(state, "killed", pid, func(string) {}); err != nil {
+	path := File(t.TempDir())
+	if _, err := Acquire(path, Info{Run: "killed", PID: pid}, func(string) {}); err != nil {
 		t.Fatal(err)
 	}
 	var warned []string
-	lk, err := Acquire(state, "next", os.Getpid(), func(s string) { warned = append(warned, s) })
+	lk, err := Acquire(path, Info{Run: "next", PID: os.Getpid()}, func(s string) { warned = append(warned, s) })
 	if err != nil {
 		t.Fatalf("the zombie's lock was not taken over: %v", err)
 	}

@@ -12,11 +12,12 @@ type Kind string
 
 // Error kinds.
 const (
-	KindAuth      Kind = "auth"       // missing or rejected credentials: fix config, do not retry
-	KindRateLimit Kind = "rate-limit" // 429/529, overloaded: retry this step after a pause
-	KindQuota     Kind = "quota"      // quota or spend limit: stop using this runner for the run
-	KindTurnLimit Kind = "turn-limit" // the agent ran out of turns or context before finishing
-	KindBackend   Kind = "backend"    // any other error the backend reported
+	KindAuth        Kind = "auth"        // missing or rejected credentials: fix config, do not retry
+	KindRateLimit   Kind = "rate-limit"  // 429/529, overloaded: retry this step after a pause
+	KindUnavailable Kind = "unavailable" // connection refused, nothing sent (a server starting): retry after a pause
+	KindQuota       Kind = "quota"       // quota or spend limit: stop using this runner for the run
+	KindTurnLimit   Kind = "turn-limit"  // the agent ran out of turns or context before finishing
+	KindBackend     Kind = "backend"     // any other error the backend reported
 )
 
 // Error is a classified backend error. Runners return it (wrapped or not)

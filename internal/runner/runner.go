@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 )
 
@@ -47,7 +48,7 @@ type Invocation struct {
 	Dir         string // working tree the agent works in
 	ContextPath string // the step's context file (docs/workflows.md#context-files)
 	OutputPath  string // where the agent may write its Markdown result
-	LogPath     string // raw transcript of the process
+	LogPath     string // raw transcript of the process, masked by Mask
 	Model       string
 	Timeout     time.Duration
 	// Session, when set, is a backend session to continue (a resumed retry
@@ -72,6 +73,11 @@ type Invocation struct {
 	// Sandbox, when set, confines every process the runner starts for
 	// this step (cadre.yaml sandbox); nil runs them unconfined.
 	Sandbox *sandbox.Policy
+	// Mask holds cadre's secrets (its GitHub token, the model keys it
+	// passes to agents): the runner masks them in what it writes to
+	// LogPath, where an agent that printed one would leave it. Nil masks
+	// nothing.
+	Mask *redact.Redactor
 }
 
 // Text is the whole message for a runner that has no system prompt: the

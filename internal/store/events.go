@@ -38,10 +38,9 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
 			return fmt.Errorf("append event %q of run %q: run id and event type are required", e.Type, e.RunID)
 		}
 	}
-	stamped := make([]Event, len(events))
-	for i, e := range events {
-		e.Time, e.Seq = s.orNow(e.Time), 0
-		stamped[i] = e
+	stamped := s.maskEvents(events)
+	for i := range stamped {
+		stamped[i].Time, stamped[i].Seq = s.orNow(stamped[i].Time), 0
 	}
 	if err := s.inTx(ctx, func(tx *sql.Tx) error { return s.appendEvents(ctx, tx, stamped) }); err != nil {
 		return err

@@ -106,6 +106,7 @@ func (s *Store) UpdateItem(ctx context.Context, runID, id string, u ItemUpdate) 
 		return fmt.Errorf("update item %s: %w", id, err)
 	}
 	now := s.now()
+	u = s.maskUpdate(u)
 	if err := s.updateItem(ctx, nil, runID, id, u, now); err != nil {
 		return err
 	}

@@ -195,8 +195,10 @@ func (op Op) check() error {
 	return nil
 }
 
-// apply makes op's write in tx, as the call it records made it.
+// apply makes op's write in tx, as the call it records made it, its free
+// text masked as this journal masks its own.
 func (s *Store) apply(ctx context.Context, tx *sql.Tx, op Op) error {
+	op = s.maskOp(op)
 	switch op.Kind {
 	case OpStartStep:
 		return s.startStep(ctx, tx, *op.Step)

@@ -113,6 +113,7 @@ func (s *Store) FinishStep(ctx context.Context, st Step) error {
 		ended = st.EndedAt.UTC()
 	}
 	st.EndedAt = &ended
+	st = s.maskStep(st)
 	var item string
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error

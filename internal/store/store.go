@@ -29,6 +29,10 @@ var (
 	// ErrCompleted is returned (wrapped) when starting or finishing a step
 	// that the journal already records as completed.
 	ErrCompleted = errors.New("step already completed")
+	// ErrDamaged is returned (wrapped) by Open when the file is no SQLite
+	// database, or a damaged one: nothing in it can be trusted, and only
+	// the person running cadre can decide to start a new journal.
+	ErrDamaged = errors.New("the journal is damaged")
 )
 
 //go:embed migrations/*.sql
@@ -47,8 +51,9 @@ type Store struct {
 
 	stmts sync.Map // stmtKey → *sql.Stmt, see prepared
 
-	tap     atomic.Pointer[func(Op)]           // see SetTap
-	faultFn atomic.Pointer[func(OpKind) error] // see SetFault
+	tap     atomic.Pointer[func(Op)]            // see SetTap
+	faultFn atomic.Pointer[func(OpKind) error]  // see SetFault
+	maskFn  atomic.Pointer[func(string) string] // see SetMask
 }
 
 // stmtKey names a prepared statement: its text and the pool it runs on.
@@ -121,7 +126,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s := &Store{w: w, now: func() time.Time { return time.Now().UTC() }}
 	if err := migrateWhenFree(ctx, w); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("open store %s: %w", abs, err)
+		return nil, openError(abs, err)
 	}
 	// The read pool opens after migration so it never sees a file that is
 	// not yet in WAL mode.
@@ -135,14 +140,31 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	for _, q := range txQueries {
 		if _, err := s.prepared(ctx, true, q); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("open store %s: %w", abs, err)
+			return nil, openError(abs, err)
 		}
 	}
 	if err := r.PingContext(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("open store %s: %w", abs, err)
+		return nil, openError(abs, err)
 	}
 	return s, nil
+}
+
+// openError is Open's error for the journal at abs. A damaged file gets
+// one line saying what to do: its -wal and -shm files go with it, or
+// SQLite would replay them into the new journal.
+func openError(abs string, err error) error {
+	why := ""
+	var e *sqlite.Error
+	if errors.As(err, &e) {
+		why = map[int]string{sqlitelib.SQLITE_NOTADB: "it is not a SQLite database",
+			sqlitelib.SQLITE_CORRUPT: "its database image is malformed"}[e.Code()&0xff]
+	}
+	if why == "" {
+		return fmt.Errorf("open store %s: %w", abs, err)
+	}
+	return fmt.Errorf("%w: %s: %s: move it and its -wal and -shm files aside to start a new journal (the runs it recorded can then not be resumed)",
+		ErrDamaged, abs, why)
 }
 
 // dsn builds a file: URI so paths containing '?', '#' or '%' are taken

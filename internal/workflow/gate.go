@@ -16,6 +16,15 @@ var Reviewing = []string{"auditor", "code-reviewer", "critic", "gatekeeper", "ju
 // IsReviewing says whether role's verdict gates.
 func IsReviewing(role string) bool { return contains(Reviewing, role) }
 
+// verdictOnly are the reviewing agents whose work is their verdict alone:
+// they read the work under review and never change it (a tester's tests
+// are work).
+var verdictOnly = []string{"auditor", "code-reviewer", "critic", "judge", "verifier", "comparator"}
+
+// ChangesNothing says whether role's agent must leave the item's tree as
+// it found it: what it edits is not the item's work.
+func ChangesNothing(role string) bool { return contains(verdictOnly, role) }
+
 // Rejection says why a reviewing role's signal rejects the work, or "" when
 // it accepts it: Result FAIL or INSUFFICIENT, Verdict needs-fixes, or a
 // Rating below passRating reject. A role that does not review never rejects.

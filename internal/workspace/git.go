@@ -13,8 +13,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+
+	"github.com/cadre-dev/cadre/internal/runlock"
 )
 
 // StateDir is cadre's directory at the repository root; it never reaches a commit.
@@ -79,6 +82,18 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		return nil, fmt.Errorf("%s: %w (run cadre inside a git checkout, or git init first)", dir, ErrNotRepo)
 	}
 	return &Repo{Dir: strings.TrimSpace(out)}, nil
+}
+
+// RunLock is the file of the run lock (internal/runlock) of the
+// repository r belongs to. It lies in the repository's common git
+// directory, which its linked worktrees share with the main one: a run
+// started from any of them holds the one repository.
+func (r *Repo) RunLock(ctx context.Context) (string, error) {
+	common, _, err := r.gitDirs(ctx)
+	if err != nil {
+		return "", fmt.Errorf("find the git directory of %s: %w", r.Dir, err)
+	}
+	return runlock.File(common), nil
 }
 
 // Git runs git with args in the working tree and returns its stdout.
@@ -250,6 +265,11 @@ type CommitOptions struct {
 	// Only, when set, commits these paths alone: nothing else is staged,
 	// and what was staged before stays out of the commit.
 	Only []string
+	// Mask, when set, rewrites each file the commit takes (the paths
+	// Check sees but Except's, or Only's) before it is made: a file it
+	// changes is written back to the tree and staged so. cadre masks its
+	// own secrets with it, which an agent may have written into its work.
+	Mask func([]byte) []byte
 }
 
 // Commit stages every change but opt.Except, refuses the commit when a
@@ -261,7 +281,7 @@ type CommitOptions struct {
 // a diff of the branch would each give.
 func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt CommitOptions) (string, error) {
 	if len(opt.Only) > 0 {
-		return r.commitOnly(ctx, message, mark, opt.Only)
+		return r.commitOnly(ctx, message, mark, opt.Only, opt.Mask)
 	}
 	if _, err := r.Git(ctx, "add", "-A", "--", "."); err != nil {
 		return "", err
@@ -289,6 +309,9 @@ func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt Commit
 			return "", err
 		}
 	}
+	if err := r.maskFiles(ctx, paths, opt.Except, opt.Mask); err != nil {
+		return "", err
+	}
 	if _, err := r.Git(ctx, r.commitArgs(message, mark, "--allow-empty")...); err != nil {
 		return "", err
 	}
@@ -306,8 +329,8 @@ func (r *Repo) commitArgs(message string, mark Mark, extra ...string) []string {
 }
 
 // commitOnly commits the changes of paths alone (none under .cadre/),
-// returning "" when they have none.
-func (r *Repo) commitOnly(ctx context.Context, message string, mark Mark, paths []string) (string, error) {
+// masked by mask when it is set, returning "" when they have none.
+func (r *Repo) commitOnly(ctx context.Context, message string, mark Mark, paths []string, mask func([]byte) []byte) (string, error) {
 	for _, p := range paths {
 		if p == StateDir || strings.HasPrefix(p, StateDir+"/") {
 			return "", fmt.Errorf("%w: %s", ErrStateStaged, p)
@@ -320,6 +343,9 @@ func (r *Repo) commitOnly(ctx context.Context, message string, mark Mark, paths 
 	if changed == "" {
 		return "", nil
 	}
+	if err := r.maskFiles(ctx, paths, nil, mask); err != nil {
+		return "", err
+	}
 	// Added first: --only commits a path git knows, new ones included.
 	if _, err := r.Git(ctx, append([]string{"add", "-A", "--"}, paths...)...); err != nil {
 		return "", err
@@ -329,6 +355,45 @@ func (r *Repo) commitOnly(ctx context.Context, message string, mark Mark, paths 
 		return "", err
 	}
 	return r.Head(ctx)
+}
+
+// maskFiles rewrites through mask (when set) the regular files at paths
+// (relative to the tree's top) but those under except, and stages the
+// ones it changed. A deleted path, a link or a directory (a submodule) is
+// left as it is.
+func (r *Repo) maskFiles(ctx context.Context, paths, except []string, mask func([]byte) []byte) error {
+	if mask == nil {
+		return nil
+	}
+	var changed []string
+	for _, p := range paths {
+		if slices.ContainsFunc(except, func(e string) bool { return p == e || strings.HasPrefix(p, strings.TrimSuffix(e, "/")+"/") }) {
+			continue
+		}
+		full := filepath.Join(r.Dir, filepath.FromSlash(p))
+		info, err := os.Lstat(full)
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(full)
+		if err != nil {
+			return fmt.Errorf("mask %s: %w", p, err)
+		}
+		out := mask(data)
+		if bytes.Equal(out, data) {
+			continue
+		}
+		if err := os.WriteFile(full, out, info.Mode().Perm()); err != nil {
+			return fmt.Errorf("mask %s: %w", p, err)
+		}
+		// Literal: a file name is never read as a pattern.
+		changed = append(changed, ":(literal)"+p)
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	_, err := r.Git(ctx, append([]string{"add", "--"}, changed...)...)
+	return err
 }
 
 // stagedSince lists the paths the index changes against the merge base of

@@ -208,3 +208,72 @@ func TestCommitOnly(t *testing.T) {
 		t.Errorf("nothing to commit: %q %v, want no commit", sha, err)
 	}
 }
+
+// Commit's Mask rewrites the files the commit takes, those an earlier
+// commit of the branch changed included, in the tree and in the commit;
+// files left out (Except), links and deleted files are left alone, and a
+// file name is never read as a pattern.
+func TestCommitMasks(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	const secret = "SECRET-value"
+	mask := func(b []byte) []byte { return []byte(strings.ReplaceAll(string(b), secret, "[M]")) }
+	write(t, filepath.Join(r.Dir, "gone.txt"), "old\n")
+	write(t, filepath.Join(r.Dir, "*.txt"), "star\n")
+	if _, err := r.CommitAll(ctx, "init", Mark{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Git(ctx, "checkout", "-q", "-b", "work"); err != nil {
+		t.Fatal(err)
+	}
+	// An earlier commit of the branch, cadre's or an agent's, unmasked.
+	write(t, filepath.Join(r.Dir, "early.txt"), "token "+secret+"\n")
+	if _, err := r.CommitAll(ctx, "agent", Mark{}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.Dir, "dir", "leak.txt"), "key="+secret+"\n")
+	write(t, filepath.Join(r.Dir, "[x].txt"), secret)
+	write(t, filepath.Join(r.Dir, "other", "theirs.txt"), secret+"\n")
+	os.Remove(filepath.Join(r.Dir, "gone.txt"))
+	if err := os.Symlink(secret, filepath.Join(r.Dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(r.Dir, "dir", "leak.txt"), 0o755)
+	if _, err := r.Commit(ctx, "work", Mark{Step: "s", Run: "r"}, CommitOptions{Base: "main", Except: []string{"other/"}, Mask: mask}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"early.txt": "token [M]\n", "dir/leak.txt": "key=[M]\n", "[x].txt": "[M]", "*.txt": "star\n"}
+	for p, w := range want {
+		got, err := r.Git(ctx, "show", "HEAD:"+p)
+		if err != nil || got != w {
+			t.Errorf("committed %s = %q, %v; want %q", p, got, err, w)
+		}
+		if tree, _ := os.ReadFile(filepath.Join(r.Dir, p)); string(tree) != w {
+			t.Errorf("tree's %s = %q, want %q", p, tree, w)
+		}
+	}
+	if info, _ := os.Stat(filepath.Join(r.Dir, "dir", "leak.txt")); info.Mode().Perm() != 0o755 {
+		t.Errorf("mode %v, want 0755 kept", info.Mode().Perm())
+	}
+	if data, _ := os.ReadFile(filepath.Join(r.Dir, "other", "theirs.txt")); string(data) != secret+"\n" {
+		t.Errorf("a file left out was rewritten: %q", data)
+	}
+	if files, _ := r.Git(ctx, "show", "--name-only", "--format=", "HEAD"); strings.Contains(files, "theirs.txt") {
+		t.Errorf("a file left out was committed: %s", files)
+	}
+	if target, _ := r.Git(ctx, "show", "HEAD:link"); target != secret {
+		t.Errorf("the link's target was rewritten: %q", target)
+	}
+	if st, _ := r.Git(ctx, "status", "--porcelain"); strings.TrimSpace(st) != "?? other/" {
+		t.Errorf("status after the commit: %q", st)
+	}
+
+	// Only's files are masked too.
+	write(t, filepath.Join(r.Dir, "task.md"), "review: "+secret+"\n")
+	if _, err := r.Commit(ctx, "task", Mark{}, CommitOptions{Only: []string{"task.md"}, Mask: mask}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.Git(ctx, "show", "HEAD:task.md"); got != "review: [M]\n" {
+		t.Errorf("committed task.md = %q", got)
+	}
+}

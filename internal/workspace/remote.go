@@ -271,8 +271,16 @@ func (r *Repo) TreeOfChanges(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("snapshot the tree: %w", err)
 	}
 	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
-	if _, err := gitEnv(ctx, r.Dir, env, r.withFilters(ctx, append([]string{"add", "-A"}, wipSpec...))...); err != nil {
+	if _, err := gitEnv(ctx, r.Dir, env, r.withFilters(ctx, []string{"add", "-A", "--", "."})...); err != nil {
 		return "", err
+	}
+	if _, err := os.Lstat(filepath.Join(r.Dir, StateDir)); err == nil {
+		// A tree run in place holds cadre's state, ignored: git add
+		// refuses an exclude pathspec naming an ignored path, so what it
+		// took of .cadre/ (tracked files only) goes back to the head's.
+		if _, err := gitEnv(ctx, r.Dir, env, "reset", "-q", "--", StateDir); err != nil {
+			return "", err
+		}
 	}
 	out, err := gitEnv(ctx, r.Dir, env, r.withFilters(ctx, []string{"write-tree"})...)
 	if err != nil {

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/cadre-dev/cadre/internal/runlock"
 )
@@ -56,16 +54,46 @@ func Slug(title string) string {
 	return strings.Trim(s, "-")
 }
 
-var itemIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+// maxItemID bounds an item id, which names a directory and a branch.
+const maxItemID = 100
 
 // CheckItemID accepts ids that are safe as a path component, a branch
 // component and a step id prefix: letters, digits, '.', '_', '-', not
-// starting with a dot or dash, no "..", at most 100 bytes.
+// starting with a dot or dash, no "..", not ending in ".lock", at most 100
+// bytes. A refusal names the one rule the id breaks, not all of them.
 func CheckItemID(id string) error {
-	if !utf8.ValidString(id) || !itemIDRE.MatchString(id) || strings.Contains(id, "..") || strings.HasSuffix(id, ".lock") {
-		return fmt.Errorf("item id %q is not usable: use letters, digits, '.', '_' or '-' (not leading, no \"..\", at most 100)", id)
+	if why := itemIDFault(id); why != "" {
+		return fmt.Errorf("item id %q is not usable: %s", id, why)
 	}
 	return nil
+}
+
+// itemIDFault says which rule of CheckItemID id breaks, or "".
+func itemIDFault(id string) string {
+	switch {
+	case id == "":
+		return "it is empty"
+	case len(id) > maxItemID:
+		return fmt.Sprintf("it is %d bytes long, over %d", len(id), maxItemID)
+	case id[0] == '.' || id[0] == '-':
+		return fmt.Sprintf("it starts with %q (start with a letter or digit)", id[:1])
+	}
+	for _, r := range id {
+		if !itemIDRune(r) {
+			return fmt.Sprintf("it holds %q (use only letters, digits, '.', '_' and '-')", r)
+		}
+	}
+	switch {
+	case strings.Contains(id, ".."):
+		return `it holds ".."`
+	case strings.HasSuffix(id, ".lock"):
+		return `it ends in ".lock", which git refuses in a branch name`
+	}
+	return ""
+}
+
+func itemIDRune(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-'
 }
 
 // BranchName is the branch of an item: cadre/<item>-<slug of title>.
@@ -331,9 +359,15 @@ type Worktree struct {
 	Dirty  []string
 	Ahead  int  // commits on the branch not in base
 	Merged bool // the branch's commits are all in base
+	// Unregistered: a directory in the worktrees directory that git does
+	// not list as a worktree (its registration deleted, a copy, a creation
+	// cut short). Git can tell nothing of its files, which Dirty lists
+	// (its top level) as all uncommitted.
+	Unregistered bool
 }
 
-// List describes every item worktree, relative to base.
+// List describes every item worktree, relative to base, and every other
+// entry of the worktrees directory, as Unregistered.
 func (w *Worktrees) List(ctx context.Context, base string) ([]Worktree, error) {
 	out, err := w.repo.Git(ctx, "worktree", "list", "--porcelain")
 	if err != nil {
@@ -368,6 +402,45 @@ func (w *Worktrees) List(ctx context.Context, base string) ([]Worktree, error) {
 			fmt.Sscan(strings.TrimSpace(n), &list[i].Ahead)
 		}
 		list[i].Merged = err == nil && list[i].Ahead == 0
+	}
+	return w.unregistered(list)
+}
+
+// unregistered adds to list the entries of the worktrees directory that it
+// lacks, but for hidden ones (the pool, marks), which no item id names.
+func (w *Worktrees) unregistered(list []Worktree) ([]Worktree, error) {
+	entries, err := os.ReadDir(w.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return list, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", w.dir, err)
+	}
+	known := map[string]bool{}
+	for _, wt := range list {
+		known[wt.Path] = true
+	}
+	for _, e := range entries {
+		path := filepath.Join(w.dir, e.Name())
+		if strings.HasPrefix(e.Name(), ".") || known[path] {
+			continue
+		}
+		wt := Worktree{Item: e.Name(), Path: path, Unregistered: true, Dirty: []string{e.Name()}}
+		if e.IsDir() { // not a link: Lstat's type
+			inside, err := os.ReadDir(path)
+			if err != nil {
+				return nil, fmt.Errorf("list %s: %w", path, err)
+			}
+			wt.Dirty = nil
+			for _, f := range inside {
+				// A worktree's .git file only points to its registration;
+				// a .git directory is a repository of someone's.
+				if f.Name() != ".git" || !f.Type().IsRegular() {
+					wt.Dirty = append(wt.Dirty, f.Name())
+				}
+			}
+		}
+		list = append(list, wt)
 	}
 	return list, nil
 }

@@ -60,9 +60,23 @@ func TestCheckItemID(t *testing.T) {
 			t.Errorf("%q refused: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "..", ".hidden", "-x", "a/b", "a..b", "x.lock", "a b", "é", strings.Repeat("x", 101), "a\x00"} {
-		if err := CheckItemID(bad); err == nil {
-			t.Errorf("%q accepted", bad)
+	// Each refusal names the rule the id breaks, and no rule it keeps: an
+	// id ending in ".lock" is not told to use letters and digits.
+	rules := []string{"empty", "bytes long", "starts with", "use only letters", `holds ".."`, `ends in ".lock"`}
+	for _, tt := range []struct{ id, rule string }{
+		{"", "empty"}, {"..", "starts with"}, {".hidden", "starts with"}, {"-x", "starts with"},
+		{"a/b", "use only letters"}, {"a b", "use only letters"}, {"é", "use only letters"}, {"a\x00", "use only letters"},
+		{"a..b", `holds ".."`}, {"x.lock", `ends in ".lock"`}, {strings.Repeat("x", 101), "bytes long"},
+	} {
+		err := CheckItemID(tt.id)
+		if err == nil {
+			t.Errorf("%q accepted", tt.id)
+			continue
+		}
+		for _, r := range rules {
+			if got := strings.Contains(err.Error(), r); got != (r == tt.rule) {
+				t.Errorf("%q: refusal %q names %q: %v, want %v", tt.id, err, r, got, r == tt.rule)
+			}
 		}
 	}
 }

@@ -8,13 +8,15 @@
 //
 // It records every request, and has knobs for the failures a client must
 // survive: a fault (403/429 with retry-after, a secondary limit, a 5xx) on
-// the Nth request, a pull request that "already exists" when created, and a
-// create that succeeds but whose answer never arrives; a quota to report
+// the Nth request, a pull request that "already exists" when created, a
+// create refused with a message quoting the request's credential back, and
+// a create that succeeds but whose answer never arrives; a quota to report
 // (SetRateLimit); and writes held in flight (HoldWrites) while it counts
 // how many are served at once, in all and per resource.
 package forgetest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -139,6 +141,11 @@ const (
 	Stall
 	// ServerErrorAfter does the write, then answers 502.
 	ServerErrorAfter
+	// Echo (CreatePR only) makes nothing and answers 422 Validation
+	// Failed with an error message quoting the request's Authorization
+	// header, as is and as the basic credential git sends (base64 of
+	// "x-access-token:TOKEN"): a message that repeats the request back.
+	Echo
 )
 
 func (m Mode) String() string {
@@ -151,6 +158,8 @@ func (m Mode) String() string {
 		return "stall"
 	case ServerErrorAfter:
 		return "server error after"
+	case Echo:
+		return "echo"
 	}
 	return "mode(" + strconv.Itoa(int(m)) + ")"
 }
@@ -524,6 +533,10 @@ func (s *Server) answer(req *http.Request, body []byte) answer {
 	case rest[0] == "pulls" && len(rest) == 1 && req.Method == http.MethodGet:
 		return s.listPRs(req, r, q)
 	case rest[0] == "pulls" && len(rest) == 1 && req.Method == http.MethodPost:
+		if s.next[CreatePR] == Echo {
+			delete(s.next, CreatePR)
+			return echo(req)
+		}
 		return s.createPR(r, body)
 	case rest[0] == "pulls" && len(rest) == 2:
 		rec, ok := num()
@@ -635,6 +648,14 @@ func validation(resource, code, field, message string) answer {
 	a := msg(http.StatusUnprocessableEntity, "Validation Failed", "/pulls/pulls#create-a-pull-request")
 	a.body.(map[string]any)["errors"] = []any{e}
 	return a
+}
+
+// echo is a 422 whose message repeats the request's credential.
+func echo(req *http.Request) answer {
+	auth := req.Header.Get("Authorization")
+	token := strings.TrimPrefix(auth, "Bearer ")
+	basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
+	return validation("PullRequest", "custom", "", fmt.Sprintf("request with Authorization %q (basic %s) is not valid", auth, basic))
 }
 
 func (s *Server) createPR(r *repo, body []byte) answer {

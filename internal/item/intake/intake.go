@@ -250,12 +250,19 @@ func (l *Loader) loadTaskFiles(paths []string, w Want) ([]*taskfile.Task, error)
 // repository and have a file name that is a valid item id; abs is its
 // absolute path.
 func (l *Loader) loadTaskFile(p string) (abs string, t *taskfile.Task, err error) {
-	abs, err = filepath.Abs(p)
+	abs, err = taskfile.Abs(p)
 	if err != nil {
 		return "", nil, err
 	}
-	if rel, err := filepath.Rel(l.Root, abs); err != nil || strings.HasPrefix(rel, "..") {
+	if !inside(l.Root, abs) {
 		return "", nil, fmt.Errorf("%s is outside the repository %s", p, l.Root)
+	}
+	// cadre rewrites a task file (frontmatter, review): never through a
+	// link to a file outside the repository.
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if real, err := filepath.EvalSymlinks(abs); err != nil || !inside(l.Root, real) {
+			return "", nil, fmt.Errorf("%s is a symbolic link to a file outside the repository: copy the task into the repository", p)
+		}
 	}
 	t, err = taskfile.Load(abs)
 	if err != nil {
@@ -271,6 +278,12 @@ func (l *Loader) loadTaskFile(p string) (abs string, t *taskfile.Task, err error
 // repository-relative ones.
 func (l *Loader) rel(err error) string {
 	return strings.ReplaceAll(err.Error(), l.Root+string(filepath.Separator), "")
+}
+
+// inside says whether path lies in dir.
+func inside(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 func validStage(s string) bool {

@@ -376,6 +376,24 @@ func (f *fence) skip(line string) bool {
 	return f.marker != ""
 }
 
+// Abs is the absolute path of the task file at p as the file system has
+// it: the symbolic links among its directories resolved, as git resolves
+// a repository's root, so that a path named from a shell that changed
+// into the repository through a link, or through a linked directory of it,
+// compares with the root as the file really lies. The file itself is not
+// followed: a task file that is a link stays one, for the caller to judge.
+func Abs(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return abs, nil // no such directory: loading the file says so
+	}
+	return filepath.Join(dir, filepath.Base(abs)), nil
+}
+
 // Find lists the task files under dir, recursively, sorted: every *.md file except README.md,
 // skipping hidden files and directories.
 func Find(dir string) ([]string, error) {

@@ -277,3 +277,27 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Abs resolves the links among a task file's directories, as git resolves
+// a repository's root, and leaves a task file that is a link as it is.
+func TestAbsResolvesDirectoriesNotTheFile(t *testing.T) {
+	real, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(real, "repo", "tasks"), 0o755)
+	os.WriteFile(filepath.Join(real, "repo", "tasks", "t.md"), []byte("# T\n"), 0o644)
+	if err := os.Symlink(filepath.Join(real, "repo"), filepath.Join(real, "link")); err != nil {
+		t.Skip("no symbolic links here: ", err)
+	}
+	os.Symlink(filepath.Join(real, "repo", "tasks", "t.md"), filepath.Join(real, "repo", "tasks", "l.md"))
+	for p, want := range map[string]string{
+		filepath.Join(real, "link", "tasks", "t.md"): filepath.Join(real, "repo", "tasks", "t.md"),
+		filepath.Join(real, "link", "tasks", "l.md"): filepath.Join(real, "repo", "tasks", "l.md"),
+		filepath.Join(real, "gone", "t.md"):          filepath.Join(real, "gone", "t.md"),
+	} {
+		if got, err := Abs(p); err != nil || got != want {
+			t.Errorf("Abs(%s) = %s, %v; want %s", p, got, err, want)
+		}
+	}
+}

@@ -26,8 +26,9 @@ import (
 // Registry lists every runner type cadre has, in one place: each with its
 // descriptor, in the order of preference among alike types (cadre init
 // proposes the first agent CLI it finds). Model APIs and agent CLIs retry
-// a rate-limited step after the pause the backend asks for (bounded);
-// prices override the built-in price table (nil keeps it).
+// a rate-limited step after the pause the backend asks for, and a step
+// whose connection was refused after a backoff (bounded); prices override
+// the built-in price table (nil keeps it).
 func Registry(prices map[string]price.Price) *runner.Registry {
 	table := price.New(prices)
 	rl := func(f runner.Factory) runner.Factory { return retry.Factory(f, retry.Policy{}) }

@@ -21,10 +21,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/safefile"
@@ -108,8 +110,8 @@ func (a *Agent) Locate() error {
 
 // OpenLog opens the step's transcript (see OpenLog), its error naming the
 // runner.
-func (a *Agent) OpenLog(inv runner.Invocation) (*os.File, error) {
-	log, err := OpenLog(inv.LogPath)
+func (a *Agent) OpenLog(inv runner.Invocation) (io.WriteCloser, error) {
+	log, err := OpenLog(inv.LogPath, inv.Mask)
 	if err != nil {
 		return nil, fmt.Errorf("runner %s: %w", a.Instance, err)
 	}
@@ -282,8 +284,9 @@ func CheckURL(name, raw, example string) error {
 // OpenLog opens the step's transcript for appending (a re-ask adds to it),
 // creating its directory; an empty path means a step without a log. A
 // link in its place (an agent's, from an earlier ask) is refused, not
-// appended through.
-func OpenLog(path string) (*os.File, error) {
+// appended through. What is written is masked of mask's secrets (see
+// runner.Invocation.Mask); Close writes what the mask held back.
+func OpenLog(path string, mask *redact.Redactor) (io.WriteCloser, error) {
 	if path == "" {
 		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	}
@@ -294,7 +297,35 @@ func OpenLog(path string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open step log: %w", err)
 	}
-	return f, nil
+	if !mask.Enabled() {
+		return f, nil
+	}
+	return &maskedLog{w: mask.Writer(f), f: f}, nil
+}
+
+// maskedLog is a step log whose writes are masked. Its writes are
+// serialised: a runner may log from more than one goroutine.
+type maskedLog struct {
+	mu sync.Mutex
+	w  *redact.Writer
+	f  *os.File
+}
+
+func (l *maskedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Close writes what the mask held back and closes the file.
+func (l *maskedLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.w.Flush()
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Vars are the exec runner's CADRE_* variables, which every agent gets, so

@@ -1,8 +1,10 @@
 package cliutil
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/google/go-cmp/cmp"
@@ -67,28 +70,50 @@ func TestNewAgent(t *testing.T) {
 func TestOpenLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "logs", "step.log")
 	for _, line := range []string{"first\n", "re-ask\n"} {
-		f, err := OpenLog(path)
+		f, err := OpenLog(path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.WriteString(line)
+		io.WriteString(f, line)
 		f.Close()
 	}
 	if got, _ := os.ReadFile(path); string(got) != "first\nre-ask\n" {
 		t.Errorf("log %q, want both runs appended", got)
 	}
-	f, err := OpenLog("")
+	f, err := OpenLog("", nil)
 	if err != nil {
 		t.Fatalf("no log path: %v", err)
 	}
 	defer f.Close()
-	if f.Name() != os.DevNull {
-		t.Errorf("no log path opened %s, want %s", f.Name(), os.DevNull)
+	if n, ok := f.(interface{ Name() string }); !ok || n.Name() != os.DevNull {
+		t.Errorf("no log path opened %v, want %s", f, os.DevNull)
 	}
 	blocker := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(blocker, nil, 0o644)
-	if _, err := OpenLog(filepath.Join(blocker, "step.log")); err == nil || !strings.Contains(err.Error(), "create log dir") {
+	if _, err := OpenLog(filepath.Join(blocker, "step.log"), nil); err == nil || !strings.Contains(err.Error(), "create log dir") {
 		t.Errorf("log under a file: %v, want a create log dir error", err)
+	}
+}
+
+// A masked log holds no secret, even one split across writes, and what
+// the mask held back is written at Close.
+func TestOpenLogMasks(t *testing.T) {
+	const secret = "ghp_LogSecret0123456789"
+	path := filepath.Join(t.TempDir(), "logs", "step.log")
+	f, err := OpenLog(path, redact.New(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "token " + secret + " and " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+secret)) + " end"
+	for i := 0; i < len(text); i += 5 {
+		io.WriteString(f, text[i:min(i+5, len(text))])
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	if strings.Contains(string(got), secret) || !strings.HasPrefix(string(got), "token [REDACTED] and ") || !strings.HasSuffix(string(got), " end") {
+		t.Errorf("log %q", got)
 	}
 }
 

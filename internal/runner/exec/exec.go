@@ -52,7 +52,7 @@ func (r *Runner) Capabilities() runner.Caps { return runner.Caps{EditsFiles: tru
 
 // Run starts the command in inv.Dir with the prompt on stdin.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := cliutil.OpenLog(inv.LogPath)
+	log, err := cliutil.OpenLog(inv.LogPath, inv.Mask)
 	if err != nil {
 		return runner.Result{}, err
 	}

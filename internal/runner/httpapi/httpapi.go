@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -125,8 +126,8 @@ func (e *Endpoint) Capabilities() runner.Caps { return runner.Caps{ModelChoice: 
 // Begin opens a step's transcript and reads the API key. An endpoint that
 // always needs the key is not sent the step without one: the error says
 // to export it, provider naming whose key it is.
-func (e *Endpoint) Begin(inv runner.Invocation, provider string) (log *os.File, key string, err error) {
-	log, err = cliutil.OpenLog(inv.LogPath)
+func (e *Endpoint) Begin(inv runner.Invocation, provider string) (log io.WriteCloser, key string, err error) {
+	log, err = cliutil.OpenLog(inv.LogPath, inv.Mask)
 	if err != nil {
 		return nil, "", fmt.Errorf("runner %s: %w", e.Instance, err)
 	}
@@ -247,6 +248,10 @@ func failed(ctx context.Context, name string, timeout time.Duration, err error) 
 		return fmt.Errorf("runner %s: no answer within the step timeout of %s: %w", name, timeout, context.DeadlineExceeded)
 	case ctx.Err() != nil:
 		return fmt.Errorf("runner %s: %w", name, ctx.Err())
+	case errors.Is(err, syscall.ECONNREFUSED):
+		// Nothing reached the server: the step is tried again after a
+		// pause, as a rate limit is (a local model server may be starting).
+		return &runner.Error{Kind: runner.KindUnavailable, Runner: name, Msg: err.Error()}
 	}
 	return fmt.Errorf("runner %s: %w", name, err)
 }

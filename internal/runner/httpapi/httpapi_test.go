@@ -200,7 +200,7 @@ func TestSendFailures(t *testing.T) {
 		{name: "step timeout", ctx: t.Context(), url: hang.URL, timeout: 50 * time.Millisecond,
 			wantIs: context.DeadlineExceeded, wantMsg: "runner r: no answer within the step timeout of 50ms"},
 		{name: "cancelled", ctx: cancelled, url: hang.URL, wantIs: context.Canceled, wantMsg: "runner r: context canceled"},
-		{name: "no server", ctx: t.Context(), url: gone.URL, wantMsg: "runner r: Post", wantHint: true},
+		{name: "no server", ctx: t.Context(), url: gone.URL, wantMsg: "runner r: unavailable: Post", wantHint: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,6 +212,10 @@ func TestSendFailures(t *testing.T) {
 			}
 			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
 				t.Errorf("error %v, want it to be %v", err, tt.wantIs)
+			}
+			// A refused connection sent nothing: it is retried after a pause.
+			if got, want := runner.KindOf(err), map[bool]runner.Kind{true: runner.KindUnavailable}[tt.url == gone.URL]; got != want {
+				t.Errorf("error %v: kind %q, want %q", err, got, want)
 			}
 			if got := strings.HasSuffix(err.Error(), " (is the server up?)"); got != tt.wantHint {
 				t.Errorf("error %q: hint added %v, want %v", err, got, tt.wantHint)

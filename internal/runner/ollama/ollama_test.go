@@ -1,12 +1,16 @@
 package ollama_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"maps"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +19,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/httpapi/apitest"
 	"github.com/cadre-dev/cadre/internal/runner/ollama"
+	"github.com/cadre-dev/cadre/internal/runner/retry"
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 )
 
@@ -147,6 +152,47 @@ func TestRunServerDown(t *testing.T) {
 	_, err = build(t, runner.Settings{URL: "http://" + addr, Model: "llama3.2"}, ollama.Deps{}).Run(t.Context(), invocation(t))
 	if err == nil || !strings.Contains(err.Error(), "is `ollama serve` running at http://"+addr) {
 		t.Fatalf("error %v, want a hint to start ollama", err)
+	}
+}
+
+// A server that refuses the connection (not started yet, restarting) got
+// nothing: the step is tried again after the retry decorator's pause, as a
+// rate-limited step is, and succeeds once the server listens.
+func TestRunRetriesARefusedConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there until the pause before the retry
+	var pauses []time.Duration
+	start := func(ctx context.Context, d time.Duration) error {
+		pauses = append(pauses, d)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Skipf("the freed port %s was taken meanwhile: %v", addr, err)
+		}
+		srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, chatJSON(runnertest.OKReply, "stop"))
+		})}}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		return nil
+	}
+	r := retry.Wrap(build(t, runner.Settings{URL: "http://" + addr, Model: "llama3.2"}, ollama.Deps{}), retry.Policy{Sleep: start})
+	inv := invocation(t)
+	var progress []string
+	inv.Progress = func(s string) { progress = append(progress, s) }
+	res, err := r.Run(t.Context(), inv)
+	if err != nil {
+		t.Fatalf("Run after a refused connection: %v", err)
+	}
+	if res.Output != runnertest.OKReply || len(pauses) != 1 {
+		t.Errorf("output %q after %d pauses, want the reply after one", res.Output, len(pauses))
+	}
+	if !slices.ContainsFunc(progress, func(s string) bool { return strings.HasPrefix(s, "connection refused; retrying in ") }) {
+		t.Errorf("progress %q does not say the step is retried", progress)
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package retry wraps a runner so that a step the backend turned away for a
-// rate limit (HTTP 429, 529, "overloaded") is tried again after a pause,
-// instead of failing the step or hammering the limit. Only errors of kind
-// runner.KindRateLimit are retried: an auth or quota error will not clear by
-// waiting, and any other failure is the engine's to judge.
+// rate limit (HTTP 429, 529, "overloaded") or by refusing the connection
+// is tried again after a pause, instead of failing the step or hammering
+// the limit. Only errors of kind runner.KindRateLimit and
+// runner.KindUnavailable are retried: an auth or quota error will not clear
+// by waiting, and any other failure is the engine's to judge.
 package retry
 
 import (
@@ -86,7 +87,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Wrap returns r with rate-limited steps retried under p. The wrapped runner
+// Wrap returns r with rate-limited and refused steps retried under p. The wrapped runner
 // keeps r's name and capabilities. Its Result adds up the usage of every
 // attempt (a rate limit may strike after tokens were spent), and a retry
 // continues the backend session the failed attempt reported, if any.
@@ -125,7 +126,7 @@ func (t *retrier) Locate() error {
 }
 
 // Run runs the step, and runs it again after a pause while the backend
-// answers with a rate limit and attempts remain.
+// answers with a rate limit or refuses the connection, and attempts remain.
 func (t *retrier) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
 	var spent runner.Result
 	backoff := t.p.Base
@@ -133,7 +134,8 @@ func (t *retrier) Run(ctx context.Context, inv runner.Invocation) (runner.Result
 		res, err := t.r.Run(ctx, inv)
 		res.Usage = spent.Usage.Add(res.Usage)
 		spent = res
-		if err == nil || runner.KindOf(err) != runner.KindRateLimit {
+		why := waitFor[runner.KindOf(err)]
+		if err == nil || why == "" {
 			return res, err
 		}
 		if n >= t.p.Attempts {
@@ -147,15 +149,21 @@ func (t *retrier) Run(ctx context.Context, inv runner.Invocation) (runner.Result
 		wait = min(wait, t.p.Max)
 		backoff = min(2*backoff, t.p.Max)
 		if inv.Progress != nil {
-			inv.Progress(fmt.Sprintf("rate limited; retrying in %s (attempt %d of %d)", wait.Round(time.Millisecond), n+1, t.p.Attempts))
+			inv.Progress(fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", why, wait.Round(time.Millisecond), n+1, t.p.Attempts))
 		}
 		if err := t.p.Sleep(ctx, wait); err != nil {
-			return res, fmt.Errorf("runner %s: waiting to retry after a rate limit: %w", t.r.Name(), err)
+			return res, fmt.Errorf("runner %s: waiting to retry (%s): %w", t.r.Name(), why, err)
 		}
 		if res.SessionID != "" {
 			inv.Session = res.SessionID
 		}
 	}
+}
+
+// waitFor says, for each kind of error a pause may clear, what happened.
+var waitFor = map[runner.Kind]string{
+	runner.KindRateLimit:   "rate limited",
+	runner.KindUnavailable: "connection refused",
 }
 
 func retryAfter(err error) time.Duration {

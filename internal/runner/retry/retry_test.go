@@ -96,7 +96,12 @@ func TestWrap(t *testing.T) {
 		{name: "quota is not retried", replies: []reply{failed(runner.KindQuota)}, wantCalls: 1, wantKind: runner.KindQuota},
 		{name: "turn limit is not retried", replies: []reply{failed(runner.KindTurnLimit)}, wantCalls: 1, wantKind: runner.KindTurnLimit},
 		{name: "backend error is not retried", replies: []reply{failed(runner.KindBackend)}, wantCalls: 1, wantKind: runner.KindBackend},
-		{name: "unclassified error is not retried", replies: []reply{{err: errors.New("connection refused")}}, wantCalls: 1, wantMsg: "connection refused"},
+		{name: "refused connection then success", replies: []reply{failed(runner.KindUnavailable), failed(runner.KindUnavailable), ok},
+			wantCalls: 3, wantWaits: []time.Duration{time.Second, 2 * time.Second}},
+		{name: "refused connection gives up after attempts", policy: retry.Policy{Attempts: 2},
+			replies:   []reply{failed(runner.KindUnavailable), failed(runner.KindUnavailable)},
+			wantCalls: 2, wantWaits: []time.Duration{time.Second}, wantKind: runner.KindUnavailable, wantMsg: "gave up after 2 attempts"},
+		{name: "unclassified error is not retried", replies: []reply{{err: errors.New("broken pipe")}}, wantCalls: 1, wantMsg: "broken pipe"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

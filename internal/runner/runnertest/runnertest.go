@@ -32,6 +32,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/signal"
 )
@@ -130,6 +131,27 @@ func Run(t *testing.T, h Harness) {
 	t.Run("env", func(t *testing.T) { checkEnv(t, h) })
 	t.Run("flood", func(t *testing.T) { checkFlood(t, h) })
 	t.Run("on-start", func(t *testing.T) { checkOnStart(t, h) })
+	t.Run("mask", func(t *testing.T) { checkMask(t, h) })
+}
+
+// checkMask checks that the step log is masked of Invocation.Mask's
+// secrets: a reply the log shows unmasked is not shown once it is a
+// secret.
+func checkMask(t *testing.T, h Harness) {
+	const secret = "wrote work.txt" // OKReply's summary, standing for a key the agent printed
+	r := h.New(t, OK)
+	f := newFixture(t)
+	run(t, r, f.inv)
+	if log, _ := os.ReadFile(f.inv.LogPath); !strings.Contains(string(log), secret) {
+		t.Skip("the backend's log does not show the reply")
+	}
+	f = newFixture(t)
+	f.inv.Mask = redact.New(secret)
+	run(t, r, f.inv)
+	log, err := os.ReadFile(f.inv.LogPath)
+	if err != nil || strings.Contains(string(log), secret) || !strings.Contains(string(log), redact.Mask) {
+		t.Errorf("log with %q as a secret: %v\n%s", secret, err, clip(string(log)))
+	}
 }
 
 // checkOnStart checks that a runner starting an agent process reports it

@@ -235,7 +235,8 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		if err := os.MkdirAll(filepath.Dir(inv.LogPath), 0o755); err == nil {
 			f, err := safefile.OpenAppend(filepath.Dir(inv.LogPath), inv.LogPath, 0o644)
 			if err == nil {
-				fmt.Fprintf(f, "script %s: %s attempt %d\n%s%s%s", r.name, inv.Role, visit(inv), log.String(), out, ru.Stderr)
+				text := fmt.Sprintf("script %s: %s attempt %d\n%s%s%s", r.name, inv.Role, visit(inv), log.String(), out, ru.Stderr)
+				f.WriteString(inv.Mask.String(text))
 				f.Close()
 			}
 		}

@@ -1,0 +1,92 @@
+package workspace
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A reviewer's edits on top of uncommitted work are undone, and the work
+// it reviewed is as it was: modified, deleted and added files alike.
+func TestRevertTo(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "kept.txt"), "base\n")
+	write(t, filepath.Join(r.Dir, "gone.txt"), "base\n")
+	if _, err := r.Git(ctx, "add", "-A"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Git(ctx, "commit", "-qm", "base"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.Dir, "kept.txt"), "work\n") // the work under review
+	write(t, filepath.Join(r.Dir, "new.txt"), "work\n")
+	write(t, filepath.Join(r.Dir, ".cadre", "state"), "cadre's\n")
+	tree, err := r.TreeOfChanges(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.RevertTo(ctx, tree); err != nil || got != nil {
+		t.Fatalf("RevertTo of an unchanged tree = %v, %v; want nothing", got, err)
+	}
+	write(t, filepath.Join(r.Dir, "kept.txt"), "reviewer\n") // the reviewer's edits
+	os.Remove(filepath.Join(r.Dir, "gone.txt"))
+	os.Remove(filepath.Join(r.Dir, "new.txt"))
+	write(t, filepath.Join(r.Dir, "sub", "added.txt"), "reviewer\n")
+	write(t, filepath.Join(r.Dir, ".cadre", "state"), "cadre's, later\n")
+
+	got, err := r.RevertTo(ctx, tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if d := cmp.Diff([]string{"gone.txt", "kept.txt", "new.txt", "sub/added.txt"}, got); d != "" {
+		t.Errorf("paths put back (-want +got):\n%s", d)
+	}
+	for p, want := range map[string]string{"kept.txt": "work\n", "gone.txt": "base\n", "new.txt": "work\n", ".cadre/state": "cadre's, later\n"} {
+		if data, err := os.ReadFile(filepath.Join(r.Dir, p)); err != nil || string(data) != want {
+			t.Errorf("%s = %q, %v; want %q", p, data, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(r.Dir, "sub", "added.txt")); !os.IsNotExist(err) {
+		t.Errorf("sub/added.txt still there: %v", err)
+	}
+	if _, err := r.RevertTo(ctx, "not a tree"); err == nil {
+		t.Error("RevertTo accepted a bad tree id")
+	}
+}
+
+// In place the tree holds cadre's state directory, ignored: a snapshot
+// leaves it out and still works (git add refuses to exclude an ignored
+// path by name).
+func TestTreeOfChangesInPlace(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "a.txt"), "a\n")
+	if _, err := r.Git(ctx, "add", "-A"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Git(ctx, "commit", "-qm", "base"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ExcludeState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.Dir, ".cadre", "cadre.db"), "state\n")
+	write(t, filepath.Join(r.Dir, "a.txt"), "work\n")
+	tree, err := r.TreeOfChanges(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Git(ctx, "ls-tree", "-r", "--name-only", tree)
+	if err != nil || got != "a.txt\n" {
+		t.Errorf("snapshot holds %q, %v; want a.txt alone", got, err)
+	}
+	if data, _ := r.Git(ctx, "show", tree+":a.txt"); data != "work\n" {
+		t.Errorf("snapshot's a.txt = %q, want the work", data)
+	}
+}
