@@ -14,6 +14,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/app"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/report"
 )
 
 // Options say what to run; zero values mean what the cadre command's
@@ -164,7 +165,7 @@ func withEngine(ctx context.Context, dir string, opts Options, fn func(app.Works
 	return fn(ws, e)
 }
 
-func summary(s engine.Summary) Summary {
+func summary(s report.Summary) Summary {
 	out := Summary{Run: s.Run, Status: s.Status, Reason: s.Reason, Usage: s.Usage, Duration: s.Duration}
 	for _, it := range s.Items {
 		out.Items = append(out.Items, Item{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: it.Status, Reason: it.Reason,

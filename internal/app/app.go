@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/eventlog"
 	"github.com/cadre-dev/cadre/internal/notify"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
@@ -89,7 +91,7 @@ type Options struct {
 	// refusing events); nil: os.Stderr.
 	Warn io.Writer
 	// Forge replaces the GitHub built from cadre.yaml (nil: that one).
-	Forge engine.Forge
+	Forge codehost.Forge
 	// Geteuid is the user cadre runs as, whose agents run as it too
 	// (nil: os.Geteuid).
 	Geteuid func() int
@@ -125,7 +127,7 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	journal := engine.NewJournalSink(st)
+	journal := eventlog.NewSink(st)
 	var bus *event.Bus
 	nopts := o.Notify
 	if nopts.Warn == nil {
@@ -154,7 +156,7 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	}
 	gh := NewGitHub(ws, getenv)
 	gh.mask = mask // the token it learns from gh is masked everywhere too
-	var fg engine.Forge = gh
+	var fg codehost.Forge = gh
 	if o.Forge != nil {
 		fg = o.Forge
 	}
@@ -221,8 +223,8 @@ func SandboxSettings(c config.Sandbox) sandbox.Settings {
 
 // IssueQuery is cadre.yaml's github.query_*: the issues a run with no
 // target works on.
-func (ws Workspace) IssueQuery() engine.IssueQuery {
+func (ws Workspace) IssueQuery() codehost.IssueQuery {
 	gh := ws.Config.GitHub
-	return engine.IssueQuery{Labels: gh.QueryLabels, Milestone: gh.QueryMilestone, Assignee: gh.QueryAssignee,
+	return codehost.IssueQuery{Labels: gh.QueryLabels, Milestone: gh.QueryMilestone, Assignee: gh.QueryAssignee,
 		State: gh.QueryState, Limit: gh.QueryLimit}
 }

@@ -9,14 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/config"
-	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/forge"
 	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
-// GitHub is the engine's Forge on GitHub. It resolves the token and
+// GitHub is the engine's codehost.Forge on GitHub. It resolves the token and
 // the repository on first use, so runs that never touch GitHub need
 // neither; the token lives only here, in memory.
 type GitHub struct {
@@ -72,29 +72,29 @@ func (g *GitHub) init(ctx context.Context) error {
 }
 
 // Issue fetches an issue and its comments as one untrusted text.
-func (g *GitHub) Issue(ctx context.Context, ref string) (engine.Issue, error) {
+func (g *GitHub) Issue(ctx context.Context, ref string) (codehost.Issue, error) {
 	if err := g.init(ctx); err != nil {
-		return engine.Issue{}, err
+		return codehost.Issue{}, err
 	}
 	r, err := forge.ParseRef(ref, g.repo)
 	if err != nil {
-		return engine.Issue{}, err
+		return codehost.Issue{}, err
 	}
 	is, err := g.client.Issue(ctx, r)
 	if err != nil {
-		return engine.Issue{}, err
+		return codehost.Issue{}, err
 	}
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(is.Body))
 	for _, c := range is.Comments {
 		fmt.Fprintf(&b, "\n\n---\nComment by @%s:\n\n%s", c.Author, strings.TrimSpace(c.Body))
 	}
-	return engine.Issue{Repo: r.Owner + "/" + r.Repo, Number: is.Number, Title: is.Title, Body: b.String(),
+	return codehost.Issue{Repo: r.Owner + "/" + r.Repo, Number: is.Number, Title: is.Title, Body: b.String(),
 		URL: is.URL, Author: is.Author, Labels: is.Labels}, nil
 }
 
 // Issues lists the repository's issues matching q.
-func (g *GitHub) Issues(ctx context.Context, q engine.IssueQuery) ([]engine.Issue, error) {
+func (g *GitHub) Issues(ctx context.Context, q codehost.IssueQuery) ([]codehost.Issue, error) {
 	if err := g.init(ctx); err != nil {
 		return nil, err
 	}
@@ -106,9 +106,9 @@ func (g *GitHub) Issues(ctx context.Context, q engine.IssueQuery) ([]engine.Issu
 	if err != nil {
 		return nil, err
 	}
-	out := make([]engine.Issue, 0, len(list))
+	out := make([]codehost.Issue, 0, len(list))
 	for _, is := range list {
-		out = append(out, engine.Issue{Repo: owner + "/" + name, Number: is.Number, Title: is.Title, URL: is.URL, Author: is.Author, Labels: is.Labels})
+		out = append(out, codehost.Issue{Repo: owner + "/" + name, Number: is.Number, Title: is.Title, URL: is.URL, Author: is.Author, Labels: is.Labels})
 	}
 	return out, nil
 }
@@ -157,7 +157,7 @@ func (g *GitHub) checkHistory(ctx context.Context, repo *workspace.Repo, branch 
 }
 
 // The engine's remote items fetch and push with the token as the pull
-// request's push does (engine.OpenOptions.Remote).
+// request's push does (executor.OpenOptions.Remote).
 var _ interface {
 	RemoteAuth(ctx context.Context, dir, remote string) (string, string, error)
 } = (*GitHub)(nil)
@@ -204,7 +204,7 @@ func urlHost(raw string) string {
 }
 
 // EnsurePR opens or adopts the pull request of the head branch.
-func (g *GitHub) EnsurePR(ctx context.Context, p engine.PullRequest) (string, int, error) {
+func (g *GitHub) EnsurePR(ctx context.Context, p codehost.PullRequest) (string, int, error) {
 	if err := g.init(ctx); err != nil {
 		return "", 0, err
 	}

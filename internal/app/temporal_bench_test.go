@@ -17,6 +17,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/app"
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/temporal"
 )
@@ -70,7 +71,7 @@ func benchEngine(b testing.TB, root string) (*engine.Engine, func()) {
 	return e, func() { flush(); st.Close() }
 }
 
-func checkCompleted(b testing.TB, sum engine.Summary, err error, n int) {
+func checkCompleted(b testing.TB, sum report.Summary, err error, n int) {
 	b.Helper()
 	if err != nil || sum.Status != store.RunCompleted || len(sum.Items) != n {
 		b.Fatalf("run: %v %s %s, %d items", err, sum.Status, sum.Reason, len(sum.Items))

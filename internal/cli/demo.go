@@ -12,6 +12,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -85,7 +86,7 @@ func runDemo(ctx context.Context, f *Factory, opts *DemoOptions) error {
 		return err
 	}
 	ws := workspaceCtx{root: dir, cfg: cfg}
-	var sum engine.Summary
+	var sum report.Summary
 	err = f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
 		var err error
 		sum, err = e.Start(ctx, engine.Options{InPlace: true})

@@ -16,7 +16,7 @@ func TestFaultStopIsResumable(t *testing.T) {
 	var errOut bytes.Buffer
 	f := &Factory{IO: IOStreams{Out: &bytes.Buffer{}, ErrOut: &errOut}}
 	err := &engine.FaultStop{Run: "r1", Err: fmt.Errorf("write step file: x.json: %w", syscall.ENOSPC)}
-	if code := report(f, err); code != 130 {
+	if code := exitCode(f, err); code != 130 {
 		t.Errorf("exit code %d, want 130", code)
 	}
 	got := errOut.String()

@@ -14,7 +14,9 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/runlock"
+	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/ui/tui"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -49,17 +51,17 @@ func (f *Factory) liveView(asJSON, plain bool) bool {
 // runEngine runs start with an engine of ws: under the live view when live,
 // else printing lines (or --json) as before.
 func (f *Factory) runEngine(ctx context.Context, ws workspaceCtx, asJSON, live bool, budget float64,
-	start func(context.Context, *engine.Engine) (engine.Summary, error)) (engine.Summary, error) {
+	start func(context.Context, *engine.Engine) (report.Summary, error)) (report.Summary, error) {
 	return f.runEngineOf(ctx, ws, asJSON, live, false, budget, start)
 }
 
 // runEngineOf is runEngine; follow: the run's items run in other processes
 // (Temporal workers), whose events are shown from the journal.
 func (f *Factory) runEngineOf(ctx context.Context, ws workspaceCtx, asJSON, live, follow bool, budget float64,
-	start func(context.Context, *engine.Engine) (engine.Summary, error)) (engine.Summary, error) {
+	start func(context.Context, *engine.Engine) (report.Summary, error)) (report.Summary, error) {
 	st, err := openStore(ctx, ws.root)
 	if err != nil {
-		return engine.Summary{}, err
+		return report.Summary{}, err
 	}
 	defer st.Close()
 	// show shows the run's events on out; with follow, its item events
@@ -80,7 +82,7 @@ func (f *Factory) runEngineOf(ctx context.Context, ws workspaceCtx, asJSON, live
 		sink, tail := show(f.eventSink(asJSON))
 		e, flush, err := f.newEngine(ctx, ws, st, sink)
 		if err != nil {
-			return engine.Summary{}, err
+			return report.Summary{}, err
 		}
 		defer flush()
 		stop := tail(ctx)
@@ -96,7 +98,7 @@ func (f *Factory) runEngineOf(ctx context.Context, ws workspaceCtx, asJSON, live
 	}))
 	e, flush, err := f.newEngine(ctx, ws, st, sink)
 	if err != nil {
-		return engine.Summary{}, err
+		return report.Summary{}, err
 	}
 	defer flush()
 	runCtx, cancel := context.WithCancel(ctx)
@@ -178,7 +180,7 @@ func (v *view) poll(ctx context.Context, st *store.Store, run func() string) {
 
 // readSnapshot reads a run's state from the journal for the view.
 func readSnapshot(ctx context.Context, st *store.Store, run string) (tui.Snapshot, error) {
-	sum, err := engine.Summarize(ctx, st, run)
+	sum, err := report.Summarize(ctx, st, run)
 	if err != nil {
 		return tui.Snapshot{}, fmt.Errorf("read run %s: %w", run, err)
 	}
@@ -238,7 +240,7 @@ func (a *runActions) Stop(now bool) error {
 		}
 	}
 	if run != "" {
-		if err := engine.RequestStop(a.stateDir, run); err != nil {
+		if err := runstop.Request(a.stateDir, run); err != nil {
 			return fmt.Errorf("stop run %s: %w", run, err)
 		}
 	}

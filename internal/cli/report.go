@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -56,7 +56,7 @@ func runReport(ctx context.Context, f *Factory, opts *ReportOptions) error {
 		return err
 	}
 	defer st.Close()
-	rows, err := engine.Report(ctx, st, id, opts.By)
+	rows, err := report.Rows(ctx, st, id, opts.By)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -69,7 +69,7 @@ func runReport(ctx context.Context, f *Factory, opts *ReportOptions) error {
 	for _, r := range rows {
 		evals = evals || r.EvalSamples > 0
 	}
-	line := func(key string, r engine.ReportRow) {
+	line := func(key string, r report.Row) {
 		fmt.Fprintf(f.IO.Out, "%-24s %5d %6d %10d %10d %12s %10s", key, r.Steps, r.Failed, r.Usage.InputTokens, r.Usage.OutputTokens, cost(r.Usage.CostUSD, r.Usage.CostEstimated), r.Duration.Round(time.Millisecond))
 		if evals {
 			score := "-"
@@ -86,7 +86,7 @@ func runReport(ctx context.Context, f *Factory, opts *ReportOptions) error {
 	}
 	fmt.Fprintln(f.IO.Out)
 	var (
-		tot      engine.ReportRow
+		tot      report.Row
 		scoreSum float64
 	)
 	for _, r := range rows {

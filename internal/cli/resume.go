@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -125,19 +127,19 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		live := f.liveView(opts.JSON, opts.Plain)
 		t := temporalTarget(ws.cfg, opts.Temporal, recorded)
 		sum, err := runTemporal(ctx, f, ws, engine.Options{Temporal: &t, Timeout: stored.Timeout}, live, budget, opts.JSON,
-			func(ctx context.Context, e *engine.Engine, drive engine.Driver) (engine.Summary, error) {
+			func(ctx context.Context, e *engine.Engine, drive executor.Driver) (report.Summary, error) {
 				return e.ResumeDriven(ctx, opts.Run, ov, drive)
 			})
 		return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 	}
 	if opts.Serve.Addr != "" {
-		return f.runServed(ctx, ws, opts.Serve, opts.JSON, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
+		return f.runServed(ctx, ws, opts.Serve, opts.JSON, func(ctx context.Context, e *engine.Engine) (report.Summary, error) {
 			return e.ResumeWith(ctx, opts.Run, ov)
 		})
 	}
 	live := f.liveView(opts.JSON, opts.Plain)
 	sum, err := f.runEngine(ctx, ws, opts.JSON, live, budget,
-		func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
+		func(ctx context.Context, e *engine.Engine) (report.Summary, error) {
 			return e.ResumeWith(ctx, opts.Run, ov)
 		})
 	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)

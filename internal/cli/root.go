@@ -96,11 +96,11 @@ func Execute(f *Factory, args []string) int {
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	return report(f, err)
+	return exitCode(f, err)
 }
 
-// report prints err as one line and maps it to an exit code.
-func report(f *Factory, err error) int {
+// exitCode prints err as one line and maps it to an exit code.
+func exitCode(f *Factory, err error) int {
 	if err == nil {
 		return 0
 	}

@@ -12,9 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/app"
+	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/dryrun"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -33,7 +36,7 @@ type RunOptions struct {
 	JSON     bool
 	Plain    bool // lines instead of the live view on a terminal
 	DryRun   bool
-	Query    engine.IssueQuery
+	Query    codehost.IssueQuery
 	Prompt   string // cadre do
 	Sandbox  string // --sandbox: bwrap, none or auto, over sandbox.mode
 	Serve    ServeFlags
@@ -155,12 +158,12 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 	}
 	if opts.Serve.Addr != "" {
-		return f.runServed(ctx, ws, opts.Serve, opts.JSON, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
+		return f.runServed(ctx, ws, opts.Serve, opts.JSON, func(ctx context.Context, e *engine.Engine) (report.Summary, error) {
 			return e.Start(ctx, eo)
 		})
 	}
 	sum, err := f.runEngine(ctx, ws, opts.JSON, f.liveView(opts.JSON, opts.Plain), budget,
-		func(ctx context.Context, e *engine.Engine) (engine.Summary, error) { return e.Start(ctx, eo) })
+		func(ctx context.Context, e *engine.Engine) (report.Summary, error) { return e.Start(ctx, eo) })
 	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 }
 
@@ -173,7 +176,7 @@ func (f *Factory) eventSink(asJSON bool) event.Sink {
 }
 
 // finishRun prints the run's outcome and maps it to the exit code.
-func finishRun(f *Factory, sum engine.Summary, err error, asJSON bool) error {
+func finishRun(f *Factory, sum report.Summary, err error, asJSON bool) error {
 	if sum.Run == "" {
 		return err
 	}
@@ -203,7 +206,7 @@ func finishRun(f *Factory, sum engine.Summary, err error, asJSON bool) error {
 
 // printSummary writes the table of items: task, final stage, attempts,
 // steps, tokens, cost.
-func printSummary(w io.Writer, sum engine.Summary) {
+func printSummary(w io.Writer, sum report.Summary) {
 	fmt.Fprintf(w, "\nrun %s: %s\n", sum.Run, sum.Status)
 	fmt.Fprintf(w, "%-24s %-10s %-9s %8s %5s %14s %9s\n", "TASK", "STAGE", "STATUS", "ATTEMPTS", "STEPS", "TOKENS(in/out)", "COST")
 	for _, it := range sum.Items {
@@ -290,12 +293,12 @@ that pick task files or issues (--column, --label, --milestone, --assignee, --st
 }
 
 // printPlan shows a dry run: per item, its workflow and each role's runner.
-func printPlan(f *Factory, plan []engine.PlannedItem, asJSON bool) {
+func printPlan(f *Factory, plan []dryrun.Item, asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(f.IO.Out)
 		for _, p := range plan {
 			if p.Roles == nil {
-				p.Roles = []engine.PlannedRole{}
+				p.Roles = []dryrun.Role{}
 			}
 			enc.Encode(p)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/runlock"
+	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/ui/web"
 )
@@ -82,7 +83,7 @@ func (a *boardActions) Stop(ctx context.Context, run string) error {
 		return err
 	}
 	if ok && active == run {
-		return engine.RequestStop(stateDirOf(a.ws), run)
+		return runstop.Request(stateDirOf(a.ws), run)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

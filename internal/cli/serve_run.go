@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/ui/web"
 )
@@ -51,7 +52,7 @@ func checkServeFlags(cmd *cobra.Command, sf ServeFlags, dryRun bool) error {
 // resumes the run after each one, until the run no longer pauses, the page
 // is closed, the board's Stop is pressed or the process is interrupted.
 func (f *Factory) runServed(ctx context.Context, ws workspaceCtx, sf ServeFlags, asJSON bool,
-	start func(context.Context, *engine.Engine) (engine.Summary, error)) error {
+	start func(context.Context, *engine.Engine) (report.Summary, error)) error {
 	st, err := openStore(ctx, ws.root)
 	if err != nil {
 		return err
@@ -93,7 +94,7 @@ func (f *Factory) runServed(ctx context.Context, ws workspaceCtx, sf ServeFlags,
 
 // awaitAnswer waits for an answer on the board; false when there will be
 // none: no page stays open, Stop was pressed, or ctx ended.
-func (f *Factory) awaitAnswer(ctx context.Context, b *board, acts *boardActions, sum engine.Summary) bool {
+func (f *Factory) awaitAnswer(ctx context.Context, b *board, acts *boardActions, sum report.Summary) bool {
 	fmt.Fprintf(f.IO.ErrOut, "cadre: run %s paused: %s\ncadre: waiting for an answer on the board at %s (close it or press Ctrl-C to exit)\n",
 		sum.Run, sum.Reason, b.url)
 	seen := acts.count()

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -75,7 +76,7 @@ type statusItemJSON struct {
 	Error       string        `json:"error,omitempty"`
 	Branch      string        `json:"branch"` // "" when the item worked in place
 	PR          string        `json:"pr_url"` // "" until its pull request is open
-	Picks       []engine.Pick `json:"selector_picks,omitempty"`
+	Picks       []report.Pick `json:"selector_picks,omitempty"`
 }
 
 func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
@@ -90,7 +91,7 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		return err
 	}
 	defer st.Close()
-	sum, err := engine.Summarize(ctx, st, id)
+	sum, err := report.Summarize(ctx, st, id)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/runlock"
+	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -98,7 +98,7 @@ func runStop(ctx context.Context, f *Factory, opts *StopOptions) error {
 	if !active {
 		return usageErr(fmt.Errorf("no active run in %s", root))
 	}
-	if err := engine.RequestStop(stateDir, run); err != nil {
+	if err := runstop.Request(stateDir, run); err != nil {
 		return err
 	}
 	if opts.Now {

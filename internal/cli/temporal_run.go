@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/temporal"
 )
@@ -69,7 +70,7 @@ func (f *Factory) stopOnTemporal(ctx context.Context, st *store.Store, stateDir,
 	if ro.Temporal == nil || (!active && r.Status != store.RunRunning) {
 		return 0, false, nil
 	}
-	if err := engine.RequestStop(stateDir, run); err != nil {
+	if err := runstop.Request(stateDir, run); err != nil {
 		return 0, true, err
 	}
 	n, err = f.stopTemporal(ctx, st, run, ro.Temporal, now)

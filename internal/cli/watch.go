@@ -15,6 +15,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runlock"
+	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/ui/tui"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -159,7 +160,7 @@ func (a *watchActions) Stop(now bool) error {
 	if !ok || active != a.run {
 		return fmt.Errorf("stop: run %s is not active", a.run)
 	}
-	if err := engine.RequestStop(a.stateDir, a.run); err != nil {
+	if err := runstop.Request(a.stateDir, a.run); err != nil {
 		return fmt.Errorf("stop run %s: %w", a.run, err)
 	}
 	if now {

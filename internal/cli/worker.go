@@ -15,6 +15,8 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/temporal"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
@@ -227,27 +229,27 @@ func relativePath(u string) bool {
 // runTemporal runs eo's items as Temporal workflows at eo.Temporal,
 // journaled here; resume, when set, continues that run instead.
 func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Options, live bool, budget float64, asJSON bool,
-	resume func(context.Context, *engine.Engine, engine.Driver) (engine.Summary, error)) (engine.Summary, error) {
+	resume func(context.Context, *engine.Engine, executor.Driver) (report.Summary, error)) (report.Summary, error) {
 	if ws.cfg.Limits.WorktreePool > 0 {
 		// Each worker checks out the worktrees of the steps it takes;
 		// a pool in this process would prepare worktrees no item takes.
-		return engine.Summary{}, usageErr(fmt.Errorf("%s: the worktree pool works on the embedded engine only, not on Temporal: set it to 0 for this run (CADRE_LIMITS_WORKTREE_POOL=0)",
+		return report.Summary{}, usageErr(fmt.Errorf("%s: the worktree pool works on the embedded engine only, not on Temporal: set it to 0 for this run (CADRE_LIMITS_WORKTREE_POOL=0)",
 			ws.cfg.Where("limits.worktree_pool")))
 	}
 	t := eo.Temporal
 	c, err := temporal.Dial(ctx, t.Address, t.Namespace, f.IO.ErrOut)
 	if err != nil {
-		return engine.Summary{}, usageErr(err)
+		return report.Summary{}, usageErr(err)
 	}
 	defer c.Close()
 	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: eo.Settings(ws.cfg).Timeout, Heartbeat: t.Heartbeat}
-	return f.runEngineOf(ctx, ws, asJSON, live, true, budget, func(ctx context.Context, e *engine.Engine) (engine.Summary, error) {
+	return f.runEngineOf(ctx, ws, asJSON, live, true, budget, func(ctx context.Context, e *engine.Engine) (report.Summary, error) {
 		// This journal is the run's journal of truth: workers on other
 		// machines fetch its items from it and send their steps back.
 		s.Home = temporal.HomeOf(e.StateDir())
 		stop, err := temporal.StartHome(c, s.Home, temporal.EngineJournal{Engine: e})
 		if err != nil {
-			return engine.Summary{}, err
+			return report.Summary{}, err
 		}
 		defer stop()
 		if resume != nil {

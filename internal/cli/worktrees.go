@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/evalstore"
 	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -196,7 +197,7 @@ func (f *Factory) recordPullRequest(ctx context.Context, root, item string, merg
 	st, err := openStore(ctx, root)
 	if err == nil {
 		defer st.Close()
-		_, err = engine.RecordPullRequest(ctx, st, item, merged)
+		_, err = evalstore.RecordPullRequest(ctx, st, item, merged)
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		fmt.Fprintf(f.IO.ErrOut, "cadre: warning: score store: %v\n", err)

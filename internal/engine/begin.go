@@ -7,16 +7,17 @@ import (
 	"slices"
 
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
-// started is how begin started an item, for either executor: the Begun
+// started is how begin started an item, for either executor: the executor.Begun
 // an executor's workflow reads, the outcome of an item that ended before
 // any step, and what the embedded engine drives next (the stage
 // pipeline's first state and decision, or the declarative workflow).
 type started struct {
-	Begun
+	executor.Begun
 	out itemOutcome
 	s   workflow.State
 	d   workflow.Decision
@@ -31,7 +32,7 @@ type started struct {
 // (the embedded engine), which an executor's first stage does otherwise.
 // A remote that did not answer is returned as an error, to try again.
 func (e *Engine) begin(ctx context.Context, ir *itemRun, loadErr error, provision func(context.Context) error, eager bool) (started, error) {
-	b := started{Begun: Begun{Limits: e.flowLimits(), Items: slices.Sorted(maps.Keys(ir.rs.done))}}
+	b := started{Begun: executor.Begun{Limits: e.flowLimits(), Items: slices.Sorted(maps.Keys(ir.rs.done))}}
 	end := func(c change, out itemOutcome) (started, error) {
 		if err := e.setItem(ctx, ir, c); err != nil {
 			return started{}, err

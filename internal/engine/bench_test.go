@@ -15,6 +15,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/eventlog"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/script"
@@ -60,7 +61,7 @@ func BenchmarkInPlaceRun100(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		journal := NewJournalSink(st)
+		journal := eventlog.NewSink(st)
 		tr := &timedRunner{}
 		reg := runner.NewRegistry()
 		reg.Register("instant", func(runner.Settings) (runner.Runner, error) { return tr, nil })
@@ -168,7 +169,7 @@ func BenchmarkFleet100(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				journal := NewJournalSink(st)
+				journal := eventlog.NewSink(st)
 				reg := runner.NewRegistry()
 				reg.Register("script", script.New)
 				cfg := config.Default()

@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -12,8 +10,6 @@ import (
 	"github.com/cadre-dev/cadre/internal/eval"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/signal"
-	"github.com/cadre-dev/cadre/internal/store"
-	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
 // TestInvokeTriageWithoutSignalBlock: a triage reply is its JSON decision
@@ -71,73 +67,6 @@ func TestInvokeTriageWithoutSignalBlock(t *testing.T) {
 				t.Errorf("a made-up signal must not carry a confidence (it could escalate): %d", *sig.Confidence)
 			}
 		})
-	}
-}
-
-// TestAddPublishing: status learns an item's branch from its worktree step,
-// the pushed branch and pull request from publishing; a pull request
-// journaled with its URL only (before numbers were kept) still gives its
-// number; failed steps say nothing.
-func TestAddPublishing(t *testing.T) {
-	step := func(item, kind, status, result string) store.Step {
-		return store.Step{ItemID: item, ID: item + "/" + kind, Kind: kind, Status: status, Result: json.RawMessage(result)}
-	}
-	steps := []store.Step{
-		step("a", "worktree", store.StepCompleted, `{"branch":"cadre/a-old"}`),
-		step("a", "agent", store.StepCompleted, `{"branch":"not-a-branch"}`),
-		step("a", "push", store.StepCompleted, `{"branch":"cadre/a-x"}`),
-		step("a", "pr", store.StepCompleted, `{"branch":"cadre/a-x","output":"https://github.com/o/r/pull/7","number":7,"title":"X"}`),
-		step("b", "worktree", store.StepCompleted, `{"branch":"cadre/b-y"}`),
-		step("b", "pr", store.StepCompleted, `{"output":"https://github.com/o/r/pull/12"}`),
-		step("c", "worktree", store.StepCompleted, `{"branch":"cadre/c-z"}`),
-		step("c", "pr", store.StepFailed, `{"output":"https://github.com/o/r/pull/9","number":9}`),
-	}
-	byItem := map[string]*ItemSummary{"a": {ID: "a"}, "b": {ID: "b"}, "c": {ID: "c"}, "d": {ID: "d"}}
-	addPublishing(byItem, steps)
-	want := map[string]ItemSummary{
-		"a": {ID: "a", Branch: "cadre/a-x", PR: "https://github.com/o/r/pull/7", PRNumber: 7},
-		"b": {ID: "b", Branch: "cadre/b-y", PR: "https://github.com/o/r/pull/12", PRNumber: 12},
-		"c": {ID: "c", Branch: "cadre/c-z"},
-		"d": {ID: "d"},
-	}
-	for id, w := range want {
-		if got := *byItem[id]; !reflect.DeepEqual(got, w) {
-			t.Errorf("item %s: %+v, want %+v", id, got, w)
-		}
-	}
-}
-
-// TestPhaseNumber: the context file's phase is the cadre workflow's number for the
-// cadre workflow, the matching number for the stage pipeline's stages,
-// and the phase's position in any other workflow.
-func TestPhaseNumber(t *testing.T) {
-	flows, err := workflow.LoadDefs("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &Engine{d: Deps{Workflows: flows}}
-	tests := []struct {
-		wf, phase string
-		want      int
-	}{
-		{"cadre", "analysis", 1},
-		{"cadre", "planning", 2},
-		{"cadre", "implementation", 3},
-		{"cadre", "integration", 4},
-		{"cadre", "pr", 5},
-		{"runner", "plan", 2},
-		{"runner", "code", 3},
-		{"runner", "audit", 4},
-		{"loop", "loop", 1},
-		{"loop", "finish", 2},
-		{"auto", "triage", 1},
-		{"standard", "work", 1},
-		{"custom", "work", 1}, // triage's own role sequence
-	}
-	for _, tt := range tests {
-		if got := e.phaseNumber(tt.wf, tt.phase); got != tt.want {
-			t.Errorf("phaseNumber(%s, %s) = %d, want %d", tt.wf, tt.phase, got, tt.want)
-		}
 	}
 }
 

@@ -14,19 +14,22 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/remote"
 	"github.com/cadre-dev/cadre/internal/replica"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/role"
+	"github.com/cadre-dev/cadre/internal/roster"
 	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -57,7 +60,7 @@ type Options struct {
 	// limits.budget_usd; NoBudget: no limit).
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Query selects GitHub issues to work on, besides the targets.
-	Query IssueQuery `json:"query,omitempty"`
+	Query codehost.IssueQuery `json:"query,omitempty"`
 	// Prompt is an ad-hoc item's description (cadre do).
 	Prompt string `json:"prompt,omitempty"`
 	// Temporal, when set, says the run's items run as Temporal workflows
@@ -89,7 +92,7 @@ type Deps struct {
 	// Workflows are the declarative workflows (built-in and .cadre/workflows).
 	Workflows *workflow.Registry
 	// Forge reaches the code host for issue items; nil without GitHub access.
-	Forge Forge
+	Forge codehost.Forge
 	Bus   *event.Bus
 	PID   int
 	// Crash, when set, is called at named points of the journal protocol;
@@ -114,7 +117,7 @@ const (
 	CrashPushed       = "pushed"        // after a branch was pushed, before it is journaled
 	CrashPRCreated    = "pr-created"    // after a pull request was opened, before it is journaled
 	// CrashRemotePushed: after a remote item's step pushed its commit,
-	// before the step is journaled (see OpenOptions.Remote).
+	// before the step is journaled (see executor.OpenOptions.Remote).
 	CrashRemotePushed = remote.CrashPushed
 	// CrashWIPPushed: after a remote item's step pushed its uncommitted
 	// changes, before the step is journaled.
@@ -129,16 +132,12 @@ var PublishCrashPoints = []string{CrashPushed, CrashPRCreated}
 
 // Engine runs and resumes runs in one repository.
 type Engine struct {
-	d          Deps
-	repo       *workspace.Repo
-	wts        *workspace.Worktrees
-	criticOnce sync.Once
-
-	// checked holds the runners checkRunners built, by name, for the run
-	// it checked to take over (a script runner's scenario is parsed
-	// once, not once to check and again to run).
-	checkedMu sync.Mutex
-	checked   map[string]runner.Runner
+	d    Deps
+	repo *workspace.Repo
+	wts  *workspace.Worktrees
+	// rosterState is what the roster remembers between calls: the
+	// runners checkRunners built, for the run to take over.
+	rosterState roster.State
 
 	// The journal as a home of items run elsewhere or a worker's replica
 	// of them (replica.go).
@@ -173,40 +172,6 @@ func New(ctx context.Context, d Deps) (*Engine, error) {
 // StateDir is the repository's .cadre directory.
 func (e *Engine) StateDir() string { return filepath.Join(e.d.Root, workspace.StateDir) }
 
-// Summary is the outcome of a run.
-type Summary struct {
-	Run      string
-	Status   string // a store run status
-	Reason   string // why the run stopped, when it did not complete
-	Items    []ItemSummary
-	Usage    event.Usage
-	Duration time.Duration
-	Started  time.Time
-	Updated  time.Time
-}
-
-// ItemSummary is one item's outcome.
-type ItemSummary struct {
-	ID, Title, Stage, Status, Reason string
-	CurrentStep                      string
-	Attempts, Steps                  int
-	Usage                            event.Usage
-	Branch                           string // the item's own branch; "" in place
-	PR                               string // its pull request's URL, once opened
-	PRNumber                         int
-	// Picks are the model selector's latest choice per role (runner auto).
-	Picks []Pick
-}
-
-// Pick is one choice of the model selector, as journaled.
-type Pick struct {
-	Step   string `json:"step"`
-	Role   string `json:"role"`
-	Runner string `json:"runner"`
-	Model  string `json:"model"`
-	Reason string `json:"reason"`
-}
-
 // NewRunID returns a sortable, readable run id.
 func NewRunID(now time.Time) string {
 	var b [2]byte
@@ -215,10 +180,10 @@ func NewRunID(now time.Time) string {
 }
 
 // Start begins a new run of opts.
-func (e *Engine) Start(ctx context.Context, opts Options) (Summary, error) {
+func (e *Engine) Start(ctx context.Context, opts Options) (report.Summary, error) {
 	runID, release, err := e.create(ctx, opts)
 	if err != nil {
-		return Summary{}, err
+		return report.Summary{}, err
 	}
 	defer release()
 	return e.execute(ctx, runID, opts, false)
@@ -268,15 +233,9 @@ func (e *Engine) create(ctx context.Context, opts Options) (runID string, releas
 	}
 	optsJSON, _ := json.Marshal(opts)
 	recs := make([]store.Item, 0, len(items))
+	in := e.intake()
 	for _, t := range items {
-		source := "task"
-		if strings.HasPrefix(t.Path, e.StateDir()) {
-			source = "prompt"
-			if _, err := os.Stat(filepath.Join(filepath.Dir(t.Path), "issue.json")); err == nil {
-				source = "github"
-			}
-		}
-		recs = append(recs, store.Item{ID: t.ID, Source: source, Ref: t.Path, Title: t.Title,
+		recs = append(recs, store.Item{ID: t.ID, Source: in.Source(t), Ref: t.Path, Title: t.Title,
 			InitStage: t.Stage, InitAttempts: t.Attempts, Stage: t.Stage, Attempts: t.Attempts})
 	}
 	run := store.Run{ID: runID, Repo: e.d.Root, Workflow: workflowName(opts), Options: optsJSON, PID: e.d.PID}
@@ -293,19 +252,19 @@ type ResumeOverrides struct {
 }
 
 // Resume continues run runID, or the latest run when runID is empty.
-func (e *Engine) Resume(ctx context.Context, runID string) (Summary, error) {
+func (e *Engine) Resume(ctx context.Context, runID string) (report.Summary, error) {
 	return e.ResumeWith(ctx, runID, ResumeOverrides{})
 }
 
 // ResumeWith continues a run with some options changed (a higher budget).
-func (e *Engine) ResumeWith(ctx context.Context, runID string, ov ResumeOverrides) (Summary, error) {
+func (e *Engine) ResumeWith(ctx context.Context, runID string, ov ResumeOverrides) (report.Summary, error) {
 	id, opts, release, err := e.reopen(ctx, runID, ov)
 	if err != nil {
-		return Summary{}, err
+		return report.Summary{}, err
 	}
 	defer release()
 	if opts.Temporal != nil {
-		return Summary{}, fmt.Errorf("%w: run %s runs on Temporal: resume it with the Temporal engine", ErrPreflight, id)
+		return report.Summary{}, fmt.Errorf("%w: run %s runs on Temporal: resume it with the Temporal engine", ErrPreflight, id)
 	}
 	return e.execute(ctx, id, opts, true)
 }
@@ -357,7 +316,10 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 	if err != nil {
 		return "", opts, nil, err
 	}
-	os.Remove(e.stopPath(r.ID))
+	if err := runstop.Withdraw(e.StateDir(), r.ID); err != nil {
+		lk.Release()
+		return "", opts, nil, err
+	}
 	return r.ID, opts, lk.Release, nil
 }
 
@@ -483,32 +445,17 @@ func listFiles(paths []string) string {
 	return strings.Join(paths[:show], ", ") + fmt.Sprintf(" and %d more", len(paths)-show)
 }
 
-func (e *Engine) stopPath(run string) string {
-	return filepath.Join(e.StateDir(), "runs", run, "stop")
-}
-
-// RequestStop asks run to start no new step; a running step finishes.
-func RequestStop(stateDir, run string) error {
-	p := filepath.Join(stateDir, "runs", run, "stop")
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("request stop: %w", err)
-	}
-	return os.WriteFile(p, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
-}
-
-func (e *Engine) stopRequested(run string) bool {
-	_, err := os.Stat(e.stopPath(run))
-	return err == nil
-}
+// stopRequested says whether cadre stop asked run to stop.
+func (e *Engine) stopRequested(run string) bool { return runstop.Requested(e.StateDir(), run) }
 
 // execute drives the items of a run: one after another in place, or up to
 // Parallel at once in their own worktrees. A hard stop halts the whole run:
 // no item starts a new step after it.
-func (e *Engine) execute(ctx context.Context, runID string, opts Options, resumed bool) (Summary, error) {
+func (e *Engine) execute(ctx context.Context, runID string, opts Options, resumed bool) (report.Summary, error) {
 	start := time.Now()
 	rs, items, err := e.beginRun(ctx, runID, opts, resumed)
 	if err != nil {
-		return Summary{}, err
+		return report.Summary{}, err
 	}
 	parallel := opts.Settings(e.d.Config).Parallel
 	if e.d.Config.Limits.WorktreePool > 0 && opts.InPlace {
@@ -518,7 +465,7 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 		// Prepared worktrees outlive no run: StartPool clears what a
 		// killed one left, StopPool what this one did not hand out.
 		if err := e.wts.StartPool(ctx, e.d.Config.BaseBranch, n); err != nil {
-			return Summary{}, err
+			return report.Summary{}, err
 		}
 		defer func() {
 			if err := e.wts.StopPool(context.WithoutCancel(ctx)); err != nil {
@@ -583,7 +530,7 @@ func (e *Engine) execute(ctx context.Context, runID string, opts Options, resume
 }
 
 // finish records the run's end and builds its summary.
-func (e *Engine) finish(ctx context.Context, runID string, sum Summary, start time.Time, runErr error) (Summary, error) {
+func (e *Engine) finish(ctx context.Context, runID string, sum report.Summary, start time.Time, runErr error) (report.Summary, error) {
 	if runErr != nil {
 		sum.Status = store.RunFailed
 		if ctx.Err() == nil && isFault(runErr) {
@@ -610,7 +557,7 @@ func (e *Engine) finish(ctx context.Context, runID string, sum Summary, start ti
 		runErr = &FaultStop{Run: runID, Err: fmt.Errorf("record the end of run %s: %w", runID, err)}
 		sum.Status, sum.Reason = store.RunStopped, runErr.Error()
 	}
-	full, err := Summarize(bg, e.d.Store, runID)
+	full, err := report.Summarize(bg, e.d.Store, runID)
 	if err == nil {
 		full.Status, full.Reason = sum.Status, sum.Reason
 		sum = full

@@ -18,8 +18,10 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
 )
@@ -307,7 +309,7 @@ func TestStopCancelsBeforeNextStage(t *testing.T) {
 	var e *env
 	e = newEnv(t, func(inv runner.Invocation) runner.Result {
 		if inv.Step == "a/code/coder#1" {
-			if err := RequestStop(e.eng.StateDir(), e.events[0].Run); err != nil {
+			if err := runstop.Request(e.eng.StateDir(), e.events[0].Run); err != nil {
 				t.Error(err)
 			}
 		}
@@ -510,7 +512,7 @@ func TestResumeAfterCrash(t *testing.T) {
 						t.Errorf("%s: commits differ from a clean run: %s", branch, diff)
 					}
 				}
-				sum, err := Summarize(context.Background(), e.st, lastRun(t, e.st))
+				sum, err := report.Summarize(context.Background(), e.st, lastRun(t, e.st))
 				if err != nil || sum.Status != store.RunCompleted {
 					t.Errorf("journal: %v %s", err, sum.Status)
 				}
@@ -646,17 +648,6 @@ func TestDependenciesRunFirst(t *testing.T) {
 	}
 	if len(e.fake.calls) != 4 || !strings.HasPrefix(e.fake.calls[0], "b/") {
 		t.Errorf("calls %v: b must run before a", e.fake.calls)
-	}
-}
-
-func TestDemoteHeadings(t *testing.T) {
-	in := "## Summary\ntext\n### Sub\n```\n## not a heading\n```\n#hashtag"
-	want := "### Summary\ntext\n#### Sub\n```\n## not a heading\n```\n#hashtag"
-	if got := demoteHeadings(in, 3); got != want {
-		t.Errorf("got %q", got)
-	}
-	if got := demoteHeadings("### ok\n", 3); got != "### ok\n" {
-		t.Errorf("changed already-deep headings: %q", got)
 	}
 }
 

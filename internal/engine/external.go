@@ -4,33 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"sync"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/executor"
+	"github.com/cadre-dev/cadre/internal/report"
+	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 )
-
-// Driver runs one item of a journaled run to its end in another executor
-// (a Temporal workflow per item, performing its steps through ItemSteps)
-// and returns once the item's outcome is journaled. It returns a *RunHalt
-// when the item's end halted the run, or obeyed another item's halt: this
-// process may not see the run's halt file, which is written where the
-// item's last step ran.
-type Driver func(ctx context.Context, runID string, it store.Item) error
 
 // StartWith begins a new run of opts like Start, but drive runs each item,
 // all at once except that an item waits for the items it depends on. This
 // process keeps the run's lock and its journal entry, so cadre status and
 // report read the run as any other.
-func (e *Engine) StartWith(ctx context.Context, opts Options, drive Driver) (Summary, error) {
+func (e *Engine) StartWith(ctx context.Context, opts Options, drive executor.Driver) (report.Summary, error) {
 	if opts.InPlace {
-		return Summary{}, fmt.Errorf("%w: --in-place works in this checkout, which only the embedded engine can do", ErrPreflight)
+		return report.Summary{}, fmt.Errorf("%w: --in-place works in this checkout, which only the embedded engine can do", ErrPreflight)
 	}
 	runID, release, err := e.create(ctx, opts)
 	if err != nil {
-		return Summary{}, err
+		return report.Summary{}, err
 	}
 	defer release()
 	return e.drive(ctx, runID, opts, false, drive)
@@ -40,26 +33,26 @@ func (e *Engine) StartWith(ctx context.Context, opts Options, drive Driver) (Sum
 // but drive runs each item that has not ended: a run started with
 // StartWith goes on in the executor it started in. Completed steps replay
 // from the journal there, as in a resumed embedded run.
-func (e *Engine) ResumeDriven(ctx context.Context, runID string, ov ResumeOverrides, drive Driver) (Summary, error) {
+func (e *Engine) ResumeDriven(ctx context.Context, runID string, ov ResumeOverrides, drive executor.Driver) (report.Summary, error) {
 	id, opts, release, err := e.reopen(ctx, runID, ov)
 	if err != nil {
-		return Summary{}, err
+		return report.Summary{}, err
 	}
 	defer release()
 	// The halt of the run's last attempt is over: its items go on.
-	if err := os.Remove(e.haltPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Summary{}, fmt.Errorf("resume %s: %w", id, err)
+	if err := runstop.Lift(e.StateDir(), id); err != nil {
+		return report.Summary{}, fmt.Errorf("resume %s: %w", id, err)
 	}
 	return e.drive(ctx, id, opts, true, drive)
 }
 
 // drive runs the items of a journaled run through drive, all at once
 // except that an item waits for the items it depends on.
-func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed bool, drive Driver) (Summary, error) {
+func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed bool, drive executor.Driver) (report.Summary, error) {
 	start := time.Now()
 	rs, items, err := e.beginRun(ctx, runID, opts, resumed)
 	if err != nil {
-		return Summary{}, err
+		return report.Summary{}, err
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(items))
@@ -100,7 +93,7 @@ func (e *Engine) drive(ctx context.Context, runID string, opts Options, resumed 
 				return
 			}
 			err := drive(ctx, runID, it)
-			if h := (*RunHalt)(nil); errors.As(err, &h) {
+			if h := (*executor.RunHalt)(nil); errors.As(err, &h) {
 				rs.halt(h.Status, h.Reason)
 				err = nil
 			}

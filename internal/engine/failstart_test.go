@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -34,7 +35,7 @@ func TestFailStartFailsTheItemAsAnUnmadeWorktree(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if want := (Ended{Status: store.ItemFailed, Reason: why}); ended != want {
+			if want := (executor.Ended{Status: store.ItemFailed, Reason: why}); ended != want {
 				t.Errorf("ended %+v, want %+v", ended, want)
 			}
 		}
@@ -84,7 +85,7 @@ func TestItemStoppedWhileItBeganResumes(t *testing.T) {
 						return err
 					}
 				}
-				_, err = s.End(ctx, Ending{Stopped: true})
+				_, err = s.End(ctx, executor.Ending{Stopped: true})
 				return err
 			})
 			if err != nil {

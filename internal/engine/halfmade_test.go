@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
@@ -94,7 +95,7 @@ func TestWorktreeCutOffWhileMadeResumes(t *testing.T) {
 			if err == nil {
 				t.Error("a step cut off making the worktree succeeded")
 			}
-			_, err = s.End(ctx, Ending{Stopped: true})
+			_, err = s.End(ctx, executor.Ending{Stopped: true})
 			return err
 		})
 		if err != nil {

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+
+	"github.com/cadre-dev/cadre/internal/safefile"
 )
 
 // outsideLinks refuses a commit whose changes hold a symbolic link
@@ -16,46 +16,10 @@ import (
 func outsideLinks(ir *itemRun) func(paths []string) error {
 	return func(paths []string) error {
 		for _, p := range paths {
-			if target, bad := outsideLink(ir.dir, p); bad {
+			if target, bad := safefile.OutsideLink(ir.dir, p); bad {
 				return fmt.Errorf("commit refused: %s is a symbolic link to %s, outside the worktree (remove it or point it inside)", p, target)
 			}
 		}
 		return nil
 	}
-}
-
-// outsideLink reports whether rel (relative to root) is a symbolic link
-// whose target leaves root, lexically (an absolute or climbing target) or
-// once resolved (a link to a link that leaves).
-func outsideLink(root, rel string) (string, bool) {
-	path := filepath.Join(root, rel)
-	fi, err := os.Lstat(path)
-	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		return "", false
-	}
-	target, err := os.Readlink(path)
-	if err != nil {
-		return "(unreadable)", true
-	}
-	abs := target
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(filepath.Dir(path), target)
-	}
-	if !within(root, abs) {
-		return target, true
-	}
-	// A dangling link stays inside by its text; a resolvable one must
-	// resolve inside the tree as resolved itself.
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		if rroot, err := filepath.EvalSymlinks(root); err == nil && !within(rroot, real) {
-			return target, true
-		}
-	}
-	return "", false
-}
-
-// within reports whether path is root or under it (both cleaned).
-func within(root, path string) bool {
-	rel, err := filepath.Rel(root, path)
-	return err == nil && filepath.IsLocal(rel) // "." is local too
 }

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
 // A worker whose remote is missing, or that opens an item whose task
-// file no longer loads, fails with an error wrapping ErrPermanent, so an
+// file no longer loads, fails with an error wrapping executor.ErrPermanent, so an
 // executor that retries steps fails the item at once; its message is the
 // one the embedded engine journals. A journal that fails does not wrap it:
 // that may pass.
@@ -21,12 +22,12 @@ func TestUncurableStepErrorsArePermanent(t *testing.T) {
 	e := newEnv(t, passAll, [2]string{"a", "code"})
 	ctx := context.Background()
 	_, err := e.eng.StartWith(ctx, Options{}, func(ctx context.Context, run string, it store.Item) error {
-		if _, err := e.eng.OpenRun(ctx, run, OpenOptions{Remote: "nope"}); !errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), `remote "nope"`) {
+		if _, err := e.eng.OpenRun(ctx, run, executor.OpenOptions{Remote: "nope"}); !errors.Is(err, executor.ErrPermanent) || !strings.Contains(err.Error(), `remote "nope"`) {
 			t.Errorf("open with a missing remote: %v, want it permanent, naming the remote", err)
 		}
 		gone, cancel := context.WithCancel(ctx)
 		cancel()
-		if _, err := e.eng.OpenRun(gone, run, OpenOptions{Remote: "nope"}); err == nil || errors.Is(err, ErrPermanent) {
+		if _, err := e.eng.OpenRun(gone, run, executor.OpenOptions{Remote: "nope"}); err == nil || errors.Is(err, executor.ErrPermanent) {
 			t.Errorf("open with the journal unreachable: %v, want an error not permanent", err)
 		}
 		s, err := openItem(ctx, e.eng, run, it.ID)
@@ -50,7 +51,7 @@ func TestUncurableStepErrorsArePermanent(t *testing.T) {
 		}
 		st, d := workflow.Next(e.eng.pipelineLimits(), workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
 		_, err = s2.Stage(ctx, st, d)
-		if !errors.Is(err, ErrPermanent) || err.Error() != want {
+		if !errors.Is(err, executor.ErrPermanent) || err.Error() != want {
 			t.Errorf("stage without its task file: %v, want %q, permanent", err, want)
 		}
 		_, err = e.eng.FailStart(ctx, run, it.ID, want)
@@ -81,7 +82,7 @@ func TestCheckRemotePermanent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := e.eng.checkRemote(tc.ctx, tc.opts, tc.remote)
-			if err == nil || errors.Is(err, ErrPermanent) != tc.permanent {
+			if err == nil || errors.Is(err, executor.ErrPermanent) != tc.permanent {
 				t.Errorf("checkRemote: %v, want permanent %v", err, tc.permanent)
 			}
 		})

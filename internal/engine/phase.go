@@ -1,35 +1,5 @@
 package engine
 
-import "github.com/cadre-dev/cadre/internal/workflow"
-
-// cadrePhases are the cadre workflow's fixed phase numbers, which agents
-// read in their context file as the pipeline's phase 1 to 5.
-var cadrePhases = map[string]int{"analysis": 1, "planning": 2, "implementation": 3, "integration": 4, "pr": 5}
-
-// stagePhases number the stage pipeline's stages like the cadre workflow's phases
-// they do the work of: planning, implementation, review of it.
-var stagePhases = map[string]int{workflow.StagePlan: 2, workflow.StageCode: 3, workflow.StageAudit: 4}
-
-// phaseNumber is the context file's "phase" (the current pipeline phase
-// number) of a step in phase (or stage) of workflow wf. The cadre
-// workflow keeps its fixed numbers, the stage pipeline numbers its stages
-// like them, and any other workflow numbers its phases from 1 in the order
-// it defines them.
-func (e *Engine) phaseNumber(wf, phase string) int {
-	switch {
-	case wf == workflow.PipelineWorkflow:
-		return stagePhases[phase]
-	case wf == "cadre" && cadrePhases[phase] > 0:
-		return cadrePhases[phase]
-	}
-	if def, ok := e.d.Workflows.Get(wf); ok {
-		for i, p := range def.Phases {
-			if p.Name == phase {
-				return i + 1
-			}
-		}
-	}
-	// Not a registered workflow: triage's custom role sequence, which is
-	// one phase.
-	return 1
-}
+// phaseNumber is the context file's "phase" of a step in phase (or
+// stage) of workflow wf (workflow.Registry.PhaseNumber).
+func (e *Engine) phaseNumber(wf, phase string) int { return e.d.Workflows.PhaseNumber(wf, phase) }

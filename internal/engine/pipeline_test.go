@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
-// twoWorkers is a Driver that runs the stage pipeline as the Temporal
+// twoWorkers is an executor.Driver that runs the stage pipeline as the Temporal
 // item workflow does (workflow.Next deciding, Begin, Stage and End acting)
 // with its steps alternating between two "workers": each keeps the items
 // it opened, as a worker process does, so a step finds what it last did
@@ -51,7 +53,7 @@ func (w *twoWorkers) open(ctx context.Context, t *testing.T, i int, run, item st
 	return s
 }
 
-func (w *twoWorkers) drive(t *testing.T) Driver {
+func (w *twoWorkers) drive(t *testing.T) executor.Driver {
 	return func(ctx context.Context, run string, it store.Item) error {
 		w.mu.Lock()
 		w.halted = append(w.halted, w.e.haltReason(run))
@@ -70,13 +72,13 @@ func (w *twoWorkers) drive(t *testing.T) Driver {
 			return workflow.Next(lim, s, ev)
 		}
 		s, d := next(workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
-		end := Ending{}
+		end := executor.Ending{}
 		for d.Kind == workflow.RunStep {
 			n++
 			got, err := w.open(ctx, t, n%2, run, it.ID).Stage(ctx, s, d)
 			if errors.Is(err, workflow.ErrPaused) {
 				end.Paused = pauseReason(err) // a quota, the budget
-				end.Budget = errors.As(err, new(*BudgetPause))
+				end.Budget = errors.As(err, new(*executor.BudgetPause))
 				break
 			}
 			if err != nil {
@@ -88,7 +90,7 @@ func (w *twoWorkers) drive(t *testing.T) Driver {
 		// The end runs where the last stage did: that worker last wrote
 		// the stage the item ends in, before the other's step since.
 		st := w.open(ctx, t, n%2, run, it.ID)
-		end.Pipeline = &PipelineEnding{State: s, Decision: d}
+		end.Pipeline = &executor.PipelineEnding{State: s, Decision: d}
 		ended, err := st.End(ctx, end)
 		if err != nil {
 			return err
@@ -101,7 +103,7 @@ func (w *twoWorkers) drive(t *testing.T) Driver {
 			}
 		}
 		if ended.Halt == store.RunFailed || ended.Halt == store.RunPaused {
-			return &RunHalt{Status: ended.Halt, Reason: ended.HaltReason}
+			return &executor.RunHalt{Status: ended.Halt, Reason: ended.HaltReason}
 		}
 		return nil
 	}
@@ -116,11 +118,11 @@ func TestItemStepsBudgetPauseHaltsTheRun(t *testing.T) {
 	e := newEnv(t, passAll, [2]string{"a", "code"}, [2]string{"b", "code"})
 	w := &twoWorkers{e: e.eng}
 	drive := w.drive(t)
-	aEnded := make(chan *RunHalt, 1)
+	aEnded := make(chan *executor.RunHalt, 1)
 	sum, err := e.eng.StartWith(context.Background(), Options{BudgetUSD: 0.005}, func(ctx context.Context, run string, it store.Item) error {
 		if it.ID == "a" {
 			err := drive(ctx, run, it)
-			h, _ := err.(*RunHalt)
+			h, _ := err.(*executor.RunHalt)
 			aEnded <- h
 			return err
 		}
@@ -138,19 +140,19 @@ func TestItemStepsBudgetPauseHaltsTheRun(t *testing.T) {
 			return err
 		}
 		if strings.Join(b.Items, " ") != "a b" {
-			t.Errorf("Begun.Items %q, want the run's items a b", b.Items)
+			t.Errorf("executor.Begun.Items %q, want the run's items a b", b.Items)
 		}
 		lim := workflow.Limits{AuditPassRating: 8, MaxAttempts: 2}
 		s0, _ := workflow.Next(lim, workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Stop})
 		s1, d := workflow.Next(lim, s0, workflow.Event{Kind: workflow.Start})
-		ended, err := st.End(ctx, Ending{Pipeline: &PipelineEnding{State: s1, Decision: d}, Halted: h})
+		ended, err := st.End(ctx, executor.Ending{Pipeline: &executor.PipelineEnding{State: s1, Decision: d}, Halted: h})
 		if err != nil {
 			return err
 		}
 		if ended.Status != store.ItemStopped || ended.Halt != store.RunPaused || ended.HaltReason != h.Reason {
 			t.Errorf("b ended %+v, want stopped with the run's pause", ended)
 		}
-		return &RunHalt{Status: ended.Halt, Reason: ended.HaltReason}
+		return &executor.RunHalt{Status: ended.Halt, Reason: ended.HaltReason}
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +165,7 @@ func TestItemStepsBudgetPauseHaltsTheRun(t *testing.T) {
 			t.Errorf("%s: %+v, %v: want %s", id, it, err, want)
 		}
 	}
-	if _, err := os.Stat(e.eng.haltPath(sum.Run)); err == nil {
+	if runstop.Halted(e.eng.StateDir(), sum.Run) {
 		t.Error("the budget's pause wrote the run's halt file, which says a hard stop failed the run")
 	}
 }
@@ -274,8 +276,8 @@ func TestItemStepsHardStopHaltsTheOtherItems(t *testing.T) {
 			t.Errorf("resumed with the old halt %q", h)
 		}
 	}
-	if _, err := os.Stat(e.eng.haltPath(sum.Run)); err != nil {
-		t.Errorf("a's hard stop again on resume wrote no halt: %v", err)
+	if !runstop.Halted(e.eng.StateDir(), sum.Run) {
+		t.Error("a's hard stop again on resume wrote no halt")
 	}
 }
 
@@ -344,18 +346,18 @@ func TestItemStepsStageRefusedAfterStop(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := RequestStop(e.eng.StateDir(), run); err != nil {
+		if err := runstop.Request(e.eng.StateDir(), run); err != nil {
 			return err
 		}
 		st, d := workflow.Next(e.eng.pipelineLimits(), workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
 		_, staged = s.Stage(ctx, st, d)
-		_, err = s.End(ctx, Ending{Pipeline: &PipelineEnding{State: st, Decision: workflow.Decision{Kind: workflow.Stopped, Reason: "stopped by request"}}})
+		_, err = s.End(ctx, executor.Ending{Pipeline: &executor.PipelineEnding{State: st, Decision: workflow.Decision{Kind: workflow.Stopped, Reason: "stopped by request"}}})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(staged, ErrStopping) {
+	if !errors.Is(staged, executor.ErrStopping) {
 		t.Errorf("stage: %v, want refused", staged)
 	}
 	if len(e.fake.calls) != 0 {

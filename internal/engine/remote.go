@@ -7,17 +7,10 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/remote"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
-
-// OpenOptions say how an executor's process works on a run's items.
-type OpenOptions struct {
-	// Remote, when set, names the git remote of this process's
-	// repository (e.g. "origin") through which the items' branches
-	// travel between workers on different machines (package remote).
-	Remote string
-}
 
 // isRemoteErr says whether err is a remote item's failed fetch or push:
 // the step is retried (the remote may be back, another worker may take
@@ -26,20 +19,20 @@ func isRemoteErr(err error) bool { return remote.IsErr(err) }
 
 // checkRemote refuses a remote this repository does not have, and a run
 // in place, whose items have no worktree to move between machines: a
-// person must fix either (ErrPermanent).
+// person must fix either (executor.ErrPermanent).
 func (e *Engine) checkRemote(ctx context.Context, opts Options, name string) error {
 	if opts.InPlace {
-		return permanentError{errors.New("its items work in place: only items in worktrees can work through a remote")}
+		return executor.Permanent(errors.New("its items work in place: only items in worktrees can work through a remote"))
 	}
 	if strings.HasPrefix(name, "-") {
-		return permanentError{fmt.Errorf("remote %q is not a remote's name", name)}
+		return executor.Permanent(fmt.Errorf("remote %q is not a remote's name", name))
 	}
 	if _, err := e.repo.Git(ctx, "remote", "get-url", name); err != nil {
 		err = fmt.Errorf("remote %q: %w (add it with git remote add)", name, err)
 		if ctx.Err() != nil {
 			return err // git was cut short, not refused
 		}
-		return permanentError{err}
+		return executor.Permanent(err)
 	}
 	return nil
 }

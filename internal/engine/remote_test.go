@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/executor"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -112,7 +114,7 @@ type remoteExec struct {
 	item    string
 	plan    []int
 	crashAt int
-	local   bool // the executor's items are not remote: no OpenOptions
+	local   bool // the executor's items are not remote: no executor.OpenOptions
 	// lost: what the killed worker journaled of the step it was killed
 	// in never reaches the journal of truth, as a Temporal worker's
 	// replica dies with it before its batch is sent.
@@ -135,9 +137,9 @@ func (x *remoteExec) open(i int) *ItemSteps {
 	if i == 1 {
 		eng = x.rig.engB
 	}
-	var opts []OpenOptions
+	var opts []executor.OpenOptions
 	if !x.local {
-		opts = append(opts, OpenOptions{Remote: "origin"})
+		opts = append(opts, executor.OpenOptions{Remote: "origin"})
 	}
 	rs, err := eng.OpenRun(context.Background(), x.run, opts...)
 	if err != nil {
@@ -223,7 +225,7 @@ func (x *remoteExec) Human(ctx context.Context, c workflow.HumanCall) (workflow.
 
 func (x *remoteExec) Warn(string) {}
 
-// drive is a Driver running each item through x's workers, ending it on A.
+// drive is an executor.Driver running each item through x's workers, ending it on A.
 func (x *remoteExec) drive(ctx context.Context, run string, it store.Item) error {
 	x.run, x.item, x.visits = run, it.ID, map[string]int{}
 	b, err := x.open(0).Begin(ctx)
@@ -236,7 +238,7 @@ func (x *remoteExec) drive(ctx context.Context, run string, it store.Item) error
 	if err != nil {
 		return err
 	}
-	if _, err := x.open(0).End(ctx, Ending{Result: res}); err != nil {
+	if _, err := x.open(0).End(ctx, executor.Ending{Result: res}); err != nil {
 		return err
 	}
 	for _, s := range x.items {
@@ -300,7 +302,7 @@ func TestRemoteItemMovesBetweenMachines(t *testing.T) {
 // runFour runs item a through the four-phase workflow as x drives it, and
 // checks that the run completed with origin's branch holding exactly one
 // commit of each commit step; it returns the run and the branch.
-func runFour(t *testing.T, x *remoteExec) (Summary, string) {
+func runFour(t *testing.T, x *remoteExec) (report.Summary, string) {
 	t.Helper()
 	sum, err := x.rig.a.eng.StartWith(context.Background(), Options{Workflow: "four"}, x.drive)
 	if err != nil {
@@ -425,7 +427,7 @@ func TestRemoteItemDropsItsRepeatedCommit(t *testing.T) {
 		if err := commit(0, "p2"); err != nil {
 			t.Fatalf("A's retry of the step: %v", err)
 		}
-		_, err = x.open(0).End(ctx, Ending{Stopped: true})
+		_, err = x.open(0).End(ctx, executor.Ending{Stopped: true})
 		return err
 	})
 	if err != nil {
@@ -495,7 +497,7 @@ func TestRemoteItemRefusesToLoseWork(t *testing.T) {
 		if log := git(t, wtB, "log", "-1", "--format=%s"); strings.TrimSpace(log) != "mine" {
 			t.Errorf("B's own commit is gone: head %q", log)
 		}
-		_, err = x.open(0).End(ctx, Ending{Stopped: true})
+		_, err = x.open(0).End(ctx, executor.Ending{Stopped: true})
 		return err
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -88,7 +89,7 @@ func (w *wipRig) start(steps func()) string {
 			return err
 		}
 		steps()
-		_, err := w.x.open(0).End(ctx, Ending{Stopped: true})
+		_, err := w.x.open(0).End(ctx, executor.Ending{Stopped: true})
 		return err
 	})
 	if err != nil {

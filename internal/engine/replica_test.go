@@ -19,6 +19,8 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/eventlog"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/promptlog"
 	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/role"
@@ -76,7 +78,7 @@ func fakeDeps(t *testing.T, root string, st *store.Store, fake *fakeRunner, bus 
 // journaled has e's events written to its journal, as cadre run does;
 // the returned function flushes them.
 func journaled(e *env) func() {
-	j := NewJournalSink(e.st)
+	j := eventlog.NewSink(e.st)
 	e.eng.d.Bus.Subscribe(j)
 	return func() {
 		if err := j.Close(); err != nil {
@@ -173,21 +175,21 @@ func roundTrip(t *testing.T, v, out any) int {
 // drive is the stage pipeline as the Temporal item workflow runs it
 // (twoWorkers.drive), each call through step.
 func (r *replicated) drive(ctx context.Context, run string, it store.Item) error {
-	var b Begun
+	var b executor.Begun
 	if err := r.step(ctx, run, it.ID, func(s *ItemSteps) (err error) { b, err = s.Begin(ctx); return err }); err != nil || b.Status != "" {
 		return err
 	}
 	lim := workflow.Limits{AuditPassRating: b.Limits.AuditPassRating, MaxAttempts: b.Limits.MaxAttempts, EscalateBelowConfidence: b.Limits.EscalateBelowConfidence}
 	s, d := workflow.Next(lim, workflow.Initial(it.ID, b.Stage, b.Attempts), workflow.Event{Kind: workflow.Start})
 	for d.Kind == workflow.RunStep {
-		var got Staged
+		var got executor.Staged
 		if err := r.step(ctx, run, it.ID, func(st *ItemSteps) (err error) { got, err = st.Stage(ctx, s, d); return err }); err != nil {
 			return err
 		}
 		s, d = workflow.Next(lim, s, got.Event)
 	}
 	return r.step(ctx, run, it.ID, func(st *ItemSteps) error {
-		_, err := st.End(ctx, Ending{Pipeline: &PipelineEnding{State: s, Decision: d}})
+		_, err := st.End(ctx, executor.Ending{Pipeline: &executor.PipelineEnding{State: s, Decision: d}})
 		return err
 	})
 }
@@ -457,7 +459,7 @@ func TestCadreWorkflowBatchSizes(t *testing.T) {
 	r := &replicated{t: t, truth: truth}
 	r.reps = [2]*env{replicaEnv(t, truth), replicaEnv(t, truth)}
 	sum, err := truth.eng.StartWith(ctx, Options{Workflow: "cadre"}, func(ctx context.Context, run string, it store.Item) error {
-		var b Begun
+		var b executor.Begun
 		if err := r.step(ctx, run, it.ID, func(s *ItemSteps) (err error) { b, err = s.Begin(ctx); return err }); err != nil || b.Status != "" {
 			return err
 		}
@@ -467,7 +469,7 @@ func TestCadreWorkflowBatchSizes(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return r.step(ctx, run, it.ID, func(s *ItemSteps) error { _, err := s.End(ctx, Ending{Result: res}); return err })
+		return r.step(ctx, run, it.ID, func(s *ItemSteps) error { _, err := s.End(ctx, executor.Ending{Result: res}); return err })
 	})
 	r.close()
 	if err != nil || sum.Status != store.RunCompleted {

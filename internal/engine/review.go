@@ -1,66 +1,6 @@
 package engine
 
-import (
-	"strings"
-)
+import "github.com/cadre-dev/cadre/internal/reply"
 
-// reviewText is the auditor's output without its SIGNAL BLOCK.
-func reviewText(output string) string {
-	return demoteHeadings(withoutSignal(output), 3)
-}
-
-// withoutSignal is an agent's output without its SIGNAL BLOCK (and the
-// fence around it, if any).
-func withoutSignal(output string) string {
-	lines := strings.Split(output, "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.Contains(strings.ToUpper(lines[i]), "SIGNAL BLOCK") {
-			lines = lines[:i]
-			break
-		}
-	}
-	text := strings.TrimSpace(strings.Join(lines, "\n"))
-	return strings.TrimSpace(strings.TrimSuffix(text, "```"))
-}
-
-// demoteHeadings shifts Markdown headings so the highest is at level min:
-// the review lives under "## Review" and must not open sections of its own
-// at that level (the next review would not replace them).
-func demoteHeadings(text string, min int) string {
-	lines := strings.Split(text, "\n")
-	top := 7
-	fence := false
-	for _, l := range lines {
-		if strings.HasPrefix(l, "```") {
-			fence = !fence
-		}
-		if n := headingLevel(l); !fence && n > 0 && n < top {
-			top = n
-		}
-	}
-	if top >= min {
-		return text
-	}
-	shift := strings.Repeat("#", min-top)
-	fence = false
-	for i, l := range lines {
-		if strings.HasPrefix(l, "```") {
-			fence = !fence
-		}
-		if !fence && headingLevel(l) > 0 {
-			lines[i] = shift + l
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-func headingLevel(line string) int {
-	n := 0
-	for n < len(line) && line[n] == '#' {
-		n++
-	}
-	if n == 0 || n > 6 || n >= len(line) || line[n] != ' ' {
-		return 0
-	}
-	return n
-}
+// reviewText is the auditor's output as the task file's review.
+func reviewText(output string) string { return reply.Review(output) }

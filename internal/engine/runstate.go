@@ -7,6 +7,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/store"
 )
@@ -95,10 +96,10 @@ func (e *Engine) beginRun(ctx context.Context, runID string, opts Options, resum
 
 // summary is how the run ended once its items have: halted, else failed,
 // else paused, else completed.
-func (rs *runState) summary() Summary {
+func (rs *runState) summary() report.Summary {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	sum := Summary{Run: rs.id, Status: store.RunCompleted}
+	sum := report.Summary{Run: rs.id, Status: store.RunCompleted}
 	switch {
 	case rs.haltStatus != "":
 		sum.Status, sum.Reason = rs.haltStatus, rs.haltReason

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/eval"
 	"github.com/cadre-dev/cadre/internal/event"
 )
@@ -22,7 +23,7 @@ const sensitiveLabel = "cadre:sensitive"
 // away from a workflow an agent wrote is what this prevents. When the
 // changed files cannot be listed the pull request is not opened: the check
 // fails closed.
-func (e *Engine) guardSensitive(ctx context.Context, ir *itemRun, pr *PullRequest) error {
+func (e *Engine) guardSensitive(ctx context.Context, ir *itemRun, pr *codehost.PullRequest) error {
 	out, err := ir.repo.Git(ctx, "diff", "--name-only", "-z", "--no-renames", pr.Base+"...HEAD", "--")
 	if err != nil {
 		return fmt.Errorf("list the pull request's files: %w", err)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -19,34 +20,17 @@ import (
 // same store, so each effect has one implementation and a step that
 // completed is replayed, never redone, whichever process asks for it.
 
-// ErrTampered is wrapped when a step found the item's tree tampered with:
-// the item fails and the run stops, as in the embedded engine.
-var ErrTampered = errors.New("tampered")
-
-// ErrPermanent is wrapped by the errors of an item's step that no retry
-// cures, only a person: the item's task file will not load (bad
-// frontmatter, the file removed), the remote its branch travels through
-// is missing or unusable. An executor that retries failed steps fails the
-// item at once on them. Their messages are their causes' own.
-var ErrPermanent = errors.New("permanent")
-
-// permanentError marks an error with ErrPermanent, its message unchanged.
-type permanentError struct{ err error }
-
-func (p permanentError) Error() string   { return p.err.Error() }
-func (p permanentError) Unwrap() []error { return []error{p.err, ErrPermanent} }
-
 // RunSteps is what the step executors of one stored run share: its
 // options, runners and circuit breaker.
 type RunSteps struct {
 	e      *Engine
 	rs     *runState
-	remote string // OpenOptions.Remote
+	remote string // executor.OpenOptions.Remote
 }
 
 // OpenRun returns the shared state of a journaled run, its items worked
-// on as opt says (at most one OpenOptions).
-func (e *Engine) OpenRun(ctx context.Context, runID string, opt ...OpenOptions) (*RunSteps, error) {
+// on as opt says (at most one executor.OpenOptions).
+func (e *Engine) OpenRun(ctx context.Context, runID string, opt ...executor.OpenOptions) (*RunSteps, error) {
 	r, err := e.d.Store.GetRun(ctx, runID)
 	if err != nil {
 		return nil, fmt.Errorf("open run %s: %w", runID, err)
@@ -69,7 +53,7 @@ func (e *Engine) OpenRun(ctx context.Context, runID string, opt ...OpenOptions) 
 	}
 	out := &RunSteps{e: e, rs: rs}
 	if len(opt) > 1 {
-		return nil, fmt.Errorf("open run %s: more than one OpenOptions", runID)
+		return nil, fmt.Errorf("open run %s: more than one executor.OpenOptions", runID)
 	}
 	if len(opt) == 1 && opt[0].Remote != "" {
 		if err := e.checkRemote(ctx, opts, opt[0].Remote); err != nil {
@@ -102,7 +86,7 @@ func (r *RunSteps) OpenItem(ctx context.Context, itemID string) (*ItemSteps, err
 	task, err := taskfile.Load(it.Ref)
 	if err != nil {
 		// Begin fails the item with this, as the embedded engine does.
-		s.loadErr = permanentError{errors.New(relErr(err, e.d.Root))}
+		s.loadErr = executor.Permanent(errors.New(relErr(err, e.d.Root)))
 		task = &taskfile.Task{ID: it.ID, Title: it.Title, Path: it.Ref}
 	}
 	ir := e.newItemRun(rs, it, task)
@@ -121,29 +105,11 @@ func (s *ItemSteps) Close() error {
 	return s.ir.board.Close()
 }
 
-// Begun is how an item starts: the workflow to run with its limits, or,
-// when Status is set, how it ended before any step.
-type Begun struct {
-	Workflow string              `json:"workflow,omitempty"`
-	Limits   workflow.FlowLimits `json:"limits"`
-	Status   string              `json:"status,omitempty"` // store.ItemFailed or store.ItemSkipped
-	Reason   string              `json:"reason,omitempty"`
-	// The stage pipeline's: the item's stage and attempts as the run
-	// first saw them (workflow.Initial), and whether the run halted or
-	// was asked to stop before the item began.
-	Stage    string `json:"stage,omitempty"`
-	Attempts int    `json:"attempts,omitempty"`
-	Halted   bool   `json:"halted,omitempty"`
-	// Items are the ids of the run's items, in order: an item whose end
-	// halts the run tells the others (RunHalt).
-	Items []string `json:"items,omitempty"`
-}
-
 // Begin checks the item, gives it its worktree (a declarative
 // workflow's; the stage pipeline's first stage provisions its own) and
 // journals it running, as the embedded engine does (begin). It is
 // idempotent: an executor may call it again after a crash.
-func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
+func (s *ItemSteps) Begin(ctx context.Context) (executor.Begun, error) {
 	b, err := s.e.begin(ctx, s.ir, s.loadErr, s.provision, false)
 	return b.Begun, err
 }
@@ -155,19 +121,19 @@ func (s *ItemSteps) Begin(ctx context.Context) (Begun, error) {
 // needs neither the item's task file nor its worktree, so the process
 // keeping the run's journal can do it whatever failed elsewhere. An item
 // that already ended keeps its end: a retried call changes nothing twice.
-func (e *Engine) FailStart(ctx context.Context, run, item, reason string) (Ended, error) {
+func (e *Engine) FailStart(ctx context.Context, run, item, reason string) (executor.Ended, error) {
 	it, err := e.d.Store.GetItem(ctx, run, item)
 	if err != nil {
-		return Ended{}, fmt.Errorf("fail item %s: %w", item, err)
+		return executor.Ended{}, fmt.Errorf("fail item %s: %w", item, err)
 	}
 	switch it.Status {
 	case store.ItemCompleted, store.ItemFailed, store.ItemSkipped:
-		return Ended{Status: it.Status, Reason: it.Error}, nil
+		return executor.Ended{Status: it.Status, Reason: it.Error}, nil
 	}
 	if err := e.transit(ctx, run, item, failedBefore("", reason)); err != nil {
-		return Ended{}, err
+		return executor.Ended{}, err
 	}
-	return Ended{Status: store.ItemFailed, Reason: reason}, nil
+	return executor.Ended{Status: store.ItemFailed, Reason: reason}, nil
 }
 
 // provision gives the item its worktree once per ItemSteps: in this
@@ -196,7 +162,7 @@ func (s *ItemSteps) provision(ctx context.Context) error {
 // the item: the caller counts visits, because a step may run in another
 // process than the item's earlier ones. A pause (a runner's quota) is an
 // error wrapping workflow.ErrPaused, a tampered tree one wrapping
-// ErrTampered.
+// executor.ErrTampered.
 func (s *ItemSteps) Agent(ctx context.Context, c workflow.AgentCall, visit int) (workflow.Outcome, error) {
 	if err := s.provision(ctx); err != nil {
 		return workflow.Outcome{}, err
@@ -241,23 +207,18 @@ func (s *ItemSteps) loadBaseline(ctx context.Context) error {
 	return nil
 }
 
-// ErrStopping is returned by a step refused because cadre stop came (its
-// stop file) or another item's hard stop halted the run (its halt file):
-// the item ends stopped, resumable, as it does on the stop signal.
-var ErrStopping = errors.New("stopped by request")
-
-// stepErr is err as an executor takes it: a refused step is ErrStopping
-// rather than a pause, a tampered tree wraps ErrTampered.
+// stepErr is err as an executor takes it: a refused step is executor.ErrStopping
+// rather than a pause, a tampered tree wraps executor.ErrTampered.
 func stepErr(err error) error {
 	if errors.Is(err, errStopping) {
-		return ErrStopping
+		return executor.ErrStopping
 	}
 	return tampered(err)
 }
 
 func tampered(err error) error {
 	if te := (*tamperError)(nil); errors.As(err, &te) {
-		return fmt.Errorf("%s: %w", te.msg, ErrTampered)
+		return fmt.Errorf("%s: %w", te.msg, executor.ErrTampered)
 	}
 	return err
 }
@@ -298,56 +259,28 @@ func (s *ItemSteps) Warn(msg string) {
 	s.e.publish(s.ir, event.Event{Type: event.Warning, Message: msg})
 }
 
-// Ending is how an item's workflow ended, for End.
-type Ending struct {
-	Result workflow.Result `json:"result"`
-	// Runner, for the stage pipeline, is its last decision (Result is
-	// the interpreter's, unused then).
-	Pipeline *PipelineEnding `json:"runner,omitempty"`
-	Paused   string          `json:"paused,omitempty"`   // it waits (a runner's quota)
-	Tampered string          `json:"tampered,omitempty"` // a step found the tree tampered with
-	Stopped  bool            `json:"stopped,omitempty"`  // cancelled (cadre stop)
-	// Budget: Paused is the stage pipeline's budget (BudgetPause),
-	// which pauses the whole run.
-	Budget bool `json:"budget,omitempty"`
-	// Halted is another item's halt of the run that this item obeyed
-	// (told by the executor, not the halt file): an item it stopped ends
-	// with the run's halt, whichever item's end the run reads first.
-	Halted *RunHalt `json:"halted,omitempty"`
-}
-
-// Ended is the item's journaled status after End.
-type Ended struct {
-	Status string `json:"status"`
-	Reason string `json:"reason,omitempty"`
-	// Halt, when set, stops the whole run with this status (a tampered
-	// tree: the items share the repository's git), for HaltReason.
-	Halt       string `json:"halt,omitempty"`
-	HaltReason string `json:"halt_reason,omitempty"`
-}
-
 // End journals how the item's workflow ended exactly as the embedded
 // engine does, publishing its branch and pull request when it completed.
-func (s *ItemSteps) End(ctx context.Context, end Ending) (Ended, error) {
+func (s *ItemSteps) End(ctx context.Context, end executor.Ending) (executor.Ended, error) {
 	e, ir := s.e, s.ir
 	if end.Pipeline != nil {
 		out, err := s.endPipeline(ctx, end)
 		if err != nil {
-			return Ended{}, err
+			return executor.Ended{}, err
 		}
 		return s.ended(ctx, obeyed(out, end.Halted))
 	}
 	if end.Stopped {
 		if h := end.Halted; h != nil {
 			if err := e.setItem(ctx, ir, stopped(event.Event{Type: event.RunnerStopped, Message: h.Reason})); err != nil {
-				return Ended{}, err
+				return executor.Ended{}, err
 			}
-			return Ended{Status: store.ItemStopped, Reason: "stopped by request", Halt: h.Status, HaltReason: h.Reason}, nil
+			return executor.Ended{Status: store.ItemStopped, Reason: "stopped by request", Halt: h.Status, HaltReason: h.Reason}, nil
 		}
 		if err := e.setItem(ctx, ir, stopped()); err != nil {
-			return Ended{}, err
+			return executor.Ended{}, err
 		}
-		return Ended{Status: store.ItemStopped, Reason: "stopped by request"}, nil
+		return executor.Ended{Status: store.ItemStopped, Reason: "stopped by request"}, nil
 	}
 	var err error
 	switch {
@@ -360,12 +293,12 @@ func (s *ItemSteps) End(ctx context.Context, end Ending) (Ended, error) {
 		// have opened: its other steps may have run in another worker.
 		// Unprovisioned, the item's tree is the main checkout.
 		if err := s.provision(ctx); err != nil {
-			return Ended{}, fmt.Errorf("publish %s: %w", ir.it.ID, err)
+			return executor.Ended{}, fmt.Errorf("publish %s: %w", ir.it.ID, err)
 		}
 	}
 	out, err := e.endFlow(ctx, ir, end.Result, err)
 	if err != nil {
-		return Ended{}, err
+		return executor.Ended{}, err
 	}
 	return s.ended(ctx, obeyed(out, end.Halted))
 }
@@ -373,7 +306,7 @@ func (s *ItemSteps) End(ctx context.Context, end Ending) (Ended, error) {
 // obeyed is the outcome of an item that stopped for another item's halt
 // h: the run halts as h says, as the embedded engine's stopItem reads the
 // run's halt.
-func obeyed(out itemOutcome, h *RunHalt) itemOutcome {
+func obeyed(out itemOutcome, h *executor.RunHalt) itemOutcome {
 	if h != nil && out.halt == store.RunStopped {
 		out.halt, out.reason = h.Status, h.Reason
 	}
@@ -382,18 +315,18 @@ func obeyed(out itemOutcome, h *RunHalt) itemOutcome {
 
 // ended reads the item's journaled end; an end that fails the run (a hard
 // stop, a tampered tree) is told to the run's items in other processes.
-func (s *ItemSteps) ended(ctx context.Context, out itemOutcome) (Ended, error) {
+func (s *ItemSteps) ended(ctx context.Context, out itemOutcome) (executor.Ended, error) {
 	e, ir := s.e, s.ir
 	if out.halt == store.RunFailed {
 		if err := e.haltRun(ir.run, out.reason); err != nil {
-			return Ended{}, err
+			return executor.Ended{}, err
 		}
 	}
 	it, err := e.d.Store.GetItem(ctx, ir.run, ir.it.ID)
 	if err != nil {
-		return Ended{}, err
+		return executor.Ended{}, err
 	}
-	ended := Ended{Status: it.Status, Reason: it.Error, Halt: out.halt}
+	ended := executor.Ended{Status: it.Status, Reason: it.Error, Halt: out.halt}
 	if out.halt != "" {
 		ended.HaltReason = out.reason
 	}

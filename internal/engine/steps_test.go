@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
@@ -65,15 +67,15 @@ func (f *flowWorker) Warn(string) {}
 // flowErr is a refused step as the Temporal workflow takes it: a stop
 // that lets running siblings finish.
 func flowErr(err error) error {
-	if errors.Is(err, ErrStopping) {
+	if errors.Is(err, executor.ErrStopping) {
 		return errors.Join(err, workflow.ErrPaused)
 	}
 	return err
 }
 
-// driveFlow is a Driver running a declarative workflow's items as the
+// driveFlow is an executor.Driver running a declarative workflow's items as the
 // Temporal item workflow does, their steps alternating between workers.
-func (w *twoWorkers) driveFlow(t *testing.T) Driver {
+func (w *twoWorkers) driveFlow(t *testing.T) executor.Driver {
 	return func(ctx context.Context, run string, it store.Item) error {
 		b, err := w.open(ctx, t, 0, run, it.ID).Begin(ctx)
 		if err != nil || b.Status != "" {
@@ -86,10 +88,10 @@ func (w *twoWorkers) driveFlow(t *testing.T) Driver {
 		fw := &flowWorker{w: w, t: t, run: run, item: it.ID, visits: map[string]int{}}
 		in := &workflow.Interp{Item: it.ID, Defs: w.e.Workflows(), Exec: fw, Lim: b.Limits, Roles: w.e.RoleExists}
 		res, err := in.Run(ctx, def)
-		end := Ending{Result: res}
+		end := executor.Ending{Result: res}
 		switch {
-		case errors.Is(err, ErrStopping):
-			end = Ending{Stopped: true}
+		case errors.Is(err, executor.ErrStopping):
+			end = executor.Ending{Stopped: true}
 		case errors.Is(err, workflow.ErrPaused):
 			end.Paused = pauseReason(err)
 		case err != nil:
@@ -125,7 +127,7 @@ func TestItemStepsDeclarativeStopsOnHaltOrStopFile(t *testing.T) {
 						t.Error(err)
 					}
 				} else if inv.Role == "executor" {
-					if err := RequestStop(eng.StateDir(), run); err != nil {
+					if err := runstop.Request(eng.StateDir(), run); err != nil {
 						t.Error(err)
 					}
 				}

@@ -1,6 +1,7 @@
-// Package evalstore reads the score store for the model selector: it is
-// the one place where the store's figures (internal/store) meet the
-// selection policy (internal/eval), so that neither imports the other.
+// Package evalstore reads the score store for the model selector and
+// turns a run's verdicts on agent steps into its records: it is the one
+// place where the store's figures (internal/store) meet the selection
+// policy (internal/eval), so that neither imports the other.
 package evalstore
 
 import (

@@ -1,7 +1,8 @@
 // Package reply holds the engine-independent rules for an agent's reply:
-// which text is the step's output, whether its SIGNAL BLOCK is usable, and
+// which text is the step's output, whether its SIGNAL BLOCK is usable,
 // the corrective prompt for the one re-ask an unusable reply gets (a reply
-// still without one fails its step).
+// still without one fails its step), and the text an output leaves for
+// people once its block is removed (a pull request's, a review's).
 // The engine and the public Go API (package agent) both follow them, so an
 // agent behaves the same whether cadre drives it or a Go program does.
 package reply

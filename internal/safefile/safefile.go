@@ -10,6 +10,7 @@
 //
 // Only regular files with a single link are accepted: a FIFO would hang
 // the reader, and a hard link is another way to alias a file outside.
+// OutsideLink finds the links in a tree that a commit must not carry.
 package safefile
 
 import (

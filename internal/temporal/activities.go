@@ -16,6 +16,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/role"
@@ -122,9 +123,9 @@ func (a *Activities) item(ctx context.Context, ref ItemRef, remote bool) (*engin
 	rs := a.runs[ref.Run]
 	if rs == nil {
 		var err error
-		var opts []engine.OpenOptions
+		var opts []executor.OpenOptions
 		if remote {
-			opts = append(opts, engine.OpenOptions{Remote: remoteName})
+			opts = append(opts, executor.OpenOptions{Remote: remoteName})
 		}
 		if rs, err = a.Engine.OpenRun(ctx, ref.Run, opts...); err != nil {
 			return nil, err
@@ -416,7 +417,7 @@ func stepFailure(err error, sy *Synced) error {
 	if sy != nil {
 		details = []any{*sy}
 	}
-	if bp := (*engine.BudgetPause)(nil); errors.As(err, &bp) {
+	if bp := (*executor.BudgetPause)(nil); errors.As(err, &bp) {
 		return temporal.NewNonRetryableApplicationError(bp.Reason, ErrTypeBudget, nil, details...)
 	}
 	var ae *temporal.ApplicationError
@@ -425,12 +426,12 @@ func stepFailure(err error, sy *Synced) error {
 		if sy != nil && ae.NonRetryable() {
 			return temporal.NewNonRetryableApplicationError(ae.Message(), ae.Type(), nil, details...)
 		}
-	case errors.Is(err, engine.ErrStopping):
+	case errors.Is(err, executor.ErrStopping):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStopping, nil, details...)
 	case errors.Is(err, flow.ErrPaused):
 		msg := strings.TrimSuffix(err.Error(), ": "+flow.ErrPaused.Error())
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypePaused, nil, details...)
-	case errors.Is(err, engine.ErrTampered):
+	case errors.Is(err, executor.ErrTampered):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTampered, nil, details...)
 	case setupErr(err):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSetup, nil, details...)
@@ -442,12 +443,12 @@ func stepFailure(err error, sy *Synced) error {
 // or role that does not exist, a program not installed, credentials
 // missing or refused, a sandbox that cannot work here, a leftover worktree
 // that needs a person, a task file that will not load, a remote missing
-// (engine.ErrPermanent). Retrying cannot cure them; a busy journal, the
+// (executor.ErrPermanent). Retrying cannot cure them; a busy journal, the
 // network or a lost worker may pass, and stay retried.
 func setupErr(err error) bool {
 	return errors.Is(err, runner.ErrUnknown) || errors.Is(err, role.ErrUnknown) || errors.Is(err, osexec.ErrNotFound) ||
 		errors.Is(err, proc.ErrNoSandbox) || runner.KindOf(err) == runner.KindAuth || errors.Is(err, workspace.ErrDirtyWorktree) ||
-		errors.Is(err, engine.ErrPreflight) || errors.Is(err, engine.ErrPermanent)
+		errors.Is(err, engine.ErrPreflight) || errors.Is(err, executor.ErrPermanent)
 }
 
 // heartbeatEvery is how often a running step tells Temporal it is alive,

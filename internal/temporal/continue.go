@@ -9,7 +9,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
 
@@ -51,7 +51,7 @@ const versionContinue = "continue-as-new"
 type Carry struct {
 	// Begun is the item's Begin: the next run does not begin it again
 	// (Begin starts the item's cycle log anew).
-	Begun engine.Begun `json:"begun"`
+	Begun executor.Begun `json:"begun"`
 
 	// The interpreter's: the outcomes of the steps done so far and the
 	// answers given, by call id, which the next run's interpreter is
@@ -79,9 +79,9 @@ type Carry struct {
 
 	// Signals taken and not acted on yet: approvals no question waited
 	// for, a stop, another item's halt.
-	Early    []Approval      `json:"early,omitempty"`
-	Stopping bool            `json:"stopping,omitempty"`
-	Halt     *engine.RunHalt `json:"halt,omitempty"`
+	Early    []Approval        `json:"early,omitempty"`
+	Stopping bool              `json:"stopping,omitempty"`
+	Halt     *executor.RunHalt `json:"halt,omitempty"`
 
 	// Runs is how many runs of the workflow came before.
 	Runs int `json:"runs"`
@@ -181,7 +181,7 @@ func (x *exec) carry(s *flow.State, d *flow.Decision) *Carry {
 
 // continueAsNew ends this run, the next one taking up the carried state.
 // The signals received since the last of them were taken go with it.
-func (x *exec) continueAsNew(ctx workflow.Context, s *flow.State, d *flow.Decision) (engine.Ended, error) {
+func (x *exec) continueAsNew(ctx workflow.Context, s *flow.State, d *flow.Decision) (executor.Ended, error) {
 	for {
 		var a Approval
 		if !workflow.GetSignalChannel(ctx, SignalApprove).ReceiveAsync(&a) {
@@ -192,13 +192,13 @@ func (x *exec) continueAsNew(ctx workflow.Context, s *flow.State, d *flow.Decisi
 	if workflow.GetSignalChannel(ctx, SignalStop).ReceiveAsync(nil) {
 		x.stopping = true
 	}
-	var h engine.RunHalt
+	var h executor.RunHalt
 	if workflow.GetSignalChannel(ctx, SignalHalt).ReceiveAsync(&h) {
 		x.halt, x.stopping = &h, true
 	}
 	in := x.in
 	in.Carry = x.carry(s, d)
-	return engine.Ended{}, workflow.NewContinueAsNewError(ctx, WorkflowName, in)
+	return executor.Ended{}, workflow.NewContinueAsNewError(ctx, WorkflowName, in)
 }
 
 // payloadSize is v's size in a Temporal payload: the SDK's default data

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/signal"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
@@ -31,7 +31,7 @@ const eventsPerActivity = 6
 // continue-as-new starts the next run with the input it carries, as the
 // server does; started, when set, is called with each run's environment.
 // It returns the item's end and how many runs it took.
-func continuing(t *testing.T, f Steps, lim HistoryLimits, in ItemInput, started func(*testsuite.TestWorkflowEnvironment)) (engine.Ended, int) {
+func continuing(t *testing.T, f Steps, lim HistoryLimits, in ItemInput, started func(*testsuite.TestWorkflowEnvironment)) (executor.Ended, int) {
 	t.Helper()
 	for runs := 1; runs < 50; runs++ {
 		var s testsuite.WorkflowTestSuite
@@ -69,14 +69,14 @@ func continuing(t *testing.T, f Steps, lim HistoryLimits, in ItemInput, started 
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ended engine.Ended
+		var ended executor.Ended
 		if err := env.GetWorkflowResult(&ended); err != nil {
 			t.Fatal(err)
 		}
 		return ended, runs
 	}
 	t.Fatal("the workflow never ended")
-	return engine.Ended{}, 0
+	return executor.Ended{}, 0
 }
 
 // An item whose history reaches the limit continues as new between its
@@ -143,7 +143,7 @@ func TestContinueAsNewEndsAsOneRun(t *testing.T) {
 // an approval no question waited for yet answers the question asked in
 // the next run; a stop ends the item stopped in this run, no stage after.
 func TestContinueAsNewCarriesSignals(t *testing.T) {
-	lowCoder := func(ctx context.Context, in StageInput) (engine.Staged, error) {
+	lowCoder := func(ctx context.Context, in StageInput) (executor.Staged, error) {
 		st, err := runnerStage(9)(ctx, in)
 		if in.Decision.Step.Role == flow.RoleCoder {
 			c := 1
@@ -156,9 +156,9 @@ func TestContinueAsNewCarriesSignals(t *testing.T) {
 	// history past the limit: the next stage is the next run's.
 	var env *testsuite.TestWorkflowEnvironment
 	started := func(e *testsuite.TestWorkflowEnvironment) { env = e }
-	signalling := func(name string, arg any, staged func(context.Context, StageInput) (engine.Staged, error)) func(context.Context, StageInput) (engine.Staged, error) {
+	signalling := func(name string, arg any, staged func(context.Context, StageInput) (executor.Staged, error)) func(context.Context, StageInput) (executor.Staged, error) {
 		sent := false
-		return func(ctx context.Context, in StageInput) (engine.Staged, error) {
+		return func(ctx context.Context, in StageInput) (executor.Staged, error) {
 			if !sent {
 				sent = true
 				env.SignalWorkflow(name, arg)

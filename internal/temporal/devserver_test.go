@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
 
@@ -170,7 +170,7 @@ func testContinueAsNew(t *testing.T, c client.Client) {
 		t.Fatal(err)
 	}
 	first := run.GetRunID() // Get follows the runs
-	var ended engine.Ended
+	var ended executor.Ended
 	if err := run.Get(ctx, &ended); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func testBeginFailedJournaledAtHome(t *testing.T, c client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ended engine.Ended
+	var ended executor.Ended
 	err = run.Get(ctx, &ended)
 	record(t, c, run.GetID(), "history-begin-failed.json")
 	if err != nil {

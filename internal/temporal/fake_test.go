@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/signal"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
@@ -21,7 +21,7 @@ import (
 type fakeSteps struct {
 	mu      sync.Mutex
 	calls   []string // "agent <id> visit <n>", "action <id>", ...
-	ends    []engine.Ending
+	ends    []executor.Ending
 	answers []flow.Answer
 
 	workflow string
@@ -38,7 +38,7 @@ type fakeSteps struct {
 	attempts int
 	halted   bool     // the run halted before the item began
 	items    []string // the run's items, as Begin reads them from the journal
-	staged   func(ctx context.Context, in StageInput) (engine.Staged, error)
+	staged   func(ctx context.Context, in StageInput) (executor.Staged, error)
 	states   []flow.State // the state each stage was asked in
 }
 
@@ -58,7 +58,7 @@ func (f *fakeSteps) Begin(ctx context.Context, in ItemRef) (BeginResult, error) 
 	if f.begin != nil {
 		return BeginResult{}, f.begin
 	}
-	return BeginResult{Begun: engine.Begun{Workflow: f.workflow, Limits: flow.FlowLimits{EscalateBelowConfidence: 5, MaxReviewRounds: 2, AuditPassRating: 8, MaxAttempts: 2},
+	return BeginResult{Begun: executor.Begun{Workflow: f.workflow, Limits: flow.FlowLimits{EscalateBelowConfidence: 5, MaxReviewRounds: 2, AuditPassRating: 8, MaxAttempts: 2},
 		Stage: f.stage, Attempts: f.attempts, Halted: f.halted, Items: f.items}}, nil
 }
 
@@ -67,7 +67,7 @@ func (f *fakeSteps) Stage(ctx context.Context, in StageInput) (StageResult, erro
 	return StageResult{Staged: st}, err
 }
 
-func (f *fakeSteps) stage1(ctx context.Context, in StageInput) (engine.Staged, error) {
+func (f *fakeSteps) stage1(ctx context.Context, in StageInput) (executor.Staged, error) {
 	st := in.Decision.Step
 	f.log("stage %s review %q", st.ID, st.Review)
 	f.mu.Lock()
@@ -81,8 +81,8 @@ func (f *fakeSteps) stage1(ctx context.Context, in StageInput) (engine.Staged, e
 
 // runnerStage is a stage whose agent succeeds, the auditor rating each
 // visit as ratings says (the last one for later visits).
-func runnerStage(ratings ...int) func(context.Context, StageInput) (engine.Staged, error) {
-	return func(_ context.Context, in StageInput) (engine.Staged, error) {
+func runnerStage(ratings ...int) func(context.Context, StageInput) (executor.Staged, error) {
+	return func(_ context.Context, in StageInput) (executor.Staged, error) {
 		st := in.Decision.Step
 		c := 9
 		sig := signal.Signal{Agent: st.Role, Result: signal.Success, Confidence: &c}
@@ -93,7 +93,7 @@ func runnerStage(ratings ...int) func(context.Context, StageInput) (engine.Stage
 				sig.Result = signal.Fail
 			}
 		}
-		return engine.Staged{Event: flow.Event{Kind: flow.StepDone, Role: st.Role, Step: st.ID, Signal: sig, Output: "out/" + st.ID}}, nil
+		return executor.Staged{Event: flow.Event{Kind: flow.StepDone, Role: st.Role, Step: st.ID, Signal: sig, Output: "out/" + st.ID}}, nil
 	}
 }
 
@@ -132,31 +132,31 @@ func (f *fakeSteps) End(ctx context.Context, in EndInput) (EndResult, error) {
 // end1 journals the item's end as the engine's End does, halting the run
 // as it does: a stage-pipeline hard stop or budget pause, a tampered
 // tree, and an item stopped by another's halt ends with that halt.
-func (f *fakeSteps) end1(in EndInput) (engine.Ended, error) {
+func (f *fakeSteps) end1(in EndInput) (executor.Ended, error) {
 	f.log("end")
 	f.mu.Lock()
 	f.ends = append(f.ends, in.Ending)
 	f.mu.Unlock()
 	end := in.Ending
-	ended := engine.Ended{Status: end.Result.Status, Reason: end.Result.Reason}
+	ended := executor.Ended{Status: end.Result.Status, Reason: end.Result.Reason}
 	r := end.Pipeline
 	switch {
 	case end.Stopped || (r != nil && end.Paused == "" && end.Tampered == "" && r.Decision.Kind == flow.Stopped):
-		ended = engine.Ended{Status: "stopped"}
+		ended = executor.Ended{Status: "stopped"}
 		if h := end.Halted; h != nil {
 			ended.Halt, ended.HaltReason = h.Status, h.Reason
 		}
 	case end.Tampered != "":
-		ended = engine.Ended{Status: "failed", Reason: end.Tampered, Halt: "failed", HaltReason: in.Item + ": " + end.Tampered}
+		ended = executor.Ended{Status: "failed", Reason: end.Tampered, Halt: "failed", HaltReason: in.Item + ": " + end.Tampered}
 	case end.Paused != "":
-		ended = engine.Ended{Status: "paused", Reason: end.Paused}
+		ended = executor.Ended{Status: "paused", Reason: end.Paused}
 		if end.Budget {
 			ended.Halt, ended.HaltReason = "paused", end.Paused
 		}
 	case r != nil && r.Decision.Kind == flow.Complete:
-		ended = engine.Ended{Status: "completed"}
+		ended = executor.Ended{Status: "completed"}
 	case r != nil:
-		ended = engine.Ended{Status: "failed", Reason: r.Decision.Reason, Halt: "failed", HaltReason: r.Decision.Reason}
+		ended = executor.Ended{Status: "failed", Reason: r.Decision.Reason, Halt: "failed", HaltReason: r.Decision.Reason}
 	}
 	return ended, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
 
@@ -21,7 +21,7 @@ import (
 // signalling it fails.
 type signals struct {
 	mu   sync.Mutex
-	sent map[string]engine.RunHalt // by workflow id
+	sent map[string]executor.RunHalt // by workflow id
 }
 
 func (s *signals) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
@@ -29,12 +29,12 @@ func (s *signals) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 		func(_, id, runID, name string, arg any) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			h, ok := arg.(engine.RunHalt)
+			h, ok := arg.(executor.RunHalt)
 			if name != SignalHalt || runID != "" || !ok {
 				t.Errorf("signal %q to %s run %q with %#v, want the halt signal to the latest run", name, id, runID, arg)
 			}
 			if s.sent == nil {
-				s.sent = map[string]engine.RunHalt{}
+				s.sent = map[string]executor.RunHalt{}
 			}
 			s.sent[id] = h
 			if id == WorkflowID("r1", "t3") {
@@ -58,8 +58,8 @@ func TestHardStopSignalsTheRunsOtherItems(t *testing.T) {
 	if ended.Status != "failed" || ended.Halt != "failed" || reason == "" {
 		t.Fatalf("result %+v (reason %q), want failed halting the run", ended, reason)
 	}
-	h := engine.RunHalt{Status: "failed", Reason: reason}
-	want := map[string]engine.RunHalt{WorkflowID("r1", "t2"): h, WorkflowID("r1", "t3"): h}
+	h := executor.RunHalt{Status: "failed", Reason: reason}
+	want := map[string]executor.RunHalt{WorkflowID("r1", "t2"): h, WorkflowID("r1", "t3"): h}
 	if diff := cmp.Diff(want, s.sent); diff != "" {
 		t.Errorf("halt signals (-want +got):\n%s", diff)
 	}
@@ -74,14 +74,14 @@ func TestBudgetPauseSignalsTheRunsOtherItems(t *testing.T) {
 		err    error
 		budget bool
 	}{
-		{"budget", &engine.BudgetPause{Reason: "budget reached: spent $0.0100 of $0.0050"}, true},
+		{"budget", &executor.BudgetPause{Reason: "budget reached: spent $0.0100 of $0.0050"}, true},
 		{"quota", fmt.Errorf("runner claude hit a quota: %w", flow.ErrPaused), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := runnerSteps(flow.StageCode, 0)
 			f.items = []string{"t1", "t2"}
-			f.staged = func(context.Context, StageInput) (engine.Staged, error) {
-				return engine.Staged{}, stepFailure(tc.err, nil)
+			f.staged = func(context.Context, StageInput) (executor.Staged, error) {
+				return executor.Staged{}, stepFailure(tc.err, nil)
 			}
 			env := newEnv(t, f)
 			var s signals
@@ -91,9 +91,9 @@ func TestBudgetPauseSignalsTheRunsOtherItems(t *testing.T) {
 			if end.Paused == "" || end.Budget != tc.budget {
 				t.Errorf("ending %+v, want paused, budget %v", end, tc.budget)
 			}
-			var want map[string]engine.RunHalt
+			var want map[string]executor.RunHalt
 			if tc.budget {
-				want = map[string]engine.RunHalt{WorkflowID("r1", "t2"): {Status: "paused", Reason: "budget reached: spent $0.0100 of $0.0050"}}
+				want = map[string]executor.RunHalt{WorkflowID("r1", "t2"): {Status: "paused", Reason: "budget reached: spent $0.0100 of $0.0050"}}
 			}
 			if diff := cmp.Diff(want, s.sent); diff != "" {
 				t.Errorf("halt signals (-want +got):\n%s", diff)
@@ -107,7 +107,7 @@ func TestBudgetPauseSignalsTheRunsOtherItems(t *testing.T) {
 // not see the run's halt file), and the item ends stopped carrying the
 // halt, so the run ends with it; it tells no one else.
 func TestHaltSignalStopsAnItemWhoseWorkerSeesNoHaltFile(t *testing.T) {
-	h := engine.RunHalt{Status: "failed", Reason: "t2: audit rated 3/10"}
+	h := executor.RunHalt{Status: "failed", Reason: "t2: audit rated 3/10"}
 	slow := func(ctx context.Context) error {
 		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
 			if ctx.Err() != nil {
@@ -126,9 +126,9 @@ func TestHaltSignalStopsAnItemWhoseWorkerSeesNoHaltFile(t *testing.T) {
 		{"declarative", &fakeSteps{workflow: "simple", agent: func(ctx context.Context, in AgentInput) (flow.Outcome, error) {
 			return flow.Outcome{Output: "done"}, slow(ctx)
 		}}, []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "end"}},
-		{"runner", &fakeSteps{workflow: flow.PipelineWorkflow, stage: flow.StageCode, staged: func(ctx context.Context, in StageInput) (engine.Staged, error) {
+		{"runner", &fakeSteps{workflow: flow.PipelineWorkflow, stage: flow.StageCode, staged: func(ctx context.Context, in StageInput) (executor.Staged, error) {
 			if err := slow(ctx); err != nil {
-				return engine.Staged{}, err
+				return executor.Staged{}, err
 			}
 			return runnerStage(9)(ctx, in) // Halted false: no halt file here
 		}}, []string{"begin r1/t1", `stage t1/code/coder#1 review ""`, "end"}},
@@ -152,7 +152,7 @@ func TestHaltSignalStopsAnItemWhoseWorkerSeesNoHaltFile(t *testing.T) {
 			if r := tc.f.ends[0].Pipeline; r != nil && r.Decision.Kind != flow.Stopped {
 				t.Errorf("runner ending %+v, want stopped", r)
 			}
-			if want := (engine.Ended{Status: "stopped", Halt: "failed", HaltReason: h.Reason}); ended != want {
+			if want := (executor.Ended{Status: "stopped", Halt: "failed", HaltReason: h.Reason}); ended != want {
 				t.Errorf("result %+v, want %+v", ended, want)
 			}
 		})
@@ -163,10 +163,10 @@ func TestHaltSignalStopsAnItemWhoseWorkerSeesNoHaltFile(t *testing.T) {
 // stays unanswered in the journal and it ends stopped, instead of waiting
 // for a stop signal from the process that started the run.
 func TestHaltSignalEndsAWaitForAHuman(t *testing.T) {
-	h := engine.RunHalt{Status: "paused", Reason: "budget reached"}
+	h := executor.RunHalt{Status: "paused", Reason: "budget reached"}
 	for _, f := range []*fakeSteps{
 		{workflow: "simple", agent: lowConfidence},
-		{workflow: flow.PipelineWorkflow, stage: flow.StageCode, staged: func(ctx context.Context, in StageInput) (engine.Staged, error) {
+		{workflow: flow.PipelineWorkflow, stage: flow.StageCode, staged: func(ctx context.Context, in StageInput) (executor.Staged, error) {
 			got, err := runnerStage(9)(ctx, in)
 			c := 1
 			got.Event.Signal.Confidence = &c

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/store"
 )
@@ -323,7 +324,7 @@ type FailInput struct {
 type HomeSteps interface {
 	Export(ctx context.Context, in ItemRef) (json.RawMessage, error)
 	Apply(ctx context.Context, in ApplyInput) error
-	Fail(ctx context.Context, in FailInput) (engine.Ended, error)
+	Fail(ctx context.Context, in FailInput) (executor.Ended, error)
 }
 
 // Journal is the engine's side of the home journal.
@@ -334,7 +335,7 @@ type Journal interface {
 	Apply(ctx context.Context, run, item string, batch json.RawMessage) error
 	// Fail journals the item failed for reason, unless it ended; the
 	// item's journaled end.
-	Fail(ctx context.Context, run, item, reason string) (engine.Ended, error)
+	Fail(ctx context.Context, run, item, reason string) (executor.Ended, error)
 }
 
 // homeSteps are the home's activities over its journal.
@@ -355,7 +356,7 @@ func (h homeSteps) Apply(ctx context.Context, in ApplyInput) error {
 	return h.j.Apply(ctx, in.Run, in.Item, in.Batch)
 }
 
-func (h homeSteps) Fail(ctx context.Context, in FailInput) (engine.Ended, error) {
+func (h homeSteps) Fail(ctx context.Context, in FailInput) (executor.Ended, error) {
 	return h.j.Fail(ctx, in.Run, in.Item, in.Reason)
 }
 
@@ -385,7 +386,7 @@ func (j EngineJournal) Apply(ctx context.Context, run, item string, data json.Ra
 
 // Fail journals the item failed, as the embedded engine an item whose
 // worktree cannot be made.
-func (j EngineJournal) Fail(ctx context.Context, run, item, reason string) (engine.Ended, error) {
+func (j EngineJournal) Fail(ctx context.Context, run, item, reason string) (executor.Ended, error) {
 	return j.Engine.FailStart(ctx, run, item, reason)
 }
 

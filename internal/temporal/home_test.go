@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
 
@@ -114,11 +114,11 @@ func (h *fakeHome) Apply(ctx context.Context, in ApplyInput) error {
 	return nil
 }
 
-func (h *fakeHome) Fail(ctx context.Context, in FailInput) (engine.Ended, error) {
+func (h *fakeHome) Fail(ctx context.Context, in FailInput) (executor.Ended, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.fails = append(h.fails, in)
-	return engine.Ended{Status: "failed", Reason: in.Reason}, nil
+	return executor.Ended{Status: "failed", Reason: in.Reason}, nil
 }
 
 func runRemote(t *testing.T, r *remoteSteps) *fakeHome {

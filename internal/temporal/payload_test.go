@@ -9,7 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/signal"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
@@ -74,8 +74,8 @@ func (j bigJournal) Export(ctx context.Context, run, item string) (json.RawMessa
 	return json.RawMessage(`"` + strings.Repeat("s", j.n-2) + `"`), nil
 }
 func (bigJournal) Apply(context.Context, string, string, json.RawMessage) error { return nil }
-func (bigJournal) Fail(context.Context, string, string, string) (engine.Ended, error) {
-	return engine.Ended{}, nil
+func (bigJournal) Fail(context.Context, string, string, string) (executor.Ended, error) {
+	return executor.Ended{}, nil
 }
 
 // A snapshot over the limit is refused by the home for good (its

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/signal"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
@@ -20,7 +20,7 @@ func runnerSteps(stage string, attempts int) *fakeSteps {
 }
 
 // lastPipeline is the stage pipeline's last decision, as End got it.
-func lastPipeline(t *testing.T, f *fakeSteps) engine.PipelineEnding {
+func lastPipeline(t *testing.T, f *fakeSteps) executor.PipelineEnding {
 	t.Helper()
 	if len(f.ends) != 1 || f.ends[0].Pipeline == nil {
 		t.Fatalf("endings %+v, want one of the runner workflow", f.ends)
@@ -101,7 +101,7 @@ func TestPipelineDecidesAsNext(t *testing.T) {
 // stopped.
 func TestRunnerHaltFromAnotherItemStopsBeforeTheNextStage(t *testing.T) {
 	f := runnerSteps(flow.StageCode, 0)
-	f.staged = func(ctx context.Context, in StageInput) (engine.Staged, error) {
+	f.staged = func(ctx context.Context, in StageInput) (executor.Staged, error) {
 		got, err := runnerStage(9)(ctx, in)
 		got.Halted = true
 		return got, err
@@ -136,10 +136,10 @@ func TestRunnerHaltedBeforeBeginRunsNothing(t *testing.T) {
 func TestRunnerStopSignalLetsTheStageFinish(t *testing.T) {
 	f := runnerSteps(flow.StageCode, 0)
 	finished := false
-	f.staged = func(ctx context.Context, in StageInput) (engine.Staged, error) {
+	f.staged = func(ctx context.Context, in StageInput) (executor.Staged, error) {
 		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
 			if ctx.Err() != nil {
-				return engine.Staged{}, ctx.Err()
+				return executor.Staged{}, ctx.Err()
 			}
 			activityHeartbeat(ctx)
 			time.Sleep(10 * time.Millisecond)
@@ -166,12 +166,12 @@ func TestRunnerStopSignalLetsTheStageFinish(t *testing.T) {
 // the item stopped; the workflow ends cancelled.
 func TestRunnerCancelStopsTheRunningStage(t *testing.T) {
 	f := runnerSteps(flow.StageCode, 0)
-	f.staged = func(ctx context.Context, in StageInput) (engine.Staged, error) {
+	f.staged = func(ctx context.Context, in StageInput) (executor.Staged, error) {
 		for ctx.Err() == nil {
 			activityHeartbeat(ctx)
 			time.Sleep(10 * time.Millisecond)
 		}
-		return engine.Staged{}, ctx.Err()
+		return executor.Staged{}, ctx.Err()
 	}
 	env := newEnv(t, f)
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
@@ -188,7 +188,7 @@ func TestRunnerCancelStopsTheRunningStage(t *testing.T) {
 // answer is journaled, and the audit follows with the human's note.
 func TestRunnerApproveSignalAnswersAnEscalation(t *testing.T) {
 	f := runnerSteps(flow.StageCode, 0)
-	f.staged = func(ctx context.Context, in StageInput) (engine.Staged, error) {
+	f.staged = func(ctx context.Context, in StageInput) (executor.Staged, error) {
 		got, err := runnerStage(9)(ctx, in)
 		if in.Decision.Step.Role == flow.RoleCoder {
 			c := 1
@@ -215,8 +215,8 @@ func TestRunnerApproveSignalAnswersAnEscalation(t *testing.T) {
 // retries is a hard stop saying why.
 func TestRunnerStageFailures(t *testing.T) {
 	f := runnerSteps(flow.StageCode, 0)
-	f.staged = func(context.Context, StageInput) (engine.Staged, error) {
-		return engine.Staged{}, stepFailure(fmt.Errorf("runner claude hit a quota: %w", flow.ErrPaused), nil)
+	f.staged = func(context.Context, StageInput) (executor.Staged, error) {
+		return executor.Staged{}, stepFailure(fmt.Errorf("runner claude hit a quota: %w", flow.ErrPaused), nil)
 	}
 	env := newEnv(t, f)
 	runItem(t, env, input)
@@ -241,9 +241,9 @@ func TestRunnerStageFailures(t *testing.T) {
 // the item ends stopped, resumable, not failed by a hard stop.
 func TestRunnerRefusedStageStopsTheItem(t *testing.T) {
 	f := runnerSteps(flow.StageCode, 0)
-	f.staged = func(ctx context.Context, in StageInput) (engine.Staged, error) {
+	f.staged = func(ctx context.Context, in StageInput) (executor.Staged, error) {
 		if in.Decision.Step.Role == flow.RoleAuditor {
-			return engine.Staged{}, stepFailure(engine.ErrStopping, nil)
+			return executor.Staged{}, stepFailure(executor.ErrStopping, nil)
 		}
 		return runnerStage(9)(ctx, in)
 	}

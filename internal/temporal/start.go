@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -30,7 +30,7 @@ type Starter struct {
 // journal their items stopped.
 const stopWait = time.Minute
 
-// Drive is an engine.Driver: it starts the item's workflow, or attaches
+// Drive is an executor.Driver: it starts the item's workflow, or attaches
 // to it when it already runs or ran, and waits for its end. Cancelling ctx
 // (cadre stop --now, Ctrl-C) cancels the workflow, whose running steps are
 // cancelled and whose item is journaled stopped.
@@ -49,7 +49,7 @@ func (s *Starter) Drive(ctx context.Context, runID string, it store.Item) error 
 	if err != nil {
 		return fmt.Errorf("start workflow %s: %w", id, err)
 	}
-	var ended engine.Ended
+	var ended executor.Ended
 	err = run.Get(ctx, &ended)
 	if ctx.Err() == nil {
 		if err != nil && !temporal.IsCanceledError(err) {
@@ -59,7 +59,7 @@ func (s *Starter) Drive(ctx context.Context, runID string, it store.Item) error 
 		case store.RunFailed, store.RunPaused:
 			// The item's end halted the run, or obeyed another's halt
 			// (the halting item's workflow told the others itself).
-			return &engine.RunHalt{Status: ended.Halt, Reason: ended.HaltReason}
+			return &executor.RunHalt{Status: ended.Halt, Reason: ended.HaltReason}
 		}
 		// Cancelled by cadre stop --now from elsewhere: the workflow
 		// journaled the item stopped before it ended.

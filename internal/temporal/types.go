@@ -12,7 +12,7 @@ package temporal
 import (
 	"time"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
 
@@ -34,7 +34,7 @@ const (
 	// steps finish, then the item ends stopped, resumable.
 	SignalStop = "stop"
 	// SignalHalt tells an item that another item's end halted the run
-	// (an engine.RunHalt: a hard stop, a tampered tree, the runner
+	// (an executor.RunHalt: a hard stop, a tampered tree, the runner
 	// workflow's budget): it starts no new step and ends stopped, the run
 	// ending with the halt's status. The halting item's workflow sends it,
 	// so it needs neither the process that started the run nor the run's
@@ -53,7 +53,7 @@ const (
 	// item ends stopped, as on the stop signal.
 	ErrTypeStopping = "stopping"
 	// ErrTypeBudget: a stage-pipeline stage found the run's budget
-	// spent (engine.BudgetPause); the item pauses and so does the run.
+	// spent (executor.BudgetPause); the item pauses and so does the run.
 	ErrTypeBudget = "budget"
 	// ErrTypeSetup: the step failed on the setup of the repository or
 	// the worker (an unknown runner, a program not installed, missing
@@ -107,7 +107,7 @@ func (r ItemRef) key() ItemRef { return ItemRef{Run: r.Run, Item: r.Item} }
 // in the recorded JSON, so histories recorded without them still decode.
 type (
 	BeginResult struct {
-		engine.Begun
+		executor.Begun
 		Synced
 	}
 	StepResult struct {
@@ -115,11 +115,11 @@ type (
 		Synced
 	}
 	StageResult struct {
-		engine.Staged
+		executor.Staged
 		Synced
 	}
 	EndResult struct {
-		engine.Ended
+		executor.Ended
 		Synced
 	}
 	AnswerResult struct{ Synced }
@@ -169,8 +169,8 @@ type AnswerInput struct {
 // EndInput journals how the item's workflow ended.
 type EndInput struct {
 	ItemRef
-	Ending   engine.Ending `json:"ending"`
-	Warnings []string      `json:"warnings,omitempty"`
+	Ending   executor.Ending `json:"ending"`
+	Warnings []string        `json:"warnings,omitempty"`
 }
 
 // Approval is the approve signal's payload. Call, when set, names the

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/store"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
@@ -29,7 +29,7 @@ type Workflows struct {
 // Item runs one item's workflow: the interpreter (or, for the runner
 // workflow, workflow.Next) decides, activities act. An end that halts
 // the run is told to the run's other items.
-func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, error) {
+func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (executor.Ended, error) {
 	x := newExec(in)
 	x.limits = w.History
 	if x.limits == (HistoryLimits{}) {
@@ -43,8 +43,8 @@ func (w *Workflows) Item(ctx workflow.Context, in ItemInput) (engine.Ended, erro
 	return ended, nil
 }
 
-func (w *Workflows) item(ctx workflow.Context, x *exec) (engine.Ended, error) {
-	var begun engine.Begun
+func (w *Workflows) item(ctx workflow.Context, x *exec) (executor.Ended, error) {
+	var begun executor.Begun
 	if c := x.in.Carry; c != nil {
 		// A run continued from another: the item began there.
 		begun = c.Begun
@@ -60,7 +60,7 @@ func (w *Workflows) item(ctx workflow.Context, x *exec) (engine.Ended, error) {
 		begun = br.Begun
 	}
 	if begun.Status != "" {
-		return engine.Ended{Status: begun.Status, Reason: begun.Reason}, nil
+		return executor.Ended{Status: begun.Status, Reason: begun.Reason}, nil
 	}
 	x.begun = &begun
 	x.items = begun.Items
@@ -69,28 +69,28 @@ func (w *Workflows) item(ctx workflow.Context, x *exec) (engine.Ended, error) {
 	}
 	def, ok := w.Defs.Get(begun.Workflow)
 	if !ok {
-		return x.end(ctx, engine.Ending{Result: flow.Result{Status: flow.ResultFailed, Reason: "unknown workflow " + begun.Workflow + " on this worker"}})
+		return x.end(ctx, executor.Ending{Result: flow.Result{Status: flow.ResultFailed, Reason: "unknown workflow " + begun.Workflow + " on this worker"}})
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryPending, x.pendingCalls); err != nil {
-		return engine.Ended{}, err
+		return executor.Ended{}, err
 	}
 	x.receive(ctx)
 	interp := &flow.Interp{Item: x.ref.Item, Defs: w.Defs, Exec: x, Lim: begun.Limits, Roles: w.Roles, Fanout: fanout}
 	res, err := interp.Run(withWorkflow(ctx), def)
-	ending := engine.Ending{Result: res, Paused: x.paused, Tampered: x.tampered}
+	ending := executor.Ending{Result: res, Paused: x.paused, Tampered: x.tampered}
 	switch {
 	case ctx.Err() != nil:
 		// Cancelled (cadre stop --now): journal the item stopped, then
 		// end the workflow cancelled.
-		ending = engine.Ending{Stopped: true}
+		ending = executor.Ending{Stopped: true}
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
 		if _, err := x.end(dctx, ending); err != nil {
-			return engine.Ended{}, err
+			return executor.Ended{}, err
 		}
-		return engine.Ended{}, ctx.Err()
+		return executor.Ended{}, ctx.Err()
 	case x.stopping && (errors.Is(err, errStopping) || errors.Is(err, errContinue)):
 		// Stopped by request (cadre stop): the running steps finished.
-		return x.end(ctx, engine.Ending{Stopped: true})
+		return x.end(ctx, executor.Ending{Stopped: true})
 	case x.paused != "" || x.tampered != "":
 	case x.continuing && errors.Is(err, errContinue):
 		// The history is large: the running steps finished, the next run
@@ -115,15 +115,15 @@ const versionBeginStopped = "begin-stopped"
 // is journaled stopped, as the embedded engine journals an item stopped
 // before its first step, and cadre resume starts it again. The workflow
 // ends cancelled.
-func (x *exec) beginStopped(ctx workflow.Context, err error) (engine.Ended, error) {
+func (x *exec) beginStopped(ctx workflow.Context, err error) (executor.Ended, error) {
 	if workflow.GetVersion(ctx, versionBeginStopped, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return engine.Ended{}, err
+		return executor.Ended{}, err
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	if _, err := x.end(dctx, engine.Ending{Stopped: true}); err != nil {
-		return engine.Ended{}, err
+	if _, err := x.end(dctx, executor.Ending{Stopped: true}); err != nil {
+		return executor.Ended{}, err
 	}
-	return engine.Ended{}, ctx.Err()
+	return executor.Ended{}, ctx.Err()
 }
 
 // versionBeginFailed marks the workflows that journal an item failed
@@ -138,17 +138,17 @@ const versionBeginFailed = "begin-failed"
 // item's workers may be what failed. A run without a home (recorded
 // before homes) has no activity outside its items' workers: its workflow
 // fails as before.
-func (x *exec) beginFailed(ctx workflow.Context, err error) (engine.Ended, error) {
+func (x *exec) beginFailed(ctx workflow.Context, err error) (executor.Ended, error) {
 	if x.in.Home == "" {
-		return engine.Ended{}, err
+		return executor.Ended{}, err
 	}
 	if workflow.GetVersion(ctx, versionBeginFailed, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return engine.Ended{}, err
+		return executor.Ended{}, err
 	}
-	var ended engine.Ended
+	var ended executor.Ended
 	in := FailInput{ItemRef: x.ref, Reason: "could not begin: " + why(err)}
 	if err := workflow.ExecuteActivity(x.homeCtx(ctx), ActFail, in).Get(ctx, &ended); err != nil {
-		return engine.Ended{}, err
+		return executor.Ended{}, err
 	}
 	return ended, nil
 }
@@ -174,10 +174,10 @@ type exec struct {
 	paused   string
 	tampered string
 
-	stopping bool            // cadre stop, or another item's halt, asked for no new step
-	halt     *engine.RunHalt // the other item's halt, when that was it
-	budget   bool            // paused is the stage pipeline's budget: the run pauses
-	items    []string        // the run's items, to tell of this one's halt
+	stopping bool              // cadre stop, or another item's halt, asked for no new step
+	halt     *executor.RunHalt // the other item's halt, when that was it
+	budget   bool              // paused is the stage pipeline's budget: the run pauses
+	items    []string          // the run's items, to tell of this one's halt
 
 	// The item's journal on workers elsewhere (home.go): who made each
 	// change so far, the change each remote worker's replica was last
@@ -201,7 +201,7 @@ type exec struct {
 	continuing bool
 	noContinue bool
 	live       int
-	begun      *engine.Begun
+	begun      *executor.Begun
 	halted     bool // the stage pipeline's: the run halted
 	carried    *Carry
 	done       map[string]flow.Outcome
@@ -286,7 +286,7 @@ func (x *exec) receiveStop(ctx workflow.Context) {
 // receiveHalt takes another item's halt of the run: as the stop signal,
 // no new step starts, and the item's end carries the halt.
 func (x *exec) receiveHalt(ctx workflow.Context) {
-	var h engine.RunHalt
+	var h executor.RunHalt
 	if workflow.GetSignalChannel(ctx, SignalHalt).Receive(ctx, &h) {
 		x.halt, x.stopping = &h, true
 	}
@@ -301,14 +301,14 @@ const versionHalt = "halt-siblings"
 // the process that started the run is gone and their workers do not see
 // the run's halt file. An item that only obeyed another's halt tells no
 // one: the halting item did.
-func (x *exec) haltSiblings(ctx workflow.Context, ended engine.Ended) {
+func (x *exec) haltSiblings(ctx workflow.Context, ended executor.Ended) {
 	if x.halt != nil || (ended.Halt != store.RunFailed && ended.Halt != store.RunPaused) {
 		return
 	}
 	if workflow.GetVersion(ctx, versionHalt, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return
 	}
-	h := engine.RunHalt{Status: ended.Halt, Reason: ended.HaltReason}
+	h := executor.RunHalt{Status: ended.Halt, Reason: ended.HaltReason}
 	var sent []workflow.Future
 	for _, it := range x.items {
 		if it != x.ref.Item {
@@ -476,7 +476,7 @@ func (x *exec) pendingCalls() ([]flow.HumanCall, error) {
 // activity, and the interpreter's Warn has no context to run one.
 func (x *exec) Warn(msg string) { x.warnings = append(x.warnings, msg) }
 
-func (x *exec) end(ctx workflow.Context, e engine.Ending) (engine.Ended, error) {
+func (x *exec) end(ctx workflow.Context, e executor.Ending) (executor.Ended, error) {
 	e.Halted = x.halt
 	var res EndResult
 	err := x.act(ctx, x.journalCtx(ctx), ActEnd, func(r ItemRef) any { return EndInput{ItemRef: r, Ending: e, Warnings: x.warnings} }, &res)
@@ -492,9 +492,9 @@ func (x *exec) end(ctx workflow.Context, e engine.Ending) (engine.Ended, error) 
 // item's hard stop as a stage reports them) reaches workflow.Next as a
 // Stop event before its next decision: the running step finishes and no
 // new stage starts.
-func (x *exec) pipeline(ctx workflow.Context, b engine.Begun) (engine.Ended, error) {
+func (x *exec) pipeline(ctx workflow.Context, b executor.Begun) (executor.Ended, error) {
 	if err := workflow.SetQueryHandler(ctx, QueryPending, x.pendingCalls); err != nil {
-		return engine.Ended{}, err
+		return executor.Ended{}, err
 	}
 	x.receive(ctx)
 	lim := flow.Limits{AuditPassRating: b.Limits.AuditPassRating, MaxAttempts: b.Limits.MaxAttempts,
@@ -518,7 +518,7 @@ func (x *exec) pipeline(ctx workflow.Context, b engine.Begun) (engine.Ended, err
 		return x.pipelineFailed(ctx, s, err)
 	}
 	// Complete, HardStop or Stopped: the item's end says which.
-	return x.end(ctx, engine.Ending{Pipeline: &engine.PipelineEnding{State: s, Decision: d}})
+	return x.end(ctx, executor.Ending{Pipeline: &executor.PipelineEnding{State: s, Decision: d}})
 }
 
 // Stopping says whether the item starts no new stage: the stop signal,
@@ -551,16 +551,16 @@ func (x *exec) Ask(ctx context.Context, _ flow.State, d flow.Decision) (flow.Ans
 // cancelled (cadre stop --now), stopped while it waited for a human,
 // paused (a quota), its tree tampered with, or a step failing past its
 // retries, which is a hard stop.
-func (x *exec) pipelineFailed(ctx workflow.Context, s flow.State, err error) (engine.Ended, error) {
-	end := engine.Ending{Pipeline: &engine.PipelineEnding{State: s}}
+func (x *exec) pipelineFailed(ctx workflow.Context, s flow.State, err error) (executor.Ended, error) {
+	end := executor.Ending{Pipeline: &executor.PipelineEnding{State: s}}
 	switch {
 	case ctx.Err() != nil:
 		end.Stopped = true
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
 		if _, err := x.end(dctx, end); err != nil {
-			return engine.Ended{}, err
+			return executor.Ended{}, err
 		}
-		return engine.Ended{}, ctx.Err()
+		return executor.Ended{}, ctx.Err()
 	case x.stopping && errors.Is(err, errStopping):
 		end.Pipeline.Decision = flow.Decision{Kind: flow.Stopped, Reason: "stopped while waiting for a human"}
 		return x.end(ctx, end)

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/signal"
@@ -34,13 +34,13 @@ func newEnv(t *testing.T, f Steps) *testsuite.TestWorkflowEnvironment {
 }
 
 // runItem runs the item workflow to its end in env and returns its result.
-func runItem(t *testing.T, env *testsuite.TestWorkflowEnvironment, in ItemInput) engine.Ended {
+func runItem(t *testing.T, env *testsuite.TestWorkflowEnvironment, in ItemInput) executor.Ended {
 	t.Helper()
 	env.ExecuteWorkflow(WorkflowName, in)
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var ended engine.Ended
+	var ended executor.Ended
 	if err := env.GetWorkflowResult(&ended); err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestStopSignalEndsAWaitForAHuman(t *testing.T) {
 func TestRefusedStepStopsTheItem(t *testing.T) {
 	f := &fakeSteps{workflow: "fanout", agent: func(_ context.Context, in AgentInput) (flow.Outcome, error) {
 		if strings.Contains(in.Call.ID, "debugger") {
-			return flow.Outcome{}, stepFailure(engine.ErrStopping, nil)
+			return flow.Outcome{}, stepFailure(executor.ErrStopping, nil)
 		}
 		return flow.Outcome{Output: "done"}, nil
 	}}
@@ -338,7 +338,7 @@ func TestBeginFailingForGoodFailsTheItemAtHome(t *testing.T) {
 				msg = ae.Message()
 			}
 			why := "could not begin: " + msg
-			if want := (engine.Ended{Status: "failed", Reason: why}); ended != want {
+			if want := (executor.Ended{Status: "failed", Reason: why}); ended != want {
 				t.Errorf("result %+v, want %+v", ended, want)
 			}
 			if diff := cmp.Diff([]FailInput{{ItemRef: ItemRef{Run: "r1", Item: "t1"}, Reason: why}}, h.fails); diff != "" {
@@ -401,7 +401,7 @@ func TestCancelDuringBeginStopsTheItem(t *testing.T) {
 			if diff := cmp.Diff([]string{"begin r1/t1", "end"}, f.calls); diff != "" {
 				t.Errorf("calls (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]engine.Ending{{Stopped: true}}, f.ends); diff != "" {
+			if diff := cmp.Diff([]executor.Ending{{Stopped: true}}, f.ends); diff != "" {
 				t.Errorf("endings (-want +got):\n%s", diff)
 			}
 			if len(h.fails) != 0 {
@@ -448,7 +448,7 @@ func permanent(msg string) error { return permanentErr{errors.New(msg)} }
 
 type permanentErr struct{ error }
 
-func (p permanentErr) Unwrap() []error { return []error{p.error, engine.ErrPermanent} }
+func (p permanentErr) Unwrap() []error { return []error{p.error, executor.ErrPermanent} }
 
 // A failure that may pass (a busy journal, the network) is retried: the
 // step's second try goes on to the commit.

@@ -7,7 +7,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 )
 
-// Snapshot is a run as the journal records it (engine.Summarize plus the
+// Snapshot is a run as the journal records it (report.Summarize plus the
 // completed steps per item). Events make the view quick; snapshots make it
 // right: they carry what the events of this process never saw (steps of an
 // earlier session of a resumed run, costs summed by the journal).

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/promptlog"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/store"
 )
@@ -190,7 +190,7 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request, rp *repo) {
 		fail(w, err)
 		return
 	}
-	var card *engine.ItemSummary
+	var card *report.ItemSummary
 	for i := range sum.Items {
 		if sum.Items[i].ID == id {
 			card = &sum.Items[i]
@@ -201,7 +201,7 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request, rp *repo) {
 		return
 	}
 	out := struct {
-		Item  engine.ItemSummary `json:"item"`
+		Item  report.ItemSummary `json:"item"`
 		Steps []stepJSON         `json:"steps"`
 	}{Item: *card, Steps: []stepJSON{}}
 	var prompts map[string]string
@@ -332,15 +332,15 @@ func (s *Server) cost(w http.ResponseWriter, r *http.Request, rp *repo) {
 		fail(w, err)
 		return
 	}
-	out := map[string][]engine.ReportRow{}
+	out := map[string][]report.Row{}
 	for _, by := range []string{"role", "runner", "model"} {
-		rows, err := engine.ReportOf(ctx, rp.Store, run, by, steps)
+		rows, err := report.RowsOf(ctx, rp.Store, run, by, steps)
 		if err != nil {
 			fail(w, err)
 			return
 		}
 		if rows == nil {
-			rows = []engine.ReportRow{}
+			rows = []report.Row{}
 		}
 		out[by] = rows
 	}
@@ -348,18 +348,18 @@ func (s *Server) cost(w http.ResponseWriter, r *http.Request, rp *repo) {
 }
 
 // readRun reads a run, its items and its steps once, and summarises them.
-func readRun(ctx context.Context, st *store.Store, id string) (store.Run, []store.Step, engine.Summary, error) {
+func readRun(ctx context.Context, st *store.Store, id string) (store.Run, []store.Step, report.Summary, error) {
 	run, err := st.GetRun(ctx, id)
 	if err != nil {
-		return store.Run{}, nil, engine.Summary{}, err
+		return store.Run{}, nil, report.Summary{}, err
 	}
 	items, err := st.Items(ctx, id)
 	if err != nil {
-		return store.Run{}, nil, engine.Summary{}, err
+		return store.Run{}, nil, report.Summary{}, err
 	}
 	steps, err := st.Steps(ctx, id)
 	if err != nil {
-		return store.Run{}, nil, engine.Summary{}, err
+		return store.Run{}, nil, report.Summary{}, err
 	}
-	return run, steps, engine.SummarizeRows(run, items, steps), nil
+	return run, steps, report.SummarizeRows(run, items, steps), nil
 }

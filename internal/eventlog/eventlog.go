@@ -1,4 +1,7 @@
-package engine
+// Package eventlog writes a run's events to the journal: a sink of the
+// event bus (internal/event) that appends them to the store in batches
+// from one goroutine, off the publisher's path.
+package eventlog
 
 import (
 	"context"
@@ -11,13 +14,13 @@ import (
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
-// JournalSink writes events to the store in batches from one goroutine, so
+// Sink writes events to the store in batches from one goroutine, so
 // publishing an event never waits for a database write. Events are a record
 // for people and dashboards; what resume relies on (steps, items, commits)
 // is journaled synchronously elsewhere, so a crash losing the last few
 // events loses no work. Events the journal refuses are counted, with the
 // first cause, for Close to report.
-type JournalSink struct {
+type Sink struct {
 	st   *store.Store
 	ch   chan store.Event
 	done chan struct{}
@@ -28,15 +31,15 @@ type JournalSink struct {
 	cause error
 }
 
-// NewJournalSink starts the writer; Close flushes and stops it.
-func NewJournalSink(st *store.Store) *JournalSink {
-	j := &JournalSink{st: st, ch: make(chan store.Event, 1024), done: make(chan struct{})}
+// NewSink starts the writer; Close flushes and stops it.
+func NewSink(st *store.Store) *Sink {
+	j := &Sink{st: st, ch: make(chan store.Event, 1024), done: make(chan struct{})}
 	go j.loop()
 	return j
 }
 
 // Handle queues e for the journal.
-func (j *JournalSink) Handle(e event.Event) {
+func (j *Sink) Handle(e event.Event) {
 	data, err := json.Marshal(e)
 	if err != nil || e.Run == "" {
 		return
@@ -44,7 +47,7 @@ func (j *JournalSink) Handle(e event.Event) {
 	j.ch <- store.Event{RunID: e.Run, Time: e.Time, Type: e.Type, ItemID: e.Item, Data: data}
 }
 
-func (j *JournalSink) loop() {
+func (j *Sink) loop() {
 	defer close(j.done)
 	for first := range j.ch {
 		batch := []store.Event{first}
@@ -66,7 +69,7 @@ func (j *JournalSink) loop() {
 
 // write appends batch, trying again twice: a journal that another
 // process keeps busy frees up. A batch still refused is counted lost.
-func (j *JournalSink) write(batch []store.Event) {
+func (j *Sink) write(batch []store.Event) {
 	var err error
 	for try := range 3 {
 		if try > 0 {
@@ -86,7 +89,7 @@ func (j *JournalSink) write(batch []store.Event) {
 
 // Close writes every queued event and stops the writer. Its error says
 // how many events the journal refused, and why.
-func (j *JournalSink) Close() error {
+func (j *Sink) Close() error {
 	j.once.Do(func() { close(j.ch) })
 	<-j.done
 	j.mu.Lock()

@@ -1,4 +1,4 @@
-package engine
+package report
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
-// ReportRow is the account of one group of agent steps.
-type ReportRow struct {
+// Row is the account of one group of agent steps.
+type Row struct {
 	Key      string        `json:"key"`
 	Steps    int           `json:"steps"`
 	Failed   int           `json:"failed"`
@@ -24,18 +24,18 @@ type ReportRow struct {
 	EvalSamples   int      `json:"eval_samples,omitempty"`
 }
 
-// ReportKeys are the groupings Report accepts.
-var ReportKeys = []string{"role", "runner", "model", "item"}
+// Keys are the groupings Rows accepts.
+var Keys = []string{"role", "runner", "model", "item"}
 
-// Report groups a run's agent steps by role, runner, model or item, sorted
+// Rows groups a run's agent steps by role, runner, model or item, sorted
 // by cost then name.
-func Report(ctx context.Context, st *store.Store, runID, by string) ([]ReportRow, error) {
-	return ReportOf(ctx, st, runID, by, nil)
+func Rows(ctx context.Context, st *store.Store, runID, by string) ([]Row, error) {
+	return RowsOf(ctx, st, runID, by, nil)
 }
 
-// ReportOf is Report of the run's steps already read from the journal
-// (nil: read them): a reader reporting several ways reads them once.
-func ReportOf(ctx context.Context, st *store.Store, runID, by string, steps []store.Step) ([]ReportRow, error) {
+// RowsOf is Rows of the run's steps already read from the journal (nil:
+// read them): a reader reporting several ways reads them once.
+func RowsOf(ctx context.Context, st *store.Store, runID, by string, steps []store.Step) ([]Row, error) {
 	key := map[string]func(store.Step) string{
 		"role":   func(s store.Step) string { return s.Role },
 		"runner": func(s store.Step) string { return s.Runner },
@@ -51,7 +51,7 @@ func ReportOf(ctx context.Context, st *store.Store, runID, by string, steps []st
 			return nil, err
 		}
 	}
-	rows := map[string]*ReportRow{}
+	rows := map[string]*Row{}
 	for _, s := range steps {
 		if s.Kind != "agent" {
 			continue
@@ -62,14 +62,14 @@ func ReportOf(ctx context.Context, st *store.Store, runID, by string, steps []st
 		}
 		r := rows[k]
 		if r == nil {
-			r = &ReportRow{Key: k}
+			r = &Row{Key: k}
 			rows[k] = r
 		}
 		r.Steps++
 		if s.Status == store.StepFailed {
 			r.Failed++
 		}
-		r.Usage = r.Usage.Add(fromStoreUsage(s.Usage))
+		r.Usage = r.Usage.Add(Usage(s.Usage))
 		if s.EndedAt != nil {
 			r.Duration += s.EndedAt.Sub(s.StartedAt)
 		}
@@ -79,7 +79,7 @@ func ReportOf(ctx context.Context, st *store.Store, runID, by string, steps []st
 			return nil, err
 		}
 	}
-	out := make([]ReportRow, 0, len(rows))
+	out := make([]Row, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, *r)
 	}
@@ -94,7 +94,7 @@ func ReportOf(ctx context.Context, st *store.Store, runID, by string, steps []st
 
 // addEvalScores gives each model's row the run's evaluations of its steps,
 // summed across roles and runners by their counts.
-func addEvalScores(ctx context.Context, st *store.Store, runID string, rows map[string]*ReportRow) error {
+func addEvalScores(ctx context.Context, st *store.Store, runID string, rows map[string]*Row) error {
 	stats, err := st.EvalStats(ctx, store.EvalFilter{RunID: runID, Source: store.SourceRun})
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package engine
+package report
 
 import (
 	"context"
@@ -58,11 +58,11 @@ func reportStore(t *testing.T, evaluate bool) *store.Store {
 
 func TestReportByModelAddsEvaluations(t *testing.T) {
 	ctx := context.Background()
-	rows, err := Report(ctx, reportStore(t, true), "r1", "model")
+	rows, err := Rows(ctx, reportStore(t, true), "r1", "model")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]ReportRow{}
+	got := map[string]Row{}
 	for _, r := range rows {
 		got[r.Key] = r
 	}
@@ -73,7 +73,7 @@ func TestReportByModelAddsEvaluations(t *testing.T) {
 		t.Errorf("unevaluated model row = %+v, want no evaluation figures", r)
 	}
 
-	rows, err = Report(ctx, reportStore(t, true), "r1", "role")
+	rows, err = Rows(ctx, reportStore(t, true), "r1", "role")
 	if err != nil {
 		t.Fatal(err)
 	}

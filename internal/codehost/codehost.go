@@ -1,0 +1,80 @@
+// Package codehost is the code host as cadre's engine sees it: issues
+// in; branches, pull requests and progress comments out. Forge is the
+// interface the engine and item intake call; internal/app implements it
+// on GitHub (app.GitHub, built on internal/forge), so neither knows
+// GitHub's API, and the token stays where the implementation keeps it.
+package codehost
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Issue is a work item from a code host, as the engine needs it.
+type Issue struct {
+	Repo   string // owner/repo
+	Number int
+	Title  string
+	Body   string // body and comments: untrusted text
+	URL    string
+	Author string
+	Labels []string
+}
+
+// Forge is the code host: issues in, branches, pull requests and progress
+// comments out. Every mutating call must be idempotent by its key (the
+// head branch for a pull request, the marker for a comment), so a resumed
+// run never makes a second one.
+type Forge interface {
+	// Issue fetches one issue by reference ("42", "#42", "owner/repo#42").
+	Issue(ctx context.Context, ref string) (Issue, error)
+	// Issues lists the repository's issues matching q.
+	Issues(ctx context.Context, q IssueQuery) ([]Issue, error)
+	// Push publishes the item's branch from its worktree.
+	Push(ctx context.Context, dir, branch string) error
+	// EnsurePR opens the pull request for head, or adopts and updates the
+	// one that exists; it returns its URL and number.
+	EnsurePR(ctx context.Context, pr PullRequest) (url string, number int, err error)
+	// EnsureComment posts body on the issue once per marker.
+	EnsureComment(ctx context.Context, repo string, issue int, marker, body string) error
+}
+
+// IssueQuery selects issues to work on (cadre run --label ...).
+type IssueQuery struct {
+	Labels    []string `json:"labels,omitempty"`
+	Milestone string   `json:"milestone,omitempty"`
+	Assignee  string   `json:"assignee,omitempty"`
+	State     string   `json:"state,omitempty"`
+	Limit     int      `json:"limit,omitempty"`
+}
+
+// String describes the query for a person: "labels bug, p1; state open".
+func (q IssueQuery) String() string {
+	var parts []string
+	if len(q.Labels) > 0 {
+		parts = append(parts, "labels "+strings.Join(q.Labels, ", "))
+	}
+	for _, p := range []struct{ name, v string }{{"milestone", q.Milestone}, {"assignee", q.Assignee}, {"state", q.State}} {
+		if p.v != "" {
+			parts = append(parts, p.name+" "+p.v)
+		}
+	}
+	if q.Limit > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d", q.Limit))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Empty says whether the query selects nothing by itself.
+func (q IssueQuery) Empty() bool {
+	return len(q.Labels) == 0 && q.Milestone == "" && q.Assignee == "" && q.State == "" && q.Limit == 0
+}
+
+// PullRequest is what EnsurePR opens.
+type PullRequest struct {
+	Repo, Head, Base, Title, Body string
+	Issue                         int
+	Draft                         bool
+	Labels                        []string
+}

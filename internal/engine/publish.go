@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/codehost"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/item/intake"
+	"github.com/cadre-dev/cadre/internal/reply"
+	"github.com/cadre-dev/cadre/internal/report"
+	"github.com/cadre-dev/cadre/internal/store"
+)
+
+// Issue is an issue item's issue, as the code host gave it.
+type Issue = codehost.Issue
+
+// issueOf reads an issue item's record, when the item came from an issue.
+func (e *Engine) issueOf(it store.Item) (Issue, bool) { return intake.IssueOf(it) }
+
+// issueOf is Engine.issueOf of the item, read once per item run.
+func (ir *itemRun) issueOf(e *Engine) (Issue, bool) {
+	ir.issueOnce.Do(func() { ir.issue, ir.isIssue = e.issueOf(ir.it) })
+	return ir.issue, ir.isIssue
+}
+
+// comment posts (or adopts, by its marker) a comment of kind on an
+// issue item's issue once, as a journaled step. Comments are best effort:
+// a failure of the code host is a warning; only a failed journal write is
+// returned.
+func (e *Engine) comment(ctx context.Context, ir *itemRun, kind, body string) error {
+	is, ok := ir.issueOf(e)
+	if !ok || e.d.Forge == nil || !e.d.Config.GitHub.Comments {
+		return nil
+	}
+	id := ir.it.ID + "/publish/comment-" + kind
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, id); err == nil && rec.Status == store.StepCompleted {
+		return nil
+	}
+	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: id, Kind: "comment"}
+	if err := e.d.Store.StartStep(ctx, rec); err != nil {
+		return journalErr(ir.it.ID, err)
+	}
+	marker := fmt.Sprintf("cadre:%s:%s:%s", ir.run, ir.it.ID, kind)
+	if err := e.d.Forge.EnsureComment(ctx, is.Repo, is.Number, marker, body); err != nil {
+		rec.Error = err.Error()
+		if err := e.failStep(ctx, rec, nil); err != nil {
+			return err
+		}
+		e.publish(ir, event.Event{Type: event.Warning, Message: "comment on issue: " + err.Error()})
+		return nil
+	}
+	rec.Status = store.StepCompleted
+	return e.finishStep(ctx, rec)
+}
+
+// publish pushes a completed issue item's branch and opens (or adopts) its
+// pull request, each once, as journaled steps.
+func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
+	is, ok := ir.issueOf(e)
+	if !ok || e.d.Forge == nil || ir.rs.opts.InPlace {
+		return "", nil
+	}
+	branch := currentBranch(ctx, ir)
+	pushID := ir.it.ID + "/publish/push#1"
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, pushID); err != nil || rec.Status != store.StepCompleted {
+		rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: pushID, Kind: report.KindPush}
+		if err := e.d.Store.StartStep(ctx, rec); err != nil {
+			return "", journalErr(ir.it.ID, err)
+		}
+		if err := e.d.Forge.Push(ctx, ir.dir, branch); err != nil {
+			rec.Error = err.Error()
+			return "", e.failStep(ctx, rec, fmt.Errorf("push %s: %w", branch, err))
+		}
+		e.d.Crash(CrashPushed)
+		rec.Status = store.StepCompleted
+		rec.Result, _ = json.Marshal(report.PublishRecord{Branch: branch})
+		if err := e.finishStep(ctx, rec); err != nil {
+			return "", err
+		}
+	}
+	prID := report.PRStepID(ir.it.ID)
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, prID); err == nil && rec.Status == store.StepCompleted {
+		return report.ReadPublishRecord(rec).Output, nil
+	}
+	rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: prID, Kind: report.KindPR}
+	if err := e.d.Store.StartStep(ctx, rec); err != nil {
+		return "", journalErr(ir.it.ID, err)
+	}
+	title, body := e.prText(ir, is)
+	pr := codehost.PullRequest{Repo: is.Repo, Head: branch, Base: e.d.Config.BaseBranch,
+		Title: title, Body: body, Issue: is.Number, Draft: e.d.Config.GitHub.Draft, Labels: e.d.Config.GitHub.Labels}
+	err := e.guardSensitive(ctx, ir, &pr)
+	url, number := "", 0
+	if err == nil {
+		url, number, err = e.d.Forge.EnsurePR(ctx, pr)
+	}
+	if err != nil {
+		rec.Error = err.Error()
+		return "", e.failStep(ctx, rec, fmt.Errorf("pull request: %w", err))
+	}
+	e.d.Crash(CrashPRCreated)
+	rec.Status = store.StepCompleted
+	rec.Result, _ = json.Marshal(report.PublishRecord{Branch: branch, Output: url, Number: number, Title: title})
+	return url, e.finishStep(ctx, rec)
+}
+
+func currentBranch(ctx context.Context, ir *itemRun) string {
+	branch, err := ir.repo.Branch(ctx)
+	if err != nil {
+		return ""
+	}
+	return branch
+}
+
+// prText is the pull request's title and body: the pr-composer's output when
+// the workflow had one ("# title" then the body, its SIGNAL BLOCK removed),
+// else the issue's title and the item's commits; always closing the issue.
+func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
+	title, body := is.Title, ""
+	matches, _ := filepath.Glob(filepath.Join(ir.outDir, "outputs", "pr-pr-composer-*.md"))
+	if len(matches) > 0 {
+		// The composer's output goes public: never through a link.
+		data, _ := readText(ir.outDir, matches[len(matches)-1])
+		title, body = composed(reply.WithoutSignal(data), title)
+	}
+	if body == "" {
+		log, _ := ir.repo.Git(context.Background(), "log", "--format=- %s", e.d.Config.BaseBranch+"..HEAD")
+		body = "Changes:\n\n" + strings.TrimSpace(log)
+	}
+	return title, body + fmt.Sprintf("\n\nCloses #%d\n", is.Number)
+}
+
+// composed splits a composer's text into the pull request's title and
+// body: a first line "# title" or "Title: title" is the title (the latter
+// is the composer's label, not the body's), the rest the body; else the
+// whole text is the body under title.
+func composed(text, title string) (string, string) {
+	lines := strings.SplitN(strings.TrimSpace(text), "\n", 2)
+	first := strings.TrimSpace(lines[0])
+	t, ok := strings.CutPrefix(first, "# ")
+	if !ok {
+		t, ok = cutLabel(first, "title:")
+	}
+	if !ok {
+		return title, strings.TrimSpace(text)
+	}
+	if t = strings.TrimSpace(t); t != "" {
+		title = t
+	}
+	if len(lines) < 2 {
+		return title, ""
+	}
+	return title, strings.TrimSpace(lines[1])
+}
+
+// cutLabel cuts label (lower case) off the start of s whatever its case:
+// "Title:", "TITLE:", "**Title:**" alike.
+func cutLabel(s, label string) (string, bool) {
+	s = strings.TrimLeft(s, "*_ ")
+	if len(s) < len(label) || !strings.EqualFold(s[:len(label)], label) {
+		return "", false
+	}
+	return strings.TrimLeft(s[len(label):], "*_ "), true
+}
+
+// finishIssue publishes a completed issue item and reports its end on the
+// issue; a publishing failure fails the item (its work stays on its branch).
+func (e *Engine) finishIssue(ctx context.Context, ir *itemRun, ok bool, reason string) (string, error) {
+	if _, isIssue := ir.issueOf(e); !isIssue {
+		return "", nil
+	}
+	if !ok {
+		return "", e.comment(ctx, ir, "failed", "cadre could not complete this issue: "+oneLine(reason))
+	}
+	url, err := e.publishItem(ctx, ir)
+	if isJournalErr(err) {
+		return "", err
+	}
+	if err != nil {
+		return "", both(err, e.comment(ctx, ir, "failed", "cadre finished the work but could not publish it: "+oneLine(err.Error())))
+	}
+	msg := "cadre finished this issue"
+	if url != "" {
+		msg += ": " + url
+	}
+	return url, e.comment(ctx, ir, "done", msg)
+}
