@@ -295,29 +295,13 @@ func confine(ctx context.Context, inv runner.Invocation, spec *proc.Spec, home, 
 		return nil, fmt.Errorf("prepare the sandbox: %w", err)
 	}
 	spec.Sandbox = p.Sandbox
-	spec.Env = setEnv(spec.Env, p.Env)
+	spec.Env = proc.SetEnv(spec.Env, p.Env)
 	if spec.Log != nil {
 		// The transcript says how the agent was confined, so a reader of
 		// a refused write or connection knows why.
 		fmt.Fprintf(spec.Log, "[cadre: sandboxed by bubblewrap, network %s]\n", inv.Sandbox.Network)
 	}
 	return p, nil
-}
-
-// setEnv replaces or adds the variables of set in env, keeping it sorted.
-func setEnv(env []string, set map[string]string) []string {
-	out := make([]string, 0, len(env)+len(set))
-	for _, e := range env {
-		k, _, _ := strings.Cut(e, "=")
-		if _, ok := set[k]; !ok {
-			out = append(out, e)
-		}
-	}
-	for k, v := range set {
-		out = append(out, k+"="+v)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Resolve joins a command written as a relative path (./bin/agent) to
