@@ -77,6 +77,12 @@ type Commands struct {
 	Lint    string `yaml:"lint"`
 }
 
+// ByName is the commands by their names in cadre.yaml (install, build,
+// test, lint).
+func (c Commands) ByName() map[string]string {
+	return map[string]string{"install": c.Install, "build": c.Build, "test": c.Test, "lint": c.Lint}
+}
+
 // Defaults apply to every role without its own entry in Config.Roles.
 type Defaults struct {
 	Runner   string   `yaml:"runner"`

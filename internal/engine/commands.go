@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 )
 
@@ -19,19 +19,24 @@ var commandNames = []string{"install", "build", "test", "lint"}
 // runChecks runs the project's configured commands in the item's tree and
 // writes a Markdown summary (the integration-checker's input).
 func (fx *flowExec) runChecks(ctx context.Context, id string) (map[string]int, string, error) {
-	exits, sum, outPath := fx.runCommands(ctx, id, commandNames)
+	exits, sum, outPath, err := fx.runCommands(ctx, id, commandNames)
+	if err != nil {
+		return nil, "", err
+	}
 	return exits, outPath, writeStepFile(fx.ir.outDir, outPath, []byte(sum))
 }
 
 // runCommands runs the named project commands that cadre.yaml configures
-// and returns their exit codes and a Markdown summary.
-func (fx *flowExec) runCommands(ctx context.Context, id string, names []string) (map[string]int, string, string) {
+// and returns their exit codes and a Markdown summary. Their log is a step
+// log like an agent's: never written through a link, secrets masked.
+func (fx *flowExec) runCommands(ctx context.Context, id string, names []string) (map[string]int, string, string, error) {
 	e, ir := fx.e, fx.ir
-	cmds := e.d.Config.Commands
-	byName := map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}
+	byName := e.d.Config.Commands.ByName()
 	_, outPath, logPath := ir.stepFiles(id)
-	os.MkdirAll(filepath.Dir(logPath), 0o755)
-	log, _ := os.Create(logPath)
+	log, err := cliutil.OpenLog(logPath, e.d.Mask)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
 	defer log.Close()
 	exits := map[string]int{}
 	var sum strings.Builder
@@ -55,7 +60,7 @@ func (fx *flowExec) runCommands(ctx context.Context, id string, names []string) 
 		fmt.Fprintf(&sum, "| `%s` (%s) | %d | %s |\n", line, name, code, base)
 	}
 	fmt.Fprintf(&sum, "\nFull output: %s\n", logPath)
-	return exits, sum.String(), outPath
+	return exits, sum.String(), outPath, nil
 }
 
 // projectCommand runs one of the project's commands in the item's tree

@@ -38,8 +38,7 @@ func (fx *flowExec) gatekeep(ctx context.Context, c workflow.ActionCall) (signal
 		files = slices.DeleteFunc(files, func(f string) bool { return f == rel })
 	}
 	var skipped []string
-	cmds := map[string]string{"install": e.d.Config.Commands.Install, "build": e.d.Config.Commands.Build,
-		"test": e.d.Config.Commands.Test, "lint": e.d.Config.Commands.Lint}
+	cmds := e.d.Config.Commands.ByName()
 	req.Commands = slices.DeleteFunc(slices.Clone(req.Commands), func(name string) bool {
 		if strings.TrimSpace(cmds[name]) == "" {
 			skipped = append(skipped, name)
@@ -47,7 +46,10 @@ func (fx *flowExec) gatekeep(ctx context.Context, c workflow.ActionCall) (signal
 		}
 		return false
 	})
-	exits, cmdSummary, outPath := fx.runCommands(ctx, c.ID, req.Commands)
+	exits, cmdSummary, outPath, err := fx.runCommands(ctx, c.ID, req.Commands)
+	if err != nil {
+		return signal.Signal{}, "", err
+	}
 	if ctx.Err() != nil {
 		return signal.Signal{}, "", ctx.Err()
 	}

@@ -78,7 +78,7 @@ func (e *Engine) stepContext(ir *itemRun, sp agentSpec, outPath string) contextF
 	}
 	return contextFile{SchemaVersion: contextSchemaVersion, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,
 		WorktreePath: ir.dir, Phase: e.phaseNumber(sp.Workflow, sp.Phase), PhaseName: sp.Phase, TaskID: sp.TaskID,
-		Config:     contextConfig{Commands: map[string]string{"install": cmds.Install, "build": cmds.Build, "test": cmds.Test, "lint": cmds.Lint}},
+		Config:     contextConfig{Commands: cmds.ByName()},
 		InputFiles: append([]string{}, sp.Inputs...), OutputPath: outPath, Payload: payload}
 }
 
