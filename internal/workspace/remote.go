@@ -257,7 +257,8 @@ func (r *Repo) TreeOfChanges(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("snapshot the tree: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if data, err := os.ReadFile(filepath.Join(gitDir, "index")); err == nil {
+	index := filepath.Join(gitDir, "index")
+	if data, err := os.ReadFile(index); err == nil {
 		_, err = tmp.Write(data)
 		if err != nil {
 			tmp.Close()
@@ -269,6 +270,15 @@ func (r *Repo) TreeOfChanges(ctx context.Context) (string, error) {
 	}
 	if err := tmp.Close(); err != nil {
 		return "", fmt.Errorf("snapshot the tree: %w", err)
+	}
+	// Git trusts an entry whose file's stat matches unless the file
+	// changed no earlier than the index was written ("racily clean");
+	// the copy keeps the index's time so that check still sees a file
+	// rewritten within the same second at the same size.
+	if fi, err := os.Stat(index); err == nil {
+		if err := os.Chtimes(tmp.Name(), fi.ModTime(), fi.ModTime()); err != nil {
+			return "", fmt.Errorf("snapshot the tree: %w", err)
+		}
 	}
 	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
 	if _, err := gitEnv(ctx, r.Dir, env, r.withFilters(ctx, []string{"add", "-A", "--", "."})...); err != nil {
