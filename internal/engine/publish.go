@@ -125,16 +125,11 @@ func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
 	if len(matches) > 0 {
 		// The composer's output goes public: never through a link.
 		data, _ := readText(ir.outDir, matches[len(matches)-1])
-		text := reply.WithoutSignal(data)
-		lines := strings.SplitN(strings.TrimSpace(text), "\n", 2)
-		if t, ok := strings.CutPrefix(strings.TrimSpace(lines[0]), "# "); ok {
+		t, b, titled := reply.PullRequest(data)
+		if titled {
 			title = t
-			if len(lines) > 1 {
-				body = strings.TrimSpace(lines[1])
-			}
-		} else {
-			body = text
 		}
+		body = b
 	}
 	if body == "" {
 		log, _ := ir.repo.Git(context.Background(), "log", "--format=- %s", e.d.Config.BaseBranch+"..HEAD")

@@ -8,6 +8,22 @@ func Review(output string) string {
 	return demoteHeadings(WithoutSignal(output), 3)
 }
 
+// PullRequest is a pr-composer's output as a pull request's title and
+// body: "# title" on its first line, then the body, its SIGNAL BLOCK
+// removed; titled says it had such a line, else all of it is the body.
+func PullRequest(output string) (title, body string, titled bool) {
+	text := WithoutSignal(output)
+	lines := strings.SplitN(strings.TrimSpace(text), "\n", 2)
+	title, titled = strings.CutPrefix(strings.TrimSpace(lines[0]), "# ")
+	if !titled {
+		return "", text, false
+	}
+	if len(lines) > 1 {
+		body = strings.TrimSpace(lines[1])
+	}
+	return title, body, true
+}
+
 // WithoutSignal is an agent's output without its SIGNAL BLOCK (and the
 // fence around it, if any).
 func WithoutSignal(output string) string {

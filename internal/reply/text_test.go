@@ -21,3 +21,16 @@ func TestReview(t *testing.T) {
 		t.Errorf("Review = %q, want %q", got, want)
 	}
 }
+
+// TestPullRequest: a composer's "# title" line is the title and the rest
+// the body, without the SIGNAL BLOCK; without one, all of it is the body.
+func TestPullRequest(t *testing.T) {
+	title, body, titled := PullRequest("# Fix it\n\n## Summary\nDone.\n\n### SIGNAL BLOCK\n- Result: SUCCESS\n")
+	if !titled || title != "Fix it" || body != "## Summary\nDone." {
+		t.Errorf("PullRequest = %q, %q, %v", title, body, titled)
+	}
+	title, body, titled = PullRequest("Just a body.\n")
+	if titled || title != "" || body != "Just a body." {
+		t.Errorf("untitled: %q, %q, %v", title, body, titled)
+	}
+}
