@@ -123,7 +123,7 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	// events, step files, commits) and sends.
 	mask := Secrets(ws.Config, reg, getenv)
 	st.SetMask(mask.String)
-	policy, fallback, err := SandboxPolicy(ctx, ws.Config.Sandbox, getenv("PATH"))
+	policy, fallback, err := SandboxPolicy(ctx, ws.Config.Sandbox, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -170,21 +170,21 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 }
 
 // SandboxPolicy is the confinement cadre.yaml's sandbox section asks for,
-// checked to work here (bubblewrap found on pathList and run once with
-// the network setting); nil for mode none. Asked for (mode bwrap) and
-// unavailable is an error: the run must not start unconfined. Under mode
-// auto it is nil when bubblewrap does not work here, and fallback says
-// why, for a warning.
-func SandboxPolicy(ctx context.Context, c config.Sandbox, pathList string) (p *sandbox.Policy, fallback, err error) {
+// checked to work here (bubblewrap found on the PATH of getenv and run once
+// with each network setting); nil for mode none. Asked for (mode bwrap)
+// and unavailable is an error: the run must not start unconfined. Under
+// mode auto it is nil when bubblewrap does not work here, and fallback
+// says why, for a warning.
+func SandboxPolicy(ctx context.Context, c config.Sandbox, getenv func(string) string) (p *sandbox.Policy, fallback, err error) {
 	switch c.Mode {
 	case sandbox.ModeBwrap:
-		p, err := sandbox.New(ctx, c.Network, c.AllowHosts, pathList)
+		p, err := sandbox.New(ctx, SandboxSettings(c), getenv)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sandbox.mode bwrap: %w", err)
 		}
 		return p, nil, nil
 	case sandbox.ModeAuto:
-		p, err := sandbox.New(ctx, c.Network, c.AllowHosts, pathList)
+		p, err := sandbox.New(ctx, SandboxSettings(c), getenv)
 		if err != nil {
 			return nil, err, nil
 		}
@@ -212,6 +212,13 @@ func unconfined(mode string, p *sandbox.Policy, fallback error, geteuid func() i
 		return "sandbox.mode " + mode + ": " + asRoot + ", or set sandbox.mode: bwrap"
 	}
 	return ""
+}
+
+// SandboxSettings is cadre.yaml's sandbox section as sandbox.New takes it:
+// each item's network by its trust.
+func SandboxSettings(c config.Sandbox) sandbox.Settings {
+	trusted, untrusted := c.Networks()
+	return sandbox.Settings{Network: trusted, Untrusted: untrusted, AllowHosts: c.AllowHosts, Caches: c.Caches}
 }
 
 // IssueQuery is cadre.yaml's github.query_*: the issues a run with no

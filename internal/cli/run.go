@@ -145,7 +145,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 				return relPath(err, ws.root)
 			}
 			if !opts.JSON {
-				fmt.Fprintln(f.IO.Out, sandboxChoice(ctx, ws.cfg.Sandbox, f.Getenv("PATH")))
+				fmt.Fprintln(f.IO.Out, sandboxChoice(ctx, ws.cfg.Sandbox, f.Getenv))
 			}
 			printPlan(f, plan, opts.JSON)
 			return nil
@@ -307,6 +307,10 @@ func printPlan(f *Factory, plan []dryrun.Item, asJSON bool) {
 	}
 	for _, p := range plan {
 		fmt.Fprintf(f.IO.Out, "%s  %s  workflow %s, stage %s\n", p.ID, p.Title, p.Workflow, p.Stage)
+		if p.Network != "" {
+			trust := map[bool]string{true: "trusted", false: "untrusted"}[p.Trusted]
+			fmt.Fprintf(f.IO.Out, "  network %s (%s item)\n", p.Network, trust)
+		}
 		if p.Note != "" {
 			fmt.Fprintf(f.IO.Out, "  (%s)\n", p.Note)
 		}

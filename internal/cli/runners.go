@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cadre-dev/cadre/internal/app"
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
@@ -56,9 +57,11 @@ ollama: GET /api/tags) with that key: no answer within 3s, or a refusal, is miss
 exec runners show whether their command is found, script runners whether their scenario is.
 USED marks the runners cadre.yaml names (runners, defaults.runner, roles.*.runner, and
 selector.candidates when a runner is auto).
-A last line says whether the sandbox works here, and so whether runs confine their agents:
-it runs true under bubblewrap with cadre.yaml's sandbox settings (network, proxy and bridge
-included); under sandbox.mode auto (the default) it says whether runs get bwrap or none.
+A line at the end says whether the sandbox works here, and so whether runs confine their agents:
+it runs true under bubblewrap with cadre.yaml's sandbox settings (each network a run gives,
+proxy and bridge included), and says which network trusted and untrusted items get; under
+sandbox.mode auto (the default) it says whether runs get bwrap or none. Where bwrap works, the
+next line lists the host's download caches agents see read-only.
 
 STATUS is ready, missing (something to install or configure), or - (a type that only
 works once configured, such as exec).
@@ -184,32 +187,39 @@ func runRunnersCheck(ctx context.Context, f *Factory, opts *RunnersCheckOptions)
 }
 
 // checkSandbox says whether bubblewrap works here with cadre.yaml's
-// sandbox settings (mode none: with the defaults' network allow), by
-// running true in a step's full sandbox, and so which confinement a run
-// gets; ok is false when it does not work.
+// sandbox settings (mode none: with the network allow), by running true in
+// a step's full sandbox with each network a run would give, and so which
+// confinement a run gets, with the caches its steps see; ok is false when
+// it does not work.
 func checkSandbox(ctx context.Context, c config.Sandbox, getenv func(string) string) (ok bool, line string) {
-	network := c.Network
+	settings, network := app.SandboxSettings(c), networkOf(c)
 	if c.Mode == sandbox.ModeNone {
-		network = sandbox.NetAllow
+		settings, network = sandbox.Settings{Network: sandbox.NetAllow}, "network "+sandbox.NetAllow
 	}
 	env := proc.MinimalEnv(func(k string) (string, bool) { v := getenv(k); return v, v != "" }, nil, nil)
-	p, err := sandbox.New(ctx, network, c.AllowHosts, getenv("PATH"))
+	p, err := sandbox.New(ctx, settings, getenv)
 	if err == nil {
 		err = p.Check(ctx, env)
 	}
 	switch {
 	case err != nil && c.Mode == sandbox.ModeBwrap:
-		return false, fmt.Sprintf("sandbox: bwrap (network %s) asked for and NOT working here: %v; runs will refuse to start", network, err)
+		return false, fmt.Sprintf("sandbox: bwrap (%s) asked for and NOT working here: %v; runs will refuse to start", network, err)
 	case err != nil && c.Mode == sandbox.ModeAuto:
 		return false, fmt.Sprintf("sandbox: none (sandbox.mode auto falls back): bwrap does not work here: %v; agents run unconfined", err)
 	case err != nil:
 		return false, fmt.Sprintf("sandbox: none (sandbox.mode); bwrap would not work here: %v", err)
-	case c.Mode == sandbox.ModeBwrap:
-		return true, fmt.Sprintf("sandbox: bwrap (network %s) works here: agents run confined", network)
-	case c.Mode == sandbox.ModeAuto:
-		return true, fmt.Sprintf("sandbox: bwrap (sandbox.mode auto; network %s) works here: agents run confined", network)
+	case c.Mode == sandbox.ModeNone:
+		return true, "sandbox: none (sandbox.mode); bwrap works here: set sandbox.mode: bwrap or auto to confine agents"
 	}
-	return true, "sandbox: none (sandbox.mode); bwrap works here: set sandbox.mode: bwrap or auto to confine agents"
+	line = fmt.Sprintf("sandbox: bwrap (%s) works here: agents run confined", network)
+	if c.Mode == sandbox.ModeAuto {
+		line = fmt.Sprintf("sandbox: bwrap (sandbox.mode auto; %s) works here: agents run confined", network)
+	}
+	caches := "none of the host's"
+	if d := p.Describe(); len(d) > 0 {
+		caches = strings.Join(d, ", ")
+	}
+	return true, line + "\nsandbox caches: " + caches + "; build caches kept in .cadre/cache (per repository for trusted items, per item for untrusted ones)"
 }
 
 // planChecks lists the runners to check: every registered type and every

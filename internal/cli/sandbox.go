@@ -26,7 +26,7 @@ func withSandboxFlag(cfg config.Config, mode string) (config.Config, error) {
 	case sandbox.ModeNone:
 		cfg.Sandbox = config.Sandbox{Mode: sandbox.ModeNone, Network: sandbox.NetAllow, TrustRepo: cfg.Sandbox.TrustRepo}
 	case sandbox.ModeBwrap, sandbox.ModeAuto:
-		if mode == sandbox.ModeAuto && cfg.Sandbox.Network != sandbox.NetAllow {
+		if mode == sandbox.ModeAuto && cfg.Sandbox.Network != "" && cfg.Sandbox.Network != sandbox.NetAllow {
 			// As in cadre.yaml: auto may run unconfined, where nothing
 			// enforces the network setting.
 			return cfg, usageErr(fmt.Errorf("--sandbox auto: sandbox.network %s needs bwrap; use --sandbox bwrap", cfg.Sandbox.Network))
@@ -40,8 +40,8 @@ func withSandboxFlag(cfg config.Config, mode string) (config.Config, error) {
 
 // sandboxChoice is the line a dry run shows: the confinement the run's
 // agents would get, and under mode auto why it is that one.
-func sandboxChoice(ctx context.Context, c config.Sandbox, pathList string) string {
-	p, fallback, err := app.SandboxPolicy(ctx, c, pathList)
+func sandboxChoice(ctx context.Context, c config.Sandbox, getenv func(string) string) string {
+	p, fallback, err := app.SandboxPolicy(ctx, c, getenv)
 	switch {
 	case err != nil:
 		return "sandbox: bwrap asked for and NOT working here: " + err.Error()
@@ -50,5 +50,16 @@ func sandboxChoice(ctx context.Context, c config.Sandbox, pathList string) strin
 	case p == nil:
 		return "sandbox: none (sandbox.mode none)"
 	}
-	return fmt.Sprintf("sandbox: bwrap (sandbox.mode %s, network %s)", c.Mode, p.Network)
+	return fmt.Sprintf("sandbox: bwrap (sandbox.mode %s, %s)", c.Mode, networkOf(c))
+}
+
+// networkOf says which network confined agents get: one for every item,
+// or, with sandbox.network and sandbox.trust_repo unset, one by the item's
+// trust.
+func networkOf(c config.Sandbox) string {
+	trusted, untrusted := c.Networks()
+	if trusted == untrusted {
+		return "network " + trusted
+	}
+	return fmt.Sprintf("network %s for trusted items, %s for untrusted ones", trusted, untrusted)
 }

@@ -209,8 +209,10 @@ type Selector struct {
 type Sandbox struct {
 	// Mode is none, bwrap, or auto (the default): bwrap where bubblewrap
 	// works here, none otherwise, with a warning.
-	Mode    string `yaml:"mode"`    // auto | none | bwrap
-	Network string `yaml:"network"` // allow | deny | model-only
+	Mode string `yaml:"mode"` // auto | none | bwrap
+	// Network is allow, deny or model-only for every item; unset (""),
+	// it depends on the item (see NetworkFor).
+	Network string `yaml:"network"`
 	// AllowHosts are host or host:port entries reachable under
 	// network: model-only besides the runner's model endpoints.
 	AllowHosts []string `yaml:"allow_hosts"`
@@ -219,6 +221,33 @@ type Sandbox struct {
 	// drivers, .envrc) while agents and cadre's git work in it. Unset, the
 	// answer depends on the item (see TrustsRepo).
 	TrustRepo *bool `yaml:"trust_repo"`
+	// Caches are more host paths agents see under bwrap: PATH read-only,
+	// PATH:rw a writable directory kept with the build caches.
+	Caches []string `yaml:"caches"`
+}
+
+// NetworkFor is the network of a confined item's agents: sandbox.network
+// when set; unset, the host's for trusted items and model-only for
+// untrusted ones, whose issue text could steer an agent to send what it
+// reads anywhere.
+func (s Sandbox) NetworkFor(trusted bool) string {
+	switch {
+	case s.Network != "":
+		return s.Network
+	case trusted:
+		return "allow"
+	}
+	return "model-only"
+}
+
+// Networks are the networks trusted and untrusted items' agents get; the
+// same one twice when trust_repo decides for every item.
+func (s Sandbox) Networks() (trusted, untrusted string) {
+	if s.TrustRepo != nil {
+		n := s.NetworkFor(*s.TrustRepo)
+		return n, n
+	}
+	return s.NetworkFor(true), s.NetworkFor(false)
 }
 
 // TrustsRepo says whether an item's tree is trusted. Unless trust_repo
@@ -302,7 +331,7 @@ func Default() Config {
 			Comments:      true,
 			WriteInterval: Duration(DefaultWriteInterval),
 		},
-		Sandbox:  Sandbox{Mode: "auto", Network: "allow"},
+		Sandbox:  Sandbox{Mode: "auto"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},
 		Engine:   EngineEmbedded,
 		Temporal: Temporal{Address: "127.0.0.1:7233", Namespace: "default", TaskQueue: "cadre"},

@@ -14,6 +14,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/eval"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/builtin"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 )
 
 // validate checks the merged settings. Errors point at where the bad value
@@ -44,7 +45,7 @@ func (l *loader) validate(c *Config) error {
 		{"github.query_state", queryStateProblem(c.GitHub.QueryState)},
 		{"github.query_limit", atLeast(c.GitHub.QueryLimit, 0)},
 		{"sandbox.mode", oneOf(c.Sandbox.Mode, "auto", "none", "bwrap")},
-		{"sandbox.network", oneOf(c.Sandbox.Network, "allow", "deny", "model-only")},
+		{"sandbox.network", networkProblem(c.Sandbox.Network)},
 		{"engine", oneOf(c.Engine, EngineEmbedded, EngineTemporal)},
 		{"temporal.address", hostPortProblem(c.Temporal.Address)},
 		{"temporal.namespace", nonEmpty(c.Temporal.Namespace, "a namespace name")},
@@ -180,12 +181,13 @@ func (l *loader) unavailable(c *Config) error {
 	return l.selector(c)
 }
 
-// sandbox refuses network and allow_hosts settings that nothing would
-// enforce: without a sandbox an agent reaches whatever the host reaches.
+// sandbox refuses network, allow_hosts and caches settings that nothing
+// would enforce or use: without a sandbox an agent reaches whatever the
+// host reaches, and sees every cache.
 func (l *loader) sandbox(s Sandbox) error {
 	// Under auto the run could fall back to none, where nothing would
 	// enforce a network setting: asking for one means asking for bwrap.
-	if s.Mode != "bwrap" && s.Network != "allow" {
+	if s.Mode != "bwrap" && s.Network != "" && s.Network != "allow" {
 		why := map[string]string{"none": "runs", "auto": "may run"}[s.Mode] + " agents unconfined"
 		// A mode from the environment over a file's network setting is
 		// what changed: blame the variable, not the file's line.
@@ -201,11 +203,35 @@ func (l *loader) sandbox(s Sandbox) error {
 			return l.invalid(fmt.Sprintf("sandbox.allow_hosts[%d]", i), bad)
 		}
 	}
-	if len(s.AllowHosts) > 0 && s.Network != "model-only" {
-		reach := map[string]string{"allow": "reaches every host", "deny": "reaches none"}[s.Network]
-		return l.invalid("sandbox.allow_hosts", fmt.Sprintf("applies only to network: model-only (network %s %s); remove it or set network: model-only", s.Network, reach))
+	if len(s.AllowHosts) > 0 {
+		trustAll := s.TrustRepo != nil && *s.TrustRepo
+		switch {
+		case s.Network != "" && s.Network != "model-only":
+			reach := map[string]string{"allow": "reaches every host", "deny": "reaches none"}[s.Network]
+			return l.invalid("sandbox.allow_hosts", fmt.Sprintf("applies only to network: model-only (network %s %s); remove it or set network: model-only", s.Network, reach))
+		case s.Network == "" && s.Mode == "none":
+			return l.invalid("sandbox.allow_hosts", "applies only to network: model-only, and sandbox.mode none confines nothing; remove it or set mode: bwrap")
+		case s.Network == "" && trustAll:
+			return l.invalid("sandbox.allow_hosts", "applies to untrusted items' network model-only, and sandbox.trust_repo true trusts every item; remove it or set network: model-only")
+		}
+	}
+	for i, c := range s.Caches {
+		if _, err := sandbox.ParseCache(c); err != nil {
+			return l.invalid(fmt.Sprintf("sandbox.caches[%d]", i), err.Error())
+		}
+	}
+	if len(s.Caches) > 0 && s.Mode == "none" {
+		return l.invalid("sandbox.caches", "applies only under a sandbox, and sandbox.mode none runs agents unconfined (they see every cache); remove it or set mode: bwrap")
 	}
 	return nil
+}
+
+// networkProblem checks sandbox.network; unset, it depends on the item.
+func networkProblem(s string) string {
+	if s == "" {
+		return ""
+	}
+	return oneOf(s, "allow", "deny", "model-only")
 }
 
 // hostProblem checks an allow_hosts entry: a host name or IP address,

@@ -29,6 +29,10 @@ type Item struct {
 	Stage    string `json:"stage"`
 	Roles    []Role `json:"roles"`          // never null: [] when none
 	Note     string `json:"note,omitempty"` // why it would not run, when it would not
+	// Trusted says whether the item's tree is trusted (sandbox.trust_repo);
+	// Network is the network its confined agents get, "" unconfined.
+	Trusted bool   `json:"trusted"`
+	Network string `json:"network,omitempty"`
 }
 
 // Role is one role of the item's workflow and how it is reached.
@@ -50,6 +54,9 @@ type Planner struct {
 	Locate bool
 	// WorkflowOf names the workflow a task file's item runs.
 	WorkflowOf func(*taskfile.Task) string
+	// Confine says whether an item is trusted and which network its
+	// agents get; issue says it is a GitHub issue, not fetched yet.
+	Confine func(issue bool) (trusted bool, network string)
 }
 
 // Plan says what a run of w would do, item by item. Its errors are those
@@ -73,7 +80,7 @@ func (p *Planner) Plan(ctx context.Context, w intake.Want) ([]Item, error) {
 		generated = p.Intake.Config.Defaults.Workflow
 	}
 	if w.Prompt != "" {
-		out = append(out, p.item(ctx, "do", intake.PromptTitle(w.Prompt), generated, "code"))
+		out = append(out, p.item(ctx, "do", intake.PromptTitle(w.Prompt), generated, "code", false))
 	}
 	// A run with an issue query works on the issues it finds instead of
 	// the task files under tasks_dir.
@@ -85,14 +92,14 @@ func (p *Planner) Plan(ctx context.Context, w intake.Want) ([]Item, error) {
 			return nil, err
 		}
 		for _, t := range tasks {
-			out = append(out, p.item(ctx, t.ID, t.Title, p.WorkflowOf(t), t.Stage))
+			out = append(out, p.item(ctx, t.ID, t.Title, p.WorkflowOf(t), t.Stage, false))
 		}
 	}
 	for _, ref := range issues {
-		out = append(out, p.item(ctx, ref, "(GitHub issue, not fetched)", generated, "code"))
+		out = append(out, p.item(ctx, ref, "(GitHub issue, not fetched)", generated, "code", true))
 	}
 	if !w.Query.Empty() {
-		out = append(out, p.item(ctx, "query", "(GitHub issues "+w.Query.String()+", not fetched)", generated, "code"))
+		out = append(out, p.item(ctx, "query", "(GitHub issues "+w.Query.String()+", not fetched)", generated, "code", true))
 	}
 	// The run refuses a runner it cannot build before it starts; a dry run
 	// that printed a plan for it would promise a run that cannot happen.
@@ -102,9 +109,13 @@ func (p *Planner) Plan(ctx context.Context, w intake.Want) ([]Item, error) {
 	return out, nil
 }
 
-// item plans one item running workflow wf from stage.
-func (p *Planner) item(ctx context.Context, id, title, wf, stage string) Item {
+// item plans one item running workflow wf from stage; issue says it is
+// one or more GitHub issues, whose authors are not known yet.
+func (p *Planner) item(ctx context.Context, id, title, wf, stage string, issue bool) Item {
 	it := Item{ID: id, Title: title, Workflow: wf, Stage: stage}
+	if p.Confine != nil {
+		it.Trusted, it.Network = p.Confine(issue)
+	}
 	var roles []string
 	if wf == workflow.PipelineWorkflow {
 		for _, st := range workflow.Remaining(stage) {

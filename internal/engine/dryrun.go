@@ -14,7 +14,8 @@ import (
 // would refuse to start with.
 func (e *Engine) DryRun(ctx context.Context, opts Options) ([]dryrun.Item, error) {
 	p := dryrun.Planner{Intake: e.intake(), Roster: e.roster(), Flags: flags(opts),
-		Locate: opts.Temporal == nil, WorkflowOf: func(t *taskfile.Task) string { return e.workflowOf(opts, t) }}
+		Locate: opts.Temporal == nil, WorkflowOf: func(t *taskfile.Task) string { return e.workflowOf(opts, t) },
+		Confine: e.plannedConfinement}
 	plan, err := p.Plan(ctx, wanted(opts))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPreflight, err)

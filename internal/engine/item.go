@@ -487,18 +487,18 @@ func (e *Engine) workflowOf(opts Options, t *taskfile.Task) string {
 	return workflow.PipelineWorkflow
 }
 
-// stepSandbox is the run's sandbox policy for one step, reporting each
-// connection its proxy refused as a warning of that step; nil without a
-// sandbox.
+// stepSandbox is the run's sandbox policy for one step, as it applies to
+// its item (itemSandbox), reporting each connection its proxy refused as a
+// warning of that step; nil without a sandbox.
 func (e *Engine) stepSandbox(ir *itemRun, base event.Event) *sandbox.Policy {
-	if e.d.Sandbox == nil {
+	p := e.itemSandbox(ir)
+	if p == nil {
 		return nil
 	}
-	p := *e.d.Sandbox
 	p.Warn = func(host string) {
 		ev := base
 		ev.Type, ev.Message = event.Warning, "sandbox refused a connection to "+host+" (network: model-only; allow it in sandbox.allow_hosts)"
 		e.publish(ir, ev)
 	}
-	return &p
+	return p
 }

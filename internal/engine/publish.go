@@ -117,19 +117,15 @@ func currentBranch(ctx context.Context, ir *itemRun) string {
 }
 
 // prText is the pull request's title and body: the pr-composer's output when
-// the workflow had one ("# title" then the body, its SIGNAL BLOCK removed),
-// else the issue's title and the item's commits; always closing the issue.
+// the workflow had one (reply.PullRequest), else the issue's title and the
+// item's commits; always closing the issue.
 func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
 	title, body := is.Title, ""
 	matches, _ := filepath.Glob(filepath.Join(ir.outDir, "outputs", "pr-pr-composer-*.md"))
 	if len(matches) > 0 {
 		// The composer's output goes public: never through a link.
 		data, _ := readText(ir.outDir, matches[len(matches)-1])
-		t, b, titled := reply.PullRequest(data)
-		if titled {
-			title = t
-		}
-		body = b
+		title, body = reply.PullRequest(data, title)
 	}
 	if body == "" {
 		log, _ := ir.repo.Git(context.Background(), "log", "--format=- %s", e.d.Config.BaseBranch+"..HEAD")

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"path/filepath"
+
 	"github.com/cadre-dev/cadre/internal/item/intake"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -10,4 +13,31 @@ import (
 // from a stranger (intake.Stranger).
 func (e *Engine) trustsRepo(it store.Item) bool {
 	return e.d.Config.Sandbox.TrustsRepo(intake.Stranger(it, e.d.Config.GitHub.Authors))
+}
+
+// itemSandbox is the run's sandbox policy as it applies to an item: an
+// untrusted item's agents get the untrusted network (model-only unless
+// sandbox.network says otherwise), and its build caches are its own, so
+// none of its agents can plant build output another item would use; a
+// trusted item shares the repository's. Nil without a sandbox.
+func (e *Engine) itemSandbox(ir *itemRun) *sandbox.Policy {
+	if e.d.Sandbox == nil {
+		return nil
+	}
+	dir := filepath.Join(e.StateDir(), "cache", "repo")
+	if !ir.trusted {
+		dir = filepath.Join(e.StateDir(), "cache", "items", ir.run, ir.it.ID)
+	}
+	return e.d.Sandbox.ForItem(ir.trusted, dir)
+}
+
+// plannedConfinement is what a dry run says of an item's trust and its
+// agents' network ("" unconfined). An issue not fetched yet counts as a
+// stranger's: its author is unknown.
+func (e *Engine) plannedConfinement(issue bool) (trusted bool, network string) {
+	trusted = e.d.Config.Sandbox.TrustsRepo(issue)
+	if e.d.Sandbox == nil {
+		return trusted, ""
+	}
+	return trusted, e.d.Sandbox.ForItem(trusted, "").Network
 }

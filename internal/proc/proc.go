@@ -357,6 +357,10 @@ func resolve(s Spec) (string, error) {
 	return "", &NotFoundError{Command: s.Path, InPath: true}
 }
 
+// LookPath finds an executable file named name in the directories of
+// pathList, as Run does.
+func LookPath(name, pathList string) (string, bool) { return lookPath(name, pathList) }
+
 // lookPath finds an executable file named name in the directories of
 // pathList. Relative directories are skipped: they would resolve against the
 // working directory, which an agent may have written to.

@@ -34,6 +34,10 @@ type Sandbox struct {
 	// real home, and so the user's keys and tokens.
 	Home     string
 	HomePath string
+	// Binds are host directories bound at other paths, after Write (so
+	// one may lie inside a writable directory) and before ReadOnly: the
+	// build caches kept for the step and sandbox.caches.
+	Binds []Bind
 	// Net shares the host's network namespace; without it the process
 	// has only a loopback interface of its own.
 	Net bool
@@ -43,10 +47,16 @@ type Sandbox struct {
 	Wrap []string
 }
 
+// Bind is a host directory, Src, seen at Dest inside the sandbox.
+type Bind struct {
+	Src, Dest string
+	ReadOnly  bool
+}
+
 // bwrapArgs is the bubblewrap argv (after the program name) that runs
 // path with args in dir. Later mounts cover earlier ones, so the order is:
 // the read-only root, the fresh file systems, the home, the writable
-// directories, then the read-only paths inside them.
+// directories, the binds, then the read-only paths inside them.
 func (sb *Sandbox) bwrapArgs(path string, args []string, dir string) []string {
 	a := []string{
 		"--ro-bind", "/", "/",
@@ -74,6 +84,13 @@ func (sb *Sandbox) bwrapArgs(path string, args []string, dir string) []string {
 	}
 	for _, d := range sb.Write {
 		a = append(a, "--bind", d, d)
+	}
+	for _, b := range sb.Binds {
+		op := "--bind"
+		if b.ReadOnly {
+			op = "--ro-bind"
+		}
+		a = append(a, op, b.Src, b.Dest)
 	}
 	for _, p := range sb.ReadOnly {
 		a = append(a, "--ro-bind", p, p)

@@ -32,11 +32,13 @@ func needSandbox(t testing.TB) Sandbox {
 
 func TestSandboxArgvOrder(t *testing.T) {
 	sb := Sandbox{Bwrap: "/usr/bin/bwrap", Write: []string{"/w"}, ReadOnly: []string{"/w/.git"},
-		Home: "/tmp/h", HomePath: "/root", Wrap: []string{"/bin/helper", "x"}}
+		Binds: []Bind{{Src: "/c/reg", Dest: "/w/cargo/registry", ReadOnly: true}, {Src: "/c/x", Dest: "/root/.cache/x"}},
+		Home:  "/tmp/h", HomePath: "/root", Wrap: []string{"/bin/helper", "x"}}
 	got := sb.bwrapArgs("/bin/prog", []string{"a", "b c"}, "/w")
 	want := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--new-session", "--die-with-parent",
-		"--unshare-net", "--bind", "/tmp/h", "/root", "--bind", "/w", "/w", "--ro-bind", "/w/.git", "/w/.git",
+		"--unshare-net", "--bind", "/tmp/h", "/root", "--bind", "/w", "/w",
+		"--ro-bind", "/c/reg", "/w/cargo/registry", "--bind", "/c/x", "/root/.cache/x", "--ro-bind", "/w/.git", "/w/.git",
 		"--chdir", "/w", "--", "/bin/helper", "x", "--", "/bin/prog", "a", "b c"}
 	if !slices.Equal(got, want) {
 		t.Errorf("argv\n got %q\nwant %q", got, want)

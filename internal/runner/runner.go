@@ -14,6 +14,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/redact"
+	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 )
 
@@ -169,6 +170,10 @@ type Settings struct {
 	Model    string
 	Scenario string
 	BaseDir  string // directory relative paths in the settings are resolved against
+	// Prices turn the tokens of a backend that reports no cost into an
+	// estimated one: the built-in prices overlaid with the project's
+	// (cadre.yaml prices); nil means the built-in prices.
+	Prices *price.Table
 }
 
 // Factory builds a runner of one type from its settings.

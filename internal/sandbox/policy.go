@@ -1,7 +1,8 @@
 // Package sandbox turns cadre.yaml's sandbox section into the confinement
 // of one agent step: the bubblewrap mounts of proc.Sandbox (the worktree
 // and step directories writable, git metadata read-only, a fresh home with
-// only the runner's own files), and for network: model-only a proxy on a
+// only the runner's own files, the host's download caches read-only and
+// the item's build caches writable), and for network: model-only a proxy on a
 // Unix socket that lets through only the runner's model endpoints and
 // sandbox.allow_hosts, bridged into the agent's network namespace by a
 // helper (cadre's own binary, see RunBridge).
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/proc"
@@ -36,7 +38,9 @@ const BridgeCommand = "__sandbox-bridge"
 
 // Policy is a run's confinement. A nil *Policy means none.
 type Policy struct {
-	Network    string   // NetAllow, NetDeny or NetModelOnly
+	Network string // NetAllow, NetDeny or NetModelOnly
+	// Untrusted is the network of untrusted items' steps (see ForItem).
+	Untrusted  string
 	AllowHosts []string // host or host:port reachable under NetModelOnly
 	Bwrap      string   // the bubblewrap program
 	// Helper is cadre's own executable, run inside the sandbox as the
@@ -45,29 +49,71 @@ type Policy struct {
 	// Warn, when set, is told of every connection the proxy refused, with
 	// the host:port asked for.
 	Warn func(host string)
+	// Caches are sandbox.caches: more host paths the agents see.
+	Caches []Cache
+	// BuildCache is the directory that keeps the item's build caches
+	// across its steps (see ForItem); empty, each step gets its own,
+	// removed after it.
+	BuildCache string
+	host       hostCaches
 }
 
-// New checks that the sandbox can work here: bubblewrap is found on
-// pathList and runs a trivial command with the network setting asked for.
-// It is called once per run, before anything starts; its error wraps
-// proc.ErrNoSandbox, and the run must then not start (never a fallback).
-func New(ctx context.Context, network string, allowHosts []string, pathList string) (*Policy, error) {
-	bw, err := proc.FindBwrap(pathList)
+// Settings are cadre.yaml's sandbox settings as New takes them.
+type Settings struct {
+	Network    string // the network of trusted items' steps
+	Untrusted  string // that of untrusted items' steps; empty: Network
+	AllowHosts []string
+	Caches     []string // sandbox.caches entries, PATH or PATH:rw
+}
+
+// New checks that the sandbox can work here: bubblewrap is found on the
+// PATH of getenv and runs a trivial command with each network setting
+// asked for. It also finds the host's download caches, which steps see
+// read-only. It is called once per run, before anything starts; its error
+// wraps proc.ErrNoSandbox, and the run must then not start (never a
+// fallback).
+func New(ctx context.Context, s Settings, getenv func(string) string) (*Policy, error) {
+	bw, err := proc.FindBwrap(getenv("PATH"))
 	if err != nil {
 		return nil, err
 	}
-	p := &Policy{Network: network, AllowHosts: allowHosts, Bwrap: bw}
-	if network == NetModelOnly {
+	if s.Untrusted == "" {
+		s.Untrusted = s.Network
+	}
+	p := &Policy{Network: s.Network, Untrusted: s.Untrusted, AllowHosts: s.AllowHosts, Bwrap: bw}
+	for _, e := range s.Caches {
+		c, err := ParseCache(e)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox.caches: %w", err)
+		}
+		p.Caches = append(p.Caches, c)
+	}
+	if s.Network == NetModelOnly || s.Untrusted == NetModelOnly {
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("%w: network model-only needs cadre's own executable as its bridge: %w", proc.ErrNoSandbox, err)
 		}
 		p.Helper = exe
 	}
-	if err := proc.ProbeSandbox(ctx, proc.Sandbox{Bwrap: bw, Net: network == NetAllow}); err != nil {
-		return nil, err
+	for _, network := range slices.Compact([]string{s.Network, s.Untrusted}) {
+		if err := proc.ProbeSandbox(ctx, proc.Sandbox{Bwrap: bw, Net: network == NetAllow}); err != nil {
+			return nil, err
+		}
 	}
+	p.host = findHostCaches(ctx, getenv)
 	return p, nil
+}
+
+// ForItem is the policy of one item's steps: an untrusted item's steps get
+// the untrusted network, and the item's build caches are kept in dir (the
+// repository's for trusted items, the item's own for untrusted ones).
+func (p *Policy) ForItem(trusted bool, dir string) *Policy {
+	q := *p
+	if !trusted && p.Untrusted != "" {
+		q.Network = p.Untrusted
+	}
+	q.BuildCache = dir
+	return &q
 }
 
 // Step is what one agent step's confinement depends on.
@@ -106,8 +152,8 @@ func (p *Prepared) Close() {
 	}
 }
 
-// Prepare builds the sandbox of one step: a fresh home, the mounts, and
-// under model-only the proxy and its bridge.
+// Prepare builds the sandbox of one step: a fresh home, the mounts, the
+// caches, and under model-only the proxy and its bridge.
 func (p *Policy) Prepare(ctx context.Context, st Step) (*Prepared, error) {
 	out := &Prepared{Env: map[string]string{}}
 	sb := &proc.Sandbox{Bwrap: p.Bwrap, Net: p.Network == NetAllow}
@@ -148,6 +194,24 @@ func (p *Policy) Prepare(ctx context.Context, st Step) (*Prepared, error) {
 		out.Env["HOME"] = home
 	}
 	sb.Expose = append(hiddenPath(envGet(st.Env, "PATH"), hostHome), st.Readable...)
+	caches := p.BuildCache
+	if caches == "" {
+		tmp, err := os.MkdirTemp("", "cadre-cache-")
+		if err != nil {
+			out.Close()
+			return nil, fmt.Errorf("sandbox: build caches: %w", err)
+		}
+		out.closers = append(out.closers, func() { os.RemoveAll(tmp) })
+		caches = tmp
+	}
+	if caches, err = filepath.Abs(caches); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("sandbox: build caches: %w", err)
+	}
+	if err := p.mountCaches(out, caches, sb.HomePath, st.Env); err != nil {
+		out.Close()
+		return nil, err
+	}
 	if p.Network == NetModelOnly {
 		if err := p.startProxy(out, st); err != nil {
 			out.Close()
@@ -230,9 +294,24 @@ func envGet(env []string, key string) string {
 }
 
 // Check runs a trivial command in a step's full sandbox as the policy
-// sets it up (fresh home, mounts, and under model-only the proxy and its
-// bridge), in a throwaway working tree, for cadre runners check.
+// sets it up (fresh home, mounts, caches, and under model-only the proxy
+// and its bridge), with each network its items get, in a throwaway
+// working tree, for cadre runners check.
 func (p *Policy) Check(ctx context.Context, env []string) error {
+	for _, network := range slices.Compact([]string{p.Network, p.Untrusted}) {
+		if network == "" {
+			continue
+		}
+		q := *p
+		q.Network = network
+		if err := q.check(ctx, env); err != nil {
+			return fmt.Errorf("network %s: %w", network, err)
+		}
+	}
+	return nil
+}
+
+func (p *Policy) check(ctx context.Context, env []string) error {
 	dir, err := os.MkdirTemp("", "cadre-check-")
 	if err != nil {
 		return fmt.Errorf("sandbox check: %w", err)

@@ -23,7 +23,6 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
@@ -47,58 +46,38 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Aider process per step.
-type Runner struct {
-	cliutil.Agent
-}
+type Runner struct{ cliutil.Agent }
 
 // New builds an aider runner. Command defaults to "aider"; a relative path is
 // resolved against BaseDir. Env lists the variables passed through (default:
 // common provider keys); URL, when set, is passed as --openai-api-base (for
 // an OpenAI-compatible server); Model is the default --model; Args are added
-// after cadre's own flags.
+// after cadre's own flags. Aider edits files, reports its cost, takes a
+// model per step and prints what it does as it goes.
 func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
-}
-
-// Capabilities: Aider edits files, reports its cost, takes a model per step
-// and prints what it does as it goes.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true})(s)
 }
 
 // Run runs Aider on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	msgFile := ""
 	// A prompt too long for one argument goes in a --message-file.
 	if len(inv.Text()) > cliutil.MaxArgPrompt {
+		var err error
 		if msgFile, err = writeMessage(inv.Text()); err != nil {
 			return runner.Result{}, fmt.Errorf("runner %s: %w", r.Instance, err)
 		}
 		defer os.Remove(msgFile)
 	}
-	args := r.argv(inv, msgFile)
 	p := &parser{progress: inv.Progress}
-	res, err := r.Exec(ctx, inv, log, "--message=", proc.Spec{
-		Args:   args,
-		Env:    r.Env(cliutil.Vars(inv)),
-		OnLine: p.line,
-	})
-	out := runner.Result{
-		ExitCode:   res.ExitCode,
-		Output:     string(res.Stdout),
-		StderrTail: res.StderrTail,
-		Usage:      p.total(),
-		Model:      p.model,
-	}
-	if out.Model == "" {
-		out.Model = r.ModelFor(inv)
-	}
-	return out, r.Outcome(err, p.failure)
+	return r.Step(ctx, inv, cliutil.Call{Args: r.argv(inv, msgFile), PromptFlag: "--message=", OnLine: p.line,
+		Result: func(stdout []byte, _ int) (runner.Result, *runner.Error) {
+			out := runner.Result{Output: string(stdout), Usage: p.total(), Model: p.model}
+			if out.Model == "" {
+				out.Model = r.ModelFor(inv)
+			}
+			return out, p.failure
+		}})
 }
 
 // argv builds the CLI's arguments. msgFile, when set, holds a prompt too
@@ -112,9 +91,7 @@ func (r *Runner) argv(inv runner.Invocation, msgFile string) []string {
 		"--no-gitignore", "--input-history-file", os.DevNull, "--chat-history-file", os.DevNull,
 		"--no-check-update", "--no-show-release-notes", "--no-analytics", "--no-detect-urls",
 	}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
 	if r.URL != "" {
 		args = append(args, "--openai-api-base", r.URL)
 	}

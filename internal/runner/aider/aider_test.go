@@ -11,21 +11,10 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
-	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
-	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
-
-// feed runs the parser over a recorded transcript, line by line, as proc
-// would hand it over.
-func feed(t *testing.T, name string) (*parser, []string) {
-	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
-		p := &parser{progress: progress}
-		return p, p.line
-	})
-}
 
 func TestParseTranscripts(t *testing.T) {
 	tests := []struct {
@@ -56,27 +45,16 @@ func TestParseTranscripts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			p, notes := feed(t, tt.file)
+			p := &parser{}
+			notes := clitest.Feed(t, tt.file, &p.progress, p.line)
 			if diff := cmp.Diff(tt.usage, p.total(), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 				t.Errorf("usage mismatch (-want +got):\n%s", diff)
 			}
 			if p.model != tt.model {
 				t.Errorf("model = %q, want %q", p.model, tt.model)
 			}
-			e := p.failure
-			switch {
-			case tt.kind == "" && e != nil:
-				t.Errorf("failure = %v, want none", e)
-			case tt.kind != "" && e == nil:
-				t.Errorf("no failure, want kind %s", tt.kind)
-			case e != nil && (e.Kind != tt.kind || !strings.Contains(e.Msg, tt.msg)):
-				t.Errorf("failure = %s %q, want %s containing %q", e.Kind, e.Msg, tt.kind, tt.msg)
-			}
-			for _, n := range tt.notes {
-				if !slices.Contains(notes, n) {
-					t.Errorf("notes %q lack %q", notes, n)
-				}
-			}
+			clitest.CheckFailure(t, p.failure, tt.kind, tt.msg, 0)
+			clitest.CheckNotes(t, notes, tt.notes...)
 		})
 	}
 }
@@ -110,26 +88,15 @@ func TestTokensLine(t *testing.T) {
 	}
 }
 
-// fakes are /bin/sh stand-ins for the CLI, one per conformance behaviour.
-var fakes = map[runnertest.Behavior]string{
-	runnertest.OK: "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\nAider v0.86.1\nMain model: fake-model with diff edit format\n" +
-		runnertest.OKReply + fmt.Sprintf("\nTokens: %d sent, %d received. Cost: $%g message, $%g session.\n",
-		runnertest.OKUsage.InputTokens, runnertest.OKUsage.OutputTokens, runnertest.OKUsage.CostUSD, runnertest.OKUsage.CostUSD) + "EOF\n",
-	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\necho wrote the output file\n",
-	runnertest.Crash:       clitest.CrashBody,
-	runnertest.Hang:        clitest.HangBody,
-	runnertest.Flood:       clitest.FloodBody,
-	runnertest.Env:         "env | cut -d= -f1\n",
-	runnertest.Context:     `sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT"` + "\n",
-}
-
-func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
-	t.Helper()
-	return clitest.Fake(t, New, "aider", body, s)
-}
+// cli builds the runners of the tests around fake CLIs.
+var cli = clitest.CLI{Name: "aider", Factory: New}
 
 func TestConformance(t *testing.T) {
-	clitest.Conformance(t, "aider", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}) })
+	reply := func(text string, u event.Usage) string {
+		return clitest.Cat("Aider v0.86.1\nMain model: fake-model with diff edit format\n" + text +
+			fmt.Sprintf("\nTokens: %d sent, %d received. Cost: $%g message, $%g session.\n", u.InputTokens, u.OutputTokens, u.CostUSD, u.CostUSD))
+	}
+	cli.Conformance(t, clitest.Fakes(reply, clitest.Say), true)
 }
 
 func TestArgv(t *testing.T) {
@@ -169,13 +136,13 @@ func TestArgv(t *testing.T) {
 // TestLongPrompt checks a prompt too long for one argument reaches Aider
 // whole through the message file, which is removed afterwards.
 func TestLongPrompt(t *testing.T) {
-	r := newFake(t, `while [ "$#" -gt 0 ]; do
+	r := cli.Fake(t, `while [ "$#" -gt 0 ]; do
   if [ "$1" = --message-file ]; then cp "$2" prompt.out; echo "$2" > file.out; fi
   shift
 done
 `, runner.Settings{})
 	inv := clitest.Invocation(t)
-	inv.Prompt = strings.Repeat("a long prompt\n", cliutil.MaxArgPrompt/10)
+	inv.Prompt = strings.Repeat("a long prompt\n", len(clitest.LongPrompt)/10)
 	if _, err := r.Run(t.Context(), inv); err != nil {
 		t.Fatal(err)
 	}
@@ -192,68 +159,26 @@ done
 // TestEnv checks the exact environment the CLI starts with.
 func TestEnv(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "key-from-parent")
-	t.Setenv("CADRE_TEST_MINE", "mine")
-	t.Setenv(runnertest.SecretEnv, "hunter2")
-	tests := []struct {
-		name string
-		s    runner.Settings
-		keys []string
-	}{
-		{"default pass-through", runner.Settings{}, []string{"OPENAI_API_KEY"}},
-		{"declared keys replace the defaults", runner.Settings{Env: []string{"CADRE_TEST_MINE"}}, []string{"CADRE_TEST_MINE"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newFake(t, clitest.DumpEnv, tt.s)
-			inv := clitest.Invocation(t)
-			if _, err := r.Run(t.Context(), inv); err != nil {
-				t.Fatal(err)
-			}
-			env := clitest.ReadEnv(t, filepath.Join(inv.Dir, "env.out"))
-			if diff := cmp.Diff(clitest.WantEnv(tt.keys...), clitest.Names(env)); diff != "" {
-				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	cli.Envs(t, nil, clitest.EnvCase{Name: "default pass-through", Keys: []string{"OPENAI_API_KEY"},
+		Vals: map[string]string{"OPENAI_API_KEY": "key-from-parent"}})
 }
 
 func TestRunReportsErrors(t *testing.T) {
-	tests := []struct {
-		file string
-		kind runner.Kind
-	}{
-		{"auth.txt", runner.KindAuth},
-		{"rate-limit.txt", runner.KindRateLimit},
-		{"quota.txt", runner.KindQuota},
-		{"turn-limit.txt", runner.KindTurnLimit},
-		{"success.txt", ""},
+	check := func(t *testing.T, rp clitest.Replay, res runner.Result, notes []string, _ runner.Invocation) {
+		if !strings.HasPrefix(res.Output, "Aider v0.86.1") || res.Model == "" {
+			t.Errorf("Output = %.40q, Model = %q; want Aider's stdout and model", res.Output, res.Model)
+		}
+		if rp.Kind == "" && (!strings.Contains(res.Output, "### SIGNAL BLOCK") || res.Usage.CostUSD != 0.02 || len(notes) == 0) {
+			t.Errorf("Usage = %+v, notes %q; want the reply, Aider's cost and notes", res.Usage, notes)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			abs, err := filepath.Abs(filepath.Join("testdata", tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var notes []string
-			r := newFake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Name: "ad"})
-			inv := clitest.Invocation(t)
-			inv.Progress = func(n string) { notes = append(notes, n) }
-			res, err := r.Run(t.Context(), inv)
-			if !strings.HasPrefix(res.Output, "Aider v0.86.1") || res.Model == "" {
-				t.Errorf("Output = %.40q, Model = %q; want Aider's stdout and model", res.Output, res.Model)
-			}
-			if tt.kind == "" {
-				if err != nil || !strings.Contains(res.Output, "### SIGNAL BLOCK") || res.Usage.CostUSD != 0.02 || len(notes) == 0 {
-					t.Errorf("err = %v, Usage = %+v, notes %q; want the reply, Aider's cost and notes", err, res.Usage, notes)
-				}
-				return
-			}
-			var re *runner.Error
-			if !errors.As(err, &re) || re.Kind != tt.kind || re.Runner != "ad" {
-				t.Fatalf("err = %v, want a *runner.Error of kind %s from runner ad", err, tt.kind)
-			}
-		})
-	}
+	cli.Replays(t, runner.Settings{}, check,
+		clitest.Replay{File: "auth.txt", Kind: runner.KindAuth},
+		clitest.Replay{File: "rate-limit.txt", Kind: runner.KindRateLimit},
+		clitest.Replay{File: "quota.txt", Kind: runner.KindQuota},
+		clitest.Replay{File: "turn-limit.txt", Kind: runner.KindTurnLimit},
+		clitest.Replay{File: "success.txt"},
+	)
 }
 
 func TestNewAndMissingCLI(t *testing.T) {

@@ -6,7 +6,6 @@
 package anthropic
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -56,39 +55,34 @@ func header(key string) http.Header {
 	return h
 }
 
-// Deps are the runner's outside dependencies; the zero value is production.
-type Deps = httpapi.Deps
-
-// messages sends each step to the Messages API.
-type messages struct {
-	httpapi.Endpoint
-	endpoint string
-}
-
 // New builds a runner from its settings: URL (default DefaultURL), Model
 // (default DefaultModel; a step's model wins) and Env[0], the variable
 // holding the API key (default DefaultKeyEnv).
-func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, Deps{}) }
+func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, httpapi.Deps{}) }
 
 // NewWith is New with explicit dependencies.
-func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
-	e, err := httpapi.NewEndpoint(s, Type, DefaultModel, d)
-	if err != nil {
-		return nil, err
+func NewWith(s runner.Settings, d httpapi.Deps) (runner.Runner, error) {
+	return httpapi.New(s, Type, DefaultModel, d, messages)
+}
+
+// messages sends a step to the Messages API: the role's instructions as the
+// system prompt, the step's prompt as the one user message.
+func messages(e *httpapi.Endpoint, inv runner.Invocation) httpapi.API {
+	return httpapi.API{
+		Name: "an Anthropic Messages API", Provider: "Anthropic", URL: e.Base + "/v1/messages", Header: header, Priced: true,
+		Body: func(model string) any {
+			return request{Model: model, MaxTokens: maxTokens, System: inv.Instructions, Messages: []httpapi.Message{{Role: "user", Content: inv.UserText()}}}
+		},
+		Read:    read,
+		Refused: func(ans httpapi.Answer, _, key string) *runner.Error { return classify(e, ans, key) },
 	}
-	return &messages{Endpoint: e, endpoint: e.Base + "/v1/messages"}, nil
 }
 
 type request struct {
-	Model     string    `json:"model"`
-	MaxTokens int       `json:"max_tokens"`
-	System    string    `json:"system,omitempty"` // the role's instructions
-	Messages  []message `json:"messages"`
-}
-
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Model     string            `json:"model"`
+	MaxTokens int               `json:"max_tokens"`
+	System    string            `json:"system,omitempty"` // the role's instructions
+	Messages  []httpapi.Message `json:"messages"`
 }
 
 type response struct {
@@ -108,30 +102,14 @@ type response struct {
 	} `json:"usage"`
 }
 
-// Run sends the prompt and returns the reply. An error the API answers
-// with is a *runner.Error of the matching kind.
-func (r *messages) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	model := cliutil.Model(inv, r.Model)
-	log, key, err := r.Begin(inv, "Anthropic")
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
-	call := httpapi.Request{
-		Runner: r.Instance, Endpoint: r.endpoint, Header: header(key), Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
-		Body:    request{Model: model, MaxTokens: maxTokens, System: inv.Instructions, Messages: []message{{Role: "user", Content: inv.UserText()}}},
-		Timeout: inv.Timeout, Progress: inv.Progress,
-	}
-	ans, err := httpapi.Send(ctx, r.Client, log, call)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	if ans.Status != http.StatusOK {
-		return runner.Result{}, r.classify(ans, key)
-	}
+// read reads a Messages API reply: its text blocks joined.
+func read(body []byte, _ string) (httpapi.Reply, error) {
 	var resp response
-	if err := json.Unmarshal(ans.Body, &resp); err != nil || resp.Type != "message" {
-		return runner.Result{}, httpapi.Unreadable(log, call, ans, err, "not a Messages API reply", "an Anthropic Messages API")
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return httpapi.Reply{}, err
+	}
+	if resp.Type != "message" {
+		return httpapi.Reply{}, httpapi.NotReply("not a Messages API reply")
 	}
 	var text strings.Builder
 	for _, c := range resp.Content {
@@ -139,21 +117,15 @@ func (r *messages) Run(ctx context.Context, inv runner.Invocation) (runner.Resul
 			text.WriteString(c.Text)
 		}
 	}
-	if resp.Model != "" {
-		model = resp.Model
-	}
 	u := resp.Usage
-	usage := cliutil.Estimate(r.Prices, model, event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens})
-	fmt.Fprintf(log, "model=%s stop_reason=%s tokens in=%d out=%d cache_read=%d cache_write=%d\n",
-		model, resp.StopReason, u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
-	httpapi.LogText(log, text.String())
-	res := runner.Result{Output: httpapi.CapReply(text.String()), Usage: usage, Model: model}
+	reply := httpapi.Reply{Text: text.String(), Model: resp.Model,
+		Usage: event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens},
+		Log: fmt.Sprintf("stop_reason=%s tokens in=%d out=%d cache_read=%d cache_write=%d",
+			resp.StopReason, u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)}
 	if resp.StopReason == "max_tokens" {
-		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.Instance,
-			Msg: fmt.Sprintf("the reply was cut off at max_tokens (%d) before it finished", maxTokens)}
+		reply.Cut = fmt.Sprintf("the reply was cut off at max_tokens (%d) before it finished", maxTokens)
 	}
-	return res, nil
+	return reply, nil
 }
 
 // apiError is the body of an error answer.
@@ -171,14 +143,14 @@ type apiError struct {
 // classify maps an error answer to a *runner.Error. A spend limit or an
 // empty credit balance is a quota even when it comes as a 429 or a 400:
 // waiting a few seconds will not lift it.
-func (r *messages) classify(ans httpapi.Answer, key string) *runner.Error {
+func classify(ep *httpapi.Endpoint, ans httpapi.Answer, key string) *runner.Error {
 	var e apiError
 	json.Unmarshal(ans.Body, &e)
 	typ, msg := e.Error.Type, e.Error.Message
 	if msg == "" {
 		msg = string(ans.Body)
 	}
-	re := httpapi.Refusal(r.Instance, ans.Status, typ, msg, key)
+	re := httpapi.Refusal(ep.Instance, ans.Status, typ, msg, key)
 	lower := strings.ToLower(msg)
 	switch {
 	case ans.Status == http.StatusPaymentRequired || typ == "billing_error" || typ == "payment_required" ||
@@ -188,11 +160,11 @@ func (r *messages) classify(ans httpapi.Answer, key string) *runner.Error {
 	case ans.Status == http.StatusUnauthorized || ans.Status == http.StatusForbidden ||
 		typ == "authentication_error" || typ == "permission_error":
 		re.Kind = runner.KindAuth
-		re.Msg += fmt.Sprintf(" (check the key in %s)", r.KeyEnv)
+		re.Msg += fmt.Sprintf(" (check the key in %s)", ep.KeyEnv)
 	case ans.Status == http.StatusTooManyRequests || ans.Status == 529 ||
 		typ == "rate_limit_error" || typ == "overloaded_error":
 		re.Kind = runner.KindRateLimit
-		re.RetryAfter = retry.After(ans.Header, r.Now())
+		re.RetryAfter = retry.After(ans.Header, ep.Now())
 	case cliutil.ContainsAny(lower, "prompt is too long", "context window"):
 		re.Kind = runner.KindTurnLimit
 	}

@@ -31,24 +31,26 @@ import (
 // the built-in price table (nil keeps it).
 func Registry(prices map[string]price.Price) *runner.Registry {
 	table := price.New(prices)
-	rl := func(f runner.Factory) runner.Factory { return retry.Factory(f, retry.Policy{}) }
+	rl := func(f runner.Factory) runner.Factory {
+		priced := func(s runner.Settings) (runner.Runner, error) {
+			s.Prices = table
+			return f(s)
+		}
+		return retry.Factory(priced, retry.Policy{})
+	}
 	r := runner.NewRegistry()
 	r.Add(execrunner.Type, execrunner.New)
 	r.Add(script.Type, script.New)
 	r.Add(claude.Type, rl(claude.New))
-	r.Add(codex.Type, rl(codex.WithPrices(table)))
-	r.Add(gemini.Type, rl(gemini.WithPrices(table)))
+	r.Add(codex.Type, rl(codex.New))
+	r.Add(gemini.Type, rl(gemini.New))
 	r.Add(opencode.Type, rl(opencode.New))
-	r.Add(qwen.Type, rl(qwen.WithPrices(table)))
-	r.Add(copilot.Type, rl(copilot.WithPrices(table)))
+	r.Add(qwen.Type, rl(qwen.New))
+	r.Add(copilot.Type, rl(copilot.New))
 	r.Add(crush.Type, rl(crush.New))
 	r.Add(aider.Type, rl(aider.New))
-	r.Add(anthropic.Type, rl(func(s runner.Settings) (runner.Runner, error) {
-		return anthropic.NewWith(s, anthropic.Deps{Prices: table})
-	}))
-	r.Add(openai.Type, rl(func(s runner.Settings) (runner.Runner, error) {
-		return openai.NewWith(s, openai.Deps{Prices: table})
-	}))
+	r.Add(anthropic.Type, rl(anthropic.New))
+	r.Add(openai.Type, rl(openai.New))
 	r.Add(ollama.Type, rl(ollama.New))
 	return r
 }

@@ -1,6 +1,8 @@
 package builtin_test
 
 import (
+	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +10,9 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/builtin"
+	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
+	"github.com/cadre-dev/cadre/internal/runner/httpapi/apitest"
+	"github.com/cadre-dev/cadre/internal/runner/price"
 )
 
 // Every runner type cadre documents must be reachable, from the CLI and
@@ -118,5 +123,39 @@ func TestConfigRefusesWhatEachKindIgnores(t *testing.T) {
 				t.Errorf("type %s (%s) with %s: error %v, want refused %v", d.Type, d.Kind, s.yaml, err, want)
 			}
 		}
+	}
+}
+
+// TestRegistryPricesReachRunners: the project's prices reach the runners
+// the registry builds, an agent CLI's and a model API's alike, which
+// estimate the cost of a step from them.
+func TestRegistryPricesReachRunners(t *testing.T) {
+	reg := builtin.Registry(map[string]price.Price{"house-model": {InputPerMTok: 1e6, OutputPerMTok: 1e6}})
+	transcript, err := filepath.Abs("../codex/testdata/success.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := apitest.Serve(t, 200, nil, `{"model":"house-model","choices":[{"message":{"content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":2,"completion_tokens":3}}`)
+	tests := []struct {
+		typ  string
+		s    runner.Settings
+		inv  runner.Invocation
+		want float64
+	}{
+		{"codex", runner.Settings{Command: clitest.Script(t, "codex", fmt.Sprintf("cat %q\n", transcript))}, clitest.Invocation(t), 315 + 24448 + 1222},
+		{"openai", runner.Settings{URL: srv.URL, Env: []string{"CADRE_TEST_NO_KEY"}}, apitest.Invocation(t, "judge", "Judge.\n"), 2 + 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.typ, func(t *testing.T) {
+			tt.s.Name, tt.s.Model = tt.typ, "house-model"
+			r, err := reg.New(tt.typ, tt.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Run(t.Context(), tt.inv)
+			if err != nil || !res.Usage.CostEstimated || res.Usage.CostUSD != tt.want {
+				t.Errorf("usage %+v (%v), want the project's price: $%v estimated", res.Usage, err, tt.want)
+			}
+		})
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
@@ -44,58 +43,38 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Claude Code process per step.
-type Runner struct {
-	cliutil.Agent
-}
+type Runner struct{ cliutil.Agent }
 
 // New builds a claude runner. Command defaults to "claude"; a relative path
 // is resolved against BaseDir. Env lists the variables passed through
 // (default: Anthropic credentials and base URL); URL, when set, becomes
 // ANTHROPIC_BASE_URL; Model is the default --model; Args are appended to the
-// CLI's own flags.
+// CLI's own flags. Claude Code edits files, reports its cost, takes a
+// model per step and streams its events.
 func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
-}
-
-// Capabilities: Claude Code edits files, reports its cost, takes a model per
-// step and streams its events.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true})(s)
 }
 
 // Run runs Claude Code on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
-	res, err := r.Exec(ctx, inv, log, "", proc.Spec{
-		Args:   args,
-		Env:    r.env(inv),
-		Stdin:  stdin,
-		OnLine: p.line,
-	})
-	out := p.result()
-	out.ExitCode, out.StderrTail = res.ExitCode, res.StderrTail
-	if out.Model == "" {
-		out.Model = r.ModelFor(inv)
-	}
-	return out, r.Outcome(err, p.failure())
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), OnLine: cliutil.Events(p.event),
+		Result: func([]byte, int) (runner.Result, *runner.Error) {
+			out := p.result()
+			if out.Model == "" {
+				out.Model = r.ModelFor(inv)
+			}
+			return out, p.failure()
+		}})
 }
 
 // argv builds the CLI's arguments and, for a long prompt, its stdin.
 func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose",
 		"--permission-mode", "acceptEdits", "--allowedTools", "Bash"}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
-	if inv.Session != "" {
-		args = append(args, "--resume", inv.Session)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
+	args = append(args, cliutil.Flag("--resume", inv.Session)...)
 	// An untrusted tree's .claude/settings*.json (hooks, apiKeyHelper…) and
 	// .mcp.json must not make the CLI run programs: user settings only, and
 	// MCP servers from --mcp-config only (none).
@@ -103,9 +82,7 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 		args = append(args, "--setting-sources", "user", "--strict-mcp-config")
 	}
 	// The context and output files live outside the working tree.
-	for _, d := range cliutil.OutsideDirs(inv) {
-		args = append(args, "--add-dir", d)
-	}
+	args = append(args, cliutil.Flag("--add-dir", cliutil.OutsideDirs(inv)...)...)
 	// The role's instructions go once, into the system prompt, not into
 	// the message (a re-ask into the session sends only its note).
 	if inv.Instructions != "" {
@@ -121,16 +98,13 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	return append(args, "--", prompt), nil
 }
 
-// env is the agent's environment: minimal, the passed-through keys, the
-// CADRE_* variables of the exec runner, and the base URL when set.
-func (r *Runner) env(inv runner.Invocation) []string {
-	set := cliutil.Vars(inv)
-	if r.URL != "" {
-		set["ANTHROPIC_BASE_URL"] = r.URL
-		// No telemetry or update checks against a custom endpoint.
-		set["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+// vars are the variables set for the CLI: the base URL when set.
+func (r *Runner) vars() map[string]string {
+	if r.URL == "" {
+		return nil
 	}
-	return r.Env(set)
+	// No telemetry or update checks against a custom endpoint.
+	return map[string]string{"ANTHROPIC_BASE_URL": r.URL, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 }
 
 // parser reads the stream-json events as they arrive.
@@ -168,13 +142,6 @@ type message struct {
 	Content json.RawMessage `json:"content"` // an array of blocks, or a string
 }
 
-type block struct {
-	Type  string         `json:"type"`
-	Text  string         `json:"text"`
-	Name  string         `json:"name"`
-	Input map[string]any `json:"input"`
-}
-
 type usage struct {
 	InputTokens              int64 `json:"input_tokens"`
 	OutputTokens             int64 `json:"output_tokens"`
@@ -186,12 +153,8 @@ type modelUsage struct {
 	CostUSD float64 `json:"costUSD"`
 }
 
-// line handles one line of output; only stdout carries events.
-func (p *parser) line(stream, line string) {
-	ev, ok := cliutil.StdoutJSON[streamEvent](stream, line)
-	if !ok {
-		return
-	}
+// event handles one event of the stream.
+func (p *parser) event(ev streamEvent) {
 	if ev.SessionID != "" {
 		p.sessionID = ev.SessionID
 	}
@@ -219,20 +182,12 @@ func (p *parser) assistant(ev streamEvent) {
 	if ev.Message == nil {
 		return
 	}
-	var blocks []block
+	var blocks []cliutil.Block
 	if json.Unmarshal(ev.Message.Content, &blocks) != nil {
 		return
 	}
-	for _, b := range blocks {
-		switch b.Type {
-		case "text":
-			if strings.TrimSpace(b.Text) != "" {
-				p.lastText = b.Text
-				p.note("says: " + cliutil.FirstLine(b.Text))
-			}
-		case "tool_use":
-			p.note(cliutil.ToolNote(b.Name, b.Input, "file_path", "path", "command", "pattern", "url", "description"))
-		}
+	if text := cliutil.Said(p.progress, blocks, "file_path", "path", "command", "pattern", "url", "description"); text != "" {
+		p.lastText = text
 	}
 }
 

@@ -2,30 +2,16 @@ package claude
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
-	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
-	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/google/go-cmp/cmp"
 )
-
-// feed runs the parser over a recorded transcript, line by line, as proc
-// would hand it over.
-func feed(t *testing.T, name string) (*parser, []string) {
-	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
-		p := &parser{progress: progress}
-		return p, p.line
-	})
-}
 
 func TestParseTranscripts(t *testing.T) {
 	const sid = "4f1c2a9e-7b3d-4e0f-9a51-2c8d6e1b7f30"
@@ -124,7 +110,8 @@ func TestParseTranscripts(t *testing.T) {
 			if tt.sid == "" {
 				tt.sid = sid
 			}
-			p, notes := feed(t, tt.file)
+			p := &parser{}
+			notes := clitest.FeedEvents(t, tt.file, &p.progress, p.event)
 			res := p.result()
 			if !strings.HasPrefix(res.Output, tt.output) {
 				t.Errorf("Output = %q, want prefix %q", res.Output, tt.output)
@@ -138,20 +125,8 @@ func TestParseTranscripts(t *testing.T) {
 			if res.Model != tt.model {
 				t.Errorf("Model = %q, want %q", res.Model, tt.model)
 			}
-			e := p.failure()
-			switch {
-			case tt.kind == "" && e != nil:
-				t.Errorf("failure = %v, want none", e)
-			case tt.kind != "" && e == nil:
-				t.Errorf("no failure, want kind %s", tt.kind)
-			case e != nil && (e.Kind != tt.kind || !strings.Contains(e.Msg, tt.msg)):
-				t.Errorf("failure = %s %q, want %s containing %q", e.Kind, e.Msg, tt.kind, tt.msg)
-			}
-			for _, n := range tt.notes {
-				if !slices.Contains(notes, n) {
-					t.Errorf("notes %q lack %q", notes, n)
-				}
-			}
+			clitest.CheckFailure(t, p.failure(), tt.kind, tt.msg, 0)
+			clitest.CheckNotes(t, notes, tt.notes...)
 			if tt.noteCount > 0 && len(notes) != tt.noteCount {
 				t.Errorf("%d notes %q, want %d", len(notes), notes, tt.noteCount)
 			}
@@ -199,218 +174,101 @@ func resultLine(text string, u event.Usage) string {
 
 const initLine = `{"type":"system","subtype":"init","session_id":"fake-session","model":"claude-fake-1"}`
 
-// fakes are /bin/sh stand-ins for the CLI, one per conformance behaviour.
-var fakes = map[runnertest.Behavior]string{
-	runnertest.OK: "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\n" + initLine + "\n" +
-		resultLine(runnertest.OKReply, runnertest.OKUsage) + "\nEOF\n",
-	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\n" +
-		"echo '" + resultLine("wrote the output file", event.Usage{}) + "'\n",
-	runnertest.Crash: clitest.CrashBody,
-	runnertest.Hang:  clitest.HangBody,
-	runnertest.Flood: clitest.FloodBody,
-	runnertest.Env: "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" +
-		`printf '{"type":"result","subtype":"success","is_error":false,"result":"%s"}\n' "$names"` + "\n",
-	runnertest.Context: `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" +
-		`printf '{"type":"result","subtype":"success","is_error":false,"result":"%s"}\n' "$id"` + "\n",
-}
-
-func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
-	t.Helper()
-	return clitest.Fake(t, New, "claude", body, s)
-}
+// cli builds the runners of the tests around fake CLIs.
+var cli = clitest.CLI{Name: "claude", Factory: New}
 
 func TestConformance(t *testing.T) {
-	clitest.Conformance(t, "claude", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}) })
+	say := func(v string) string {
+		return `printf '{"type":"result","subtype":"success","is_error":false,"result":"%s"}\n' "` + v + `"` + "\n"
+	}
+	reply := func(text string, u event.Usage) string {
+		return clitest.Cat(initLine + "\n" + resultLine(text, u) + "\n")
+	}
+	cli.Conformance(t, clitest.Fakes(reply, say), true)
 }
 
 func TestArgv(t *testing.T) {
 	base := []string{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--allowedTools", "Bash"}
-	inv := runner.Invocation{
-		Prompt: "Fix it.", Dir: "/w/tree",
-		ContextPath: "/w/run/contexts/s.json", OutputPath: "/w/run/outputs/s.md",
+	dirs := []string{"--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs"}
+	noFiles := func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "", "" }
+	argv := func(t *testing.T, r runner.Runner, inv runner.Invocation) ([]string, io.Reader) {
+		args, stdin := r.(*Runner).argv(inv)
+		if n := strings.Count(strings.Join(args, "\x00"), "--append-system-prompt"); inv.Instructions != "" && n != 1 {
+			t.Errorf("--append-system-prompt given %d times, want once", n)
+		}
+		return args, stdin
 	}
-	long := strings.Repeat("x", cliutil.MaxArgPrompt+1)
-	tests := []struct {
-		name      string
-		s         runner.Settings
-		edit      func(*runner.Invocation)
-		want      []string
-		wantStdin string
-	}{
-		{
-			name: "defaults",
-			want: append(slices.Clone(base), "--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs", "--", "Fix it."),
+	cli.Argvs(t, argv,
+		clitest.ArgvCase{Name: "defaults", Want: slices.Concat(base, dirs, []string{"--", "Fix it."})},
+		clitest.ArgvCase{Name: "settings model", S: runner.Settings{Model: "sonnet"},
+			Want: slices.Concat(base, []string{"--model", "sonnet"}, dirs, []string{"--", "Fix it."})},
+		clitest.ArgvCase{
+			Name: "step model wins, session resumed, extra args last",
+			S:    runner.Settings{Model: "sonnet", Args: []string{"--max-turns", "30"}, URL: "http://127.0.0.1:9"},
+			Edit: func(inv *runner.Invocation) { inv.Model = "opus"; inv.Session = "sess-1" },
+			Want: slices.Concat(base, []string{"--model", "opus", "--resume", "sess-1"}, dirs, []string{"--max-turns", "30", "--", "Fix it."}),
 		},
-		{
-			name: "settings model",
-			s:    runner.Settings{Model: "sonnet"},
-			want: append(slices.Clone(base), "--model", "sonnet", "--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs", "--", "Fix it."),
-		},
-		{
-			name: "step model wins, session resumed, extra args last",
-			s:    runner.Settings{Model: "sonnet", Args: []string{"--max-turns", "30"}, URL: "http://127.0.0.1:9"},
-			edit: func(inv *runner.Invocation) { inv.Model = "opus"; inv.Session = "sess-1" },
-			want: append(slices.Clone(base), "--model", "opus", "--resume", "sess-1",
-				"--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs", "--max-turns", "30", "--", "Fix it."),
-		},
-		{
-			name: "untrusted tree: no project settings or MCP servers",
-			edit: func(inv *runner.Invocation) { inv.Untrusted = true },
-			want: append(slices.Clone(base), "--setting-sources", "user", "--strict-mcp-config",
-				"--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs", "--", "Fix it."),
-		},
-		{
-			name: "files inside the tree need no extra dirs",
-			edit: func(inv *runner.Invocation) {
-				inv.ContextPath = "/w/tree/.cadre/c.json"
-				inv.OutputPath = "/w/tree/.cadre/o.md"
+		clitest.ArgvCase{Name: "untrusted tree: no project settings or MCP servers", Edit: func(inv *runner.Invocation) { inv.Untrusted = true },
+			Want: slices.Concat(base, []string{"--setting-sources", "user", "--strict-mcp-config"}, dirs, []string{"--", "Fix it."})},
+		clitest.ArgvCase{
+			Name: "files inside the tree need no extra dirs",
+			Edit: func(inv *runner.Invocation) {
+				inv.ContextPath, inv.OutputPath = "/w/tree/.cadre/c.json", "/w/tree/.cadre/o.md"
 			},
-			want: append(slices.Clone(base), "--", "Fix it."),
+			Want: slices.Concat(base, []string{"--", "Fix it."}),
 		},
-		{
-			name: "role instructions once, as the system prompt",
-			edit: func(inv *runner.Invocation) { inv.Instructions = "Review the diff.\nEnd with the SIGNAL BLOCK." },
-			want: append(slices.Clone(base), "--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs",
-				"--append-system-prompt", "Review the diff.\nEnd with the SIGNAL BLOCK.", "--", "Fix it."),
-		},
-		{
-			name: "a re-ask into the session sends only its note",
-			edit: func(inv *runner.Invocation) {
+		clitest.ArgvCase{Name: "role instructions once, as the system prompt",
+			Edit: func(inv *runner.Invocation) { inv.Instructions = "Review the diff.\nEnd with the SIGNAL BLOCK." },
+			Want: slices.Concat(base, dirs, []string{"--append-system-prompt", "Review the diff.\nEnd with the SIGNAL BLOCK.", "--", "Fix it."})},
+		clitest.ArgvCase{
+			Name: "a re-ask into the session sends only its note",
+			Edit: func(inv *runner.Invocation) {
 				inv.Instructions, inv.Session, inv.Followup = "Review the diff.", "sess-1", "\n\nNo SIGNAL BLOCK: reply again."
 			},
-			want: append(slices.Clone(base), "--resume", "sess-1", "--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs",
-				"--append-system-prompt", "Review the diff.", "--", "\n\nNo SIGNAL BLOCK: reply again."),
+			Want: slices.Concat(base, []string{"--resume", "sess-1"}, dirs,
+				[]string{"--append-system-prompt", "Review the diff.", "--", "\n\nNo SIGNAL BLOCK: reply again."}),
 		},
-		{
-			name: "a re-ask without a session repeats the prompt, then the note",
-			edit: func(inv *runner.Invocation) { inv.Instructions, inv.Followup = "Review the diff.", "\n\nReply again." },
-			want: append(slices.Clone(base), "--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs",
-				"--append-system-prompt", "Review the diff.", "--", "Fix it.\n\nReply again."),
-		},
-		{
-			name: "a prompt like an option stays the prompt",
-			edit: func(inv *runner.Invocation) { inv.Prompt = "--help"; inv.ContextPath, inv.OutputPath = "", "" },
-			want: append(slices.Clone(base), "--", "--help"),
-		},
-		{
-			name:      "long prompt on stdin",
-			edit:      func(inv *runner.Invocation) { inv.Prompt = long; inv.ContextPath, inv.OutputPath = "", "" },
-			want:      slices.Clone(base),
-			wantStdin: long,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, err := New(tt.s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in := inv
-			if tt.edit != nil {
-				tt.edit(&in)
-			}
-			args, stdin := r.(*Runner).argv(in)
-			if n := strings.Count(strings.Join(args, "\x00"), "--append-system-prompt"); in.Instructions != "" && n != 1 {
-				t.Errorf("--append-system-prompt given %d times, want once", n)
-			}
-			clitest.CheckArgv(t, args, stdin, tt.want, tt.wantStdin)
-		})
-	}
+		clitest.ArgvCase{Name: "a re-ask without a session repeats the prompt, then the note",
+			Edit: func(inv *runner.Invocation) { inv.Instructions, inv.Followup = "Review the diff.", "\n\nReply again." },
+			Want: slices.Concat(base, dirs, []string{"--append-system-prompt", "Review the diff.", "--", "Fix it.\n\nReply again."})},
+		clitest.ArgvCase{Name: "a prompt like an option stays the prompt", Edit: func(inv *runner.Invocation) { noFiles(inv); inv.Prompt = "--help" },
+			Want: slices.Concat(base, []string{"--", "--help"})},
+		clitest.ArgvCase{Name: "long prompt on stdin", Edit: func(inv *runner.Invocation) { noFiles(inv); inv.Prompt = clitest.LongPrompt },
+			Want: base, WantStdin: clitest.LongPrompt},
+	)
 }
 
 // TestEnv checks the exact environment the CLI starts with.
 func TestEnv(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "key-from-parent")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://parent.invalid")
-	t.Setenv("CADRE_TEST_MINE", "mine")
-	t.Setenv(runnertest.SecretEnv, "hunter2")
-	tests := []struct {
-		name string
-		s    runner.Settings
-		keys []string          // besides the base and CADRE_* keys
-		vals map[string]string // values to check
-	}{
-		{
-			name: "default pass-through",
-			keys: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"},
-			vals: map[string]string{"ANTHROPIC_API_KEY": "key-from-parent", "ANTHROPIC_BASE_URL": "http://parent.invalid"},
-		},
-		{
-			name: "declared keys replace the defaults",
-			s:    runner.Settings{Env: []string{"CADRE_TEST_MINE"}},
-			keys: []string{"CADRE_TEST_MINE"},
-			vals: map[string]string{"CADRE_TEST_MINE": "mine"},
-		},
-		{
-			name: "url sets the base URL",
-			s:    runner.Settings{URL: "http://127.0.0.1:8080"},
-			keys: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"},
-			vals: map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			// The shell's own environment as the CLI received it.
-			env, inv := clitest.RunEnv(t, newFake(t, clitest.DumpEnv, tt.s), tt.keys...)
-			for k, v := range tt.vals {
-				if env[k] != v {
-					t.Errorf("%s = %q, want %q", k, env[k], v)
-				}
-			}
-			if env["CADRE_CONTEXT"] != inv.ContextPath || env["CADRE_WORKTREE"] != inv.Dir {
-				t.Errorf("CADRE_CONTEXT/CADRE_WORKTREE = %q/%q", env["CADRE_CONTEXT"], env["CADRE_WORKTREE"])
-			}
-		})
-	}
+	cli.Envs(t, nil,
+		clitest.EnvCase{Name: "default pass-through", Keys: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"},
+			Vals: map[string]string{"ANTHROPIC_API_KEY": "key-from-parent", "ANTHROPIC_BASE_URL": "http://parent.invalid"}},
+		clitest.EnvCase{Name: "url sets the base URL", S: runner.Settings{URL: "http://127.0.0.1:8080"},
+			Keys: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"},
+			Vals: map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}},
+	)
 }
 
 // TestRunReportsErrors runs a fake CLI that replays a recorded failure and
 // checks the classified error and the partial result reach the caller.
 func TestRunReportsErrors(t *testing.T) {
-	tests := []struct {
-		file string
-		exit int
-		kind runner.Kind
-	}{
-		{"auth.jsonl", 1, runner.KindAuth},
-		{"rate-limit.jsonl", 1, runner.KindRateLimit},
-		{"quota.jsonl", 1, runner.KindQuota},
-		{"turn-limit.jsonl", 1, runner.KindTurnLimit},
-		{"success.jsonl", 0, ""},
+	check := func(t *testing.T, rp clitest.Replay, res runner.Result, notes []string, inv runner.Invocation) {
+		if res.SessionID == "" || len(notes) == 0 {
+			t.Errorf("SessionID = %q, %d notes; want the session and notes", res.SessionID, len(notes))
+		}
+		if rp.Kind != "" {
+			clitest.LogHas(t, inv, `"type":"result"`, "<prompt, 13 bytes>")
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			abs, err := filepath.Abs(filepath.Join("testdata", tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var notes []string
-			r := newFake(t, fmt.Sprintf("cat %q\nexit %d\n", abs, tt.exit), runner.Settings{Name: "cc"})
-			inv := clitest.Invocation(t)
-			inv.Progress = func(n string) { notes = append(notes, n) }
-			res, err := r.Run(t.Context(), inv)
-			if res.ExitCode != tt.exit || res.SessionID == "" {
-				t.Errorf("ExitCode = %d, SessionID = %q; want %d and the session", res.ExitCode, res.SessionID, tt.exit)
-			}
-			if len(notes) == 0 {
-				t.Error("no progress notes")
-			}
-			if tt.kind == "" {
-				if err != nil {
-					t.Fatalf("Run: %v", err)
-				}
-				return
-			}
-			var re *runner.Error
-			if !errors.As(err, &re) || re.Kind != tt.kind || re.Runner != "cc" {
-				t.Fatalf("err = %v, want a *runner.Error of kind %s from runner cc", err, tt.kind)
-			}
-			log, _ := os.ReadFile(inv.LogPath)
-			if !strings.Contains(string(log), `"type":"result"`) || !strings.Contains(string(log), "<prompt, 13 bytes>") {
-				t.Errorf("log lacks the transcript or the command line:\n%.300s", log)
-			}
-		})
-	}
+	cli.Replays(t, runner.Settings{}, check,
+		clitest.Replay{File: "auth.jsonl", Exit: 1, Kind: runner.KindAuth},
+		clitest.Replay{File: "rate-limit.jsonl", Exit: 1, Kind: runner.KindRateLimit},
+		clitest.Replay{File: "quota.jsonl", Exit: 1, Kind: runner.KindQuota},
+		clitest.Replay{File: "turn-limit.jsonl", Exit: 1, Kind: runner.KindTurnLimit},
+		clitest.Replay{File: "success.jsonl"},
+	)
 }
 
 func TestNewAndMissingCLI(t *testing.T) {

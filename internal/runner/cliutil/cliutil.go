@@ -1,10 +1,13 @@
 // Package cliutil holds what the runners of agent CLIs (claude, codex,
-// gemini, opencode, aider, exec) share: reading their settings and starting
-// the CLI, the step log, the CADRE_* variables, the directories outside the
-// working tree an agent may use, the command line written to the log,
-// reading an event stream, how a finished process becomes Run's error, and
-// the short-text helpers of progress notes and error messages. The step log,
-// the cost estimate and the text helpers serve the HTTP API runners too.
+// gemini, opencode, qwen, copilot, crush, aider; exec in part) share:
+// reading their settings into an Agent (NewAgent, Factory), running one
+// step of the CLI (Step: the step log, the CADRE_* variables, the
+// sandbox, the command line written to the log, how a finished process
+// becomes Run's error), building its arguments (Flag, HasFlag, the
+// directories outside the working tree an agent may use), reading its
+// event stream (Events), and the short-text helpers of progress notes and
+// error messages. The step log, the cost estimate and the text helpers
+// serve the HTTP API runners too.
 package cliutil
 
 import (
@@ -13,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	osexec "os/exec"
@@ -63,14 +67,19 @@ type Agent struct {
 	// Hosts are the CLI's own model endpoints (URLs), reachable under
 	// network: model-only when URL is not set.
 	Hosts []string
+	// Caps are what the CLI can do (Capabilities).
+	Caps runner.Caps
+	// Prices turn the tokens of a CLI that reports no cost into an
+	// estimate (see Estimate); nil means the built-in prices.
+	Prices *price.Table
 }
 
 // NewAgent reads the settings every agent-CLI runner takes alike, with the
 // defaults of d, the runner type's descriptor. It checks s.URL (when set)
 // with CheckURL and d.URLExample; the command is d.Program when none is
 // set, a relative path resolved against s.BaseDir; the variables passed
-// through are d.Env when s.Env lists none. The install command, the
-// sandbox's home files and model hosts are d's.
+// through are d.Env when s.Env lists none; the prices are s's. The install
+// command, the sandbox's home files and model hosts are d's.
 func NewAgent(s runner.Settings, d runner.Descriptor) (Agent, error) {
 	if err := CheckURL(s.Name, s.URL, d.URLExample); err != nil {
 		return Agent{}, err
@@ -84,24 +93,40 @@ func NewAgent(s runner.Settings, d runner.Descriptor) (Agent, error) {
 		pass = d.Env
 	}
 	return Agent{Instance: s.Name, Command: Resolve(cmd, s.BaseDir), Install: d.Install, Args: s.Args, Pass: pass,
-		URL: s.URL, Model: s.Model, Lookup: os.LookupEnv, Home: d.SandboxHome, Hosts: d.ModelHosts}, nil
+		URL: s.URL, Model: s.Model, Lookup: os.LookupEnv, Home: d.SandboxHome, Hosts: d.ModelHosts, Prices: s.Prices}, nil
 }
 
-// Factory returns a factory of the runners of type d: each reads its
-// settings with NewAgent, and wrap makes the runner around the Agent (or
-// refuses settings the CLI cannot use).
-func Factory(d runner.Descriptor, wrap func(Agent) (runner.Runner, error)) runner.Factory {
+// Factory returns a factory of the runners of type d, whose CLI can do
+// caps: each reads its settings with NewAgent, and wrap makes the runner
+// around the Agent (or refuses settings the CLI cannot use).
+func Factory(d runner.Descriptor, caps runner.Caps, wrap func(Agent) (runner.Runner, error)) runner.Factory {
 	return func(s runner.Settings) (runner.Runner, error) {
 		a, err := NewAgent(s, d)
 		if err != nil {
 			return nil, err
 		}
+		a.Caps = caps
 		return wrap(a)
 	}
 }
 
+// New is Factory for a runner type R that is an Agent and nothing more,
+// as most are.
+func New[R ~struct{ Agent }, P interface {
+	*R
+	runner.Runner
+}](d runner.Descriptor, caps runner.Caps) runner.Factory {
+	return Factory(d, caps, func(a Agent) (runner.Runner, error) {
+		r := R{a}
+		return P(&r), nil
+	})
+}
+
 // Name returns the configured instance name.
 func (a *Agent) Name() string { return a.Instance }
+
+// Capabilities returns what the CLI can do.
+func (a *Agent) Capabilities() runner.Caps { return a.Caps }
 
 // Locate finds the CLI as a step would (runner.Locator).
 func (a *Agent) Locate() error {
@@ -131,20 +156,57 @@ func (a *Agent) ModelFor(inv runner.Invocation) string { return Model(inv, a.Mod
 // variables passed through, and set (Vars and the runner's own).
 func (a *Agent) Env(set map[string]string) []string { return proc.MinimalEnv(a.Lookup, a.Pass, set) }
 
-// Exec runs the CLI for inv with spec's args, environment, stdin and line
-// handler: in inv.Dir, within inv.Timeout, its output appended to log after
-// the command line. promptFlag is how the last argument carries the prompt
-// ("--prompt=", or "" for the bare prompt), so the log shows only its
-// length; a prompt on stdin is shown as a redirection.
-func (a *Agent) Exec(ctx context.Context, inv runner.Invocation, log io.Writer, promptFlag string, spec proc.Spec) (proc.Result, error) {
-	return a.ExecThen(ctx, inv, log, promptFlag, spec, nil)
+// Call is how a runner runs its CLI for one step.
+type Call struct {
+	Args  []string
+	Stdin io.Reader // the prompt, when it goes on stdin
+	// Set are the variables the runner sets for its CLI, over the
+	// CADRE_* ones of Vars.
+	Set map[string]string
+	// PromptFlag is how the last argument carries the prompt ("--prompt=",
+	// or "" for the bare prompt), so the log shows only its length; a
+	// prompt on stdin is shown as a redirection.
+	PromptFlag string
+	// OnLine reads each line of output as it comes.
+	OnLine func(stream, line string)
+	// Then, when set, is called once the process has ended and before a
+	// sandbox's fresh home is removed, so a runner can read what the CLI
+	// left there (its session log): hostPath turns a path as the agent
+	// saw it into where that file is on the host; log is the step's.
+	Then func(log io.Writer, hostPath func(string) string)
+	// Result reads the step's result once the CLI has ended, from what it
+	// printed and the code it exited with (which Step sets in the result,
+	// with the tail of its stderr), and the failure the agent reported,
+	// nil for none.
+	Result func(stdout []byte, exitCode int) (runner.Result, *runner.Error)
 }
 
-// ExecThen is Exec calling then, when set, once the process has ended and
-// before a sandbox's fresh home is removed, so a runner can read what the
-// CLI left there (its session log). hostPath turns a path as the agent saw
-// it into where that file is on the host.
-func (a *Agent) ExecThen(ctx context.Context, inv runner.Invocation, log io.Writer, promptFlag string, spec proc.Spec, then func(hostPath func(string) string)) (proc.Result, error) {
+// Step runs the CLI once for inv as c says: in inv.Dir, within
+// inv.Timeout, confined by inv.Sandbox, its output appended to the step's
+// log after the command line. The error is Run's (see Outcome).
+func (a *Agent) Step(ctx context.Context, inv runner.Invocation, c Call) (runner.Result, error) {
+	log, err := a.OpenLog(inv)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	defer log.Close()
+	set := Vars(inv)
+	maps.Copy(set, c.Set)
+	var then func(func(string) string)
+	if c.Then != nil {
+		then = func(hostPath func(string) string) { c.Then(log, hostPath) }
+	}
+	res, err := a.exec(ctx, inv, log, c.PromptFlag, proc.Spec{Args: c.Args, Env: a.Env(set), Stdin: c.Stdin, OnLine: c.OnLine}, then)
+	out, failure := c.Result(res.Stdout, res.ExitCode)
+	out.ExitCode, out.StderrTail = res.ExitCode, res.StderrTail
+	return out, a.Outcome(err, failure)
+}
+
+// exec runs the CLI for inv with spec's args, environment, stdin and line
+// handler: in inv.Dir, within inv.Timeout, its output appended to log
+// after the command line (see Call.PromptFlag), then calls then, when set
+// (see Call.Then).
+func (a *Agent) exec(ctx context.Context, inv runner.Invocation, log io.Writer, promptFlag string, spec proc.Spec, then func(hostPath func(string) string)) (proc.Result, error) {
 	// The message is the whole text, or the user text of a runner that
 	// passes the instructions apart, which are shown by length too.
 	prompt, args := inv.Text(), spec.Args
@@ -233,29 +295,13 @@ func confine(ctx context.Context, inv runner.Invocation, spec *proc.Spec, home, 
 		return nil, fmt.Errorf("prepare the sandbox: %w", err)
 	}
 	spec.Sandbox = p.Sandbox
-	spec.Env = setEnv(spec.Env, p.Env)
+	spec.Env = proc.SetEnv(spec.Env, p.Env)
 	if spec.Log != nil {
 		// The transcript says how the agent was confined, so a reader of
 		// a refused write or connection knows why.
 		fmt.Fprintf(spec.Log, "[cadre: sandboxed by bubblewrap, network %s]\n", inv.Sandbox.Network)
 	}
 	return p, nil
-}
-
-// setEnv replaces or adds the variables of set in env, keeping it sorted.
-func setEnv(env []string, set map[string]string) []string {
-	out := make([]string, 0, len(env)+len(set))
-	for _, e := range env {
-		k, _, _ := strings.Cut(e, "=")
-		if _, ok := set[k]; !ok {
-			out = append(out, e)
-		}
-	}
-	for k, v := range set {
-		out = append(out, k+"="+v)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Resolve joins a command written as a relative path (./bin/agent) to
@@ -399,6 +445,63 @@ func StdoutJSON[T any](stream, line string) (v T, ok bool) {
 		return v, false
 	}
 	return v, true
+}
+
+// Events is the line handler of a CLI whose stdout is a stream of JSON
+// events: each line of stdout holding one is decoded (see StdoutJSON) and
+// handed to event.
+func Events[T any](event func(T)) func(stream, line string) {
+	return func(stream, line string) {
+		if ev, ok := StdoutJSON[T](stream, line); ok {
+			event(ev)
+		}
+	}
+}
+
+// Flag is the arguments giving flag once for each value that is not
+// empty: flag and the value, or flag+value when flag ends in "=". A runner
+// appends them to its CLI's arguments.
+func Flag(flag string, values ...string) []string {
+	var args []string
+	for _, v := range values {
+		switch {
+		case v == "":
+		case strings.HasSuffix(flag, "="):
+			args = append(args, flag+v)
+		default:
+			args = append(args, flag, v)
+		}
+	}
+	return args
+}
+
+// Block is a content block of an assistant message in Claude Code's
+// stream-json, which Qwen Code writes too: text, or a tool call and its
+// input.
+type Block struct {
+	Type  string         `json:"type"`
+	Text  string         `json:"text"`
+	Name  string         `json:"name"`
+	Input map[string]any `json:"input"`
+}
+
+// Said sends progress a note for each block, a text by its first line and
+// a tool call as ToolNote names it by the first of keys, and returns the
+// last text that is not blank ("" for none): the reply so far.
+func Said(progress func(string), blocks []Block, keys ...string) string {
+	last := ""
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			if strings.TrimSpace(b.Text) != "" {
+				last = b.Text
+				Note(progress, "says: "+FirstLine(b.Text))
+			}
+		case "tool_use":
+			Note(progress, ToolNote(b.Name, b.Input, keys...))
+		}
+	}
+	return last
 }
 
 // HasFlag reports whether args hold one of the flags, alone or as

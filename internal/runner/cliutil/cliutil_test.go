@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/price"
@@ -140,12 +139,12 @@ func TestModelFor(t *testing.T) {
 	}
 }
 
-// TestExec runs a shell script as the agent and checks where it ran, what
+// TestStep runs a shell script as the agent and checks where it ran, what
 // it got and what the log says.
-func TestExec(t *testing.T) {
+func TestStep(t *testing.T) {
 	dir := t.TempDir()
 	script := filepath.Join(t.TempDir(), "agent")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\npwd\necho \"$1 $CADRE_ROLE $AGENT_KEY$OTHER_SECRET\"\ncat\n"), 0o755); err != nil {
+	if err := os.WriteFile(script, []byte("#!/bin/sh\npwd\necho \"$1 $CADRE_ROLE $AGENT_KEY$OTHER_SECRET$MINE\"\ncat\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("AGENT_KEY", "k1")
@@ -154,34 +153,41 @@ func TestExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := runner.Invocation{Role: "coder", Dir: dir, Prompt: "the prompt"}
 	tests := []struct {
 		name    string
-		spec    proc.Spec
-		flag    string
+		call    Call
 		wantOut string
 		wantLog string
 	}{
-		{"prompt as an argument", proc.Spec{Args: []string{"--prompt=the prompt"}}, "--prompt=",
+		{"prompt as an argument", Call{Args: []string{"--prompt=the prompt"}, PromptFlag: "--prompt="},
 			"--prompt=the prompt coder k1\n", "$ " + script + " --prompt=<prompt, 10 bytes>\n"},
-		{"prompt on stdin", proc.Spec{Args: []string{"-"}, Stdin: strings.NewReader("the prompt")}, "",
-			"- coder k1\nthe prompt", "$ " + script + " - < <prompt, 10 bytes>\n"},
+		{"prompt on stdin, a variable of the runner's", Call{Args: []string{"-"}, Stdin: strings.NewReader("the prompt"), Set: map[string]string{"MINE": "+m"}},
+			"- coder k1+m\nthe prompt", "$ " + script + " - < <prompt, 10 bytes>\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var log strings.Builder
+			inv := runner.Invocation{Role: "coder", Dir: dir, Prompt: "the prompt", LogPath: filepath.Join(t.TempDir(), "logs", "s.log")}
 			var lines []string
-			tt.spec.Env = a.Env(Vars(inv))
-			tt.spec.OnLine = func(stream, line string) { lines = append(lines, line) }
-			res, err := a.Exec(t.Context(), inv, &log, tt.flag, tt.spec)
+			tt.call.OnLine = func(stream, line string) { lines = append(lines, line) }
+			tt.call.Result = func(stdout []byte, exit int) (runner.Result, *runner.Error) {
+				if exit != 0 {
+					t.Errorf("Result given exit code %d, want 0", exit)
+				}
+				return runner.Result{Output: string(stdout), ExitCode: -7}, nil
+			}
+			res, err := a.Step(t.Context(), inv, tt.call)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := dir + "\n" + tt.wantOut; string(res.Stdout) != want {
-				t.Errorf("stdout %q, want %q (run in inv.Dir, only the passed variable)", res.Stdout, want)
+			if want := dir + "\n" + tt.wantOut; res.Output != want || res.ExitCode != 0 {
+				t.Errorf("stdout %q (exit %d), want %q and exit 0 (run in inv.Dir, only the passed variable)", res.Output, res.ExitCode, want)
 			}
-			if !strings.HasPrefix(log.String(), tt.wantLog) || !strings.Contains(log.String(), "coder k1") {
-				t.Errorf("log %q, want the command line %q then the output", log.String(), tt.wantLog)
+			log, err := os.ReadFile(inv.LogPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(log), tt.wantLog) || !strings.Contains(string(log), "coder k1") {
+				t.Errorf("log %q, want the command line %q then the output", log, tt.wantLog)
 			}
 			if len(lines) < 2 || lines[0] != dir {
 				t.Errorf("lines %q, want each output line handed over", lines)
@@ -432,5 +438,53 @@ func TestVarsCarryGitConfig(t *testing.T) {
 	}
 	if _, ok := Vars(runner.Invocation{})["GIT_CONFIG_COUNT"]; ok {
 		t.Error("a trusted tree's agent got GIT_CONFIG_COUNT")
+	}
+}
+
+func TestEvents(t *testing.T) {
+	type event struct {
+		Type string `json:"type"`
+	}
+	var got []string
+	line := Events(func(ev event) { got = append(got, ev.Type) })
+	for _, l := range []string{`{"type":"init"}`, `not JSON`, `{"type":`, `{"type":"result"}`} {
+		line("stdout", l)
+	}
+	line("stderr", `{"type":"stderr"}`)
+	if strings.Join(got, " ") != "init result" {
+		t.Errorf("events %q, want the two of stdout", got)
+	}
+}
+
+func TestFlag(t *testing.T) {
+	tests := []struct {
+		flag   string
+		values []string
+		want   []string
+	}{
+		{"--model", []string{"m1"}, []string{"--model", "m1"}},
+		{"--model", []string{""}, nil},
+		{"--add-dir", []string{"/a", "", "/b"}, []string{"--add-dir", "/a", "--add-dir", "/b"}},
+		{"--include-directories=", []string{"/a", "/b"}, []string{"--include-directories=/a", "--include-directories=/b"}},
+		{"resume", nil, nil},
+	}
+	for _, tt := range tests {
+		if got := Flag(tt.flag, tt.values...); !cmp.Equal(got, tt.want) {
+			t.Errorf("Flag(%q, %q) = %q, want %q", tt.flag, tt.values, got, tt.want)
+		}
+	}
+}
+
+func TestSaid(t *testing.T) {
+	var notes []string
+	blocks := []Block{
+		{Type: "text", Text: "First.\nMore."},
+		{Type: "tool_use", Name: "Write", Input: map[string]any{"file_path": "/w/a.txt"}},
+		{Type: "text", Text: "  \n"},
+		{Type: "thinking", Text: "hidden"},
+	}
+	got := Said(func(n string) { notes = append(notes, n) }, blocks, "file_path")
+	if got != "First.\nMore." || strings.Join(notes, "|") != "says: First.|Write /w/a.txt" {
+		t.Errorf("Said = %q, notes %q; want the last text and a note per text and tool call", got, notes)
 	}
 }

@@ -20,10 +20,8 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
-	"github.com/cadre-dev/cadre/internal/runner/price"
 )
 
 // provider names the model provider cadre defines when a URL is set.
@@ -46,56 +44,29 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Codex process per step.
-type Runner struct {
-	cliutil.Agent
-	prices *price.Table
-}
+type Runner struct{ cliutil.Agent }
 
-// New builds a codex runner that estimates cost from the built-in prices.
-// Command defaults to "codex"; a relative path is resolved against BaseDir.
-// Env lists the variables passed through (default: OpenAI credentials,
-// CODEX_HOME); URL, when set, becomes the base URL of a model provider
-// defined on the command line (Responses API, key in OPENAI_API_KEY); Model
-// is the default --model; Args are added after cadre's own flags.
-func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New(nil))(s) }
-
-// WithPrices returns a factory of codex runners that estimate cost from t,
-// the built-in prices overlaid with the project's.
-func WithPrices(t *price.Table) runner.Factory {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a, prices: t}, nil })
-}
-
-// Capabilities: Codex edits files, takes a model per step and streams its
-// events; its cost is estimated, not reported.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}
+// New builds a codex runner. Command defaults to "codex"; a relative path
+// is resolved against BaseDir. Env lists the variables passed through
+// (default: OpenAI credentials, CODEX_HOME); URL, when set, becomes the
+// base URL of a model provider defined on the command line (Responses API,
+// key in OPENAI_API_KEY); Model is the default --model; Args are added
+// after cadre's own flags. Codex edits files, takes a model per step and
+// streams its events; its cost is estimated from Prices, not reported.
+func New(s runner.Settings) (runner.Runner, error) {
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true})(s)
 }
 
 // Run runs Codex on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
-	res, err := r.Exec(ctx, inv, log, "", proc.Spec{
-		Args:   args,
-		Env:    r.Env(cliutil.Vars(inv)),
-		Stdin:  stdin,
-		OnLine: p.line,
-	})
-	out := runner.Result{
-		ExitCode:   res.ExitCode,
-		Output:     p.lastMessage,
-		StderrTail: res.StderrTail,
-		Usage:      p.usage,
-		SessionID:  p.threadID,
-		Model:      r.ModelFor(inv),
-	}
-	out.Usage = cliutil.Estimate(r.prices, out.Model, out.Usage)
-	return out, r.Outcome(err, p.failure())
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, OnLine: cliutil.Events(p.event),
+		Result: func([]byte, int) (runner.Result, *runner.Error) {
+			model := r.ModelFor(inv)
+			return runner.Result{Output: p.lastMessage, Usage: cliutil.Estimate(r.Prices, model, p.usage),
+				SessionID: p.threadID, Model: model}, p.failure()
+		}})
 }
 
 // argv builds the CLI's arguments and, for a long prompt, its stdin. The
@@ -114,9 +85,7 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 		}
 		args = append(args, "--sandbox", mode)
 	}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
 	// An untrusted tree's execpolicy .rules must not widen what Codex runs.
 	// Its .codex/config.toml (hooks, MCP servers) is read only for projects
 	// the user marked trusted, and cadre never passes --trust.
@@ -124,9 +93,7 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 		args = append(args, "--ignore-rules")
 	}
 	// The output file lives outside the working tree: make it writable.
-	for _, d := range cliutil.OutsideDirs(inv) {
-		args = append(args, "--add-dir", d)
-	}
+	args = append(args, cliutil.Flag("--add-dir", cliutil.OutsideDirs(inv)...)...)
 	if r.URL != "" {
 		p := "model_providers." + provider
 		args = append(args,
@@ -142,9 +109,7 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 		args = append(args, "-c", "developer_instructions="+tomlString(inv.Instructions))
 	}
 	args = append(args, r.Args...)
-	if inv.Session != "" {
-		args = append(args, "resume", inv.Session)
-	}
+	args = append(args, cliutil.Flag("resume", inv.Session)...)
 	prompt := inv.UserText()
 	if len(prompt) > cliutil.MaxArgPrompt {
 		return append(args, "-"), strings.NewReader(prompt)
@@ -218,12 +183,8 @@ type item struct {
 	} `json:"changes"`
 }
 
-// line handles one line of output; only stdout carries events.
-func (p *parser) line(stream, line string) {
-	ev, ok := cliutil.StdoutJSON[threadEvent](stream, line)
-	if !ok {
-		return
-	}
+// event handles one event of the stream.
+func (p *parser) event(ev threadEvent) {
 	switch ev.Type {
 	case "thread.started":
 		p.threadID = ev.ThreadID

@@ -1,9 +1,8 @@
 package codex
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"slices"
@@ -13,22 +12,11 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
-	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/price"
-	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/google/go-cmp/cmp"
 )
-
-// feed runs the parser over a recorded transcript, line by line, as proc
-// would hand it over.
-func feed(t *testing.T, name string) (*parser, []string) {
-	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
-		p := &parser{progress: progress}
-		return p, p.line
-	})
-}
 
 func TestParseTranscripts(t *testing.T) {
 	const tid = "0199a213-81c0-7800-8aa1-bbab2a035a53"
@@ -81,7 +69,8 @@ func TestParseTranscripts(t *testing.T) {
 			if tt.tid == "" {
 				tt.tid = tid
 			}
-			p, notes := feed(t, tt.file)
+			p := &parser{}
+			notes := clitest.FeedEvents(t, tt.file, &p.progress, p.event)
 			if !strings.HasPrefix(p.lastMessage, tt.output) {
 				t.Errorf("reply = %q, want prefix %q", p.lastMessage, tt.output)
 			}
@@ -91,20 +80,8 @@ func TestParseTranscripts(t *testing.T) {
 			if p.threadID != tt.tid {
 				t.Errorf("thread = %q, want %q", p.threadID, tt.tid)
 			}
-			e := p.failure()
-			switch {
-			case tt.kind == "" && e != nil:
-				t.Errorf("failure = %v, want none", e)
-			case tt.kind != "" && e == nil:
-				t.Errorf("no failure, want kind %s", tt.kind)
-			case e != nil && (e.Kind != tt.kind || !strings.Contains(e.Msg, tt.msg) || e.RetryAfter != tt.retry):
-				t.Errorf("failure = %s %q after %s, want %s containing %q after %s", e.Kind, e.Msg, e.RetryAfter, tt.kind, tt.msg, tt.retry)
-			}
-			for _, n := range tt.notes {
-				if !slices.Contains(notes, n) {
-					t.Errorf("notes %q lack %q", notes, n)
-				}
-			}
+			clitest.CheckFailure(t, p.failure(), tt.kind, tt.msg, tt.retry)
+			clitest.CheckNotes(t, notes, tt.notes...)
 		})
 	}
 }
@@ -128,86 +105,46 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// events renders JSONL events.
-func events(evs ...map[string]any) string {
-	var b strings.Builder
-	for _, e := range evs {
-		j, err := json.Marshal(e)
-		if err != nil {
-			panic(err)
-		}
-		b.Write(j)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 func message(text string) map[string]any {
 	return map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_9", "type": "agent_message", "text": text}}
 }
 
 var started = map[string]any{"type": "thread.started", "thread_id": "fake-thread"}
 
-// fakes are /bin/sh stand-ins for the CLI, one per conformance behaviour.
-var fakes = map[runnertest.Behavior]string{
-	runnertest.OK: "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\n" + events(started, message(runnertest.OKReply),
-		map[string]any{"type": "turn.completed", "usage": map[string]int64{
-			"input_tokens": runnertest.OKUsage.InputTokens, "cached_input_tokens": 0, "output_tokens": runnertest.OKUsage.OutputTokens}}) + "EOF\n",
-	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\ncat <<'EOF'\n" +
-		events(started, message("wrote the output file")) + "EOF\n",
-	runnertest.Crash: clitest.CrashBody,
-	runnertest.Hang:  clitest.HangBody,
-	runnertest.Flood: clitest.FloodBody,
-	runnertest.Env: "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" +
-		`printf '{"type":"item.completed","item":{"type":"agent_message","text":"%s"}}\n' "$names"` + "\n",
-	runnertest.Context: `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" +
-		`printf '{"type":"item.completed","item":{"type":"agent_message","text":"%s"}}\n' "$id"` + "\n",
-}
-
-func newFake(t *testing.T, body string, s runner.Settings, prices *price.Table) runner.Runner {
-	t.Helper()
-	return clitest.Fake(t, WithPrices(prices), "codex", body, s)
-}
+// cli builds the runners of the tests around fake CLIs, pricing from the
+// built-in table.
+var cli = clitest.CLI{Name: "codex", Factory: New}
 
 func TestConformance(t *testing.T) {
-	clitest.Conformance(t, "codex", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}, nil) })
+	reply := func(text string, u event.Usage) string {
+		return clitest.Cat(clitest.JSONL(started, message(text), map[string]any{"type": "turn.completed", "usage": map[string]int64{
+			"input_tokens": u.InputTokens, "cached_input_tokens": 0, "output_tokens": u.OutputTokens}}))
+	}
+	say := func(v string) string {
+		return `printf '{"type":"item.completed","item":{"type":"agent_message","text":"%s"}}\n' "` + v + `"` + "\n"
+	}
+	cli.Conformance(t, clitest.Fakes(reply, say), true)
 }
 
 func TestArgv(t *testing.T) {
 	base := []string{"exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write"}
 	dirs := []string{"--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs"}
-	inv := runner.Invocation{
-		Prompt: "Fix it.", Dir: "/w/tree",
-		ContextPath: "/w/run/contexts/s.json", OutputPath: "/w/run/outputs/s.md",
-	}
-	long := strings.Repeat("x", cliutil.MaxArgPrompt+1)
+	noFiles := func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "", "" }
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
-	tests := []struct {
-		name      string
-		s         runner.Settings
-		edit      func(*runner.Invocation)
-		want      []string
-		wantStdin string
-	}{
-		{
-			name: "defaults",
-			want: cat(base, dirs, []string{"--", "Fix it."}),
-		},
-		{
-			name: "untrusted tree: no project rules",
-			edit: func(inv *runner.Invocation) { inv.Untrusted = true },
-			want: cat(base, []string{"--ignore-rules"}, dirs, []string{"--", "Fix it."}),
-		},
-		{
-			name: "settings model",
-			s:    runner.Settings{Model: "gpt-5-codex"},
-			want: cat(base, []string{"--model", "gpt-5-codex"}, dirs, []string{"--", "Fix it."}),
-		},
-		{
-			name: "step model, url provider, extra args, resumed thread",
-			s:    runner.Settings{Model: "gpt-5-codex", URL: "http://127.0.0.1:9/v1", Args: []string{"-c", `model_reasoning_effort="high"`}},
-			edit: func(inv *runner.Invocation) { inv.Model = "gpt-5"; inv.Session = "thread-1" },
-			want: cat(base, []string{"--model", "gpt-5"}, dirs, []string{
+	argv := func(_ *testing.T, r runner.Runner, inv runner.Invocation) ([]string, io.Reader) {
+		return r.(*Runner).argv(inv)
+	}
+	cli.Argvs(t, argv,
+		clitest.ArgvCase{Name: "defaults", Want: cat(base, dirs, []string{"--", "Fix it."})},
+		clitest.ArgvCase{Name: "untrusted tree: no project rules", Edit: func(inv *runner.Invocation) { inv.Untrusted = true },
+			Want: cat(base, []string{"--ignore-rules"}, dirs, []string{"--", "Fix it."})},
+		clitest.ArgvCase{Name: "settings model", S: runner.Settings{Model: "gpt-5-codex"},
+			Want: cat(base, []string{"--model", "gpt-5-codex"}, dirs, []string{"--", "Fix it."})},
+		clitest.ArgvCase{
+			Name: "step model, url provider, extra args, resumed thread",
+			S:    runner.Settings{Model: "gpt-5-codex", URL: "http://127.0.0.1:9/v1", Args: []string{"-c", `model_reasoning_effort="high"`}},
+			Edit: func(inv *runner.Invocation) { inv.Model = "gpt-5"; inv.Session = "thread-1" },
+			Want: cat(base, []string{"--model", "gpt-5"}, dirs, []string{
 				"-c", `model_provider="cadre"`,
 				"-c", `model_providers.cadre.name="cadre"`,
 				"-c", `model_providers.cadre.base_url="http://127.0.0.1:9/v1"`,
@@ -216,64 +153,25 @@ func TestArgv(t *testing.T) {
 				"-c", `model_reasoning_effort="high"`,
 				"resume", "thread-1", "--", "Fix it."}),
 		},
-		{
-			name: "inside cadre's sandbox: Codex's own off",
-			edit: func(inv *runner.Invocation) { inv.Sandbox = &sandbox.Policy{Network: sandbox.NetDeny} },
-			want: cat([]string{"exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access"}, dirs, []string{"--", "Fix it."}),
-		},
-		{
-			name: "a sandbox in the args replaces cadre's",
-			s:    runner.Settings{Args: []string{"--dangerously-bypass-approvals-and-sandbox"}},
-			edit: func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "", "" },
-			want: []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--", "Fix it."},
-		},
-		{
-			name: "files inside the tree",
-			edit: func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "/w/tree/c.json", "/w/tree/sub/o.md" },
-			want: cat(base, []string{"--", "Fix it."}),
-		},
-		{
-			name:      "long prompt on stdin",
-			edit:      func(inv *runner.Invocation) { inv.Prompt = long; inv.ContextPath, inv.OutputPath = "", "" },
-			want:      cat(base, []string{"-"}),
-			wantStdin: long,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, err := New(tt.s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in := inv
-			if tt.edit != nil {
-				tt.edit(&in)
-			}
-			args, stdin := r.(*Runner).argv(in)
-			clitest.CheckArgv(t, args, stdin, tt.want, tt.wantStdin)
-		})
-	}
+		clitest.ArgvCase{Name: "inside cadre's sandbox: Codex's own off",
+			Edit: func(inv *runner.Invocation) { inv.Sandbox = &sandbox.Policy{Network: sandbox.NetDeny} },
+			Want: cat([]string{"exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access"}, dirs, []string{"--", "Fix it."})},
+		clitest.ArgvCase{Name: "a sandbox in the args replaces cadre's", S: runner.Settings{Args: []string{"--dangerously-bypass-approvals-and-sandbox"}},
+			Edit: noFiles, Want: []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--", "Fix it."}},
+		clitest.ArgvCase{Name: "files inside the tree",
+			Edit: func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "/w/tree/c.json", "/w/tree/sub/o.md" },
+			Want: cat(base, []string{"--", "Fix it."})},
+		clitest.ArgvCase{Name: "long prompt on stdin", Edit: func(inv *runner.Invocation) { noFiles(inv); inv.Prompt = clitest.LongPrompt },
+			Want: cat(base, []string{"-"}), WantStdin: clitest.LongPrompt},
+	)
 }
 
 // TestEnv checks the exact environment the CLI starts with.
 func TestEnv(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "key-from-parent")
 	t.Setenv("CODEX_HOME", "/codex-home")
-	t.Setenv("CADRE_TEST_MINE", "mine")
-	t.Setenv(runnertest.SecretEnv, "hunter2")
-	tests := []struct {
-		name string
-		s    runner.Settings
-		keys []string
-	}{
-		{"default pass-through", runner.Settings{}, []string{"CODEX_HOME", "OPENAI_API_KEY"}},
-		{"declared keys replace the defaults", runner.Settings{Env: []string{"CADRE_TEST_MINE"}}, []string{"CADRE_TEST_MINE"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			clitest.RunEnv(t, newFake(t, clitest.DumpEnv, tt.s, nil), tt.keys...)
-		})
-	}
+	cli.Envs(t, nil, clitest.EnvCase{Name: "default pass-through", Keys: []string{"CODEX_HOME", "OPENAI_API_KEY"},
+		Vals: map[string]string{"OPENAI_API_KEY": "key-from-parent", "CODEX_HOME": "/codex-home"}})
 }
 
 // TestRunEstimatesCost replays the recorded success and checks the cost is
@@ -299,7 +197,7 @@ func TestRunEstimatesCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newFake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Model: tt.model}, tt.prices)
+			r := cli.Fake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Model: tt.model, Prices: tt.prices})
 			res, err := r.Run(t.Context(), clitest.Invocation(t))
 			if err != nil {
 				t.Fatal(err)
@@ -320,35 +218,17 @@ func TestRunEstimatesCost(t *testing.T) {
 // TestRunReportsErrors runs a fake CLI that replays a recorded failure and
 // checks the classified error and the partial result reach the caller.
 func TestRunReportsErrors(t *testing.T) {
-	tests := []struct {
-		file string
-		kind runner.Kind
-	}{
-		{"auth.jsonl", runner.KindAuth},
-		{"rate-limit.jsonl", runner.KindRateLimit},
-		{"quota.jsonl", runner.KindQuota},
-		{"turn-limit.jsonl", runner.KindTurnLimit},
+	check := func(t *testing.T, _ clitest.Replay, res runner.Result, notes []string, _ runner.Invocation) {
+		if res.SessionID == "" || len(notes) == 0 {
+			t.Errorf("SessionID = %q, %d notes; want the thread and notes", res.SessionID, len(notes))
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			abs, err := filepath.Abs(filepath.Join("testdata", tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var notes []string
-			r := newFake(t, fmt.Sprintf("cat %q\nexit 1\n", abs), runner.Settings{Name: "cx"}, nil)
-			inv := clitest.Invocation(t)
-			inv.Progress = func(n string) { notes = append(notes, n) }
-			res, err := r.Run(t.Context(), inv)
-			var re *runner.Error
-			if !errors.As(err, &re) || re.Kind != tt.kind || re.Runner != "cx" {
-				t.Fatalf("err = %v, want a *runner.Error of kind %s from runner cx", err, tt.kind)
-			}
-			if res.ExitCode != 1 || res.SessionID == "" || len(notes) == 0 {
-				t.Errorf("ExitCode = %d, SessionID = %q, %d notes; want 1, the thread, notes", res.ExitCode, res.SessionID, len(notes))
-			}
-		})
-	}
+	cli.Replays(t, runner.Settings{}, check,
+		clitest.Replay{File: "auth.jsonl", Exit: 1, Kind: runner.KindAuth},
+		clitest.Replay{File: "rate-limit.jsonl", Exit: 1, Kind: runner.KindRateLimit, Retry: 4450 * time.Millisecond},
+		clitest.Replay{File: "quota.jsonl", Exit: 1, Kind: runner.KindQuota},
+		clitest.Replay{File: "turn-limit.jsonl", Exit: 1, Kind: runner.KindTurnLimit},
+	)
 }
 
 func TestNewAndMissingCLI(t *testing.T) {

@@ -25,10 +25,8 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
-	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/safefile"
 )
 
@@ -57,36 +55,20 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Copilot CLI process per step.
-type Runner struct {
-	cliutil.Agent
-	prices *price.Table
-}
+type Runner struct{ cliutil.Agent }
 
-// New builds a copilot runner that estimates cost from the built-in prices.
-func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New(nil))(s) }
-
-// WithPrices returns a factory of copilot runners that estimate cost from
-// t. Command defaults to "copilot"; Env lists the variables passed through;
-// URL, when set, is an OpenAI-compatible server used instead of GitHub's
-// (bring your own key); Model is the default --model; Args are added after
-// cadre's own flags.
-func WithPrices(t *price.Table) runner.Factory {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a, prices: t}, nil })
-}
-
-// Capabilities: Copilot CLI edits files, takes a model per step and
-// streams its events; its cost is estimated.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}
+// New builds a copilot runner. Command defaults to "copilot"; Env lists
+// the variables passed through; URL, when set, is an OpenAI-compatible
+// server used instead of GitHub's (bring your own key); Model is the
+// default --model; Args are added after cadre's own flags. Copilot CLI
+// edits files, takes a model per step and streams its events; its cost is
+// estimated from Prices.
+func New(s runner.Settings) (runner.Runner, error) {
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true})(s)
 }
 
 // Run runs Copilot CLI on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
 	var (
@@ -95,47 +77,36 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 	)
 	// The session log is read before a sandbox's fresh home, where the
 	// CLI wrote it, is removed.
-	res, err := r.ExecThen(ctx, inv, log, "", proc.Spec{Args: args, Env: r.env(inv), Stdin: stdin, OnLine: p.line},
-		func(hostPath func(string) string) {
-			if p.sessionID == "" {
-				return
+	readUsage := func(log io.Writer, hostPath func(string) string) {
+		if p.sessionID == "" {
+			return
+		}
+		var uerr error
+		if usage, model, uerr = sessionUsage(hostPath(r.stateDir()), p.sessionID); uerr != nil {
+			fmt.Fprintf(log, "cadre: no usage: %v\n", uerr)
+		}
+	}
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), OnLine: cliutil.Events(p.event), Then: readUsage,
+		Result: func([]byte, int) (runner.Result, *runner.Error) {
+			out := runner.Result{Output: p.reply, SessionID: p.sessionID, Model: r.ModelFor(inv), Usage: usage}
+			if out.Model == "" {
+				out.Model = model
 			}
-			var uerr error
-			if usage, model, uerr = sessionUsage(hostPath(r.stateDir()), p.sessionID); uerr != nil {
-				fmt.Fprintf(log, "cadre: no usage: %v\n", uerr)
+			if out.Usage.CostUSD == 0 {
+				out.Usage = cliutil.Estimate(r.Prices, out.Model, out.Usage)
 			}
-		})
-	out := runner.Result{
-		ExitCode:   res.ExitCode,
-		Output:     p.reply,
-		StderrTail: res.StderrTail,
-		SessionID:  p.sessionID,
-		Model:      r.ModelFor(inv),
-		Usage:      usage,
-	}
-	if out.Model == "" {
-		out.Model = model
-	}
-	if out.Usage.CostUSD == 0 {
-		out.Usage = cliutil.Estimate(r.prices, out.Model, out.Usage)
-	}
-	return out, r.Outcome(err, p.failure)
+			return out, p.failure
+		}})
 }
 
 // argv builds the CLI's arguments and, for a prompt too long for one
 // argument, its stdin (the CLI reads a piped prompt).
 func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	args := []string{"--output-format", "json", "--allow-all-tools", "--no-color"}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
 	// The output file lives outside the working tree: allow the agent there.
-	for _, d := range cliutil.OutsideDirs(inv) {
-		args = append(args, "--add-dir", d)
-	}
-	if inv.Session != "" {
-		args = append(args, "--resume", inv.Session)
-	}
+	args = append(args, cliutil.Flag("--add-dir", cliutil.OutsideDirs(inv)...)...)
+	args = append(args, cliutil.Flag("--resume", inv.Session)...)
 	args = append(args, r.Args...)
 	if len(inv.Text()) > cliutil.MaxArgPrompt {
 		return args, strings.NewReader(inv.Text())
@@ -143,17 +114,16 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	return append(args, "-p", inv.Text()), nil
 }
 
-// env is the agent's environment: minimal, the passed-through keys, the
-// CADRE_* variables, no self-update, and the local provider when set.
-func (r *Runner) env(inv runner.Invocation) []string {
-	set := cliutil.Vars(inv)
+// vars are the variables set for the CLI: no self-update, and the local
+// provider when set.
+func (r *Runner) vars() map[string]string {
 	// A CLI that replaces itself mid-run would change what was tested.
-	set["COPILOT_AUTO_UPDATE"] = "false"
+	set := map[string]string{"COPILOT_AUTO_UPDATE": "false"}
 	if r.URL != "" {
 		set["COPILOT_PROVIDER_BASE_URL"] = r.URL
 		set["COPILOT_OFFLINE"] = "true"
 	}
-	return r.Env(set)
+	return set
 }
 
 // stateDir is where the CLI keeps its state, sessions included:

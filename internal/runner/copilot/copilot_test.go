@@ -13,22 +13,15 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
-	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/google/go-cmp/cmp"
 )
-
-func feed(t *testing.T, name string) (*parser, []string) {
-	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
-		p := &parser{progress: progress}
-		return p, p.line
-	})
-}
 
 // The real-* files were recorded from Copilot CLI 1.0.102 against cadre
 // modelsim (internal/modelsim TestRealCLICopilot): its stdout, and for the
 // write its session log, where the tokens are.
 func TestParseRealTranscripts(t *testing.T) {
-	p, notes := feed(t, "real-write.jsonl")
+	p := &parser{}
+	notes := clitest.FeedEvents(t, "real-write.jsonl", &p.progress, p.event)
 	if !strings.Contains(p.reply, "### SIGNAL BLOCK") || p.failure != nil || p.sessionID == "" {
 		t.Errorf("reply %q, failure %v, session %q: want the final text, no failure, the session", p.reply, p.failure, p.sessionID)
 	}
@@ -52,10 +45,9 @@ func TestParseRealTranscripts(t *testing.T) {
 		t.Errorf("session usage (%v, model %q) mismatch (-want +got):\n%s", err, model, diff)
 	}
 
-	p, _ = feed(t, "real-rate-limit.jsonl")
-	if e := p.failure; e == nil || e.Kind != runner.KindRateLimit || !strings.Contains(e.Msg, "rate limit reached") {
-		t.Errorf("failure = %+v, want the rate limit", e)
-	}
+	p = &parser{}
+	clitest.FeedEvents(t, "real-rate-limit.jsonl", &p.progress, p.event)
+	clitest.CheckFailure(t, p.failure, runner.KindRateLimit, "rate limit reached", 0)
 	for _, tt := range []struct {
 		typ    string
 		status int
@@ -83,35 +75,22 @@ func fakeOK(reply string, u event.Usage) string {
 		`{"type":"result","sessionId":"fake-session","exitCode":0}` + "\nEOF\n"
 }
 
-func textEvent(s string) string {
-	return `printf '{"type":"assistant.message","data":{"content":"%s"}}\n' "` + s + `"` + "\n"
-}
-
-var fakes = map[runnertest.Behavior]string{
-	runnertest.OK:          "echo done > " + runnertest.WorkFile + "\n" + fakeOK(runnertest.OKReply, runnertest.OKUsage),
-	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\n" + fakeOK("wrote the output file", event.Usage{}),
-	runnertest.Crash:       clitest.CrashBody,
-	runnertest.Hang:        clitest.HangBody,
-	runnertest.Flood:       clitest.FloodBody,
-	runnertest.Env:         "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" + textEvent("$names"),
-	runnertest.Context:     `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" + textEvent("$id"),
-}
-
-func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
-	t.Helper()
-	return clitest.Fake(t, New, "copilot", body, s)
-}
+// cli builds the runners of the tests around fake CLIs.
+var cli = clitest.CLI{Name: "copilot", Factory: New}
 
 func TestConformance(t *testing.T) {
 	t.Setenv("COPILOT_HOME", t.TempDir())
-	clitest.Conformance(t, "copilot", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}) })
+	say := func(v string) string {
+		return `printf '{"type":"assistant.message","data":{"content":"%s"}}\n' "` + v + `"` + "\n"
+	}
+	cli.Conformance(t, clitest.Fakes(fakeOK, say), true)
 }
 
 func TestArgvAndEnv(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("COPILOT_HOME", home)
 	t.Setenv("GITHUB_TOKEN", "cadre-own-token")
-	r := newFake(t, clitest.DumpEnv+fakeOK("ok", event.Usage{InputTokens: 1000, OutputTokens: 100}),
+	r := cli.Fake(t, clitest.DumpEnv+fakeOK("ok", event.Usage{InputTokens: 1000, OutputTokens: 100}),
 		runner.Settings{URL: "http://127.0.0.1:9/v1", Model: "claude-sonnet-5"})
 	inv := clitest.Invocation(t)
 	inv.Session = "s-1"
@@ -145,7 +124,7 @@ func TestArgvAndEnv(t *testing.T) {
 // A run whose session log is missing still returns its reply, with no usage.
 func TestMissingSessionLog(t *testing.T) {
 	t.Setenv("COPILOT_HOME", t.TempDir())
-	r := newFake(t, `echo '{"type":"assistant.message","data":{"content":"hi"}}'; echo '{"type":"result","sessionId":"gone","exitCode":0}'`+"\n", runner.Settings{})
+	r := cli.Fake(t, `echo '{"type":"assistant.message","data":{"content":"hi"}}'; echo '{"type":"result","sessionId":"gone","exitCode":0}'`+"\n", runner.Settings{})
 	res, err := r.Run(t.Context(), clitest.Invocation(t))
 	if err != nil || res.Output != "hi" || res.Usage != (event.Usage{}) {
 		t.Errorf("res %+v, err %v: want the reply and no usage", res, err)
@@ -165,7 +144,7 @@ func TestSessionLogLinkRefused(t *testing.T) {
 	if err := os.WriteFile(elsewhere, []byte(`{"type":"session.usage_record","data":{"usage":{"model":"m","inputTokens":7}}}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := newFake(t, `d="$COPILOT_HOME/session-state/linked"; mkdir -p "$d"; ln -s '`+elsewhere+`' "$d/events.jsonl"`+"\n"+
+	r := cli.Fake(t, `d="$COPILOT_HOME/session-state/linked"; mkdir -p "$d"; ln -s '`+elsewhere+`' "$d/events.jsonl"`+"\n"+
 		`echo '{"type":"assistant.message","data":{"content":"hi"}}'; echo '{"type":"result","sessionId":"linked","exitCode":0}'`+"\n", runner.Settings{})
 	res, err := r.Run(t.Context(), clitest.Invocation(t))
 	if err != nil || res.Output != "hi" || res.Usage != (event.Usage{}) {
@@ -181,7 +160,7 @@ func TestSandboxHome(t *testing.T) {
 	clitest.Sandboxed(t, &inv, append(slices.Clone(Type.SandboxHome), ".bash_history", ".copilot/mcp-config.json"))
 	t.Setenv("COPILOT_HOME", "")
 	os.Unsetenv("COPILOT_HOME") // the default: ~/.copilot
-	r := newFake(t, clitest.ListHome+`COPILOT_HOME=$HOME/.copilot`+"\n"+fakeOK("ok", event.Usage{InputTokens: 1000, OutputTokens: 100}), runner.Settings{})
+	r := cli.Fake(t, clitest.ListHome+`COPILOT_HOME=$HOME/.copilot`+"\n"+fakeOK("ok", event.Usage{InputTokens: 1000, OutputTokens: 100}), runner.Settings{})
 	res, err := r.Run(t.Context(), inv)
 	clitest.CheckHome(t, inv.Dir, Type.SandboxHome)
 	if err != nil || res.Usage.InputTokens != 1000 || res.Usage.OutputTokens != 100 {

@@ -28,12 +28,8 @@ type cliEvent struct {
 	} `json:"data"`
 }
 
-// line handles one line of output; only stdout carries events.
-func (p *parser) line(stream, line string) {
-	ev, ok := cliutil.StdoutJSON[cliEvent](stream, line)
-	if !ok {
-		return
-	}
+// event handles one event of the stream.
+func (p *parser) event(ev cliEvent) {
 	switch ev.Type {
 	case "assistant.message":
 		if t := ev.Data.Content; strings.TrimSpace(t) != "" {

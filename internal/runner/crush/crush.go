@@ -21,7 +21,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
@@ -48,66 +47,47 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Crush process per step.
-type Runner struct {
-	cliutil.Agent
-}
+type Runner struct{ cliutil.Agent }
 
 // New builds a crush runner. Command defaults to "crush"; Env lists the
 // variables passed through; Model is the default --model (model or
 // provider/model); Args are added after cadre's own flags. A URL is
-// refused: set the provider's base_url in crush.json.
+// refused: set the provider's base_url in crush.json. Crush edits files
+// and takes a model per step; it prints its answer at the end and reports
+// no usage.
 func New(s runner.Settings) (runner.Runner, error) {
 	if s.URL != "" {
 		return nil, fmt.Errorf("runners.%s.url: crush takes its provider's base URL from crush.json (providers.NAME.base_url), not from cadre", s.Name)
 	}
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a}, nil })(s)
-}
-
-// Capabilities: Crush edits files and takes a model per step; it prints
-// its answer at the end and reports no usage.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ModelChoice: true}
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true})(s)
 }
 
 // Run runs Crush on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	args, stdin := r.argv(inv)
 	var errLine string
-	res, err := r.Exec(ctx, inv, log, "", proc.Spec{Args: args, Env: r.Env(cliutil.Vars(inv)), Stdin: stdin,
-		OnLine: func(stream, line string) {
-			if stream == "stderr" && strings.HasPrefix(line, "Error: ") {
-				errLine = strings.TrimPrefix(line, "Error: ")
+	onLine := func(stream, line string) {
+		if stream == "stderr" && strings.HasPrefix(line, "Error: ") {
+			errLine = strings.TrimPrefix(line, "Error: ")
+		}
+	}
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, OnLine: onLine,
+		Result: func(stdout []byte, exit int) (runner.Result, *runner.Error) {
+			// The answer is all of stdout (proc keeps it bounded).
+			out := runner.Result{Output: strings.TrimSpace(string(stdout)), Model: r.ModelFor(inv)}
+			if exit != 0 && errLine != "" {
+				return out, classify(errLine)
 			}
+			return out, nil
 		}})
-	result := runner.Result{
-		ExitCode: res.ExitCode,
-		// The answer is all of stdout (proc keeps it bounded).
-		Output:     strings.TrimSpace(string(res.Stdout)),
-		StderrTail: res.StderrTail,
-		Model:      r.ModelFor(inv),
-	}
-	var failure *runner.Error
-	if res.ExitCode != 0 && errLine != "" {
-		failure = classify(errLine)
-	}
-	return result, r.Outcome(err, failure)
 }
 
 // argv builds the CLI's arguments; the prompt goes on stdin, which `crush
 // run` reads when no prompt argument is given, so no length limit applies.
 func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	args := []string{"run", "--quiet"}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
-	if inv.Session != "" {
-		args = append(args, "--session", inv.Session)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
+	args = append(args, cliutil.Flag("--session", inv.Session)...)
 	return append(args, r.Args...), strings.NewReader(inv.Text())
 }
 

@@ -8,26 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/exec"
-	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 )
 
-// agents are the /bin/sh fakes for each behaviour of the conformance suite.
-var agents = map[runnertest.Behavior]string{
-	runnertest.OK:          "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\n" + runnertest.OKReply + "EOF\n",
-	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\n",
-	runnertest.Crash:       clitest.CrashBody,
-	// The child keeps the inherited stdout, as a real tool would; the pid
-	// file is renamed into place so it is never read half written.
-	runnertest.Hang:    clitest.HangBody,
-	runnertest.Flood:   clitest.FloodBody,
-	runnertest.Env:     "env | cut -d= -f1\n",
-	runnertest.Context: `sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT"` + "\n",
-}
+// cli builds exec runners of fake agents, /bin/sh scripts.
+var cli = clitest.CLI{Name: "agent", Factory: exec.New}
 
-// writeAgent writes an executable /bin/sh script and returns its path.
+// writeAgent writes an executable /bin/sh script under dir and returns its
+// path.
 func writeAgent(t *testing.T, dir, name, body string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
@@ -40,63 +31,36 @@ func writeAgent(t *testing.T, dir, name, body string) string {
 	return p
 }
 
-// newRunner builds an exec runner for a script body.
-func newRunner(t *testing.T, body string, s runner.Settings) runner.Runner {
-	t.Helper()
-	if s.Name == "" {
-		s.Name = "agent"
-	}
-	if s.Command == "" {
-		s.Command = writeAgent(t, t.TempDir(), "agent.sh", body)
-	}
-	r, err := exec.New(s)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return r
-}
-
 func TestConformance(t *testing.T) {
-	runnertest.Run(t, runnertest.Harness{
-		New: func(t *testing.T, b runnertest.Behavior) runner.Runner {
-			body, ok := agents[b]
-			if !ok {
-				t.Skipf("no exec agent for behaviour %q", b)
-			}
-			return newRunner(t, body, runner.Settings{})
-		},
-	})
+	// The child of a hanging agent keeps the inherited stdout, as a real
+	// tool would; its pid file is renamed into place so it is never read
+	// half written.
+	plain := func(text string, _ event.Usage) string { return clitest.Cat(text) }
+	cli.Conformance(t, clitest.Fakes(plain, clitest.Say), false)
 }
 
-// invocation returns an invocation in a fresh working tree.
+// invocation is an auditor's second attempt at a step, asking a model, in
+// a fresh working tree.
 func invocation(t *testing.T) runner.Invocation {
+	inv := clitest.Invocation(t)
+	inv.Role, inv.Item, inv.Step, inv.Attempt = "auditor", "02-farewell", "02-farewell/audit/auditor#2", 2
+	inv.Prompt, inv.Model = "Review the change.\nEnd with a SIGNAL BLOCK.\n", "model-x"
+	return inv
+}
+
+// run runs the fake agent body on inv.
+func run(t *testing.T, body string, s runner.Settings, inv runner.Invocation) runner.Result {
 	t.Helper()
-	root := t.TempDir()
-	dir := filepath.Join(root, "worktree")
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	res, err := cli.Fake(t, body, s).Run(t.Context(), inv)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return runner.Invocation{
-		Role:        "auditor",
-		Item:        "02-farewell",
-		Step:        "02-farewell/audit/auditor#2",
-		Attempt:     2,
-		Prompt:      "Review the change.\nEnd with a SIGNAL BLOCK.\n",
-		Dir:         dir,
-		ContextPath: filepath.Join(root, "contexts", "step.json"),
-		OutputPath:  filepath.Join(root, "outputs", "step.md"),
-		LogPath:     filepath.Join(root, "logs", "step.log"),
-		Model:       "model-x",
-	}
+	return res
 }
 
 func TestPromptOnStdin(t *testing.T) {
-	r := newRunner(t, "cat\n", runner.Settings{})
 	inv := invocation(t)
-	res, err := r.Run(t.Context(), inv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := run(t, "cat\n", runner.Settings{}, inv)
 	if res.Output != inv.Prompt {
 		t.Errorf("the agent read %q from stdin, want the prompt %q", res.Output, inv.Prompt)
 	}
@@ -105,13 +69,9 @@ func TestPromptOnStdin(t *testing.T) {
 func TestCadreVariables(t *testing.T) {
 	// Set in the test process to show the runner's values win.
 	t.Setenv("CADRE_ROLE", "wrong")
-	r := newRunner(t, "env\n", runner.Settings{})
 	inv := invocation(t)
 	inv.Reask = true
-	res, err := r.Run(t.Context(), inv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := run(t, "env\n", runner.Settings{}, inv)
 	env := parseEnv(res.Output)
 	tests := []struct{ key, want string }{
 		{"CADRE_CONTEXT", inv.ContextPath},
@@ -135,12 +95,8 @@ func TestCadreVariables(t *testing.T) {
 }
 
 func TestWorksInWorktree(t *testing.T) {
-	r := newRunner(t, "pwd -P\n", runner.Settings{})
 	inv := invocation(t)
-	res, err := r.Run(t.Context(), inv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := run(t, "pwd -P\n", runner.Settings{}, inv)
 	want, err := filepath.EvalSymlinks(inv.Dir)
 	if err != nil {
 		t.Fatal(err)
@@ -168,11 +124,7 @@ func TestEnvPassThrough(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRunner(t, "env\n", runner.Settings{Env: tt.pass})
-			res, err := r.Run(t.Context(), invocation(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := run(t, "env\n", runner.Settings{Env: tt.pass}, invocation(t))
 			got, ok := parseEnv(res.Output)[tt.key]
 			if ok != tt.isSet || got != tt.want {
 				t.Errorf("%s = %q (set %v), want %q (set %v)", tt.key, got, ok, tt.want, tt.isSet)
@@ -252,18 +204,15 @@ func TestMissingCommand(t *testing.T) {
 }
 
 func TestExitCodeIsNotAnError(t *testing.T) {
-	r := newRunner(t, "echo partial\necho oops >&2\nexit 7\n", runner.Settings{})
-	res, err := r.Run(t.Context(), invocation(t))
-	if err != nil {
-		t.Fatalf("a non-zero exit must be reported in the result, got error %v", err)
-	}
+	// A non-zero exit is reported in the result, not as an error.
+	res := run(t, "echo partial\necho oops >&2\nexit 7\n", runner.Settings{}, invocation(t))
 	if res.ExitCode != 7 || res.Output != "partial\n" || !strings.Contains(res.StderrTail, "oops") {
 		t.Errorf("result %+v, want exit 7, output \"partial\\n\", stderr with oops", res)
 	}
 }
 
 func TestLogHoldsTranscript(t *testing.T) {
-	r := newRunner(t, "echo to-stdout\necho to-stderr >&2\n", runner.Settings{})
+	r := cli.Fake(t, "echo to-stdout\necho to-stderr >&2\n", runner.Settings{})
 	inv := invocation(t)
 	// Two runs of the same step (a re-ask) add to one transcript.
 	for range 2 {
@@ -284,7 +233,7 @@ func TestLogHoldsTranscript(t *testing.T) {
 }
 
 func TestNameAndCapabilities(t *testing.T) {
-	r := newRunner(t, "true\n", runner.Settings{Name: "shell-agent"})
+	r := cli.Fake(t, "true\n", runner.Settings{Name: "shell-agent"})
 	if r.Name() != "shell-agent" {
 		t.Errorf("Name = %q", r.Name())
 	}

@@ -23,10 +23,8 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
-	"github.com/cadre-dev/cadre/internal/runner/price"
 )
 
 const (
@@ -57,63 +55,38 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Gemini CLI process per step.
-type Runner struct {
-	cliutil.Agent
-	prices *price.Table
-}
+type Runner struct{ cliutil.Agent }
 
-// New builds a gemini runner that estimates cost from the built-in prices.
-// Command defaults to "gemini"; a relative path is resolved against BaseDir.
-// Env lists the variables passed through (default: Gemini and Google Cloud
-// credentials); URL, when set, becomes GOOGLE_GEMINI_BASE_URL; Model is the
-// default --model; Args are added after cadre's own flags.
-func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New(nil))(s) }
-
-// WithPrices returns a factory of gemini runners that estimate cost from t,
-// the built-in prices overlaid with the project's.
-func WithPrices(t *price.Table) runner.Factory {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a, prices: t}, nil })
-}
-
-// Capabilities: the Gemini CLI edits files and takes a model per step; its
-// JSON output comes at the end (no streaming) and its cost is estimated.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ModelChoice: true}
+// New builds a gemini runner. Command defaults to "gemini"; a relative
+// path is resolved against BaseDir. Env lists the variables passed through
+// (default: Gemini and Google Cloud credentials); URL, when set, becomes
+// GOOGLE_GEMINI_BASE_URL; Model is the default --model; Args are added
+// after cadre's own flags. The Gemini CLI edits files and takes a model
+// per step; its JSON output comes at the end (no streaming) and its cost
+// is estimated from Prices.
+func New(s runner.Settings) (runner.Runner, error) {
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true})(s)
 }
 
 // Run runs the Gemini CLI on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	args, stdin := r.argv(inv)
 	var stderr bytes.Buffer
-	res, err := r.Exec(ctx, inv, log, "--prompt=", proc.Spec{
-		Args:  args,
-		Env:   r.env(inv),
-		Stdin: stdin,
-		OnLine: func(stream, line string) {
-			if stream == "stderr" && stderr.Len() < maxStderr {
-				stderr.WriteString(line)
-				stderr.WriteByte('\n')
+	keep := func(stream, line string) {
+		if stream == "stderr" && stderr.Len() < maxStderr {
+			stderr.WriteString(line)
+			stderr.WriteByte('\n')
+		}
+	}
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: r.vars(), PromptFlag: "--prompt=", OnLine: keep,
+		Result: func(stdout []byte, exit int) (runner.Result, *runner.Error) {
+			got := parse(stdout, stderr.Bytes(), exit)
+			out := runner.Result{Output: got.reply, SessionID: got.sessionID, Model: got.mainModel(), Usage: r.usage(got.models)}
+			if out.Model == "" {
+				out.Model = r.ModelFor(inv)
 			}
-		},
-	})
-	got := parse(res.Stdout, stderr.Bytes(), res.ExitCode)
-	out := runner.Result{
-		ExitCode:   res.ExitCode,
-		Output:     got.reply,
-		StderrTail: res.StderrTail,
-		SessionID:  got.sessionID,
-		Model:      got.mainModel(),
-	}
-	if out.Model == "" {
-		out.Model = r.ModelFor(inv)
-	}
-	out.Usage = r.usage(got.models)
-	return out, r.Outcome(err, got.failure)
+			return out, got.failure
+		}})
 }
 
 // usage sums the models' tokens and prices each model at its own rate: the
@@ -121,7 +94,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 func (r *Runner) usage(models map[string]event.Usage) event.Usage {
 	var total event.Usage
 	for name, u := range models {
-		total = total.Add(cliutil.Estimate(r.prices, name, u))
+		total = total.Add(cliutil.Estimate(r.Prices, name, u))
 	}
 	return total
 }
@@ -135,16 +108,10 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	if !cliutil.HasFlag(r.Args, "--approval-mode", "--yolo", "-y") {
 		args = append(args, "--approval-mode", "yolo")
 	}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
-	if inv.Session != "" {
-		args = append(args, "--resume", inv.Session)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
+	args = append(args, cliutil.Flag("--resume", inv.Session)...)
 	// The context and output files live outside the working tree.
-	for _, d := range cliutil.OutsideDirs(inv) {
-		args = append(args, "--include-directories="+d)
-	}
+	args = append(args, cliutil.Flag("--include-directories=", cliutil.OutsideDirs(inv)...)...)
 	args = append(args, r.Args...)
 	if len(inv.Text()) > cliutil.MaxArgPrompt {
 		return args, strings.NewReader(inv.Text())
@@ -153,17 +120,15 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	return append(args, "--prompt="+inv.Text()), nil
 }
 
-// env is the agent's environment: minimal, the passed-through keys, the
-// CADRE_* variables, and the base URL when set.
-func (r *Runner) env(inv runner.Invocation) []string {
-	set := cliutil.Vars(inv)
+// vars are the variables set for the CLI: the base URL when set.
+func (r *Runner) vars() map[string]string {
 	// The item's working tree is where cadre was told to let the agent
 	// work; an untrusted folder would turn off the approval mode.
-	set["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+	set := map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true"}
 	if r.URL != "" {
 		set["GOOGLE_GEMINI_BASE_URL"] = r.URL
 	}
-	return r.Env(set)
+	return set
 }
 
 // parsed is what one run's output said.

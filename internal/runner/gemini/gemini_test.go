@@ -2,8 +2,8 @@ package gemini
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,10 +14,8 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
-	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/price"
-	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -99,15 +97,7 @@ func TestParseTranscripts(t *testing.T) {
 			if got := p.mainModel(); got != tt.main {
 				t.Errorf("main model = %q, want %q", got, tt.main)
 			}
-			e := p.failure
-			switch {
-			case tt.kind == "" && e != nil:
-				t.Errorf("failure = %v, want none", e)
-			case tt.kind != "" && e == nil:
-				t.Errorf("no failure, want kind %s", tt.kind)
-			case e != nil && (e.Kind != tt.kind || !strings.Contains(e.Msg, tt.msg) || e.RetryAfter != tt.retry):
-				t.Errorf("failure = %s %q after %s, want %s containing %q after %s", e.Kind, e.Msg, e.RetryAfter, tt.kind, tt.msg, tt.retry)
-			}
+			clitest.CheckFailure(t, p.failure, tt.kind, tt.msg, tt.retry)
 		})
 	}
 }
@@ -155,129 +145,49 @@ func outputDoc(reply string, u event.Usage) string {
 	return string(b) + "\n"
 }
 
-// fakes are /bin/sh stand-ins for the CLI, one per conformance behaviour.
-var fakes = map[runnertest.Behavior]string{
-	runnertest.OK: "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\n" +
-		outputDoc(runnertest.OKReply, runnertest.OKUsage) + "EOF\n",
-	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\ncat <<'EOF'\n" +
-		outputDoc("wrote the output file", event.Usage{}) + "EOF\n",
-	runnertest.Crash: clitest.CrashBody,
-	runnertest.Hang:  clitest.HangBody,
-	runnertest.Flood: clitest.FloodBody,
-	runnertest.Env: "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" +
-		`printf '{\n  "response": "%s"\n}\n' "$names"` + "\n",
-	runnertest.Context: `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" +
-		`printf '{\n  "response": "%s"\n}\n' "$id"` + "\n",
-}
-
-func newFake(t *testing.T, body string, s runner.Settings, prices *price.Table) runner.Runner {
-	t.Helper()
-	return clitest.Fake(t, WithPrices(prices), "gemini", body, s)
-}
+// cli builds the runners of the tests around fake CLIs.
+var cli = clitest.CLI{Name: "gemini", Factory: New}
 
 func TestConformance(t *testing.T) {
-	clitest.Conformance(t, "gemini", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}, nil) })
+	reply := func(text string, u event.Usage) string { return clitest.Cat(outputDoc(text, u)) }
+	say := func(v string) string { return `printf '{\n  "response": "%s"\n}\n' "` + v + `"` + "\n" }
+	cli.Conformance(t, clitest.Fakes(reply, say), true)
 }
 
 func TestArgv(t *testing.T) {
 	base := []string{"--output-format", "json", "--approval-mode", "yolo"}
 	dirs := []string{"--include-directories=/w/run/contexts", "--include-directories=/w/run/outputs"}
-	inv := runner.Invocation{
-		Prompt: "Fix it.", Dir: "/w/tree",
-		ContextPath: "/w/run/contexts/s.json", OutputPath: "/w/run/outputs/s.md",
+	noFiles := func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "", "" }
+	argv := func(_ *testing.T, r runner.Runner, inv runner.Invocation) ([]string, io.Reader) {
+		return r.(*Runner).argv(inv)
 	}
-	long := strings.Repeat("x", cliutil.MaxArgPrompt+1)
-	tests := []struct {
-		name      string
-		s         runner.Settings
-		edit      func(*runner.Invocation)
-		want      []string
-		wantStdin string
-	}{
-		{
-			name: "defaults",
-			want: slices.Concat(base, dirs, []string{"--prompt=Fix it."}),
+	cli.Argvs(t, argv,
+		clitest.ArgvCase{Name: "defaults", Want: slices.Concat(base, dirs, []string{"--prompt=Fix it."})},
+		clitest.ArgvCase{Name: "settings model", S: runner.Settings{Model: "gemini-2.5-pro"},
+			Want: slices.Concat(base, []string{"--model", "gemini-2.5-pro"}, dirs, []string{"--prompt=Fix it."})},
+		clitest.ArgvCase{
+			Name: "step model, resumed session, extra args; the URL is not an argument",
+			S:    runner.Settings{Model: "gemini-2.5-pro", URL: "http://127.0.0.1:9", Args: []string{"--sandbox"}},
+			Edit: func(inv *runner.Invocation) { inv.Model = "gemini-2.5-flash"; inv.Session = "sess-1" },
+			Want: slices.Concat(base, []string{"--model", "gemini-2.5-flash", "--resume", "sess-1"}, dirs, []string{"--sandbox", "--prompt=Fix it."}),
 		},
-		{
-			name: "settings model",
-			s:    runner.Settings{Model: "gemini-2.5-pro"},
-			want: slices.Concat(base, []string{"--model", "gemini-2.5-pro"}, dirs, []string{"--prompt=Fix it."}),
-		},
-		{
-			name: "step model, resumed session, extra args; the URL is not an argument",
-			s:    runner.Settings{Model: "gemini-2.5-pro", URL: "http://127.0.0.1:9", Args: []string{"--sandbox"}},
-			edit: func(inv *runner.Invocation) { inv.Model = "gemini-2.5-flash"; inv.Session = "sess-1" },
-			want: slices.Concat(base, []string{"--model", "gemini-2.5-flash", "--resume", "sess-1"}, dirs, []string{"--sandbox", "--prompt=Fix it."}),
-		},
-		{
-			name: "an approval mode in the args replaces cadre's",
-			s:    runner.Settings{Args: []string{"--approval-mode=auto_edit"}},
-			edit: func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "", "" },
-			want: []string{"--output-format", "json", "--approval-mode=auto_edit", "--prompt=Fix it."},
-		},
-		{
-			name: "a prompt like an option stays the prompt",
-			edit: func(inv *runner.Invocation) { inv.Prompt = "-y"; inv.ContextPath, inv.OutputPath = "", "" },
-			want: slices.Concat(base, []string{"--prompt=-y"}),
-		},
-		{
-			name:      "long prompt on stdin",
-			edit:      func(inv *runner.Invocation) { inv.Prompt = long; inv.ContextPath, inv.OutputPath = "", "" },
-			want:      base,
-			wantStdin: long,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, err := New(tt.s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in := inv
-			if tt.edit != nil {
-				tt.edit(&in)
-			}
-			args, stdin := r.(*Runner).argv(in)
-			clitest.CheckArgv(t, args, stdin, tt.want, tt.wantStdin)
-		})
-	}
+		clitest.ArgvCase{Name: "an approval mode in the args replaces cadre's", S: runner.Settings{Args: []string{"--approval-mode=auto_edit"}},
+			Edit: noFiles, Want: []string{"--output-format", "json", "--approval-mode=auto_edit", "--prompt=Fix it."}},
+		clitest.ArgvCase{Name: "a prompt like an option stays the prompt", Edit: func(inv *runner.Invocation) { noFiles(inv); inv.Prompt = "-y" },
+			Want: slices.Concat(base, []string{"--prompt=-y"})},
+		clitest.ArgvCase{Name: "long prompt on stdin", Edit: func(inv *runner.Invocation) { noFiles(inv); inv.Prompt = clitest.LongPrompt },
+			Want: base, WantStdin: clitest.LongPrompt},
+	)
 }
 
 // TestEnv checks the exact environment the CLI starts with.
 func TestEnv(t *testing.T) {
 	t.Setenv("GEMINI_API_KEY", "key-from-parent")
-	t.Setenv("CADRE_TEST_MINE", "mine")
-	t.Setenv(runnertest.SecretEnv, "hunter2")
-	tests := []struct {
-		name string
-		s    runner.Settings
-		keys []string
-		vals map[string]string
-	}{
-		{"default pass-through", runner.Settings{}, []string{"GEMINI_API_KEY"}, map[string]string{"GEMINI_API_KEY": "key-from-parent"}},
-		{"declared keys replace the defaults", runner.Settings{Env: []string{"CADRE_TEST_MINE"}}, []string{"CADRE_TEST_MINE"}, nil},
-		{"url sets the base URL", runner.Settings{URL: "http://127.0.0.1:8080"}, []string{"GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"},
-			map[string]string{"GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8080", "GEMINI_CLI_TRUST_WORKSPACE": "true"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newFake(t, clitest.DumpEnv, tt.s, nil)
-			inv := clitest.Invocation(t)
-			if _, err := r.Run(t.Context(), inv); err != nil {
-				t.Fatal(err)
-			}
-			env := clitest.ReadEnv(t, filepath.Join(inv.Dir, "env.out"))
-			want := clitest.WantEnv(append(tt.keys, "GEMINI_CLI_TRUST_WORKSPACE")...)
-			if diff := cmp.Diff(want, clitest.Names(env)); diff != "" {
-				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
-			}
-			for k, v := range tt.vals {
-				if env[k] != v {
-					t.Errorf("%s = %q, want %q", k, env[k], v)
-				}
-			}
-		})
-	}
+	cli.Envs(t, []string{"GEMINI_CLI_TRUST_WORKSPACE"},
+		clitest.EnvCase{Name: "default pass-through", Keys: []string{"GEMINI_API_KEY"}, Vals: map[string]string{"GEMINI_API_KEY": "key-from-parent"}},
+		clitest.EnvCase{Name: "url sets the base URL", S: runner.Settings{URL: "http://127.0.0.1:8080"}, Keys: []string{"GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"},
+			Vals: map[string]string{"GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:8080", "GEMINI_CLI_TRUST_WORKSPACE": "true"}},
+	)
 }
 
 // TestRunEstimatesCost replays the recorded success: each model is priced at
@@ -302,7 +212,7 @@ func TestRunEstimatesCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newFake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{}, tt.prices)
+			r := cli.Fake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Prices: tt.prices})
 			res, err := r.Run(t.Context(), clitest.Invocation(t))
 			if err != nil {
 				t.Fatal(err)
@@ -324,33 +234,17 @@ func TestRunEstimatesCost(t *testing.T) {
 // TestRunReportsErrors runs a fake CLI that replays a recorded error
 // document on stderr and checks the classified error reaches the caller.
 func TestRunReportsErrors(t *testing.T) {
-	tests := []struct {
-		file string
-		exit int
-		kind runner.Kind
-	}{
-		{"auth.stderr", 1, runner.KindAuth},
-		{"rate-limit.stderr", 1, runner.KindRateLimit},
-		{"quota.stderr", 1, runner.KindQuota},
-		{"turn-limit.stderr", 53, runner.KindTurnLimit},
+	check := func(t *testing.T, _ clitest.Replay, res runner.Result, _ []string, _ runner.Invocation) {
+		if res.SessionID == "" || res.Model != "gemini-2.5-pro" {
+			t.Errorf("SessionID = %q, Model = %q; want the session and gemini-2.5-pro", res.SessionID, res.Model)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			abs, err := filepath.Abs(filepath.Join("testdata", tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := newFake(t, fmt.Sprintf("cat %q >&2\nexit %d\n", abs, tt.exit), runner.Settings{Name: "gm", Model: "gemini-2.5-pro"}, nil)
-			res, err := r.Run(t.Context(), clitest.Invocation(t))
-			var re *runner.Error
-			if !errors.As(err, &re) || re.Kind != tt.kind || re.Runner != "gm" {
-				t.Fatalf("err = %v, want a *runner.Error of kind %s from runner gm", err, tt.kind)
-			}
-			if res.ExitCode != tt.exit || res.SessionID == "" || res.Model != "gemini-2.5-pro" {
-				t.Errorf("ExitCode = %d, SessionID = %q, Model = %q", res.ExitCode, res.SessionID, res.Model)
-			}
-		})
-	}
+	cli.Replays(t, runner.Settings{Model: "gemini-2.5-pro"}, check,
+		clitest.Replay{File: "auth.stderr", Stderr: true, Exit: 1, Kind: runner.KindAuth},
+		clitest.Replay{File: "rate-limit.stderr", Stderr: true, Exit: 1, Kind: runner.KindRateLimit, Retry: 21400 * time.Millisecond},
+		clitest.Replay{File: "quota.stderr", Stderr: true, Exit: 1, Kind: runner.KindQuota},
+		clitest.Replay{File: "turn-limit.stderr", Stderr: true, Exit: 53, Kind: runner.KindTurnLimit},
+	)
 }
 
 func TestNewAndMissingCLI(t *testing.T) {

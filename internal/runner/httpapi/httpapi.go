@@ -1,8 +1,10 @@
 // Package httpapi is the plumbing the model-API runners (anthropic, openai,
-// ollama) share: checking the base URL, one logged JSON exchange bounded by
-// the step's timeout, the error of a refused or missing key, and keeping the
-// reply, the log and error messages within bounds. What each API sends,
-// answers and means by its errors stays in its own package.
+// ollama) share: the runner itself, built from its settings (New, Runner),
+// one step sent and its answer read (Step), checking the base URL, one
+// logged JSON exchange bounded by the step's timeout, the error of a
+// refused or missing key, and keeping the reply, the log and error messages
+// within bounds. What each API sends, answers and means by its errors
+// stays in its own package (API).
 package httpapi
 
 import (
@@ -19,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
@@ -61,11 +64,6 @@ type Deps struct {
 	Client *http.Client
 	// Getenv reads the API key when a step runs; nil means os.Getenv.
 	Getenv func(string) string
-	// Prices turns the tokens the API reports into an estimated cost, for
-	// an API that reports none; nil means the built-in list prices,
-	// without the config's overrides. An API whose model costs nothing
-	// per token (ollama) ignores it.
-	Prices *price.Table
 	// Now dates a retry-after given as an HTTP date; nil means time.Now.
 	Now func() time.Time
 }
@@ -91,6 +89,10 @@ type Endpoint struct {
 	Instance string // the runner's instance name (runners.NAME)
 	Base     string // the base URL, without a trailing slash
 	Model    string // the model of a step that names none
+	// Prices turn the tokens the API reports into an estimated cost, for
+	// an API that reports none (see API.Priced); nil means the built-in
+	// prices.
+	Prices *price.Table
 	// KeyEnv names the variable of the API key; empty for none.
 	KeyEnv string
 	// Keyed says the endpoint always needs the key (the vendor's own);
@@ -102,7 +104,8 @@ type Endpoint struct {
 // NewEndpoint reads a model API's settings with the defaults of d, its
 // type's descriptor: URL (default d.BaseURL), Model (default defModel; a
 // step's model wins) and Env[0], the variable holding the API key (default
-// d.KeyEnv). The dependencies left nil get their production value.
+// d.KeyEnv); the prices are s's. The dependencies left nil get their
+// production value.
 func NewEndpoint(s runner.Settings, d runner.Descriptor, defModel string, deps Deps) (Endpoint, error) {
 	base, err := BaseURL(s.Name, s.URL, d.BaseURL)
 	if err != nil {
@@ -113,7 +116,46 @@ func NewEndpoint(s runner.Settings, d runner.Descriptor, defModel string, deps D
 		model = defModel
 	}
 	return Endpoint{Instance: s.Name, Base: base, Model: model, KeyEnv: KeyEnv(s.Env, d.KeyEnv),
-		Keyed: d.NeedsKey(base), Deps: deps.withDefaults()}, nil
+		Keyed: d.NeedsKey(base), Prices: s.Prices, Deps: deps.withDefaults()}, nil
+}
+
+// Runner is a model-API runner: its endpoint, and what a step sends to
+// the API.
+type Runner struct {
+	Endpoint
+	api func(e *Endpoint, inv runner.Invocation) API
+}
+
+// New builds a runner of the API of type d from its settings (see
+// NewEndpoint); api says what a step sends to the API and how the answer
+// reads.
+func New(s runner.Settings, d runner.Descriptor, defModel string, deps Deps, api func(e *Endpoint, inv runner.Invocation) API) (runner.Runner, error) {
+	e, err := NewEndpoint(s, d, defModel, deps)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{Endpoint: e, api: api}, nil
+}
+
+// Run sends the step to the API (see Step).
+func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
+	return r.Step(ctx, inv, r.api(&r.Endpoint, inv))
+}
+
+// Message is one message of a chat.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Chat is the conversation of one step for an API that takes the role's
+// instructions as a system message: those, then the step's prompt.
+func Chat(inv runner.Invocation) []Message {
+	var msgs []Message
+	if inv.Instructions != "" {
+		msgs = append(msgs, Message{Role: "system", Content: inv.Instructions})
+	}
+	return append(msgs, Message{Role: "user", Content: inv.UserText()})
 }
 
 // Name returns the configured instance name.
@@ -140,6 +182,103 @@ func (e *Endpoint) Begin(inv runner.Invocation, provider string) (log io.WriteCl
 		return nil, "", err
 	}
 	return log, key, nil
+}
+
+// API is what one model API is to Step: where a step goes, what it
+// sends, how its answer reads and what its errors mean.
+type API struct {
+	// Name says what runners.NAME.url should point at, for the error of an
+	// answer that is not the API's reply ("an Ollama server").
+	Name string
+	// Provider names whose key the API takes, for the error of a missing
+	// key ("Anthropic").
+	Provider string
+	URL      string // the endpoint a step is posted to
+	// Header is the API's headers for key (empty for none).
+	Header func(key string) http.Header
+	// Body is the request of the step asking model.
+	Body func(model string) any
+	// Hint is added to the error of an exchange that failed (Request.Hint).
+	Hint string
+	// NoModel says how to name a model, for a step that has none (an API
+	// with no default model).
+	NoModel string
+	// Read reads an answer of status 200: a NotReply when it is valid JSON
+	// but not the API's reply, another error when it is no JSON at all.
+	Read func(body []byte, key string) (Reply, error)
+	// Refused is the error of an answer of another status (see Refusal).
+	Refused func(ans Answer, model, key string) *runner.Error
+	// Priced says the API reports no cost: it is estimated from
+	// the endpoint's Prices. A model that costs nothing per token (ollama)
+	// is not.
+	Priced bool
+}
+
+// Reply is what an API's answer said.
+type Reply struct {
+	Text  string
+	Model string      // the model that answered, when the API says
+	Usage event.Usage // the tokens, and a cost if the API reports one
+	// Log is the transcript's line after "model=…": why the reply
+	// ended, and the tokens as the API counts them.
+	Log string
+	// Cut, when set, says the reply was cut off before it finished: the
+	// step fails as a turn limit with this message, its reply kept.
+	Cut string
+}
+
+// NotReply is the error of an answer that is valid JSON but not the API's
+// reply: it says what the answer lacks.
+type NotReply string
+
+func (e NotReply) Error() string { return string(e) }
+
+// Step sends inv to api, asking the step's model (else the endpoint's),
+// and returns the reply, its usage and the model that answered. The
+// transcript holds the exchange, the reply and its tokens; an error
+// answer is api.Refused's, an answer that is not a reply is Unreadable.
+func (e *Endpoint) Step(ctx context.Context, inv runner.Invocation, api API) (runner.Result, error) {
+	model := cliutil.Model(inv, e.Model)
+	if model == "" {
+		return runner.Result{}, fmt.Errorf("runner %s: no model: %s", e.Instance, api.NoModel)
+	}
+	log, key, err := e.Begin(inv, api.Provider)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	defer log.Close()
+	call := Request{
+		Runner: e.Instance, Endpoint: api.URL, Header: api.Header(key), Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
+		Body: api.Body(model), Timeout: inv.Timeout, Progress: inv.Progress, Hint: api.Hint,
+	}
+	ans, err := Send(ctx, e.Client, log, call)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	if ans.Status != http.StatusOK {
+		return runner.Result{}, api.Refused(ans, model, key)
+	}
+	reply, err := api.Read(ans.Body, key)
+	if err != nil {
+		var what NotReply
+		if errors.As(err, &what) {
+			return runner.Result{}, Unreadable(log, call, ans, nil, string(what), api.Name)
+		}
+		return runner.Result{}, Unreadable(log, call, ans, err, "", api.Name)
+	}
+	if reply.Model == "" {
+		reply.Model = model
+	}
+	if api.Priced {
+		reply.Usage = cliutil.Estimate(e.Prices, reply.Model, reply.Usage)
+	}
+	fmt.Fprintf(log, "model=%s %s\n", reply.Model, reply.Log)
+	LogText(log, reply.Text)
+	res := runner.Result{Output: CapReply(reply.Text), Usage: reply.Usage, Model: reply.Model}
+	if reply.Cut != "" {
+		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: e.Instance, Msg: reply.Cut}
+	}
+	return res, nil
 }
 
 // Bearer is the header of an API that takes its key as a bearer token:

@@ -7,7 +7,6 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -51,38 +50,30 @@ func v1(base string) string {
 	return base + "/v1"
 }
 
-// Deps are the runner's outside dependencies; the zero value is production.
-type Deps = httpapi.Deps
-
-// completions sends each step to a Chat Completions endpoint.
-type completions struct {
-	httpapi.Endpoint
-	endpoint string
-}
-
 // New builds a runner from its settings: URL (default DefaultURL; a URL
 // already ending in /v1, as many servers document theirs, is used as is),
 // Model (default DefaultModel; a step's model wins) and Env[0], the
 // variable holding the API key (default DefaultKeyEnv).
-func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, Deps{}) }
+func New(s runner.Settings) (runner.Runner, error) { return NewWith(s, httpapi.Deps{}) }
 
 // NewWith is New with explicit dependencies.
-func NewWith(s runner.Settings, d Deps) (runner.Runner, error) {
-	e, err := httpapi.NewEndpoint(s, Type, DefaultModel, d)
-	if err != nil {
-		return nil, err
+func NewWith(s runner.Settings, d httpapi.Deps) (runner.Runner, error) {
+	return httpapi.New(s, Type, DefaultModel, d, completions)
+}
+
+// completions sends a step to a Chat Completions endpoint.
+func completions(e *httpapi.Endpoint, inv runner.Invocation) httpapi.API {
+	return httpapi.API{
+		Name: "an OpenAI-compatible server", Provider: "OpenAI", URL: v1(e.Base) + "/chat/completions", Header: httpapi.Bearer, Priced: true,
+		Body:    func(model string) any { return request{Model: model, Messages: httpapi.Chat(inv)} },
+		Read:    read,
+		Refused: func(ans httpapi.Answer, _, key string) *runner.Error { return classify(e, ans, key) },
 	}
-	return &completions{Endpoint: e, endpoint: v1(e.Base) + "/chat/completions"}, nil
 }
 
 type request struct {
-	Model    string    `json:"model"`
-	Messages []message `json:"messages"`
-}
-
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Model    string            `json:"model"`
+	Messages []httpapi.Message `json:"messages"`
 }
 
 type response struct {
@@ -104,30 +95,15 @@ type response struct {
 	} `json:"usage"`
 }
 
-// Run sends the prompt and returns the reply. An error the server answers
-// with is a *runner.Error of the matching kind.
-func (r *completions) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	model := cliutil.Model(inv, r.Model)
-	log, key, err := r.Begin(inv, "OpenAI")
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
-	call := httpapi.Request{
-		Runner: r.Instance, Endpoint: r.endpoint, Header: httpapi.Bearer(key), Key: key, Model: model, Prompt: inv.Instructions + inv.UserText(),
-		Body:    request{Model: model, Messages: chat(inv)},
-		Timeout: inv.Timeout, Progress: inv.Progress,
-	}
-	ans, err := httpapi.Send(ctx, r.Client, log, call)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	if ans.Status != http.StatusOK {
-		return runner.Result{}, r.classify(ans, key)
-	}
+// read reads a Chat Completions reply: the first choice's content, or its
+// refusal.
+func read(body []byte, _ string) (httpapi.Reply, error) {
 	var resp response
-	if err := json.Unmarshal(ans.Body, &resp); err != nil || len(resp.Choices) == 0 {
-		return runner.Result{}, httpapi.Unreadable(log, call, ans, err, "no choices, not a Chat Completions reply", "an OpenAI-compatible server")
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return httpapi.Reply{}, err
+	}
+	if len(resp.Choices) == 0 {
+		return httpapi.Reply{}, httpapi.NotReply("no choices, not a Chat Completions reply")
 	}
 	choice := resp.Choices[0]
 	var text string
@@ -137,24 +113,18 @@ func (r *completions) Run(ctx context.Context, inv runner.Invocation) (runner.Re
 	case m.Refusal != nil:
 		text = *m.Refusal
 	}
-	if resp.Model != "" {
-		model = resp.Model
-	}
 	// The API counts cached prompt tokens inside prompt_tokens; cadre keeps
 	// them apart, so a price table charges each token once.
 	u := resp.Usage
 	cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens)
-	usage := cliutil.Estimate(r.Prices, model, event.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens,
-		CacheReadTokens: cached})
-	fmt.Fprintf(log, "model=%s finish_reason=%s tokens prompt=%d (cached %d) completion=%d\n",
-		model, choice.FinishReason, u.PromptTokens, cached, u.CompletionTokens)
-	httpapi.LogText(log, text)
-	res := runner.Result{Output: httpapi.CapReply(text), Usage: usage, Model: model}
+	reply := httpapi.Reply{Text: text, Model: resp.Model,
+		Usage: event.Usage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadTokens: cached},
+		Log: fmt.Sprintf("finish_reason=%s tokens prompt=%d (cached %d) completion=%d",
+			choice.FinishReason, u.PromptTokens, cached, u.CompletionTokens)}
 	if choice.FinishReason == "length" {
-		return res, &runner.Error{Kind: runner.KindTurnLimit, Runner: r.Instance,
-			Msg: "the reply was cut off at the model's output limit before it finished"}
+		reply.Cut = "the reply was cut off at the model's output limit before it finished"
 	}
-	return res, nil
+	return reply, nil
 }
 
 // apiError is the body of an error answer. OpenAI sends an object; some
@@ -171,7 +141,7 @@ type errorObject struct {
 
 // classify maps an error answer to a *runner.Error. insufficient_quota
 // comes as a 429 like a rate limit, but waiting will not lift it.
-func (r *completions) classify(ans httpapi.Answer, key string) *runner.Error {
+func classify(ep *httpapi.Endpoint, ans httpapi.Answer, key string) *runner.Error {
 	var e apiError
 	var obj errorObject
 	if json.Unmarshal(ans.Body, &e) == nil && len(e.Error) > 0 {
@@ -187,7 +157,7 @@ func (r *completions) classify(ans httpapi.Answer, key string) *runner.Error {
 	if c, ok := obj.Code.(string); ok {
 		code = c
 	}
-	re := httpapi.Refusal(r.Instance, ans.Status, firstNonEmpty(code, obj.Type), msg, key)
+	re := httpapi.Refusal(ep.Instance, ans.Status, firstNonEmpty(code, obj.Type), msg, key)
 	lower := strings.ToLower(msg)
 	switch {
 	case ans.Status == http.StatusPaymentRequired || code == "insufficient_quota" || obj.Type == "insufficient_quota" ||
@@ -195,11 +165,11 @@ func (r *completions) classify(ans httpapi.Answer, key string) *runner.Error {
 		re.Kind = runner.KindQuota
 	case ans.Status == http.StatusUnauthorized || ans.Status == http.StatusForbidden || code == "invalid_api_key":
 		re.Kind = runner.KindAuth
-		re.Msg += fmt.Sprintf(" (check the key in %s)", r.KeyEnv)
+		re.Msg += fmt.Sprintf(" (check the key in %s)", ep.KeyEnv)
 	case ans.Status == http.StatusTooManyRequests || code == "rate_limit_exceeded" ||
 		(ans.Status == http.StatusServiceUnavailable && strings.Contains(lower, "overloaded")):
 		re.Kind = runner.KindRateLimit
-		re.RetryAfter = retry.After(ans.Header, r.Now())
+		re.RetryAfter = retry.After(ans.Header, ep.Now())
 		if re.RetryAfter == 0 {
 			re.RetryAfter = resetAfter(ans.Header)
 		}
@@ -248,14 +218,4 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
-}
-
-// chat is the conversation of one step: the role's instructions as the
-// system message, then the step's prompt.
-func chat(inv runner.Invocation) []message {
-	var msgs []message
-	if inv.Instructions != "" {
-		msgs = append(msgs, message{Role: "system", Content: inv.Instructions})
-	}
-	return append(msgs, message{Role: "user", Content: inv.UserText()})
 }

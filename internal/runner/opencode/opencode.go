@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
 )
@@ -47,18 +46,17 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one OpenCode process per step.
-type Runner struct {
-	cliutil.Agent
-}
+type Runner struct{ cliutil.Agent }
 
 // New builds an opencode runner. Command defaults to "opencode"; a relative
 // path is resolved against BaseDir. Env lists the variables passed through
 // (default: common provider keys); Model is the default --model, written
 // provider/model; URL, when set, becomes the base URL of that model's
 // provider (so it needs a Model with a provider); Args are added after
-// cadre's own flags.
+// cadre's own flags. OpenCode edits files, reports its cost, takes a
+// model per step and streams its events.
 func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) {
+	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}, func(a cliutil.Agent) (runner.Runner, error) {
 		if a.URL != "" && providerOf(a.Model) == "" {
 			return nil, fmt.Errorf("runners.%s.url needs runners.%s.model written provider/model (e.g. anthropic/claude-sonnet-4-5): the URL is that provider's", a.Instance, a.Instance)
 		}
@@ -66,57 +64,28 @@ func New(s runner.Settings) (runner.Runner, error) {
 	})(s)
 }
 
-// Capabilities: OpenCode edits files, reports its cost, takes a model per
-// step and streams its events.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}
-}
-
 // Run runs OpenCode on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
-	args := r.argv(inv)
 	p := &parser{progress: inv.Progress}
-	res, err := r.Exec(ctx, inv, log, "", proc.Spec{
-		Args:   args,
-		Env:    r.env(inv),
-		Stdin:  strings.NewReader(inv.Text()),
-		OnLine: p.line,
-	})
-	out := runner.Result{
-		ExitCode:   res.ExitCode,
-		Output:     p.reply(),
-		StderrTail: res.StderrTail,
-		Usage:      p.usage,
-		SessionID:  p.sessionID,
-		Model:      r.ModelFor(inv),
-	}
-	return out, r.Outcome(err, p.failure)
+	return r.Step(ctx, inv, cliutil.Call{Args: r.argv(inv), Stdin: strings.NewReader(inv.Text()), Set: r.vars(inv), OnLine: cliutil.Events(p.event),
+		Result: func([]byte, int) (runner.Result, *runner.Error) {
+			return runner.Result{Output: p.reply(), Usage: p.usage, SessionID: p.sessionID, Model: r.ModelFor(inv)}, p.failure
+		}})
 }
 
 // argv builds the CLI's arguments; the prompt goes on stdin.
 func (r *Runner) argv(inv runner.Invocation) []string {
 	args := []string{"run", "--format", "json"}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
-	if inv.Session != "" {
-		args = append(args, "--session", inv.Session)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
+	args = append(args, cliutil.Flag("--session", inv.Session)...)
 	return append(args, r.Args...)
 }
 
-// env is the agent's environment: minimal, the passed-through keys, the
-// CADRE_* variables, the permissions, and the provider's base URL when set.
-func (r *Runner) env(inv runner.Invocation) []string {
-	set := cliutil.Vars(inv)
+// vars are the variables set for the CLI: the working tree, the
+// permissions, and the provider's base URL when set.
+func (r *Runner) vars(inv runner.Invocation) map[string]string {
 	// OpenCode takes its project directory from PWD when it is set.
-	set["PWD"] = inv.Dir
-	set["OPENCODE_PERMISSION"] = permission
+	set := map[string]string{"PWD": inv.Dir, "OPENCODE_PERMISSION": permission}
 	if r.URL != "" {
 		p := providerOf(r.ModelFor(inv))
 		if p == "" {
@@ -125,7 +94,7 @@ func (r *Runner) env(inv runner.Invocation) []string {
 		cfg, _ := json.Marshal(map[string]any{"provider": map[string]any{p: map[string]any{"options": map[string]string{"baseURL": r.URL}}}})
 		set["OPENCODE_CONFIG_CONTENT"] = string(cfg)
 	}
-	return r.Env(set)
+	return set
 }
 
 // providerOf returns the provider of a provider/model name, or "".
@@ -187,12 +156,8 @@ type runError struct {
 	} `json:"data"`
 }
 
-// line handles one line of output; only stdout carries events.
-func (p *parser) line(stream, line string) {
-	ev, ok := cliutil.StdoutJSON[runEvent](stream, line)
-	if !ok {
-		return
-	}
+// event handles one event of the stream.
+func (p *parser) event(ev runEvent) {
 	if ev.SessionID != "" {
 		p.sessionID = ev.SessionID
 	}

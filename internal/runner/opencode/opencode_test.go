@@ -2,8 +2,7 @@ package opencode
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,19 +13,9 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
-	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
-
-// feed runs the parser over a recorded transcript, line by line, as proc
-// would hand it over.
-func feed(t *testing.T, name string) (*parser, []string) {
-	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
-		p := &parser{progress: progress}
-		return p, p.line
-	})
-}
 
 func TestParseTranscripts(t *testing.T) {
 	const sid = "ses_494719016ffe85dkDMj0FPRbHK"
@@ -59,7 +48,8 @@ func TestParseTranscripts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			p, notes := feed(t, tt.file)
+			p := &parser{}
+			notes := clitest.FeedEvents(t, tt.file, &p.progress, p.event)
 			if got := p.reply(); !strings.HasPrefix(got, tt.reply) {
 				t.Errorf("reply = %q, want prefix %q", got, tt.reply)
 			}
@@ -69,20 +59,8 @@ func TestParseTranscripts(t *testing.T) {
 			if p.sessionID != sid {
 				t.Errorf("session = %q, want %q", p.sessionID, sid)
 			}
-			e := p.failure
-			switch {
-			case tt.kind == "" && e != nil:
-				t.Errorf("failure = %v, want none", e)
-			case tt.kind != "" && e == nil:
-				t.Errorf("no failure, want kind %s", tt.kind)
-			case e != nil && (e.Kind != tt.kind || !strings.Contains(strings.ToLower(e.Msg), tt.msg) || e.RetryAfter != tt.retry):
-				t.Errorf("failure = %s %q after %s, want %s containing %q after %s", e.Kind, e.Msg, e.RetryAfter, tt.kind, tt.msg, tt.retry)
-			}
-			for _, n := range tt.notes {
-				if !slices.Contains(notes, n) {
-					t.Errorf("notes %q lack %q", notes, n)
-				}
-			}
+			clitest.CheckFailure(t, p.failure, tt.kind, tt.msg, tt.retry)
+			clitest.CheckNotes(t, notes, tt.notes...)
 		})
 	}
 }
@@ -116,27 +94,21 @@ func TestClassify(t *testing.T) {
 // An error followed by a finished step did not end the run.
 func TestErrorThenStepFinish(t *testing.T) {
 	p := &parser{}
-	p.line("stdout", `{"type":"error","sessionID":"s","error":{"name":"APIError","data":{"message":"Overloaded","statusCode":529}}}`)
-	p.line("stdout", `{"type":"step_start","sessionID":"s","part":{"type":"step-start"}}`)
-	p.line("stdout", `{"type":"text","sessionID":"s","part":{"type":"text","text":"done"}}`)
-	p.line("stdout", `{"type":"step_finish","sessionID":"s","part":{"type":"step-finish","reason":"stop","cost":0.5,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}}}}`)
+	for _, line := range []string{
+		`{"type":"error","sessionID":"s","error":{"name":"APIError","data":{"message":"Overloaded","statusCode":529}}}`,
+		`{"type":"step_start","sessionID":"s","part":{"type":"step-start"}}`,
+		`{"type":"text","sessionID":"s","part":{"type":"text","text":"done"}}`,
+		`{"type":"step_finish","sessionID":"s","part":{"type":"step-finish","reason":"stop","cost":0.5,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}}}}`,
+	} {
+		var ev runEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		p.event(ev)
+	}
 	if p.failure != nil || p.reply() != "done" || p.usage.CostUSD != 0.5 {
 		t.Errorf("failure = %v, reply = %q, cost = %v; want none, done, 0.5", p.failure, p.reply(), p.usage.CostUSD)
 	}
-}
-
-// events renders JSONL events.
-func events(evs ...map[string]any) string {
-	var b strings.Builder
-	for _, e := range evs {
-		j, err := json.Marshal(e)
-		if err != nil {
-			panic(err)
-		}
-		b.Write(j)
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 func text(s string) map[string]any {
@@ -150,69 +122,38 @@ func finish(u event.Usage) map[string]any {
 	}}
 }
 
-// fakes are /bin/sh stand-ins for the CLI, one per conformance behaviour.
-var fakes = map[runnertest.Behavior]string{
-	runnertest.OK: "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\n" +
-		events(text(runnertest.OKReply), finish(runnertest.OKUsage)) + "EOF\n",
-	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\ncat <<'EOF'\n" +
-		events(text("wrote the output file"), finish(event.Usage{})) + "EOF\n",
-	runnertest.Crash: clitest.CrashBody,
-	runnertest.Hang:  clitest.HangBody,
-	runnertest.Flood: clitest.FloodBody,
-	runnertest.Env: "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" +
-		`printf '{"type":"text","part":{"type":"text","text":"%s"}}\n' "$names"` + "\n",
-	runnertest.Context: `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" +
-		`printf '{"type":"text","part":{"type":"text","text":"%s"}}\n' "$id"` + "\n",
-}
-
-func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
-	t.Helper()
-	return clitest.Fake(t, New, "opencode", body, s)
-}
+// cli builds the runners of the tests around fake CLIs.
+var cli = clitest.CLI{Name: "opencode", Factory: New}
 
 func TestConformance(t *testing.T) {
-	clitest.Conformance(t, "opencode", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}) })
-}
-
-func invocation(t *testing.T) runner.Invocation {
-	inv := clitest.Invocation(t)
-	inv.Prompt = "Do the work, \"quoted\" and all.\n"
-	return inv
+	reply := func(s string, u event.Usage) string { return clitest.Cat(clitest.JSONL(text(s), finish(u))) }
+	say := func(v string) string {
+		return `printf '{"type":"text","part":{"type":"text","text":"%s"}}\n' "` + v + `"` + "\n"
+	}
+	cli.Conformance(t, clitest.Fakes(reply, say), true)
 }
 
 func TestArgv(t *testing.T) {
 	base := []string{"run", "--format", "json"}
-	tests := []struct {
-		name string
-		s    runner.Settings
-		inv  runner.Invocation
-		want []string
-	}{
-		{"defaults", runner.Settings{}, runner.Invocation{}, base},
-		{"settings model", runner.Settings{Model: "anthropic/claude-sonnet-4-5"}, runner.Invocation{},
-			slices.Concat(base, []string{"--model", "anthropic/claude-sonnet-4-5"})},
-		{"step model, session, extra args", runner.Settings{Model: "anthropic/claude-sonnet-4-5", Args: []string{"--agent", "build"}},
-			runner.Invocation{Model: "openai/gpt-5", Session: "ses_1"},
-			slices.Concat(base, []string{"--model", "openai/gpt-5", "--session", "ses_1", "--agent", "build"})},
+	// The prompt is never an argument.
+	argv := func(_ *testing.T, r runner.Runner, inv runner.Invocation) ([]string, io.Reader) {
+		return r.(*Runner).argv(inv), nil
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, err := New(tt.s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tt.inv.Prompt = "never an argument"
-			if diff := cmp.Diff(tt.want, r.(*Runner).argv(tt.inv)); diff != "" {
-				t.Errorf("argv mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	cli.Argvs(t, argv,
+		clitest.ArgvCase{Name: "defaults", Want: base},
+		clitest.ArgvCase{Name: "settings model", S: runner.Settings{Model: "anthropic/claude-sonnet-4-5"},
+			Want: slices.Concat(base, []string{"--model", "anthropic/claude-sonnet-4-5"})},
+		clitest.ArgvCase{Name: "step model, session, extra args", S: runner.Settings{Model: "anthropic/claude-sonnet-4-5", Args: []string{"--agent", "build"}},
+			Edit: func(inv *runner.Invocation) { inv.Model, inv.Session = "openai/gpt-5", "ses_1" },
+			Want: slices.Concat(base, []string{"--model", "openai/gpt-5", "--session", "ses_1", "--agent", "build"})},
+	)
 }
 
 // TestPromptOnStdin checks the prompt reaches the CLI unchanged.
 func TestPromptOnStdin(t *testing.T) {
-	r := newFake(t, "cat > prompt.out\n", runner.Settings{})
-	inv := invocation(t)
+	r := cli.Fake(t, "cat > prompt.out\n", runner.Settings{})
+	inv := clitest.Invocation(t)
+	inv.Prompt = "Do the work, \"quoted\" and all.\n"
 	if _, err := r.Run(t.Context(), inv); err != nil {
 		t.Fatal(err)
 	}
@@ -225,82 +166,35 @@ func TestPromptOnStdin(t *testing.T) {
 // TestEnv checks the exact environment the CLI starts with.
 func TestEnv(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "key-from-parent")
-	t.Setenv("CADRE_TEST_MINE", "mine")
-	t.Setenv(runnertest.SecretEnv, "hunter2")
-	tests := []struct {
-		name string
-		s    runner.Settings
-		keys []string
-		vals map[string]string
-	}{
-		{"default pass-through", runner.Settings{}, []string{"ANTHROPIC_API_KEY"}, map[string]string{"OPENCODE_PERMISSION": permission}},
-		{"declared keys replace the defaults", runner.Settings{Env: []string{"CADRE_TEST_MINE"}}, []string{"CADRE_TEST_MINE"}, nil},
-		{"url configures the model's provider", runner.Settings{URL: "http://127.0.0.1:8080/v1", Model: "anthropic/claude-sonnet-4-5"},
-			[]string{"ANTHROPIC_API_KEY", "OPENCODE_CONFIG_CONTENT"},
-			map[string]string{"OPENCODE_CONFIG_CONTENT": `{"provider":{"anthropic":{"options":{"baseURL":"http://127.0.0.1:8080/v1"}}}}`}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newFake(t, clitest.DumpEnv, tt.s)
-			inv := invocation(t)
-			if _, err := r.Run(t.Context(), inv); err != nil {
-				t.Fatal(err)
-			}
-			env := clitest.ReadEnv(t, filepath.Join(inv.Dir, "env.out"))
-			want := clitest.WantEnv(append(tt.keys, "OPENCODE_PERMISSION", "PWD")...)
-			if diff := cmp.Diff(want, clitest.Names(env)); diff != "" {
-				t.Errorf("environment keys mismatch (-want +got):\n%s", diff)
-			}
-			if env["PWD"] != inv.Dir {
-				t.Errorf("PWD = %q, want the working tree %q", env["PWD"], inv.Dir)
-			}
-			for k, v := range tt.vals {
-				if env[k] != v {
-					t.Errorf("%s = %q, want %q", k, env[k], v)
-				}
-			}
-		})
+	cli.Envs(t, []string{"OPENCODE_PERMISSION", "PWD"},
+		clitest.EnvCase{Name: "default pass-through", Keys: []string{"ANTHROPIC_API_KEY"}, Vals: map[string]string{"OPENCODE_PERMISSION": permission}},
+		clitest.EnvCase{Name: "url configures the model's provider", S: runner.Settings{URL: "http://127.0.0.1:8080/v1", Model: "anthropic/claude-sonnet-4-5"},
+			Keys: []string{"ANTHROPIC_API_KEY", "OPENCODE_CONFIG_CONTENT"},
+			Vals: map[string]string{"OPENCODE_CONFIG_CONTENT": `{"provider":{"anthropic":{"options":{"baseURL":"http://127.0.0.1:8080/v1"}}}}`}},
+	)
+	// OpenCode takes its project from PWD.
+	env, inv := clitest.RunEnv(t, cli.Fake(t, clitest.DumpEnv, runner.Settings{}), "ANTHROPIC_API_KEY", "OPENCODE_PERMISSION", "PWD")
+	if env["PWD"] != inv.Dir {
+		t.Errorf("PWD = %q, want the working tree %q", env["PWD"], inv.Dir)
 	}
 }
 
 func TestRunReportsErrors(t *testing.T) {
-	tests := []struct {
-		file string
-		kind runner.Kind
-	}{
-		{"auth.jsonl", runner.KindAuth},
-		{"rate-limit.jsonl", runner.KindRateLimit},
-		{"quota.jsonl", runner.KindQuota},
-		{"turn-limit.jsonl", runner.KindTurnLimit},
-		{"success.jsonl", ""},
+	check := func(t *testing.T, rp clitest.Replay, res runner.Result, _ []string, _ runner.Invocation) {
+		if res.SessionID != "ses_494719016ffe85dkDMj0FPRbHK" || res.Model != "anthropic/claude-sonnet-4-5" {
+			t.Errorf("SessionID = %q, Model = %q", res.SessionID, res.Model)
+		}
+		if rp.Kind == "" && (!strings.HasPrefix(res.Output, "Created hello.txt") || res.Usage.CostUSD == 0 || res.Usage.CostEstimated) {
+			t.Errorf("Output = %q, Usage = %+v; want the reply and a reported cost", res.Output, res.Usage)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			abs, err := filepath.Abs(filepath.Join("testdata", tt.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			exit := 1
-			if tt.kind == "" {
-				exit = 0
-			}
-			r := newFake(t, fmt.Sprintf("cat > /dev/null\ncat %q\nexit %d\n", abs, exit), runner.Settings{Name: "oc", Model: "anthropic/claude-sonnet-4-5"})
-			res, err := r.Run(t.Context(), invocation(t))
-			if res.ExitCode != exit || res.SessionID != "ses_494719016ffe85dkDMj0FPRbHK" || res.Model != "anthropic/claude-sonnet-4-5" {
-				t.Errorf("ExitCode = %d, SessionID = %q, Model = %q", res.ExitCode, res.SessionID, res.Model)
-			}
-			if tt.kind == "" {
-				if err != nil || !strings.HasPrefix(res.Output, "Created hello.txt") || res.Usage.CostUSD == 0 || res.Usage.CostEstimated {
-					t.Errorf("err = %v, Output = %q, Usage = %+v; want the reply and a reported cost", err, res.Output, res.Usage)
-				}
-				return
-			}
-			var re *runner.Error
-			if !errors.As(err, &re) || re.Kind != tt.kind || re.Runner != "oc" {
-				t.Fatalf("err = %v, want a *runner.Error of kind %s from runner oc", err, tt.kind)
-			}
-		})
-	}
+	cli.Replays(t, runner.Settings{Model: "anthropic/claude-sonnet-4-5"}, check,
+		clitest.Replay{File: "auth.jsonl", Exit: 1, Kind: runner.KindAuth},
+		clitest.Replay{File: "rate-limit.jsonl", Exit: 1, Kind: runner.KindRateLimit, Retry: 27 * time.Second},
+		clitest.Replay{File: "quota.jsonl", Exit: 1, Kind: runner.KindQuota},
+		clitest.Replay{File: "turn-limit.jsonl", Exit: 1, Kind: runner.KindTurnLimit},
+		clitest.Replay{File: "success.jsonl"},
+	)
 }
 
 func TestNewAndMissingCLI(t *testing.T) {

@@ -18,10 +18,8 @@ import (
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/event"
-	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil"
-	"github.com/cadre-dev/cadre/internal/runner/price"
 )
 
 // Type describes the qwen runner type: the CLI and how to install it, the
@@ -45,56 +43,35 @@ var Type = runner.Descriptor{
 }
 
 // Runner runs one Qwen Code process per step.
-type Runner struct {
-	cliutil.Agent
-	prices *price.Table
-}
+type Runner struct{ cliutil.Agent }
 
-// New builds a qwen runner that estimates cost from the built-in prices.
-func New(s runner.Settings) (runner.Runner, error) { return WithPrices(price.New(nil))(s) }
-
-// WithPrices returns a factory of qwen runners that estimate cost from t.
-// Command defaults to "qwen"; Env lists the variables passed through
-// (default: OpenAI-compatible and other provider keys); URL, when set,
-// becomes OPENAI_BASE_URL (an OpenAI-compatible server's /v1); Model is the
-// default --model; Args are added after cadre's own flags.
-func WithPrices(t *price.Table) runner.Factory {
-	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) { return &Runner{Agent: a, prices: t}, nil })
-}
-
-// Capabilities: Qwen Code edits files, takes a model per step and streams
-// its events; its cost is estimated.
-func (r *Runner) Capabilities() runner.Caps {
-	return runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}
+// New builds a qwen runner. Command defaults to "qwen"; Env lists the
+// variables passed through (default: OpenAI-compatible and other provider
+// keys); URL, when set, becomes OPENAI_BASE_URL (an OpenAI-compatible
+// server's /v1); Model is the default --model; Args are added after
+// cadre's own flags. Qwen Code edits files, takes a model per step and
+// streams its events; its cost is estimated from Prices.
+func New(s runner.Settings) (runner.Runner, error) {
+	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true})(s)
 }
 
 // Run runs Qwen Code on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {
-	log, err := r.OpenLog(inv)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer log.Close()
 	args, stdin := r.argv(inv)
 	p := &parser{progress: inv.Progress}
-	set := cliutil.Vars(inv)
+	var set map[string]string
 	if r.URL != "" {
-		set["OPENAI_BASE_URL"] = r.URL
+		set = map[string]string{"OPENAI_BASE_URL": r.URL}
 	}
-	res, err := r.Exec(ctx, inv, log, "", proc.Spec{Args: args, Env: r.Env(set), Stdin: stdin, OnLine: p.line})
-	out := runner.Result{
-		ExitCode:   res.ExitCode,
-		Output:     p.reply(),
-		StderrTail: res.StderrTail,
-		Usage:      p.usage,
-		SessionID:  p.sessionID,
-		Model:      r.ModelFor(inv),
-	}
-	if out.Model == "" {
-		out.Model = p.model
-	}
-	out.Usage = cliutil.Estimate(r.prices, out.Model, out.Usage)
-	return out, r.Outcome(err, p.failure)
+	return r.Step(ctx, inv, cliutil.Call{Args: args, Stdin: stdin, Set: set, OnLine: cliutil.Events(p.event),
+		Result: func([]byte, int) (runner.Result, *runner.Error) {
+			out := runner.Result{Output: p.reply(), SessionID: p.sessionID, Model: r.ModelFor(inv)}
+			if out.Model == "" {
+				out.Model = p.model
+			}
+			out.Usage = cliutil.Estimate(r.Prices, out.Model, p.usage)
+			return out, p.failure
+		}})
 }
 
 // argv builds the CLI's arguments and its stdin. The prompt goes on stdin,
@@ -108,21 +85,15 @@ func (r *Runner) argv(inv runner.Invocation) ([]string, io.Reader) {
 	if r.URL != "" && !cliutil.HasFlag(r.Args, "--auth-type") {
 		args = append(args, "--auth-type", "openai")
 	}
-	if m := r.ModelFor(inv); m != "" {
-		args = append(args, "--model", m)
-	}
+	args = append(args, cliutil.Flag("--model", r.ModelFor(inv))...)
 	// An untrusted tree's context files, hooks, extensions, skills and MCP
 	// servers must not run: safe mode loads none of them.
 	if inv.Untrusted {
 		args = append(args, "--safe-mode")
 	}
 	// The output file lives outside the working tree: let the agent write it.
-	for _, d := range cliutil.OutsideDirs(inv) {
-		args = append(args, "--include-directories", d)
-	}
-	if inv.Session != "" {
-		args = append(args, "--resume", inv.Session)
-	}
+	args = append(args, cliutil.Flag("--include-directories", cliutil.OutsideDirs(inv)...)...)
+	args = append(args, cliutil.Flag("--resume", inv.Session)...)
 	// The role's instructions go once, into the system prompt.
 	if inv.Instructions != "" {
 		args = append(args, "--append-system-prompt", inv.Instructions)
@@ -157,13 +128,8 @@ type streamEvent struct {
 }
 
 type message struct {
-	Model   string `json:"model"`
-	Content []struct {
-		Type  string         `json:"type"`
-		Text  string         `json:"text"`
-		Name  string         `json:"name"`
-		Input map[string]any `json:"input"`
-	} `json:"content"`
+	Model   string          `json:"model"`
+	Content []cliutil.Block `json:"content"`
 }
 
 type usage struct {
@@ -173,12 +139,8 @@ type usage struct {
 	CacheWrite   int64 `json:"cache_creation_input_tokens"`
 }
 
-// line handles one line of output; only stdout carries events.
-func (p *parser) line(stream, line string) {
-	ev, ok := cliutil.StdoutJSON[streamEvent](stream, line)
-	if !ok {
-		return
-	}
+// event handles one event of the stream.
+func (p *parser) event(ev streamEvent) {
 	if ev.SessionID != "" {
 		p.sessionID = ev.SessionID
 	}
@@ -211,16 +173,8 @@ func (p *parser) assistant(m *message) {
 	if m.Model != "" {
 		p.model = m.Model
 	}
-	for _, c := range m.Content {
-		switch c.Type {
-		case "text":
-			if strings.TrimSpace(c.Text) != "" {
-				p.lastText = c.Text
-				p.note("says: " + cliutil.FirstLine(c.Text))
-			}
-		case "tool_use":
-			p.note(cliutil.ToolNote(c.Name, c.Input, "file_path", "command", "pattern", "path", "url"))
-		}
+	if text := cliutil.Said(p.progress, m.Content, "file_path", "command", "pattern", "path", "url"); text != "" {
+		p.lastText = text
 	}
 }
 
@@ -231,8 +185,6 @@ func (p *parser) reply() string {
 	}
 	return p.lastText
 }
-
-func (p *parser) note(s string) { cliutil.Note(p.progress, s) }
 
 // classify maps a failed result to an error kind by its subtype and the
 // words of its message.

@@ -1,7 +1,6 @@
 package qwen
 
 import (
-	"encoding/json"
 	"io"
 	"path/filepath"
 	"slices"
@@ -16,18 +15,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func feed(t *testing.T, name string) (*parser, []string) {
-	return clitest.FeedParser(t, name, func(progress func(string)) (*parser, func(string, string)) {
-		p := &parser{progress: progress}
-		return p, p.line
-	})
-}
-
 // real-write.jsonl was recorded from Qwen Code 0.24.4 against cadre
 // modelsim (internal/modelsim TestRealCLIQwen): one write_file call, then
 // the final text.
 func TestParseRealTranscript(t *testing.T) {
-	p, notes := feed(t, "real-write.jsonl")
+	p := &parser{}
+	notes := clitest.FeedEvents(t, "real-write.jsonl", &p.progress, p.event)
 	if !strings.Contains(p.reply(), "### SIGNAL BLOCK") || p.failure != nil {
 		t.Errorf("reply %q, failure %v: want the final text and no failure", p.reply(), p.failure)
 	}
@@ -47,11 +40,9 @@ func TestParseRealTranscript(t *testing.T) {
 // retries a 429 for about a minute before it gives up, too slow to record
 // in the tests).
 func TestParseError(t *testing.T) {
-	p, _ := feed(t, "rate-limit.jsonl")
-	e := p.failure
-	if e == nil || e.Kind != runner.KindRateLimit || e.RetryAfter != 20*time.Second {
-		t.Fatalf("failure = %+v, want a rate limit retried after 20s", e)
-	}
+	p := &parser{}
+	clitest.FeedEvents(t, "rate-limit.jsonl", &p.progress, p.event)
+	clitest.CheckFailure(t, p.failure, runner.KindRateLimit, "", 20*time.Second)
 	for _, tt := range []struct {
 		sub, msg string
 		want     runner.Kind
@@ -67,43 +58,20 @@ func TestParseError(t *testing.T) {
 	}
 }
 
-func events(evs ...map[string]any) string {
-	var b strings.Builder
-	for _, e := range evs {
-		j, _ := json.Marshal(e)
-		b.Write(j)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 func result(text string, u event.Usage) map[string]any {
 	return map[string]any{"type": "result", "subtype": "success", "session_id": "fake", "is_error": false, "result": text,
 		"usage": map[string]int64{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens}}
 }
 
-func textEvent(s string) string {
-	return `printf '{"type":"assistant","message":{"content":[{"type":"text","text":"%s"}]}}\n' "` + s + `"` + "\n"
-}
-
-var fakes = map[runnertest.Behavior]string{
-	runnertest.OK: "echo done > " + runnertest.WorkFile + "\ncat <<'EOF'\n" + events(result(runnertest.OKReply, runnertest.OKUsage)) + "EOF\n",
-	runnertest.WriteOutput: "cat > \"$CADRE_OUTPUT\" <<'EOF'\n" + runnertest.OKReply + "EOF\ncat <<'EOF'\n" +
-		events(result("wrote the output file", event.Usage{})) + "EOF\n",
-	runnertest.Crash:   clitest.CrashBody,
-	runnertest.Hang:    clitest.HangBody,
-	runnertest.Flood:   clitest.FloodBody,
-	runnertest.Env:     "names=$(env | cut -d= -f1 | tr '\\n' ' ')\n" + textEvent("$names"),
-	runnertest.Context: `id=$(sed -n 's/.*"taskId": *"\([^"]*\)".*/\1/p' "$CADRE_CONTEXT")` + "\n" + textEvent("$id"),
-}
-
-func newFake(t *testing.T, body string, s runner.Settings) runner.Runner {
-	t.Helper()
-	return clitest.Fake(t, New, "qwen", body, s)
-}
+// cli builds the runners of the tests around fake CLIs.
+var cli = clitest.CLI{Name: "qwen", Factory: New}
 
 func TestConformance(t *testing.T) {
-	clitest.Conformance(t, "qwen", fakes, true, func(t *testing.T, body string) runner.Runner { return newFake(t, body, runner.Settings{}) })
+	reply := func(text string, u event.Usage) string { return clitest.Cat(clitest.JSONL(result(text, u))) }
+	say := func(v string) string {
+		return `printf '{"type":"assistant","message":{"content":[{"type":"text","text":"%s"}]}}\n' "` + v + `"` + "\n"
+	}
+	cli.Conformance(t, clitest.Fakes(reply, say), true)
 }
 
 func TestArgv(t *testing.T) {
@@ -131,7 +99,7 @@ func TestArgv(t *testing.T) {
 func TestEnvAndEstimate(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-test")
 	t.Setenv(runnertest.SecretEnv, "hunter2")
-	r := newFake(t, clitest.DumpEnv+"cat <<'EOF'\n"+events(result("ok", event.Usage{InputTokens: 1000, OutputTokens: 100}))+"EOF\n",
+	r := cli.Fake(t, clitest.DumpEnv+"cat <<'EOF'\n"+clitest.JSONL(result("ok", event.Usage{InputTokens: 1000, OutputTokens: 100}))+"EOF\n",
 		runner.Settings{URL: "http://127.0.0.1:9/v1", Model: "claude-sonnet-5"})
 	inv := clitest.Invocation(t)
 	res, err := r.Run(t.Context(), inv)
@@ -152,13 +120,7 @@ func TestEnvAndEstimate(t *testing.T) {
 
 // TestSandboxHome: under cadre's sandbox the CLI finds its own settings
 // and login in its fresh home, and nothing else of the user's.
-func TestSandboxHome(t *testing.T) {
-	inv := clitest.Invocation(t)
-	clitest.Sandboxed(t, &inv, append(slices.Clone(Type.SandboxHome), ".bash_history"))
-	r := newFake(t, clitest.ListHome, runner.Settings{})
-	r.Run(t.Context(), inv)
-	clitest.CheckHome(t, inv.Dir, Type.SandboxHome)
-}
+func TestSandboxHome(t *testing.T) { cli.SandboxHome(t, Type.SandboxHome) }
 
 func TestNewAndMissingCLI(t *testing.T) {
 	clitest.NewAndMissing(t, New, Type, "localhost:1", runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true}, func(r runner.Runner) string { return r.(*Runner).Command })

@@ -255,13 +255,21 @@ func run(t *testing.T, r runner.Runner, inv runner.Invocation) runner.Result {
 	return res
 }
 
-func checkOutput(t *testing.T, h Harness) {
-	r := h.New(t, OK)
+// runOK runs the runner that behaves as b on a fresh fixture and fails the
+// test unless the agent exited 0.
+func runOK(t *testing.T, h Harness, b Behavior) (fixture, runner.Result) {
+	t.Helper()
+	r := h.New(t, b)
 	f := newFixture(t)
 	res := run(t, r, f.inv)
 	if res.ExitCode != 0 {
 		t.Fatalf("exit code %d, want 0 (stderr: %q)", res.ExitCode, res.StderrTail)
 	}
+	return f, res
+}
+
+func checkOutput(t *testing.T, h Harness) {
+	f, res := runOK(t, h, OK)
 	sig, err := signal.Parse(res.Output)
 	if err != nil {
 		t.Fatalf("reply %q: %v", clip(res.Output), err)
@@ -293,12 +301,7 @@ func checkUsage(t *testing.T, h Harness) {
 }
 
 func checkWriteOutput(t *testing.T, h Harness) {
-	r := h.New(t, WriteOutput)
-	f := newFixture(t)
-	res := run(t, r, f.inv)
-	if res.ExitCode != 0 {
-		t.Fatalf("exit code %d, want 0 (stderr: %q)", res.ExitCode, res.StderrTail)
-	}
+	f, _ := runOK(t, h, WriteOutput)
 	data, err := os.ReadFile(f.inv.OutputPath)
 	if err != nil {
 		t.Fatalf("the agent's output file: %v", err)
@@ -368,33 +371,26 @@ func checkCancel(t *testing.T, h Harness) {
 	f := newFixture(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	done := make(chan struct{})
 	if h.InProcess {
 		cancel()
 	} else {
-		go func() {
-			for {
-				if _, err := os.Stat(filepath.Join(f.inv.Dir, ChildPIDFile)); err == nil {
-					cancel()
-					return
-				}
-				select {
-				case <-done:
-					return
-				case <-time.After(10 * time.Millisecond):
-				}
-			}
-		}()
+		defer CancelOnFile(cancel, filepath.Join(f.inv.Dir, ChildPIDFile))()
 	}
 	_, err := r.Run(ctx, f.inv)
-	close(done)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run of a canceled agent returned %v, want an error wrapping context.Canceled", err)
 	}
 	if h.InProcess {
 		return
 	}
-	pid, ok := readPID(t, f.inv.Dir)
+	ChildGone(t, f.inv.Dir)
+}
+
+// ChildGone fails unless the child whose pid a hanging agent wrote to
+// ChildPIDFile in dir is dead.
+func ChildGone(t *testing.T, dir string) {
+	t.Helper()
+	pid, ok := readPID(t, dir)
 	if !ok {
 		t.Fatalf("canceled before the agent wrote %s", ChildPIDFile)
 	}
@@ -419,12 +415,7 @@ func checkEnv(t *testing.T, h Harness) {
 }
 
 func checkFlood(t *testing.T, h Harness) {
-	r := h.New(t, Flood)
-	f := newFixture(t)
-	res := run(t, r, f.inv)
-	if res.ExitCode != 0 {
-		t.Errorf("exit code %d, want 0 (stderr: %q)", res.ExitCode, res.StderrTail)
-	}
+	f, res := runOK(t, h, Flood)
 	maxOut := h.MaxOutput
 	if maxOut <= 0 {
 		maxOut = proc.DefaultMaxStdout
@@ -443,6 +434,26 @@ func checkFlood(t *testing.T, h Harness) {
 	if fi.Size() > maxLog+logSlack {
 		t.Errorf("log is %d bytes, over the cap of %d", fi.Size(), maxLog)
 	}
+}
+
+// CancelOnFile calls cancel once a file exists at path, as an agent's
+// child writes its pid; stop ends the watch, whether or not it did.
+func CancelOnFile(cancel context.CancelFunc, path string) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		for {
+			if _, err := os.Stat(path); err == nil {
+				cancel()
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // readPID reads the pid the hanging agent left in its working tree.

@@ -330,49 +330,13 @@ func TestRunActionKilledOnCancel(t *testing.T) {
 	in := inv(t, "coder", "t1", 1, false)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	done := make(chan struct{})
-	go func() {
-		for {
-			if _, err := os.Stat(filepath.Join(in.Dir, "child.pid")); err == nil {
-				cancel()
-				return
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}()
+	stop := runnertest.CancelOnFile(cancel, filepath.Join(in.Dir, runnertest.ChildPIDFile))
 	_, err := r.Run(ctx, in)
-	close(done)
+	stop()
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run error %v, want one wrapping context.Canceled", err)
 	}
-	data, err := os.ReadFile(filepath.Join(in.Dir, "child.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	if pid <= 0 {
-		t.Fatalf("child.pid holds %q", data)
-	}
-	for deadline := time.Now().Add(5 * time.Second); running(pid); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the command's child %d survived the canceled step", pid)
-		}
-	}
-}
-
-// running reports whether pid is a live process (a zombie is dead).
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+	runnertest.ChildGone(t, in.Dir)
 }
 
 func TestPathConfinement(t *testing.T) {
