@@ -30,14 +30,3 @@ func (e *Engine) itemSandbox(ir *itemRun) *sandbox.Policy {
 	}
 	return e.d.Sandbox.ForItem(ir.trusted, dir)
 }
-
-// plannedConfinement is what a dry run says of an item's trust and its
-// agents' network ("" unconfined). An issue not fetched yet counts as a
-// stranger's: its author is unknown.
-func (e *Engine) plannedConfinement(issue bool) (trusted bool, network string) {
-	trusted = e.d.Config.Sandbox.TrustsRepo(issue)
-	if e.d.Sandbox == nil {
-		return trusted, ""
-	}
-	return trusted, e.d.Sandbox.ForItem(trusted, "").Network
-}
