@@ -15,6 +15,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/report"
+	"github.com/cadre-dev/cadre/internal/runspec"
 )
 
 // Options say what to run; zero values mean what the cadre command's
@@ -75,7 +76,7 @@ type Item struct {
 func Start(ctx context.Context, dir string, opts Options) (Summary, error) {
 	var sum Summary
 	err := withEngine(ctx, dir, opts, func(ws app.Workspace, e *engine.Engine) error {
-		eo := engine.Options{Targets: opts.Targets, Workflow: opts.Workflow, Runner: opts.Runner, Model: opts.Model,
+		eo := runspec.Options{Targets: opts.Targets, Workflow: opts.Workflow, Runner: opts.Runner, Model: opts.Model,
 			Timeout: opts.Timeout, InPlace: opts.InPlace, Parallel: opts.Parallel, Agents: opts.Agents,
 			BudgetUSD: opts.BudgetUSD, Prompt: opts.Prompt}
 		if len(eo.Targets) == 0 && eo.Prompt == "" {
@@ -98,7 +99,7 @@ func Resume(ctx context.Context, dir, runID string, opts Options) (Summary, erro
 	}
 	var sum Summary
 	err := withEngine(ctx, dir, opts, func(_ app.Workspace, e *engine.Engine) error {
-		var ov engine.ResumeOverrides
+		var ov runspec.Overrides
 		if opts.BudgetUSD > 0 {
 			ov.BudgetUSD = &opts.BudgetUSD
 		}

@@ -17,11 +17,11 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/app"
 	"github.com/cadre-dev/cadre/internal/config"
-	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/forge"
 	"github.com/cadre-dev/cadre/internal/forge/forgetest"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/script"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -240,7 +240,7 @@ func runIssuesWith(b testing.TB, issues, parallel int, extra string) issueRun {
 		bb.StartTimer()
 	}
 	start := time.Now()
-	sum, err := eng.Start(ctx, engine.Options{Targets: targets, Parallel: parallel})
+	sum, err := eng.Start(ctx, runspec.Options{Targets: targets, Parallel: parallel})
 	wall := time.Since(start)
 	if timed {
 		bb.StopTimer()

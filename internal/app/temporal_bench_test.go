@@ -18,6 +18,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/app"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/report"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/temporal"
 )
@@ -105,7 +106,7 @@ func BenchmarkTemporalVsEmbedded(b *testing.B) {
 		root := taskRepo(b, items)
 		e, closeE := benchEngine(b, root)
 		start := time.Now()
-		sum, err := e.Start(ctx, engine.Options{Parallel: parallel})
+		sum, err := e.Start(ctx, runspec.Options{Parallel: parallel})
 		embedded += time.Since(start)
 		closeE()
 		checkCompleted(b, sum, err, items)
@@ -127,9 +128,9 @@ func BenchmarkTemporalVsEmbedded(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		t := &engine.TemporalTarget{Address: srv.FrontendHostPort(), Namespace: "default", TaskQueue: queue}
+		t := &runspec.TemporalTarget{Address: srv.FrontendHostPort(), Namespace: "default", TaskQueue: queue}
 		start = time.Now()
-		sum, err = e.StartWith(ctx, engine.Options{Parallel: parallel, Temporal: t}, s.Drive)
+		sum, err = e.StartWith(ctx, runspec.Options{Parallel: parallel, Temporal: t}, s.Drive)
 		onTemporal += time.Since(start)
 		stopHome()
 		closeE()

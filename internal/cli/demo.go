@@ -13,6 +13,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/report"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -89,7 +90,7 @@ func runDemo(ctx context.Context, f *Factory, opts *DemoOptions) error {
 	var sum report.Summary
 	err = f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
 		var err error
-		sum, err = e.Start(ctx, engine.Options{InPlace: true})
+		sum, err = e.Start(ctx, runspec.Options{InPlace: true})
 		return err
 	})
 	if sum.Run != "" && !opts.JSON {

@@ -16,6 +16,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/runlock"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/ui/tui"
@@ -292,9 +293,9 @@ func tailFile(path string, n int64) (string, error) {
 
 // runBudget is the budget a stored run goes by: its own, else cadre.yaml's.
 func runBudget(ctx context.Context, st *store.Store, run string, cfg config.Config) float64 {
-	_, o, err := engine.StoredRun(ctx, st, run)
+	_, o, err := runspec.Stored(ctx, st, run)
 	if err != nil {
-		o = engine.Options{}
+		o = runspec.Options{}
 	}
 	return o.Settings(cfg).Budget
 }

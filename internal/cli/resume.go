@@ -10,6 +10,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/report"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -85,7 +86,7 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 	if ws.cfg, err = withSandboxFlag(ws.cfg, opts.Sandbox); err != nil {
 		return err
 	}
-	var ov engine.ResumeOverrides
+	var ov runspec.Overrides
 	if opts.Budget >= 0 {
 		ov.BudgetUSD = &opts.Budget
 	}
@@ -103,7 +104,7 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 	if ov.BudgetUSD != nil {
 		resumed.BudgetUSD = *ov.BudgetUSD
 		if resumed.BudgetUSD == 0 {
-			resumed.BudgetUSD = engine.NoBudget // cadre resume --budget-usd 0 lifts the limit
+			resumed.BudgetUSD = runspec.NoBudget // cadre resume --budget-usd 0 lifts the limit
 		}
 	}
 	budget := resumed.Settings(ws.cfg).Budget
@@ -126,7 +127,7 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		}
 		live := f.liveView(opts.JSON, opts.Plain)
 		t := temporalTarget(ws.cfg, opts.Temporal, recorded)
-		sum, err := runTemporal(ctx, f, ws, engine.Options{Temporal: &t, Timeout: stored.Timeout}, live, budget, opts.JSON,
+		sum, err := runTemporal(ctx, f, ws, runspec.Options{Temporal: &t, Timeout: stored.Timeout}, live, budget, opts.JSON,
 			func(ctx context.Context, e *engine.Engine, drive executor.Driver) (report.Summary, error) {
 				return e.ResumeDriven(ctx, opts.Run, ov, drive)
 			})
@@ -147,18 +148,18 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 
 // storedOptions are the options run (the latest when "") started with;
 // none when there is no such run (resume then says so).
-func storedOptions(ctx context.Context, ws workspaceCtx, run string) (engine.Options, error) {
+func storedOptions(ctx context.Context, ws workspaceCtx, run string) (runspec.Options, error) {
 	if !hasJournal(ws.root) {
-		return engine.Options{}, nil
+		return runspec.Options{}, nil
 	}
 	st, err := openStore(ctx, ws.root)
 	if err != nil {
-		return engine.Options{}, err
+		return runspec.Options{}, err
 	}
 	defer st.Close()
-	_, opts, err := engine.StoredRun(ctx, st, run)
+	_, opts, err := runspec.Stored(ctx, st, run)
 	if errors.Is(err, store.ErrNotFound) {
-		return engine.Options{}, nil
+		return runspec.Options{}, nil
 	}
 	return opts, err
 }

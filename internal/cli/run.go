@@ -18,6 +18,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/report"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -134,7 +135,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if len(opts.Targets) == 0 && opts.Query.Empty() && opts.Prompt == "" {
 		opts.Query = app.Workspace{Root: ws.root, Config: ws.cfg}.IssueQuery()
 	}
-	eo := engine.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
+	eo := runspec.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
 		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
 		Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget, Query: opts.Query, Prompt: opts.Prompt}
 	if opts.DryRun {

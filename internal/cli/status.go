@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/report"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -119,7 +119,7 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		// Journaled running, and no process holds its lock: it died (a
 		// kill, a closed pipe) before it could record how it ended. A run
 		// on Temporal goes on in its workflows without its starter.
-		if _, o, err := engine.StoredRun(ctx, st, id); err == nil && o.Temporal == nil {
+		if _, o, err := runspec.Stored(ctx, st, id); err == nil && o.Temporal == nil {
 			state += " (no process runs it: continue with cadre resume " + id + ")"
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/temporal"
@@ -21,7 +21,7 @@ const dialWait = 15 * time.Second
 // dialRecorded connects to where a Temporal run's workflows are: where
 // the run was recorded to run. That needs no cadre.yaml, so a board
 // serving another repository (cadre serve --repo) reaches them too.
-func (f *Factory) dialRecorded(ctx context.Context, recorded *engine.TemporalTarget) (client.Client, error) {
+func (f *Factory) dialRecorded(ctx context.Context, recorded *runspec.TemporalTarget) (client.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialWait)
 	defer cancel()
 	return temporal.Dial(ctx, recorded.Address, recorded.Namespace, f.IO.ErrOut)
@@ -37,7 +37,7 @@ func notRunning(err error) bool {
 // signalApproval hands a journaled answer to the item's waiting workflow;
 // it reports whether a running workflow took it.
 func (f *Factory) signalApproval(ctx context.Context, st *store.Store, run, item, step string, approved bool, note string) (bool, error) {
-	_, ro, err := engine.StoredRun(ctx, st, run)
+	_, ro, err := runspec.Stored(ctx, st, run)
 	if err != nil || ro.Temporal == nil {
 		return false, err
 	}
@@ -63,7 +63,7 @@ func (f *Factory) signalApproval(ctx context.Context, st *store.Store, run, item
 // cancellation) to its items' workflows. onTemporal is false, and nothing
 // done, for any other run.
 func (f *Factory) stopOnTemporal(ctx context.Context, st *store.Store, stateDir, run string, active, now bool) (n int, onTemporal bool, err error) {
-	r, ro, err := engine.StoredRun(ctx, st, run)
+	r, ro, err := runspec.Stored(ctx, st, run)
 	if err != nil {
 		return 0, false, err
 	}
@@ -80,7 +80,7 @@ func (f *Factory) stopOnTemporal(ctx context.Context, st *store.Store, stateDir,
 // stopTemporal asks the workflows of run's unfinished items to stop: to
 // start no new step, or with now to cancel their running steps too. Each
 // journals its item stopped as it ends.
-func (f *Factory) stopTemporal(ctx context.Context, st *store.Store, run string, t *engine.TemporalTarget, now bool) (int, error) {
+func (f *Factory) stopTemporal(ctx context.Context, st *store.Store, run string, t *runspec.TemporalTarget, now bool) (int, error) {
 	items, err := st.Items(ctx, run)
 	if err != nil {
 		return 0, err

@@ -17,6 +17,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/report"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/temporal"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
@@ -79,8 +80,8 @@ func addTemporalFlags(cmd *cobra.Command, o *TemporalOptions) {
 // the run was recorded to run (recorded may be nil: a new run), else
 // cadre.yaml's temporal keys (or their CADRE_TEMPORAL_* variables). A
 // run's workflows live where it started them.
-func temporalTarget(cfg config.Config, o TemporalOptions, recorded *engine.TemporalTarget) engine.TemporalTarget {
-	t := engine.TemporalTarget{Address: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, TaskQueue: cfg.Temporal.TaskQueue}
+func temporalTarget(cfg config.Config, o TemporalOptions, recorded *runspec.TemporalTarget) runspec.TemporalTarget {
+	t := runspec.TemporalTarget{Address: cfg.Temporal.Address, Namespace: cfg.Temporal.Namespace, TaskQueue: cfg.Temporal.TaskQueue}
 	if recorded != nil {
 		t = *recorded
 	}
@@ -228,7 +229,7 @@ func relativePath(u string) bool {
 
 // runTemporal runs eo's items as Temporal workflows at eo.Temporal,
 // journaled here; resume, when set, continues that run instead.
-func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo engine.Options, live bool, budget float64, asJSON bool,
+func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo runspec.Options, live bool, budget float64, asJSON bool,
 	resume func(context.Context, *engine.Engine, executor.Driver) (report.Summary, error)) (report.Summary, error) {
 	if ws.cfg.Limits.WorktreePool > 0 {
 		// Each worker checks out the worktrees of the steps it takes;

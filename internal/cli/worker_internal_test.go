@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/config"
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/runspec"
 )
 
 // A Temporal run's heartbeat timeout is recorded with its target, so that
@@ -19,11 +19,11 @@ func TestTemporalTargetHeartbeat(t *testing.T) {
 		t.Fatalf("new run: heartbeat %s, want 7s", started.Heartbeat)
 	}
 	// As the journal keeps it: in the run's options.
-	b, err := json.Marshal(engine.Options{Temporal: &started})
+	b, err := json.Marshal(runspec.Options{Temporal: &started})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stored engine.Options
+	var stored runspec.Options
 	if err := json.Unmarshal(b, &stored); err != nil {
 		t.Fatal(err)
 	}

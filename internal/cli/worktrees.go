@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/evalstore"
 	"github.com/cadre-dev/cadre/internal/runlock"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
@@ -110,7 +110,7 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 		if err != nil {
 			return err
 		}
-		run, item, _, err := engine.DetachedTemporal(ctx, st, lock)
+		run, item, _, err := runspec.DetachedTemporal(ctx, st, lock)
 		st.Close()
 		if err != nil {
 			return err

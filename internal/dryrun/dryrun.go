@@ -16,6 +16,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/item/intake"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/roster"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
@@ -54,9 +55,8 @@ type Planner struct {
 	Locate bool
 	// WorkflowOf names the workflow a task file's item runs.
 	WorkflowOf func(*taskfile.Task) string
-	// Confine says whether an item is trusted and which network its
-	// agents get; issue says it is a GitHub issue, not fetched yet.
-	Confine func(issue bool) (trusted bool, network string)
+	// Sandbox confines the run's agents; nil runs them unconfined.
+	Sandbox *sandbox.Policy
 }
 
 // Plan says what a run of w would do, item by item. Its errors are those
@@ -113,9 +113,7 @@ func (p *Planner) Plan(ctx context.Context, w intake.Want) ([]Item, error) {
 // one or more GitHub issues, whose authors are not known yet.
 func (p *Planner) item(ctx context.Context, id, title, wf, stage string, issue bool) Item {
 	it := Item{ID: id, Title: title, Workflow: wf, Stage: stage}
-	if p.Confine != nil {
-		it.Trusted, it.Network = p.Confine(issue)
-	}
+	it.Trusted, it.Network = p.confinement(issue)
 	var roles []string
 	if wf == workflow.PipelineWorkflow {
 		for _, st := range workflow.Remaining(stage) {
@@ -147,6 +145,17 @@ func (p *Planner) item(ctx context.Context, id, title, wf, stage string, issue b
 		it.Roles = append(it.Roles, pr)
 	}
 	return it
+}
+
+// confinement is whether an item's tree is trusted (sandbox.trust_repo)
+// and the network its confined agents get ("" unconfined). An issue not
+// fetched yet counts as a stranger's: its author is unknown.
+func (p *Planner) confinement(issue bool) (trusted bool, network string) {
+	trusted = p.Intake.Config.Sandbox.TrustsRepo(issue)
+	if p.Sandbox == nil {
+		return trusted, ""
+	}
+	return trusted, p.Sandbox.ForItem(trusted, "").Network
 }
 
 func exists(path string) bool {

@@ -14,6 +14,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/roster"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
@@ -107,4 +108,35 @@ func TestPlanRefuses(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `--runner: unknown runner "nosuch"`) {
 		t.Errorf("err = %v, want the unknown runner from --runner", err)
 	}
+}
+
+// TestPlanConfinement: a task file of the repository is trusted and its
+// agents get the sandbox's network; an issue not fetched yet counts as a
+// stranger's and gets the untrusted network; without a sandbox, none.
+func TestPlanConfinement(t *testing.T) {
+	p := planner(t)
+	want := func(plan []Item, trusted bool, network string) {
+		t.Helper()
+		for _, it := range plan {
+			wantTrusted := trusted && it.ID != "#7"
+			wantNet := network
+			if it.ID == "#7" && network != "" {
+				wantNet = sandbox.NetModelOnly
+			}
+			if it.Trusted != wantTrusted || it.Network != wantNet {
+				t.Errorf("%s: trusted %v, network %q; want %v, %q", it.ID, it.Trusted, it.Network, wantTrusted, wantNet)
+			}
+		}
+	}
+	w := intake.Want{Targets: []string{filepath.Join(p.Intake.Root, "tasks", "a.md"), "#7"}}
+	plan, err := p.Plan(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(plan, true, "")
+	p.Sandbox = &sandbox.Policy{Network: sandbox.NetAllow, Untrusted: sandbox.NetModelOnly}
+	if plan, err = p.Plan(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	want(plan, true, sandbox.NetAllow)
 }

@@ -15,7 +15,7 @@ import (
 func (e *Engine) DryRun(ctx context.Context, opts Options) ([]dryrun.Item, error) {
 	p := dryrun.Planner{Intake: e.intake(), Roster: e.roster(), Flags: flags(opts),
 		Locate: opts.Temporal == nil, WorkflowOf: func(t *taskfile.Task) string { return e.workflowOf(opts, t) },
-		Confine: e.plannedConfinement}
+		Sandbox: e.d.Sandbox}
 	plan, err := p.Plan(ctx, wanted(opts))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPreflight, err)

@@ -6,8 +6,6 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +27,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/roster"
 	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -43,44 +42,11 @@ var ErrPreflight = errors.New("pre-flight")
 // ErrNothingToResume is wrapped when there is no run to resume.
 var ErrNothingToResume = errors.New("nothing to resume")
 
-// Options say what to run; they are stored with the run so resume can redo them.
-type Options struct {
-	Targets  []string      `json:"targets,omitempty"`
-	Column   string        `json:"column,omitempty"`
-	Workflow string        `json:"workflow,omitempty"`
-	Runner   string        `json:"runner,omitempty"`
-	Model    string        `json:"model,omitempty"`
-	Timeout  time.Duration `json:"timeout,omitempty"`
-	InPlace  bool          `json:"in_place,omitempty"`
-	// Parallel is how many items run at once in worktree mode (0: limits.parallel_issues).
-	Parallel int `json:"parallel,omitempty"`
-	// Agents is how many agent steps of one item run at once (0: limits.parallel_agents).
-	Agents int `json:"agents,omitempty"`
-	// BudgetUSD stops new steps once the run has spent this much (0:
-	// limits.budget_usd; NoBudget: no limit).
-	BudgetUSD float64 `json:"budget_usd,omitempty"`
-	// Query selects GitHub issues to work on, besides the targets.
-	Query codehost.IssueQuery `json:"query,omitempty"`
-	// Prompt is an ad-hoc item's description (cadre do).
-	Prompt string `json:"prompt,omitempty"`
-	// Temporal, when set, says the run's items run as Temporal workflows
-	// there (StartWith), so resume, approve and stop reach them.
-	Temporal *TemporalTarget `json:"temporal,omitempty"`
-}
+// Options say what to run (runspec.Options).
+type Options = runspec.Options
 
-// NoBudget is the BudgetUSD of a run without a budget, whatever
-// limits.budget_usd says (cadre resume --budget-usd 0).
-const NoBudget = -1
-
-// TemporalTarget is where a run's item workflows live.
-type TemporalTarget struct {
-	Address   string `json:"address"`
-	Namespace string `json:"namespace"`
-	TaskQueue string `json:"task_queue"`
-	// Heartbeat is the run's --heartbeat-timeout (0: the default), kept
-	// so that a resumed run's steps move between workers as they did.
-	Heartbeat time.Duration `json:"heartbeat,omitempty"`
-}
+// Settings are a run's limits resolved once (runspec.Settings).
+type Settings = runspec.Settings
 
 // Deps are the engine's explicit dependencies.
 type Deps struct {
@@ -172,13 +138,6 @@ func New(ctx context.Context, d Deps) (*Engine, error) {
 // StateDir is the repository's .cadre directory.
 func (e *Engine) StateDir() string { return filepath.Join(e.d.Root, workspace.StateDir) }
 
-// NewRunID returns a sortable, readable run id.
-func NewRunID(now time.Time) string {
-	var b [2]byte
-	rand.Read(b[:])
-	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-}
-
 // Start begins a new run of opts.
 func (e *Engine) Start(ctx context.Context, opts Options) (report.Summary, error) {
 	runID, release, err := e.create(ctx, opts)
@@ -203,7 +162,7 @@ func (e *Engine) create(ctx context.Context, opts Options) (runID string, releas
 	if err := e.checkRunners(opts); err != nil {
 		return "", nil, err
 	}
-	runID = NewRunID(time.Now())
+	runID = runspec.NewID(time.Now())
 	items, err := e.loadTargets(ctx, runID, opts)
 	if err != nil {
 		return "", nil, err
@@ -238,26 +197,20 @@ func (e *Engine) create(ctx context.Context, opts Options) (runID string, releas
 		recs = append(recs, store.Item{ID: t.ID, Source: in.Source(t), Ref: t.Path, Title: t.Title,
 			InitStage: t.Stage, InitAttempts: t.Attempts, Stage: t.Stage, Attempts: t.Attempts})
 	}
-	run := store.Run{ID: runID, Repo: e.d.Root, Workflow: workflowName(opts), Options: optsJSON, PID: e.d.PID}
+	run := store.Run{ID: runID, Repo: e.d.Root, Workflow: opts.WorkflowName(), Options: optsJSON, PID: e.d.PID}
 	if err := e.d.Store.CreateRun(ctx, run, recs...); err != nil {
 		return "", nil, err
 	}
 	return runID, lk.Release, nil
 }
 
-// ResumeOverrides change a stored run's options on resume.
-type ResumeOverrides struct {
-	BudgetUSD *float64
-	Parallel  int
-}
-
 // Resume continues run runID, or the latest run when runID is empty.
 func (e *Engine) Resume(ctx context.Context, runID string) (report.Summary, error) {
-	return e.ResumeWith(ctx, runID, ResumeOverrides{})
+	return e.ResumeWith(ctx, runID, runspec.Overrides{})
 }
 
 // ResumeWith continues a run with some options changed (a higher budget).
-func (e *Engine) ResumeWith(ctx context.Context, runID string, ov ResumeOverrides) (report.Summary, error) {
+func (e *Engine) ResumeWith(ctx context.Context, runID string, ov runspec.Overrides) (report.Summary, error) {
 	id, opts, release, err := e.reopen(ctx, runID, ov)
 	if err != nil {
 		return report.Summary{}, err
@@ -271,7 +224,7 @@ func (e *Engine) ResumeWith(ctx context.Context, runID string, ov ResumeOverride
 
 // reopen checks that run runID (the latest when "") can go on, applies ov
 // to its stored options and takes its lock, which release gives back.
-func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (id string, opts Options, release func(), err error) {
+func (e *Engine) reopen(ctx context.Context, runID string, ov runspec.Overrides) (id string, opts Options, release func(), err error) {
 	r, opts, err := StoredRun(ctx, e.d.Store, runID)
 	if errors.Is(err, store.ErrNotFound) {
 		if runID == "" {
@@ -288,20 +241,11 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov ResumeOverrides) (
 	if r.Workflow == store.WorkflowBench {
 		return "", opts, nil, fmt.Errorf("%w: run %s is a benchmark: continue it with cadre bench and the same roles, runners and repeat", ErrNothingToResume, r.ID)
 	}
-	if ov.BudgetUSD != nil {
-		opts.BudgetUSD = *ov.BudgetUSD
-		if opts.BudgetUSD == 0 {
-			// cadre resume --budget-usd 0 lifts the limit, cadre.yaml's too.
-			opts.BudgetUSD = NoBudget
-		}
-	}
-	if ov.Parallel > 0 {
-		opts.Parallel = ov.Parallel
-	}
+	opts = opts.Override(ov)
 	if err := e.checkRunners(opts); err != nil {
 		return "", opts, nil, err
 	}
-	if ov.BudgetUSD != nil || ov.Parallel > 0 {
+	if !ov.Empty() {
 		// Kept with the run: Temporal workers read its options from the
 		// journal, and a later resume goes on with them.
 		data, _ := json.Marshal(opts)
@@ -351,7 +295,7 @@ func (e *Engine) checkDetachedTemporal(ctx context.Context, self string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
-	run, item, pid, err := DetachedTemporal(ctx, e.d.Store, path)
+	run, item, pid, err := runspec.DetachedTemporal(ctx, e.d.Store, path)
 	if err != nil || run == "" || run == self {
 		return err
 	}
@@ -359,78 +303,10 @@ func (e *Engine) checkDetachedTemporal(ctx context.Context, self string) error {
 		ErrPreflight, run, item, pid, run, run)
 }
 
-// DetachedTemporal reports the run of st holding the lock file at lock
-// when it is on Temporal, its process (pid) is gone, and its item has not
-// ended: the item's workflow may still run, in the run's worktrees. run is
-// "" for any other lock, or none.
-func DetachedTemporal(ctx context.Context, st *store.Store, lock string) (run, item string, pid int, err error) {
-	li, err := runlock.Stored(lock)
-	if err != nil || runlock.Alive(li.PID) {
-		return "", "", 0, nil // no lock, or a live one (runlock.Acquire refuses it itself)
-	}
-	r, opts, err := StoredRun(ctx, st, li.Run)
-	if err != nil || opts.Temporal == nil || r.Status != store.RunRunning {
-		return "", "", 0, nil
-	}
-	items, err := st.Items(ctx, li.Run)
-	if err != nil {
-		return "", "", 0, err
-	}
-	for _, it := range items {
-		switch it.Status {
-		case store.ItemCompleted, store.ItemSkipped, store.ItemFailed, store.ItemStopped:
-			continue
-		}
-		return li.Run, it.ID, li.PID, nil
-	}
-	return "", "", 0, nil
-}
-
-// StoredRun reads run runID (when "", the one a plain resume continues:
-// see toResume) and the options it was started with.
+// StoredRun reads run runID (when "", the one a plain resume continues)
+// and the options it was started with (runspec.Stored).
 func StoredRun(ctx context.Context, st *store.Store, runID string) (store.Run, Options, error) {
-	var r store.Run
-	var err error
-	if runID == "" {
-		r, err = toResume(ctx, st)
-	} else {
-		r, err = st.GetRun(ctx, runID)
-	}
-	if err != nil {
-		return r, Options{}, err
-	}
-	var opts Options
-	if err := json.Unmarshal(r.Options, &opts); err != nil {
-		return r, opts, fmt.Errorf("run %s: options: %w", r.ID, err)
-	}
-	return r, opts, nil
-}
-
-// toResume is the run a plain resume continues: the latest the journal
-// says is running though its process is gone, which was killed (a later
-// run may have taken over its lock since, and be the latest), or else the
-// latest run.
-func toResume(ctx context.Context, st *store.Store) (store.Run, error) {
-	runs, err := st.Runs(ctx)
-	if err != nil {
-		return store.Run{}, err
-	}
-	for _, r := range runs {
-		if r.Status == store.RunRunning && !runlock.Alive(r.PID) {
-			return r, nil
-		}
-	}
-	if len(runs) == 0 {
-		return store.Run{}, fmt.Errorf("latest run: no runs: %w", store.ErrNotFound)
-	}
-	return runs[0], nil
-}
-
-func workflowName(o Options) string {
-	if o.Workflow == "" {
-		return "runner"
-	}
-	return o.Workflow
+	return runspec.Stored(ctx, st, runID)
 }
 
 func (e *Engine) warn(run string) func(string) {

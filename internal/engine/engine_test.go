@@ -749,24 +749,6 @@ func TestPRTextFromPRComposer(t *testing.T) {
 	}
 }
 
-// A composer that labels its title ("Title: …") gives the pull request
-// that title, and the label stays out of the body.
-func TestComposed(t *testing.T) {
-	for _, c := range []struct{ text, title, body string }{
-		{"# Fix it\n\nBody.", "Fix it", "Body."},
-		{"Title: Fix it\n\n## Summary\nBody.", "Fix it", "## Summary\nBody."},
-		{"**Title:** Fix it\nBody.", "Fix it", "Body."},
-		{"TITLE: Fix it", "Fix it", ""},
-		{"Title:\nBody.", "issue title", "Body."},
-		{"Just a body.\nMore.", "issue title", "Just a body.\nMore."},
-	} {
-		title, body := composed(c.text, "issue title")
-		if title != c.title || body != c.body {
-			t.Errorf("composed(%q) = %q, %q; want %q, %q", c.text, title, body, c.title, c.body)
-		}
-	}
-}
-
 func TestShorten(t *testing.T) {
 	if got := shorten("  a\n b\tc ", 10); got != "a b c" {
 		t.Errorf("%q", got)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/report"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 )
@@ -33,7 +34,7 @@ func (e *Engine) StartWith(ctx context.Context, opts Options, drive executor.Dri
 // but drive runs each item that has not ended: a run started with
 // StartWith goes on in the executor it started in. Completed steps replay
 // from the journal there, as in a resumed embedded run.
-func (e *Engine) ResumeDriven(ctx context.Context, runID string, ov ResumeOverrides, drive executor.Driver) (report.Summary, error) {
+func (e *Engine) ResumeDriven(ctx context.Context, runID string, ov runspec.Overrides, drive executor.Driver) (report.Summary, error) {
 	id, opts, release, err := e.reopen(ctx, runID, ov)
 	if err != nil {
 		return report.Summary{}, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/executor"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -95,7 +96,7 @@ func TestItemStoppedWhileItBeganResumes(t *testing.T) {
 				t.Fatalf("run %s, items %+v: want it and a stopped", sum.Status, sum.Items)
 			}
 			w := &twoWorkers{e: e.eng}
-			sum, err = e.eng.ResumeDriven(ctx, sum.Run, ResumeOverrides{}, w.drive(t))
+			sum, err = e.eng.ResumeDriven(ctx, sum.Run, runspec.Overrides{}, w.drive(t))
 			if err != nil {
 				t.Fatal(err)
 			}

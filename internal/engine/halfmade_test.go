@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/executor"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
@@ -108,7 +109,7 @@ func TestWorktreeCutOffWhileMadeResumes(t *testing.T) {
 			t.Fatalf("no half-made worktree left (%v): the test reproduces nothing", err)
 		}
 		w := &twoWorkers{e: e.eng}
-		sum, err = e.eng.ResumeDriven(context.Background(), sum.Run, ResumeOverrides{}, w.drive(t))
+		sum, err = e.eng.ResumeDriven(context.Background(), sum.Run, runspec.Overrides{}, w.drive(t))
 		if err != nil {
 			t.Fatal(err)
 		}

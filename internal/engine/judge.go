@@ -1,18 +1,14 @@
 package engine
 
 import (
-	"errors"
-	"fmt"
-	"math"
-	"strings"
-
 	"github.com/cadre-dev/cadre/internal/eval"
+	"github.com/cadre-dev/cadre/internal/reply"
 	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
 // roleJudge scores work against a rubric (docs/evaluation.md).
-const roleJudge = "judge"
+const roleJudge = reply.JudgeRole
 
 // rubric is the judge's criteria for the work it reviews: cadre.yaml's
 // roles.<role>.rubric, else the built-in rubric of the work's role.
@@ -28,35 +24,11 @@ func (e *Engine) rubric(w *workflow.Work) eval.Rubric {
 }
 
 // rubricLines renders a rubric for the judge's prompt.
-func rubricLines(r eval.Rubric) string {
-	var b strings.Builder
-	for _, name := range r.Criteria() {
-		fmt.Fprintf(&b, "- %s: %s\n", name, r[name])
-	}
-	return b.String()
-}
+func rubricLines(r eval.Rubric) string { return r.Lines() }
 
-// judged reads a judge's reply: its JSON judgement, when it gave one, is
-// its Rating (and stands in for a missing SIGNAL BLOCK: PASS when the
-// overall score reaches pass, the workflow's pass rating); a reply with
-// only a usable SIGNAL BLOCK is taken as it is. A judgement that is there but unusable (a score
-// out of range, a criterion missing) is returned as jerr, for one re-ask.
+// judged reads a judge's reply (reply.Judge): its signal, judgement, the
+// error that makes it unusable, and jerr for a judgement to re-ask.
 func judged(output string, sig signal.Signal, perr error, rubric eval.Rubric, pass int) (signal.Signal, *eval.Judgement, error, error) {
-	j, jerr := eval.ParseJudgement(output, rubric)
-	switch {
-	case jerr == nil:
-		overall := int(math.Round(j.Overall))
-		if perr != nil {
-			sig = signal.Signal{Agent: roleJudge, Result: signal.Insufficient, LoopSummary: fmt.Sprintf("overall %d/10", overall),
-				Context: j.Reasoning}
-			if overall >= pass {
-				sig.Result = signal.Pass
-			}
-		}
-		sig.Rating = &overall
-		return sig, &j, nil, nil
-	case errors.Is(jerr, eval.ErrNoJudgement):
-		return sig, nil, perr, nil
-	}
-	return sig, nil, jerr, jerr
+	j := reply.Judge(output, sig, perr, rubric, pass)
+	return j.Signal, j.Judgement, j.Err, j.Reask
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -265,7 +266,7 @@ func TestItemStepsHardStopHaltsTheOtherItems(t *testing.T) {
 	}
 
 	w2 := &twoWorkers{e: e.eng}
-	if _, err := e.eng.ResumeDriven(context.Background(), sum.Run, ResumeOverrides{}, w2.drive(t)); err != nil {
+	if _, err := e.eng.ResumeDriven(context.Background(), sum.Run, runspec.Overrides{}, w2.drive(t)); err != nil {
 		t.Fatal(err)
 	}
 	if len(w2.halted) != 2 {

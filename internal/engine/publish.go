@@ -117,54 +117,21 @@ func currentBranch(ctx context.Context, ir *itemRun) string {
 }
 
 // prText is the pull request's title and body: the pr-composer's output when
-// the workflow had one ("# title" then the body, its SIGNAL BLOCK removed),
-// else the issue's title and the item's commits; always closing the issue.
+// the workflow had one (reply.PullRequest), else the issue's title and the
+// item's commits; always closing the issue.
 func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
 	title, body := is.Title, ""
 	matches, _ := filepath.Glob(filepath.Join(ir.outDir, "outputs", "pr-pr-composer-*.md"))
 	if len(matches) > 0 {
 		// The composer's output goes public: never through a link.
 		data, _ := readText(ir.outDir, matches[len(matches)-1])
-		title, body = composed(reply.WithoutSignal(data), title)
+		title, body = reply.PullRequest(data, title)
 	}
 	if body == "" {
 		log, _ := ir.repo.Git(context.Background(), "log", "--format=- %s", e.d.Config.BaseBranch+"..HEAD")
 		body = "Changes:\n\n" + strings.TrimSpace(log)
 	}
 	return title, body + fmt.Sprintf("\n\nCloses #%d\n", is.Number)
-}
-
-// composed splits a composer's text into the pull request's title and
-// body: a first line "# title" or "Title: title" is the title (the latter
-// is the composer's label, not the body's), the rest the body; else the
-// whole text is the body under title.
-func composed(text, title string) (string, string) {
-	lines := strings.SplitN(strings.TrimSpace(text), "\n", 2)
-	first := strings.TrimSpace(lines[0])
-	t, ok := strings.CutPrefix(first, "# ")
-	if !ok {
-		t, ok = cutLabel(first, "title:")
-	}
-	if !ok {
-		return title, strings.TrimSpace(text)
-	}
-	if t = strings.TrimSpace(t); t != "" {
-		title = t
-	}
-	if len(lines) < 2 {
-		return title, ""
-	}
-	return title, strings.TrimSpace(lines[1])
-}
-
-// cutLabel cuts label (lower case) off the start of s whatever its case:
-// "Title:", "TITLE:", "**Title:**" alike.
-func cutLabel(s, label string) (string, bool) {
-	s = strings.TrimLeft(s, "*_ ")
-	if len(s) < len(label) || !strings.EqualFold(s[:len(label)], label) {
-		return "", false
-	}
-	return strings.TrimLeft(s[len(label):], "*_ "), true
 }
 
 // finishIssue publishes a completed issue item and reports its end on the

@@ -11,10 +11,6 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 )
 
-// sensitiveLabel marks a pull request whose changes need a person's eyes
-// before anything runs them.
-const sensitiveLabel = "cadre:sensitive"
-
 // guardSensitive makes pr a labelled draft with a warning at the top of its
 // body when the item's branch changes sensitive paths (eval's default
 // forbidden paths: CI workflows run with the repository's secrets, agent
@@ -34,25 +30,11 @@ func (e *Engine) guardSensitive(ctx context.Context, ir *itemRun, pr *codehost.P
 		return nil
 	}
 	pr.Draft = true
-	if !slices.Contains(pr.Labels, sensitiveLabel) {
-		pr.Labels = append(slices.Clone(pr.Labels), sensitiveLabel)
+	if !slices.Contains(pr.Labels, eval.SensitiveLabel) {
+		pr.Labels = append(slices.Clone(pr.Labels), eval.SensitiveLabel)
 	}
-	pr.Body = sensitiveWarning(touched) + "\n" + pr.Body
+	pr.Body = eval.SensitiveWarning(touched) + "\n" + pr.Body
 	e.publish(ir, event.Event{Type: event.Warning, Message: fmt.Sprintf("pull request opened as a draft labelled %s: it changes %s (allow with github.allow_sensitive)",
-		sensitiveLabel, strings.Join(touched, ", "))})
+		eval.SensitiveLabel, strings.Join(touched, ", "))})
 	return nil
-}
-
-// sensitiveWarning is the body section listing the sensitive files. Names
-// come from the agent's work, so backticks and line breaks are neutralised
-// to keep each one inside its code span on its own line.
-func sensitiveWarning(files []string) string {
-	clean := strings.NewReplacer("`", "'", "\n", " ", "\r", " ")
-	var b strings.Builder
-	b.WriteString("## ⚠️ Sensitive changes\n\nThis pull request changes files that run in CI, steer coding agents or pin dependencies. " +
-		"cadre opened it as a draft: review these files before marking it ready.\n\n")
-	for _, f := range files {
-		fmt.Fprintf(&b, "- `%s`\n", clean.Replace(f))
-	}
-	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
@@ -158,7 +159,7 @@ func TestItemStepsDeclarativeStopsOnHaltOrStopFile(t *testing.T) {
 					t.Errorf("run %s: %s, want stopped", sum.Status, sum.Reason)
 				}
 				w2 := &twoWorkers{e: e.eng}
-				sum, err := e.eng.ResumeDriven(context.Background(), sum.Run, ResumeOverrides{}, w2.driveFlow(t))
+				sum, err := e.eng.ResumeDriven(context.Background(), sum.Run, runspec.Overrides{}, w2.driveFlow(t))
 				if err != nil || sum.Status != store.RunCompleted {
 					t.Fatalf("resume: %+v, %v", sum, err)
 				}
@@ -209,7 +210,7 @@ func TestItemStepsBudgetPausesAndResumesOnTheSameWorkers(t *testing.T) {
 	// The workers live on; their items ended.
 	w.items = [2]map[string]*ItemSteps{{}, {}}
 	budget := 1.0
-	sum, err = e.eng.ResumeDriven(context.Background(), sum.Run, ResumeOverrides{BudgetUSD: &budget}, drive)
+	sum, err = e.eng.ResumeDriven(context.Background(), sum.Run, runspec.Overrides{BudgetUSD: &budget}, drive)
 	if err != nil {
 		t.Fatal(err)
 	}

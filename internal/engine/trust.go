@@ -2,29 +2,17 @@ package engine
 
 import (
 	"path/filepath"
-	"strings"
 
+	"github.com/cadre-dev/cadre/internal/item/intake"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // trustsRepo says whether an item's tree may keep the configuration that
-// makes programs run (sandbox.trust_repo): an issue counts as from a
-// stranger unless github.authors names its author, and an issue item whose
-// record cannot be read is treated as one.
+// makes programs run (sandbox.trust_repo), given whether the item came
+// from a stranger (intake.Stranger).
 func (e *Engine) trustsRepo(it store.Item) bool {
-	stranger := false
-	if it.Source == "github" {
-		stranger = true
-		if is, ok := e.issueOf(it); ok && is.Author != "" {
-			for _, a := range e.d.Config.GitHub.Authors {
-				if strings.EqualFold(a, is.Author) {
-					stranger = false
-				}
-			}
-		}
-	}
-	return e.d.Config.Sandbox.TrustsRepo(stranger)
+	return e.d.Config.Sandbox.TrustsRepo(intake.Stranger(it, e.d.Config.GitHub.Authors))
 }
 
 // itemSandbox is the run's sandbox policy as it applies to an item: an
@@ -41,15 +29,4 @@ func (e *Engine) itemSandbox(ir *itemRun) *sandbox.Policy {
 		dir = filepath.Join(e.StateDir(), "cache", "items", ir.run, ir.it.ID)
 	}
 	return e.d.Sandbox.ForItem(ir.trusted, dir)
-}
-
-// plannedConfinement is what a dry run says of an item's trust and its
-// agents' network ("" unconfined). An issue not fetched yet counts as a
-// stranger's: its author is unknown.
-func (e *Engine) plannedConfinement(issue bool) (trusted bool, network string) {
-	trusted = e.d.Config.Sandbox.TrustsRepo(issue)
-	if e.d.Sandbox == nil {
-		return trusted, ""
-	}
-	return trusted, e.d.Sandbox.ForItem(trusted, "").Network
 }

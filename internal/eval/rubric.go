@@ -123,3 +123,12 @@ func fenceData(tag, text string) string {
 	}
 	return "<<<" + t + "\n" + strings.TrimRight(text, "\n") + "\n" + t + ">>>\n"
 }
+
+// Lines renders the rubric for a judge's prompt, a criterion a line.
+func (r Rubric) Lines() string {
+	var b strings.Builder
+	for _, name := range r.Criteria() {
+		fmt.Fprintf(&b, "- %s: %s\n", name, r[name])
+	}
+	return b.String()
+}

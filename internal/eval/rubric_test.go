@@ -72,3 +72,10 @@ func TestRenderRubricPromptResponseCannotCloseItsFence(t *testing.T) {
 		t.Errorf("response not fenced with a fresh tag:\n%s", p)
 	}
 }
+
+func TestRubricLines(t *testing.T) {
+	r := Rubric{"tests": "it is tested", "correctness": "it works"}
+	if got, want := r.Lines(), "- correctness: it works\n- tests: it is tested\n"; got != want {
+		t.Errorf("Lines = %q, want %q (a criterion a line, sorted)", got, want)
+	}
+}

@@ -1,6 +1,10 @@
 package eval
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Sensitive returns the files (repository-relative) that match
 // DefaultForbiddenPaths and none of allowed: changes a person must look
@@ -27,3 +31,21 @@ func CheckPattern(pattern string) error {
 }
 
 var errEmptyPattern = errors.New("empty pattern")
+
+// SensitiveLabel marks a pull request whose changes need a person's eyes
+// before anything runs them.
+const SensitiveLabel = "cadre:sensitive"
+
+// SensitiveWarning is the pull request's section listing the sensitive
+// files. Names come from the agent's work, so backticks and line breaks
+// are neutralised to keep each one inside its code span on its own line.
+func SensitiveWarning(files []string) string {
+	clean := strings.NewReplacer("`", "'", "\n", " ", "\r", " ")
+	var b strings.Builder
+	b.WriteString("## ⚠️ Sensitive changes\n\nThis pull request changes files that run in CI, steer coding agents or pin dependencies. " +
+		"cadre opened it as a draft: review these files before marking it ready.\n\n")
+	for _, f := range files {
+		fmt.Fprintf(&b, "- `%s`\n", clean.Replace(f))
+	}
+	return b.String()
+}

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -22,5 +23,16 @@ func TestSensitive(t *testing.T) {
 				t.Errorf("Sensitive = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSensitiveWarning: each file stays in its code span on its own line,
+// whatever its name holds.
+func TestSensitiveWarning(t *testing.T) {
+	got := SensitiveWarning([]string{".github/workflows/ci.yml", "a`b\nc.lock"})
+	for _, want := range []string{"## ⚠️ Sensitive changes\n", "\n- `.github/workflows/ci.yml`\n", "\n- `a'b c.lock`\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warning %q lacks %q", got, want)
+		}
 	}
 }

@@ -8,6 +8,40 @@ func Review(output string) string {
 	return demoteHeadings(WithoutSignal(output), 3)
 }
 
+// PullRequest is a pr-composer's output as a pull request's title and
+// body, its SIGNAL BLOCK removed: a first line "# title" or "Title: title"
+// is the title (the latter is the composer's label, not the body's), the
+// rest the body; else the whole text is the body under title.
+func PullRequest(output, title string) (string, string) {
+	text := WithoutSignal(output)
+	lines := strings.SplitN(strings.TrimSpace(text), "\n", 2)
+	first := strings.TrimSpace(lines[0])
+	t, ok := strings.CutPrefix(first, "# ")
+	if !ok {
+		t, ok = cutLabel(first, "title:")
+	}
+	if !ok {
+		return title, strings.TrimSpace(text)
+	}
+	if t = strings.TrimSpace(t); t != "" {
+		title = t
+	}
+	if len(lines) < 2 {
+		return title, ""
+	}
+	return title, strings.TrimSpace(lines[1])
+}
+
+// cutLabel cuts label (lower case) off the start of s whatever its case:
+// "Title:", "TITLE:", "**Title:**" alike.
+func cutLabel(s, label string) (string, bool) {
+	s = strings.TrimLeft(s, "*_ ")
+	if len(s) < len(label) || !strings.EqualFold(s[:len(label)], label) {
+		return "", false
+	}
+	return strings.TrimLeft(s[len(label):], "*_ "), true
+}
+
 // WithoutSignal is an agent's output without its SIGNAL BLOCK (and the
 // fence around it, if any).
 func WithoutSignal(output string) string {

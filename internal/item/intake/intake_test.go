@@ -129,6 +129,14 @@ func TestIssueTask(t *testing.T) {
 		t.Errorf("IssueOf = %+v, %v; want issue 12 with its body", got, ok)
 	}
 
+	item := store.Item{Source: SourceGitHub, Ref: tasks[0].Path}
+	if Stranger(item, []string{"ANN"}) || !Stranger(item, []string{"bob"}) || !Stranger(store.Item{Source: SourceGitHub, Ref: "gone.md"}, []string{"ann"}) {
+		t.Error("an issue is from a stranger unless github.authors names its author, and when its record is gone")
+	}
+	if Stranger(store.Item{Source: SourceTask, Ref: tasks[0].Path}, nil) {
+		t.Error("a task file of the repository is from a stranger")
+	}
+
 	l.Config.GitHub.Authors = []string{"bob"}
 	_, err = l.Load(context.Background(), "r2", Want{Targets: []string{"#12"}})
 	if err == nil || !strings.Contains(err.Error(), `issue #12: author "ann" is not in github.authors`) {

@@ -124,14 +124,8 @@ func IssueOf(it store.Item) (codehost.Issue, bool) {
 // author allow-list and required label; "" when it may.
 func (l *Loader) Refuse(is codehost.Issue) string {
 	gh := l.Config.GitHub
-	if len(gh.Authors) > 0 {
-		allowed := false
-		for _, a := range gh.Authors {
-			allowed = allowed || strings.EqualFold(a, is.Author)
-		}
-		if !allowed {
-			return fmt.Sprintf("author %q is not in github.authors", is.Author)
-		}
+	if len(gh.Authors) > 0 && !authorIn(gh.Authors, is.Author) {
+		return fmt.Sprintf("author %q is not in github.authors", is.Author)
 	}
 	if gh.RequireLabel != "" {
 		for _, l := range is.Labels {
@@ -142,6 +136,28 @@ func (l *Loader) Refuse(is codehost.Issue) string {
 		return fmt.Sprintf("it lacks the label %q that github.require_label asks for", gh.RequireLabel)
 	}
 	return ""
+}
+
+// Stranger says whether item it came from a stranger: an issue whose
+// author authors (github.authors) does not name, or whose record cannot
+// be read. Its tree then keeps no configuration that runs programs
+// unless sandbox.trust_repo says so.
+func Stranger(it store.Item, authors []string) bool {
+	if it.Source != SourceGitHub {
+		return false
+	}
+	is, ok := IssueOf(it)
+	return !ok || is.Author == "" || !authorIn(authors, is.Author)
+}
+
+// authorIn says whether authors names author, in any case.
+func authorIn(authors []string, author string) bool {
+	for _, a := range authors {
+		if strings.EqualFold(a, author) {
+			return true
+		}
+	}
+	return false
 }
 
 // oneLine puts untrusted or long text on one line of at most n runes.

@@ -1,4 +1,4 @@
-package engine
+package runspec
 
 import (
 	"testing"
@@ -33,5 +33,30 @@ func TestSettings(t *testing.T) {
 	zero.Limits.ParallelIssues, zero.Limits.ParallelAgents, zero.Limits.BudgetUSD = 0, 0, 0
 	if got := (Options{}).Settings(zero); got.Parallel != 1 || got.Agents != 1 || got.Budget != 0 {
 		t.Errorf("limits of 0 resolve to %+v, want one item and one agent at a time and no budget", got)
+	}
+}
+
+// TestOverride: a resume's budget replaces the run's, 0 lifting it
+// whatever cadre.yaml says; its parallelism replaces the run's when set.
+func TestOverride(t *testing.T) {
+	zero, nine := 0.0, 9.0
+	o := Options{BudgetUSD: 3, Parallel: 2}
+	tests := []struct {
+		ov   Overrides
+		want Options
+	}{
+		{Overrides{}, o},
+		{Overrides{BudgetUSD: &nine}, Options{BudgetUSD: 9, Parallel: 2}},
+		{Overrides{BudgetUSD: &zero}, Options{BudgetUSD: NoBudget, Parallel: 2}},
+		{Overrides{Parallel: 5}, Options{BudgetUSD: 3, Parallel: 5}},
+	}
+	for _, tt := range tests {
+		got := o.Override(tt.ov)
+		if got.BudgetUSD != tt.want.BudgetUSD || got.Parallel != tt.want.Parallel {
+			t.Errorf("Override(%+v) = %+v, want %+v", tt.ov, got, tt.want)
+		}
+		if tt.ov.Empty() != (tt.ov.BudgetUSD == nil && tt.ov.Parallel == 0) {
+			t.Errorf("%+v.Empty() = %v", tt.ov, tt.ov.Empty())
+		}
 	}
 }
