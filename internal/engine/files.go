@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cadre-dev/cadre/internal/safefile"
 )
@@ -25,4 +26,10 @@ func writeStepFile(root, path string, data []byte) error {
 // items and every resume go on).
 func plantedLink(err error) string {
 	return fmt.Sprintf("%v (an agent planted a link among the item's files; cadre follows none)", err)
+}
+
+// planted is the error a step of another process reported as msg (its
+// text) when it found a planted link, wrapping safefile.ErrUnsafe again.
+func planted(msg string) error {
+	return fmt.Errorf("%s: %w", strings.TrimSuffix(msg, ": "+safefile.ErrUnsafe.Error()), safefile.ErrUnsafe)
 }

@@ -74,6 +74,8 @@ func (s *ItemSteps) endPipeline(ctx context.Context, end executor.Ending) (itemO
 		return e.stopItem(ctx, ir, st, workflow.Decision{Kind: workflow.Stopped, Reason: "cancelled"})
 	case end.Tampered != "":
 		return e.failItem(ctx, ir, st, end.Tampered)
+	case end.Planted != "":
+		return e.failAlone(ctx, ir, st, plantedLink(planted(end.Planted)))
 	case end.Paused != "":
 		if err := e.setItem(ctx, ir, paused(st.Stage, end.Paused)); err != nil {
 			return itemOutcome{}, err

@@ -286,6 +286,8 @@ func (s *ItemSteps) End(ctx context.Context, end executor.Ending) (executor.Ende
 	switch {
 	case end.Tampered != "":
 		err = &tamperError{end.Tampered}
+	case end.Planted != "":
+		err = planted(end.Planted)
 	case end.Paused != "":
 		err = fmt.Errorf("%s: %w", end.Paused, workflow.ErrPaused)
 	case end.Result.Status == workflow.ResultCompleted || end.Result.Status == workflow.ResultAnswered:

@@ -128,7 +128,10 @@ type Ending struct {
 	Pipeline *PipelineEnding `json:"runner,omitempty"`
 	Paused   string          `json:"paused,omitempty"`   // it waits (a runner's quota)
 	Tampered string          `json:"tampered,omitempty"` // a step found the tree tampered with
-	Stopped  bool            `json:"stopped,omitempty"`  // cancelled (cadre stop)
+	// Planted: a step found a link an agent planted among the item's
+	// files (wrapping safefile.ErrUnsafe); the item fails alone.
+	Planted string `json:"planted,omitempty"`
+	Stopped bool   `json:"stopped,omitempty"` // cancelled (cadre stop)
 	// Budget: Paused is the stage pipeline's budget (BudgetPause),
 	// which pauses the whole run.
 	Budget bool `json:"budget,omitempty"`

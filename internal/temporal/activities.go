@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -21,6 +22,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/replica"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/store"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -433,6 +435,14 @@ func stepFailure(err error, sy *Synced) error {
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypePaused, nil, details...)
 	case errors.Is(err, executor.ErrTampered):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeTampered, nil, details...)
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT):
+		// The machine's fault, not the work's: a retry soon meets the
+		// same full disk (and may repeat paid work), so the item waits,
+		// resumable, for a person to free space.
+		return temporal.NewNonRetryableApplicationError(err.Error()+"; free disk space, then cadre resume continues", ErrTypePaused, nil, details...)
+	case errors.Is(err, safefile.ErrUnsafe):
+		// The link stays where the agent planted it: no retry passes it.
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypePlanted, nil, details...)
 	case setupErr(err):
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSetup, nil, details...)
 	}

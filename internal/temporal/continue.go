@@ -120,7 +120,7 @@ func (x *exec) continues(ctx workflow.Context) bool {
 	if x.continuing {
 		return true
 	}
-	if x.noContinue || x.live == 0 || x.stopping || x.paused != "" || x.tampered != "" {
+	if x.noContinue || x.live == 0 || x.stopping || x.paused != "" || x.tampered != "" || x.planted != "" {
 		return false
 	}
 	info := workflow.GetInfo(ctx)

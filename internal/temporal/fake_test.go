@@ -131,7 +131,7 @@ func (f *fakeSteps) End(ctx context.Context, in EndInput) (EndResult, error) {
 
 // end1 journals the item's end as the engine's End does, halting the run
 // as it does: a stage-pipeline hard stop or budget pause, a tampered
-// tree, and an item stopped by another's halt ends with that halt.
+// tree (not a planted link: that item fails alone), and an item stopped by another's halt ends with that halt.
 func (f *fakeSteps) end1(in EndInput) (executor.Ended, error) {
 	f.log("end")
 	f.mu.Lock()
@@ -141,13 +141,15 @@ func (f *fakeSteps) end1(in EndInput) (executor.Ended, error) {
 	ended := executor.Ended{Status: end.Result.Status, Reason: end.Result.Reason}
 	r := end.Pipeline
 	switch {
-	case end.Stopped || (r != nil && end.Paused == "" && end.Tampered == "" && r.Decision.Kind == flow.Stopped):
+	case end.Stopped || (r != nil && end.Paused == "" && end.Tampered == "" && end.Planted == "" && r.Decision.Kind == flow.Stopped):
 		ended = executor.Ended{Status: "stopped"}
 		if h := end.Halted; h != nil {
 			ended.Halt, ended.HaltReason = h.Status, h.Reason
 		}
 	case end.Tampered != "":
 		ended = executor.Ended{Status: "failed", Reason: end.Tampered, Halt: "failed", HaltReason: in.Item + ": " + end.Tampered}
+	case end.Planted != "":
+		ended = executor.Ended{Status: "failed", Reason: end.Planted} // the item alone
 	case end.Paused != "":
 		ended = executor.Ended{Status: "paused", Reason: end.Paused}
 		if end.Budget {

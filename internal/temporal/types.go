@@ -48,6 +48,7 @@ const (
 const (
 	ErrTypePaused   = "paused"   // a runner's quota: the item waits, resumable later
 	ErrTypeTampered = "tampered" // the item's tree was tampered with: the run stops
+	ErrTypePlanted  = "planted"  // an agent planted a link among its item's files: the item fails alone
 	// ErrTypeStopping: the step was refused, cadre stop (its stop file)
 	// or another item's hard stop (the run's halt file) having come; the
 	// item ends stopped, as on the stop signal.

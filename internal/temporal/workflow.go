@@ -77,7 +77,7 @@ func (w *Workflows) item(ctx workflow.Context, x *exec) (executor.Ended, error) 
 	x.receive(ctx)
 	interp := &flow.Interp{Item: x.ref.Item, Defs: w.Defs, Exec: x, Lim: begun.Limits, Roles: w.Roles, Fanout: fanout}
 	res, err := interp.Run(withWorkflow(ctx), def)
-	ending := executor.Ending{Result: res, Paused: x.paused, Tampered: x.tampered}
+	ending := executor.Ending{Result: res, Paused: x.paused, Tampered: x.tampered, Planted: x.planted}
 	switch {
 	case ctx.Err() != nil:
 		// Cancelled (cadre stop --now): journal the item stopped, then
@@ -91,7 +91,7 @@ func (w *Workflows) item(ctx workflow.Context, x *exec) (executor.Ended, error) 
 	case x.stopping && (errors.Is(err, errStopping) || errors.Is(err, errContinue)):
 		// Stopped by request (cadre stop): the running steps finished.
 		return x.end(ctx, executor.Ending{Stopped: true})
-	case x.paused != "" || x.tampered != "":
+	case x.paused != "" || x.tampered != "" || x.planted != "":
 	case x.continuing && errors.Is(err, errContinue):
 		// The history is large: the running steps finished, the next run
 		// takes up from here.
@@ -173,6 +173,7 @@ type exec struct {
 	warnings []string
 	paused   string
 	tampered string
+	planted  string // a step's planted link: the item fails alone
 
 	stopping bool              // cadre stop, or another item's halt, asked for no new step
 	halt     *executor.RunHalt // the other item's halt, when that was it
@@ -389,6 +390,10 @@ func (x *exec) stepErr(err error) error {
 		if x.tampered == "" {
 			x.tampered = ae.Message()
 		}
+	case ErrTypePlanted:
+		if x.planted == "" {
+			x.planted = ae.Message()
+		}
 	}
 	return err
 }
@@ -574,6 +579,8 @@ func (x *exec) pipelineFailed(ctx workflow.Context, s flow.State, err error) (ex
 	switch {
 	case x.tampered != "":
 		end.Tampered = x.tampered
+	case x.planted != "":
+		end.Planted = x.planted
 	case x.paused != "":
 		end.Paused, end.Budget = x.paused, x.budget
 	default:

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/proc"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/signal"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -467,5 +470,62 @@ func TestTransientErrorIsRetried(t *testing.T) {
 	want := []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "agent t1/work/executor#1 visit 1", "action t1/work/commit#1", "end"}
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// A full disk pauses the item at once, saying what to do, and a link an
+// agent planted among the item's files fails it alone at once: neither is
+// retried (no retry passes them, and one may repeat paid work), and
+// neither halts the run, in a declarative workflow as in the stage
+// pipeline.
+func TestFullDiskPausesAndPlantedLinkFailsAtOnce(t *testing.T) {
+	full := fmt.Errorf("write step file: %w", &os.PathError{Op: "write", Path: "contexts/x.json", Err: syscall.ENOSPC})
+	link := fmt.Errorf("write step file: contexts/x.json: a symbolic link is on its path (not followed): %w", safefile.ErrUnsafe)
+	for _, tc := range []struct {
+		name            string
+		err             error
+		paused, planted string
+	}{
+		{"full disk", full, full.Error() + "; free disk space, then cadre resume continues", ""},
+		{"planted link", link, "", link.Error()},
+	} {
+		t.Run(tc.name+"/declarative", func(t *testing.T) {
+			f := &fakeSteps{workflow: "simple", agent: func(context.Context, AgentInput) (flow.Outcome, error) {
+				return flow.Outcome{}, stepFailure(tc.err, nil)
+			}}
+			runItem(t, newEnv(t, f), input)
+			want := []string{"begin r1/t1", "agent t1/work/executor#1 visit 1", "end"}
+			if diff := cmp.Diff(want, f.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+			if end := f.ends[0]; end.Paused != tc.paused || end.Planted != tc.planted || end.Tampered != "" || end.Budget {
+				t.Errorf("ending %+v, want paused %q, planted %q", end, tc.paused, tc.planted)
+			}
+		})
+		t.Run(tc.name+"/pipeline", func(t *testing.T) {
+			f := runnerSteps(flow.StageCode, 0)
+			f.items = []string{"t1", "t2"}
+			tries := 0
+			f.staged = func(context.Context, StageInput) (executor.Staged, error) {
+				tries++
+				return executor.Staged{}, stepFailure(tc.err, nil)
+			}
+			env := newEnv(t, f)
+			var s signals
+			s.mock(t, env)
+			runItem(t, env, input)
+			if tries != 1 {
+				t.Errorf("the stage ran %d times, want once", tries)
+			}
+			if end := f.ends[0]; end.Paused != tc.paused || end.Planted != tc.planted || end.Budget {
+				t.Errorf("ending %+v, want paused %q, planted %q", end, tc.paused, tc.planted)
+			}
+			if end := lastPipeline(t, f); end.Decision.Kind == flow.HardStop {
+				t.Errorf("decision %+v: the run halts", end.Decision)
+			}
+			if len(s.sent) != 0 {
+				t.Errorf("halt signals %+v, want none", s.sent)
+			}
+		})
 	}
 }
