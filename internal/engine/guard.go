@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -57,9 +59,54 @@ func (e *Engine) shield(ctx context.Context, ir *itemRun) (func() error, error) 
 	}, nil
 }
 
-// unshieldLeftovers puts back what a crashed run hid in the item's tree.
+// unshieldLeftovers puts back what a crashed run hid in the item's tree,
+// and what a reviewing agent it killed had changed there.
 func (e *Engine) unshieldLeftovers(ctx context.Context, ir *itemRun) error {
 	if err := ir.repo.Unhide(ctx, e.hiddenDir(ir.it.ID)); err != nil {
+		return fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	return e.undoInterruptedReview(ctx, ir)
+}
+
+// reviewMark is where the tree a reviewing agent works on is noted while
+// it runs (its id, then the role): per item, not per run, so a new run
+// after a crash finds it. The agent cannot write there.
+func (e *Engine) reviewMark(item string) string {
+	return filepath.Join(e.StateDir(), "reviewing", item)
+}
+
+// undoInterruptedReview puts the item's tree back as it was before a
+// reviewing agent whose run was killed mid-step: its partial edits would
+// otherwise be taken for the work when the step runs again.
+func (e *Engine) undoInterruptedReview(ctx context.Context, ir *itemRun) error {
+	data, err := os.ReadFile(e.reviewMark(ir.it.ID))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	tree, role, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
+	if err := e.discardEdits(ctx, ir, role, "", tree); err != nil {
+		return err
+	}
+	return e.unmarkReview(ir)
+}
+
+// markReview notes the tree a reviewing agent is about to work on.
+func (e *Engine) markReview(ir *itemRun, role, tree string) error {
+	mark := e.reviewMark(ir.it.ID)
+	if err := os.MkdirAll(filepath.Dir(mark), 0o755); err != nil {
+		return fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	if err := os.WriteFile(mark, []byte(tree+" "+role+"\n"), 0o644); err != nil {
+		return fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	return nil
+}
+
+func (e *Engine) unmarkReview(ir *itemRun) error {
+	if err := os.Remove(e.reviewMark(ir.it.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("item %s: %w", ir.it.ID, err)
 	}
 	return nil
@@ -118,7 +165,11 @@ func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runne
 		return got, terr
 	}
 	if reviewed != "" {
-		if rerr := e.discardEdits(ctx, ir, inv, reviewed); rerr != nil && err == nil {
+		rerr := e.discardEdits(ctx, ir, inv.Role, inv.Step, reviewed)
+		if rerr == nil {
+			rerr = e.unmarkReview(ir)
+		}
+		if rerr != nil && err == nil {
 			err = rerr
 		}
 	}
@@ -144,22 +195,31 @@ func (e *Engine) holdTree(ctx context.Context, ir *itemRun, role string) (tree s
 		ir.treeMu.Unlock()
 		return "", nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
 	}
+	if err := e.markReview(ir, role, tree); err != nil {
+		ir.treeMu.Unlock()
+		return "", nil, err
+	}
 	return tree, ir.treeMu.Unlock, nil
 }
 
 // discardEdits puts the tree back as it was before a reviewing agent ran
 // and reports what it had changed: a reviewer's verdict is its work, and
-// its edits must not be committed as the item's.
-func (e *Engine) discardEdits(ctx context.Context, ir *itemRun, inv runner.Invocation, tree string) error {
+// its edits must not be committed as the item's. step is empty for a
+// reviewer whose run was killed while it ran.
+func (e *Engine) discardEdits(ctx context.Context, ir *itemRun, role, step, tree string) error {
 	paths, err := ir.repo.RevertTo(context.WithoutCancel(ctx), tree)
 	if err != nil {
-		return fmt.Errorf("item %s: put back what %s changed: %w", ir.it.ID, inv.Role, err)
+		return fmt.Errorf("item %s: put back what %s changed: %w", ir.it.ID, role, err)
 	}
 	if len(paths) == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("%s changed %s while reviewing; its edits were discarded (a reviewing role does not change the work)",
-		inv.Role, shorten(strings.Join(paths, ", "), 200))
-	e.publish(ir, event.Event{Type: event.Warning, Role: inv.Role, Step: inv.Step, Message: msg})
+	when := "while reviewing"
+	if step == "" {
+		when = "while reviewing, before its run was killed"
+	}
+	msg := fmt.Sprintf("%s changed %s %s; its edits were discarded (a reviewing role does not change the work)",
+		role, shorten(strings.Join(paths, ", "), 200), when)
+	e.publish(ir, event.Event{Type: event.Warning, Role: role, Step: step, Message: msg})
 	return nil
 }
