@@ -49,7 +49,7 @@ type remoteAuther interface {
 func (e *Engine) remoteItem(ir *itemRun, name string) *remote.Item {
 	d := &remote.Deps{Store: e.d.Store, Repo: e.repo, Worktrees: e.wts, Base: e.d.Config.BaseBranch,
 		Crash: func(point string) { e.d.Crash(point) }, // read when called: tests replace it
-		Warn:  e.warnItem}
+		Warn:  e.warnItem, Mask: e.commitMask()}
 	if ra, ok := e.d.Forge.(remoteAuther); ok {
 		d.Auth = func(ctx context.Context, name string) (string, string, error) {
 			return ra.RemoteAuth(ctx, e.d.Root, name)

@@ -36,6 +36,9 @@ type Deps struct {
 	Auth  func(ctx context.Context, remote string) (target, header string, err error)
 	Crash func(point string)
 	Warn  func(run, item, msg string)
+	// Mask, when set, rewrites the files of a WIP before it is pushed:
+	// cadre's secrets masked, as in a commit.
+	Mask func([]byte) []byte
 }
 
 // New is what this process knows of item of run, whose branch travels

@@ -99,7 +99,7 @@ func (it *Item) NoteWIP(ctx context.Context, rec *store.Step) error {
 	}
 	it.gitMu.Lock()
 	defer it.gitMu.Unlock()
-	w, err := it.tree().TakeWIP(ctx, fmt.Sprintf("cadre: %s's uncommitted changes after step %s", it.id, oneLine(rec.ID)))
+	w, err := it.tree().TakeWIP(ctx, fmt.Sprintf("cadre: %s's uncommitted changes after step %s", it.id, oneLine(rec.ID)), it.d.Mask)
 	if err != nil {
 		return fmt.Errorf("item %s: save uncommitted changes: %w", it.id, err)
 	}

@@ -149,7 +149,7 @@ func BenchmarkTakeWIP(b *testing.B) {
 	var copied, fresh time.Duration
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		w, err := r.TakeWIP(ctx, "wip")
+		w, err := r.TakeWIP(ctx, "wip", nil)
 		if err != nil || w.Commit == "" {
 			b.Fatalf("%+v %v", w, err)
 		}
@@ -170,7 +170,7 @@ func BenchmarkTakeWIP(b *testing.B) {
 	var check time.Duration
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		if w, err := clean.TakeWIP(ctx, "wip"); err != nil || w.Commit != "" {
+		if w, err := clean.TakeWIP(ctx, "wip", nil); err != nil || w.Commit != "" {
 			b.Fatalf("%+v %v", w, err)
 		}
 		check += time.Since(start)

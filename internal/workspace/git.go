@@ -362,8 +362,20 @@ func (r *Repo) commitOnly(ctx context.Context, message string, mark Mark, paths 
 // ones it changed. A deleted path, a link or a directory (a submodule) is
 // left as it is.
 func (r *Repo) maskFiles(ctx context.Context, paths, except []string, mask func([]byte) []byte) error {
+	changed, err := r.maskInPlace(paths, except, mask)
+	if err != nil || len(changed) == 0 {
+		return err
+	}
+	_, err = r.Git(ctx, append([]string{"add", "--"}, changed...)...)
+	return err
+}
+
+// maskInPlace rewrites through mask (when set) the regular files at paths
+// but those under except, and returns the ones it changed as literal
+// pathspecs.
+func (r *Repo) maskInPlace(paths, except []string, mask func([]byte) []byte) ([]string, error) {
 	if mask == nil {
-		return nil
+		return nil, nil
 	}
 	var changed []string
 	for _, p := range paths {
@@ -377,23 +389,19 @@ func (r *Repo) maskFiles(ctx context.Context, paths, except []string, mask func(
 		}
 		data, err := os.ReadFile(full)
 		if err != nil {
-			return fmt.Errorf("mask %s: %w", p, err)
+			return changed, fmt.Errorf("mask %s: %w", p, err)
 		}
 		out := mask(data)
 		if bytes.Equal(out, data) {
 			continue
 		}
 		if err := os.WriteFile(full, out, info.Mode().Perm()); err != nil {
-			return fmt.Errorf("mask %s: %w", p, err)
+			return changed, fmt.Errorf("mask %s: %w", p, err)
 		}
 		// Literal: a file name is never read as a pattern.
 		changed = append(changed, ":(literal)"+p)
 	}
-	if len(changed) == 0 {
-		return nil
-	}
-	_, err := r.Git(ctx, append([]string{"add", "--"}, changed...)...)
-	return err
+	return changed, nil
 }
 
 // stagedSince lists the paths the index changes against the merge base of

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -209,7 +210,7 @@ var wipSpec = []string{"--", ".", ":(top,exclude)" + StateDir}
 // deletions included) off its branch with message, and returns the commit;
 // a clean tree gives the zero WIP after one git process (status), a dirty
 // one takes four (status, add, write-tree, commit-tree).
-func (r *Repo) TakeWIP(ctx context.Context, message string) (WIP, error) {
+func (r *Repo) TakeWIP(ctx context.Context, message string, mask func([]byte) []byte) (WIP, error) {
 	dirty, err := r.Dirty(ctx)
 	if err != nil {
 		return WIP{}, err
@@ -225,12 +226,34 @@ func (r *Repo) TakeWIP(ctx context.Context, message string) (WIP, error) {
 	if err != nil {
 		return WIP{}, err
 	}
+	if mask != nil {
+		// As a commit's: the files the WIP changes, masked in the tree
+		// before they leave the machine.
+		if tree, err = r.maskWIP(ctx, base, tree, mask); err != nil {
+			return WIP{}, err
+		}
+	}
 	args := append(append([]string(nil), r.committer()...), "commit-tree", "-p", base, "-m", message, tree)
 	out, err := r.Git(ctx, args...)
 	if err != nil {
 		return WIP{}, err
 	}
 	return WIP{Commit: strings.TrimSpace(out), Base: base, Tree: tree}, nil
+}
+
+// maskWIP masks the files tree changes against base in the working tree
+// and returns the tree they make then (tree itself when none changed).
+func (r *Repo) maskWIP(ctx context.Context, base, tree string, mask func([]byte) []byte) (string, error) {
+	out, err := r.Git(ctx, "diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=AM", base, tree)
+	if err != nil {
+		return "", fmt.Errorf("mask uncommitted changes: %w", err)
+	}
+	paths := strings.Split(strings.TrimSuffix(out, "\x00"), "\x00")
+	changed, err := r.maskInPlace(slices.DeleteFunc(paths, func(p string) bool { return p == "" }), nil, mask)
+	if err != nil || len(changed) == 0 {
+		return tree, err
+	}
+	return r.TreeOfChanges(ctx)
 }
 
 // hasChanges says whether status paths name anything outside .cadre/.

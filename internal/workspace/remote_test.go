@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -187,7 +188,7 @@ func TestWIPThroughRemote(t *testing.T) {
 		t.Fatal(err)
 	}
 	bare := bareOrigin(t, a)
-	if w, err := a.TakeWIP(ctx, "clean"); err != nil || w != (WIP{}) {
+	if w, err := a.TakeWIP(ctx, "clean", nil); err != nil || w != (WIP{}) {
 		t.Fatalf("a clean tree's WIP: %+v, %v; want none", w, err)
 	}
 
@@ -208,7 +209,7 @@ func TestWIPThroughRemote(t *testing.T) {
 		return out
 	}
 	want, idx := status(a), index(a)
-	w, err := a.TakeWIP(ctx, "wip")
+	w, err := a.TakeWIP(ctx, "wip", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestRestoreWIPAfterCommit(t *testing.T) {
 	write(t, filepath.Join(r.Dir, "dir", "new*"), "new\n")
 	write(t, filepath.Join(r.Dir, "mine"), "mine\nwip\n")
 	write(t, filepath.Join(r.Dir, "theirs"), "theirs\nwip\n")
-	w, err := r.TakeWIP(ctx, "wip")
+	w, err := r.TakeWIP(ctx, "wip", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,5 +400,38 @@ func TestRestoreWIPAfterCommit(t *testing.T) {
 	}
 	if _, _, err := r.RestoreWIPAfter(ctx, WIP{Commit: "-x", Base: w.Base}); err == nil {
 		t.Error("an option was restored as a commit")
+	}
+}
+
+// A WIP's files go through the mask before they leave the machine, as a
+// commit's do: an agent that wrote a secret into its work pushes it
+// masked, in the WIP and in the tree, and files without one are left as
+// they are.
+func TestWIPMasked(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "keep"), "one\n")
+	if _, err := r.CommitAll(ctx, "base", Mark{}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.Dir, "keep"), "one\ntoken s3cr3t-value\n")
+	write(t, filepath.Join(r.Dir, "dir", "new"), "s3cr3t-value\n")
+	write(t, filepath.Join(r.Dir, "plain"), "nothing to hide\n")
+	mask := func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("s3cr3t-value"), []byte("********")) }
+	w, err := r.TakeWIP(ctx, "wip", mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"keep": "one\ntoken ********\n", "dir/new": "********\n", "plain": "nothing to hide\n"} {
+		got, err := r.Git(ctx, "show", w.Commit+":"+p)
+		if err != nil || got != want {
+			t.Errorf("WIP's %s = %q, %v; want %q", p, got, err, want)
+		}
+		if data, _ := os.ReadFile(filepath.Join(r.Dir, p)); string(data) != want {
+			t.Errorf("tree's %s = %q, want %q", p, data, want)
+		}
+	}
+	if tree, _ := r.Git(ctx, "rev-parse", w.Commit+"^{tree}"); strings.TrimSpace(tree) != w.Tree {
+		t.Errorf("WIP tree %s, commit's %s", w.Tree, tree)
 	}
 }
