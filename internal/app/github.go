@@ -71,6 +71,10 @@ func (g *GitHub) init(ctx context.Context) error {
 	return g.err
 }
 
+// LearnCredential resolves the token (and so masks it) before GitHub is
+// first called.
+func (g *GitHub) LearnCredential(ctx context.Context) error { return g.init(ctx) }
+
 // Issue fetches an issue and its comments as one untrusted text.
 func (g *GitHub) Issue(ctx context.Context, ref string) (codehost.Issue, error) {
 	if err := g.init(ctx); err != nil {

@@ -355,3 +355,53 @@ func TestSecretsStayInCadre(t *testing.T) {
 		}
 	}
 }
+
+// A token cadre gets from gh is masked from an issue item's start, not
+// from its first call to GitHub: a resumed run reads the issue from its
+// journal, so its agents run before GitHub is called, and one that
+// prints the token leaves it in no file or event of cadre's.
+func TestGHTokenMaskedFromTheStart(t *testing.T) {
+	g := newGitHubRepo(t)
+	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(strings.ReplaceAll(leakScenario, "BASIC", "-")), 0o644)
+	bin := t.TempDir()
+	os.WriteFile(filepath.Join(bin, "gh"), []byte("#!/bin/sh\necho "+canary+"\n"), 0o755)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GITHUB_TOKEN=") && !strings.HasPrefix(kv, "GH_TOKEN=") && !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	run := func(crashAt string, args ...string) (string, error) {
+		c := exec.Command("cadre", args...)
+		c.Dir, c.Env = g.dir, append(env, "CADRE_CRASH_AT="+crashAt)
+		out, err := c.CombinedOutput()
+		return string(out), err
+	}
+	// The run fetches the issue (so asks gh), then is killed as its first
+	// step starts.
+	if out, err := run("step-started", "run", "--json", "1"); err == nil {
+		t.Fatalf("cadre run was not killed:\n%s", out)
+	}
+	out, err := run("", "resume", "--json")
+	if err != nil {
+		t.Fatalf("cadre resume: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, `"type":"taskCompleted"`) || !strings.Contains(out, "[REDACTED]") {
+		t.Fatalf("the resumed item did not complete, printing the token masked:\n%s", out)
+	}
+	if strings.Contains(out, canary) {
+		t.Errorf("the token is in the resumed run's events:\n%s", out)
+	}
+	filepath.Walk(filepath.Join(g.dir, ".cadre"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			if data, _ := os.ReadFile(p); strings.Contains(string(data), canary) {
+				t.Errorf("the token is in %s", p)
+			}
+		}
+		return nil
+	})
+	if prs := g.fake.PRs("acme", "widgets"); len(prs) != 1 {
+		t.Errorf("pull requests %+v, want one, opened with gh's token", prs)
+	}
+}

@@ -22,6 +22,14 @@ type Issue struct {
 	Labels []string
 }
 
+// Credentialed is a Forge whose credential may come late, from a helper
+// (gh auth token) on first use. LearnCredential resolves it now, so that
+// it is masked in what an issue item's agents print before the code host
+// is first called (as on a resume, or on a worker).
+type Credentialed interface {
+	LearnCredential(ctx context.Context) error
+}
+
 // Forge is the code host: issues in, branches, pull requests and progress
 // comments out. Every mutating call must be idempotent by its key (the
 // head branch for a pull request, the marker for a comment), so a resumed

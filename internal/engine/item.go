@@ -126,6 +126,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 		task = &taskfile.Task{ID: it.ID, Title: it.Title, Path: it.Ref}
 	}
 	ir := e.newItemRun(rs, it, task)
+	e.learnCredential(ctx, ir)
 	defer func() {
 		if err := ir.board.Close(); err != nil {
 			e.d.Bus.Publish(event.Event{Run: rs.id, Item: it.ID, Type: event.Warning, Message: "update task file: " + err.Error()})

@@ -21,6 +21,18 @@ type Issue = codehost.Issue
 // issueOf reads an issue item's record, when the item came from an issue.
 func (e *Engine) issueOf(it store.Item) (Issue, bool) { return intake.IssueOf(it) }
 
+// learnCredential has the code host resolve a credential it would learn
+// late, when ir is an issue item (whose end calls the code host): from
+// then on it is masked in what the item's agents print. A failure is the
+// publishing step's to report.
+func (e *Engine) learnCredential(ctx context.Context, ir *itemRun) {
+	if c, ok := e.d.Forge.(codehost.Credentialed); ok {
+		if _, issue := ir.issueOf(e); issue {
+			c.LearnCredential(ctx)
+		}
+	}
+}
+
 // issueOf is Engine.issueOf of the item, read once per item run.
 func (ir *itemRun) issueOf(e *Engine) (Issue, bool) {
 	ir.issueOnce.Do(func() { ir.issue, ir.isIssue = e.issueOf(ir.it) })

@@ -90,6 +90,7 @@ func (r *RunSteps) OpenItem(ctx context.Context, itemID string) (*ItemSteps, err
 		task = &taskfile.Task{ID: it.ID, Title: it.Title, Path: it.Ref}
 	}
 	ir := e.newItemRun(rs, it, task)
+	e.learnCredential(ctx, ir)
 	if r.remote != "" {
 		ir.remote = e.remoteItem(ir, r.remote)
 	}
