@@ -313,3 +313,40 @@ func TestRejectedWorkOpensNoPullRequest(t *testing.T) {
 		t.Errorf("issue 1 comments: %d done, %d failed; want 0 and 1", done, failed)
 	}
 }
+
+// An issue whose agents changed nothing gets no commit, no push and no
+// pull request: the item completes and says so on the issue, while the
+// other issue's work is published as usual.
+func TestNoChangesOpensNoPullRequest(t *testing.T) {
+	g := newGitHubRepo(t)
+	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(`rules:
+  - role: executor
+    task: "1"
+    say: Nothing needed changing.
+    signal: {result: SUCCESS, confidence: 9}
+`+strings.TrimPrefix(githubScenario, "rules:\n")), 0o644)
+	code, out, errOut := g.cadre(t, "", "run", "--json", "--parallel", "1", "1", "2")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\n%s\n%s", code, errOut, out)
+	}
+	if !strings.Contains(out, `"type":"warning","item":"1","message":"nothing to publish: its agents changed nothing`) {
+		t.Errorf("no warning that issue 1 has nothing to publish:\n%s", out)
+	}
+	prs := g.fake.PRs("acme", "widgets")
+	if len(prs) != 1 || prs[0].Head != "cadre/2-polish-the-widget" {
+		t.Errorf("pull requests %+v, want only issue 2's", prs)
+	}
+	if err := exec.Command("git", "-C", g.bare, "rev-parse", "--verify", "-q", "refs/heads/cadre/1-fix-the-frobnicator").Run(); err == nil {
+		t.Error("the unchanged branch was pushed")
+	}
+	if n, err := exec.Command("git", "-C", g.dir, "rev-list", "--count", "main..cadre/1-fix-the-frobnicator").Output(); err != nil || strings.TrimSpace(string(n)) != "0" {
+		t.Errorf("issue 1's branch is %s commits past main (%v), want none: no empty commit", strings.TrimSpace(string(n)), err)
+	}
+	var said bool
+	for _, c := range g.fake.Comments("acme", "widgets", 1) {
+		said = said || strings.Contains(c.Body, ":done -->") && strings.Contains(c.Body, "changed nothing, so no pull request was opened")
+	}
+	if !said {
+		t.Errorf("issue 1's comments %+v do not say nothing changed", g.fake.Comments("acme", "widgets", 1))
+	}
+}

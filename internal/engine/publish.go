@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,11 @@ func (e *Engine) comment(ctx context.Context, ir *itemRun, kind, body string) er
 	return e.finishStep(ctx, rec)
 }
 
+// errNoChanges says an issue item's branch holds no commit past its base:
+// its agents changed nothing, so nothing is pushed and no pull request
+// opened.
+var errNoChanges = errors.New("its agents changed nothing, so no pull request was opened")
+
 // publish pushes a completed issue item's branch and opens (or adopts) its
 // pull request, each once, as journaled steps.
 func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
@@ -79,6 +85,9 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 	branch := currentBranch(ctx, ir)
 	pushID := ir.it.ID + "/publish/push#1"
 	if rec, err := e.d.Store.GetStep(ctx, ir.run, pushID); err != nil || rec.Status != store.StepCompleted {
+		if n, err := ir.repo.CommitsAhead(ctx, e.d.Config.BaseBranch); err == nil && n == 0 {
+			return "", errNoChanges
+		}
 		rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: pushID, Kind: report.KindPush}
 		if err := e.d.Store.StartStep(ctx, rec); err != nil {
 			return "", journalErr(ir.it.ID, err)
@@ -156,6 +165,10 @@ func (e *Engine) finishIssue(ctx context.Context, ir *itemRun, ok bool, reason s
 		return "", e.comment(ctx, ir, "failed", "cadre could not complete this issue: "+oneLine(reason))
 	}
 	url, err := e.publishItem(ctx, ir)
+	if errors.Is(err, errNoChanges) {
+		e.publish(ir, event.Event{Type: event.Warning, Message: "nothing to publish: " + err.Error()})
+		return "", e.comment(ctx, ir, "done", "cadre finished this issue: "+err.Error()+".")
+	}
 	if isJournalErr(err) {
 		return "", err
 	}

@@ -275,7 +275,8 @@ type CommitOptions struct {
 // Commit stages every change but opt.Except, refuses the commit when a
 // path under .cadre/ is staged or opt.Check says no, and commits with
 // message and mark's trailers (none for a zero mark). It returns the new
-// commit. Staging, listing and committing take three git processes (four
+// commit, or "" when there was nothing to commit (no empty commit is
+// made). Staging, listing and committing take three git processes (four
 // with paths to leave out): the list of paths comes from one diff of the
 // index against the merge base with opt.Base, which covers what status and
 // a diff of the branch would each give.
@@ -312,7 +313,15 @@ func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt Commit
 	if err := r.maskFiles(ctx, paths, opt.Except, opt.Mask); err != nil {
 		return "", err
 	}
-	if _, err := r.Git(ctx, r.commitArgs(message, mark, "--allow-empty")...); err != nil {
+	if len(paths) == 0 {
+		return "", nil // nothing changed, even on the branch
+	}
+	if _, err := r.Git(ctx, r.commitArgs(message, mark)...); err != nil {
+		// git commit refuses an empty commit; what it refused is asked
+		// only then, sparing the usual commit a process.
+		if _, derr := r.Git(ctx, "diff", "--cached", "--quiet"); derr == nil {
+			return "", nil
+		}
 		return "", err
 	}
 	return r.Head(ctx)

@@ -108,6 +108,36 @@ func TestCommitAllIsFoundByTrailer(t *testing.T) {
 	}
 }
 
+// Nothing to commit makes no commit: neither in a tree without changes
+// nor on a branch whose changes were all committed before (the paths the
+// branch changed since its base are not news), and "" says so.
+func TestCommitNothing(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "f.txt"), "1")
+	base, err := r.CommitAll(ctx, "base", Mark{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Git(ctx, "branch", "base"); err != nil {
+		t.Fatal(err)
+	}
+	if sha, err := r.Commit(ctx, "empty", Mark{Step: "t/commit#1", Run: "r1"}, CommitOptions{Base: "base"}); err != nil || sha != "" {
+		t.Errorf("clean tree: Commit = %q, %v; want no commit", sha, err)
+	}
+	write(t, filepath.Join(r.Dir, "f.txt"), "2")
+	work, err := r.Commit(ctx, "work", Mark{}, CommitOptions{Base: "base"})
+	if err != nil || work == "" {
+		t.Fatalf("Commit of a change = %q, %v", work, err)
+	}
+	if sha, err := r.Commit(ctx, "again", Mark{Step: "t/commit#2", Run: "r1"}, CommitOptions{Base: "base"}); err != nil || sha != "" {
+		t.Errorf("branch with its changes committed: Commit = %q, %v; want no commit", sha, err)
+	}
+	if n, _ := r.Git(ctx, "rev-list", "--count", base+"..HEAD"); strings.TrimSpace(n) != "1" {
+		t.Errorf("%s commits past the base, want the one with a change", strings.TrimSpace(n))
+	}
+}
+
 func TestCommitRefusesStagedState(t *testing.T) {
 	ctx := context.Background()
 	r := newRepo(t) // no ExcludeState: .cadre would be staged

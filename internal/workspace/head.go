@@ -2,8 +2,10 @@ package workspace
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -161,4 +163,17 @@ func (r *Repo) inherit(ctx context.Context, c *Repo) {
 	}
 	cc.origins, cc.stamp = p.origins, stamp
 	cc.filters, cc.haveFilters, cc.email = p.filters, p.haveFilters, p.email
+}
+
+// CommitsAhead counts the commits HEAD has that base does not.
+func (r *Repo) CommitsAhead(ctx context.Context, base string) (int, error) {
+	out, err := r.Git(ctx, "rev-list", "--count", "--end-of-options", base+"..HEAD")
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return 0, fmt.Errorf("rev-list: %w", err)
+	}
+	return n, nil
 }

@@ -320,6 +320,7 @@ func TestUnstackRepeatedStepCommit(t *testing.T) {
 	if _, err := r.FindStepCommitIn(ctx, "--all", first, mark); err == nil {
 		t.Error("FindStepCommitIn took an option for a commit")
 	}
+	write(t, filepath.Join(r.Dir, "f.txt"), "2") // what the step's second run changed
 	repeat, err := r.CommitAll(ctx, "repeat", mark)
 	if err != nil {
 		t.Fatal(err)
