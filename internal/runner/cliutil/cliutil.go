@@ -68,7 +68,8 @@ type Agent struct {
 // with CheckURL and d.URLExample; the command is d.Program when none is
 // set, a relative path resolved against s.BaseDir; the variables passed
 // through are d.Env when s.Env lists none; the prices are s's. The install
-// command, the sandbox's home files and model hosts are d's.
+// command, the capabilities, the sandbox's home files and model hosts are
+// d's.
 func NewAgent(s runner.Settings, d runner.Descriptor) (Agent, error) {
 	if err := CheckURL(s.Name, s.URL, d.URLExample); err != nil {
 		return Agent{}, err
@@ -82,19 +83,18 @@ func NewAgent(s runner.Settings, d runner.Descriptor) (Agent, error) {
 		pass = d.Env
 	}
 	return Agent{Instance: s.Name, Command: Resolve(cmd, s.BaseDir), Install: d.Install, Args: s.Args, Pass: pass,
-		URL: s.URL, Model: s.Model, Lookup: os.LookupEnv, Home: d.SandboxHome, Hosts: d.ModelHosts, Prices: s.Prices}, nil
+		URL: s.URL, Model: s.Model, Lookup: os.LookupEnv, Home: d.SandboxHome, Hosts: d.ModelHosts, Caps: d.Caps, Prices: s.Prices}, nil
 }
 
-// Factory returns a factory of the runners of type d, whose CLI can do
-// caps: each reads its settings with NewAgent, and wrap makes the runner
-// around the Agent (or refuses settings the CLI cannot use).
-func Factory(d runner.Descriptor, caps runner.Caps, wrap func(Agent) (runner.Runner, error)) runner.Factory {
+// Factory returns a factory of the runners of type d: each reads its
+// settings with NewAgent, and wrap makes the runner around the Agent (or
+// refuses settings the CLI cannot use).
+func Factory(d runner.Descriptor, wrap func(Agent) (runner.Runner, error)) runner.Factory {
 	return func(s runner.Settings) (runner.Runner, error) {
 		a, err := NewAgent(s, d)
 		if err != nil {
 			return nil, err
 		}
-		a.Caps = caps
 		return wrap(a)
 	}
 }
@@ -104,8 +104,8 @@ func Factory(d runner.Descriptor, caps runner.Caps, wrap func(Agent) (runner.Run
 func New[R ~struct{ Agent }, P interface {
 	*R
 	runner.Runner
-}](d runner.Descriptor, caps runner.Caps) runner.Factory {
-	return Factory(d, caps, func(a Agent) (runner.Runner, error) {
+}](d runner.Descriptor) runner.Factory {
+	return Factory(d, func(a Agent) (runner.Runner, error) {
 		r := R{a}
 		return P(&r), nil
 	})
