@@ -1,10 +1,7 @@
 package codex
 
 import (
-	"fmt"
-	"io"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -101,10 +98,7 @@ func TestArgv(t *testing.T) {
 	dirs := []string{"--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs"}
 	noFiles := func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "", "" }
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
-	argv := func(_ *testing.T, r runner.Runner, inv runner.Invocation) ([]string, io.Reader) {
-		return r.(*Runner).argv(inv)
-	}
-	cli.Argvs(t, argv,
+	cli.Argvs(t, clitest.Argv((*Runner).argv),
 		clitest.ArgvCase{Name: "defaults", Want: cat(base, dirs, []string{"--", "Fix it."})},
 		clitest.ArgvCase{Name: "untrusted tree: no project rules", Edit: func(inv *runner.Invocation) { inv.Untrusted = true },
 			Want: cat(base, []string{"--ignore-rules"}, dirs, []string{"--", "Fix it."})},
@@ -147,10 +141,6 @@ func TestEnv(t *testing.T) {
 // TestRunEstimatesCost replays the recorded success and checks the cost is
 // estimated from the price table, the project's prices winning.
 func TestRunEstimatesCost(t *testing.T) {
-	abs, err := filepath.Abs("testdata/success.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
 	usage := event.Usage{InputTokens: 315, CacheReadTokens: 24448, OutputTokens: 1222}
 	builtin, _ := price.Estimate("gpt-5-codex", usage)
 	tests := []struct {
@@ -167,7 +157,7 @@ func TestRunEstimatesCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := cli.Fake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Model: tt.model, Prices: tt.prices})
+			r := cli.Fake(t, clitest.CatTestdata(t, "success.jsonl"), runner.Settings{Model: tt.model, Prices: tt.prices})
 			res, err := r.Run(t.Context(), clitest.Invocation(t))
 			if err != nil {
 				t.Fatal(err)

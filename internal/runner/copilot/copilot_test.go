@@ -36,10 +36,7 @@ func TestParseTranscripts(t *testing.T) {
 
 func TestSessionUsage(t *testing.T) {
 	dir := t.TempDir()
-	events, err := os.ReadFile(filepath.Join("testdata", "real-write-events.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := clitest.Testdata(t, "real-write-events.jsonl")
 	if err := os.MkdirAll(filepath.Join(dir, "session-state", "s"), 0o755); err != nil {
 		t.Fatal(err)
 	}

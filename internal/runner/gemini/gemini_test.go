@@ -2,11 +2,7 @@ package gemini
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -34,10 +30,7 @@ func TestParseTranscripts(t *testing.T) {
 	}
 	// A transcript is the CLI's stdout, or its stderr when it failed.
 	read := func(t *testing.T, tt clitest.Transcript) (runner.Result, *runner.Error, []string) {
-		data, err := os.ReadFile(filepath.Join("testdata", tt.File))
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := clitest.Testdata(t, tt.File)
 		stdout, stderr := data, []byte(nil)
 		if strings.HasSuffix(tt.File, ".stderr") {
 			stdout, stderr = nil, data
@@ -122,10 +115,7 @@ func TestArgv(t *testing.T) {
 	base := []string{"--output-format", "json", "--approval-mode", "yolo"}
 	dirs := []string{"--include-directories=/w/run/contexts", "--include-directories=/w/run/outputs"}
 	noFiles := func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "", "" }
-	argv := func(_ *testing.T, r runner.Runner, inv runner.Invocation) ([]string, io.Reader) {
-		return r.(*Runner).argv(inv)
-	}
-	cli.Argvs(t, argv,
+	cli.Argvs(t, clitest.Argv((*Runner).argv),
 		clitest.ArgvCase{Name: "defaults", Want: slices.Concat(base, dirs, []string{"--prompt=Fix it."})},
 		clitest.ArgvCase{Name: "settings model", S: runner.Settings{Model: "gemini-2.5-pro"},
 			Want: slices.Concat(base, []string{"--model", "gemini-2.5-pro"}, dirs, []string{"--prompt=Fix it."})},
@@ -157,10 +147,6 @@ func TestEnv(t *testing.T) {
 // TestRunEstimatesCost replays the recorded success: each model is priced at
 // its own rate, the project's prices winning.
 func TestRunEstimatesCost(t *testing.T) {
-	abs, err := filepath.Abs("testdata/success.stdout")
-	if err != nil {
-		t.Fatal(err)
-	}
 	lite := event.Usage{InputTokens: 1306, OutputTokens: 50}
 	pro := event.Usage{InputTokens: 4512, CacheReadTokens: 34400, OutputTokens: 2275}
 	liteCost, _ := price.Estimate("gemini-2.5-flash-lite", lite)
@@ -176,7 +162,7 @@ func TestRunEstimatesCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := cli.Fake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Prices: tt.prices})
+			r := cli.Fake(t, clitest.CatTestdata(t, "success.stdout"), runner.Settings{Prices: tt.prices})
 			res, err := r.Run(t.Context(), clitest.Invocation(t))
 			if err != nil {
 				t.Fatal(err)

@@ -10,6 +10,7 @@ package clitest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,6 +71,23 @@ func Invocation(t testing.TB) runner.Invocation {
 	}
 }
 
+// Testdata reads testdata/name, a recorded transcript.
+func Testdata(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// CatTestdata is a script body printing testdata/name, a recorded
+// transcript, as the CLI printed it.
+func CatTestdata(t testing.TB, name string) string {
+	t.Helper()
+	return Cat(string(Testdata(t, name)))
+}
+
 // Feed hands each line of the recorded transcript testdata/name, as proc
 // would, to line, a parser's line handler, with the parser's progress (at
 // *progress) set to collect the notes it gives, and returns those notes.
@@ -77,12 +95,7 @@ func Feed(t testing.TB, name string, progress *func(string), line func(stream, l
 	t.Helper()
 	var notes []string
 	*progress = func(n string) { notes = append(notes, n) }
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(Testdata(t, name)))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line("stdout", sc.Text())
@@ -464,6 +477,14 @@ func (c CLI) Argvs(t *testing.T, argv func(t *testing.T, r runner.Runner, inv ru
 			args, stdin := argv(t, r, inv)
 			CheckArgv(t, args, stdin, tt.Want, tt.WantStdin)
 		})
+	}
+}
+
+// Argv is the argv of Argvs for runners of type R, whose method argv
+// builds the arguments and stdin of a step.
+func Argv[R runner.Runner](argv func(R, runner.Invocation) ([]string, io.Reader)) func(*testing.T, runner.Runner, runner.Invocation) ([]string, io.Reader) {
+	return func(_ *testing.T, r runner.Runner, inv runner.Invocation) ([]string, io.Reader) {
+		return argv(r.(R), inv)
 	}
 }
 
