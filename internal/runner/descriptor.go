@@ -37,6 +37,9 @@ type Descriptor struct {
 
 	// Of an agent CLI (TypeCLI):
 
+	// Caps are what the CLI can do, as each of its runners reports
+	// (Runner.Capabilities).
+	Caps Caps
 	// Program is the CLI run when runners.NAME.command is not set.
 	Program string
 	// Install is the command that installs Program.
@@ -89,7 +92,7 @@ func (d Descriptor) Check() error {
 		}
 	}
 	need(d.Type != "", "no type name")
-	cli := d.Program != "" || d.Install != "" || len(d.Env) > 0 || d.URLExample != "" || len(d.SandboxHome) > 0 || len(d.ModelHosts) > 0
+	cli := d.Caps != (Caps{}) || d.Program != "" || d.Install != "" || len(d.Env) > 0 || d.URLExample != "" || len(d.SandboxHome) > 0 || len(d.ModelHosts) > 0
 	api := d.BaseURL != "" || d.KeyEnv != "" || d.KeyRequired != nil || d.Probe != nil
 	switch d.Kind {
 	case TypeCLI:

@@ -116,6 +116,7 @@ func TestDescriptorCheck(t *testing.T) {
 		{"API without probe", with(api, func(d *Descriptor) { d.Probe = nil }), "without a probe"},
 		{"API with a relative URL", with(api, func(d *Descriptor) { d.BaseURL = "api.example.com" }), "without an http(s) base URL"},
 		{"API with an install command", with(api, func(d *Descriptor) { d.Install = "x" }), "with an agent CLI's fields"},
+		{"API with a CLI's capabilities", with(api, func(d *Descriptor) { d.Caps.EditsFiles = true }), "with an agent CLI's fields"},
 		{"exec with a program", Descriptor{Type: "e", Kind: TypeExec, Program: "p"}, "exec type with"},
 	}
 	for _, tt := range tests {

@@ -35,6 +35,7 @@ import (
 // runners.NAME.url or sandbox.allow_hosts).
 var Type = runner.Descriptor{
 	Type: "aider", Kind: runner.TypeCLI,
+	Caps:    runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true},
 	Program: "aider", Install: "python -m pip install aider-install && aider-install",
 	Env: []string{
 		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_API_BASE",
@@ -54,9 +55,7 @@ type Runner struct{ cliutil.Agent }
 // an OpenAI-compatible server); Model is the default --model; Args are added
 // after cadre's own flags. Aider edits files, reports its cost, takes a
 // model per step and prints what it does as it goes.
-func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true})(s)
-}
+func New(s runner.Settings) (runner.Runner, error) { return cliutil.New[Runner](Type)(s) }
 
 // Run runs Aider on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {

@@ -17,46 +17,27 @@ import (
 )
 
 func TestParseTranscripts(t *testing.T) {
-	tests := []struct {
-		file  string
-		usage event.Usage
-		model string
-		kind  runner.Kind
-		msg   string
-		notes []string
-	}{
-		{
-			file:  "success.txt",
-			usage: event.Usage{InputTokens: 4300, CacheWriteTokens: 1500, CacheReadTokens: 2100, OutputTokens: 187, CostUSD: 0.02},
-			model: "anthropic/claude-sonnet-4-5-20250929",
-			notes: []string{"Tokens: 4.3k sent, 1.5k cache write, 2.1k cache hit, 187 received. Cost: $0.02 message, $0.02 session.", "Applied edit to hello.txt"},
-		},
-		{
-			// The rate limit was retried away: the run succeeded.
-			file:  "rate-limit-recovered.txt",
-			usage: event.Usage{InputTokens: 12000, OutputTokens: 310, CostUSD: 0.0181},
-			model: "gpt-5",
-			notes: []string{"Retrying in 0.2 seconds..."},
-		},
-		{file: "auth.txt", model: "anthropic/claude-sonnet-4-5-20250929", kind: runner.KindAuth, msg: "invalid x-api-key"},
-		{file: "rate-limit.txt", model: "anthropic/claude-sonnet-4-5-20250929", kind: runner.KindRateLimit, msg: "litellm.RateLimitError"},
-		{file: "quota.txt", model: "gpt-5", kind: runner.KindQuota, msg: "exceeded your current quota"},
-		{file: "turn-limit.txt", model: "anthropic/claude-sonnet-4-5-20250929", kind: runner.KindTurnLimit, msg: "has hit a token limit"},
+	// Aider keeps no session, and its reply is its whole stdout.
+	parse := func(t *testing.T, tt clitest.Transcript) (runner.Result, *runner.Error, []string) {
+		p := &parser{}
+		notes := clitest.Feed(t, tt.File, &p.progress, p.line)
+		return runner.Result{Usage: p.total(), Model: p.model}, p.failure, notes
 	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			p := &parser{}
-			notes := clitest.Feed(t, tt.file, &p.progress, p.line)
-			if diff := cmp.Diff(tt.usage, p.total(), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
-				t.Errorf("usage mismatch (-want +got):\n%s", diff)
-			}
-			if p.model != tt.model {
-				t.Errorf("model = %q, want %q", p.model, tt.model)
-			}
-			clitest.CheckFailure(t, p.failure, tt.kind, tt.msg, 0)
-			clitest.CheckNotes(t, notes, tt.notes...)
-		})
-	}
+	clitest.Transcripts(t, "", parse,
+		clitest.Transcript{
+			File:  "success.txt",
+			Usage: event.Usage{InputTokens: 4300, CacheWriteTokens: 1500, CacheReadTokens: 2100, OutputTokens: 187, CostUSD: 0.02},
+			Model: "anthropic/claude-sonnet-4-5-20250929",
+			Notes: []string{"Tokens: 4.3k sent, 1.5k cache write, 2.1k cache hit, 187 received. Cost: $0.02 message, $0.02 session.", "Applied edit to hello.txt"},
+		},
+		// The rate limit was retried away: the run succeeded.
+		clitest.Transcript{File: "rate-limit-recovered.txt", Usage: event.Usage{InputTokens: 12000, OutputTokens: 310, CostUSD: 0.0181},
+			Model: "gpt-5", Notes: []string{"Retrying in 0.2 seconds..."}},
+		clitest.Transcript{File: "auth.txt", Model: "anthropic/claude-sonnet-4-5-20250929", Kind: runner.KindAuth, Msg: "invalid x-api-key"},
+		clitest.Transcript{File: "rate-limit.txt", Model: "anthropic/claude-sonnet-4-5-20250929", Kind: runner.KindRateLimit, Msg: "litellm.RateLimitError"},
+		clitest.Transcript{File: "quota.txt", Model: "gpt-5", Kind: runner.KindQuota, Msg: "exceeded your current quota"},
+		clitest.Transcript{File: "turn-limit.txt", Model: "anthropic/claude-sonnet-4-5-20250929", Kind: runner.KindTurnLimit, Msg: "has hit a token limit"},
+	)
 }
 
 func TestTokensLine(t *testing.T) {

@@ -32,6 +32,7 @@ import (
 // reach the Anthropic API.
 var Type = runner.Descriptor{
 	Type: "claude", Kind: runner.TypeCLI,
+	Caps:    runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true},
 	Program: "claude", Install: "npm install -g @anthropic-ai/claude-code",
 	Env: []string{
 		"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
@@ -51,9 +52,7 @@ type Runner struct{ cliutil.Agent }
 // ANTHROPIC_BASE_URL; Model is the default --model; Args are appended to the
 // CLI's own flags. Claude Code edits files, reports its cost, takes a
 // model per step and streams its events.
-func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true})(s)
-}
+func New(s runner.Settings) (runner.Runner, error) { return cliutil.New[Runner](Type)(s) }
 
 // Run runs Claude Code on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {

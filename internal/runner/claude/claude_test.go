@@ -10,128 +10,61 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestParseTranscripts(t *testing.T) {
 	const sid = "4f1c2a9e-7b3d-4e0f-9a51-2c8d6e1b7f30"
-	tests := []struct {
-		file      string
-		sid       string // session id, when not the synthetic transcripts' one
-		output    string // prefix of the reply
-		usage     event.Usage
-		model     string
-		kind      runner.Kind
-		msg       string   // substring of the error message
-		notes     []string // progress notes that must appear
-		noteCount int
-	}{
-		{
-			file:   "success.jsonl",
-			output: "Added hello.txt with the greeting",
+	parse := func(t *testing.T, tt clitest.Transcript) (runner.Result, *runner.Error, []string) {
+		p := &parser{}
+		notes := clitest.FeedEvents(t, tt.File, &p.progress, p.event)
+		return p.result(), p.failure(), notes
+	}
+	clitest.Transcripts(t, sid, parse,
+		clitest.Transcript{
+			File:   "success.jsonl",
+			Output: "Added hello.txt with the greeting",
 			// The result's totals, not the sum of the assistant messages.
-			usage:     event.Usage{InputTokens: 18, OutputTokens: 379, CacheReadTokens: 46550, CacheWriteTokens: 5850, CostUSD: 0.0421337},
-			model:     "claude-sonnet-4-5-20250929",
-			notes:     []string{"session started (claude-sonnet-4-5-20250929)", "Write /home/dev/proj/.cadre/worktrees/07-sample/hello.txt", "Bash go test ./..."},
-			noteCount: 5,
+			Usage:     event.Usage{InputTokens: 18, OutputTokens: 379, CacheReadTokens: 46550, CacheWriteTokens: 5850, CostUSD: 0.0421337},
+			Model:     "claude-sonnet-4-5-20250929",
+			Notes:     []string{"session started (claude-sonnet-4-5-20250929)", "Write /home/dev/proj/.cadre/worktrees/07-sample/hello.txt", "Bash go test ./..."},
+			NoteCount: 5,
 		},
-		{
-			file:   "auth.jsonl",
-			output: "Invalid API key",
-			model:  "claude-sonnet-4-5-20250929",
-			kind:   runner.KindAuth,
-			msg:    "Invalid API key · Please run /login",
-		},
-		{
-			file:   "rate-limit.jsonl",
-			output: "API Error: 429",
-			model:  "claude-sonnet-4-5-20250929",
-			kind:   runner.KindRateLimit,
-			msg:    "rate limit",
-			notes:  []string{"retrying the API call"},
-		},
-		{
-			file:   "overloaded.jsonl",
-			output: "API Error: 529",
-			model:  "claude-sonnet-4-5-20250929",
-			kind:   runner.KindRateLimit,
-			msg:    "Overloaded",
-		},
-		{
-			file:   "quota.jsonl",
-			output: "You've hit your session limit",
-			model:  "claude-sonnet-4-5-20250929",
-			kind:   runner.KindQuota,
-			msg:    "resets 4:50pm",
-		},
-		{
-			file:   "credit.jsonl",
-			output: "Credit balance is too low",
-			model:  "claude-sonnet-4-5-20250929",
-			kind:   runner.KindQuota,
-		},
-		{
-			file:  "turn-limit.jsonl",
-			usage: event.Usage{InputTokens: 8, OutputTokens: 128, CacheReadTokens: 28096, CacheWriteTokens: 4216, CostUSD: 0.0187},
-			model: "claude-sonnet-4-5-20250929",
-			kind:  runner.KindTurnLimit,
-			msg:   "3 turns",
-			notes: []string{"Edit /home/dev/proj/.cadre/worktrees/07-sample/main.go"},
+		clitest.Transcript{File: "auth.jsonl", Output: "Invalid API key", Model: "claude-sonnet-4-5-20250929",
+			Kind: runner.KindAuth, Msg: "Invalid API key · Please run /login"},
+		clitest.Transcript{File: "rate-limit.jsonl", Output: "API Error: 429", Model: "claude-sonnet-4-5-20250929",
+			Kind: runner.KindRateLimit, Msg: "rate limit", Notes: []string{"retrying the API call"}},
+		clitest.Transcript{File: "overloaded.jsonl", Output: "API Error: 529", Model: "claude-sonnet-4-5-20250929",
+			Kind: runner.KindRateLimit, Msg: "Overloaded"},
+		clitest.Transcript{File: "quota.jsonl", Output: "You've hit your session limit", Model: "claude-sonnet-4-5-20250929",
+			Kind: runner.KindQuota, Msg: "resets 4:50pm"},
+		clitest.Transcript{File: "credit.jsonl", Output: "Credit balance is too low", Model: "claude-sonnet-4-5-20250929",
+			Kind: runner.KindQuota},
+		clitest.Transcript{
+			File:  "turn-limit.jsonl",
+			Usage: event.Usage{InputTokens: 8, OutputTokens: 128, CacheReadTokens: 28096, CacheWriteTokens: 4216, CostUSD: 0.0187},
+			Model: "claude-sonnet-4-5-20250929",
+			Kind:  runner.KindTurnLimit, Msg: "3 turns",
+			Notes: []string{"Edit /home/dev/proj/.cadre/worktrees/07-sample/main.go"},
 		},
 		// Recorded from the real CLI against cadre modelsim.
-		{
-			file:   "real-write.jsonl",
-			sid:    "3bdd7eb4-c6fb-42f1-8102-0da09db58387",
-			output: "Created hello.txt with the greeting.",
-			usage:  event.Usage{InputTokens: 2500, OutputTokens: 100, CacheReadTokens: 100, CostUSD: 0.01202},
-			model:  "claude-opus-5-5",
-			notes:  []string{"session started (claude-opus-5-5)", "says: I will create the file.", "Write /tmp/TestRealCLIClaudewrite3829468602/001/repo/hello.txt"},
+		clitest.Transcript{
+			File: "real-write.jsonl", SessionID: "3bdd7eb4-c6fb-42f1-8102-0da09db58387",
+			Output: "Created hello.txt with the greeting.",
+			Usage:  event.Usage{InputTokens: 2500, OutputTokens: 100, CacheReadTokens: 100, CostUSD: 0.01202},
+			Model:  "claude-opus-5-5",
+			Notes:  []string{"session started (claude-opus-5-5)", "says: I will create the file.", "Write /tmp/TestRealCLIClaudewrite3829468602/001/repo/hello.txt"},
 		},
-		{
-			file:   "real-rate-limit.jsonl",
-			sid:    "36a892d3-18c8-482d-a4fa-67208b99244d",
-			output: "API Error: Request rejected (429)",
-			model:  "claude-opus-5-5",
-			kind:   runner.KindRateLimit,
-			msg:    "modelsim: rate limit reached",
+		clitest.Transcript{File: "real-rate-limit.jsonl", SessionID: "36a892d3-18c8-482d-a4fa-67208b99244d",
+			Output: "API Error: Request rejected (429)", Model: "claude-opus-5-5",
+			Kind: runner.KindRateLimit, Msg: "modelsim: rate limit reached"},
+		clitest.Transcript{
+			File: "real-max-turns.jsonl", SessionID: "29f93281-b44b-43c8-9e68-7e6590e06cf9",
+			Output: "I will create the file.",
+			Usage:  event.Usage{InputTokens: 1200, OutputTokens: 40, CacheReadTokens: 100, CostUSD: 0.00562},
+			Model:  "claude-opus-5-5",
+			Kind:   runner.KindTurnLimit, Msg: "Reached maximum number of turns (1)",
 		},
-		{
-			file:   "real-max-turns.jsonl",
-			sid:    "29f93281-b44b-43c8-9e68-7e6590e06cf9",
-			output: "I will create the file.",
-			usage:  event.Usage{InputTokens: 1200, OutputTokens: 40, CacheReadTokens: 100, CostUSD: 0.00562},
-			model:  "claude-opus-5-5",
-			kind:   runner.KindTurnLimit,
-			msg:    "Reached maximum number of turns (1)",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			if tt.sid == "" {
-				tt.sid = sid
-			}
-			p := &parser{}
-			notes := clitest.FeedEvents(t, tt.file, &p.progress, p.event)
-			res := p.result()
-			if !strings.HasPrefix(res.Output, tt.output) {
-				t.Errorf("Output = %q, want prefix %q", res.Output, tt.output)
-			}
-			if diff := cmp.Diff(tt.usage, res.Usage); diff != "" {
-				t.Errorf("Usage mismatch (-want +got):\n%s", diff)
-			}
-			if res.SessionID != tt.sid {
-				t.Errorf("SessionID = %q, want %q", res.SessionID, tt.sid)
-			}
-			if res.Model != tt.model {
-				t.Errorf("Model = %q, want %q", res.Model, tt.model)
-			}
-			clitest.CheckFailure(t, p.failure(), tt.kind, tt.msg, 0)
-			clitest.CheckNotes(t, notes, tt.notes...)
-			if tt.noteCount > 0 && len(notes) != tt.noteCount {
-				t.Errorf("%d notes %q, want %d", len(notes), notes, tt.noteCount)
-			}
-		})
-	}
+	)
 }
 
 func TestClassify(t *testing.T) {

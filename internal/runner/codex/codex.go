@@ -36,6 +36,7 @@ const provider = "cadre"
 // ChatGPT login uses.
 var Type = runner.Descriptor{
 	Type: "codex", Kind: runner.TypeCLI,
+	Caps:    runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true},
 	Program: "codex", Install: "npm install -g @openai/codex",
 	Env:         []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY", "CODEX_HOME"},
 	URLExample:  "https://host:port/v1",
@@ -53,9 +54,7 @@ type Runner struct{ cliutil.Agent }
 // key in OPENAI_API_KEY); Model is the default --model; Args are added
 // after cadre's own flags. Codex edits files, takes a model per step and
 // streams its events; its cost is estimated from Prices, not reported.
-func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true})(s)
-}
+func New(s runner.Settings) (runner.Runner, error) { return cliutil.New[Runner](Type)(s) }
 
 // Run runs Codex on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {

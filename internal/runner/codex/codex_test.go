@@ -1,10 +1,7 @@
 package codex
 
 import (
-	"fmt"
-	"io"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,75 +12,45 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
 	"github.com/cadre-dev/cadre/internal/runner/price"
 	"github.com/cadre-dev/cadre/internal/sandbox"
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestParseTranscripts(t *testing.T) {
 	const tid = "0199a213-81c0-7800-8aa1-bbab2a035a53"
-	tests := []struct {
-		file   string
-		tid    string // thread id, when not the synthetic transcripts' one
-		output string // prefix of the reply
-		usage  event.Usage
-		kind   runner.Kind
-		msg    string // substring of the error message
-		retry  time.Duration
-		notes  []string
-	}{
-		{
-			file:   "success.jsonl",
-			output: "Created hello.txt and ran the tests.",
-			usage:  event.Usage{InputTokens: 315, CacheReadTokens: 24448, OutputTokens: 1222},
-			notes: []string{"thread started", "run bash -lc ls", "edit /home/dev/proj/.cadre/worktrees/07-sample/hello.txt",
+	parse := func(t *testing.T, tt clitest.Transcript) (runner.Result, *runner.Error, []string) {
+		p := &parser{}
+		notes := clitest.FeedEvents(t, tt.File, &p.progress, p.event)
+		return runner.Result{Output: p.lastMessage, Usage: p.usage, SessionID: p.threadID}, p.failure(), notes
+	}
+	clitest.Transcripts(t, tid, parse,
+		clitest.Transcript{
+			File:   "success.jsonl",
+			Output: "Created hello.txt and ran the tests.",
+			Usage:  event.Usage{InputTokens: 315, CacheReadTokens: 24448, OutputTokens: 1222},
+			Notes: []string{"thread started", "run bash -lc ls", "edit /home/dev/proj/.cadre/worktrees/07-sample/hello.txt",
 				"run bash -lc 'go test ./...'", "says: Created hello.txt and ran the tests."},
 		},
-		{
-			file:   "reconnect.jsonl",
-			output: "All done.",
-			usage:  event.Usage{InputTokens: 11200, OutputTokens: 310},
-		},
-		{file: "auth.jsonl", kind: runner.KindAuth, msg: "Incorrect API key provided"},
-		{file: "rate-limit.jsonl", kind: runner.KindRateLimit, msg: "Rate limit reached", retry: 4450 * time.Millisecond, notes: []string{"run bash -lc 'rg TODO'"}},
-		{file: "quota.jsonl", kind: runner.KindQuota, msg: "usage limit"},
-		{file: "turn-limit.jsonl", kind: runner.KindTurnLimit, msg: "context window"},
+		clitest.Transcript{File: "reconnect.jsonl", Output: "All done.", Usage: event.Usage{InputTokens: 11200, OutputTokens: 310}},
+		clitest.Transcript{File: "auth.jsonl", Kind: runner.KindAuth, Msg: "Incorrect API key provided"},
+		clitest.Transcript{File: "rate-limit.jsonl", Kind: runner.KindRateLimit, Msg: "Rate limit reached", Retry: 4450 * time.Millisecond,
+			Notes: []string{"run bash -lc 'rg TODO'"}},
+		clitest.Transcript{File: "quota.jsonl", Kind: runner.KindQuota, Msg: "usage limit"},
+		clitest.Transcript{File: "turn-limit.jsonl", Kind: runner.KindTurnLimit, Msg: "context window"},
 		// Recorded from the real CLI against cadre modelsim.
-		{
-			file: "real-write.jsonl", tid: "01a205e7-eae2-7a41-8d18-693cb4fa0955",
-			output: "Created hello.txt with the greeting.",
-			usage:  event.Usage{InputTokens: 2400, CacheReadTokens: 100, OutputTokens: 100},
-			notes: []string{"thread started", "warning: Model metadata for `modelsim` not found. Defaulting to fallback metadata; this can degrade performance and cau…",
+		clitest.Transcript{
+			File: "real-write.jsonl", SessionID: "01a205e7-eae2-7a41-8d18-693cb4fa0955",
+			Output: "Created hello.txt with the greeting.",
+			Usage:  event.Usage{InputTokens: 2400, CacheReadTokens: 100, OutputTokens: 100},
+			Notes: []string{"thread started", "warning: Model metadata for `modelsim` not found. Defaulting to fallback metadata; this can degrade performance and cau…",
 				"says: I will create the file.", "edit /tmp/TestRealCLICodexwrite2076679194/001/repo/hello.txt"},
 		},
-		{
-			file: "real-code-mode.jsonl", tid: "01a205e7-f7f8-7543-8e5b-ff09d2ee71ba",
-			output: "Created hello.txt with the greeting.",
-			usage:  event.Usage{InputTokens: 2400, CacheReadTokens: 100, OutputTokens: 100},
+		clitest.Transcript{
+			File: "real-code-mode.jsonl", SessionID: "01a205e7-f7f8-7543-8e5b-ff09d2ee71ba",
+			Output: "Created hello.txt with the greeting.",
+			Usage:  event.Usage{InputTokens: 2400, CacheReadTokens: 100, OutputTokens: 100},
 		},
-		{
-			file: "real-rate-limit.jsonl", tid: "01a205e7-f174-7c31-893d-e8f8aeb59cc1",
-			kind: runner.KindRateLimit, msg: "429 Too Many Requests",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			if tt.tid == "" {
-				tt.tid = tid
-			}
-			p := &parser{}
-			notes := clitest.FeedEvents(t, tt.file, &p.progress, p.event)
-			if !strings.HasPrefix(p.lastMessage, tt.output) {
-				t.Errorf("reply = %q, want prefix %q", p.lastMessage, tt.output)
-			}
-			if diff := cmp.Diff(tt.usage, p.usage); diff != "" {
-				t.Errorf("usage mismatch (-want +got):\n%s", diff)
-			}
-			if p.threadID != tt.tid {
-				t.Errorf("thread = %q, want %q", p.threadID, tt.tid)
-			}
-			clitest.CheckFailure(t, p.failure(), tt.kind, tt.msg, tt.retry)
-			clitest.CheckNotes(t, notes, tt.notes...)
-		})
-	}
+		clitest.Transcript{File: "real-rate-limit.jsonl", SessionID: "01a205e7-f174-7c31-893d-e8f8aeb59cc1",
+			Kind: runner.KindRateLimit, Msg: "429 Too Many Requests"},
+	)
 }
 
 func TestClassify(t *testing.T) {
@@ -131,10 +98,7 @@ func TestArgv(t *testing.T) {
 	dirs := []string{"--add-dir", "/w/run/contexts", "--add-dir", "/w/run/outputs"}
 	noFiles := func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "", "" }
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
-	argv := func(_ *testing.T, r runner.Runner, inv runner.Invocation) ([]string, io.Reader) {
-		return r.(*Runner).argv(inv)
-	}
-	cli.Argvs(t, argv,
+	cli.Argvs(t, clitest.Argv((*Runner).argv),
 		clitest.ArgvCase{Name: "defaults", Want: cat(base, dirs, []string{"--", "Fix it."})},
 		clitest.ArgvCase{Name: "untrusted tree: no project rules", Edit: func(inv *runner.Invocation) { inv.Untrusted = true },
 			Want: cat(base, []string{"--ignore-rules"}, dirs, []string{"--", "Fix it."})},
@@ -177,10 +141,6 @@ func TestEnv(t *testing.T) {
 // TestRunEstimatesCost replays the recorded success and checks the cost is
 // estimated from the price table, the project's prices winning.
 func TestRunEstimatesCost(t *testing.T) {
-	abs, err := filepath.Abs("testdata/success.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
 	usage := event.Usage{InputTokens: 315, CacheReadTokens: 24448, OutputTokens: 1222}
 	builtin, _ := price.Estimate("gpt-5-codex", usage)
 	tests := []struct {
@@ -197,7 +157,7 @@ func TestRunEstimatesCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := cli.Fake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Model: tt.model, Prices: tt.prices})
+			r := cli.Fake(t, clitest.CatTestdata(t, "success.jsonl"), runner.Settings{Model: tt.model, Prices: tt.prices})
 			res, err := r.Run(t.Context(), clitest.Invocation(t))
 			if err != nil {
 				t.Fatal(err)

@@ -41,6 +41,7 @@ import (
 // GitHub endpoints its login uses.
 var Type = runner.Descriptor{
 	Type: "copilot", Kind: runner.TypeCLI,
+	Caps:    runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true},
 	Program: "copilot", Install: "npm install -g @github/copilot",
 	Env: []string{
 		"COPILOT_GITHUB_TOKEN", "COPILOT_HOME", "COPILOT_MODEL",
@@ -63,9 +64,7 @@ type Runner struct{ cliutil.Agent }
 // default --model; Args are added after cadre's own flags. Copilot CLI
 // edits files, takes a model per step and streams its events; its cost is
 // estimated from Prices.
-func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true})(s)
-}
+func New(s runner.Settings) (runner.Runner, error) { return cliutil.New[Runner](Type)(s) }
 
 // Run runs Copilot CLI on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {

@@ -19,20 +19,24 @@ import (
 // The real-* files were recorded from Copilot CLI 1.0.102 against cadre
 // modelsim (internal/modelsim TestRealCLICopilot): its stdout, and for the
 // write its session log, where the tokens are.
-func TestParseRealTranscripts(t *testing.T) {
-	p := &parser{}
-	notes := clitest.FeedEvents(t, "real-write.jsonl", &p.progress, p.event)
-	if !strings.Contains(p.reply, "### SIGNAL BLOCK") || p.failure != nil || p.sessionID == "" {
-		t.Errorf("reply %q, failure %v, session %q: want the final text, no failure, the session", p.reply, p.failure, p.sessionID)
+func TestParseTranscripts(t *testing.T) {
+	parse := func(t *testing.T, tt clitest.Transcript) (runner.Result, *runner.Error, []string) {
+		p := &parser{}
+		notes := clitest.FeedEvents(t, tt.File, &p.progress, p.event)
+		return runner.Result{Output: p.reply, SessionID: p.sessionID}, p.failure, notes
 	}
-	if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "create /") && strings.HasSuffix(n, "/hello.txt") }) {
-		t.Errorf("notes %q lack the create call", notes)
-	}
+	clitest.Transcripts(t, "", parse,
+		clitest.Transcript{File: "real-write.jsonl", SessionID: "f7d26e93-5925-43d9-8e26-5cf8f933a96a",
+			Output: "Created hello.txt with the greeting.\n\n### SIGNAL BLOCK\n",
+			Notes:  []string{"create /tmp/TestRealCLICopilotwrite2764308989/001/repo/hello.txt"}},
+		clitest.Transcript{File: "real-rate-limit.jsonl", SessionID: "1eaba6f2-981a-4526-9d2b-9013add2509a",
+			Kind: runner.KindRateLimit, Msg: "rate limit reached"},
+	)
+}
+
+func TestSessionUsage(t *testing.T) {
 	dir := t.TempDir()
-	events, err := os.ReadFile(filepath.Join("testdata", "real-write-events.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := clitest.Testdata(t, "real-write-events.jsonl")
 	if err := os.MkdirAll(filepath.Join(dir, "session-state", "s"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -44,10 +48,9 @@ func TestParseRealTranscripts(t *testing.T) {
 	if diff := cmp.Diff(want, u); diff != "" || err != nil || model != "modelsim" {
 		t.Errorf("session usage (%v, model %q) mismatch (-want +got):\n%s", err, model, diff)
 	}
+}
 
-	p = &parser{}
-	clitest.FeedEvents(t, "real-rate-limit.jsonl", &p.progress, p.event)
-	clitest.CheckFailure(t, p.failure, runner.KindRateLimit, "rate limit reached", 0)
+func TestClassify(t *testing.T) {
 	for _, tt := range []struct {
 		typ    string
 		status int

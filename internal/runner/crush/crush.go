@@ -38,6 +38,7 @@ import (
 // them.
 var Type = runner.Descriptor{
 	Type: "crush", Kind: runner.TypeCLI,
+	Caps:    runner.Caps{EditsFiles: true, ModelChoice: true},
 	Program: "crush", Install: "npm install -g @charmland/crush",
 	Env: []string{
 		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY",
@@ -59,7 +60,7 @@ func New(s runner.Settings) (runner.Runner, error) {
 	if s.URL != "" {
 		return nil, fmt.Errorf("runners.%s.url: crush takes its provider's base URL from crush.json (providers.NAME.base_url), not from cadre", s.Name)
 	}
-	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true})(s)
+	return cliutil.New[Runner](Type)(s)
 }
 
 // Run runs Crush on inv.Prompt in inv.Dir.

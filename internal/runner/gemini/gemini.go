@@ -43,6 +43,7 @@ const (
 // model-only lets it reach the Gemini API and Google's sign-in.
 var Type = runner.Descriptor{
 	Type: "gemini", Kind: runner.TypeCLI,
+	Caps:    runner.Caps{EditsFiles: true, ModelChoice: true},
 	Program: "gemini", Install: "npm install -g @google/gemini-cli",
 	Env: []string{
 		"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
@@ -64,9 +65,7 @@ type Runner struct{ cliutil.Agent }
 // after cadre's own flags. The Gemini CLI edits files and takes a model
 // per step; its JSON output comes at the end (no streaming) and its cost
 // is estimated from Prices.
-func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true})(s)
-}
+func New(s runner.Settings) (runner.Runner, error) { return cliutil.New[Runner](Type)(s) }
 
 // Run runs the Gemini CLI on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {

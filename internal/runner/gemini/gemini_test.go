@@ -2,11 +2,7 @@ package gemini
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,87 +15,48 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func readTestdata(t *testing.T, name string) []byte {
-	t.Helper()
-	if name == "" {
-		return nil
-	}
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
 func TestParseTranscripts(t *testing.T) {
 	const sid = "b5e2c1d4-0a7f-4c39-8e61-3d9f2a7b8c15"
-	tests := []struct {
-		name   string
-		sid    string // session id, when not the synthetic transcripts' one
-		stdout string
-		stderr string
-		exit   int
-		reply  string // prefix
-		models map[string]event.Usage
-		main   string
-		kind   runner.Kind
-		msg    string
-		retry  time.Duration
-	}{
-		{
-			name: "success", stdout: "success.stdout",
-			reply: "Created hello.txt and ran the tests.",
-			models: map[string]event.Usage{
-				"gemini-2.5-flash-lite": {InputTokens: 1306, OutputTokens: 9 + 41},
-				"gemini-2.5-pro":        {InputTokens: 4512, CacheReadTokens: 34400, OutputTokens: 402 + 1873},
-			},
-			main: "gemini-2.5-pro",
+	// The tokens of each model of a run; none for a failed one.
+	models := map[string]map[string]event.Usage{
+		"success.stdout": {
+			"gemini-2.5-flash-lite": {InputTokens: 1306, OutputTokens: 9 + 41},
+			"gemini-2.5-pro":        {InputTokens: 4512, CacheReadTokens: 34400, OutputTokens: 402 + 1873},
 		},
-		{name: "auth", stderr: "auth.stderr", exit: 1, kind: runner.KindAuth, msg: "API key not valid"},
-		{name: "auth missing", stderr: "auth-missing.stderr", exit: 41, kind: runner.KindAuth, msg: "GEMINI_API_KEY"},
-		{name: "rate limit", stderr: "rate-limit.stderr", exit: 1, kind: runner.KindRateLimit, msg: "generate_content_paid_tier_input_token_count", retry: 21400 * time.Millisecond},
-		{name: "daily quota", stderr: "quota.stderr", exit: 1, kind: runner.KindQuota, msg: "PerDay"},
-		{name: "turn limit", stderr: "turn-limit.stderr", exit: 53, kind: runner.KindTurnLimit, msg: "max session turns"},
+		"real-write.stdout": {
+			"gemini-3.5-flash-lite": {InputTokens: 900, OutputTokens: 12},
+			"gemini-3.8-flash":      {InputTokens: 2400, CacheReadTokens: 100, OutputTokens: 100},
+		},
+	}
+	// A transcript is the CLI's stdout, or its stderr when it failed.
+	read := func(t *testing.T, tt clitest.Transcript) (runner.Result, *runner.Error, []string) {
+		data := clitest.Testdata(t, tt.File)
+		stdout, stderr := data, []byte(nil)
+		if strings.HasSuffix(tt.File, ".stderr") {
+			stdout, stderr = nil, data
+		}
+		p := parse(stdout, stderr, tt.Exit)
+		if diff := cmp.Diff(models[tt.File], p.models); diff != "" {
+			t.Errorf("models mismatch (-want +got):\n%s", diff)
+		}
+		return runner.Result{Output: p.reply, SessionID: p.sessionID, Model: p.mainModel()}, p.failure, nil
+	}
+	clitest.Transcripts(t, sid, read,
+		clitest.Transcript{File: "success.stdout", Output: "Created hello.txt and ran the tests.", Model: "gemini-2.5-pro"},
+		clitest.Transcript{File: "auth.stderr", Exit: 1, Kind: runner.KindAuth, Msg: "API key not valid"},
+		clitest.Transcript{File: "auth-missing.stderr", Exit: 41, Kind: runner.KindAuth, Msg: "GEMINI_API_KEY"},
+		clitest.Transcript{File: "rate-limit.stderr", Exit: 1, Kind: runner.KindRateLimit, Msg: "generate_content_paid_tier_input_token_count",
+			Retry: 21400 * time.Millisecond},
+		clitest.Transcript{File: "quota.stderr", Exit: 1, Kind: runner.KindQuota, Msg: "PerDay"},
+		clitest.Transcript{File: "turn-limit.stderr", Exit: 53, Kind: runner.KindTurnLimit, Msg: "max session turns"},
 		// Recorded from the real CLI against cadre modelsim.
-		{
-			name: "real write", sid: "d3916a8e-a63e-4166-b8ca-21cff80a4b6b", stdout: "real-write.stdout",
-			reply: "Created hello.txt with the greeting.",
-			models: map[string]event.Usage{
-				"gemini-3.5-flash-lite": {InputTokens: 900, OutputTokens: 12},
-				"gemini-3.8-flash":      {InputTokens: 2400, CacheReadTokens: 100, OutputTokens: 100},
-			},
-			main: "gemini-3.8-flash",
-		},
-		{
-			name: "real rate limit", sid: "ebad8cb1-e02a-4269-843c-8d8ca5cdffd5", stderr: "real-rate-limit.stderr", exit: 1,
-			kind: runner.KindRateLimit, msg: "modelsim: rate limit reached",
-		},
-		{
-			name: "real max turns", sid: "1b431744-38ea-4920-9d62-20c40531a46b", stderr: "real-max-turns.stderr", exit: 53,
-			kind: runner.KindTurnLimit, msg: "Reached max session turns",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.sid == "" {
-				tt.sid = sid
-			}
-			p := parse(readTestdata(t, tt.stdout), readTestdata(t, tt.stderr), tt.exit)
-			if !strings.HasPrefix(p.reply, tt.reply) {
-				t.Errorf("reply = %q, want prefix %q", p.reply, tt.reply)
-			}
-			if p.sessionID != tt.sid {
-				t.Errorf("session = %q, want %q", p.sessionID, tt.sid)
-			}
-			if diff := cmp.Diff(tt.models, p.models); diff != "" {
-				t.Errorf("models mismatch (-want +got):\n%s", diff)
-			}
-			if got := p.mainModel(); got != tt.main {
-				t.Errorf("main model = %q, want %q", got, tt.main)
-			}
-			clitest.CheckFailure(t, p.failure, tt.kind, tt.msg, tt.retry)
-		})
-	}
+		clitest.Transcript{File: "real-write.stdout", SessionID: "d3916a8e-a63e-4166-b8ca-21cff80a4b6b",
+			Output: "Created hello.txt with the greeting.", Model: "gemini-3.8-flash"},
+		clitest.Transcript{File: "real-rate-limit.stderr", SessionID: "ebad8cb1-e02a-4269-843c-8d8ca5cdffd5", Exit: 1,
+			Kind: runner.KindRateLimit, Msg: "modelsim: rate limit reached"},
+		clitest.Transcript{File: "real-max-turns.stderr", SessionID: "1b431744-38ea-4920-9d62-20c40531a46b", Exit: 53,
+			Kind: runner.KindTurnLimit, Msg: "Reached max session turns"},
+	)
 }
 
 func TestParseWithoutDocument(t *testing.T) {
@@ -158,10 +115,7 @@ func TestArgv(t *testing.T) {
 	base := []string{"--output-format", "json", "--approval-mode", "yolo"}
 	dirs := []string{"--include-directories=/w/run/contexts", "--include-directories=/w/run/outputs"}
 	noFiles := func(inv *runner.Invocation) { inv.ContextPath, inv.OutputPath = "", "" }
-	argv := func(_ *testing.T, r runner.Runner, inv runner.Invocation) ([]string, io.Reader) {
-		return r.(*Runner).argv(inv)
-	}
-	cli.Argvs(t, argv,
+	cli.Argvs(t, clitest.Argv((*Runner).argv),
 		clitest.ArgvCase{Name: "defaults", Want: slices.Concat(base, dirs, []string{"--prompt=Fix it."})},
 		clitest.ArgvCase{Name: "settings model", S: runner.Settings{Model: "gemini-2.5-pro"},
 			Want: slices.Concat(base, []string{"--model", "gemini-2.5-pro"}, dirs, []string{"--prompt=Fix it."})},
@@ -193,10 +147,6 @@ func TestEnv(t *testing.T) {
 // TestRunEstimatesCost replays the recorded success: each model is priced at
 // its own rate, the project's prices winning.
 func TestRunEstimatesCost(t *testing.T) {
-	abs, err := filepath.Abs("testdata/success.stdout")
-	if err != nil {
-		t.Fatal(err)
-	}
 	lite := event.Usage{InputTokens: 1306, OutputTokens: 50}
 	pro := event.Usage{InputTokens: 4512, CacheReadTokens: 34400, OutputTokens: 2275}
 	liteCost, _ := price.Estimate("gemini-2.5-flash-lite", lite)
@@ -212,7 +162,7 @@ func TestRunEstimatesCost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := cli.Fake(t, fmt.Sprintf("cat %q\n", abs), runner.Settings{Prices: tt.prices})
+			r := cli.Fake(t, clitest.CatTestdata(t, "success.stdout"), runner.Settings{Prices: tt.prices})
 			res, err := r.Run(t.Context(), clitest.Invocation(t))
 			if err != nil {
 				t.Fatal(err)

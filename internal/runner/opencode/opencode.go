@@ -36,6 +36,7 @@ const permission = `{"edit":"allow","bash":"allow"}`
 // runners.NAME.url and sandbox.allow_hosts.
 var Type = runner.Descriptor{
 	Type: "opencode", Kind: runner.TypeCLI,
+	Caps:    runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true},
 	Program: "opencode", Install: "npm install -g opencode-ai",
 	Env: []string{
 		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY",
@@ -56,7 +57,7 @@ type Runner struct{ cliutil.Agent }
 // cadre's own flags. OpenCode edits files, reports its cost, takes a
 // model per step and streams its events.
 func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.Factory(Type, runner.Caps{EditsFiles: true, ReportsCost: true, ModelChoice: true, Streams: true}, func(a cliutil.Agent) (runner.Runner, error) {
+	return cliutil.Factory(Type, func(a cliutil.Agent) (runner.Runner, error) {
 		if a.URL != "" && providerOf(a.Model) == "" {
 			return nil, fmt.Errorf("runners.%s.url needs runners.%s.model written provider/model (e.g. anthropic/claude-sonnet-4-5): the URL is that provider's", a.Instance, a.Instance)
 		}

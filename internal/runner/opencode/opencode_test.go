@@ -13,56 +13,33 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/runner/cliutil/clitest"
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestParseTranscripts(t *testing.T) {
-	const sid = "ses_494719016ffe85dkDMj0FPRbHK"
-	tests := []struct {
-		file  string
-		reply string // prefix
-		usage event.Usage
-		kind  runner.Kind
-		msg   string
-		retry time.Duration
-		notes []string
-	}{
-		{
-			file:  "success.jsonl",
-			reply: "Created hello.txt and ran the tests.",
-			usage: event.Usage{InputTokens: 9, OutputTokens: 96 + 180 + 64, CacheReadTokens: 11520, CacheWriteTokens: 11760, CostUSD: 0.0112 + 0.0061},
-			notes: []string{"says: I'll create the file and run the tests.", "write /home/dev/proj/.cadre/worktrees/07-sample/hello.txt", "bash go test ./..."},
-		},
-		{file: "auth.jsonl", kind: runner.KindAuth, msg: "invalid x-api-key"},
-		{
-			file: "rate-limit.jsonl", kind: runner.KindRateLimit, msg: "rate limit", retry: 27 * time.Second,
-			usage: event.Usage{InputTokens: 3, OutputTokens: 40, CacheWriteTokens: 4096, CostUSD: 0.0031},
-			notes: []string{"read /home/dev/proj/.cadre/worktrees/07-sample/main.go"},
-		},
-		{file: "quota.jsonl", kind: runner.KindQuota, msg: "credit balance is too low"},
-		{
-			file: "turn-limit.jsonl", kind: runner.KindTurnLimit, msg: "prompt is too long",
-			usage: event.Usage{InputTokens: 4, OutputTokens: 20, CacheWriteTokens: 190000, CostUSD: 0.0402},
-		},
+	parse := func(t *testing.T, tt clitest.Transcript) (runner.Result, *runner.Error, []string) {
+		p := &parser{}
+		notes := clitest.FeedEvents(t, tt.File, &p.progress, p.event)
+		return runner.Result{Output: p.reply(), Usage: p.usage, SessionID: p.sessionID}, p.failure, notes
 	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			p := &parser{}
-			notes := clitest.FeedEvents(t, tt.file, &p.progress, p.event)
-			if got := p.reply(); !strings.HasPrefix(got, tt.reply) {
-				t.Errorf("reply = %q, want prefix %q", got, tt.reply)
-			}
-			if diff := cmp.Diff(tt.usage, p.usage, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
-				t.Errorf("usage mismatch (-want +got):\n%s", diff)
-			}
-			if p.sessionID != sid {
-				t.Errorf("session = %q, want %q", p.sessionID, sid)
-			}
-			clitest.CheckFailure(t, p.failure, tt.kind, tt.msg, tt.retry)
-			clitest.CheckNotes(t, notes, tt.notes...)
-		})
-	}
+	clitest.Transcripts(t, "ses_494719016ffe85dkDMj0FPRbHK", parse,
+		clitest.Transcript{
+			File:   "success.jsonl",
+			Output: "Created hello.txt and ran the tests.",
+			Usage:  event.Usage{InputTokens: 9, OutputTokens: 96 + 180 + 64, CacheReadTokens: 11520, CacheWriteTokens: 11760, CostUSD: 0.0112 + 0.0061},
+			Notes:  []string{"says: I'll create the file and run the tests.", "write /home/dev/proj/.cadre/worktrees/07-sample/hello.txt", "bash go test ./..."},
+		},
+		clitest.Transcript{File: "auth.jsonl", Kind: runner.KindAuth, Msg: "invalid x-api-key"},
+		clitest.Transcript{
+			File: "rate-limit.jsonl", Kind: runner.KindRateLimit, Msg: "rate limit", Retry: 27 * time.Second,
+			Usage: event.Usage{InputTokens: 3, OutputTokens: 40, CacheWriteTokens: 4096, CostUSD: 0.0031},
+			Notes: []string{"read /home/dev/proj/.cadre/worktrees/07-sample/main.go"},
+		},
+		clitest.Transcript{File: "quota.jsonl", Kind: runner.KindQuota, Msg: "credit balance is too low"},
+		clitest.Transcript{
+			File: "turn-limit.jsonl", Kind: runner.KindTurnLimit, Msg: "prompt is too long",
+			Usage: event.Usage{InputTokens: 4, OutputTokens: 20, CacheWriteTokens: 190000, CostUSD: 0.0402},
+		},
+	)
 }
 
 func TestClassify(t *testing.T) {

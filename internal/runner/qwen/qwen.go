@@ -32,6 +32,7 @@ import (
 // OpenAI-compatible server: runners.NAME.url or sandbox.allow_hosts).
 var Type = runner.Descriptor{
 	Type: "qwen", Kind: runner.TypeCLI,
+	Caps:    runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true},
 	Program: "qwen", Install: "npm install -g @qwen-code/qwen-code",
 	Env: []string{
 		"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY",
@@ -51,9 +52,7 @@ type Runner struct{ cliutil.Agent }
 // server's /v1); Model is the default --model; Args are added after
 // cadre's own flags. Qwen Code edits files, takes a model per step and
 // streams its events; its cost is estimated from Prices.
-func New(s runner.Settings) (runner.Runner, error) {
-	return cliutil.New[Runner](Type, runner.Caps{EditsFiles: true, ModelChoice: true, Streams: true})(s)
-}
+func New(s runner.Settings) (runner.Runner, error) { return cliutil.New[Runner](Type)(s) }
 
 // Run runs Qwen Code on inv.Prompt in inv.Dir.
 func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result, error) {

@@ -4,7 +4,6 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,32 +16,24 @@ import (
 
 // real-write.jsonl was recorded from Qwen Code 0.24.4 against cadre
 // modelsim (internal/modelsim TestRealCLIQwen): one write_file call, then
-// the final text.
-func TestParseRealTranscript(t *testing.T) {
-	p := &parser{}
-	notes := clitest.FeedEvents(t, "real-write.jsonl", &p.progress, p.event)
-	if !strings.Contains(p.reply(), "### SIGNAL BLOCK") || p.failure != nil {
-		t.Errorf("reply %q, failure %v: want the final text and no failure", p.reply(), p.failure)
+// the final text. rate-limit.jsonl is built from the documented result
+// event (Qwen Code retries a 429 for about a minute before it gives up,
+// too slow to record in the tests).
+func TestParseTranscripts(t *testing.T) {
+	parse := func(t *testing.T, tt clitest.Transcript) (runner.Result, *runner.Error, []string) {
+		p := &parser{}
+		notes := clitest.FeedEvents(t, tt.File, &p.progress, p.event)
+		return runner.Result{Output: p.reply(), Usage: p.usage, SessionID: p.sessionID, Model: p.model}, p.failure, notes
 	}
-	want := event.Usage{InputTokens: 2500, OutputTokens: 100, CacheReadTokens: 100}
-	if diff := cmp.Diff(want, p.usage); diff != "" {
-		t.Errorf("usage mismatch (-want +got):\n%s", diff)
-	}
-	if p.sessionID == "" || p.model != "modelsim" {
-		t.Errorf("session %q, model %q", p.sessionID, p.model)
-	}
-	if !slices.ContainsFunc(notes, func(n string) bool { return strings.HasPrefix(n, "write_file /") && strings.HasSuffix(n, "/hello.txt") }) {
-		t.Errorf("notes %q lack the write_file call", notes)
-	}
+	clitest.Transcripts(t, "d76d9248-e870-4cbe-9154-9b08255858e8", parse,
+		clitest.Transcript{File: "real-write.jsonl", Output: "Created hello.txt with the greeting.\n\n### SIGNAL BLOCK\n",
+			Usage: event.Usage{InputTokens: 2500, OutputTokens: 100, CacheReadTokens: 100}, Model: "modelsim",
+			Notes: []string{"write_file /tmp/TestRealCLIQwenwrite1067543839/001/repo/hello.txt"}},
+		clitest.Transcript{File: "rate-limit.jsonl", Kind: runner.KindRateLimit, Msg: "429 Rate limit reached", Retry: 20 * time.Second},
+	)
 }
 
-// rate-limit.jsonl is built from the documented result event (Qwen Code
-// retries a 429 for about a minute before it gives up, too slow to record
-// in the tests).
-func TestParseError(t *testing.T) {
-	p := &parser{}
-	clitest.FeedEvents(t, "rate-limit.jsonl", &p.progress, p.event)
-	clitest.CheckFailure(t, p.failure, runner.KindRateLimit, "", 20*time.Second)
+func TestClassify(t *testing.T) {
 	for _, tt := range []struct {
 		sub, msg string
 		want     runner.Kind

@@ -87,64 +87,32 @@ func inv(t *testing.T, role, item string, attempt int, reask bool) runner.Invoca
 		LogPath: filepath.Join(root, "logs", "step.log")}
 }
 
-func TestMatching(t *testing.T) {
-	r := load(t, `rules:
-  - {role: coder, task: t1, attempt: 1, reask: true, say: coder-t1-1-reask}
-  - {role: coder, task: t1, attempt: 1, say: coder-t1-1}
-  - {role: coder, task: t1, attempt: 2, say: coder-t1-2}
-  - {role: coder, task: t1, say: coder-t1-any}
-  - {role: coder, reask: false, say: coder-first-ask}
-  - {role: auditor, say: auditor-any}
-  - {role: auditor, say: auditor-shadowed}
-  - {role: "*", task: t9, say: star-t9}
-`)
-	tests := []struct {
-		name    string
-		role    string
-		task    string
-		attempt int
-		reask   bool
-		want    string
-	}{
-		{"role task attempt", "coder", "t1", 1, false, "coder-t1-1"},
-		{"reask rule only on reask", "coder", "t1", 1, true, "coder-t1-1-reask"},
-		{"second attempt", "coder", "t1", 2, false, "coder-t1-2"},
-		{"attempt 0 matches any", "coder", "t1", 5, false, "coder-t1-any"},
-		{"reask false matches first asks", "coder", "t2", 1, false, "coder-first-ask"},
-		{"first match wins", "auditor", "t1", 1, false, "auditor-any"},
-		{"star matches any role", "planner", "t9", 3, false, "star-t9"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := r.Run(t.Context(), inv(t, tt.role, tt.task, tt.attempt, tt.reask))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.ExitCode != 0 || res.Output != tt.want {
-				t.Errorf("exit %d, output %q; want exit 0, %q", res.ExitCode, res.Output, tt.want)
-			}
-		})
-	}
+// ask is a step asking a scenario: by role, for task, on its attempt,
+// maybe a re-ask; want is the reply it gets, "" when no rule matches.
+type ask struct {
+	name    string
+	role    string
+	task    string
+	attempt int
+	reask   bool
+	want    string
 }
 
-func TestNoMatch(t *testing.T) {
-	r := load(t, "rules:\n  - {role: coder, task: t1, reask: false, say: x}\n")
-	tests := []struct {
-		name    string
-		role    string
-		task    string
-		attempt int
-		reask   bool
-	}{
-		{"other role", "auditor", "t1", 1, false},
-		{"other task", "coder", "t2", 1, false},
-		{"reask excluded", "coder", "t1", 4, true},
-	}
-	for _, tt := range tests {
+// play asks the scenario each ask and checks its reply. An ask no rule
+// matches is an agent crash naming the ask, not an error.
+func play(t *testing.T, scenario string, asks ...ask) {
+	r := load(t, scenario)
+	for _, tt := range asks {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := r.Run(t.Context(), inv(t, tt.role, tt.task, tt.attempt, tt.reask))
 			if err != nil {
-				t.Fatalf("no matching rule is an agent crash, not an error: %v", err)
+				t.Fatalf("Run: %v", err)
+			}
+			if tt.want != "" {
+				if res.ExitCode != 0 || res.Output != tt.want {
+					t.Errorf("exit %d, output %q; want exit 0, %q", res.ExitCode, res.Output, tt.want)
+				}
+				return
 			}
 			if res.ExitCode != 1 {
 				t.Errorf("exit %d, want 1", res.ExitCode)
@@ -158,11 +126,44 @@ func TestNoMatch(t *testing.T) {
 	}
 }
 
+func TestMatching(t *testing.T) {
+	play(t, `rules:
+  - {role: coder, task: t1, attempt: 1, reask: true, say: coder-t1-1-reask}
+  - {role: coder, task: t1, attempt: 1, say: coder-t1-1}
+  - {role: coder, task: t1, attempt: 2, say: coder-t1-2}
+  - {role: coder, task: t1, say: coder-t1-any}
+  - {role: coder, reask: false, say: coder-first-ask}
+  - {role: auditor, say: auditor-any}
+  - {role: auditor, say: auditor-shadowed}
+  - {role: "*", task: t9, say: star-t9}
+`,
+		ask{"role task attempt", "coder", "t1", 1, false, "coder-t1-1"},
+		ask{"reask rule only on reask", "coder", "t1", 1, true, "coder-t1-1-reask"},
+		ask{"second attempt", "coder", "t1", 2, false, "coder-t1-2"},
+		ask{"attempt 0 matches any", "coder", "t1", 5, false, "coder-t1-any"},
+		ask{"reask false matches first asks", "coder", "t2", 1, false, "coder-first-ask"},
+		ask{"first match wins", "auditor", "t1", 1, false, "auditor-any"},
+		ask{"star matches any role", "planner", "t9", 3, false, "star-t9"},
+	)
+}
+
+func TestNoMatch(t *testing.T) {
+	play(t, "rules:\n  - {role: coder, task: t1, reask: false, say: x}\n",
+		ask{"other role", "auditor", "t1", 1, false, ""},
+		ask{"other task", "coder", "t2", 1, false, ""},
+		ask{"reask excluded", "coder", "t1", 4, true, ""},
+	)
+}
+
 // runIn plays a one-rule scenario of actions in a working tree prepared with
 // files, returning the result and the tree.
-func runIn(t *testing.T, actions string, files map[string]string) (runner.Result, string) {
+func runIn(t *testing.T, files map[string]string, actions ...string) (runner.Result, string) {
 	t.Helper()
-	r := load(t, "rules:\n  - role: coder\n    actions:\n"+actions+"    say: finished\n")
+	rule := "rules:\n  - role: coder\n    actions:\n"
+	for _, a := range actions {
+		rule += "      - " + a + "\n"
+	}
+	r := load(t, rule+"    say: finished\n")
 	in := inv(t, "coder", "t1", 1, false)
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(in.Dir, name), []byte(text), 0o644); err != nil {
@@ -177,81 +178,33 @@ func runIn(t *testing.T, actions string, files map[string]string) (runner.Result
 }
 
 func TestActions(t *testing.T) {
+	type tree = map[string]string
 	tests := []struct {
 		name    string
-		actions string
-		files   map[string]string // before
-		want    map[string]string // after; "" means absent
+		actions []string
+		files   tree // before
+		want    tree // after; "" means absent
 		exit    int
 		stderr  string
 	}{
-		{
-			name:    "write creates directories",
-			actions: "      - write: {path: a/b/c.txt, content: \"hi\\n\"}\n",
-			want:    map[string]string{"a/b/c.txt": "hi\n"},
-		},
-		{
-			name:    "write replaces content",
-			actions: "      - write: {path: f.txt, content: new}\n",
-			files:   map[string]string{"f.txt": "old old old"},
-			want:    map[string]string{"f.txt": "new"},
-		},
-		{
-			name:    "append adds to the end",
-			actions: "      - append: {path: f.txt, content: \"two\\n\"}\n",
-			files:   map[string]string{"f.txt": "one\n"},
-			want:    map[string]string{"f.txt": "one\ntwo\n"},
-		},
-		{
-			name:    "append creates",
-			actions: "      - append: {path: g.txt, content: x}\n",
-			want:    map[string]string{"g.txt": "x"},
-		},
-		{
-			name:    "replace patches the first occurrence",
-			actions: "      - replace: {path: f.txt, old: Bye, new: Goodbye}\n",
-			files:   map[string]string{"f.txt": "Bye. Bye."},
-			want:    map[string]string{"f.txt": "Goodbye. Bye."},
-		},
-		{
-			name:    "replace of missing text fails the step",
-			actions: "      - replace: {path: f.txt, old: Hello, new: Hi}\n      - write: {path: after.txt, content: x}\n",
-			files:   map[string]string{"f.txt": "Bye"},
-			want:    map[string]string{"f.txt": "Bye", "after.txt": ""},
-			exit:    1,
-			stderr:  `"Hello" not found in f.txt`,
-		},
-		{
-			name:    "replace of a missing file fails the step",
-			actions: "      - replace: {path: nofile.txt, old: a, new: b}\n",
-			exit:    1,
-			stderr:  "nofile.txt",
-		},
-		{
-			name:    "run argv in the working tree",
-			actions: "      - run: [sh, -c, \"echo $0 > argv.txt\", \"two words\"]\n",
-			want:    map[string]string{"argv.txt": "two words\n"},
-		},
-		{
-			name:    "run failure fails the step",
-			actions: "      - run: [sh, -c, \"echo broken >&2; exit 4\"]\n",
-			exit:    1,
-			stderr:  "exit 4",
-		},
-		{
-			name:    "actions run in order",
-			actions: "      - write: {path: f.txt, content: a}\n      - append: {path: f.txt, content: b}\n      - replace: {path: f.txt, old: ab, new: c}\n",
-			want:    map[string]string{"f.txt": "c"},
-		},
-		{
-			name:    "short sleep then write",
-			actions: "      - sleep: 1ms\n      - write: {path: f.txt, content: slept}\n",
-			want:    map[string]string{"f.txt": "slept"},
-		},
+		{"write creates directories", []string{`write: {path: a/b/c.txt, content: "hi\n"}`}, nil, tree{"a/b/c.txt": "hi\n"}, 0, ""},
+		{"write replaces content", []string{"write: {path: f.txt, content: new}"}, tree{"f.txt": "old old old"}, tree{"f.txt": "new"}, 0, ""},
+		{"append adds to the end", []string{`append: {path: f.txt, content: "two\n"}`}, tree{"f.txt": "one\n"}, tree{"f.txt": "one\ntwo\n"}, 0, ""},
+		{"append creates", []string{"append: {path: g.txt, content: x}"}, nil, tree{"g.txt": "x"}, 0, ""},
+		{"replace patches the first occurrence", []string{"replace: {path: f.txt, old: Bye, new: Goodbye}"},
+			tree{"f.txt": "Bye. Bye."}, tree{"f.txt": "Goodbye. Bye."}, 0, ""},
+		{"replace of missing text fails the step", []string{"replace: {path: f.txt, old: Hello, new: Hi}", "write: {path: after.txt, content: x}"},
+			tree{"f.txt": "Bye"}, tree{"f.txt": "Bye", "after.txt": ""}, 1, `"Hello" not found in f.txt`},
+		{"replace of a missing file fails the step", []string{"replace: {path: nofile.txt, old: a, new: b}"}, nil, nil, 1, "nofile.txt"},
+		{"run argv in the working tree", []string{`run: [sh, -c, "echo $0 > argv.txt", "two words"]`}, nil, tree{"argv.txt": "two words\n"}, 0, ""},
+		{"run failure fails the step", []string{`run: [sh, -c, "echo broken >&2; exit 4"]`}, nil, nil, 1, "exit 4"},
+		{"actions run in order", []string{"write: {path: f.txt, content: a}", "append: {path: f.txt, content: b}", "replace: {path: f.txt, old: ab, new: c}"},
+			nil, tree{"f.txt": "c"}, 0, ""},
+		{"short sleep then write", []string{"sleep: 1ms", "write: {path: f.txt, content: slept}"}, nil, tree{"f.txt": "slept"}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, dir := runIn(t, tt.actions, tt.files)
+			res, dir := runIn(t, tt.files, tt.actions...)
 			if res.ExitCode != tt.exit {
 				t.Errorf("exit %d, want %d (stderr %q)", res.ExitCode, tt.exit, res.StderrTail)
 			}
@@ -279,7 +232,7 @@ func TestActions(t *testing.T) {
 func TestRunActionEnvIsMinimal(t *testing.T) {
 	secret := "leaked-" + strconv.Itoa(os.Getpid())
 	t.Setenv(runnertest.SecretEnv, secret)
-	_, dir := runIn(t, "      - run: [sh, -c, \"env > env.txt\"]\n", nil)
+	_, dir := runIn(t, nil, `run: [sh, -c, "env > env.txt"]`)
 	data, err := os.ReadFile(filepath.Join(dir, "env.txt"))
 	if err != nil {
 		t.Fatal(err)

@@ -2,13 +2,15 @@
 // agent-CLI runners share: a fake CLI written as a shell script and the
 // conformance fakes built on it, a step whose files lie outside its working
 // tree, replaying a recorded transcript, and the checks every CLI runner
-// passes alike (its command line, its environment, a replayed failure, its
-// sandbox home, a missing CLI). What each CLI prints and how its runner
-// reads it stays in that runner's tests.
+// passes alike (what its parser reads of a transcript, its command line,
+// its environment, a replayed failure, its sandbox home, a missing CLI).
+// What each CLI prints and how its runner reads it stays in that runner's
+// tests.
 package clitest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +30,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/runner/runnertest"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // Script bodies of a fake CLI that behaves as the conformance suite's
@@ -68,6 +71,23 @@ func Invocation(t testing.TB) runner.Invocation {
 	}
 }
 
+// Testdata reads testdata/name, a recorded transcript.
+func Testdata(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// CatTestdata is a script body printing testdata/name, a recorded
+// transcript, as the CLI printed it.
+func CatTestdata(t testing.TB, name string) string {
+	t.Helper()
+	return Cat(string(Testdata(t, name)))
+}
+
 // Feed hands each line of the recorded transcript testdata/name, as proc
 // would, to line, a parser's line handler, with the parser's progress (at
 // *progress) set to collect the notes it gives, and returns those notes.
@@ -75,12 +95,7 @@ func Feed(t testing.TB, name string, progress *func(string), line func(stream, l
 	t.Helper()
 	var notes []string
 	*progress = func(n string) { notes = append(notes, n) }
-	f, err := os.Open(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(Testdata(t, name)))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line("stdout", sc.Text())
@@ -120,6 +135,69 @@ func CheckNotes(t testing.TB, notes []string, want ...string) {
 		if !slices.Contains(notes, n) {
 			t.Errorf("notes %q lack %q", notes, n)
 		}
+	}
+}
+
+// Transcript is a recorded transcript, testdata/File, and what a runner's
+// parser must read of it: a reply starting with Output, the usage Usage,
+// the session SessionID, the model Model, progress notes holding Notes
+// (exactly NoteCount of them, when it is not 0), and a failure of Kind
+// whose message contains Msg, retried after Retry, or none when Kind is
+// empty. Exit is the code the CLI exited with, for a parser that reads it.
+type Transcript struct {
+	File      string
+	Exit      int
+	Output    string
+	Usage     event.Usage
+	SessionID string
+	Model     string
+	Kind      runner.Kind
+	Msg       string
+	Retry     time.Duration
+	Notes     []string
+	NoteCount int
+}
+
+// Parse reads the transcript tt names as a runner's parser does, and
+// returns the result it makes of it (the fields the parser fills), the
+// failure it read and the progress notes it gave.
+type Parse func(t *testing.T, tt Transcript) (res runner.Result, failure *runner.Error, notes []string)
+
+// Transcripts checks what parse reads of each transcript; one that names
+// no session wants sid, the session of the synthetic transcripts.
+func Transcripts(t *testing.T, sid string, parse Parse, transcripts ...Transcript) {
+	for _, tt := range transcripts {
+		t.Run(tt.File, func(t *testing.T) {
+			if tt.SessionID == "" {
+				tt.SessionID = sid
+			}
+			res, failure, notes := parse(t, tt)
+			tt.check(t, res, failure, notes)
+		})
+	}
+}
+
+// check fails unless res, failure and notes are what want says.
+func (want Transcript) check(t *testing.T, res runner.Result, failure *runner.Error, notes []string) {
+	t.Helper()
+	if !strings.HasPrefix(res.Output, want.Output) {
+		t.Errorf("Output = %q, want prefix %q", res.Output, want.Output)
+	}
+	// A cost summed over a run's messages may differ from the written sum
+	// in its last bits.
+	if diff := cmp.Diff(want.Usage, res.Usage, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("Usage mismatch (-want +got):\n%s", diff)
+	}
+	if res.SessionID != want.SessionID {
+		t.Errorf("SessionID = %q, want %q", res.SessionID, want.SessionID)
+	}
+	if res.Model != want.Model {
+		t.Errorf("Model = %q, want %q", res.Model, want.Model)
+	}
+	CheckFailure(t, failure, want.Kind, want.Msg, want.Retry)
+	CheckNotes(t, notes, want.Notes...)
+	if want.NoteCount > 0 && len(notes) != want.NoteCount {
+		t.Errorf("%d notes %q, want %d", len(notes), notes, want.NoteCount)
 	}
 }
 
@@ -399,6 +477,14 @@ func (c CLI) Argvs(t *testing.T, argv func(t *testing.T, r runner.Runner, inv ru
 			args, stdin := argv(t, r, inv)
 			CheckArgv(t, args, stdin, tt.Want, tt.WantStdin)
 		})
+	}
+}
+
+// Argv is the argv of Argvs for runners of type R, whose method argv
+// builds the arguments and stdin of a step.
+func Argv[R runner.Runner](argv func(R, runner.Invocation) ([]string, io.Reader)) func(*testing.T, runner.Runner, runner.Invocation) ([]string, io.Reader) {
+	return func(_ *testing.T, r runner.Runner, inv runner.Invocation) ([]string, io.Reader) {
+		return argv(r.(R), inv)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -134,20 +135,21 @@ func (b Builder) Serve(t testing.TB, status int, headers map[string]string, body
 	return Serve(t, status, h, body)
 }
 
-// Asked is a step a test sent through a runner to a fake API: the step,
-// the runner's result and the one request the API got.
-type Asked struct {
-	Inv runner.Invocation
-	Res runner.Result
-	Req Request
+// Reply is what a runner must make of the API's answer: the reply Output,
+// the usage Usage and Model, the model that answered.
+type Reply struct {
+	Output string
+	Usage  event.Usage
+	Model  string
 }
 
 // Ask sends a step, answered 200 with answer, through a runner of s whose
 // URL is the fake API's followed by s.URL, and checks what every API
-// runner does alike: the step succeeds, the API gets one request asking
-// s.Model with the prompt (see sent), and the log holds the request line
-// and the reply but no key of b.Env.
-func (b Builder) Ask(t *testing.T, s runner.Settings, answer string) Asked {
+// runner does alike: the step succeeds with the result want, the API gets
+// one request asking s.Model with the prompt (see sent), and the log holds
+// the request line and the reply but no key of b.Env. It returns the
+// request, for what the API alone needs of it.
+func (b Builder) Ask(t *testing.T, s runner.Settings, answer string, want Reply) Request {
 	t.Helper()
 	srv, got := b.Serve(t, 200, nil, answer)
 	s.URL = srv.URL + s.URL
@@ -156,6 +158,7 @@ func (b Builder) Ask(t *testing.T, s runner.Settings, answer string) Asked {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	want.check(t, res)
 	req := b.sent(t, *got, s.Model, inv)
 	for _, key := range b.Env {
 		logged(t, inv, srv.URL+strings.TrimPrefix(b.Path, "POST "), key)
@@ -163,7 +166,24 @@ func (b Builder) Ask(t *testing.T, s runner.Settings, answer string) Asked {
 	if len(b.Env) == 0 {
 		logged(t, inv, srv.URL+strings.TrimPrefix(b.Path, "POST "), "")
 	}
-	return Asked{Inv: inv, Res: res, Req: req}
+	return req
+}
+
+// check fails unless res is the reply want says; a cost, a sum of
+// products of prices, may differ from want's in its last bits.
+func (want Reply) check(t testing.TB, res runner.Result) {
+	t.Helper()
+	if res.Output != want.Output {
+		t.Errorf("output %q, want %q", res.Output, want.Output)
+	}
+	got, u := res.Usage, want.Usage
+	got.CostUSD, u.CostUSD = 0, 0
+	if got != u || math.Abs(res.Usage.CostUSD-want.Usage.CostUSD) > 1e-12 {
+		t.Errorf("usage %+v, want %+v", res.Usage, want.Usage)
+	}
+	if res.Model != want.Model {
+		t.Errorf("model %q, want the model that answered, %q", res.Model, want.Model)
+	}
 }
 
 // sent checks the one request a fake API got for inv: sent to b.Path,
