@@ -11,6 +11,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/projectcmd"
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -300,7 +301,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		if c.Kind == "baseline" {
 			fx.baseline = exits
 		} else {
-			for _, name := range commandNames {
+			for _, name := range projectcmd.Names {
 				if code, ran := exits[name]; ran && code != 0 && fx.baseline[name] == 0 {
 					r.Regressions = append(r.Regressions, name)
 				}
