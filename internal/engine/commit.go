@@ -77,12 +77,20 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 		return err
 	}
 	rec.Status = store.StepCompleted
-	rec.Result, _ = json.Marshal(map[string]string{"commit": sha})
+	res := map[string]string{"commit": sha}
+	if sha == "" {
+		res["nothing"] = nothingToCommit
+	}
+	rec.Result, _ = json.Marshal(res)
 	if err := ir.remote.NoteWIP(ctx, &rec); err != nil {
 		return err
 	}
 	return e.finishStep(ctx, rec)
 }
+
+// nothingToCommit is what a commit step with nothing to commit records:
+// it makes no empty commit, and pushes nothing.
+const nothingToCommit = "nothing to commit"
 
 // commitMask is what a commit's files go through: cadre's secrets masked,
 // which an agent may have written into its work; nil with none to mask.

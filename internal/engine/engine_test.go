@@ -922,3 +922,33 @@ func TestRunnerBuiltOncePerRun(t *testing.T) {
 		t.Errorf("runner built %d times for two runs, want 2", built)
 	}
 }
+
+// A task whose coder changed nothing completes without a commit: its
+// commit step records "nothing to commit" and its branch stays at the
+// base, while the task that changed a file gets its commit.
+func TestNothingToCommitMakesNoCommit(t *testing.T) {
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Role == "coder" && inv.Item == "idle" {
+			return runner.Result{Output: signalText("coder", "SUCCESS", -1)}
+		}
+		return passAll(inv)
+	}, [2]string{"idle", "code"}, [2]string{"busy", "code"})
+	sum, err := e.eng.Start(context.Background(), Options{})
+	if err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("run: %v, %+v", err, sum)
+	}
+	for item, want := range map[string]string{"idle": `{"commit":"","nothing":"nothing to commit"}`, "busy": `"commit":"`} {
+		rec, err := e.st.GetStep(context.Background(), sum.Run, item+"/commit")
+		if err != nil || rec.Status != store.StepCompleted || !strings.Contains(string(rec.Result), want) {
+			t.Errorf("%s's commit step %s %s, %v; want completed with %s", item, rec.Status, rec.Result, err, want)
+		}
+		if strings.Contains(string(rec.Result), "nothing") != (item == "idle") {
+			t.Errorf("%s's commit step records %s", item, rec.Result)
+		}
+	}
+	for branch, want := range map[string]string{"cadre/idle-task-idle": "0", "cadre/busy-task-busy": "1"} {
+		if n := strings.TrimSpace(git(t, e.root, "rev-list", "--count", "main.."+branch)); n != want {
+			t.Errorf("%s is %s commits past main, want %s", branch, n, want)
+		}
+	}
+}

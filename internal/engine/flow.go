@@ -248,6 +248,7 @@ func (fx *flowExec) Warn(msg string) {
 // actionResult is the journaled result of a deterministic step.
 type actionResult struct {
 	Commit      string         `json:"commit,omitempty"`
+	Nothing     string         `json:"nothing,omitempty"` // a commit step's "nothing to commit"
 	Exits       map[string]int `json:"exits,omitempty"`
 	Regressions []string       `json:"regressions,omitempty"`
 	Output      string         `json:"output,omitempty"`
@@ -314,6 +315,8 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		}
 		if err != nil {
 			failure = err.Error()
+		} else if sha == "" {
+			r.Nothing = nothingToCommit
 		}
 		r.Commit = sha
 	case "gatekeeper":
