@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -68,48 +66,26 @@ func (e *Engine) unshieldLeftovers(ctx context.Context, ir *itemRun) error {
 	return e.undoInterruptedReview(ctx, ir)
 }
 
-// reviewMark is where the tree a reviewing agent works on is noted while
-// it runs (its id, then the role): per item, not per run, so a new run
-// after a crash finds it. The agent cannot write there.
-func (e *Engine) reviewMark(item string) string {
-	return filepath.Join(e.StateDir(), "reviewing", item)
+// reviewMark notes the tree a reviewing agent works on while it runs:
+// per item, not per run, so a new run after a crash finds it. The agent
+// cannot write there.
+func (e *Engine) reviewMark(item string) workspace.ReviewMark {
+	return workspace.ReviewMark(filepath.Join(e.StateDir(), "reviewing", item))
 }
 
 // undoInterruptedReview puts the item's tree back as it was before a
 // reviewing agent whose run was killed mid-step: its partial edits would
 // otherwise be taken for the work when the step runs again.
 func (e *Engine) undoInterruptedReview(ctx context.Context, ir *itemRun) error {
-	data, err := os.ReadFile(e.reviewMark(ir.it.ID))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	mark := e.reviewMark(ir.it.ID)
+	tree, role, err := mark.Read()
+	if err != nil || tree == "" {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("item %s: %w", ir.it.ID, err)
-	}
-	tree, role, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
 	if err := e.discardEdits(ctx, ir, role, "", tree); err != nil {
 		return err
 	}
-	return e.unmarkReview(ir)
-}
-
-// markReview notes the tree a reviewing agent is about to work on.
-func (e *Engine) markReview(ir *itemRun, role, tree string) error {
-	mark := e.reviewMark(ir.it.ID)
-	if err := os.MkdirAll(filepath.Dir(mark), 0o755); err != nil {
-		return fmt.Errorf("item %s: %w", ir.it.ID, err)
-	}
-	if err := os.WriteFile(mark, []byte(tree+" "+role+"\n"), 0o644); err != nil {
-		return fmt.Errorf("item %s: %w", ir.it.ID, err)
-	}
-	return nil
-}
-
-func (e *Engine) unmarkReview(ir *itemRun) error {
-	if err := os.Remove(e.reviewMark(ir.it.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("item %s: %w", ir.it.ID, err)
-	}
-	return nil
+	return mark.Clear()
 }
 
 // checkGitState compares the repository's git state with its snapshot
@@ -167,7 +143,7 @@ func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runne
 	if reviewed != "" {
 		rerr := e.discardEdits(ctx, ir, inv.Role, inv.Step, reviewed)
 		if rerr == nil {
-			rerr = e.unmarkReview(ir)
+			rerr = e.reviewMark(ir.it.ID).Clear()
 		}
 		if rerr != nil && err == nil {
 			err = rerr
@@ -195,9 +171,9 @@ func (e *Engine) holdTree(ctx context.Context, ir *itemRun, role string) (tree s
 		ir.treeMu.Unlock()
 		return "", nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
 	}
-	if err := e.markReview(ir, role, tree); err != nil {
+	if err := e.reviewMark(ir.it.ID).Note(tree, role); err != nil {
 		ir.treeMu.Unlock()
-		return "", nil, err
+		return "", nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
 	}
 	return tree, ir.treeMu.Unlock, nil
 }

@@ -48,3 +48,40 @@ func (r *Repo) RevertTo(ctx context.Context, tree string) ([]string, error) {
 	}
 	return paths, nil
 }
+
+// ReviewMark is a file noting the tree a reviewing agent works on, and
+// its role, for as long as it runs: found after a crash, it says what to
+// put the tree back to (RevertTo).
+type ReviewMark string
+
+// Note records tree and role.
+func (m ReviewMark) Note(tree, role string) error {
+	if err := os.MkdirAll(filepath.Dir(string(m)), 0o755); err != nil {
+		return fmt.Errorf("note the reviewed tree: %w", err)
+	}
+	if err := os.WriteFile(string(m), []byte(tree+" "+role+"\n"), 0o644); err != nil {
+		return fmt.Errorf("note the reviewed tree: %w", err)
+	}
+	return nil
+}
+
+// Read returns the noted tree and role; "" when nothing is noted.
+func (m ReviewMark) Read() (tree, role string, err error) {
+	data, err := os.ReadFile(string(m))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("read the reviewed tree: %w", err)
+	}
+	tree, role, _ = strings.Cut(strings.TrimSpace(string(data)), " ")
+	return tree, role, nil
+}
+
+// Clear removes the note.
+func (m ReviewMark) Clear() error {
+	if err := os.Remove(string(m)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("clear the reviewed tree: %w", err)
+	}
+	return nil
+}

@@ -90,3 +90,26 @@ func TestTreeOfChangesInPlace(t *testing.T) {
 		t.Errorf("snapshot's a.txt = %q, want the work", data)
 	}
 }
+
+// A review mark holds the tree and role noted until cleared; none noted
+// reads as nothing, and clearing twice is no error.
+func TestReviewMark(t *testing.T) {
+	m := ReviewMark(filepath.Join(t.TempDir(), "reviewing", "item"))
+	if tree, role, err := m.Read(); tree != "" || role != "" || err != nil {
+		t.Errorf("unnoted mark reads %q %q %v", tree, role, err)
+	}
+	if err := m.Note("0123abcd", "critic"); err != nil {
+		t.Fatal(err)
+	}
+	if tree, role, err := m.Read(); tree != "0123abcd" || role != "critic" || err != nil {
+		t.Errorf("mark reads %q %q %v, want the tree and role noted", tree, role, err)
+	}
+	for range 2 {
+		if err := m.Clear(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tree, _, _ := m.Read(); tree != "" {
+		t.Errorf("cleared mark reads %q", tree)
+	}
+}
