@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -348,5 +349,66 @@ func TestNoChangesOpensNoPullRequest(t *testing.T) {
 	}
 	if !said {
 		t.Errorf("issue 1's comments %+v do not say nothing changed", g.fake.Comments("acme", "widgets", 1))
+	}
+}
+
+// An issue whose pull request an earlier run opened is not worked on
+// again: cadre run says the pull request is open (or was merged), runs no
+// agent and exits 0; one closed unmerged runs again beside it; --again
+// starts over whatever the pull request's state.
+func TestRunLeavesPublishedIssuesAlone(t *testing.T) {
+	g := newGitHubRepo(t)
+	if code, out, errOut := g.cadre(t, "", "run", "--json", "1", "2"); code != 0 {
+		t.Fatalf("first run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	number := map[string]int{}
+	for _, pr := range g.fake.PRs("acme", "widgets") {
+		number[pr.Head] = pr.Number
+	}
+	one, two := number["cadre/1-fix-the-frobnicator"], number["cadre/2-polish-the-widget"]
+	if one == 0 || two == 0 {
+		t.Fatalf("pull requests %+v, want one per issue", g.fake.PRs("acme", "widgets"))
+	}
+	calls := len(g.fake.Calls())
+	runs := func() int {
+		m, _ := filepath.Glob(filepath.Join(g.dir, ".cadre", "runs", "*"))
+		return len(m)
+	}
+	before := runs()
+
+	code, out, errOut := g.cadre(t, "", "run", "--json", "1", "2")
+	if code != 0 || out != "" {
+		t.Fatalf("second run: exit %d, stdout %q; want 0 and nothing run\n%s", code, out, errOut)
+	}
+	for _, want := range []string{fmt.Sprintf("1: pull request #%d is open (cadre watch follows it)\n", one), fmt.Sprintf("2: pull request #%d is open (cadre watch follows it)\n", two)} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr %q lacks %q", errOut, want)
+		}
+	}
+	if runs() != before {
+		t.Errorf("%d runs' directories after, %d before: a run was made", runs(), before)
+	}
+	for _, c := range g.fake.Calls()[calls:] {
+		if c.Method != "GET" {
+			t.Errorf("the second run changed GitHub: %s %s", c.Method, c.Path)
+		}
+	}
+
+	g.fake.SetPRState("acme", "widgets", one, "closed", true)
+	g.fake.SetPRState("acme", "widgets", two, "closed", false)
+	code, out, errOut = g.cadre(t, "", "run", "--json", "1", "2")
+	if code != 0 {
+		t.Fatalf("third run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	if want := fmt.Sprintf(`"type":"warning","message":"1: pull request #%d was merged"`, one); !strings.Contains(out, want) {
+		t.Errorf("no warning %s:\n%s", want, out)
+	}
+	if strings.Contains(out, `"item":"1"`) || !strings.Contains(out, `"type":"taskCompleted","item":"2"`) {
+		t.Errorf("want issue 2 alone worked on again:\n%s", out)
+	}
+
+	code, out, errOut = g.cadre(t, "", "run", "--json", "--again", "1")
+	if code != 0 || !strings.Contains(out, `"type":"taskCompleted","item":"1"`) {
+		t.Errorf("--again: exit %d, want issue 1 worked on again\n%s\n%s", code, errOut, out)
 	}
 }

@@ -108,6 +108,15 @@ func exitCode(f *Factory, err error) int {
 	if errors.As(err, &se) {
 		return int(se)
 	}
+	var fw *engine.Followed
+	if errors.As(err, &fw) {
+		// Nothing to do is not a failure: every issue named has its
+		// pull request.
+		for _, line := range fw.Lines {
+			fmt.Fprintln(f.IO.ErrOut, line)
+		}
+		return 0
+	}
 	code := 1
 	var ee *exitError
 	var fs *engine.FaultStop

@@ -39,6 +39,7 @@ type RunOptions struct {
 	DryRun   bool
 	Query    codehost.IssueQuery
 	Prompt   string // cadre do
+	Again    bool   // issues with an open or merged pull request run again
 	Sandbox  string // --sandbox: bwrap, none or auto, over sandbox.mode
 	Serve    ServeFlags
 	Engine   string // embedded or temporal
@@ -87,6 +88,7 @@ completes.` + liveViewHelp + "\n" + exitStatusRunning,
 		},
 	}
 	addRunFlags(cmd, opts)
+	cmd.Flags().BoolVar(&opts.Again, "again", false, "work on issues whose pull request is already open or merged, from the start")
 	addEngineFlags(cmd, opts)
 	return cmd
 }
@@ -137,7 +139,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	}
 	eo := runspec.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
 		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
-		Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget, Query: opts.Query, Prompt: opts.Prompt}
+		Parallel: opts.Parallel, Agents: opts.Agents, BudgetUSD: opts.Budget, Query: opts.Query, Prompt: opts.Prompt, Again: opts.Again}
 	if opts.DryRun {
 		return f.withEngine(ctx, ws, opts.JSON, func(e *engine.Engine) error {
 			plan, err := e.DryRun(ctx, eo)

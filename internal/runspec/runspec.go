@@ -40,6 +40,9 @@ type Options struct {
 	Query codehost.IssueQuery `json:"query,omitempty"`
 	// Prompt is an ad-hoc item's description (cadre do).
 	Prompt string `json:"prompt,omitempty"`
+	// Again works on issues whose pull request an earlier run opened and
+	// which is open or merged, which a run otherwise leaves alone.
+	Again bool `json:"again,omitempty"`
 	// Temporal, when set, says the run's items run as Temporal workflows
 	// there (engine.StartWith), so resume, approve and stop reach them.
 	Temporal *TemporalTarget `json:"temporal,omitempty"`

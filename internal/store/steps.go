@@ -252,6 +252,23 @@ func (s *Store) GetStep(ctx context.Context, runID, id string) (Step, error) {
 	return st, nil
 }
 
+// LastCompleted returns the latest completed step with id in any run,
+// ErrNotFound when none completed.
+func (s *Store) LastCompleted(ctx context.Context, id string) (Step, error) {
+	stmt, err := s.prepared(ctx, false, `SELECT `+stepColumns+` FROM steps WHERE id = ? AND status = ? ORDER BY seq DESC LIMIT 1`)
+	if err != nil {
+		return Step{}, fmt.Errorf("get step %s: %w", id, err)
+	}
+	st, err := scanStep(stmt.QueryRowContext(ctx, id, StepCompleted))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Step{}, fmt.Errorf("get step %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Step{}, fmt.Errorf("get step %s: %w", id, err)
+	}
+	return st, nil
+}
+
 // Steps returns the steps of a run in the order they were first started
 // (none for an unknown run).
 func (s *Store) Steps(ctx context.Context, runID string) ([]Step, error) {
