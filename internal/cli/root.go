@@ -51,7 +51,7 @@ interrupted run resumes without repeating paid work.` + exitStatusRunning,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr(flagValueError(c, err)) })
-	root.AddCommand(NewCmdInit(f, nil), NewCmdRun(f, nil), NewCmdDo(f, nil), NewCmdResume(f, nil), NewCmdStop(f, nil), NewCmdStatus(f, nil),
+	root.AddCommand(NewCmdInit(f, nil), NewCmdRun(f, nil), NewCmdDo(f, nil), NewCmdResume(f, nil), NewCmdRetry(f, nil), NewCmdStop(f, nil), NewCmdStatus(f, nil),
 		NewCmdDemo(f, nil), NewCmdReport(f, nil), NewCmdScores(f, nil), NewCmdBench(f, nil), NewCmdWorktrees(f, nil), NewCmdWorkflows(f), NewCmdApprove(f, nil), NewCmdModelsim(f), NewCmdVersion(f), NewCmdRoles(f), NewCmdRunners(f), NewCmdServe(f, nil), NewCmdWorker(f))
 	// cobra's completion command is kept, with the EXIT STATUS every
 	// command documents.
@@ -125,7 +125,7 @@ func exitCode(f *Factory, err error) int {
 		code = ee.code
 	case errors.As(err, &fs):
 		code = 130 // stopped, resumable
-	case errors.Is(err, engine.ErrPreflight), errors.Is(err, engine.ErrNothingToResume), errors.Is(err, store.ErrDamaged):
+	case errors.Is(err, engine.ErrPreflight), errors.Is(err, engine.ErrNothingToResume), errors.Is(err, engine.ErrNotRetryable), errors.Is(err, store.ErrDamaged):
 		code = 2
 	case errors.Is(err, context.Canceled):
 		code = 130

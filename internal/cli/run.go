@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -204,6 +205,16 @@ func finishRun(f *Factory, sum report.Summary, err error, asJSON bool) error {
 		return silentExit(3)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "cadre: run %s %s: %s\n", sum.Run, sum.Status, sum.Reason)
+	for _, it := range sum.Items {
+		if it.Status != store.ItemFailed {
+			continue
+		}
+		where := "its worktree " + filepath.Join(".cadre", "worktrees", it.ID)
+		if it.Branch == "" {
+			where = "this checkout"
+		}
+		fmt.Fprintf(f.IO.ErrOut, "cadre: %s failed in %s; go on with: cadre retry %s %s\n", it.ID, where, sum.Run, it.ID)
+	}
 	return silentExit(1)
 }
 

@@ -32,7 +32,13 @@ type started struct {
 // (the embedded engine), which an executor's first stage does otherwise.
 // A remote that did not answer is returned as an error, to try again.
 func (e *Engine) begin(ctx context.Context, ir *itemRun, loadErr error, provision func(context.Context) error, eager bool) (started, error) {
+	grants, err := retries(ctx, e.d.Store, ir.run, ir.it.ID)
+	if err != nil {
+		return started{}, err
+	}
+	ir.grants = grants
 	b := started{Begun: executor.Begun{Limits: e.flowLimits(), Items: slices.Sorted(maps.Keys(ir.rs.done))}}
+	b.Limits.MaxAttempts *= 1 + grants
 	end := func(c change, out itemOutcome) (started, error) {
 		if err := e.setItem(ctx, ir, c); err != nil {
 			return started{}, err
@@ -60,7 +66,7 @@ func (e *Engine) begin(ctx context.Context, ir *itemRun, loadErr error, provisio
 	ev := event.Event{Type: event.TaskStarted, Message: ir.task.Title + " (" + name + ")"}
 	if name == workflow.PipelineWorkflow {
 		b.Stage, b.Attempts, b.Halted = ir.it.InitStage, ir.it.InitAttempts, e.mustStop(ir)
-		b.s, b.d = workflow.Begin(e.pipelineLimits(), ir.it.ID, b.Stage, b.Attempts, b.Halted)
+		b.s, b.d = workflow.Begin(e.itemLimits(ir), ir.it.ID, b.Stage, b.Attempts, b.Halted)
 		if b.d.Kind == workflow.Skip {
 			return end(skipped(b.d.Reason), itemOutcome{completed: b.s.Stage == workflow.StageCompleted})
 		}

@@ -31,12 +31,13 @@ type itemOutcome struct {
 
 // itemRun is the working state of one item.
 type itemRun struct {
-	run  string
-	rs   *runState
-	opts Options
-	set  Settings // opts resolved against cadre.yaml
-	it   store.Item
-	task *taskfile.Task
+	grants int // the retries the journal grants the item (GrantRetry)
+	run    string
+	rs     *runState
+	opts   Options
+	set    Settings // opts resolved against cadre.yaml
+	it     store.Item
+	task   *taskfile.Task
 	// issueOnce reads the item's issue record (issue.json) once: cadre
 	// wrote it when the item was made, and every step would read it again.
 	issueOnce sync.Once
@@ -157,7 +158,7 @@ func (e *Engine) runItem(ctx context.Context, rs *runState, it store.Item) (item
 // workflow.Drive from state s and its decision d; pipeline performs the
 // effects.
 func (e *Engine) runPipeline(ctx context.Context, ir *itemRun, s workflow.State, d workflow.Decision) (itemOutcome, error) {
-	lim := e.pipelineLimits()
+	lim := e.itemLimits(ir)
 	s, d, err := workflow.Drive(ctx, lim, &pipeline{e: e, ir: ir}, s, d)
 	if err != nil {
 		return e.pipelineFailed(ctx, ir, s, err)

@@ -345,6 +345,14 @@ func (e *Engine) pipelineLimits() workflow.Limits {
 	return workflow.Limits{AuditPassRating: lim.AuditPassRating, MaxAttempts: lim.MaxAttempts, EscalateBelowConfidence: lim.EscalateBelowConfidence}
 }
 
+// itemLimits are the pipeline's limits for ir: max_attempts once more for
+// each retry the journal grants it.
+func (e *Engine) itemLimits(ir *itemRun) workflow.Limits {
+	lim := e.pipelineLimits()
+	lim.MaxAttempts *= 1 + ir.grants
+	return lim
+}
+
 // Workflows are the engine's workflow definitions.
 func (e *Engine) Workflows() *workflow.Registry { return e.d.Workflows }
 
