@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -62,7 +62,7 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 		return err
 	}
 	if !hasJournal(ws.root) {
-		return fmt.Errorf("%w: no run recorded here", engine.ErrNotRetryable)
+		return fmt.Errorf("%w: no run recorded here", runspec.ErrNotRetryable)
 	}
 	st, err := openStore(ctx, ws.root)
 	if err != nil {
@@ -73,12 +73,12 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 		if run, err = st.LatestRunOf(ctx, opts.Item); err != nil {
 			st.Close()
 			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("%w: no run has an item %q (see cadre status)", engine.ErrNotRetryable, opts.Item)
+				return fmt.Errorf("%w: no run has an item %q (see cadre status)", runspec.ErrNotRetryable, opts.Item)
 			}
 			return err
 		}
 	}
-	err = engine.GrantRetry(ctx, st, run, opts.Item)
+	err = runspec.GrantRetry(ctx, st, run, opts.Item)
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}

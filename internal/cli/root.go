@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/item/intake"
 	"github.com/cadre-dev/cadre/internal/proc"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
 )
@@ -108,7 +110,7 @@ func exitCode(f *Factory, err error) int {
 	if errors.As(err, &se) {
 		return int(se)
 	}
-	var fw *engine.Followed
+	var fw *intake.Followed
 	if errors.As(err, &fw) {
 		// Nothing to do is not a failure: every issue named has its
 		// pull request.
@@ -125,7 +127,7 @@ func exitCode(f *Factory, err error) int {
 		code = ee.code
 	case errors.As(err, &fs):
 		code = 130 // stopped, resumable
-	case errors.Is(err, engine.ErrPreflight), errors.Is(err, engine.ErrNothingToResume), errors.Is(err, engine.ErrNotRetryable), errors.Is(err, store.ErrDamaged):
+	case errors.Is(err, engine.ErrPreflight), errors.Is(err, engine.ErrNothingToResume), errors.Is(err, runspec.ErrNotRetryable), errors.Is(err, store.ErrDamaged):
 		code = 2
 	case errors.Is(err, context.Canceled):
 		code = 130

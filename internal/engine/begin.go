@@ -8,6 +8,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/executor"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 )
@@ -32,7 +33,7 @@ type started struct {
 // (the embedded engine), which an executor's first stage does otherwise.
 // A remote that did not answer is returned as an error, to try again.
 func (e *Engine) begin(ctx context.Context, ir *itemRun, loadErr error, provision func(context.Context) error, eager bool) (started, error) {
-	grants, err := retries(ctx, e.d.Store, ir.run, ir.it.ID)
+	grants, err := runspec.Retries(ctx, e.d.Store, ir.run, ir.it.ID)
 	if err != nil {
 		return started{}, err
 	}

@@ -434,31 +434,6 @@ func StepLogPath(stateDir, run, item, step string) string {
 	return filepath.Join(stateDir, "runs", run, "items", item, "logs", stepStem(item, step)+".log")
 }
 
-// contextSchemaVersion is the context file's format: 2 since "phase" is
-// the cadre workflow's phase number and its name moved to "phaseName".
-const contextSchemaVersion = 2
-
-// contextFile is a step's context file (docs/workflows.md#context-files).
-type contextFile struct {
-	SchemaVersion int            `json:"schemaVersion"`
-	Agent         string         `json:"agent"`
-	IssueNumber   *int           `json:"issueNumber"`
-	ProjectName   string         `json:"projectName"`
-	Repository    string         `json:"repository"`
-	WorktreePath  string         `json:"worktreePath"`
-	Phase         int            `json:"phase"`     // the phase's number (see phaseNumber)
-	PhaseName     string         `json:"phaseName"` // the phase (or stage) by name
-	TaskID        string         `json:"taskId"`
-	Config        contextConfig  `json:"config"`
-	InputFiles    []string       `json:"inputFiles"`
-	OutputPath    string         `json:"outputPath"`
-	Payload       map[string]any `json:"payload"`
-}
-
-type contextConfig struct {
-	Commands map[string]string `json:"commands"`
-}
-
 // pausedError stops an item until it is resumed (a runner's quota).
 type pausedError struct{ reason string }
 

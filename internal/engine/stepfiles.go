@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cadre-dev/cadre/internal/contextfile"
 	"github.com/cadre-dev/cadre/internal/promptlog"
 	"github.com/cadre-dev/cadre/internal/role"
 	"github.com/cadre-dev/cadre/internal/safefile"
@@ -40,7 +41,7 @@ func (e *Engine) prepareStep(sr *stepRun) (out agentOut, done bool, err error) {
 }
 
 // stepContext is the step's context file, whose output is outPath.
-func (e *Engine) stepContext(ir *itemRun, sp agentSpec, outPath string) contextFile {
+func (e *Engine) stepContext(ir *itemRun, sp agentSpec, outPath string) contextfile.File {
 	cmds := e.d.Config.Commands
 	project := e.d.Config.Project
 	if project == "" {
@@ -76,9 +77,9 @@ func (e *Engine) stepContext(ir *itemRun, sp agentSpec, outPath string) contextF
 		payload["issue"] = issue
 		issueNumber = &is.Number
 	}
-	return contextFile{SchemaVersion: contextSchemaVersion, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,
+	return contextfile.File{SchemaVersion: contextfile.SchemaVersion, Agent: sp.Role, ProjectName: project, Repository: e.d.Config.Repository, IssueNumber: issueNumber,
 		WorktreePath: ir.dir, Phase: e.phaseNumber(sp.Workflow, sp.Phase), PhaseName: sp.Phase, TaskID: sp.TaskID,
-		Config:     contextConfig{Commands: cmds.ByName()},
+		Config:     contextfile.Config{Commands: cmds.ByName()},
 		InputFiles: append([]string{}, sp.Inputs...), OutputPath: outPath, Payload: payload}
 }
 

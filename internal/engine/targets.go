@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,8 +10,6 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/intake"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
-	"github.com/cadre-dev/cadre/internal/report"
-	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // intake is the loader of this repository's items.
@@ -30,13 +27,13 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 	if opts.Again {
 		return tasks, nil
 	}
-	keep, said, err := e.followed(ctx, tasks)
+	keep, said, err := e.intake().Published(ctx, e.d.Store, tasks)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	case len(said) > 0 && len(keep) == 0:
 		os.RemoveAll(filepath.Join(e.StateDir(), "runs", runID)) // no run is made
-		return nil, &Followed{Lines: said}
+		return nil, &intake.Followed{Lines: said}
 	}
 	for _, line := range said {
 		e.d.Bus.Publish(event.Event{Run: runID, Type: event.Warning, Message: line})
@@ -61,60 +58,4 @@ func (e *Engine) checkWorkflows(opts Options) error {
 // relErr shortens absolute paths in a task file error to repository-relative ones.
 func relErr(err error, root string) string {
 	return strings.ReplaceAll(err.Error(), root+string(filepath.Separator), "")
-}
-
-// Followed is a run's refusal to start when every issue it names already
-// has its pull request, open or merged: Lines say which (one per issue).
-// Nothing failed; nothing ran.
-type Followed struct{ Lines []string }
-
-func (f *Followed) Error() string { return strings.Join(f.Lines, "; ") }
-
-// prOwner is a code host that reports a head branch's pull request.
-type prOwner interface {
-	PRState(ctx context.Context, branch string) (found, merged, closed bool, err error)
-}
-
-// followed drops the issues whose pull request an earlier run opened and
-// which is still open, or was merged: their work is done (cadre watch
-// follows an open one), and a run would pay for it again. It returns the
-// rest and a line for each dropped. A pull request closed unmerged is
-// worked on again; one whose state cannot be read counts as open.
-func (e *Engine) followed(ctx context.Context, tasks []*taskfile.Task) ([]*taskfile.Task, []string, error) {
-	var keep []*taskfile.Task
-	var said []string
-	in := e.intake()
-	for _, t := range tasks {
-		if in.Source(t) != intake.SourceGitHub {
-			keep = append(keep, t)
-			continue
-		}
-		rec, err := e.d.Store.LastCompleted(ctx, report.PRStepID(t.ID))
-		if errors.Is(err, store.ErrNotFound) {
-			keep = append(keep, t)
-			continue
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		pr := report.ReadPublishRecord(rec)
-		state := "is open (cadre watch follows it)"
-		if ps, ok := e.d.Forge.(prOwner); ok && pr.Branch != "" {
-			found, merged, closed, err := ps.PRState(ctx, pr.Branch)
-			switch {
-			case err == nil && merged:
-				state = "was merged"
-			case err == nil && (closed || !found):
-				keep = append(keep, t)
-				continue
-			}
-		}
-		said = append(said, fmt.Sprintf("%s: pull request #%d %s", t.ID, pr.Number, state))
-		// Its task file was written under this run's directory: the run
-		// does not take it.
-		if dir := filepath.Dir(t.Path); strings.HasPrefix(dir, e.StateDir()+string(filepath.Separator)) {
-			os.RemoveAll(dir)
-		}
-	}
-	return keep, said, nil
 }

@@ -1,4 +1,4 @@
-package engine
+package runspec
 
 import (
 	"context"
@@ -30,27 +30,27 @@ func GrantRetry(ctx context.Context, st *store.Store, run, item string) error {
 	if it.Status != store.ItemFailed && it.Status != store.ItemStopped {
 		return fmt.Errorf("%w: item %s of run %s is %s", ErrNotRetryable, item, run, it.Status)
 	}
-	n, err := retries(ctx, st, run, item)
+	n, err := Retries(ctx, st, run, item)
 	if err != nil {
 		return err
 	}
 	rec := store.Step{RunID: run, ItemID: item, ID: fmt.Sprintf("%s/retry#%d", item, n+1), Kind: kindRetry}
 	if err := st.StartStep(ctx, rec); err != nil {
-		return journalErr(item, err)
+		return fmt.Errorf("journal the retry of item %s: %w", item, err)
 	}
 	rec.Status = store.StepCompleted
 	if err := st.FinishStep(ctx, rec); err != nil {
-		return journalErr(item, err)
+		return fmt.Errorf("journal the retry of item %s: %w", item, err)
 	}
 	pending, none := store.ItemPending, ""
 	if err := st.UpdateItem(ctx, run, item, store.ItemUpdate{Status: &pending, Error: &none}); err != nil {
-		return journalErr(item, err)
+		return fmt.Errorf("journal the retry of item %s: %w", item, err)
 	}
 	return nil
 }
 
-// retries counts the retries the journal grants item in run.
-func retries(ctx context.Context, st *store.Store, run, item string) (int, error) {
+// Retries counts the retries the journal grants item in run.
+func Retries(ctx context.Context, st *store.Store, run, item string) (int, error) {
 	steps, err := st.ItemSteps(ctx, run, item)
 	if err != nil {
 		return 0, fmt.Errorf("item %s: %w", item, err)
