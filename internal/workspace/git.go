@@ -240,9 +240,10 @@ var ErrStateStaged = errors.New("refusing to commit cadre state")
 
 // CommitAll stages every change and commits it with message and mark's
 // trailers (none for a zero mark), after checking that nothing under
-// .cadre/ is staged.
+// .cadre/ is staged; with nothing to commit it makes an empty commit, a
+// base to branch from (a fixture, the demo's repository).
 func (r *Repo) CommitAll(ctx context.Context, message string, mark Mark) (string, error) {
-	return r.Commit(ctx, message, mark, CommitOptions{})
+	return r.Commit(ctx, message, mark, CommitOptions{AllowEmpty: true})
 }
 
 // CommitExcept is CommitAll leaving the paths in except (and their changes)
@@ -253,6 +254,9 @@ func (r *Repo) CommitExcept(ctx context.Context, message string, mark Mark, exce
 
 // CommitOptions say what Commit leaves out and checks.
 type CommitOptions struct {
+	// AllowEmpty makes a commit even with nothing to commit; without it
+	// Commit makes none and returns "".
+	AllowEmpty bool
 	// Except: paths (and their changes) left out, work of someone else.
 	Except []string
 	// Base: the branch the tree's branch was made from; the paths Check
@@ -312,6 +316,12 @@ func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt Commit
 	}
 	if err := r.maskFiles(ctx, paths, opt.Except, opt.Mask); err != nil {
 		return "", err
+	}
+	if opt.AllowEmpty {
+		if _, err := r.Git(ctx, r.commitArgs(message, mark, "--allow-empty")...); err != nil {
+			return "", err
+		}
+		return r.Head(ctx)
 	}
 	if len(paths) == 0 {
 		return "", nil // nothing changed, even on the branch
