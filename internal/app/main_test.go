@@ -12,8 +12,6 @@ import (
 // untrusted item's project commands under model-only, whose bridge is the
 // running executable. Without it the binary would run its own tests there.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.BridgeCommand {
-		os.Exit(sandbox.RunBridge(os.Args[2:], os.Stderr))
-	}
+	sandbox.BridgeIfAsked()
 	os.Exit(m.Run())
 }

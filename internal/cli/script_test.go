@@ -30,9 +30,7 @@ import (
 func TestMain(m *testing.M) {
 	// Tests that run cadre in-process make this binary the sandbox's
 	// network bridge (os.Executable), as the cadre binary is in use.
-	if len(os.Args) > 1 && os.Args[1] == sandbox.BridgeCommand {
-		os.Exit(sandbox.RunBridge(os.Args[2:], os.Stderr))
-	}
+	sandbox.BridgeIfAsked()
 	testscript.Main(m, map[string]func(){
 		"cadre":  func() { os.Exit(cli.Main()) },
 		"maxrss": maxRSS,

@@ -18,9 +18,7 @@ import (
 // TestMain lets this test binary be the sandbox's network bridge, as the
 // cadre binary is in use.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == BridgeCommand {
-		os.Exit(RunBridge(os.Args[2:], os.Stderr))
-	}
+	BridgeIfAsked()
 	os.Exit(m.Run())
 }
 

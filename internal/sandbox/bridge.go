@@ -14,6 +14,17 @@ import (
 	"syscall"
 )
 
+// BridgeIfAsked runs the bridge and exits when this process was started
+// as one (BridgeCommand first among its arguments), and returns
+// otherwise: a test binary whose tests confine steps under model-only
+// is the executable the sandbox starts as its bridge, so its TestMain
+// calls this first.
+func BridgeIfAsked() {
+	if len(os.Args) > 1 && os.Args[1] == BridgeCommand {
+		os.Exit(RunBridge(os.Args[2:], os.Stderr))
+	}
+}
+
 // RunBridge is the helper cadre runs first inside a model-only sandbox (as
 // the hidden command BridgeCommand): in the agent's own network namespace,
 // where nothing but loopback exists, it listens on the proxy address and
