@@ -438,6 +438,14 @@ func CommentMarker(run, item, kind string) string {
 // the body.
 func hidden(marker string) string { return "<!-- " + marker + " -->" }
 
+// checkMarker refuses a marker that would not stay one hidden comment.
+func checkMarker(marker string) error {
+	if marker == "" || strings.ContainsAny(marker, "<>\r\n") || strings.Contains(marker, "--") {
+		return fmt.Errorf("marker %q must be non-empty, one line, without '<', '>' or '--'", marker)
+	}
+	return nil
+}
+
 // EnsureComment posts body on the issue (or pull request) unless a comment
 // carrying marker is already there, and reports whether it posted. The
 // marker travels in the comment as a hidden HTML comment, so a crash
@@ -447,8 +455,8 @@ func (c *Client) EnsureComment(ctx context.Context, owner, repo string, issue in
 	if err := checkRepo(owner, repo); err != nil {
 		return false, fmt.Errorf("github: %s: %w", op, err)
 	}
-	if marker == "" || strings.ContainsAny(marker, "<>\r\n") || strings.Contains(marker, "--") {
-		return false, fmt.Errorf("github: %s: marker %q must be non-empty, one line, without '<', '>' or '--'", op, marker)
+	if err := checkMarker(marker); err != nil {
+		return false, fmt.Errorf("github: %s: %w", op, err)
 	}
 	tag := hidden(marker)
 	unlock, err := c.lockItem(ctx, op, issueKey(owner, repo, issue))
