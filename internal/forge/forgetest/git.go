@@ -113,9 +113,10 @@ func NewGitRepo(t testing.TB) *GitRepo {
 // branch from, or as a root commit when from is "".
 func (g *GitRepo) Commit(branch, from, msg string, files map[string]string) string {
 	g.t.Helper()
-	parent := g.Rev(branch)
+	refs := loadRefs(g.Dir)
+	parent := refs[branch]
 	if parent == "" && from != "" {
-		if parent = g.Rev(from); parent == "" {
+		if parent = refs[from]; parent == "" {
 			g.t.Fatalf("forgetest: Commit: no branch %q to start %q from", from, branch)
 		}
 	}
@@ -123,7 +124,7 @@ func (g *GitRepo) Commit(branch, from, msg string, files map[string]string) stri
 	// git process costs more than all of them.
 	var b strings.Builder
 	data := func(s string) { fmt.Fprintf(&b, "data %d\n%s\n", len(s), s) }
-	fmt.Fprintf(&b, "commit refs/heads/%s\ncommitter Test Author <author@example.com> %d +0000\n", branch, time.Now().Unix())
+	fmt.Fprintf(&b, "commit refs/heads/%s\nmark :1\ncommitter Test Author <author@example.com> %d +0000\n", branch, time.Now().Unix())
 	data(msg)
 	if parent != "" {
 		fmt.Fprintf(&b, "from %s\n", parent)
@@ -133,10 +134,16 @@ func (g *GitRepo) Commit(branch, from, msg string, files map[string]string) stri
 		data(files[path])
 	}
 	b.WriteString("done\n")
-	if _, err := git(g.Dir, nil, b.String(), "fast-import", "--quiet", "--done"); err != nil {
+	marks := filepath.Join(g.t.TempDir(), "marks")
+	if _, err := git(g.Dir, nil, b.String(), "fast-import", "--quiet", "--done", "--export-marks="+marks); err != nil {
 		g.t.Fatalf("forgetest: Commit: %v", err)
 	}
-	return g.Rev(branch)
+	out, err := os.ReadFile(marks)
+	sha, ok := strings.CutPrefix(strings.TrimSpace(string(out)), ":1 ")
+	if err != nil || !ok {
+		g.t.Fatalf("forgetest: Commit: no commit made: %q, %v", out, err)
+	}
+	return sha
 }
 
 // Rev returns the commit branch points at, "" when there is no such
