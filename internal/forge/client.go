@@ -51,6 +51,8 @@ type Client struct {
 	writeGap  time.Duration
 	masks     []*redact.Redactor
 
+	answers etags // the latest answer to each GET, for conditional requests
+
 	items  keyed         // one look-up-then-write per item at a time
 	writes keyed         // one mutating request per resource at a time
 	queue  chan struct{} // holds the one paced write in flight
@@ -155,8 +157,12 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 }
 
 // stayOnHost follows a redirect only on the API host: the token goes with
-// it (net/http keeps it for the same host name on another port).
+// it (net/http keeps it for the same host name on another port). A call
+// that wants the redirect itself (a download link) gets it unfollowed.
 func (c *Client) stayOnHost(req *http.Request, via []*http.Request) error {
+	if req.Context().Value(noFollow{}) != nil {
+		return http.ErrUseLastResponse
+	}
 	if req.URL.Scheme != c.base.Scheme || req.URL.Host != c.base.Host {
 		return fmt.Errorf("redirected off the API host to %s", req.URL.Host)
 	}
@@ -260,7 +266,13 @@ type call struct {
 	// key names the resource a mutating request changes (issueKey,
 	// branchKey); "" means the path.
 	key string
+	// redirect marks a GET answered by a redirect that is the answer
+	// itself (a download link), returned unfollowed and never cached.
+	redirect bool
 }
+
+// noFollow, as a request's context value, keeps a redirect unfollowed.
+type noFollow struct{}
 
 // do sends cl, retrying as rate limits and cl.resend allow, and returns
 // the answer's headers.
@@ -284,13 +296,23 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 			return nil, fmt.Errorf("github: %s: encode request: %w", cl.op, err)
 		}
 	}
+	target := c.target(cl)
+	// A GET asked before is asked on condition: unchanged, it costs no
+	// rate limit, and the answer kept stands.
+	conditional := cl.method == http.MethodGet && !cl.redirect
+	var prior *kept
+	if conditional {
+		if k, ok := c.answers.get(target.String()); ok {
+			prior = &k
+		}
+	}
 	secondary := 0
 	for attempt := 0; ; attempt++ {
 		release, err := c.admit(ctx, cl.op, write)
 		if err != nil {
 			return nil, err
 		}
-		status, hdr, body, err := c.send(ctx, cl, payload)
+		status, hdr, body, err := c.send(ctx, cl, target, payload, prior)
 		release()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -306,6 +328,9 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 		}
 		c.noteLimits(hdr)
 		c.noteBudget(hdr)
+		if conditional {
+			status, body = c.revalidated(target.String(), prior, status, hdr, body)
+		}
 		switch {
 		case status >= 200 && status < 300:
 			if cl.out != nil && len(bytes.TrimSpace(body)) > 0 {
@@ -331,6 +356,8 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 				return nil, &Error{Op: cl.op, Status: status, Message: msg, RetryAfter: max(wait, time.Second)}
 			}
 			continue
+		case cl.redirect && status >= 300 && status < 400:
+			return hdr, nil
 		case status >= 500 && cl.resend && attempt < c.retries:
 			if err := c.pause(ctx, cl.op, backoff(attempt)); err != nil {
 				return nil, err
@@ -369,16 +396,40 @@ func (c *Client) admit(ctx context.Context, op string, write bool) (release func
 
 func backoff(attempt int) time.Duration { return time.Second << min(attempt, 6) }
 
-// send makes one attempt; an error means no answer came.
-func (c *Client) send(ctx context.Context, cl call, payload []byte) (int, http.Header, []byte, error) {
+// revalidated reads the answer to a conditional GET: a 304 is the answer
+// kept, given back as a 200 with the Link it came with; a fresh 2xx is
+// kept in its place.
+func (c *Client) revalidated(url string, prior *kept, status int, hdr http.Header, body []byte) (int, []byte) {
+	switch {
+	case status == http.StatusNotModified && prior != nil:
+		if hdr.Get("Link") == "" && prior.link != "" {
+			hdr.Set("Link", prior.link)
+		}
+		return http.StatusOK, prior.body
+	case status >= 200 && status < 300:
+		c.answers.put(kept{url: url, etag: hdr.Get("ETag"), link: hdr.Get("Link"), body: body})
+	}
+	return status, body
+}
+
+// target is the URL cl asks for.
+func (c *Client) target(cl call) *url.URL {
+	if cl.next != nil {
+		return cl.next
+	}
+	u := *c.base
+	u.Path = c.base.Path + cl.path
+	u.RawQuery = cl.query.Encode()
+	return &u
+}
+
+// send makes one attempt at u, on condition that the answer differs from
+// prior when there is one; an error means no answer came.
+func (c *Client) send(ctx context.Context, cl call, u *url.URL, payload []byte, prior *kept) (int, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	u := cl.next
-	if u == nil {
-		v := *c.base
-		v.Path = c.base.Path + cl.path
-		v.RawQuery = cl.query.Encode()
-		u = &v
+	if cl.redirect {
+		ctx = context.WithValue(ctx, noFollow{}, true)
 	}
 	var rd io.Reader
 	if payload != nil {
@@ -396,6 +447,9 @@ func (c *Client) send(ctx context.Context, cl call, payload []byte) (int, http.H
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if prior != nil {
+		req.Header.Set("If-None-Match", prior.etag)
 	}
 	resp, err := c.hc.Do(req)
 	if err == nil {
@@ -540,11 +594,12 @@ func (c *Client) pause(ctx context.Context, op string, d time.Duration) error {
 }
 
 // pages fetches a list and its following pages (GitHub's Link rel="next")
-// and hands each page to add, which reports whether more are wanted.
-func pages[T any](ctx context.Context, c *Client, op, path string, query url.Values, add func([]T) bool) error {
+// and hands each page to add, which reports whether more are wanted. A
+// page P is a JSON array, or the object some lists wrap theirs in.
+func pages[P any](ctx context.Context, c *Client, op, path string, query url.Values, add func(P) bool) error {
 	cl := call{op: op, method: http.MethodGet, path: path, query: query, resend: true}
 	for {
-		var page []T
+		var page P
 		cl.out = &page
 		hdr, err := c.do(ctx, cl)
 		if err != nil {

@@ -174,3 +174,26 @@ func TestEnterpriseBasePath(t *testing.T) {
 		t.Errorf("path %q", got)
 	}
 }
+
+func TestLastLines(t *testing.T) {
+	// Longer than a line kept and the read buffer, and cut inside a rune.
+	long := "a" + strings.Repeat("é", 100<<10)
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"", 3, ""},
+		{"a\nb\nc\n", 2, "b\nc"},
+		{"a\nb\nc", 2, "b\nc"},
+		{"\ufeffonly\r\n", 5, "only"},
+		{"a\n\n\nb\n", 3, "\n\nb"},
+		{"x\n" + long + "\ny\n", 2, long[:maxLogLine-1] + " …\ny"},
+	}
+	for _, tt := range tests {
+		got, err := lastLines(strings.NewReader(tt.in), tt.n)
+		if err != nil || got != tt.want {
+			t.Errorf("lastLines(%.20q…, %d) = %.40q…, %v; want %.40q…", tt.in, tt.n, got, err, tt.want)
+		}
+	}
+}

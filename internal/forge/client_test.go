@@ -763,3 +763,55 @@ func TestContextCancelled(t *testing.T) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
+
+// A GET asked again is asked on condition: the fake answers 304, which
+// costs no rate limit, and the client returns what it kept. A change is
+// seen at once.
+func TestConditionalGET(t *testing.T) {
+	srv, c, _ := setup(t)
+	n := srv.AddIssue("o", "r", forgetest.Issue{Title: "t", Comments: []forgetest.Comment{{Author: "bob", Body: "first"}}})
+	for range 250 {
+		srv.AddIssue("o", "r", forgetest.Issue{Title: "more", Labels: []string{"many"}})
+	}
+	ref := forge.Ref{Owner: "o", Repo: "r", Number: n}
+	first, err := c.Issue(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.Issues(ctx, "o", "r", forge.Query{Labels: []string{"many"}, Limit: 1000})
+	if err != nil || len(list) != 250 {
+		t.Fatalf("Issues: %d, %v", len(list), err)
+	}
+	before := srv.Counts()
+
+	again, err := c.Issue(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Errorf("unchanged issue (-first +again):\n%s", diff)
+	}
+	// Three pages: the 304s carry no Link, yet every page is followed.
+	list2, err := c.Issues(ctx, "o", "r", forge.Query{Labels: []string{"many"}, Limit: 1000})
+	if err != nil || len(list2) != 250 {
+		t.Fatalf("Issues again: %d, %v", len(list2), err)
+	}
+	after := srv.Counts()
+	if got := after.Requests - before.Requests; got != 5 {
+		t.Errorf("%d requests the second time, want 5 (issue, comments, three pages)", got)
+	}
+	if after.Charged() != before.Charged() {
+		t.Errorf("%d requests charged the second time, want none", after.Charged()-before.Charged())
+	}
+	for _, call := range srv.Calls()[before.Requests:] {
+		if call.Status != http.StatusNotModified || call.Header.Get("If-None-Match") == "" {
+			t.Errorf("%s %s?%s answered %d", call.Method, call.Path, call.RawQuery, call.Status)
+		}
+	}
+
+	srv.AddComment("o", "r", n, "carol", "second")
+	changed, err := c.Issue(ctx, ref)
+	if err != nil || len(changed.Comments) != 2 || changed.Comments[1].Body != "second" {
+		t.Errorf("after a new comment: %+v, %v", changed.Comments, err)
+	}
+}

@@ -8,7 +8,8 @@
 //
 // The Client honours GitHub's rate limits (retry-after, x-ratelimit-reset,
 // secondary limits) with bounded waits, and sends one mutating request at a
-// time. The token is sent only in the Authorization header: never in a URL,
+// time. It asks again for what it read before on condition (If-None-Match
+// with the ETag it kept), so polling what did not change costs no quota. The token is sent only in the Authorization header: never in a URL,
 // an error or a log line.
 package forge
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Wire shapes of GitHub's REST API, as documented; only the fields used.
@@ -54,6 +55,7 @@ type apiComment struct {
 type apiBranch struct {
 	Ref   string `json:"ref"`
 	Label string `json:"label"` // owner:branch
+	SHA   string `json:"sha"`
 }
 
 type apiPR struct {
@@ -68,6 +70,11 @@ type apiPR struct {
 	Head     apiBranch  `json:"head"`
 	Base     apiBranch  `json:"base"`
 	Labels   []apiLabel `json:"labels"`
+	// Only on a single pull request:
+	Mergeable      *bool     `json:"mergeable"`
+	MergeableState string    `json:"mergeable_state"`
+	MergeCommitSHA *string   `json:"merge_commit_sha"`
+	UpdatedAt      time.Time `json:"updated_at"`
 }
 
 type apiMilestone struct {
@@ -276,18 +283,11 @@ func better(p, than *apiPR) bool {
 	return p.Number > than.Number
 }
 
-// PRState fetches pull request number, e.g. to see whether it was merged.
+// PRState fetches pull request number, e.g. to see whether it was merged;
+// PR tells more.
 func (c *Client) PRState(ctx context.Context, owner, repo string, number int) (PR, error) {
-	op := fmt.Sprintf("get pull request %s/%s#%d", owner, repo, number)
-	if err := checkRepo(owner, repo); err != nil {
-		return PR{}, fmt.Errorf("github: %s: %w", op, err)
-	}
-	var p apiPR
-	path := fmt.Sprintf("%s/pulls/%d", repoPath(owner, repo), number)
-	if _, err := c.do(ctx, call{op: op, method: http.MethodGet, path: path, out: &p, resend: true}); err != nil {
-		return PR{}, err
-	}
-	return p.pr(), nil
+	st, err := c.PR(ctx, owner, repo, number)
+	return st.PR, err
 }
 
 // EnsurePR makes sure exactly one pull request exists for p.Head and that
@@ -438,6 +438,14 @@ func CommentMarker(run, item, kind string) string {
 // the body.
 func hidden(marker string) string { return "<!-- " + marker + " -->" }
 
+// checkMarker refuses a marker that would not stay one hidden comment.
+func checkMarker(marker string) error {
+	if marker == "" || strings.ContainsAny(marker, "<>\r\n") || strings.Contains(marker, "--") {
+		return fmt.Errorf("marker %q must be non-empty, one line, without '<', '>' or '--'", marker)
+	}
+	return nil
+}
+
 // EnsureComment posts body on the issue (or pull request) unless a comment
 // carrying marker is already there, and reports whether it posted. The
 // marker travels in the comment as a hidden HTML comment, so a crash
@@ -447,8 +455,8 @@ func (c *Client) EnsureComment(ctx context.Context, owner, repo string, issue in
 	if err := checkRepo(owner, repo); err != nil {
 		return false, fmt.Errorf("github: %s: %w", op, err)
 	}
-	if marker == "" || strings.ContainsAny(marker, "<>\r\n") || strings.Contains(marker, "--") {
-		return false, fmt.Errorf("github: %s: marker %q must be non-empty, one line, without '<', '>' or '--'", op, marker)
+	if err := checkMarker(marker); err != nil {
+		return false, fmt.Errorf("github: %s: %w", op, err)
 	}
 	tag := hidden(marker)
 	unlock, err := c.lockItem(ctx, op, issueKey(owner, repo, issue))

@@ -3,19 +3,30 @@
 // (pull requests listed among them with a pull_request key), issue
 // comments, labels, milestones, and pull requests (listed by head branch,
 // created, updated, fetched), with Link pagination and rate-limit headers.
-// A second client, go-github, reads it in gogithub_test.go, so a deviation
-// from the real format shows there.
+// For following a pull request to its merge it also serves a commit's
+// check runs and combined status, an Actions job's log (a 302 to a signed
+// link, as GitHub does), reviews, review comments and replies, requested
+// reviewers, mergeability and the merge itself, computed from a real bare
+// git repository when given one (SetGitDir, GitRepo). A second client,
+// go-github, reads it in gogithub_test.go, so a deviation from the real
+// format shows there.
+//
+// Every GET answered 200 carries an ETag; a conditional GET naming it is
+// answered 304, spends no quota and is counted apart (Counts), so a test
+// can tell what a poll costs.
 //
 // It records every request, and has knobs for the failures a client must
 // survive: a fault (403/429 with retry-after, a secondary limit, a 5xx) on
 // the Nth request, a pull request that "already exists" when created, a
 // create refused with a message quoting the request's credential back, and
-// a create that succeeds but whose answer never arrives; a quota to report
-// (SetRateLimit); and writes held in flight (HoldWrites) while it counts
+// a create, reply or merge that succeeds but whose answer never arrives; a
+// quota to report (SetRateLimit); a mergeability still being computed
+// (SetComputing); and writes held in flight (HoldWrites) while it counts
 // how many are served at once, in all and per resource.
 package forgetest
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -65,6 +76,11 @@ type PR struct {
 	Draft  bool
 	Labels []string
 	Author string
+	// HeadSHA is the head's commit when the repository has no git
+	// directory (SetGitDir); "" makes one up from the branch's name.
+	HeadSHA string
+	// MergeCommit is the commit a merge through the API made.
+	MergeCommit string
 }
 
 // Call is one recorded request and the status it was answered with (0 when
@@ -119,12 +135,16 @@ func ServerError() Fault {
 	return Fault{Status: http.StatusBadGateway, Message: "Server Error"}
 }
 
-// Endpoint names a write whose next answer can be set with SetNext.
+// Endpoint names a write whose next answer can be set with SetNext. The
+// modes other than Normal, Stall and ServerErrorAfter apply to CreatePR
+// only.
 type Endpoint int
 
 const (
 	CreatePR Endpoint = iota
 	CreateComment
+	CreateReply // a reply to a review comment
+	Merge       // a pull request's merge
 )
 
 // Mode is how the next write to an Endpoint is answered.
@@ -188,6 +208,9 @@ type Server struct {
 	inflight  map[string]int // writes being answered now by resource
 	maxSame   int            // most writes ever answered at once for one resource
 	hold      *hold          // set while writes are held
+
+	notModified int // requests answered 304
+	downloads   int // requests to a signed download link
 }
 
 type repo struct {
@@ -195,11 +218,25 @@ type repo struct {
 	number      int             // last issue or pull request number
 	issues      map[int]*record // issues and pull requests share numbers
 	milestones  map[int]string
+	checkRuns   map[string][]CheckRun // by commit
+	statuses    map[string][]Status   // by commit
+	jobLogs     map[int64]string      // by Actions job id
+	gitDir      string                // a bare repository backing the branches; "" = none
+	merges      map[[2]string]string  // merged tree of base and head commits; "" = conflict
+	refs        map[string]string     // branches to commits, kept while serving one request
+	serving     bool                  // a request is being answered
 }
 
 type record struct {
 	Issue
 	pr *PR // set for a pull request
+
+	// Of a pull request only:
+	reviews        []Review
+	reviewComments []ReviewComment
+	requested      []string // logins whose review is requested
+	computing      int      // fetches left that answer mergeable null
+	changes        int      // changes made: updated_at moves with them
 }
 
 // New starts a fake that expects token (none when empty) and stops it when
@@ -234,7 +271,9 @@ func (s *Server) repo(owner, name string) *repo {
 	key := owner + "/" + name
 	r := s.repos[key]
 	if r == nil {
-		r = &repo{owner: owner, name: name, issues: map[int]*record{}, milestones: map[int]string{}}
+		r = &repo{owner: owner, name: name, issues: map[int]*record{}, milestones: map[int]string{},
+			checkRuns: map[string][]CheckRun{}, statuses: map[string][]Status{}, jobLogs: map[int64]string{},
+			merges: map[[2]string]string{}}
 		s.repos[key] = r
 	}
 	return r
@@ -334,6 +373,7 @@ func (s *Server) SetPRState(owner, name string, number int, state string, merged
 		s.t.Fatalf("forgetest: SetPRState: no pull request %s/%s#%d", owner, name, number)
 	}
 	rec.pr.State, rec.pr.Merged, rec.State = state, merged, state
+	rec.touch()
 }
 
 // Fail answers the nth request from now on (1 = the very next) with f
@@ -409,7 +449,9 @@ func (s *Server) MaxParallelWrites() int {
 }
 
 // serve records the request, then answers it: a fault, a bad-credentials
-// 401, or the endpoint.
+// 401, or the endpoint. A GET answered 200 carries an ETag (a download
+// from a signed link aside), and one whose If-None-Match names it is
+// answered 304 without a body, which spends no quota, as on GitHub.
 func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	write := req.Method != http.MethodGet
@@ -422,8 +464,22 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 	s.mu.Lock()
 	s.calls = append(s.calls, Call{Method: req.Method, Path: req.URL.Path, RawQuery: req.URL.RawQuery, Header: req.Header.Clone(), Body: string(body)})
 	idx := len(s.calls) - 1
-	s.remaining = max(s.remaining-1, 0)
 	a := s.answer(req, body)
+	raw := a.encode()
+	if !write && a.status == http.StatusOK && !a.stall && !a.free {
+		a.header = withETag(a.header, raw)
+		if notModified(req.Header.Get("If-None-Match"), a.header["ETag"]) {
+			a.status, raw = http.StatusNotModified, nil
+			delete(a.header, "Link")
+			s.notModified++
+		}
+	}
+	switch {
+	case a.free:
+		s.downloads++
+	case a.status != http.StatusNotModified:
+		s.remaining = max(s.remaining-1, 0)
+	}
 	s.calls[idx].Status = a.status
 	if a.stall {
 		s.calls[idx].Status = 0
@@ -444,7 +500,12 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
+	if raw != nil {
+		h.Set("Content-Type", "application/json; charset=utf-8")
+		if a.text != nil {
+			h.Set("Content-Type", "text/plain; charset=utf-8")
+		}
+	}
 	h.Set("X-GitHub-Api-Version-Selected", "2022-11-28")
 	h.Set("X-GitHub-Request-Id", fmt.Sprintf("FAKE:%d", idx+1))
 	h.Set("X-RateLimit-Limit", strconv.Itoa(limit))
@@ -456,16 +517,29 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 		h.Set(k, v)
 	}
 	w.WriteHeader(a.status)
-	if a.body != nil {
-		_ = json.NewEncoder(w).Encode(a.body)
-	}
+	_, _ = w.Write(raw)
 }
 
 type answer struct {
 	status int
 	header map[string]string
-	body   any
+	body   any    // sent as JSON when not nil
+	text   []byte // sent as plain text when not nil, instead of body
 	stall  bool
+	free   bool // spends no quota: a download from a signed link
+}
+
+// encode is the answer's body as sent, nil when it has none.
+func (a answer) encode() []byte {
+	if a.text != nil {
+		return a.text
+	}
+	if a.body == nil {
+		return nil
+	}
+	var b bytes.Buffer
+	_ = json.NewEncoder(&b).Encode(a.body)
+	return b.Bytes()
 }
 
 func msg(status int, m, doc string) answer {
@@ -483,6 +557,9 @@ func (s *Server) answer(req *http.Request, body []byte) answer {
 		a.header = f.Header
 		return a
 	}
+	if strings.HasPrefix(req.URL.Path, downloadPath) && req.Method == http.MethodGet {
+		return s.download(req) // a signed link: no credential wanted
+	}
 	if s.Token != "" && req.Header.Get("Authorization") != "Bearer "+s.Token {
 		return msg(http.StatusUnauthorized, "Bad credentials", "")
 	}
@@ -494,6 +571,8 @@ func (s *Server) answer(req *http.Request, body []byte) answer {
 	if r == nil {
 		return notFound()
 	}
+	r.serving = true
+	defer func() { r.serving, r.refs = false, nil }()
 	q := req.URL.Query()
 	rest := parts[3:]
 	num := func() (*record, bool) {
@@ -544,11 +623,52 @@ func (s *Server) answer(req *http.Request, body []byte) answer {
 			return notFound()
 		}
 		if req.Method == http.MethodGet {
-			return answer{status: http.StatusOK, body: s.prJSON(r, rec, true)}
+			return s.getPR(r, rec)
 		}
 		if req.Method == http.MethodPatch {
 			return s.updatePR(r, rec, body)
 		}
+	case rest[0] == "pulls" && len(rest) >= 3:
+		rec, ok := num()
+		if !ok || rec.pr == nil {
+			return notFound()
+		}
+		return s.pullPart(req, r, rec, rest[2:], q, body)
+	case rest[0] == "commits" && len(rest) >= 3 && req.Method == http.MethodGet:
+		ref := strings.Join(rest[1:len(rest)-1], "/")
+		switch rest[len(rest)-1] {
+		case "check-runs":
+			return s.listCheckRuns(req, r, ref, q)
+		case "status":
+			return s.combinedStatus(req, r, ref, q)
+		}
+	case rest[0] == "actions" && len(rest) == 4 && rest[1] == "jobs" && rest[3] == "logs" && req.Method == http.MethodGet:
+		return s.jobLogs(r, rest[2])
+	}
+	return notFound()
+}
+
+// pullPart serves what lies under a pull request's path: its reviews,
+// review comments and replies, requested reviewers, and merge.
+func (s *Server) pullPart(req *http.Request, r *repo, rec *record, part []string, q url.Values, body []byte) answer {
+	m := req.Method
+	switch {
+	case len(part) == 1 && part[0] == "reviews" && m == http.MethodGet:
+		return s.listReviews(req, r, rec, q)
+	case len(part) == 1 && part[0] == "comments" && m == http.MethodGet:
+		return s.page(req, q, mapSlice(rec.reviewComments, func(c ReviewComment) any { return s.reviewCommentJSON(r, rec, c) }))
+	case len(part) == 1 && part[0] == "comments" && m == http.MethodPost:
+		return s.createReviewComment(r, rec, body)
+	case len(part) == 3 && part[0] == "comments" && part[2] == "replies" && m == http.MethodPost:
+		if id, ok := reviewCommentID(part[1]); ok {
+			return s.reply(r, rec, id, body)
+		}
+	case len(part) == 1 && part[0] == "requested_reviewers" && m == http.MethodPost:
+		return s.requestReviewers(r, rec, body)
+	case len(part) == 1 && part[0] == "requested_reviewers" && m == http.MethodGet:
+		return answer{status: http.StatusOK, body: map[string]any{"users": requestedJSON(rec.requested), "teams": []any{}}}
+	case len(part) == 1 && part[0] == "merge" && m == http.MethodPut:
+		return s.merge(r, rec, body)
 	}
 	return notFound()
 }
@@ -728,6 +848,7 @@ func (s *Server) updatePR(r *repo, rec *record, body []byte) answer {
 	if v := in["base"]; v != nil {
 		p.Base = *v
 	}
+	rec.touch()
 	return answer{status: http.StatusOK, body: s.prJSON(r, rec, true)}
 }
 
@@ -747,6 +868,7 @@ func (s *Server) addLabels(rec *record, body []byte) answer {
 			rec.Labels = append(rec.Labels, l)
 		}
 	}
+	rec.touch()
 	return answer{status: http.StatusOK, body: labelsJSON(rec.Labels)}
 }
 
@@ -763,6 +885,7 @@ func (s *Server) createComment(r *repo, rec *record, body []byte) answer {
 	s.ids++
 	c := Comment{ID: s.ids, Author: s.Login, Body: *in.Body}
 	rec.Comments = append(rec.Comments, c)
+	rec.touch()
 	mode := s.next[CreateComment]
 	delete(s.next, CreateComment)
 	switch mode {
@@ -776,6 +899,20 @@ func (s *Server) createComment(r *repo, rec *record, body []byte) answer {
 
 // page serves items by page and per_page, with GitHub's Link header.
 func (s *Server) page(req *http.Request, q url.Values, items []any) answer {
+	pg, header := s.pageOf(req, q, items)
+	return answer{status: http.StatusOK, body: pg, header: header}
+}
+
+// wrapped serves items by page inside the object wrap makes of each page,
+// as GitHub serves check runs and commit statuses.
+func (s *Server) wrapped(req *http.Request, q url.Values, items []any, wrap func(page []any) map[string]any) answer {
+	pg, header := s.pageOf(req, q, items)
+	return answer{status: http.StatusOK, body: wrap(pg), header: header}
+}
+
+// pageOf cuts the page of items that page and per_page ask for, and makes
+// the Link header leading to the others.
+func (s *Server) pageOf(req *http.Request, q url.Values, items []any) ([]any, map[string]string) {
 	per, _ := strconv.Atoi(q.Get("per_page"))
 	if per <= 0 {
 		per = 30
@@ -785,7 +922,7 @@ func (s *Server) page(req *http.Request, q url.Values, items []any) answer {
 	pg = max(pg, 1)
 	from := min((pg-1)*per, len(items))
 	to := min(from+per, len(items))
-	a := answer{status: http.StatusOK, body: append([]any{}, items[from:to]...)}
+	out := append([]any{}, items[from:to]...)
 	last := max((len(items)+per-1)/per, 1)
 	link := func(p int, rel string) string {
 		v := url.Values{}
@@ -802,10 +939,10 @@ func (s *Server) page(req *http.Request, q url.Values, items []any) answer {
 	if pg > 1 {
 		links = append(links, link(1, "first"), link(pg-1, "prev"))
 	}
-	if len(links) > 0 {
-		a.header = map[string]string{"Link": strings.Join(links, ", ")}
+	if len(links) == 0 {
+		return out, nil
 	}
-	return a
+	return out, map[string]string{"Link": strings.Join(links, ", ")}
 }
 
 func user(login string) map[string]any {
@@ -883,8 +1020,8 @@ func (s *Server) commentJSON(r *repo, rec *record, c Comment) map[string]any {
 
 func (s *Server) prJSON(r *repo, rec *record, single bool) map[string]any {
 	p := rec.pr
-	branch := func(owner, ref string) map[string]any {
-		return map[string]any{"label": owner + ":" + ref, "ref": ref, "sha": fmt.Sprintf("%040x", len(ref)), "user": user(owner)}
+	branch := func(owner, ref, sha string) map[string]any {
+		return map[string]any{"label": owner + ":" + ref, "ref": ref, "sha": sha, "user": user(owner)}
 	}
 	var closedAt any
 	if p.State == "closed" {
@@ -895,14 +1032,19 @@ func (s *Server) prJSON(r *repo, rec *record, single bool) map[string]any {
 		"url": s.api(r, "pulls", p.Number), "html_url": htmlURL(r, "pull", p.Number),
 		"number": p.Number, "state": p.State, "locked": false, "title": p.Title, "body": nullable(p.Body),
 		"user": user(p.Author), "labels": labelsJSON(rec.Labels), "draft": p.Draft,
-		"head": branch(p.Owner, p.Head), "base": branch(r.owner, p.Base),
-		"created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-02T00:00:00Z",
-		"closed_at": closedAt, "merged_at": mergedAt(p), "author_association": "CONTRIBUTOR",
+		"head": branch(p.Owner, p.Head, s.headSHA(r, p)), "base": branch(r.owner, p.Base, s.baseSHA(r, p)),
+		"created_at": "2024-01-01T00:00:00Z", "updated_at": rec.updatedAt(),
+		"closed_at": closedAt, "merged_at": mergedAt(p), "merge_commit_sha": nullable(p.MergeCommit),
+		"requested_reviewers": requestedJSON(rec.requested), "requested_teams": []any{},
+		"author_association": "CONTRIBUTOR",
 	}
 	if single {
+		mergeable, state := s.mergeability(r, rec)
 		j["merged"] = p.Merged
-		j["mergeable"] = nil
+		j["mergeable"] = mergeable
+		j["mergeable_state"] = state
 		j["comments"] = len(rec.Comments)
+		j["review_comments"] = len(rec.reviewComments)
 	}
 	return j
 }

@@ -3,7 +3,10 @@ package forgetest_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +190,197 @@ func TestGoGitHubErrorKinds(t *testing.T) {
 				t.Errorf("go-github read %T: %v", err, err)
 			}
 		})
+	}
+}
+
+func TestGoGitHubChecks(t *testing.T) {
+	s := forgetest.New(t, tok)
+	s.AddRepo("o", "r")
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	job := s.SetCheckRun("o", "r", sha, forgetest.CheckRun{JobID: 4242, Name: "test", Conclusion: "failure",
+		Title: "1 test failed", Summary: "TestX failed"})
+	other := s.SetCheckRun("o", "r", sha, forgetest.CheckRun{Name: "lint", Status: "in_progress", DetailsURL: "https://ci.example/1"})
+	s.SetCheckRun("o", "r", sha, forgetest.CheckRun{JobID: 4243, Name: "test", Conclusion: "success"}) // a rerun replaces
+	s.SetStatus("o", "r", sha, forgetest.Status{Context: "ci/jenkins", State: "error", Description: "crashed", TargetURL: "https://jenkins/1"})
+	s.SetStatus("o", "r", sha, forgetest.Status{Context: "deploy", State: "success"})
+	c := client(t, s)
+
+	res, _, err := c.Checks.ListCheckRunsForRef(ctx, "o", "r", sha, &github.ListCheckRunsOptions{Filter: github.Ptr("latest")})
+	if err != nil || res.GetTotal() != 2 || len(res.CheckRuns) != 2 {
+		t.Fatalf("check runs %+v, %v", res, err)
+	}
+	run, lint := res.CheckRuns[0], res.CheckRuns[1]
+	if job != 4242 || run.GetID() != 4243 || run.GetName() != "test" || run.GetStatus() != "completed" || run.GetConclusion() != "success" ||
+		run.GetHeadSHA() != sha || run.GetApp().GetSlug() != "github-actions" ||
+		run.GetDetailsURL() != "https://github.com/o/r/actions/runs/13243/job/4243" || run.CompletedAt == nil {
+		t.Errorf("actions run read as %+v", run)
+	}
+	if lint.GetID() != other || lint.GetStatus() != "in_progress" || lint.Conclusion != nil || lint.GetDetailsURL() != "https://ci.example/1" ||
+		lint.GetApp().GetSlug() == "github-actions" || lint.CompletedAt != nil {
+		t.Errorf("other run read as %+v", lint)
+	}
+	s.SetCheckRun("o", "r", sha, forgetest.CheckRun{JobID: 4244, Name: "test", Conclusion: "failure", Title: "1 test failed", Summary: "TestX failed"})
+	res, _, err = c.Checks.ListCheckRunsForRef(ctx, "o", "r", sha, nil)
+	if err != nil || res.CheckRuns[0].GetConclusion() != "failure" || res.CheckRuns[0].GetOutput().GetTitle() != "1 test failed" ||
+		res.CheckRuns[0].GetOutput().GetSummary() != "TestX failed" {
+		t.Errorf("failed run read as %+v, %v", res.CheckRuns[0], err)
+	}
+
+	st, _, err := c.Repositories.GetCombinedStatus(ctx, "o", "r", sha, nil)
+	if err != nil || st.GetState() != "failure" || st.GetSHA() != sha || st.GetTotalCount() != 2 || len(st.Statuses) != 2 {
+		t.Fatalf("combined status %+v, %v", st, err)
+	}
+	if e := st.Statuses[0]; e.GetContext() != "ci/jenkins" || e.GetState() != "error" || e.GetDescription() != "crashed" ||
+		e.GetTargetURL() != "https://jenkins/1" {
+		t.Errorf("status read as %+v", e)
+	}
+	if none, _, err := c.Repositories.GetCombinedStatus(ctx, "o", "r", "main", nil); err != nil || none.GetState() != "pending" || len(none.Statuses) != 0 {
+		t.Errorf("no statuses: %+v, %v", none, err)
+	}
+}
+
+func TestGoGitHubJobLogs(t *testing.T) {
+	s := forgetest.New(t, tok)
+	s.AddRepo("o", "r")
+	s.SetJobLog("o", "r", 4242, "line 1\nline 2\n")
+	c := client(t, s)
+	u, _, err := c.Actions.GetWorkflowJobLogs(ctx, "o", "r", 4242, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(u.String()) // a signed link: no credential
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(text) != "line 1\nline 2\n" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Errorf("log %d %q", resp.StatusCode, text)
+	}
+	if _, _, err := c.Actions.GetWorkflowJobLogs(ctx, "o", "r", 7, 1); err == nil {
+		t.Error("a job without a log has a link")
+	}
+}
+
+func TestGoGitHubReviews(t *testing.T) {
+	s := forgetest.New(t, tok)
+	n := s.AddPR("o", "r", forgetest.PR{Title: "p", Head: "h", Base: "main", HeadSHA: "abc"})
+	when := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	rv := s.AddReview("o", "r", n, forgetest.Review{Author: "alice", Association: "MEMBER", State: "CHANGES_REQUESTED", Body: "fix it", SubmittedAt: when})
+	cm := s.AddReviewComment("o", "r", n, forgetest.ReviewComment{ReviewID: rv, Author: "alice", Association: "MEMBER", Path: "a.go", Line: 7, Body: "nil check"})
+	lone := s.AddReviewComment("o", "r", n, forgetest.ReviewComment{Author: "bob", Path: "b.go", Body: "outdated"})
+	c := client(t, s)
+
+	rvs, _, err := c.PullRequests.ListReviews(ctx, "o", "r", n, nil)
+	if err != nil || len(rvs) != 2 {
+		t.Fatalf("reviews %+v, %v", rvs, err)
+	}
+	if r := rvs[0]; r.GetID() != rv || r.GetUser().GetLogin() != "alice" || r.GetBody() != "fix it" || r.GetState() != "CHANGES_REQUESTED" ||
+		!r.GetSubmittedAt().Time.Equal(when) || r.GetCommitID() != "abc" || r.GetAuthorAssociation() != "MEMBER" {
+		t.Errorf("review read as %+v", r)
+	}
+	if r := rvs[1]; r.GetState() != "COMMENTED" || r.GetUser().GetLogin() != "bob" {
+		t.Errorf("a lone comment's review read as %+v", r)
+	}
+
+	cms, _, err := c.PullRequests.ListComments(ctx, "o", "r", n, nil)
+	if err != nil || len(cms) != 2 {
+		t.Fatalf("review comments %+v, %v", cms, err)
+	}
+	if x := cms[0]; x.GetID() != cm || x.GetPath() != "a.go" || x.GetLine() != 7 || x.GetBody() != "nil check" || x.GetUser().GetLogin() != "alice" ||
+		x.InReplyTo != nil || x.GetPullRequestReviewID() != rv || x.GetAuthorAssociation() != "MEMBER" || x.GetCreatedAt().IsZero() {
+		t.Errorf("comment read as %+v", x)
+	}
+	if x := cms[1]; x.GetID() != lone || x.Line != nil || x.GetPullRequestReviewID() != rvs[1].GetID() {
+		t.Errorf("outdated comment read as %+v", x)
+	}
+
+	req, err := c.NewRequest(ctx, "POST", fmt.Sprintf("repos/o/r/pulls/%d/comments/%d/replies", n, cm), map[string]string{"body": "done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply github.PullRequestComment
+	resp, err := c.Do(req, &reply)
+	if err != nil || resp.StatusCode != 201 || reply.GetInReplyTo() != cm || reply.GetBody() != "done" || reply.GetUser().GetLogin() != s.Login ||
+		reply.GetPath() != "a.go" || reply.GetLine() != 7 {
+		t.Errorf("reply %+v, %v", reply, err)
+	}
+	// A reply to a reply joins the thread of the comment opening it.
+	again, _, err := c.PullRequests.CreateCommentInReplyTo(ctx, "o", "r", n, "and more", reply.GetID())
+	if err != nil || again.GetInReplyTo() != cm {
+		t.Errorf("reply to a reply %+v, %v", again, err)
+	}
+	if got := s.ReviewComments("o", "r", n); len(got) != 4 || got[2].Body != "done" || got[3].InReplyTo != cm {
+		t.Errorf("fake holds %+v", got)
+	}
+
+	pr, _, err := c.PullRequests.RequestReviewers(ctx, "o", "r", n, github.ReviewersRequest{Reviewers: []string{"carol", "dave"}})
+	if err != nil || len(pr.RequestedReviewers) != 2 || pr.RequestedReviewers[1].GetLogin() != "dave" {
+		t.Errorf("requested %+v, %v", pr, err)
+	}
+	_, _, err = c.PullRequests.RequestReviewers(ctx, "o", "r", n, github.ReviewersRequest{Reviewers: []string{s.Login}})
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response.StatusCode != 422 {
+		t.Errorf("author asked to review: %v", err)
+	}
+	s.AddReview("o", "r", n, forgetest.Review{Author: "carol", State: "APPROVED"})
+	if got := s.RequestedReviewers("o", "r", n); len(got) != 1 || got[0] != "dave" {
+		t.Errorf("requested after carol's review: %v", got)
+	}
+}
+
+// A pull request's mergeability and merge come from a real repository.
+func TestGoGitHubMergeability(t *testing.T) {
+	g := forgetest.NewGitRepo(t)
+	g.Commit("main", "", "start", map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	feature := g.Commit("feature", "main", "change a", map[string]string{"a.txt": "A\n"})
+	g.Commit("clash", "main", "change b", map[string]string{"b.txt": "B from clash\n"})
+	g.Commit("main", "", "main changes b", map[string]string{"b.txt": "B from main\n"})
+
+	s := forgetest.New(t, tok)
+	s.AddRepo("o", "r")
+	s.SetGitDir("o", "r", g.Dir)
+	ok := s.AddPR("o", "r", forgetest.PR{Title: "Feature", Head: "feature", Base: "main"})
+	bad := s.AddPR("o", "r", forgetest.PR{Title: "Clash", Head: "clash", Base: "main"})
+	c := client(t, s)
+
+	pr, _, err := c.PullRequests.Get(ctx, "o", "r", ok)
+	if err != nil || pr.Mergeable == nil || !pr.GetMergeable() || pr.GetMergeableState() != "clean" ||
+		pr.GetHead().GetSHA() != feature || pr.GetBase().GetSHA() != g.Rev("main") {
+		t.Fatalf("clean PR %+v, %v", pr, err)
+	}
+	pr, _, err = c.PullRequests.Get(ctx, "o", "r", bad)
+	if err != nil || pr.Mergeable == nil || pr.GetMergeable() || pr.GetMergeableState() != "dirty" {
+		t.Fatalf("conflicting PR %+v, %v", pr, err)
+	}
+	s.SetComputing("o", "r", ok, 1)
+	if pr, _, err = c.PullRequests.Get(ctx, "o", "r", ok); err != nil || pr.Mergeable != nil || pr.GetMergeableState() != "unknown" {
+		t.Errorf("while computing %+v, %v", pr, err)
+	}
+	s.SetStatus("o", "r", feature, forgetest.Status{Context: "ci", State: "failure"})
+	if pr, _, err = c.PullRequests.Get(ctx, "o", "r", ok); err != nil || !pr.GetMergeable() || pr.GetMergeableState() != "unstable" {
+		t.Errorf("failing status %+v, %v", pr, err)
+	}
+
+	var er *github.ErrorResponse
+	_, _, err = c.PullRequests.Merge(ctx, "o", "r", bad, "", &github.PullRequestOptions{MergeMethod: "merge"})
+	if !errors.As(err, &er) || er.Response.StatusCode != 405 {
+		t.Errorf("conflicting merge: %v", err)
+	}
+	_, _, err = c.PullRequests.Merge(ctx, "o", "r", ok, "", &github.PullRequestOptions{MergeMethod: "merge", SHA: g.Rev("main")})
+	if !errors.As(err, &er) || er.Response.StatusCode != 409 {
+		t.Errorf("merge of another head: %v", err)
+	}
+	before := g.Rev("main")
+	res, _, err := c.PullRequests.Merge(ctx, "o", "r", ok, "", &github.PullRequestOptions{MergeMethod: "merge", SHA: feature})
+	if err != nil || !res.GetMerged() || res.GetSHA() != g.Rev("main") || res.GetMessage() == "" {
+		t.Fatalf("merge %+v, %v", res, err)
+	}
+	if p := g.Parents("main"); len(p) != 2 || p[0] != before || p[1] != feature || g.Read("main", "a.txt") != "A" || g.Read("main", "b.txt") != "B from main" {
+		t.Errorf("merge commit has parents %v", p)
+	}
+	pr, _, err = c.PullRequests.Get(ctx, "o", "r", ok)
+	if err != nil || !pr.GetMerged() || pr.GetState() != "closed" || pr.GetMergeCommitSHA() != res.GetSHA() || pr.GetHead().GetSHA() != feature {
+		t.Errorf("merged PR %+v, %v", pr, err)
 	}
 }

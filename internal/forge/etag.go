@@ -1,0 +1,72 @@
+package forge
+
+import (
+	"container/list"
+	"sync"
+)
+
+// Bounds of the answers a Client keeps for conditional GETs. A poll over
+// a few dozen pull requests asks for a few hundred URLs; an answer bigger
+// than maxKeptAnswer (a long list) is not worth the memory.
+const (
+	maxKept       = 1024
+	maxKeptBytes  = 16 << 20
+	maxKeptAnswer = 1 << 20
+)
+
+// kept is a GET's answer as it came, with the validator GitHub gave it.
+type kept struct {
+	url  string
+	etag string
+	link string // the Link header: a 304 need not repeat it
+	body []byte
+}
+
+// etags keeps the latest answers to GETs by URL, least recently used out
+// first, so asking again can send If-None-Match: GitHub answers 304, which
+// does not count against the rate limit, when nothing changed.
+type etags struct {
+	mu    sync.Mutex
+	size  int                      // bytes of the bodies kept
+	order *list.List               // of *kept, most recently used first
+	byURL map[string]*list.Element // into order
+}
+
+// get returns the answer kept for url.
+func (e *etags) get(url string) (kept, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	el, ok := e.byURL[url]
+	if !ok {
+		return kept{}, false
+	}
+	e.order.MoveToFront(el)
+	return *el.Value.(*kept), true
+}
+
+// put keeps k in place of what was kept for its URL; an answer without an
+// ETag, or too big, only drops the old one.
+func (e *etags) put(k kept) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.byURL == nil {
+		e.order, e.byURL = list.New(), map[string]*list.Element{}
+	}
+	if el, ok := e.byURL[k.url]; ok {
+		e.remove(el)
+	}
+	if k.etag == "" || len(k.body) > maxKeptAnswer {
+		return
+	}
+	e.byURL[k.url] = e.order.PushFront(&k)
+	e.size += len(k.body)
+	for e.order.Len() > maxKept || e.size > maxKeptBytes {
+		e.remove(e.order.Back())
+	}
+}
+
+func (e *etags) remove(el *list.Element) {
+	k := e.order.Remove(el).(*kept)
+	delete(e.byURL, k.url)
+	e.size -= len(k.body)
+}
