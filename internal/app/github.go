@@ -249,3 +249,55 @@ func (g *GitHub) PRState(ctx context.Context, branch string) (found, merged, clo
 	}
 	return true, pr.Merged, pr.State == "closed", nil
 }
+
+// PRStatus reports where pull request number stands: its state, its head's
+// checks, the reviews' decision and whether it merges cleanly.
+func (g *GitHub) PRStatus(ctx context.Context, number int) (codehost.PRStatus, error) {
+	if err := g.init(ctx); err != nil {
+		return codehost.PRStatus{}, err
+	}
+	owner, name, err := forge.ParseRepo(g.repo)
+	if err != nil {
+		return codehost.PRStatus{}, err
+	}
+	pr, err := g.client.PR(ctx, owner, name, number)
+	if err != nil {
+		return codehost.PRStatus{}, err
+	}
+	out := codehost.PRStatus{State: "open", Mergeable: pr.Mergeable}
+	switch {
+	case pr.Merged:
+		out.State = "merged"
+	case pr.State == "closed":
+		out.State = "closed"
+	}
+	checks, err := g.client.FailedChecks(ctx, owner, name, pr.HeadSHA)
+	if err != nil {
+		return codehost.PRStatus{}, err
+	}
+	switch {
+	case len(checks.Failed) > 0:
+		out.Checks = "failure"
+	case len(checks.Pending) > 0:
+		out.Checks = "pending"
+	case checks.Passed > 0:
+		out.Checks = "success"
+	default:
+		out.Checks = "none"
+	}
+	reviews, err := g.client.Reviews(ctx, owner, name, number)
+	if err != nil {
+		return codehost.PRStatus{}, err
+	}
+	latest := map[string]string{}
+	for _, r := range reviews {
+		switch r.State {
+		case "APPROVED", "CHANGES_REQUESTED":
+			latest[r.Author] = r.State
+		case "DISMISSED":
+			delete(latest, r.Author)
+		}
+	}
+	out.Review = codehost.ReviewDecision(latest)
+	return out, nil
+}

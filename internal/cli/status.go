@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -76,6 +78,9 @@ type statusItemJSON struct {
 	Error       string        `json:"error,omitempty"`
 	Branch      string        `json:"branch"` // "" when the item worked in place
 	PR          string        `json:"pr_url"` // "" until its pull request is open
+	// Where the pull request stands (pr_state, checks, review,
+	// mergeable), when GitHub could be asked.
+	*codehost.PRStatus
 	Picks       []report.Pick `json:"selector_picks,omitempty"`
 }
 
@@ -102,12 +107,13 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		end = time.Now()
 	}
 	elapsed := end.Sub(sum.Started).Round(time.Second).String()
+	prs := f.prStatuses(ctx, sum)
 	if opts.JSON {
 		out := statusJSON{Run: id, Status: sum.Status, Active: active == id, Started: sum.Started, Elapsed: elapsed, Usage: sum.Usage}
 		for _, it := range sum.Items {
 			out.Items = append(out.Items, statusItemJSON{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: it.Status,
 				CurrentStep: it.CurrentStep, Attempts: it.Attempts, Steps: it.Steps, Usage: it.Usage, Error: it.Reason,
-				Branch: it.Branch, PR: it.PR, Picks: it.Picks})
+				Branch: it.Branch, PR: it.PR, PRStatus: prs[it.ID], Picks: it.Picks})
 		}
 		return printJSON(f.IO.Out, out)
 	}
@@ -137,7 +143,7 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		// too long for the table's columns.
 		switch {
 		case it.PR != "":
-			fmt.Fprintf(f.IO.Out, "  branch %s, pull request %s\n", it.Branch, it.PR)
+			fmt.Fprintf(f.IO.Out, "  branch %s, pull request %s%s\n", it.Branch, it.PR, prLine(prs[it.ID]))
 		case it.Branch != "":
 			fmt.Fprintf(f.IO.Out, "  branch %s\n", it.Branch)
 		}
@@ -149,4 +155,49 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		}
 	}
 	return nil
+}
+
+// prStatuses asks GitHub where each published item's pull request stands.
+// Without access (no token, no network) status still shows the journal:
+// one warning says why the pull requests' state is missing.
+func (f *Factory) prStatuses(ctx context.Context, sum report.Summary) map[string]*codehost.PRStatus {
+	out := map[string]*codehost.PRStatus{}
+	var gh interface {
+		PRStatus(ctx context.Context, number int) (codehost.PRStatus, error)
+	}
+	for _, it := range sum.Items {
+		if it.PRNumber == 0 {
+			continue
+		}
+		if gh == nil {
+			ws, err := f.workspace(ctx)
+			if err != nil {
+				fmt.Fprintf(f.IO.ErrOut, "cadre: warning: pull requests' state unknown: %v\n", err)
+				return out
+			}
+			gh = f.newForge(ws)
+		}
+		ps, err := gh.PRStatus(ctx, it.PRNumber)
+		if err != nil {
+			fmt.Fprintf(f.IO.ErrOut, "cadre: warning: pull requests' state unknown: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			return out
+		}
+		out[it.ID] = &ps
+	}
+	return out
+}
+
+// prLine is a pull request's state as status prints it after its URL.
+func prLine(ps *codehost.PRStatus) string {
+	if ps == nil {
+		return ""
+	}
+	merges := "mergeability unknown"
+	if ps.Mergeable != nil {
+		merges = map[bool]string{true: "merges cleanly", false: "conflicts with its base"}[*ps.Mergeable]
+	}
+	if ps.State != "open" {
+		return " (" + ps.State + ")"
+	}
+	return fmt.Sprintf(" (open, checks %s, review %s, %s)", ps.Checks, strings.ReplaceAll(ps.Review, "_", " "), merges)
 }

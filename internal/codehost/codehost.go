@@ -86,3 +86,30 @@ type PullRequest struct {
 	Draft                         bool
 	Labels                        []string
 }
+
+// PRStatus is where a pull request stands, as cadre status shows it.
+type PRStatus struct {
+	State  string `json:"pr_state"` // open, merged or closed
+	Checks string `json:"checks"`   // success, failure, pending, or none (no checks)
+	Review string `json:"review"`   // approved, changes_requested, or none
+	// Mergeable is whether it merges cleanly with its base; nil while the
+	// code host computes it, and once it is closed.
+	Mergeable *bool `json:"mergeable"`
+}
+
+// ReviewDecision is the decision of reviews given in order: each
+// reviewer's latest approval or change request counts (a comment neither
+// grants nor withdraws one); one outstanding change request outweighs any
+// approval.
+func ReviewDecision(states map[string]string) string {
+	decision := "none"
+	for _, s := range states {
+		switch s {
+		case "CHANGES_REQUESTED":
+			return "changes_requested"
+		case "APPROVED":
+			decision = "approved"
+		}
+	}
+	return decision
+}
