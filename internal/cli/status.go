@@ -67,21 +67,21 @@ type statusJSON struct {
 }
 
 type statusItemJSON struct {
-	ID          string        `json:"id"`
-	Title       string        `json:"title"`
-	Stage       string        `json:"stage"`
-	Status      string        `json:"status"`
-	CurrentStep string        `json:"current_step,omitempty"`
-	Attempts    int           `json:"attempts"`
-	Steps       int           `json:"steps"`
-	Usage       any           `json:"usage"`
-	Error       string        `json:"error,omitempty"`
-	Branch      string        `json:"branch"` // "" when the item worked in place
-	PR          string        `json:"pr_url"` // "" until its pull request is open
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Stage       string `json:"stage"`
+	Status      string `json:"status"`
+	CurrentStep string `json:"current_step,omitempty"`
+	Attempts    int    `json:"attempts"`
+	Steps       int    `json:"steps"`
+	Usage       any    `json:"usage"`
+	Error       string `json:"error,omitempty"`
+	Branch      string `json:"branch"` // "" when the item worked in place
+	PR          string `json:"pr_url"` // "" until its pull request is open
 	// Where the pull request stands (pr_state, checks, review,
 	// mergeable), when GitHub could be asked.
 	*codehost.PRStatus
-	Picks       []report.Pick `json:"selector_picks,omitempty"`
+	Picks []report.Pick `json:"selector_picks,omitempty"`
 }
 
 func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
