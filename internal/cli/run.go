@@ -209,11 +209,7 @@ func finishRun(f *Factory, sum report.Summary, err error, asJSON bool) error {
 		if it.Status != store.ItemFailed {
 			continue
 		}
-		where := "its worktree " + filepath.Join(".cadre", "worktrees", it.ID)
-		if it.Branch == "" {
-			where = "this checkout"
-		}
-		fmt.Fprintf(f.IO.ErrOut, "cadre: %s failed in %s; go on with: cadre retry %s %s\n", it.ID, where, sum.Run, it.ID)
+		fmt.Fprintf(f.IO.ErrOut, "cadre: %s failed in %s; go on with: cadre retry %s %s\n", it.ID, workPlace(it), sum.Run, it.ID)
 	}
 	return silentExit(1)
 }
@@ -346,4 +342,13 @@ func checkOutputFlags(asJSON, plain bool) error {
 		return usageErr(errors.New("--json and --plain: pick one (--json prints JSON lines on stdout, --plain text lines on stderr)"))
 	}
 	return nil
+}
+
+// workPlace is where a failed item's work waits: its worktree, or this
+// checkout for an item that ran in place.
+func workPlace(it report.ItemSummary) string {
+	if it.Branch == "" {
+		return "this checkout"
+	}
+	return "its worktree " + filepath.Join(".cadre", "worktrees", it.ID)
 }

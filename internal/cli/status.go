@@ -150,6 +150,9 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		if it.Reason != "" {
 			fmt.Fprintf(f.IO.Out, "  %s\n", it.Reason)
 		}
+		if it.Status == store.ItemFailed {
+			fmt.Fprintf(f.IO.Out, "  its work is in %s; go on with: cadre retry %s %s\n", workPlace(it), id, it.ID)
+		}
 		for _, p := range it.Picks {
 			fmt.Fprintf(f.IO.Out, "  auto: %s chose %s (%s)\n", p.Role, p.Runner+map[bool]string{true: "/" + p.Model, false: ""}[p.Model != ""], p.Reason)
 		}

@@ -159,7 +159,7 @@ func Next(lim Limits, s State, ev Event) (State, Decision) {
 		switch s.Stage {
 		case StagePlan, StageCode, StageAudit:
 			if s.Attempts >= lim.MaxAttempts && s.Stage == StageAudit {
-				return s, Decision{Kind: HardStop, Reason: fmt.Sprintf("%s: %d of %d audit attempts used; reset attempts to retry", s.Item, s.Attempts, lim.MaxAttempts)}
+				return s, Decision{Kind: HardStop, Reason: fmt.Sprintf("%s: %d of %d audit attempts used; cadre retry gives it more", s.Item, s.Attempts, lim.MaxAttempts)}
 			}
 			return enter(s, s.Stage)
 		case StageCompleted:
