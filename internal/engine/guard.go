@@ -128,7 +128,7 @@ func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runne
 	if inv.Untrusted {
 		inv.GitConfig = ir.repo.AgentGitConfig(ctx)
 	}
-	reviewed, unlock, err := e.holdTree(ctx, ir, inv.Role)
+	reviewed, print, unlock, err := e.holdTree(ctx, ir, inv.Role)
 	if err != nil {
 		release()
 		return asked{}, err
@@ -141,7 +141,10 @@ func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runne
 		return got, terr
 	}
 	if reviewed != "" {
-		rerr := e.discardEdits(ctx, ir, inv.Role, inv.Step, reviewed)
+		var rerr error
+		if now, ferr := ir.repo.Fingerprint(); ferr != nil || now != print {
+			rerr = e.discardEdits(ctx, ir, inv.Role, inv.Step, reviewed)
+		}
 		if rerr == nil {
 			rerr = e.reviewMark(ir.it.ID).Clear()
 		}
@@ -159,23 +162,28 @@ func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runne
 // holdTree takes the item's tree for one agent step. A role that changes
 // nothing (a reviewer) holds it alone, so that what changes while it runs
 // is its doing, and gets the tree's state (a TreeOfChanges) to put back
-// afterwards; the others share it.
-func (e *Engine) holdTree(ctx context.Context, ir *itemRun, role string) (tree string, unlock func(), err error) {
+// afterwards, with its fingerprint, which spares the comparison when the
+// reviewer touched nothing; the others share it.
+func (e *Engine) holdTree(ctx context.Context, ir *itemRun, role string) (tree string, print uint64, unlock func(), err error) {
 	if !workflow.ChangesNothing(role) {
 		ir.treeMu.RLock()
-		return "", ir.treeMu.RUnlock, nil
+		return "", 0, ir.treeMu.RUnlock, nil
 	}
 	ir.treeMu.Lock()
-	tree, err = ir.repo.TreeOfChanges(ctx)
-	if err != nil {
+	fail := func(err error) (string, uint64, func(), error) {
 		ir.treeMu.Unlock()
-		return "", nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
+		return "", 0, nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
+	}
+	if tree, err = ir.repo.TreeOfChanges(ctx); err != nil {
+		return fail(err)
+	}
+	if print, err = ir.repo.Fingerprint(); err != nil {
+		return fail(err)
 	}
 	if err := e.reviewMark(ir.it.ID).Note(tree, role); err != nil {
-		ir.treeMu.Unlock()
-		return "", nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
+		return fail(err)
 	}
-	return tree, ir.treeMu.Unlock, nil
+	return tree, print, ir.treeMu.Unlock, nil
 }
 
 // discardEdits puts the tree back as it was before a reviewing agent ran

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -111,5 +112,41 @@ func TestReviewMark(t *testing.T) {
 	}
 	if tree, _, _ := m.Read(); tree != "" {
 		t.Errorf("cleared mark reads %q", tree)
+	}
+}
+
+// A tree's fingerprint stays while nothing changes (cadre's state and
+// .git aside), and moves with a new file and with a file rewritten at the
+// same size whose times were set back: its change time cannot be.
+func TestFingerprint(t *testing.T) {
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "a.txt"), "one\n")
+	print := func() uint64 {
+		t.Helper()
+		p, err := r.Fingerprint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before := print()
+	if print() != before {
+		t.Fatal("the fingerprint of an unchanged tree moved")
+	}
+	write(t, filepath.Join(r.Dir, StateDir, "state"), "cadre's\n")
+	if print() != before {
+		t.Error("cadre's state moved the fingerprint")
+	}
+	info, _ := os.Stat(filepath.Join(r.Dir, "a.txt"))
+	time.Sleep(10 * time.Millisecond)
+	write(t, filepath.Join(r.Dir, "a.txt"), "two\n")
+	os.Chtimes(filepath.Join(r.Dir, "a.txt"), info.ModTime(), info.ModTime())
+	if print() == before {
+		t.Error("a file rewritten with its times set back kept the fingerprint")
+	}
+	now := print()
+	write(t, filepath.Join(r.Dir, "sub", "new.txt"), "x\n")
+	if print() == now {
+		t.Error("a new file kept the fingerprint")
 	}
 }
