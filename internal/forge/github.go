@@ -452,6 +452,19 @@ func checkMarker(marker string) error {
 // between posting and recording, or a lost answer, never posts twice.
 func (c *Client) EnsureComment(ctx context.Context, owner, repo string, issue int, marker, body string) (created bool, err error) {
 	op := fmt.Sprintf("comment on %s/%s#%d", owner, repo, issue)
+	path := fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), issue)
+	return c.postOnce(ctx, op, owner, repo, issue, marker, path, body, func(tag string) (bool, error) {
+		cs, err := c.comments(ctx, owner, repo, issue)
+		return slices.ContainsFunc(cs, func(cm Comment) bool { return strings.Contains(cm.Body, tag) }), err
+	})
+}
+
+// postOnce posts body, carrying marker as a hidden HTML comment, to path
+// (a comment of issue or pull request number), unless has finds a
+// comment carrying it already; it reports whether it posted. A lost
+// answer is looked for again, so a crash between posting and recording,
+// or a retry, never posts twice.
+func (c *Client) postOnce(ctx context.Context, op, owner, repo string, number int, marker, path, body string, has func(tag string) (bool, error)) (bool, error) {
 	if err := checkRepo(owner, repo); err != nil {
 		return false, fmt.Errorf("github: %s: %w", op, err)
 	}
@@ -459,31 +472,23 @@ func (c *Client) EnsureComment(ctx context.Context, owner, repo string, issue in
 		return false, fmt.Errorf("github: %s: %w", op, err)
 	}
 	tag := hidden(marker)
-	unlock, err := c.lockItem(ctx, op, issueKey(owner, repo, issue))
+	unlock, err := c.lockItem(ctx, op, issueKey(owner, repo, number))
 	if err != nil {
 		return false, err
 	}
 	defer unlock()
-	has := func() (bool, error) {
-		cs, err := c.comments(ctx, owner, repo, issue)
-		if err != nil {
-			return false, err
-		}
-		return slices.ContainsFunc(cs, func(cm Comment) bool { return strings.Contains(cm.Body, tag) }), nil
-	}
-	if ok, err := has(); err != nil || ok {
+	if ok, err := has(tag); err != nil || ok {
 		return false, err
 	}
-	path := fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), issue)
 	send := map[string]string{"body": c.clean(body) + "\n\n" + tag}
-	_, err = c.do(ctx, call{op: op, method: http.MethodPost, path: path, body: send, key: issueKey(owner, repo, issue)})
+	_, err = c.do(ctx, call{op: op, method: http.MethodPost, path: path, body: send, key: issueKey(owner, repo, number)})
 	if err == nil {
 		return true, nil
 	}
 	if !ambiguous(err) || ctx.Err() != nil {
 		return false, err
 	}
-	if ok, herr := has(); herr == nil && ok {
+	if ok, herr := has(tag); herr == nil && ok {
 		return true, nil
 	}
 	return false, err

@@ -133,41 +133,11 @@ func (c *Client) reviewComments(ctx context.Context, op, owner, repo string, pr 
 // never posts twice.
 func (c *Client) ReplyToReviewComment(ctx context.Context, owner, repo string, pr int, commentID int64, marker, body string) (created bool, err error) {
 	op := fmt.Sprintf("reply to review comment %d of %s/%s#%d", commentID, owner, repo, pr)
-	if err := checkRepo(owner, repo); err != nil {
-		return false, fmt.Errorf("github: %s: %w", op, err)
-	}
-	if err := checkMarker(marker); err != nil {
-		return false, fmt.Errorf("github: %s: %w", op, err)
-	}
-	tag := hidden(marker)
-	unlock, err := c.lockItem(ctx, op, issueKey(owner, repo, pr))
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	has := func() (bool, error) {
-		cs, err := c.reviewComments(ctx, op, owner, repo, pr)
-		if err != nil {
-			return false, err
-		}
-		return slices.ContainsFunc(cs, func(rc ReviewComment) bool { return strings.Contains(rc.Body, tag) }), nil
-	}
-	if ok, err := has(); err != nil || ok {
-		return false, err
-	}
 	path := fmt.Sprintf("%s/pulls/%d/comments/%d/replies", repoPath(owner, repo), pr, commentID)
-	send := map[string]string{"body": c.clean(body) + "\n\n" + tag}
-	_, err = c.do(ctx, call{op: op, method: http.MethodPost, path: path, body: send, key: issueKey(owner, repo, pr)})
-	if err == nil {
-		return true, nil
-	}
-	if !ambiguous(err) || ctx.Err() != nil {
-		return false, err
-	}
-	if ok, herr := has(); herr == nil && ok {
-		return true, nil
-	}
-	return false, err
+	return c.postOnce(ctx, op, owner, repo, pr, marker, path, body, func(tag string) (bool, error) {
+		cs, err := c.reviewComments(ctx, op, owner, repo, pr)
+		return slices.ContainsFunc(cs, func(rc ReviewComment) bool { return strings.Contains(rc.Body, tag) }), err
+	})
 }
 
 // RequestReviewers asks logins to review pull request pr. Asking again
