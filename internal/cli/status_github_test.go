@@ -30,20 +30,7 @@ func TestStatusShowsBranchAndPullRequest(t *testing.T) {
 		t.Fatalf("pull requests for %v, want items 1 and 2", want)
 	}
 
-	code, out, errOut := g.cadre(t, "", "status", "--json")
-	if code != 0 {
-		t.Fatalf("status --json: exit %d: %s", code, errOut)
-	}
-	var st struct {
-		Items []struct {
-			ID     string `json:"id"`
-			Branch string `json:"branch"`
-			PR     string `json:"pr_url"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, out)
-	}
+	st := g.statusJSON(t)
 	if len(st.Items) != 2 {
 		t.Fatalf("status --json items %+v, want 2", st.Items)
 	}
@@ -53,7 +40,7 @@ func TestStatusShowsBranchAndPullRequest(t *testing.T) {
 		}
 	}
 
-	code, out, errOut = g.cadre(t, "", "status")
+	code, out, errOut := g.cadre(t, "", "status")
 	if code != 0 {
 		t.Fatalf("status: exit %d: %s", code, errOut)
 	}
@@ -113,22 +100,7 @@ func TestStatusShowsWherePullRequestsStand(t *testing.T) {
 	g.fake.AddReview("acme", "widgets", number["1"], forgetest.Review{Author: "carol", Association: "MEMBER", State: "CHANGES_REQUESTED", Body: "Not like this."})
 	g.fake.AddReview("acme", "widgets", number["2"], forgetest.Review{Author: "carol", Association: "MEMBER", State: "APPROVED"})
 
-	code, out, errOut := g.cadre(t, "", "status", "--json")
-	if code != 0 {
-		t.Fatalf("status --json: exit %d: %s", code, errOut)
-	}
-	var st struct {
-		Items []struct {
-			ID        string `json:"id"`
-			State     string `json:"pr_state"`
-			Checks    string `json:"checks"`
-			Review    string `json:"review"`
-			Mergeable *bool  `json:"mergeable"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, out)
-	}
+	st := g.statusJSON(t)
 	want := map[string][3]string{"1": {"open", "failure", "changes_requested"}, "2": {"open", "none", "approved"}}
 	for _, it := range st.Items {
 		if w := want[it.ID]; it.State != w[0] || it.Checks != w[1] || it.Review != w[2] || it.Mergeable == nil || !*it.Mergeable {
@@ -136,10 +108,34 @@ func TestStatusShowsWherePullRequestsStand(t *testing.T) {
 		}
 	}
 	g.fake.SetPRState("acme", "widgets", number["2"], "closed", true)
-	_, out, _ = g.cadre(t, "", "status")
+	_, out, _ := g.cadre(t, "", "status")
 	for _, line := range []string{fmt.Sprintf("/pull/%d (open, checks failure, review changes requested, merges cleanly)\n", number["1"]), fmt.Sprintf("/pull/%d (merged)\n", number["2"])} {
 		if !strings.Contains(out, line) {
 			t.Errorf("status lacks %q:\n%s", line, out)
 		}
 	}
+}
+
+// statusJSON runs cadre status --json and decodes what these tests read
+// of its items.
+func (g *githubRepo) statusJSON(t *testing.T) (st struct {
+	Items []struct {
+		ID        string `json:"id"`
+		Branch    string `json:"branch"`
+		PR        string `json:"pr_url"`
+		State     string `json:"pr_state"`
+		Checks    string `json:"checks"`
+		Review    string `json:"review"`
+		Mergeable *bool  `json:"mergeable"`
+	} `json:"items"`
+}) {
+	t.Helper()
+	code, out, errOut := g.cadre(t, "", "status", "--json")
+	if code != 0 {
+		t.Fatalf("status --json: exit %d: %s", code, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	return st
 }
