@@ -70,7 +70,7 @@ func (e *Engine) unshieldLeftovers(ctx context.Context, ir *itemRun) error {
 // per item, not per run, so a new run after a crash finds it. The agent
 // cannot write there.
 func (e *Engine) reviewMark(item string) workspace.ReviewMark {
-	return workspace.ReviewMark(filepath.Join(e.StateDir(), "reviewing", item))
+	return workspace.ReviewMark{Root: e.StateDir(), Path: filepath.Join(e.StateDir(), "reviewing", item)}
 }
 
 // undoInterruptedReview puts the item's tree back as it was before a

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/cadre-dev/cadre/internal/safefile"
 )
 
 // RevertTo makes the tree's files (but .cadre/ and ignored ones) those of
@@ -55,15 +57,13 @@ func (r *Repo) RevertTo(ctx context.Context, tree string) ([]string, error) {
 
 // ReviewMark is a file noting the tree a reviewing agent works on, and
 // its role, for as long as it runs: found after a crash, it says what to
-// put the tree back to (RevertTo).
-type ReviewMark string
+// put the tree back to (RevertTo). Path lies under Root, cadre's state,
+// and is never read or written through a link.
+type ReviewMark struct{ Root, Path string }
 
 // Note records tree and role.
 func (m ReviewMark) Note(tree, role string) error {
-	if err := os.MkdirAll(filepath.Dir(string(m)), 0o755); err != nil {
-		return fmt.Errorf("note the reviewed tree: %w", err)
-	}
-	if err := os.WriteFile(string(m), []byte(tree+" "+role+"\n"), 0o644); err != nil {
+	if err := safefile.WriteMaking(m.Root, m.Path, []byte(tree+" "+role+"\n")); err != nil {
 		return fmt.Errorf("note the reviewed tree: %w", err)
 	}
 	return nil
@@ -71,7 +71,7 @@ func (m ReviewMark) Note(tree, role string) error {
 
 // Read returns the noted tree and role; "" when nothing is noted.
 func (m ReviewMark) Read() (tree, role string, err error) {
-	data, err := os.ReadFile(string(m))
+	data, err := safefile.ReadFile(m.Root, m.Path)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", "", nil
 	}
@@ -84,7 +84,7 @@ func (m ReviewMark) Read() (tree, role string, err error) {
 
 // Clear removes the note.
 func (m ReviewMark) Clear() error {
-	if err := os.Remove(string(m)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := safefile.Remove(m.Root, m.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("clear the reviewed tree: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cadre-dev/cadre/internal/safefile"
 )
 
 // A reviewer's edits on top of uncommitted work are undone, and the work
@@ -95,7 +98,8 @@ func TestTreeOfChangesInPlace(t *testing.T) {
 // A review mark holds the tree and role noted until cleared; none noted
 // reads as nothing, and clearing twice is no error.
 func TestReviewMark(t *testing.T) {
-	m := ReviewMark(filepath.Join(t.TempDir(), "reviewing", "item"))
+	root := t.TempDir()
+	m := ReviewMark{Root: root, Path: filepath.Join(root, "reviewing", "item")}
 	if tree, role, err := m.Read(); tree != "" || role != "" || err != nil {
 		t.Errorf("unnoted mark reads %q %q %v", tree, role, err)
 	}
@@ -112,6 +116,21 @@ func TestReviewMark(t *testing.T) {
 	}
 	if tree, _, _ := m.Read(); tree != "" {
 		t.Errorf("cleared mark reads %q", tree)
+	}
+	// A link planted at the mark leads nowhere: not read, not written.
+	host := filepath.Join(t.TempDir(), "host")
+	write(t, host, "0123abcd secret\n")
+	if err := os.Symlink(host, m.Path); err != nil {
+		t.Fatal(err)
+	}
+	if tree, _, err := m.Read(); tree != "" || !errors.Is(err, safefile.ErrUnsafe) {
+		t.Errorf("a linked mark reads %q, %v; want refused", tree, err)
+	}
+	if err := m.Note("4567ef", "critic"); !errors.Is(err, safefile.ErrUnsafe) {
+		t.Errorf("noting through a link: %v, want refused", err)
+	}
+	if data, _ := os.ReadFile(host); string(data) != "0123abcd secret\n" {
+		t.Errorf("the linked file became %q", data)
 	}
 }
 
