@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/dryrun"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/item/intake"
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -137,6 +139,9 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	}
 	if len(opts.Targets) == 0 && opts.Query.Empty() && opts.Prompt == "" {
 		opts.Query = app.Workspace{Root: ws.root, Config: ws.cfg}.IssueQuery()
+	}
+	if opts.Again && opts.Query.Empty() && !slices.ContainsFunc(opts.Targets, intake.IsIssueRef) {
+		return usageErr(errors.New("--again works on GitHub issues whose pull request is open or merged: none of the targets is an issue (task files always run)"))
 	}
 	eo := runspec.Options{Targets: opts.Targets, Column: opts.Column, Workflow: opts.Workflow,
 		Runner: opts.Runner, Model: opts.Model, Timeout: opts.Timeout, InPlace: opts.InPlace,
