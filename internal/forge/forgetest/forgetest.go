@@ -886,13 +886,8 @@ func (s *Server) createComment(r *repo, rec *record, body []byte) answer {
 	c := Comment{ID: s.ids, Author: s.Login, Body: *in.Body}
 	rec.Comments = append(rec.Comments, c)
 	rec.touch()
-	mode := s.next[CreateComment]
-	delete(s.next, CreateComment)
-	switch mode {
-	case Stall:
-		return answer{stall: true}
-	case ServerErrorAfter:
-		return msg(http.StatusBadGateway, "Server Error", "")
+	if a, lost := s.lostAfterWrite(CreateComment); lost {
+		return a
 	}
 	return answer{status: http.StatusCreated, body: s.commentJSON(r, rec, c)}
 }
@@ -1064,4 +1059,20 @@ func sortedKeys[V any](m map[int]V) []int {
 	}
 	sort.Ints(keys)
 	return keys
+}
+
+// lostAfterWrite is the answer to a write of endpoint ep once it is made,
+// when SetNext asked for it to be lost (a stall, or a 502): the client
+// must find what it wrote rather than write it again. The mode is used
+// once.
+func (s *Server) lostAfterWrite(ep Endpoint) (answer, bool) {
+	mode := s.next[ep]
+	delete(s.next, ep)
+	switch mode {
+	case Stall:
+		return answer{stall: true}, true
+	case ServerErrorAfter:
+		return msg(http.StatusBadGateway, "Server Error", ""), true
+	}
+	return answer{}, false
 }

@@ -187,13 +187,8 @@ func (s *Server) merge(r *repo, rec *record, body []byte) answer {
 	p.State, p.Merged, rec.State = "closed", true, "closed"
 	p.HeadSHA, p.MergeCommit = head, sha
 	rec.touch()
-	mode := s.next[Merge]
-	delete(s.next, Merge)
-	switch mode {
-	case Stall:
-		return answer{stall: true}
-	case ServerErrorAfter:
-		return msg(http.StatusBadGateway, "Server Error", "")
+	if a, lost := s.lostAfterWrite(Merge); lost {
+		return a
 	}
 	return answer{status: http.StatusOK, body: map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"}}
 }

@@ -219,14 +219,8 @@ func (s *Server) reply(r *repo, rec *record, id int64, body []byte) answer {
 	}
 	c := s.addReviewComment(r, rec, ReviewComment{InReplyTo: root, Author: s.Login, Path: to.Path, Line: to.Line,
 		Body: *in.Body, CommitID: to.CommitID})
-	if mode := s.next[CreateReply]; mode != Normal {
-		delete(s.next, CreateReply)
-		switch mode {
-		case Stall:
-			return answer{stall: true}
-		case ServerErrorAfter:
-			return msg(http.StatusBadGateway, "Server Error", "")
-		}
+	if a, lost := s.lostAfterWrite(CreateReply); lost {
+		return a
 	}
 	return answer{status: http.StatusCreated, body: s.reviewCommentJSON(r, rec, c)}
 }
