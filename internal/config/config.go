@@ -47,6 +47,8 @@ type Config struct {
 	Prices map[string]Price `yaml:"prices"`
 	// Notify posts run events people wait for to a webhook.
 	Notify Notify `yaml:"notify"`
+	// Follow is what cadre watch does with its open pull requests.
+	Follow Follow `yaml:"follow"`
 
 	// Engine is where cadre run's items run: EngineEmbedded (this
 	// process) or EngineTemporal (cadre workers, through Temporal).
@@ -164,7 +166,45 @@ type GitHub struct {
 	// rate-limit budget is low or a secondary limit was met (forge
 	// WithWriteGap). Zero never paces.
 	WriteInterval Duration `yaml:"write_interval"`
+	// PollInterval is how often cadre watch looks at the repository's
+	// issues and pull requests (--interval overrides it).
+	PollInterval Duration `yaml:"poll_interval"`
+	// Watch is the issues cadre watch starts items for (its flags
+	// override it); empty, it starts none and only follows.
+	Watch WatchQuery `yaml:"watch"`
 }
+
+// WatchQuery selects the issues cadre watch takes up.
+type WatchQuery struct {
+	Labels    []string `yaml:"labels"`
+	Assignee  string   `yaml:"assignee"`
+	Milestone string   `yaml:"milestone"`
+}
+
+// Follow configures how cadre watch follows its pull requests to merge:
+// the rounds of each reaction an item gets before a human is asked, and
+// whether it merges.
+type Follow struct {
+	CIFailed         Rounds `yaml:"ci_failed"`
+	ChangesRequested Rounds `yaml:"changes_requested"`
+	Conflict         Rounds `yaml:"conflict"`
+	// Merge is off, or the method a pull request approved and green is
+	// merged with: merge, squash or rebase.
+	Merge string `yaml:"merge"`
+	// Reviewers are the logins whose reviews count; empty, the
+	// repository's owners, members and collaborators.
+	Reviewers []string `yaml:"reviewers"`
+}
+
+// Rounds is how many times a reaction may run for an item.
+type Rounds struct {
+	Rounds int `yaml:"rounds"`
+}
+
+// Merge methods, the values of follow.merge.
+const (
+	MergeOff = "off"
+)
 
 // Notification kinds, the values of notify.on.
 const (
@@ -336,7 +376,9 @@ func Default() Config {
 			APIURL:        "https://api.github.com/",
 			Comments:      true,
 			WriteInterval: Duration(DefaultWriteInterval),
+			PollInterval:  Duration(time.Minute),
 		},
+		Follow: Follow{CIFailed: Rounds{2}, ChangesRequested: Rounds{3}, Conflict: Rounds{1}, Merge: MergeOff},
 		Sandbox:  Sandbox{Mode: "auto"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},
 		Engine:   EngineEmbedded,

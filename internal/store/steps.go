@@ -282,6 +282,16 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]Step, error) {
 // ItemSteps returns the steps of one item of a run in the order they were
 // first started (none for an unknown run or item). An engine reads an
 // item's steps when the item ends; reading the whole run there would cost
+// CompletedOfKind lists the completed steps of kind across every run,
+// oldest first: the pull requests runs opened, say.
+func (s *Store) CompletedOfKind(ctx context.Context, kind string) ([]Step, error) {
+	steps, err := s.listSteps(ctx, `SELECT `+stepColumns+` FROM steps WHERE kind = ? AND status = ? ORDER BY seq`, kind, StepCompleted)
+	if err != nil {
+		return nil, fmt.Errorf("list %s steps: %w", kind, err)
+	}
+	return steps, nil
+}
+
 // every item time in proportion to the size of the fleet.
 func (s *Store) ItemSteps(ctx context.Context, runID, itemID string) ([]Step, error) {
 	steps, err := s.listSteps(ctx, `SELECT `+stepColumns+` FROM steps WHERE run_id = ? AND item_id = ? ORDER BY seq`, runID, itemID)
