@@ -102,13 +102,27 @@ type Options struct {
 // rerun. The returned function flushes the journal; call it before closing
 // st.
 func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*engine.Engine, func(), error) {
+	p, err := build(ctx, ws, st, o)
+	return p.e, p.close, err
+}
+
+// parts is what build wires: the engine, its event bus and its GitHub.
+type parts struct {
+	e     *engine.Engine
+	bus   *event.Bus
+	gh    *GitHub
+	close func()
+}
+
+// build wires an engine for ws (NewEngine).
+func build(ctx context.Context, ws Workspace, st *store.Store, o Options) (parts, error) {
 	roles, err := role.Load(filepath.Join(ws.Root, workspace.StateDir, "roles"))
 	if err != nil {
-		return nil, nil, err
+		return parts{}, err
 	}
 	flows, err := LoadWorkflows(ws.Root, roles)
 	if err != nil {
-		return nil, nil, err
+		return parts{}, err
 	}
 	getenv := o.Getenv
 	if getenv == nil {
@@ -125,7 +139,7 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	st.SetMask(mask.String)
 	policy, fallback, err := SandboxPolicy(ctx, ws.Config.Sandbox, getenv)
 	if err != nil {
-		return nil, nil, err
+		return parts{}, err
 	}
 	journal := eventlog.NewSink(st)
 	var bus *event.Bus
@@ -164,9 +178,9 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 		Workflows: flows, Forge: fg, Bus: bus, Crash: o.Crash, Sandbox: policy, Mask: mask})
 	if err != nil {
 		closeAll()
-		return nil, nil, err
+		return parts{}, err
 	}
-	return e, closeAll, nil
+	return parts{e: e, bus: bus, gh: gh, close: closeAll}, nil
 }
 
 // SandboxPolicy is the confinement cadre.yaml's sandbox section asks for,

@@ -206,6 +206,12 @@ func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) 
 		sp.TaskID, sp.PayloadJSON = c.Task.ID, string(data)
 		sp.Payload = map[string]any{"task": c.Task}
 	}
+	for k, v := range c.Payload {
+		if sp.Payload == nil {
+			sp.Payload = map[string]any{}
+		}
+		sp.Payload[k] = v
+	}
 	fx.e.setBoard(fx.ir, map[string]any{"agent": c.Role})
 	out, err := fx.e.agentStep(ctx, fx.ir, sp)
 	if err != nil {
@@ -390,6 +396,8 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 	msg := commitMessage(ir.task)
 	if c.Task != nil {
 		msg = fmt.Sprintf("cadre: %s task %s: %s", ir.it.ID, c.Task.ID, oneLine(c.Task.Title))
+	} else if c.Text != "" {
+		msg = c.Text
 	}
 	sha, err := ir.repo.Commit(ctx, msg, mark, workspace.CommitOptions{Except: c.Others, Base: fx.e.d.Config.BaseBranch, Check: outsideLinks(ir),
 		Mask: fx.e.commitMask()})

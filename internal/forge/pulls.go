@@ -120,3 +120,16 @@ func IsHeadMoved(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Status == http.StatusConflict
 }
+
+// ClosePR closes pull request number unmerged; closing one closed already
+// changes nothing.
+func (c *Client) ClosePR(ctx context.Context, owner, repo string, number int) error {
+	op := fmt.Sprintf("close pull request %s/%s#%d", owner, repo, number)
+	if err := checkRepo(owner, repo); err != nil {
+		return fmt.Errorf("github: %s: %w", op, err)
+	}
+	path := fmt.Sprintf("%s/pulls/%d", repoPath(owner, repo), number)
+	_, err := c.do(ctx, call{op: op, method: http.MethodPatch, path: path, body: map[string]string{"state": "closed"},
+		resend: true, key: issueKey(owner, repo, number)})
+	return err
+}

@@ -33,6 +33,9 @@ type Info struct {
 	// State is the state directory (.cadre) of the checkout the run works
 	// from, which holds its journal and its stop requests.
 	State string `json:"state,omitempty"`
+	// Lends: the holder (cadre watch) lets runs it starts itself hold
+	// the repository in its place until they end.
+	Lends bool `json:"lends,omitempty"`
 }
 
 // Checkout is the top level of the checkout the run works from, or "".
@@ -47,6 +50,7 @@ func (i Info) Checkout() string {
 type Lock struct {
 	path string
 	info Info
+	prev *Info // the same process's hold this one took over, given back on Release
 }
 
 // Acquire takes the lock file at path for holder (its Started is set
@@ -80,6 +84,15 @@ func Acquire(path string, holder Info, warn func(string)) (*Lock, error) {
 		old, rerr := Stored(path)
 		if rerr == nil && old.PID != info.PID && Alive(old.PID) {
 			return nil, refusal(path, old, info)
+		}
+		if rerr == nil && old.PID == info.PID && old.Lends && old.Run != info.Run {
+			// This process holds the repository for something else (cadre
+			// watch starting a run): the run holds it until Release gives
+			// it back.
+			if err := replace(path, data); err != nil {
+				return nil, err
+			}
+			return &Lock{path: path, info: info, prev: &old}, nil
 		}
 		if rerr == nil {
 			warn(fmt.Sprintf("taking over the stale lock of run %s (pid %d is gone)", old.Run, old.PID))
@@ -128,8 +141,27 @@ func Holder(path string) (Info, bool) {
 // Release removes the lock if it is still ours.
 func (l *Lock) Release() {
 	if cur, err := Stored(l.path); err == nil && cur.Run == l.info.Run && cur.PID == l.info.PID {
+		if l.prev != nil {
+			data, _ := json.Marshal(*l.prev)
+			if replace(l.path, data) == nil {
+				return
+			}
+		}
 		os.Remove(l.path)
 	}
+}
+
+// replace writes the lock file at path anew, whole or not at all.
+func replace(path string, data []byte) error {
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write lock %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write lock %s: %w", path, err)
+	}
+	return nil
 }
 
 // Alive says whether process pid runs (one of another user's counts). A

@@ -108,3 +108,41 @@ func TestAZombiesLockIsStale(t *testing.T) {
 		t.Error("Alive is false for this very process")
 	}
 }
+
+// A process holding the repository for its own runs (cadre watch) lends
+// the lock to a run it starts and gets it back when the run releases it;
+// another process is refused meanwhile.
+func TestLockLentToOwnRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cadre.lock")
+	watch, err := Acquire(path, Info{Run: "watch", PID: os.Getpid(), Lends: true}, func(string) { t.Error("no warning wanted") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := Acquire(path, Info{Run: "r1", PID: os.Getpid()}, func(string) { t.Error("no warning wanted") })
+	if err != nil {
+		t.Fatalf("the watch's own run: %v", err)
+	}
+	if h, ok := Holder(path); !ok || h.Run != "r1" {
+		t.Fatalf("holder %+v, want r1", h)
+	}
+	if _, err := Acquire(path, Info{Run: "other", PID: os.Getppid()}, func(string) {}); err == nil {
+		t.Fatal("another process took the lent lock")
+	}
+	run.Release()
+	if h, ok := Holder(path); !ok || h.Run != "watch" || !h.Lends {
+		t.Fatalf("holder after the run %+v, want the watch back", h)
+	}
+	watch.Release()
+	if _, ok := Holder(path); ok {
+		t.Fatal("lock kept after the watch released it")
+	}
+	// Not lent: the same process's second holder takes it over as before.
+	a, _ := Acquire(path, Info{Run: "a", PID: os.Getpid()}, func(string) {})
+	warned := false
+	b, err := Acquire(path, Info{Run: "b", PID: os.Getpid()}, func(string) { warned = true })
+	if err != nil || !warned {
+		t.Fatalf("takeover of an unlent lock: %v, warned %v", err, warned)
+	}
+	b.Release()
+	a.Release()
+}

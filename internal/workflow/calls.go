@@ -36,6 +36,9 @@ type AgentCall struct {
 	// PassRating is a reviewing role's: the Rating the work needs to pass
 	// (the workflow's pass_rating, else limits.audit_pass_rating).
 	PassRating int
+	// Payload is added to the step's context file payload (cadre
+	// watch's reactions give fix-surgeon its feedback so).
+	Payload map[string]any
 }
 
 // Work is the last working (not reviewing) agent step in scope: what a
@@ -52,7 +55,7 @@ type ActionCall struct {
 	Kind  string // baseline | checks | commit | answer
 	Phase string
 	Task  *signal.PlanTask
-	Text  string // the answer, for "answer"
+	Text  string // the answer, for "answer"; the message, for a "commit" (else the item's)
 	// Owned, for a task's commit while other tasks work in the same tree:
 	// files that other unfinished tasks declared, which this commit must
 	// leave alone.

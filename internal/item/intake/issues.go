@@ -47,10 +47,7 @@ const issueRecordName = "issue.json"
 // is cadre's own, never in the repository; the issue text stays untrusted
 // and is given to agents fenced as data.
 func (l *Loader) IssueTask(run string, is codehost.Issue) (*taskfile.Task, error) {
-	id := strings.NewReplacer("/", "-", "#", "-").Replace(is.Repo) + "-" + fmt.Sprint(is.Number)
-	if l.Config.Repository == "" || strings.EqualFold(is.Repo, l.Config.Repository) {
-		id = fmt.Sprint(is.Number)
-	}
+	id := IssueItemID(l.Config.Repository, is)
 	path, err := l.generatedTask(run, id, fmt.Sprintf("source: github\nissue: %d\nrepository: %s\n", is.Number, is.Repo),
 		oneLine(is.Title, 200), is.Body)
 	if err != nil {
@@ -61,6 +58,15 @@ func (l *Loader) IssueTask(run string, is codehost.Issue) (*taskfile.Task, error
 		return nil, err
 	}
 	return taskfile.Load(path)
+}
+
+// IssueItemID is the id of issue is's item in a repository whose
+// cadre.yaml names repo: the bare number for its own issues.
+func IssueItemID(repo string, is codehost.Issue) string {
+	if repo == "" || strings.EqualFold(is.Repo, repo) {
+		return fmt.Sprint(is.Number)
+	}
+	return strings.NewReplacer("/", "-", "#", "-").Replace(is.Repo) + "-" + fmt.Sprint(is.Number)
 }
 
 // PromptTask turns cadre do's prompt into a task file under the run's

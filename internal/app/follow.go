@@ -1,0 +1,149 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cadre-dev/cadre/internal/codehost"
+	"github.com/cadre-dev/cadre/internal/follow"
+	"github.com/cadre-dev/cadre/internal/forge"
+)
+
+// logTail is how many of a failed Actions job's last log lines
+// fix-surgeon gets.
+const logTail = 60
+
+// permitted are the author associations whose reviews count when
+// follow.reviewers names nobody.
+var permitted = []string{"OWNER", "MEMBER", "COLLABORATOR"}
+
+// View is pull request pr as cadre watch decides by (follow.Host): its
+// state and mergeability, its head's failed checks with their log tails,
+// and the reviews and review comments of permitted reviewers, cadre's own
+// replies left out.
+func (g *GitHub) View(ctx context.Context, pr int, reviewers []string) (follow.View, error) {
+	owner, name, err := g.repoParts(ctx)
+	if err != nil {
+		return follow.View{}, err
+	}
+	st, err := g.client.PR(ctx, owner, name, pr)
+	if err != nil {
+		return follow.View{}, err
+	}
+	v := follow.View{Number: pr, State: "open", Head: st.HeadSHA, Base: st.Base, Mergeable: st.Mergeable}
+	switch {
+	case st.Merged:
+		v.State = "merged"
+		return v, nil
+	case st.State == "closed":
+		v.State = "closed"
+		return v, nil
+	}
+	checks, err := g.client.FailedChecks(ctx, owner, name, st.HeadSHA)
+	if err != nil {
+		return follow.View{}, err
+	}
+	v.Pending = len(checks.Pending) > 0
+	for _, c := range checks.Failed {
+		fc := follow.Check{Name: c.Name, Conclusion: c.Conclusion, Summary: c.Summary, JobID: c.JobID}
+		if c.JobID != 0 {
+			// A log that cannot be read leaves the summary: still worth fixing by.
+			fc.LogTail, _ = g.client.JobLogTail(ctx, owner, name, c.JobID, logTail)
+		}
+		v.Failed = append(v.Failed, fc)
+	}
+	counts := func(login, assoc string) bool {
+		if len(reviewers) > 0 {
+			return slices.Contains(reviewers, login)
+		}
+		return slices.Contains(permitted, assoc)
+	}
+	reviews, err := g.client.Reviews(ctx, owner, name, pr)
+	if err != nil {
+		return follow.View{}, err
+	}
+	latest, change := map[string]string{}, map[string]forge.Review{}
+	for _, r := range reviews {
+		if !counts(r.Author, r.Association) {
+			continue
+		}
+		switch r.State {
+		case "APPROVED", "CHANGES_REQUESTED":
+			latest[r.Author] = r.State
+			change[r.Author] = r
+		case "DISMISSED":
+			delete(latest, r.Author)
+		}
+	}
+	v.Approved = codehost.ReviewDecision(latest) == "approved"
+	for _, r := range reviews {
+		if latest[r.Author] == "CHANGES_REQUESTED" && change[r.Author].ID == r.ID {
+			v.Changes = append(v.Changes, follow.Review{ID: r.ID, Author: r.Author, Body: r.Body})
+		}
+	}
+	comments, err := g.client.ReviewComments(ctx, owner, name, pr)
+	if err != nil {
+		return follow.View{}, err
+	}
+	for _, c := range comments {
+		if !counts(c.Author, c.Association) || strings.Contains(c.Body, "<!-- cadre:") {
+			continue
+		}
+		v.Comments = append(v.Comments, follow.Comment{ID: c.ID, Path: c.Path, Line: c.Line, Author: c.Author, Body: c.Body})
+	}
+	return v, nil
+}
+
+// Reply answers review comment comment of pull request pr, once per marker.
+func (g *GitHub) Reply(ctx context.Context, pr int, comment int64, marker, body string) error {
+	owner, name, err := g.repoParts(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = g.client.ReplyToReviewComment(ctx, owner, name, pr, comment, marker, body)
+	return err
+}
+
+// RequestReview asks logins to review pull request pr again.
+func (g *GitHub) RequestReview(ctx context.Context, pr int, logins []string) error {
+	owner, name, err := g.repoParts(ctx)
+	if err != nil {
+		return err
+	}
+	return g.client.RequestReviewers(ctx, owner, name, pr, logins)
+}
+
+// Merge merges pull request pr by method, provided its head is still head.
+func (g *GitHub) Merge(ctx context.Context, pr int, method, head string) error {
+	owner, name, err := g.repoParts(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = g.client.MergePR(ctx, owner, name, pr, method, head)
+	return err
+}
+
+// Close closes pull request pr unmerged.
+func (g *GitHub) Close(ctx context.Context, pr int) error {
+	owner, name, err := g.repoParts(ctx)
+	if err != nil {
+		return err
+	}
+	return g.client.ClosePR(ctx, owner, name, pr)
+}
+
+// repoParts resolves the token and the repository.
+func (g *GitHub) repoParts(ctx context.Context) (owner, name string, err error) {
+	if err := g.init(ctx); err != nil {
+		return "", "", err
+	}
+	owner, name, err = forge.ParseRepo(g.repo)
+	if err != nil {
+		return "", "", fmt.Errorf("repository: %w", err)
+	}
+	return owner, name, nil
+}
+
+var _ follow.Host = (*GitHub)(nil)

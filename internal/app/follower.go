@@ -1,0 +1,119 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/follow"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// Following is cadre watch's follower of ws's pull requests, wired to the
+// engine that performs its agent steps and the journal they go in.
+type Following struct {
+	*follow.Follower
+	Engine *engine.Engine
+	Bus    *event.Bus
+}
+
+// NewFollowing wires the follower of ws's pull requests; close it with
+// the returned function. say hears what it does.
+func NewFollowing(ctx context.Context, ws Workspace, st *store.Store, o Options, say follow.Say) (*Following, func(), error) {
+	p, err := build(ctx, ws, st, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	repo, err := workspace.Open(ctx, ws.Root)
+	if err != nil {
+		p.close()
+		return nil, nil, err
+	}
+	trees := followTrees{wts: workspace.NewWorktrees(repo), base: ws.Config.BaseBranch}
+	f := &follow.Follower{Store: st, Host: p.gh, Steps: followSteps{p.e, st}, Trees: trees, Config: ws.Config.Follow,
+		Base: ws.Config.BaseBranch, Remote: "origin", Say: say}
+	f.Pause = func(ctx context.Context, it follow.Item, reason string) error {
+		status := store.ItemPaused
+		if err := st.UpdateItem(ctx, it.Run, it.ID, store.ItemUpdate{Status: &status, Error: &reason}); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		p.bus.Publish(event.Event{Run: it.Run, Item: it.ID, Type: event.ItemPaused, Message: reason})
+		return nil
+	}
+	f.Unpause = func(ctx context.Context, it follow.Item) error {
+		status, none := store.ItemCompleted, ""
+		if err := st.UpdateItem(ctx, it.Run, it.ID, store.ItemUpdate{Status: &status, Error: &none}); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		p.bus.Publish(event.Event{Run: it.Run, Item: it.ID, Type: event.ItemResumed, Message: "a human granted more rounds"})
+		return nil
+	}
+	return &Following{Follower: f, Engine: p.e, Bus: p.bus}, p.close, nil
+}
+
+// followSteps performs a reaction's agent and commit steps through the
+// engine, as steps of the item that opened the pull request.
+type followSteps struct {
+	e  *engine.Engine
+	st *store.Store
+}
+
+func (s followSteps) Fix(ctx context.Context, it follow.Item, id, note string, fb follow.Feedback) (follow.Fixed, error) {
+	rs, err := s.e.OpenRun(ctx, it.Run)
+	if err != nil {
+		return follow.Fixed{}, err
+	}
+	is, err := rs.OpenItem(ctx, it.ID)
+	if err != nil {
+		return follow.Fixed{}, err
+	}
+	defer is.Close()
+	out, err := is.Agent(ctx, workflow.AgentCall{ID: id + "/fix-surgeon#1", Role: "fix-surgeon", Workflow: "follow",
+		Phase: "follow", Note: note, Payload: map[string]any{"feedback": fb}}, 1)
+	if err != nil {
+		return follow.Fixed{}, err
+	}
+	if out.Failed {
+		return follow.Fixed{Failed: out.Reason}, nil
+	}
+	msg := fmt.Sprintf("Address %s on pull request #%d", fb.Kind, it.PR)
+	if fb.Kind == follow.Conflict {
+		msg = fmt.Sprintf("Merge %s into %s, conflicts resolved", fb.Base.Branch, it.Branch)
+	}
+	if _, err := is.Action(ctx, workflow.ActionCall{ID: id + "/commit", Kind: "commit", Phase: "follow", Text: msg}); err != nil {
+		return follow.Fixed{}, err
+	}
+	rec, err := s.st.GetStep(ctx, it.Run, id+"/commit")
+	if err != nil {
+		return follow.Fixed{}, err
+	}
+	if rec.Status != store.StepCompleted {
+		return follow.Fixed{Failed: "commit: " + rec.Error}, nil
+	}
+	var res struct {
+		Commit string `json:"commit"`
+	}
+	json.Unmarshal(rec.Result, &res)
+	return follow.Fixed{Commit: res.Commit, Output: out.Text}, nil
+}
+
+// followTrees gives followed items their worktrees.
+type followTrees struct {
+	wts  *workspace.Worktrees
+	base string
+}
+
+func (t followTrees) Tree(ctx context.Context, it follow.Item) (*workspace.Repo, error) {
+	// Untrusted: no filter driver of the branch runs on the checkout.
+	return t.wts.Ensure(ctx, it.ID, it.Branch, t.base, workspace.EnsureOptions{AllowDirty: true, Untrusted: true})
+}
+
+func (t followTrees) Remove(ctx context.Context, it follow.Item) error {
+	// Merged: everything it had is in the base; squash merges leave the
+	// branch unmerged to git, so it goes by force.
+	return t.wts.Remove(ctx, workspace.Worktree{Item: it.ID, Path: t.wts.Path(it.ID), Branch: it.Branch}, true, true)
+}
