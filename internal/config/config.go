@@ -378,7 +378,7 @@ func Default() Config {
 			WriteInterval: Duration(DefaultWriteInterval),
 			PollInterval:  Duration(time.Minute),
 		},
-		Follow: Follow{CIFailed: Rounds{2}, ChangesRequested: Rounds{3}, Conflict: Rounds{1}, Merge: MergeOff},
+		Follow:   Follow{CIFailed: Rounds{2}, ChangesRequested: Rounds{3}, Conflict: Rounds{1}, Merge: MergeOff},
 		Sandbox:  Sandbox{Mode: "auto"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},
 		Engine:   EngineEmbedded,
