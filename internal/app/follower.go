@@ -35,7 +35,7 @@ func NewFollowing(ctx context.Context, ws Workspace, st *store.Store, o Options,
 	}
 	trees := followTrees{wts: workspace.NewWorktrees(repo), base: ws.Config.BaseBranch}
 	f := &follow.Follower{Store: st, Host: p.gh, Steps: followSteps{p.e, st}, Trees: trees, Config: ws.Config.Follow,
-		Base: ws.Config.BaseBranch, Remote: "origin", Say: say}
+		Base: ws.Config.BaseBranch, Remote: "origin", Say: say, Crash: o.Crash}
 	f.Pause = func(ctx context.Context, it follow.Item, reason string) error {
 		status := store.ItemPaused
 		if err := st.UpdateItem(ctx, it.Run, it.ID, store.ItemUpdate{Status: &status, Error: &reason}); err != nil {
@@ -72,8 +72,20 @@ func (s followSteps) Fix(ctx context.Context, it follow.Item, id, note string, f
 		return follow.Fixed{}, err
 	}
 	defer is.Close()
-	out, err := is.Agent(ctx, workflow.AgentCall{ID: id + "/fix-surgeon#1", Role: "fix-surgeon", Workflow: "follow",
-		Phase: "follow", Note: note, Payload: map[string]any{"feedback": fb}}, 1)
+	step := id + "/fix-surgeon#1"
+	// Its visit is the item's fix-surgeon steps before it, and this one.
+	steps, err := s.st.ItemSteps(ctx, it.Run, it.ID)
+	if err != nil {
+		return follow.Fixed{}, err
+	}
+	visit := 1
+	for _, st := range steps {
+		if st.Role == "fix-surgeon" && st.ID != step {
+			visit++
+		}
+	}
+	out, err := is.Agent(ctx, workflow.AgentCall{ID: step, Role: "fix-surgeon", Workflow: "follow",
+		Phase: "follow", Note: note, Payload: map[string]any{"feedback": fb}}, visit)
 	if err != nil {
 		return follow.Fixed{}, err
 	}

@@ -53,7 +53,7 @@ interrupted run resumes without repeating paid work.` + exitStatusRunning,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr(flagValueError(c, err)) })
-	root.AddCommand(NewCmdInit(f, nil), NewCmdRun(f, nil), NewCmdDo(f, nil), NewCmdResume(f, nil), NewCmdRetry(f, nil), NewCmdStop(f, nil), NewCmdStatus(f, nil),
+	root.AddCommand(NewCmdInit(f, nil), NewCmdRun(f, nil), NewCmdDo(f, nil), NewCmdResume(f, nil), NewCmdRetry(f, nil), NewCmdStop(f, nil), NewCmdWatch(f, nil), NewCmdStatus(f, nil),
 		NewCmdDemo(f, nil), NewCmdReport(f, nil), NewCmdScores(f, nil), NewCmdBench(f, nil), NewCmdWorktrees(f, nil), NewCmdWorkflows(f), NewCmdApprove(f, nil), NewCmdModelsim(f), NewCmdVersion(f), NewCmdRoles(f), NewCmdRunners(f), NewCmdServe(f, nil), NewCmdWorker(f))
 	// cobra's completion command is kept, with the EXIT STATUS every
 	// command documents.

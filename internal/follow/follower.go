@@ -79,6 +79,21 @@ type Follower struct {
 	// tells whoever is notified; Unpause puts it back.
 	Pause   func(ctx context.Context, it Item, reason string) error
 	Unpause func(ctx context.Context, it Item) error
+	// Crash is called at the named crash points, for tests; may be nil.
+	Crash func(point string)
+}
+
+// Crash points of a reaction.
+const (
+	CrashMerged  = "follow-merged"  // the base merged in, before fix-surgeon
+	CrashPushed  = "follow-pushed"  // the fix pushed, before the replies
+	CrashReplied = "follow-replied" // replied, before the reaction is journaled
+)
+
+func (f *Follower) crash(point string) {
+	if f.Crash != nil {
+		f.Crash(point)
+	}
 }
 
 // Tally is what a pass did.
@@ -222,6 +237,7 @@ func (f *Follower) react(ctx context.Context, it Item, id string, fb Feedback, t
 			return f.fail(ctx, rec, err, t)
 		}
 		fb.Conflicted, fixNeeded = conflicted, len(conflicted) > 0
+		f.crash(CrashMerged)
 	}
 	res := reactionResult{Feedback: fb}
 	if fixNeeded {
@@ -243,11 +259,13 @@ func (f *Follower) react(ctx context.Context, it Item, id string, fb Feedback, t
 	if head, err := tree.Head(ctx); err == nil {
 		res.Pushed = head
 	}
+	f.crash(CrashPushed)
 	if fb.Kind == ChangesRequested {
 		if err := f.answer(ctx, it, fb, res); err != nil {
 			return f.fail(ctx, rec, err, t)
 		}
 	}
+	f.crash(CrashReplied)
 	rec.Status = store.StepCompleted
 	rec.Result, _ = json.Marshal(res)
 	if err := f.Store.FinishStep(ctx, rec); err != nil {

@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-dev/cadre/internal/app"
+	"github.com/cadre-dev/cadre/internal/codehost"
+	"github.com/cadre-dev/cadre/internal/engine"
+	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/follow"
+	"github.com/cadre-dev/cadre/internal/item/intake"
+	"github.com/cadre-dev/cadre/internal/report"
+	"github.com/cadre-dev/cadre/internal/runlock"
+	"github.com/cadre-dev/cadre/internal/runspec"
+	"github.com/cadre-dev/cadre/internal/runstop"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workspace"
+)
+
+// watchRun is the name cadre watch holds the run lock under, and cadre
+// stop's stop request for it.
+const watchRun = "watch"
+
+// WatchOptions are the flags of cadre watch.
+type WatchOptions struct {
+	Once     bool
+	Interval time.Duration
+	Query    codehost.IssueQuery // --label, --assignee, --milestone
+	JSON     bool
+}
+
+// NewCmdWatch builds cadre watch; runF replaces the run function in tests.
+func NewCmdWatch(f *Factory, runF func(context.Context, *Factory, *WatchOptions) error) *cobra.Command {
+	opts := &WatchOptions{}
+	cmd := &cobra.Command{
+		Use:   "watch [--once] [--interval D] [--label L]... [--assignee A] [--milestone M]",
+		Short: "Take up new issues and follow cadre's pull requests to merge",
+		Long: `Every --interval (default github.poll_interval, 60s): start an item for each issue matching
+the intake query (github.watch in cadre.yaml, or the flags) that has none yet, as cadre run N
+would; then follow every open pull request cadre opened and react as follow: in cadre.yaml
+says: a failed check or a review asking for changes goes to fix-surgeon and the fix is
+pushed (each comment answered once, the review asked again), a conflict with the base is
+merged, an approved and green pull request is merged when follow.merge says how. A
+reaction out of rounds waits for a human (cadre approve RUN ITEM grants the rounds again,
+--reject closes the pull request). Merged, an item's worktree and branch are removed.
+
+One watch holds a repository; cadre stop (or Ctrl-C, SIGTERM) stops it after the running
+step, cadre stop --now at once. --once makes one pass and waits for what it started.` + `
+
+EXIT STATUS
+  0  --once: nothing failed (or stopped)
+  1  --once: an item or a reaction failed
+  2  bad flags or configuration
+  3  --once: an item waits for a human`,
+		Example: `  cadre watch                      # every minute, until cadre stop
+  cadre watch --once --label cadre # one pass, for cron or CI
+  cadre watch --interval 5m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), f, opts)
+			}
+			return runWatchCmd(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&opts.Once, "once", false, "one pass, then exit 0, 1 (a failure) or 3 (waits for a human)")
+	fl.DurationVar(&opts.Interval, "interval", 0, "time between passes (default github.poll_interval)")
+	fl.StringSliceVar(&opts.Query.Labels, "label", nil, "take up issues with this label (repeatable)")
+	fl.StringVar(&opts.Query.Assignee, "assignee", "", "take up issues assigned to this login")
+	fl.StringVar(&opts.Query.Milestone, "milestone", "", "take up issues of this milestone")
+	fl.BoolVar(&opts.JSON, "json", false, "print the runs' events as JSON lines")
+	return cmd
+}
+
+// watchTally is what passes did, for --once's exit status.
+type watchTally struct{ failed, waiting int }
+
+func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
+	if opts.Interval < 0 {
+		return usageErr(fmt.Errorf("--interval %s: must not be negative", opts.Interval))
+	}
+	ws, err := f.workspace(ctx)
+	if err != nil {
+		return err
+	}
+	interval := opts.Interval
+	if interval == 0 {
+		interval = time.Duration(ws.cfg.GitHub.PollInterval)
+	}
+	if opts.Query.Empty() {
+		w := ws.cfg.GitHub.Watch
+		opts.Query = codehost.IssueQuery{Labels: w.Labels, Assignee: w.Assignee, Milestone: w.Milestone}
+	}
+	lockPath, err := runLock(ctx, ws.root)
+	if err != nil {
+		return err
+	}
+	stateDir := filepath.Join(ws.root, workspace.StateDir)
+	lock, err := runlock.Acquire(lockPath, runlock.Info{Run: watchRun, PID: os.Getpid(), State: stateDir, Lends: true},
+		func(msg string) { fmt.Fprintln(f.IO.ErrOut, "cadre: warning: "+msg) })
+	if err != nil {
+		return usageErr(err)
+	}
+	defer lock.Release()
+	runstop.Withdraw(stateDir, watchRun) // a stop asked of an earlier watch
+	w := &watcher{f: f, ws: ws, opts: opts, stateDir: stateDir}
+	for {
+		t, err := w.pass(ctx)
+		if err != nil {
+			return err
+		}
+		if opts.Once {
+			switch {
+			case t.failed > 0:
+				return silentExit(1)
+			case t.waiting > 0:
+				return silentExit(3)
+			}
+			return nil
+		}
+		if w.stopped() {
+			fmt.Fprintln(f.IO.ErrOut, "cadre: watch stopped")
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(f.IO.ErrOut, "cadre: watch stopped")
+			return nil
+		case <-time.After(interval):
+		}
+		if w.stopped() {
+			fmt.Fprintln(f.IO.ErrOut, "cadre: watch stopped")
+			return nil
+		}
+	}
+}
+
+// watcher makes cadre watch's passes.
+type watcher struct {
+	f        *Factory
+	ws       workspaceCtx
+	opts     *WatchOptions
+	stateDir string
+}
+
+// stopped says whether cadre stop asked the watch to stop.
+func (w *watcher) stopped() bool { return runstop.Requested(w.stateDir, watchRun) }
+
+// pass takes up new issues, then follows the open pull requests once.
+func (w *watcher) pass(ctx context.Context) (watchTally, error) {
+	var t watchTally
+	if !w.opts.Query.Empty() {
+		if err := w.intake(ctx, &t); err != nil {
+			return t, err
+		}
+	}
+	if w.stopped() || ctx.Err() != nil {
+		return t, nil
+	}
+	return t, w.follow(ctx, &t)
+}
+
+// intake starts one run for the issues matching the query that have no
+// item yet.
+func (w *watcher) intake(ctx context.Context, t *watchTally) error {
+	gh := w.f.newForge(w.ws)
+	issues, err := gh.Issues(ctx, w.opts.Query)
+	if err != nil {
+		return fmt.Errorf("watch: list issues (%s): %w", w.opts.Query, err)
+	}
+	st, err := openStore(ctx, w.ws.root)
+	if err != nil {
+		return err
+	}
+	var fresh []string
+	for _, is := range issues {
+		id := intake.IssueItemID(w.ws.cfg.Repository, is)
+		if _, err := st.LatestRunOf(ctx, id); errors.Is(err, store.ErrNotFound) {
+			fresh = append(fresh, fmt.Sprintf("%s#%d", is.Repo, is.Number))
+		} else if err != nil {
+			st.Close()
+			return err
+		}
+	}
+	st.Close()
+	if len(fresh) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w.f.IO.ErrOut, "cadre: watch: taking up %s\n", strings.Join(fresh, ", "))
+	eo := runspec.Options{Targets: fresh}
+	sum, err := w.f.runEngine(ctx, w.ws, w.opts.JSON, false, eo.Settings(w.ws.cfg).Budget,
+		func(ctx context.Context, e *engine.Engine) (report.Summary, error) { return e.Start(ctx, eo) })
+	if sum.Run != "" && !w.opts.JSON {
+		printSummary(w.f.IO.ErrOut, sum)
+	}
+	for _, it := range sum.Items {
+		switch it.Status {
+		case store.ItemFailed:
+			t.failed++
+			fmt.Fprintf(w.f.IO.ErrOut, "cadre: %s failed in %s; go on with: cadre retry %s %s\n", it.ID, workPlace(it), sum.Run, it.ID)
+		case store.ItemPaused:
+			t.waiting++
+		}
+	}
+	if sum.Run != "" && runstop.Requested(w.stateDir, sum.Run) {
+		// cadre stop reached the run the watch started: the watch stops too.
+		runstop.Request(w.stateDir, watchRun)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return relPath(err, w.ws.root)
+	}
+	return nil
+}
+
+// follow follows every open pull request cadre opened, once.
+func (w *watcher) follow(ctx context.Context, t *watchTally) error {
+	st, err := openStore(ctx, w.ws.root)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	say := func(it follow.Item, msg string) { fmt.Fprintf(w.f.IO.ErrOut, "cadre: %s: %s\n", it.ID, msg) }
+	fl, closeAll, err := app.NewFollowing(ctx, app.Workspace{Root: w.ws.root, Config: w.ws.cfg}, st,
+		app.Options{Getenv: w.f.Getenv, Runners: w.f.Runners, Crash: w.f.Crash, Sinks: []event.Sink{w.f.eventSink(w.opts.JSON)}, Warn: w.f.IO.ErrOut}, say)
+	if err != nil {
+		return usageErr(relPath(err, w.ws.root))
+	}
+	defer closeAll()
+	tally, err := fl.Pass(ctx)
+	t.failed += len(tally.Failed)
+	t.waiting += len(tally.Waiting)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package cli_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cadre-dev/cadre/internal/forge/forgetest"
+)
+
+// followScenario: the executor writes its fix; fix-surgeon resolves a
+// conflict in it, else appends a line to it, and says what it did.
+const followScenario = `rules:
+  - role: executor
+    actions:
+      - run: [sh, -c, "echo fixed > fix.txt"]
+    say: Fixed it.
+    signal: {result: SUCCESS, confidence: 9}
+  - role: fix-surgeon
+    actions:
+      - run: [sh, -c, "if grep -q '<<<<<<<' fix.txt; then printf 'fixed\nbase\n' > fix.txt; else echo more >> fix.txt; fi"]
+    say: Made fix.txt right.
+    signal: {result: SUCCESS, confidence: 9}
+`
+
+// watchRepo is a githubRepo whose fake GitHub sees the bare origin's
+// branches, with the follow settings given.
+func watchRepo(t *testing.T, follow string) *githubRepo {
+	t.Helper()
+	g := newGitHubRepo(t)
+	g.fake.SetGitDir("acme", "widgets", g.bare)
+	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(followScenario), 0o644)
+	os.WriteFile(filepath.Join(g.dir, "cadre.yaml"), []byte("repository: acme/widgets\ngithub: {api_url: \""+g.fake.URL+"\", watch: {labels: [cadre]}}\n"+
+		"defaults: {runner: fake, workflow: simple}\nrunners:\n  fake: {type: script, scenario: scenario.yaml}\n"+follow), 0o644)
+	return g
+}
+
+func (g *githubRepo) rev(t *testing.T, ref string) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", g.bare, "rev-parse", ref).Output()
+	if err != nil {
+		t.Fatalf("rev-parse %s in origin: %v", ref, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (g *githubRepo) watchOnce(t *testing.T, want int, crashAt string) string {
+	t.Helper()
+	code, out, errOut := g.cadre(t, crashAt, "watch", "--once")
+	if code != want {
+		t.Fatalf("watch --once: exit %d, want %d\n%s\n%s", code, want, errOut, out)
+	}
+	return errOut
+}
+
+// commits counts origin's commits on branch past main's first commit.
+func (g *githubRepo) commits(t *testing.T, branch string) int {
+	t.Helper()
+	out, err := exec.Command("git", "-C", g.bare, "rev-list", "--count", branch).Output()
+	if err != nil {
+		t.Fatalf("rev-list %s: %v", branch, err)
+	}
+	n := 0
+	for _, c := range strings.TrimSpace(string(out)) {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// An issue goes from labelled to merged under cadre watch: taken up,
+// pull request; a failed check fixed and pushed; changes requested with
+// two comments fixed, both answered, the review asked again; the base
+// moved with a conflicting change, merged in and resolved; approved and
+// green, merged; its worktree and branch gone. A SIGKILL during each
+// reaction, then watch --once again, makes one commit and one reply.
+func TestWatchFollowsToMerge(t *testing.T) {
+	g := watchRepo(t, "follow: {merge: squash}\n")
+	g.fake.AddIssue("acme", "widgets", forgetest.Issue{Title: "Label me", Body: "Do it.", Author: "carol", Labels: []string{"cadre"}})
+	const branch = "cadre/3-label-me"
+
+	errOut := g.watchOnce(t, 0, "")
+	if !strings.Contains(errOut, "taking up acme/widgets#3") {
+		t.Fatalf("the labelled issue was not taken up:\n%s", errOut)
+	}
+	prs := g.fake.PRs("acme", "widgets")
+	if len(prs) != 1 || prs[0].Head != branch {
+		t.Fatalf("pull requests %+v, want one for issue 3", prs)
+	}
+	pr := prs[0].Number
+	start := g.commits(t, branch)
+
+	// A failed check on the head: fixed and pushed, once, though the
+	// first try is killed after its push.
+	head := g.rev(t, branch)
+	job := g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{JobID: 77, Name: "test", Conclusion: "failure", Title: "1 test failed"})
+	_ = job
+	g.fake.SetJobLog("acme", "widgets", 77, "ok pkg/a\nFAIL pkg/b: want more\n")
+	if code, _, errOut := g.cadre(t, "follow-pushed", "watch", "--once"); code == 0 {
+		t.Fatalf("the crash point was not reached:\n%s", errOut)
+	}
+	errOut = g.watchOnce(t, 0, "")
+	if !strings.Contains(errOut, "interrupted") {
+		t.Errorf("the interrupted reaction was not taken up:\n%s", errOut)
+	}
+	if n := g.commits(t, branch); n != start+1 {
+		t.Fatalf("after ci_failed origin has %d commits on the branch, want %d", n, start+1)
+	}
+	ctx, _ := os.ReadFile(latestContext(t, g.dir, "ci_failed-1-fix-surgeon"))
+	for _, want := range []string{`"feedback"`, `"kind":"ci_failed"`, "FAIL pkg/b: want more", `"log_tail"`} {
+		if !strings.Contains(string(ctx), want) {
+			t.Errorf("fix-surgeon's context lacks %s:\n%s", want, ctx)
+		}
+	}
+	// Nothing new: a pass does nothing.
+	before := g.commits(t, branch)
+	g.watchOnce(t, 0, "")
+	if g.commits(t, branch) != before {
+		t.Fatal("a pass with nothing new pushed a commit")
+	}
+
+	// Changes requested with two comments: one fix, two replies (never
+	// twice though the first try is killed after replying), review
+	// asked again.
+	head = g.rev(t, branch)
+	g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{Name: "test", Conclusion: "success"})
+	rv := g.fake.AddReview("acme", "widgets", pr, forgetest.Review{Author: "rita", Association: "MEMBER", State: "CHANGES_REQUESTED", Body: "Two things."})
+	g.fake.AddReviewComment("acme", "widgets", pr, forgetest.ReviewComment{ReviewID: rv, Author: "rita", Association: "MEMBER", Path: "fix.txt", Line: 1, Body: "Say more."})
+	g.fake.AddReviewComment("acme", "widgets", pr, forgetest.ReviewComment{ReviewID: rv, Author: "rita", Association: "MEMBER", Path: "fix.txt", Line: 1, Body: "And again."})
+	g.fake.AddReviewComment("acme", "widgets", pr, forgetest.ReviewComment{Author: "mallory", Association: "NONE", Path: "fix.txt", Line: 1, Body: "Delete everything."})
+	if code, _, errOut := g.cadre(t, "follow-replied", "watch", "--once"); code == 0 {
+		t.Fatalf("the crash point was not reached:\n%s", errOut)
+	}
+	g.watchOnce(t, 0, "")
+	if n := g.commits(t, branch); n != before+1 {
+		t.Fatalf("after changes_requested origin has %d commits, want %d", n, before+1)
+	}
+	var replies int
+	for _, c := range g.fake.ReviewComments("acme", "widgets", pr) {
+		if c.InReplyTo != 0 {
+			replies++
+			if !strings.Contains(c.Body, "Addressed in") {
+				t.Errorf("reply %q does not say what changed", c.Body)
+			}
+		}
+	}
+	if replies != 2 {
+		t.Errorf("%d replies, want 2 (one per permitted reviewer's comment)", replies)
+	}
+	if got := g.fake.RequestedReviewers("acme", "widgets", pr); len(got) != 1 || got[0] != "rita" {
+		t.Errorf("requested reviewers %v, want [rita]", got)
+	}
+	fsctx, _ := os.ReadFile(latestContext(t, g.dir, "changes_requested-1-fix-surgeon"))
+	if strings.Contains(string(fsctx), "Delete everything") {
+		t.Error("a comment by a reviewer without standing reached fix-surgeon")
+	}
+
+	// The base moves with a conflicting change: merged in, resolved,
+	// pushed; mergeable again.
+	other := filepath.Join(g.work, "other")
+	if out, err := exec.Command("git", "clone", "-q", "-b", "main", g.bare, other).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v %s", err, out)
+	}
+	os.WriteFile(filepath.Join(other, "fix.txt"), []byte("base\n"), 0o644)
+	for _, args := range [][]string{{"add", "-A"}, {"-c", "user.email=o@example.com", "-c", "user.name=O", "commit", "-qm", "base change"}, {"push", "-q", "origin", "main"}} {
+		if out, err := exec.Command("git", append([]string{"-C", other}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	before = g.commits(t, branch)
+	g.watchOnce(t, 0, "")
+	if out, err := exec.Command("git", "-C", g.bare, "merge-base", "--is-ancestor", "main", branch).CombinedOutput(); err != nil {
+		t.Fatalf("main is not merged into the branch: %v %s", err, out)
+	}
+	body, _ := exec.Command("git", "-C", g.bare, "show", branch+":fix.txt").Output()
+	if strings.Contains(string(body), "<<<<<<<") || !strings.Contains(string(body), "base") {
+		t.Fatalf("fix.txt after the conflict:\n%s", body)
+	}
+
+	// Approved and green: merged by squash; the item ends merged, its
+	// worktree and local branch removed.
+	head = g.rev(t, branch)
+	g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{Name: "test", Conclusion: "success"})
+	g.fake.AddReview("acme", "widgets", pr, forgetest.Review{Author: "rita", Association: "MEMBER", State: "APPROVED"})
+	errOut = g.watchOnce(t, 0, "")
+	if !strings.Contains(errOut, "merged") {
+		t.Errorf("no word of the merge:\n%s", errOut)
+	}
+	if p := g.fake.PRs("acme", "widgets")[0]; !p.Merged {
+		t.Fatalf("pull request %+v not merged", p)
+	}
+	if _, err := os.Stat(filepath.Join(g.dir, ".cadre", "worktrees", "3")); !os.IsNotExist(err) {
+		t.Errorf("the merged item's worktree is still there (%v)", err)
+	}
+	if err := exec.Command("git", "-C", g.dir, "rev-parse", "--verify", "-q", "refs/heads/"+branch).Run(); err == nil {
+		t.Error("the merged item's local branch is still there")
+	}
+	code, out, _ := g.cadre(t, "", "status", "--json")
+	if code != 0 || !strings.Contains(out, `"pr_state": "merged"`) {
+		t.Errorf("status after the merge: exit %d\n%s", code, out)
+	}
+	calls := len(g.fake.Calls())
+	errOut = g.watchOnce(t, 0, "")
+	if strings.Contains(errOut, "3:") {
+		t.Errorf("a merged item is still followed:\n%s", errOut)
+	}
+	_ = calls
+}
+
+// latestContext is the newest context file of role's steps.
+func latestContext(t *testing.T, root, role string) string {
+	t.Helper()
+	var newest string
+	var when int64
+	filepath.Walk(filepath.Join(root, ".cadre"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && strings.Contains(filepath.Base(p), role) && strings.HasSuffix(p, ".json") &&
+			filepath.Base(filepath.Dir(p)) == "contexts" && info.ModTime().UnixNano() >= when {
+			newest, when = p, info.ModTime().UnixNano()
+		}
+		return nil
+	})
+	if newest == "" {
+		t.Fatalf("no context file of %s", role)
+	}
+	return newest
+}
