@@ -111,7 +111,7 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	if opts.JSON {
 		out := statusJSON{Run: id, Status: sum.Status, Active: active == id, Started: sum.Started, Elapsed: elapsed, Usage: sum.Usage}
 		for _, it := range sum.Items {
-			out.Items = append(out.Items, statusItemJSON{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: it.Status,
+			out.Items = append(out.Items, statusItemJSON{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: itemState(it, prs[it.ID]),
 				CurrentStep: it.CurrentStep, Attempts: it.Attempts, Steps: it.Steps, Usage: it.Usage, Error: it.Reason,
 				Branch: it.Branch, PR: it.PR, PRStatus: prs[it.ID], Picks: it.Picks})
 		}
@@ -137,7 +137,7 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		if cur == "" {
 			cur = "-"
 		}
-		fmt.Fprintf(f.IO.Out, "%-24s %-10s %-9s %-30s %8d %5d %14s %9s\n", it.ID, it.Stage, it.Status, cur, it.Attempts, it.Steps,
+		fmt.Fprintf(f.IO.Out, "%-24s %-10s %-9s %-30s %8d %5d %14s %9s\n", it.ID, it.Stage, itemState(it, prs[it.ID]), cur, it.Attempts, it.Steps,
 			fmt.Sprintf("%d/%d", it.Usage.InputTokens, it.Usage.OutputTokens), fmt.Sprintf("$%.4f", it.Usage.CostUSD))
 		// Where the work is goes on its own line: branch names and URLs are
 		// too long for the table's columns.
@@ -158,6 +158,22 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		}
 	}
 	return nil
+}
+
+// itemState is an item's status as people read it: a completed item
+// whose pull request is open is following (cadre watch follows it), one
+// whose pull request was merged or closed is merged or closed.
+func itemState(it report.ItemSummary, ps *codehost.PRStatus) string {
+	if it.Status != store.ItemCompleted || ps == nil {
+		return it.Status
+	}
+	switch ps.State {
+	case "open":
+		return "following"
+	case "merged", "closed":
+		return ps.State
+	}
+	return it.Status
 }
 
 // prStatuses asks GitHub where each published item's pull request stands.

@@ -66,6 +66,9 @@ func runStop(ctx context.Context, f *Factory, opts *StopOptions) error {
 		active = false
 	}
 	run, pid := h.Run, h.PID
+	if active && run == watchRun && (opts.Run == "" || opts.Run == watchRun) {
+		return stopWatch(f, stateDir, pid, opts.Now)
+	}
 	if active && opts.Run != "" && opts.Run != run {
 		return usageErr(fmt.Errorf("run %s is not active (the active run is %s)", opts.Run, run))
 	}
@@ -109,5 +112,22 @@ func runStop(ctx context.Context, f *Factory, opts *StopOptions) error {
 		return nil
 	}
 	fmt.Fprintf(f.IO.ErrOut, "cadre: run %s will stop after its running step (cadre stop --now cancels it)\n", run)
+	return nil
+}
+
+// stopWatch asks the cadre watch holding the repository to stop after
+// its running step, or with now at once.
+func stopWatch(f *Factory, stateDir string, pid int, now bool) error {
+	if err := runstop.Request(stateDir, watchRun); err != nil {
+		return err
+	}
+	if now {
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+			return fmt.Errorf("signal cadre watch (pid %d): %w", pid, err)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "cadre: cancelling cadre watch (pid %d)\n", pid)
+		return nil
+	}
+	fmt.Fprintf(f.IO.ErrOut, "cadre: cadre watch (pid %d) will stop after its running step (cadre stop --now cancels it)\n", pid)
 	return nil
 }

@@ -127,21 +127,32 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 			}
 			return nil
 		}
-		if w.stopped() {
-			fmt.Fprintln(f.IO.ErrOut, "cadre: watch stopped")
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(f.IO.ErrOut, "cadre: watch stopped")
-			return nil
-		case <-time.After(interval):
-		}
-		if w.stopped() {
+		if !w.sleep(ctx, interval) {
 			fmt.Fprintln(f.IO.ErrOut, "cadre: watch stopped")
 			return nil
 		}
 	}
+}
+
+// sleep waits d, or until the watch is asked to stop (it reports false):
+// a signal, or cadre stop, looked for every second.
+func (w *watcher) sleep(ctx context.Context, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for !w.stopped() {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		case <-time.After(left):
+		}
+	}
+	return false
 }
 
 // watcher makes cadre watch's passes.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/forge/forgetest"
 )
@@ -90,12 +91,14 @@ func TestWatchFollowsToMerge(t *testing.T) {
 	}
 	pr := prs[0].Number
 	start := g.commits(t, branch)
+	if _, out, _ := g.cadre(t, "", "status"); !strings.Contains(out, "following") {
+		t.Errorf("status does not show the item following its pull request:\n%s", out)
+	}
 
 	// A failed check on the head: fixed and pushed, once, though the
 	// first try is killed after its push.
 	head := g.rev(t, branch)
-	job := g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{JobID: 77, Name: "test", Conclusion: "failure", Title: "1 test failed"})
-	_ = job
+	g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{JobID: 77, Name: "test", Conclusion: "failure", Title: "1 test failed"})
 	g.fake.SetJobLog("acme", "widgets", 77, "ok pkg/a\nFAIL pkg/b: want more\n")
 	if code, _, errOut := g.cadre(t, "follow-pushed", "watch", "--once"); code == 0 {
 		t.Fatalf("the crash point was not reached:\n%s", errOut)
@@ -197,15 +200,80 @@ func TestWatchFollowsToMerge(t *testing.T) {
 		t.Error("the merged item's local branch is still there")
 	}
 	code, out, _ := g.cadre(t, "", "status", "--json")
-	if code != 0 || !strings.Contains(out, `"pr_state": "merged"`) {
+	if code != 0 || !strings.Contains(out, `"pr_state": "merged"`) || !strings.Contains(out, `"status": "merged"`) {
 		t.Errorf("status after the merge: exit %d\n%s", code, out)
 	}
 	calls := len(g.fake.Calls())
-	errOut = g.watchOnce(t, 0, "")
-	if strings.Contains(errOut, "3:") {
-		t.Errorf("a merged item is still followed:\n%s", errOut)
+	g.watchOnce(t, 0, "")
+	for _, c := range g.fake.Calls()[calls:] {
+		if strings.Contains(c.Path, "/pulls/") {
+			t.Errorf("a merged item is still followed: %s %s", c.Method, c.Path)
+		}
 	}
-	_ = calls
+}
+
+// A reaction out of rounds waits for a human (exit 3) and does nothing
+// more until one answers: cadre approve grants its rounds again, --reject
+// closes the pull request and ends the item closed.
+func TestWatchOutOfRoundsWaitsForHuman(t *testing.T) {
+	g := watchRepo(t, "follow: {ci_failed: {rounds: 1}}\n")
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	const branch = "cadre/1-fix-the-frobnicator"
+	pr := g.fake.PRs("acme", "widgets")[0].Number
+	fail := func() {
+		g.fake.SetCheckRun("acme", "widgets", g.rev(t, branch), forgetest.CheckRun{Name: "lint", Conclusion: "failure"})
+	}
+	fail()
+	g.watchOnce(t, 0, "")
+	fail()
+	n := g.commits(t, branch)
+	errOut := g.watchOnce(t, 3, "")
+	if !strings.Contains(errOut, "ci_failed is out of rounds (1)") {
+		t.Errorf("no word of the rounds:\n%s", errOut)
+	}
+	g.watchOnce(t, 3, "")
+	if g.commits(t, branch) != n {
+		t.Fatal("a reaction ran while waiting for a human")
+	}
+	_, out, _ := g.cadre(t, "", "status")
+	if !strings.Contains(out, "paused") || !strings.Contains(out, "out of rounds") {
+		t.Errorf("status does not show the item waiting:\n%s", out)
+	}
+	run := runOf(t, g)
+	if code, _, errOut := g.cadre(t, "", "approve", run, "1"); code != 0 || !strings.Contains(errOut, "cadre watch goes on with it") {
+		t.Fatalf("approve: exit %d\n%s", code, errOut)
+	}
+	g.watchOnce(t, 0, "")
+	if g.commits(t, branch) != n+1 {
+		t.Fatalf("approved, the reaction did not run again: %d commits, want %d", g.commits(t, branch), n+1)
+	}
+	fail()
+	g.watchOnce(t, 3, "")
+	if code, _, errOut := g.cadre(t, "", "approve", "--reject", run, "1"); code != 0 {
+		t.Fatalf("approve --reject: exit %d\n%s", code, errOut)
+	}
+	g.watchOnce(t, 0, "")
+	if p := g.fake.PRs("acme", "widgets")[0]; p.State != "closed" || p.Merged || p.Number != pr {
+		t.Fatalf("pull request %+v, want #%d closed unmerged", p, pr)
+	}
+	_, out, _ = g.cadre(t, "", "status", "--json")
+	if !strings.Contains(out, `"pr_state": "closed"`) || !strings.Contains(out, `"status": "closed"`) {
+		t.Errorf("status after the rejection:\n%s", out)
+	}
+}
+
+// runOf is the latest run's id.
+func runOf(t *testing.T, g *githubRepo) string {
+	t.Helper()
+	_, out, _ := g.cadre(t, "", "status", "--json")
+	i := strings.Index(out, `"run": "`)
+	if i < 0 {
+		t.Fatalf("no run in status:\n%s", out)
+	}
+	rest := out[i+len(`"run": "`):]
+	return rest[:strings.IndexByte(rest, '"')]
 }
 
 // latestContext is the newest context file of role's steps.
@@ -224,4 +292,53 @@ func latestContext(t *testing.T, root, role string) string {
 		t.Fatalf("no context file of %s", role)
 	}
 	return newest
+}
+
+// cadre watch holds the repository: a second watch is refused; cadre stop
+// ends it between passes, exit 0.
+func TestWatchStops(t *testing.T) {
+	g := watchRepo(t, "")
+	c := exec.Command("cadre", "watch", "--interval", "1h")
+	c.Dir = g.dir
+	c.Env = append(os.Environ(), "GITHUB_TOKEN="+canary)
+	var errOut strings.Builder
+	c.Stderr = &errOut
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	lock := filepath.Join(g.dir, ".git", "cadre.lock")
+	for i := 0; ; i++ {
+		if data, err := os.ReadFile(lock); err == nil && strings.Contains(string(data), `"run":"watch"`) {
+			break
+		}
+		if i == 200 {
+			c.Process.Kill()
+			t.Fatalf("the watch never held the repository:\n%s", errOut.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Its first pass may still run: the second watch is refused either way.
+	if code, _, e := g.cadre(t, "", "watch", "--once"); code != 2 || !strings.Contains(e, "holds") {
+		t.Errorf("a second watch: exit %d, want 2\n%s", code, e)
+	}
+	if code, _, e := g.cadre(t, "", "stop"); code != 0 || !strings.Contains(e, "cadre watch") {
+		t.Fatalf("stop: exit %d\n%s", code, e)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("watch ended with %v\n%s", err, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		c.Process.Kill()
+		t.Fatalf("the watch did not stop:\n%s", errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "watch stopped") {
+		t.Errorf("the watch did not say it stopped:\n%s", errOut.String())
+	}
+	if _, err := os.Stat(lock); !os.IsNotExist(err) {
+		t.Errorf("the lock outlived the watch (%v)", err)
+	}
 }

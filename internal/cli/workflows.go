@@ -209,6 +209,11 @@ func runApprove(ctx context.Context, f *Factory, opts *ApproveOptions) error {
 	if opts.Reject {
 		verb = "rejected"
 	}
+	if strings.Contains(step, "/follow/") {
+		// Asked by cadre watch about a pull request, not by a workflow.
+		fmt.Fprintf(f.IO.ErrOut, "cadre: %s %s; cadre watch goes on with it at its next pass\n", verb, step)
+		return nil
+	}
 	// A Temporal run's item waits in its workflow for the answer.
 	if goes, err := f.signalApproval(ctx, st, run, opts.Item, step, !opts.Reject, opts.Note); err != nil {
 		return err

@@ -174,6 +174,9 @@ func (f *Follower) Follow(ctx context.Context, it Item, t *Tally) error {
 		return nil
 	}
 	if h.rejected {
+		if err := f.Unpause(ctx, it); err != nil {
+			return err
+		}
 		if err := f.Host.Close(ctx, it.PR); err != nil {
 			return fmt.Errorf("close pull request #%d: %w", it.PR, err)
 		}
