@@ -13,6 +13,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/app"
 	"github.com/cadre-dev/cadre/internal/codehost"
+	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/follow"
@@ -91,6 +92,9 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	ws, err := f.workspace(ctx)
 	if err != nil {
 		return err
+	}
+	if ws.cfg.Engine == config.EngineTemporal {
+		return usageErr(fmt.Errorf("%s: engine temporal: cadre watch runs on the embedded engine only; set engine: embedded (CADRE_ENGINE=embedded) to watch", ws.cfg.Where("engine")))
 	}
 	interval := opts.Interval
 	if interval == 0 {

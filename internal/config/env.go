@@ -25,19 +25,23 @@ func envName(path string) string {
 // envKeys lists every scalar or list setting outside the roles and runners
 // maps, in file order, bound to its place in cfg.
 func envKeys(cfg *Config) []envKey {
+	return structKeys(reflect.ValueOf(cfg).Elem(), "", true)
+}
+
+// structKeys lists the keys of struct v under prefix, nested structs'
+// keys by their full path (follow.ci_failed.rounds); top says v is the
+// whole Config, whose maps have named entries and no fixed variables.
+func structKeys(v reflect.Value, prefix string, top bool) []envKey {
 	var keys []envKey
-	root := reflect.ValueOf(cfg).Elem()
-	for _, f := range fieldsOf(root.Type()) {
-		v := root.Field(f.index)
+	for _, f := range fieldsOf(v.Type()) {
+		fv := v.Field(f.index)
 		switch {
-		case v.Kind() == reflect.Map:
+		case fv.Kind() == reflect.Map && top:
 			// Named entries have no fixed variable names.
-		case v.Kind() == reflect.Struct && v.Type() != durationType:
-			for _, g := range fieldsOf(v.Type()) {
-				keys = append(keys, envKey{path: f.name + "." + g.name, v: v.Field(g.index)})
-			}
+		case fv.Kind() == reflect.Struct && fv.Type() != durationType:
+			keys = append(keys, structKeys(fv, prefix+f.name+".", false)...)
 		default:
-			keys = append(keys, envKey{path: f.name, v: v})
+			keys = append(keys, envKey{path: prefix + f.name, v: fv})
 		}
 	}
 	return keys
