@@ -60,8 +60,12 @@ func runReport(ctx context.Context, f *Factory, opts *ReportOptions) error {
 	if err != nil {
 		return usageErr(err)
 	}
+	reactions, err := report.Reactions(ctx, st, id)
+	if err != nil {
+		return err
+	}
 	if opts.JSON {
-		return printJSON(f.IO.Out, map[string]any{"run": id, "by": opts.By, "rows": rows})
+		return printJSON(f.IO.Out, map[string]any{"run": id, "by": opts.By, "rows": rows, "reactions": reactions})
 	}
 	fmt.Fprintf(f.IO.Out, "run %s by %s\n", id, opts.By)
 	// The quality columns appear only when the run was evaluated.
@@ -105,6 +109,13 @@ func runReport(ctx context.Context, f *Factory, opts *ReportOptions) error {
 		tot.EvalMeanScore = &mean
 	}
 	line("total", tot)
+	if len(reactions) > 0 {
+		// Included above, by the agent steps of each reaction.
+		fmt.Fprintf(f.IO.Out, "\ncadre watch's reactions to the pull requests:\n%-24s %5s %6s %10s %10s %12s\n", "REACTION", "COUNT", "FAILED", "IN", "OUT", "COST")
+		for _, r := range reactions {
+			fmt.Fprintf(f.IO.Out, "%-24s %5d %6d %10d %10d %12s\n", r.Kind, r.Count, r.Failed, r.Usage.InputTokens, r.Usage.OutputTokens, cost(r.Usage.CostUSD, r.Usage.CostEstimated))
+		}
+	}
 	return nil
 }
 

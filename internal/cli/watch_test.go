@@ -203,6 +203,17 @@ func TestWatchFollowsToMerge(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"pr_state": "merged"`) || !strings.Contains(out, `"status": "merged"`) {
 		t.Errorf("status after the merge: exit %d\n%s", code, out)
 	}
+	_, out, _ = g.cadre(t, "", "report")
+	for _, kind := range []string{"ci_failed", "changes_requested", "conflict"} {
+		found := false
+		for _, l := range strings.Split(out, "\n") {
+			f := strings.Fields(l)
+			found = found || len(f) > 2 && f[0] == kind && f[1] == "1" && f[2] == "0"
+		}
+		if !found {
+			t.Errorf("report does not count one %s reaction:\n%s", kind, out)
+		}
+	}
 	calls := len(g.fake.Calls())
 	g.watchOnce(t, 0, "")
 	for _, c := range g.fake.Calls()[calls:] {
