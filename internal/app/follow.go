@@ -96,6 +96,23 @@ func (g *GitHub) View(ctx context.Context, pr int, reviewers []string) (follow.V
 	return v, nil
 }
 
+// OpenPRs lists the repository's open pull requests' heads.
+func (g *GitHub) OpenPRs(ctx context.Context) ([]follow.Head, error) {
+	owner, name, err := g.repoParts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list, err := g.client.OpenPRs(ctx, owner, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]follow.Head, 0, len(list))
+	for _, p := range list {
+		out = append(out, follow.Head{Number: p.Number, Head: p.HeadSHA, Updated: p.UpdatedAt})
+	}
+	return out, nil
+}
+
 // Reply answers review comment comment of pull request pr, once per marker.
 func (g *GitHub) Reply(ctx context.Context, pr int, comment int64, marker, body string) error {
 	owner, name, err := g.repoParts(ctx)

@@ -33,9 +33,9 @@ func NewFollowing(ctx context.Context, ws Workspace, st *store.Store, o Options,
 		p.close()
 		return nil, nil, err
 	}
-	trees := followTrees{wts: workspace.NewWorktrees(repo), base: ws.Config.BaseBranch}
+	trees := followTrees{repo: repo, wts: workspace.NewWorktrees(repo), base: ws.Config.BaseBranch, auth: p.gh.RemoteAuth}
 	f := &follow.Follower{Store: st, Host: p.gh, Steps: followSteps{p.e, st}, Trees: trees, Config: ws.Config.Follow,
-		Base: ws.Config.BaseBranch, Remote: "origin", Say: say, Crash: o.Crash}
+		Base: ws.Config.BaseBranch, Say: say, Crash: o.Crash}
 	f.Pause = func(ctx context.Context, it follow.Item, reason string) error {
 		status := store.ItemPaused
 		if err := st.UpdateItem(ctx, it.Run, it.ID, store.ItemUpdate{Status: &status, Error: &reason}); err != nil {
@@ -115,8 +115,28 @@ func (s followSteps) Fix(ctx context.Context, it follow.Item, id, note string, f
 
 // followTrees gives followed items their worktrees.
 type followTrees struct {
+	repo *workspace.Repo
 	wts  *workspace.Worktrees
 	base string
+	auth func(ctx context.Context, dir, remote string) (target, header string, err error)
+}
+
+// BaseHead fetches origin's base branch (into refs/remotes/origin/, with
+// the token as a push has it) and returns its commit: git's own
+// protocol, no API request.
+func (t followTrees) BaseHead(ctx context.Context) (string, error) {
+	remote, header, err := t.auth(ctx, t.repo.Dir, "origin")
+	if err != nil {
+		return "", err
+	}
+	heads, err := t.repo.FetchBranches(ctx, remote, header, "origin", t.base)
+	if err != nil {
+		return "", err
+	}
+	if heads[t.base] == "" {
+		return "", fmt.Errorf("origin has no branch %s", t.base)
+	}
+	return heads[t.base], nil
 }
 
 func (t followTrees) Tree(ctx context.Context, it follow.Item) (*workspace.Repo, error) {

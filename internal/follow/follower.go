@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/report"
@@ -28,6 +30,9 @@ type Host interface {
 	// those of reviewers (empty: the repository's owners, members and
 	// collaborators) and not cadre's own.
 	View(ctx context.Context, pr int, reviewers []string) (View, error)
+	// OpenPRs lists the repository's open pull requests' heads: a
+	// pass's one look at all of them (an unchanged list costs nothing).
+	OpenPRs(ctx context.Context) ([]Head, error)
 	Push(ctx context.Context, dir, branch string) error
 	// Reply answers a review comment's thread once per marker.
 	Reply(ctx context.Context, pr int, comment int64, marker, body string) error
@@ -60,6 +65,16 @@ type Trees interface {
 	Tree(ctx context.Context, it Item) (*workspace.Repo, error)
 	// Remove removes the item's worktree and local branch.
 	Remove(ctx context.Context, it Item) error
+	// BaseHead is the base branch's commit on the remote: when it moves,
+	// every pull request's mergeability may have changed.
+	BaseHead(ctx context.Context) (string, error)
+}
+
+// Head is an open pull request as a list of them shows it.
+type Head struct {
+	Number  int
+	Head    string
+	Updated time.Time
 }
 
 // Say is told what the follower does, one line at a time.
@@ -73,7 +88,6 @@ type Follower struct {
 	Trees  Trees
 	Config config.Follow
 	Base   string // the base branch
-	Remote string // the git remote holding it, "origin"
 	Say    Say
 	// Pause journals an item as waiting for a human, saying why, and
 	// tells whoever is notified; Unpause puts it back.
@@ -81,6 +95,25 @@ type Follower struct {
 	Unpause func(ctx context.Context, it Item) error
 	// Crash is called at the named crash points, for tests; may be nil.
 	Crash func(point string)
+
+	mu   sync.Mutex
+	seen map[int]seen // what earlier passes saw, by pull request
+}
+
+// seen is what a pass saw of a pull request: while its head, update
+// time and base stay the same and no check was pending, the next pass
+// need not ask GitHub about it again.
+type seen struct {
+	head    string
+	updated time.Time
+	base    string
+	view    View
+}
+
+// poll is a pass's look at all pull requests at once.
+type poll struct {
+	heads map[int]Head
+	base  string
 }
 
 // Crash points of a reaction.
@@ -141,12 +174,16 @@ func (f *Follower) Pass(ctx context.Context) (Tally, error) {
 		return Tally{}, err
 	}
 	var t Tally
+	var p *poll
+	if len(items) > 0 {
+		p = f.look(ctx)
+	}
 	for _, it := range items {
 		if err := ctx.Err(); err != nil {
 			return t, err
 		}
 		t.Followed++
-		if err := f.Follow(ctx, it, &t); err != nil {
+		if err := f.follow(ctx, it, &t, p); err != nil {
 			if isJournal(err) || ctx.Err() != nil {
 				return t, err
 			}
@@ -161,6 +198,62 @@ func (f *Follower) Pass(ctx context.Context) (Tally, error) {
 // crash interrupted, waits for or applies a human's answer, or reads
 // where its pull request stands and acts on it.
 func (f *Follower) Follow(ctx context.Context, it Item, t *Tally) error {
+	return f.follow(ctx, it, t, nil)
+}
+
+// look lists the open pull requests and the base's head for a pass; nil
+// when either cannot be had (each pull request is then asked about).
+func (f *Follower) look(ctx context.Context) *poll {
+	heads, err := f.Host.OpenPRs(ctx)
+	if err != nil {
+		return nil
+	}
+	base, err := f.Trees.BaseHead(ctx)
+	if err != nil {
+		return nil
+	}
+	p := &poll{heads: map[int]Head{}, base: base}
+	for _, h := range heads {
+		p.heads[h.Number] = h
+	}
+	return p
+}
+
+// view is pull request it.PR as it stands: what the last pass saw when
+// nothing it depends on changed since, else GitHub's answer.
+func (f *Follower) view(ctx context.Context, it Item, p *poll) (View, error) {
+	f.mu.Lock()
+	s, ok := f.seen[it.PR]
+	f.mu.Unlock()
+	var h Head
+	if p != nil {
+		h = p.heads[it.PR]
+		if ok && h.Number != 0 && s.head == h.Head && s.updated.Equal(h.Updated) && s.base == p.base &&
+			!s.view.Pending && s.view.Mergeable != nil {
+			return s.view, nil
+		}
+	}
+	v, err := f.Host.View(ctx, it.PR, f.Config.Reviewers)
+	if err != nil || p == nil || h.Number == 0 {
+		return v, err
+	}
+	f.mu.Lock()
+	if f.seen == nil {
+		f.seen = map[int]seen{}
+	}
+	f.seen[it.PR] = seen{head: h.Head, updated: h.Updated, base: p.base, view: v}
+	f.mu.Unlock()
+	return v, nil
+}
+
+// forget drops what was seen of it's pull request: cadre acted on it.
+func (f *Follower) forget(it Item) {
+	f.mu.Lock()
+	delete(f.seen, it.PR)
+	f.mu.Unlock()
+}
+
+func (f *Follower) follow(ctx context.Context, it Item, t *Tally, p *poll) error {
 	h, err := f.history(ctx, it)
 	if err != nil {
 		return err
@@ -188,11 +281,14 @@ func (f *Follower) Follow(ctx context.Context, it Item, t *Tally) error {
 			return err
 		}
 	}
-	v, err := f.Host.View(ctx, it.PR, f.Config.Reviewers)
+	v, err := f.view(ctx, it, p)
 	if err != nil {
 		return fmt.Errorf("read pull request #%d: %w", it.PR, err)
 	}
 	act := Decide(v, h.past, f.Config)
+	if act.Do != Wait {
+		f.forget(it)
+	}
 	switch act.Do {
 	case Merged:
 		t.Merged++
@@ -235,7 +331,7 @@ func (f *Follower) react(ctx context.Context, it Item, id string, fb Feedback, t
 	}
 	fixNeeded := fb.Kind != Conflict
 	if fb.Kind == Conflict {
-		conflicted, err := f.mergeBase(ctx, tree, it.Branch)
+		conflicted, err := f.mergeBase(ctx, tree, id, it.Run, it.Branch)
 		if err != nil {
 			return f.fail(ctx, rec, err, t)
 		}
@@ -374,35 +470,18 @@ func (f *Follower) end(ctx context.Context, it Item, state, why string) error {
 // mergeBase merges the base branch into the tree's branch, unless it is
 // in already; it returns the files left conflicted (the merge stays in
 // progress for fix-surgeon to resolve and the commit step to conclude).
-func (f *Follower) mergeBase(ctx context.Context, tree *workspace.Repo, branch string) ([]string, error) {
-	if _, err := tree.Git(ctx, "rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
-		return unmerged(ctx, tree) // a crash left the merge in progress
+func (f *Follower) mergeBase(ctx context.Context, tree *workspace.Repo, id, run, branch string) ([]string, error) {
+	if tree.Merging(ctx) {
+		return tree.Conflicted(ctx) // a crash left the merge in progress
 	}
-	ref := f.Remote + "/" + f.Base
-	if _, err := tree.Git(ctx, "fetch", "--quiet", f.Remote, "+refs/heads/"+f.Base+":refs/remotes/"+ref); err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", ref, err)
+	base, err := f.Trees.BaseHead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s: %w", f.Base, err)
 	}
-	if _, err := tree.Git(ctx, "merge-base", "--is-ancestor", ref, "HEAD"); err == nil {
+	if _, err := tree.Git(ctx, "merge-base", "--is-ancestor", base, "HEAD"); err == nil {
 		return nil, nil // merged in before a crash
 	}
-	_, err := tree.Git(ctx, "merge", "--no-ff", "--no-edit", "-m", "Merge "+f.Base+" into "+branch, ref)
-	if err == nil {
-		return nil, nil
-	}
-	files, uerr := unmerged(ctx, tree)
-	if uerr != nil || len(files) == 0 {
-		return nil, fmt.Errorf("merge %s: %w", ref, err)
-	}
-	return files, nil
-}
-
-// unmerged lists the files a merge left conflicted.
-func unmerged(ctx context.Context, tree *workspace.Repo) ([]string, error) {
-	out, err := tree.Git(ctx, "diff", "--name-only", "--diff-filter=U")
-	if err != nil {
-		return nil, err
-	}
-	return strings.Fields(out), nil
+	return tree.Merge(ctx, base, "Merge "+f.Base+" into "+branch, workspace.Mark{Step: id + "/merge", Run: run})
 }
 
 func (f *Follower) say(it Item, msg string) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"time"
 )
@@ -132,4 +133,23 @@ func (c *Client) ClosePR(ctx context.Context, owner, repo string, number int) er
 	_, err := c.do(ctx, call{op: op, method: http.MethodPatch, path: path, body: map[string]string{"state": "closed"},
 		resend: true, key: issueKey(owner, repo, number)})
 	return err
+}
+
+// OpenPRs lists the repository's open pull requests, a hundred a page,
+// each page asked conditionally: an unchanged page costs no rate limit.
+// Lists carry no mergeability (Mergeable is nil).
+func (c *Client) OpenPRs(ctx context.Context, owner, repo string) ([]PRStatus, error) {
+	op := fmt.Sprintf("list open pull requests of %s/%s", owner, repo)
+	if err := checkRepo(owner, repo); err != nil {
+		return nil, fmt.Errorf("github: %s: %w", op, err)
+	}
+	var out []PRStatus
+	v := url.Values{"state": {"open"}, "per_page": {"100"}}
+	err := pages(ctx, c, op, repoPath(owner, repo)+"/pulls", v, func(page []apiPR) bool {
+		for _, p := range page {
+			out = append(out, p.status())
+		}
+		return len(page) > 0
+	})
+	return out, err
 }

@@ -193,3 +193,37 @@ func poll(t testing.TB, c *forge.Client, prs []int) string {
 	}
 	return b.String()
 }
+
+func TestOpenPRs(t *testing.T) {
+	srv, c, g, ok, bad := gitSetup(t)
+	for i := 0; i < 150; i++ {
+		srv.AddPR("o", "r", forgetest.PR{Title: fmt.Sprint("more ", i), Head: fmt.Sprint("more-", i), Base: "main"})
+	}
+	srv.SetPRState("o", "r", bad, "closed", false)
+	list, err := c.OpenPRs(ctx, "o", "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 151 {
+		t.Fatalf("%d open pull requests, want 151 (over two pages, the closed one left out)", len(list))
+	}
+	var found bool
+	for _, p := range list {
+		if p.Number == bad {
+			t.Error("the closed pull request is listed")
+		}
+		if p.Number == ok {
+			found = p.HeadSHA == g.Rev("feature") && !p.UpdatedAt.IsZero() && p.Mergeable == nil
+		}
+	}
+	if !found {
+		t.Error("the open pull request is not listed with its head and update time")
+	}
+	before := srv.Counts()
+	if _, err := c.OpenPRs(ctx, "o", "r"); err != nil {
+		t.Fatal(err)
+	}
+	if after := srv.Counts(); after.Charged() != before.Charged() {
+		t.Errorf("an unchanged list charged %d requests, want none (conditional pages)", after.Charged()-before.Charged())
+	}
+}

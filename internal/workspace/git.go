@@ -517,3 +517,47 @@ func (r *Repo) status(ctx context.Context, sources bool) ([]string, error) {
 	}
 	return paths, nil
 }
+
+// Merge merges commit rev into the tree's branch as a merge commit with
+// message and mark's trailers. Textual conflicts leave the merge in
+// progress (a later Commit concludes it) and are returned, the
+// conflicted files by path; any other failure is an error.
+func (r *Repo) Merge(ctx context.Context, rev, message string, mark Mark) ([]string, error) {
+	if !isObjectID(rev) {
+		return nil, fmt.Errorf("merge: %q is not a commit id", rev)
+	}
+	args := append(append([]string(nil), r.committer()...), "merge", "--no-ff", "--no-edit", "-m", message)
+	if mark.Step != "" {
+		args = append(args, "-m", TrailerKey+": "+mark.Step+"\n"+RunTrailerKey+": "+mark.Run)
+	}
+	_, err := r.Git(ctx, append(args, rev)...)
+	if err == nil {
+		return nil, nil
+	}
+	files, uerr := r.Conflicted(ctx)
+	if uerr != nil || len(files) == 0 {
+		return nil, fmt.Errorf("merge %.12s: %w", rev, err)
+	}
+	return files, nil
+}
+
+// Conflicted lists the files a merge in progress left conflicted.
+func (r *Repo) Conflicted(ctx context.Context) ([]string, error) {
+	out, err := r.Git(ctx, "diff", "--name-only", "-z", "--diff-filter=U")
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, f := range strings.Split(out, "\x00") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
+// Merging reports whether a merge is in progress in the tree.
+func (r *Repo) Merging(ctx context.Context) bool {
+	_, err := r.Git(ctx, "rev-parse", "-q", "--verify", "MERGE_HEAD")
+	return err == nil
+}

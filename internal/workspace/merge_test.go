@@ -1,0 +1,69 @@
+package workspace
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Merge makes a merge commit with the step's trailers; a conflict leaves
+// the merge in progress, naming the files, for Commit to conclude.
+func TestMerge(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := r.Git(ctx, args...)
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(out)
+	}
+	write(t, filepath.Join(r.Dir, "a.txt"), "a\n")
+	r.CommitAll(ctx, "a", Mark{})
+	main := git("rev-parse", "--abbrev-ref", "HEAD")
+	git("checkout", "-q", "-b", "topic")
+	write(t, filepath.Join(r.Dir, "b.txt"), "topic\n")
+	r.CommitAll(ctx, "topic b", Mark{})
+	git("checkout", "-q", main)
+	write(t, filepath.Join(r.Dir, "c.txt"), "c\n")
+	r.CommitAll(ctx, "main c", Mark{})
+	clean := git("rev-parse", "HEAD")
+	git("checkout", "-q", "topic")
+
+	files, err := r.Merge(ctx, clean, "Merge main", Mark{Step: "7/follow/conflict#1/merge", Run: "r1"})
+	if err != nil || len(files) != 0 {
+		t.Fatalf("clean merge: %v, %v", files, err)
+	}
+	if n := git("rev-list", "--count", "--merges", "HEAD"); n != "1" {
+		t.Fatalf("%s merge commits, want 1", n)
+	}
+	if msg := git("log", "-1", "--format=%B"); !strings.Contains(msg, TrailerKey+": 7/follow/conflict#1/merge") {
+		t.Errorf("merge commit message lacks the step's trailer:\n%s", msg)
+	}
+
+	git("checkout", "-q", main)
+	write(t, filepath.Join(r.Dir, "b.txt"), "main\n")
+	r.CommitAll(ctx, "main b", Mark{})
+	clash := git("rev-parse", "HEAD")
+	git("checkout", "-q", "topic")
+	files, err = r.Merge(ctx, clash, "Merge main", Mark{})
+	if err != nil || len(files) != 1 || files[0] != "b.txt" {
+		t.Fatalf("conflicting merge: %v, %v; want b.txt conflicted", files, err)
+	}
+	if !r.Merging(ctx) {
+		t.Fatal("the conflicted merge is not in progress")
+	}
+	write(t, filepath.Join(r.Dir, "b.txt"), "both\n")
+	sha, err := r.Commit(ctx, "resolved", Mark{}, CommitOptions{})
+	if err != nil || sha == "" || r.Merging(ctx) {
+		t.Fatalf("concluding the merge: %q, %v, merging %v", sha, err, r.Merging(ctx))
+	}
+	if parents := strings.Fields(git("log", "-1", "--format=%P")); len(parents) != 2 {
+		t.Errorf("the concluding commit has parents %v, want two", parents)
+	}
+	if _, err := r.Merge(ctx, "--help", "m", Mark{}); err == nil {
+		t.Error("a merge of something not a commit id was made")
+	}
+}
