@@ -376,6 +376,20 @@ func (s *Server) SetPRState(owner, name string, number int, state string, merged
 	rec.touch()
 }
 
+// SetPRHead moves the head of pull request number, without a git
+// directory, to commit sha, as a push to its branch does: its update
+// time moves with it.
+func (s *Server) SetPRHead(owner, name string, number int, sha string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := s.repo(owner, name).issues[number]
+	if rec == nil || rec.pr == nil {
+		s.t.Fatalf("forgetest: SetPRHead: no pull request %s/%s#%d", owner, name, number)
+	}
+	rec.pr.HeadSHA = sha
+	rec.touch()
+}
+
 // Fail answers the nth request from now on (1 = the very next) with f
 // instead of serving it.
 func (s *Server) Fail(n int, f Fault) {
