@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/follow"
@@ -23,29 +24,30 @@ var permitted = []string{"OWNER", "MEMBER", "COLLABORATOR"}
 // state and mergeability, its head's failed checks with their log tails,
 // and the reviews and review comments of permitted reviewers, cadre's own
 // replies left out.
-func (g *GitHub) View(ctx context.Context, pr int, reviewers []string) (follow.View, error) {
+func (g *GitHub) View(ctx context.Context, pr int, reviewers []string, known *follow.Head) (follow.View, error) {
 	owner, name, err := g.repoParts(ctx)
 	if err != nil {
 		return follow.View{}, err
 	}
-	st, err := g.client.PR(ctx, owner, name, pr)
-	if err != nil {
-		return follow.View{}, err
+	var v follow.View
+	if known != nil {
+		v = follow.View{Number: pr, State: stateOf(known.State, known.Merged), Head: known.Head, Base: known.Base}
+	} else {
+		st, err := g.client.PR(ctx, owner, name, pr)
+		if err != nil {
+			return follow.View{}, err
+		}
+		v = follow.View{Number: pr, State: stateOf(st.State, st.Merged), Head: st.HeadSHA, Base: st.Base, Mergeable: st.Mergeable}
 	}
-	v := follow.View{Number: pr, State: "open", Head: st.HeadSHA, Base: st.Base, Mergeable: st.Mergeable}
-	switch {
-	case st.Merged:
-		v.State = "merged"
-		return v, nil
-	case st.State == "closed":
-		v.State = "closed"
+	if v.State != "open" {
 		return v, nil
 	}
-	checks, err := g.client.FailedChecks(ctx, owner, name, st.HeadSHA)
+	checks, err := g.client.FailedChecks(ctx, owner, name, v.Head)
 	if err != nil {
 		return follow.View{}, err
 	}
 	v.Pending = len(checks.Pending) > 0
+	v.Checked = v.Pending || len(checks.Failed) > 0 || checks.Passed > 0
 	for _, c := range checks.Failed {
 		fc := follow.Check{Name: c.Name, Conclusion: c.Conclusion, Summary: c.Summary, JobID: c.JobID}
 		if c.JobID != 0 {
@@ -103,14 +105,37 @@ func (g *GitHub) OpenPRs(ctx context.Context) ([]follow.Head, error) {
 		return nil, err
 	}
 	list, err := g.client.OpenPRs(ctx, owner, name)
+	return heads(list), err
+}
+
+// UpdatedPRs lists the pull requests updated at or after since.
+func (g *GitHub) UpdatedPRs(ctx context.Context, since time.Time) ([]follow.Head, error) {
+	owner, name, err := g.repoParts(ctx)
 	if err != nil {
 		return nil, err
 	}
+	list, err := g.client.UpdatedPRs(ctx, owner, name, since)
+	return heads(list), err
+}
+
+func heads(list []forge.PRStatus) []follow.Head {
 	out := make([]follow.Head, 0, len(list))
 	for _, p := range list {
-		out = append(out, follow.Head{Number: p.Number, Head: p.HeadSHA, Updated: p.UpdatedAt})
+		out = append(out, follow.Head{Number: p.Number, State: p.State, Merged: p.Merged, Head: p.HeadSHA, Base: p.Base, Updated: p.UpdatedAt})
 	}
-	return out, nil
+	return out
+}
+
+// stateOf is a pull request's state as cadre follows it: open, merged or
+// closed (unmerged).
+func stateOf(state string, merged bool) string {
+	switch {
+	case merged:
+		return "merged"
+	case state == "closed":
+		return "closed"
+	}
+	return "open"
 }
 
 // Reply answers review comment comment of pull request pr, once per marker.

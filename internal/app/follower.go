@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/follow"
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -35,7 +38,7 @@ func NewFollowing(ctx context.Context, ws Workspace, st *store.Store, o Options,
 	}
 	trees := followTrees{repo: repo, wts: workspace.NewWorktrees(repo), base: ws.Config.BaseBranch, auth: p.gh.RemoteAuth}
 	f := &follow.Follower{Store: st, Host: p.gh, Steps: followSteps{p.e, st}, Trees: trees, Config: ws.Config.Follow,
-		Base: ws.Config.BaseBranch, Say: say, Crash: o.Crash}
+		Base: ws.Config.BaseBranch, Say: say, Crash: o.Crash, Memory: fileMemory(filepath.Join(ws.Root, workspace.StateDir, "follow.json"))}
 	f.Pause = func(ctx context.Context, it follow.Item, reason string) error {
 		status := store.ItemPaused
 		if err := st.UpdateItem(ctx, it.Run, it.ID, store.ItemUpdate{Status: &status, Error: &reason}); err != nil {
@@ -139,6 +142,22 @@ func (t followTrees) BaseHead(ctx context.Context) (string, error) {
 	return heads[t.base], nil
 }
 
+// Mergeable merges head into base in memory (git merge-tree): whether
+// they merge without conflict, as GitHub's mergeable says, at no request.
+// A head not here is fetched from origin's branch first.
+func (t followTrees) Mergeable(ctx context.Context, branch, head, base string) (bool, error) {
+	if _, err := t.repo.Git(ctx, "cat-file", "-e", head+"^{commit}"); err != nil {
+		remote, header, err := t.auth(ctx, t.repo.Dir, "origin")
+		if err != nil {
+			return false, err
+		}
+		if _, err := t.repo.FetchBranches(ctx, remote, header, "origin", branch); err != nil {
+			return false, err
+		}
+	}
+	return t.repo.MergesCleanly(ctx, head, base)
+}
+
 func (t followTrees) Tree(ctx context.Context, it follow.Item) (*workspace.Repo, error) {
 	// Untrusted: no filter driver of the branch runs on the checkout.
 	return t.wts.Ensure(ctx, it.ID, it.Branch, t.base, workspace.EnsureOptions{AllowDirty: true, Untrusted: true})
@@ -149,3 +168,10 @@ func (t followTrees) Remove(ctx context.Context, it follow.Item) error {
 	// branch unmerged to git, so it goes by force.
 	return t.wts.Remove(ctx, workspace.Worktree{Item: it.ID, Path: t.wts.Path(it.ID), Branch: it.Branch}, true, true)
 }
+
+// fileMemory keeps the follower's memory of its passes in a file of the
+// state directory.
+type fileMemory string
+
+func (m fileMemory) Load() ([]byte, error)  { return os.ReadFile(string(m)) }
+func (m fileMemory) Save(data []byte) error { return safefile.Replace(string(m), data) }

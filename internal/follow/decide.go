@@ -56,6 +56,7 @@ type View struct {
 	Mergeable *bool  // nil while GitHub computes it
 	Failed    []Check
 	Pending   bool // some check has not finished
+	Checked   bool // the head has a check or status at all
 	Approved  bool // approved, no change request outstanding
 	Changes   []Review
 	Comments  []Comment

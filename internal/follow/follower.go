@@ -29,10 +29,15 @@ type Host interface {
 	// View is the pull request as it stands, its reviews and comments
 	// those of reviewers (empty: the repository's owners, members and
 	// collaborators) and not cadre's own.
-	View(ctx context.Context, pr int, reviewers []string) (View, error)
-	// OpenPRs lists the repository's open pull requests' heads: a
-	// pass's one look at all of them (an unchanged list costs nothing).
+	//
+	// With known (from a list of pull requests), its state and head are
+	// taken from it and Mergeable is left nil: one request fewer.
+	View(ctx context.Context, pr int, reviewers []string, known *Head) (View, error)
+	// OpenPRs lists the repository's open pull requests.
 	OpenPRs(ctx context.Context) ([]Head, error)
+	// UpdatedPRs lists the pull requests, open or not, updated at or
+	// after since: a pass's one look at what changed.
+	UpdatedPRs(ctx context.Context, since time.Time) ([]Head, error)
 	Push(ctx context.Context, dir, branch string) error
 	// Reply answers a review comment's thread once per marker.
 	Reply(ctx context.Context, pr int, comment int64, marker, body string) error
@@ -65,16 +70,14 @@ type Trees interface {
 	Tree(ctx context.Context, it Item) (*workspace.Repo, error)
 	// Remove removes the item's worktree and local branch.
 	Remove(ctx context.Context, it Item) error
-	// BaseHead is the base branch's commit on the remote: when it moves,
-	// every pull request's mergeability may have changed.
+	// BaseHead fetches the base branch and returns its commit on the
+	// remote: when it moves, every pull request's mergeability may have
+	// changed.
 	BaseHead(ctx context.Context) (string, error)
-}
-
-// Head is an open pull request as a list of them shows it.
-type Head struct {
-	Number  int
-	Head    string
-	Updated time.Time
+	// Mergeable says whether commit head merges into commit base without
+	// conflict, computed here (git merge-tree), fetching branch for head
+	// when it is not here.
+	Mergeable(ctx context.Context, branch, head, base string) (bool, error)
 }
 
 // Say is told what the follower does, one line at a time.
@@ -96,24 +99,12 @@ type Follower struct {
 	// Crash is called at the named crash points, for tests; may be nil.
 	Crash func(point string)
 
+	// Memory keeps what passes saw across processes; nil keeps it in
+	// this process only.
+	Memory Memory
+
 	mu   sync.Mutex
-	seen map[int]seen // what earlier passes saw, by pull request
-}
-
-// seen is what a pass saw of a pull request: while its head, update
-// time and base stay the same and no check was pending, the next pass
-// need not ask GitHub about it again.
-type seen struct {
-	head    string
-	updated time.Time
-	base    string
-	view    View
-}
-
-// poll is a pass's look at all pull requests at once.
-type poll struct {
-	heads map[int]Head
-	base  string
+	seen *pollState // what earlier passes saw
 }
 
 // Crash points of a reaction.
@@ -177,6 +168,7 @@ func (f *Follower) Pass(ctx context.Context) (Tally, error) {
 	var p *poll
 	if len(items) > 0 {
 		p = f.look(ctx)
+		defer f.remember(p)
 	}
 	for _, it := range items {
 		if err := ctx.Err(); err != nil {
@@ -199,58 +191,6 @@ func (f *Follower) Pass(ctx context.Context) (Tally, error) {
 // where its pull request stands and acts on it.
 func (f *Follower) Follow(ctx context.Context, it Item, t *Tally) error {
 	return f.follow(ctx, it, t, nil)
-}
-
-// look lists the open pull requests and the base's head for a pass; nil
-// when either cannot be had (each pull request is then asked about).
-func (f *Follower) look(ctx context.Context) *poll {
-	heads, err := f.Host.OpenPRs(ctx)
-	if err != nil {
-		return nil
-	}
-	base, err := f.Trees.BaseHead(ctx)
-	if err != nil {
-		return nil
-	}
-	p := &poll{heads: map[int]Head{}, base: base}
-	for _, h := range heads {
-		p.heads[h.Number] = h
-	}
-	return p
-}
-
-// view is pull request it.PR as it stands: what the last pass saw when
-// nothing it depends on changed since, else GitHub's answer.
-func (f *Follower) view(ctx context.Context, it Item, p *poll) (View, error) {
-	f.mu.Lock()
-	s, ok := f.seen[it.PR]
-	f.mu.Unlock()
-	var h Head
-	if p != nil {
-		h = p.heads[it.PR]
-		if ok && h.Number != 0 && s.head == h.Head && s.updated.Equal(h.Updated) && s.base == p.base &&
-			!s.view.Pending && s.view.Mergeable != nil {
-			return s.view, nil
-		}
-	}
-	v, err := f.Host.View(ctx, it.PR, f.Config.Reviewers)
-	if err != nil || p == nil || h.Number == 0 {
-		return v, err
-	}
-	f.mu.Lock()
-	if f.seen == nil {
-		f.seen = map[int]seen{}
-	}
-	f.seen[it.PR] = seen{head: h.Head, updated: h.Updated, base: p.base, view: v}
-	f.mu.Unlock()
-	return v, nil
-}
-
-// forget drops what was seen of it's pull request: cadre acted on it.
-func (f *Follower) forget(it Item) {
-	f.mu.Lock()
-	delete(f.seen, it.PR)
-	f.mu.Unlock()
 }
 
 func (f *Follower) follow(ctx context.Context, it Item, t *Tally, p *poll) error {

@@ -5,12 +5,14 @@ import (
 	"sync"
 )
 
-// Bounds of the answers a Client keeps for conditional GETs. A poll over
-// a few dozen pull requests asks for a few hundred URLs; an answer bigger
-// than maxKeptAnswer (a long list) is not worth the memory.
+// Bounds of the answers a Client keeps for conditional GETs. Following a
+// thousand pull requests asks for four URLs each (checks, statuses,
+// reviews, review comments), every one of which must still be kept when
+// the pull request is next asked about; an answer bigger than
+// maxKeptAnswer (a long list) is not worth the memory.
 const (
-	maxKept       = 1024
-	maxKeptBytes  = 16 << 20
+	maxKept       = 8192
+	maxKeptBytes  = 48 << 20
 	maxKeptAnswer = 1 << 20
 )
 

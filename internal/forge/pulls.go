@@ -153,3 +153,26 @@ func (c *Client) OpenPRs(ctx context.Context, owner, repo string) ([]PRStatus, e
 	})
 	return out, err
 }
+
+// UpdatedPRs lists the repository's pull requests, open or not, updated
+// at or after since, most recently updated first: one conditional request
+// when fewer than a hundred were (a push, a review, a comment, a close or
+// a merge moves a pull request's update time; a check finishing does not).
+func (c *Client) UpdatedPRs(ctx context.Context, owner, repo string, since time.Time) ([]PRStatus, error) {
+	op := fmt.Sprintf("list updated pull requests of %s/%s", owner, repo)
+	if err := checkRepo(owner, repo); err != nil {
+		return nil, fmt.Errorf("github: %s: %w", op, err)
+	}
+	var out []PRStatus
+	v := url.Values{"state": {"all"}, "sort": {"updated"}, "direction": {"desc"}, "per_page": {"100"}}
+	err := pages(ctx, c, op, repoPath(owner, repo)+"/pulls", v, func(page []apiPR) bool {
+		for _, p := range page {
+			if p.UpdatedAt.Before(since) {
+				return false
+			}
+			out = append(out, p.status())
+		}
+		return len(page) > 0
+	})
+	return out, err
+}

@@ -227,3 +227,39 @@ func TestOpenPRs(t *testing.T) {
 		t.Errorf("an unchanged list charged %d requests, want none (conditional pages)", after.Charged()-before.Charged())
 	}
 }
+
+func TestUpdatedPRs(t *testing.T) {
+	srv, c, _ := setup(t)
+	var prs []int
+	for i := 0; i < 250; i++ {
+		prs = append(prs, srv.AddPR("o", "r", forgetest.PR{Title: fmt.Sprint("p", i), Head: fmt.Sprint("h", i), Base: "main", HeadSHA: fmt.Sprintf("%040x", i+1)}))
+	}
+	all, err := c.UpdatedPRs(ctx, "o", "r", time.Time{})
+	if err != nil || len(all) != 250 {
+		t.Fatalf("since the beginning: %d, %v; want all 250", len(all), err)
+	}
+	mark := all[0].UpdatedAt
+	for _, p := range all {
+		mark = later(mark, p.UpdatedAt)
+	}
+	srv.SetPRHead("o", "r", prs[3], fmt.Sprintf("%040x", 999))
+	srv.SetPRState("o", "r", prs[200], "closed", true)
+	before := srv.Counts()
+	got, err := c.UpdatedPRs(ctx, "o", "r", mark.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Number != prs[200] || !got[0].Merged || got[1].Number != prs[3] || got[1].HeadSHA != fmt.Sprintf("%040x", 999) {
+		t.Fatalf("updated since the mark: %+v, want #%d merged then #%d pushed", got, prs[200], prs[3])
+	}
+	if n := srv.Counts().Requests - before.Requests; n != 1 {
+		t.Errorf("%d requests, want one page", n)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -561,3 +561,21 @@ func (r *Repo) Merging(ctx context.Context) bool {
 	_, err := r.Git(ctx, "rev-parse", "-q", "--verify", "MERGE_HEAD")
 	return err == nil
 }
+
+// MergesCleanly reports whether commits a and b merge without a textual
+// conflict, merged in memory (git merge-tree): nothing is checked out or
+// written but objects.
+func (r *Repo) MergesCleanly(ctx context.Context, a, b string) (bool, error) {
+	if !isObjectID(a) || !isObjectID(b) {
+		return false, fmt.Errorf("merge-tree: %q or %q is not a commit id", a, b)
+	}
+	_, err := r.Git(ctx, "merge-tree", "--write-tree", "--no-messages", a, b)
+	if err == nil {
+		return true, nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 1 {
+		return false, nil
+	}
+	return false, fmt.Errorf("merge-tree: %w", err)
+}

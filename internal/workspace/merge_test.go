@@ -48,6 +48,13 @@ func TestMerge(t *testing.T) {
 	r.CommitAll(ctx, "main b", Mark{})
 	clash := git("rev-parse", "HEAD")
 	git("checkout", "-q", "topic")
+	topic := git("rev-parse", "HEAD")
+	if ok, err := r.MergesCleanly(ctx, topic, clash); err != nil || ok {
+		t.Errorf("MergesCleanly of a conflict = %v, %v; want false", ok, err)
+	}
+	if ok, err := r.MergesCleanly(ctx, topic, clean); err != nil || !ok {
+		t.Errorf("MergesCleanly of a clean merge = %v, %v; want true", ok, err)
+	}
 	files, err = r.Merge(ctx, clash, "Merge main", Mark{})
 	if err != nil || len(files) != 1 || files[0] != "b.txt" {
 		t.Fatalf("conflicting merge: %v, %v; want b.txt conflicted", files, err)

@@ -767,7 +767,15 @@ func (s *Server) listPRs(req *http.Request, r *repo, q url.Values) answer {
 		}
 		out = append(out, s.prJSON(r, rec, false))
 	}
-	slices.Reverse(out)
+	slices.Reverse(out) // newest first, GitHub's default (sort=created)
+	if q.Get("sort") == "updated" {
+		slices.SortStableFunc(out, func(a, b any) int {
+			return strings.Compare(b.(map[string]any)["updated_at"].(string), a.(map[string]any)["updated_at"].(string))
+		})
+	}
+	if q.Get("direction") == "asc" {
+		slices.Reverse(out)
+	}
 	return s.page(req, q, out)
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,7 +34,11 @@ func (s *Server) SetComputing(owner, name string, number, times int) {
 }
 
 // touch notes a change to the record: its updated_at moves on.
-func (rec *record) touch() { rec.changes++ }
+func (rec *record) touch() { rec.changes = int(clock.Add(1)) }
+
+// clock orders every change the fakes make, so updated_at is later for a
+// later change whatever the record, as on GitHub.
+var clock atomic.Int64
 
 func (rec *record) updatedAt() string {
 	return time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC).Add(time.Duration(rec.changes) * time.Second).Format(time.RFC3339)

@@ -1,0 +1,199 @@
+package follow
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Head is a pull request as a list of them shows it.
+type Head struct {
+	Number  int
+	State   string // open or closed
+	Merged  bool
+	Head    string
+	Base    string // the base branch
+	Updated time.Time
+}
+
+// Memory keeps what the passes saw, so that a pass in a new process (cadre
+// watch --once from cron) asks GitHub only about what changed since.
+type Memory interface {
+	Load() ([]byte, error)
+	Save(data []byte) error
+}
+
+// pollState is what passes saw: the latest update time any pull request
+// had, the base's commit, and each followed pull request's view.
+type pollState struct {
+	Mark time.Time     `json:"mark"`
+	Base string        `json:"base"`
+	PRs  map[int]*seen `json:"prs"`
+}
+
+// seen is what a pass saw of a pull request: while its update time and
+// the base stay the same and no check was pending, the next pass need not
+// ask GitHub about it again.
+type seen struct {
+	Updated time.Time `json:"updated"`
+	Base    string    `json:"base"`
+	View    View      `json:"view"`
+	// Unchecked counts the passes in a row that saw the head with no
+	// check at all: CI may not have queued its checks yet after a push,
+	// so a head is asked about again for a few passes before it is taken
+	// to have none.
+	Unchecked int `json:"unchecked,omitempty"`
+}
+
+// uncheckedPasses is how many passes ask again about a head without any
+// check before it is taken to have none.
+const uncheckedPasses = 3
+
+// poll is a pass's look at the pull requests: those updated since the
+// last pass (every open one on a first pass), and the base's commit.
+type poll struct {
+	changed map[int]Head
+	base    string
+	mark    time.Time // the latest update time now
+}
+
+// look asks what changed since the last pass: one list of the pull
+// requests updated since (all open ones the first time) and the base's
+// commit. Nil when it cannot be had: each pull request is then asked
+// about whole.
+func (f *Follower) look(ctx context.Context) *poll {
+	st := f.state()
+	base, err := f.Trees.BaseHead(ctx)
+	if err != nil {
+		return nil
+	}
+	var heads []Head
+	if st.Mark.IsZero() {
+		heads, err = f.Host.OpenPRs(ctx)
+	} else {
+		heads, err = f.Host.UpdatedPRs(ctx, st.Mark)
+	}
+	if err != nil {
+		return nil
+	}
+	p := &poll{changed: map[int]Head{}, base: base, mark: st.Mark}
+	for _, h := range heads {
+		p.changed[h.Number] = h
+		if h.Updated.After(p.mark) {
+			p.mark = h.Updated
+		}
+	}
+	return p
+}
+
+// state is what earlier passes saw, read from Memory the first time.
+func (f *Follower) state() *pollState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.seen == nil {
+		f.seen = &pollState{PRs: map[int]*seen{}}
+		if f.Memory != nil {
+			if data, err := f.Memory.Load(); err == nil {
+				var st pollState
+				if json.Unmarshal(data, &st) == nil && st.PRs != nil {
+					f.seen = &st
+				}
+			}
+		}
+	}
+	return f.seen
+}
+
+// remember keeps what pass p saw for the next one.
+func (f *Follower) remember(p *poll) {
+	if p == nil {
+		return
+	}
+	st := f.state()
+	f.mu.Lock()
+	st.Mark, st.Base = p.mark, p.base
+	data, err := json.Marshal(st)
+	f.mu.Unlock()
+	if err == nil && f.Memory != nil {
+		f.Memory.Save(data)
+	}
+}
+
+// view is pull request it.PR as it stands: what the last pass saw when
+// nothing it depends on changed since (its mergeability computed again
+// here when only the base moved), else GitHub's answer.
+func (f *Follower) view(ctx context.Context, it Item, p *poll) (View, error) {
+	st := f.state()
+	f.mu.Lock()
+	s := st.PRs[it.PR]
+	f.mu.Unlock()
+	if p == nil {
+		return f.Host.View(ctx, it.PR, f.Config.Reviewers, nil)
+	}
+	h, changed := p.changed[it.PR]
+	if changed && s != nil && h.Updated.Equal(s.Updated) && h.Head == s.View.Head {
+		// Listed only because the list takes in its last update time.
+		changed = false
+	}
+	if s != nil && !changed && !s.View.Pending && s.View.Mergeable != nil && s.View.State == "open" &&
+		(s.View.Checked || s.Unchecked >= uncheckedPasses) {
+		v := s.View
+		if s.Base != p.base {
+			ok, err := f.Trees.Mergeable(ctx, it.Branch, v.Head, p.base)
+			if err != nil {
+				return f.fresh(ctx, it, p, nil)
+			}
+			v.Mergeable = &ok
+			f.keep(it, s.Updated, p.base, v)
+		}
+		return v, nil
+	}
+	var known *Head
+	if changed {
+		known = &h
+	} else if s != nil {
+		known = &Head{Number: it.PR, State: s.View.State, Head: s.View.Head, Base: s.View.Base, Updated: s.Updated}
+	}
+	return f.fresh(ctx, it, p, known)
+}
+
+// fresh asks GitHub about it's pull request (about all of it when known
+// is nil), computing its mergeability here.
+func (f *Follower) fresh(ctx context.Context, it Item, p *poll, known *Head) (View, error) {
+	v, err := f.Host.View(ctx, it.PR, f.Config.Reviewers, known)
+	if err != nil {
+		return v, err
+	}
+	if known != nil && v.State == "open" {
+		if ok, err := f.Trees.Mergeable(ctx, it.Branch, v.Head, p.base); err == nil {
+			v.Mergeable = &ok
+		}
+	}
+	updated := time.Time{}
+	if known != nil {
+		updated = known.Updated
+	}
+	f.keep(it, updated, p.base, v)
+	return v, nil
+}
+
+func (f *Follower) keep(it Item, updated time.Time, base string, v View) {
+	st := f.state()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := &seen{Updated: updated, Base: base, View: v}
+	if prev := st.PRs[it.PR]; prev != nil && !v.Checked && prev.View.Head == v.Head {
+		n.Unchecked = prev.Unchecked + 1
+	} else if !v.Checked {
+		n.Unchecked = 1
+	}
+	st.PRs[it.PR] = n
+}
+
+// forget drops what was seen of it's pull request: cadre acted on it.
+func (f *Follower) forget(it Item) {
+	st := f.state()
+	f.mu.Lock()
+	delete(st.PRs, it.PR)
+	f.mu.Unlock()
+}
