@@ -172,7 +172,14 @@ func TestWatchFollowsToMerge(t *testing.T) {
 		}
 	}
 	before = g.commits(t, branch)
+	if code, _, errOut := g.cadre(t, "follow-merged", "watch", "--once"); code == 0 {
+		t.Fatalf("the crash point was not reached:\n%s", errOut)
+	}
 	g.watchOnce(t, 0, "")
+	if n := g.commits(t, branch); n != before+2 {
+		// main's new commit and one merge, though the first try was killed.
+		t.Errorf("after the conflict origin has %d commits on the branch, want %d", n, before+2)
+	}
 	if out, err := exec.Command("git", "-C", g.bare, "merge-base", "--is-ancestor", "main", branch).CombinedOutput(); err != nil {
 		t.Fatalf("main is not merged into the branch: %v %s", err, out)
 	}
