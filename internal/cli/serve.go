@@ -162,7 +162,7 @@ func (f *Factory) serveWorkspaces(ctx context.Context, dirs []string) ([]workspa
 // boardRepo is ws as the board shows it, masking its GitHub token.
 func (f *Factory) boardRepo(ws workspaceCtx, st *store.Store, acts web.Actions) web.Repo {
 	red := redact.New(f.Getenv(ws.cfg.GitHub.TokenEnv))
-	return web.Repo{Name: filepath.Base(ws.root), Dir: ws.root, Store: st, Actions: acts, Redact: red.String}
+	return web.Repo{Name: filepath.Base(ws.root), Dir: ws.root, Store: st, Actions: acts, Redact: red.String, PRs: f.newForge(ws)}
 }
 
 // board is a listening web board.

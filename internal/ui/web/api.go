@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/promptlog"
 	"github.com/cadre-dev/cadre/internal/report"
@@ -49,7 +50,11 @@ type cardJSON struct {
 	Usage       event.Usage `json:"usage"`
 	Branch      string      `json:"branch,omitempty"`
 	PR          string      `json:"pr,omitempty"`
+	PRNumber    int         `json:"pr_number,omitempty"`
 	Waiting     bool        `json:"waiting"` // a question for a human is open
+	// Where the pull request stands, when the board can ask GitHub:
+	// pr_state, checks, review, mergeable.
+	*codehost.PRStatus
 }
 
 type boardJSON struct {
@@ -154,7 +159,10 @@ func (s *Server) board(w http.ResponseWriter, r *http.Request, rp *repo) {
 	b := boardJSON{Run: toRunJSON(run), Seq: seq, Columns: Columns, Items: []cardJSON{}, Usage: sum.Usage}
 	for _, it := range sum.Items {
 		c := cardJSON{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: it.Status, Reason: it.Reason, CurrentStep: it.CurrentStep,
-			Attempts: it.Attempts, Steps: it.Steps, Usage: it.Usage, Branch: it.Branch, PR: it.PR, Waiting: waiting[it.ID]}
+			Attempts: it.Attempts, Steps: it.Steps, Usage: it.Usage, Branch: it.Branch, PR: it.PR, PRNumber: it.PRNumber, Waiting: waiting[it.ID]}
+		if it.PRNumber > 0 {
+			c.PRStatus = rp.prStatus(ctx, it.PRNumber)
+		}
 		if st, ok := running[it.ID]; ok && it.Status == store.ItemRunning {
 			c.Role, c.Runner, c.Model = st.Role, st.Runner, st.Model
 		}

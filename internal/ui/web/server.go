@@ -12,10 +12,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -60,6 +62,14 @@ type Repo struct {
 	Store   *store.Store
 	Actions Actions             // nil: the actions answer 501
 	Redact  func(string) string // nil: nothing masked
+	// PRs tells where the items' pull requests stand (GitHub); nil: the
+	// cards show the link alone.
+	PRs PRStatuses
+}
+
+// PRStatuses tells where a pull request stands.
+type PRStatuses interface {
+	PRStatus(ctx context.Context, number int) (codehost.PRStatus, error)
 }
 
 // repo is a Repo as served: its key in the API's paths and the hub that
@@ -68,6 +78,41 @@ type repo struct {
 	Repo
 	key string
 	hub *hub
+
+	prMu sync.Mutex
+	prs  map[int]keptPR // what PRs answered lately, by number
+}
+
+// keptPR is a pull request's state as GitHub told it, and when.
+type keptPR struct {
+	st *codehost.PRStatus
+	at time.Time
+}
+
+// prAge is how long the board shows a pull request's state before it
+// asks GitHub again: every board load would otherwise cost requests.
+const prAge = 30 * time.Second
+
+// prStatus is where pull request number stands, asked at most every
+// prAge; nil when the board cannot ask or GitHub did not answer.
+func (rp *repo) prStatus(ctx context.Context, number int) *codehost.PRStatus {
+	if rp.PRs == nil {
+		return nil
+	}
+	rp.prMu.Lock()
+	defer rp.prMu.Unlock()
+	if k, ok := rp.prs[number]; ok && time.Since(k.at) < prAge {
+		return k.st
+	}
+	var st *codehost.PRStatus
+	if ps, err := rp.PRs.PRStatus(ctx, number); err == nil {
+		st = &ps
+	}
+	if rp.prs == nil {
+		rp.prs = map[int]keptPR{}
+	}
+	rp.prs[number] = keptPR{st: st, at: time.Now()}
+	return st
 }
 
 // Server is the dashboard.

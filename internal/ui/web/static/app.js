@@ -226,6 +226,7 @@
       el('a', { class: 'title', href: runHref(S.run) + '/item/' + enc(d.id) }, d.title || d.id),
       el('div', { class: 'meta' }, d.id + ' · ' + d.status + (d.role ? ' · ' + d.role + ' → ' + (d.runner || '') + (d.model ? '/' + d.model : '') : '')),
       el('div', { class: 'meta' }, tokens(d.usage) + ' · ' + money(d.usage) + (d.attempts ? ' · attempt ' + d.attempts : '')),
+      d.pr ? prLine(d) : null,
       d.reason ? el('div', { class: 'reason' }, d.reason) : null,
       d.column === 'paused' && d.waiting ? approveButtons(d.id, () => '') : null);
     const target = column(d.column) || column('queued');
@@ -235,6 +236,20 @@
       if (target) target.append(node);
     }
     card.node = node;
+  }
+
+  // prLine is a card's pull request: its link, and where it stands when
+  // the board could ask GitHub (state, checks, review, mergeability).
+  function prLine(d) {
+    const bits = [];
+    if (d.pr_state) bits.push(d.pr_state === 'open' ? 'following' : d.pr_state);
+    if (d.checks && d.checks !== 'none') bits.push('checks ' + d.checks);
+    if (d.review && d.review !== 'none') bits.push(d.review.replace('_', ' '));
+    if (d.pr_state === 'open' && d.mergeable === false) bits.push('conflicts');
+    if (d.pr_state === 'open' && d.mergeable === true) bits.push('merges cleanly');
+    return el('div', { class: 'pr', 'data-pr-state': d.pr_state || '' },
+      el('a', { href: d.pr, rel: 'noopener noreferrer', target: '_blank' }, 'PR #' + (d.pr_number || '')),
+      bits.length ? ' · ' + bits.join(' · ') : '');
   }
 
   function approveButtons(item, note) {
