@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"github.com/cadre-dev/cadre/internal/follow"
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/store"
-	"github.com/cadre-dev/cadre/internal/workflow"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -66,6 +64,10 @@ type followSteps struct {
 }
 
 func (s followSteps) Fix(ctx context.Context, it follow.Item, id, note string, fb follow.Feedback) (follow.Fixed, error) {
+	agent, visit, commit, err := follow.FixCalls(ctx, s.st, it, id, note, fb)
+	if err != nil {
+		return follow.Fixed{}, err
+	}
 	rs, err := s.e.OpenRun(ctx, it.Run)
 	if err != nil {
 		return follow.Fixed{}, err
@@ -75,45 +77,16 @@ func (s followSteps) Fix(ctx context.Context, it follow.Item, id, note string, f
 		return follow.Fixed{}, err
 	}
 	defer is.Close()
-	step := id + "/fix-surgeon#1"
-	// Its visit is the item's fix-surgeon steps before it, and this one.
-	steps, err := s.st.ItemSteps(ctx, it.Run, it.ID)
+	out, err := is.Agent(ctx, agent, visit)
 	if err != nil {
 		return follow.Fixed{}, err
 	}
-	visit := 1
-	for _, st := range steps {
-		if st.Role == "fix-surgeon" && st.ID != step {
-			visit++
+	if !out.Failed {
+		if _, err := is.Action(ctx, commit); err != nil {
+			return follow.Fixed{}, err
 		}
 	}
-	out, err := is.Agent(ctx, workflow.AgentCall{ID: step, Role: "fix-surgeon", Workflow: "follow",
-		Phase: "follow", Note: note, Payload: map[string]any{"feedback": fb}}, visit)
-	if err != nil {
-		return follow.Fixed{}, err
-	}
-	if out.Failed {
-		return follow.Fixed{Failed: out.Reason}, nil
-	}
-	msg := fmt.Sprintf("Address %s on pull request #%d", fb.Kind, it.PR)
-	if fb.Kind == follow.Conflict {
-		msg = fmt.Sprintf("Merge %s into %s, conflicts resolved", fb.Base.Branch, it.Branch)
-	}
-	if _, err := is.Action(ctx, workflow.ActionCall{ID: id + "/commit", Kind: "commit", Phase: "follow", Text: msg}); err != nil {
-		return follow.Fixed{}, err
-	}
-	rec, err := s.st.GetStep(ctx, it.Run, id+"/commit")
-	if err != nil {
-		return follow.Fixed{}, err
-	}
-	if rec.Status != store.StepCompleted {
-		return follow.Fixed{Failed: "commit: " + rec.Error}, nil
-	}
-	var res struct {
-		Commit string `json:"commit"`
-	}
-	json.Unmarshal(rec.Result, &res)
-	return follow.Fixed{Commit: res.Commit, Output: out.Text}, nil
+	return follow.FixedOf(ctx, s.st, it, id, out)
 }
 
 // followTrees gives followed items their worktrees.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/app"
 	"github.com/cadre-dev/cadre/internal/codehost"
-	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/follow"
@@ -23,6 +22,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/temporal"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -36,6 +36,8 @@ type WatchOptions struct {
 	Interval time.Duration
 	Query    codehost.IssueQuery // --label, --assignee, --milestone
 	JSON     bool
+	Engine   string // embedded or temporal
+	Temporal TemporalOptions
 }
 
 // NewCmdWatch builds cadre watch; runF replaces the run function in tests.
@@ -79,6 +81,9 @@ EXIT STATUS
 	fl.StringVar(&opts.Query.Assignee, "assignee", "", "take up issues assigned to this login")
 	fl.StringVar(&opts.Query.Milestone, "milestone", "", "take up issues of this milestone")
 	fl.BoolVar(&opts.JSON, "json", false, "print the runs' events as JSON lines")
+	fl.StringVar(&opts.Engine, "engine", "", "where items and reactions run: embedded (this process) or temporal (cadre workers) (default engine in cadre.yaml)")
+	addTemporalFlags(cmd, &opts.Temporal)
+	addHeartbeatFlag(cmd, &opts.Temporal, temporal.DefaultHeartbeat.String())
 	return cmd
 }
 
@@ -93,8 +98,16 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	if err != nil {
 		return err
 	}
-	if ws.cfg.Engine == config.EngineTemporal {
-		return usageErr(fmt.Errorf("%s: engine temporal: cadre watch runs on the embedded engine only; set engine: embedded (CADRE_ENGINE=embedded) to watch", ws.cfg.Where("engine")))
+	ro := &RunOptions{Engine: opts.Engine, Temporal: opts.Temporal}
+	if err := checkEngineFlag(ro); err != nil {
+		return err
+	}
+	if err := checkHeartbeat(opts.Temporal.Heartbeat); err != nil {
+		return err
+	}
+	engineName, err := runEngineOf(ws.cfg, ro)
+	if err != nil {
+		return relPath(err, ws.root)
 	}
 	interval := opts.Interval
 	if interval == 0 {
@@ -117,6 +130,10 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	defer lock.Release()
 	runstop.Withdraw(stateDir, watchRun) // a stop asked of an earlier watch
 	w := &watcher{f: f, ws: ws, opts: opts, stateDir: stateDir}
+	if engineName == engineTemporal {
+		t := temporalTarget(ws.cfg, opts.Temporal, nil)
+		w.temporal = &t
+	}
 	for {
 		t, err := w.pass(ctx)
 		if err != nil {
@@ -165,6 +182,7 @@ type watcher struct {
 	ws       workspaceCtx
 	opts     *WatchOptions
 	stateDir string
+	temporal *runspec.TemporalTarget // the Temporal engine's, nil on the embedded one
 }
 
 // stopped says whether cadre stop asked the watch to stop.
@@ -212,8 +230,14 @@ func (w *watcher) intake(ctx context.Context, t *watchTally) error {
 	}
 	fmt.Fprintf(w.f.IO.ErrOut, "cadre: watch: taking up %s\n", strings.Join(fresh, ", "))
 	eo := runspec.Options{Targets: fresh}
-	sum, err := w.f.runEngine(ctx, w.ws, w.opts.JSON, false, eo.Settings(w.ws.cfg).Budget,
-		func(ctx context.Context, e *engine.Engine) (report.Summary, error) { return e.Start(ctx, eo) })
+	var sum report.Summary
+	if w.temporal != nil {
+		eo.Temporal = w.temporal
+		sum, err = runTemporal(ctx, w.f, w.ws, eo, false, eo.Settings(w.ws.cfg).Budget, w.opts.JSON, nil)
+	} else {
+		sum, err = w.f.runEngine(ctx, w.ws, w.opts.JSON, false, eo.Settings(w.ws.cfg).Budget,
+			func(ctx context.Context, e *engine.Engine) (report.Summary, error) { return e.Start(ctx, eo) })
+	}
 	if sum.Run != "" && !w.opts.JSON {
 		printSummary(w.f.IO.ErrOut, sum)
 	}
@@ -250,6 +274,16 @@ func (w *watcher) follow(ctx context.Context, t *watchTally) error {
 		return usageErr(relPath(err, w.ws.root))
 	}
 	defer closeAll()
+	if t := w.temporal; t != nil {
+		// The reactions' fixes run on the workers, as the items' steps.
+		c, err := temporal.Dial(ctx, t.Address, t.Namespace, w.f.IO.ErrOut)
+		if err != nil {
+			return usageErr(err)
+		}
+		defer c.Close()
+		fl.Steps = temporal.FollowSteps{Client: c, TaskQueue: t.TaskQueue, Store: st,
+			StepTimeout: runspec.Options{}.Settings(w.ws.cfg).Timeout, Heartbeat: t.Heartbeat}
+	}
 	tally, err := fl.Pass(ctx)
 	t.failed += len(tally.Failed)
 	t.waiting += len(tally.Waiting)

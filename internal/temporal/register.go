@@ -34,6 +34,7 @@ type ActivityRegistry interface {
 // record.
 func RegisterWorkflow(r WorkflowRegistry, wf *Workflows) {
 	r.RegisterWorkflowWithOptions(wf.Item, workflow.RegisterOptions{Name: WorkflowName})
+	r.RegisterWorkflowWithOptions(wf.Fix, workflow.RegisterOptions{Name: FixWorkflowName})
 }
 
 // RegisterActivities registers steps under the names histories record.
