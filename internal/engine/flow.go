@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -200,17 +202,11 @@ func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) 
 		return workflow.Outcome{}, fmt.Errorf("%s: %w", reason, workflow.ErrPaused)
 	}
 	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: visit, Work: c.Work,
-		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature, PassRating: c.PassRating}
+		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature, PassRating: c.PassRating, Payload: maps.Clone(c.Payload)}
 	if c.Task != nil {
 		data, _ := json.Marshal(c.Task) // compact: it goes to the agent
 		sp.TaskID, sp.PayloadJSON = c.Task.ID, string(data)
-		sp.Payload = map[string]any{"task": c.Task}
-	}
-	for k, v := range c.Payload {
-		if sp.Payload == nil {
-			sp.Payload = map[string]any{}
-		}
-		sp.Payload[k] = v
+		sp.Payload = map[string]any{"task": c.Task} // a plan task's step has no other payload
 	}
 	fx.e.setBoard(fx.ir, map[string]any{"agent": c.Role})
 	out, err := fx.e.agentStep(ctx, fx.ir, sp)
@@ -393,11 +389,9 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 	if err := ir.board.Flush(); err != nil { // in place the task file is committed too
 		return "", fmt.Errorf("update task %s: %w", ir.it.ID, err)
 	}
-	msg := commitMessage(ir.task)
+	msg := cmp.Or(c.Text, commitMessage(ir.task))
 	if c.Task != nil {
 		msg = fmt.Sprintf("cadre: %s task %s: %s", ir.it.ID, c.Task.ID, oneLine(c.Task.Title))
-	} else if c.Text != "" {
-		msg = c.Text
 	}
 	sha, err := ir.repo.Commit(ctx, msg, mark, workspace.CommitOptions{Except: c.Others, Base: fx.e.d.Config.BaseBranch, Check: outsideLinks(ir),
 		Mask: fx.e.commitMask()})
