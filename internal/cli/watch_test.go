@@ -1,10 +1,14 @@
 package cli_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,7 +238,16 @@ func TestWatchFollowsToMerge(t *testing.T) {
 // more until one answers: cadre approve grants its rounds again, --reject
 // closes the pull request and ends the item closed.
 func TestWatchOutOfRoundsWaitsForHuman(t *testing.T) {
-	g := watchRepo(t, "follow: {ci_failed: {rounds: 1}}\n")
+	var mu sync.Mutex
+	var told []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		told = append(told, string(data))
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	g := watchRepo(t, "follow: {ci_failed: {rounds: 1}}\nnotify: {webhook: \""+hook.URL+"\", on: [paused]}\n")
 	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
 	}
@@ -255,6 +268,11 @@ func TestWatchOutOfRoundsWaitsForHuman(t *testing.T) {
 	if g.commits(t, branch) != n {
 		t.Fatal("a reaction ran while waiting for a human")
 	}
+	mu.Lock()
+	if len(told) != 1 || !strings.Contains(told[0], "out of rounds") {
+		t.Errorf("the webhook was told %q, want the pause once", told)
+	}
+	mu.Unlock()
 	_, out, _ := g.cadre(t, "", "status")
 	if !strings.Contains(out, "paused") || !strings.Contains(out, "out of rounds") {
 		t.Errorf("status does not show the item waiting:\n%s", out)
