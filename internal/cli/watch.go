@@ -136,8 +136,12 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	}
 	for {
 		t, err := w.pass(ctx)
-		if err != nil {
+		if err != nil && (opts.Once || ctx.Err() != nil) {
 			return err
+		}
+		if err != nil {
+			// GitHub or the network may be back at the next pass.
+			fmt.Fprintf(f.IO.ErrOut, "cadre: watch: warning: %v; trying again in %s\n", err, interval)
 		}
 		if opts.Once {
 			switch {
@@ -260,6 +264,21 @@ func (w *watcher) intake(ctx context.Context, t *watchTally) error {
 	return nil
 }
 
+// report says in one line what a pass did with the pull requests.
+func (w *watcher) report(t follow.Tally) {
+	out := w.f.IO.ErrOut
+	if t.Followed == 0 {
+		what := "no issue query (github.watch, --label, --assignee, --milestone) to take up new issues by"
+		if !w.opts.Query.Empty() {
+			what = "issues: " + w.opts.Query.String()
+		}
+		fmt.Fprintf(out, "cadre: watch: no pull request of cadre's to follow; %s\n", what)
+		return
+	}
+	fmt.Fprintf(out, "cadre: watch: %d pull request(s) followed: %d reaction(s), %d merged, %d closed, %d waiting for a human, %d failed\n",
+		t.Followed, t.Reacted, t.Merged, t.Closed, len(t.Waiting), len(t.Failed))
+}
+
 // follow follows every open pull request cadre opened, once.
 func (w *watcher) follow(ctx context.Context, t *watchTally) error {
 	st, err := openStore(ctx, w.ws.root)
@@ -287,6 +306,7 @@ func (w *watcher) follow(ctx context.Context, t *watchTally) error {
 	tally, err := fl.Pass(ctx)
 	t.failed += len(tally.Failed)
 	t.waiting += len(tally.Waiting)
+	w.report(tally)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
