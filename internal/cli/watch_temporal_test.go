@@ -25,19 +25,12 @@ func TestTemporalWatchWorkerKilledMidReaction(t *testing.T) {
 	g := watchRepo(t, "sandbox: {mode: none}\nengine: temporal\ntemporal: {address: \""+addr+"\", task_queue: e2e}\n")
 	gt := gate{filepath.Join(g.work, "fix.starts"), filepath.Join(g.work, "fix.release")}
 	argv, _ := json.Marshal([]string{"sh", "-c", gt.script()})
-	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(`rules:
-  - role: executor
-    actions:
-      - run: [sh, -c, "echo fixed > fix.txt"]
-    say: Fixed it.
-    signal: {result: SUCCESS, confidence: 9}
-  - role: fix-surgeon
-    actions:
-      - run: `+string(argv)+`
-      - run: [sh, -c, "echo more >> fix.txt"]
-    say: Made the check pass.
-    signal: {result: SUCCESS, confidence: 9}
-`), 0o644)
+	// fix-surgeon first waits at the gate: where the test kills its worker.
+	held := strings.Replace(followScenario, "  - role: fix-surgeon\n    actions:\n", "  - role: fix-surgeon\n    actions:\n      - run: "+string(argv)+"\n", 1)
+	if held == followScenario {
+		t.Fatal("followScenario has no fix-surgeon rule to hold")
+	}
+	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(held), 0o644)
 	tr := &temporalRepo{dir: g.dir, work: g.work, path: os.Getenv("PATH")}
 	workers := map[int]*cadreProc{}
 	for _, name := range []string{"worker1", "worker2"} {
