@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -108,6 +109,7 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	}
 	elapsed := end.Sub(sum.Started).Round(time.Second).String()
 	prs := f.prStatuses(ctx, sum)
+	ends(ctx, st, id, sum, prs)
 	if opts.JSON {
 		out := statusJSON{Run: id, Status: sum.Status, Active: active == id, Started: sum.Started, Elapsed: elapsed, Usage: sum.Usage}
 		for _, it := range sum.Items {
@@ -158,6 +160,26 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		}
 	}
 	return nil
+}
+
+// ends fills in, for the items cadre watch ended (merged or closed) whose
+// pull request GitHub did not tell about, the end the journal has.
+func ends(ctx context.Context, st *store.Store, run string, sum report.Summary, prs map[string]*codehost.PRStatus) {
+	for _, it := range sum.Items {
+		if prs[it.ID] != nil || it.PRNumber == 0 {
+			continue
+		}
+		rec, err := st.GetStep(ctx, run, it.ID+"/follow/end")
+		if err != nil || rec.Status != store.StepCompleted {
+			continue
+		}
+		var end struct {
+			State string `json:"state"`
+		}
+		if json.Unmarshal(rec.Result, &end) == nil && (end.State == "merged" || end.State == "closed") {
+			prs[it.ID] = &codehost.PRStatus{State: end.State}
+		}
+	}
 }
 
 // itemState is an item's status as people read it: a completed item

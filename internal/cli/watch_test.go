@@ -214,6 +214,16 @@ func TestWatchFollowsToMerge(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"pr_state": "merged"`) || !strings.Contains(out, `"status": "merged"`) {
 		t.Errorf("status after the merge: exit %d\n%s", code, out)
 	}
+	// GitHub refusing: the journal still says how the item ended.
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
+	}))
+	defer refusing.Close()
+	offline := exec.Command("cadre", "status")
+	offline.Dir, offline.Env = g.dir, append(os.Environ(), "GITHUB_TOKEN="+canary, "CADRE_GITHUB_API_URL="+refusing.URL+"/")
+	if got, _ := offline.Output(); !strings.Contains(string(got), " merged ") || !strings.Contains(string(got), "(merged)") {
+		t.Errorf("status without GitHub does not show the item merged:\n%s", got)
+	}
 	_, out, _ = g.cadre(t, "", "report")
 	for _, kind := range []string{"ci_failed", "changes_requested", "conflict"} {
 		found := false
