@@ -202,6 +202,11 @@ func itemState(it report.ItemSummary, ps *codehost.PRStatus) string {
 // Without access (no token, no network) status still shows the journal:
 // one warning says why the pull requests' state is missing.
 func (f *Factory) prStatuses(ctx context.Context, sum report.Summary) map[string]*codehost.PRStatus {
+	return f.prStatusesOf(ctx, sum, func(msg string) { fmt.Fprintln(f.IO.ErrOut, "cadre: warning: "+msg) })
+}
+
+// prStatusesOf is prStatuses telling warn why the state is missing.
+func (f *Factory) prStatusesOf(ctx context.Context, sum report.Summary, warn func(string)) map[string]*codehost.PRStatus {
 	out := map[string]*codehost.PRStatus{}
 	var gh interface {
 		PRStatus(ctx context.Context, number int) (codehost.PRStatus, error)
@@ -213,14 +218,14 @@ func (f *Factory) prStatuses(ctx context.Context, sum report.Summary) map[string
 		if gh == nil {
 			ws, err := f.workspace(ctx)
 			if err != nil {
-				fmt.Fprintf(f.IO.ErrOut, "cadre: warning: pull requests' state unknown: %v\n", err)
+				warn(fmt.Sprintf("pull requests' state unknown: %v", err))
 				return out
 			}
 			gh = f.newForge(ws)
 		}
 		ps, err := gh.PRStatus(ctx, it.PRNumber)
 		if err != nil {
-			fmt.Fprintf(f.IO.ErrOut, "cadre: warning: pull requests' state unknown: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			warn("pull requests' state unknown: " + strings.ReplaceAll(err.Error(), "\n", " "))
 			return out
 		}
 		out[it.ID] = &ps

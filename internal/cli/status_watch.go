@@ -14,6 +14,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/runlock"
 	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -48,10 +49,12 @@ func runWatch(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		Actions: &watchActions{f: f, st: st, stateDir: stateDir, lock: lock, run: id}, Steps: tui.StepsFunc(flows)})
 	pollCtx, stop := context.WithCancel(ctx)
 	polled := make(chan struct{})
+	prs := &prLines{f: f, st: st, run: id}
 	go func() {
 		defer close(polled)
 		followJournal(pollCtx, st, lock, id, func(evs []event.Event) { v.p.Send(tui.EventsMsg(evs)) },
 			func(sn tui.Snapshot, over bool) {
+				prs.fill(pollCtx, &sn)
 				v.p.Send(tui.SnapshotMsg(sn))
 				if over {
 					v.p.Send(tui.DoneMsg{})
@@ -177,4 +180,36 @@ func (a *watchActions) Approve(item string, approved bool, note string) error {
 
 func (a *watchActions) Log(item, step string) (string, error) {
 	return tailFile(engine.StepLogPath(a.stateDir, a.run, item, step), 64<<10)
+}
+
+// prLines tells the live view where the run's pull requests stand, asked
+// of GitHub at most every prEvery: the journal is read far more often.
+type prLines struct {
+	f     *Factory
+	st    *store.Store
+	run   string
+	at    time.Time
+	lines map[string]string
+}
+
+const prEvery = 30 * time.Second
+
+func (p *prLines) fill(ctx context.Context, sn *tui.Snapshot) {
+	if p.lines == nil || time.Since(p.at) >= prEvery {
+		p.at, p.lines = time.Now(), map[string]string{}
+		if sum, err := report.Summarize(ctx, p.st, p.run); err == nil {
+			// A warning on the terminal would tear the view: the
+			// journal's ends stand in.
+			prs := p.f.prStatusesOf(ctx, sum, func(string) {})
+			ends(ctx, p.st, p.run, sum, prs)
+			for _, it := range sum.Items {
+				if it.PRNumber > 0 {
+					p.lines[it.ID] = fmt.Sprintf("#%d %s%s", it.PRNumber, itemState(it, prs[it.ID]), prLine(prs[it.ID]))
+				}
+			}
+		}
+	}
+	for i := range sn.Items {
+		sn.Items[i].PR = p.lines[sn.Items[i].ID]
+	}
 }

@@ -1,12 +1,14 @@
 package cli_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -287,6 +289,7 @@ func TestWatchOutOfRoundsWaitsForHuman(t *testing.T) {
 	if !strings.Contains(out, "paused") || !strings.Contains(out, "out of rounds") {
 		t.Errorf("status does not show the item waiting:\n%s", out)
 	}
+	g.liveStatus(t, fmt.Sprintf(`pull request of 1: #%d paused \(open, checks failure, review none, merges cleanly\)`, pr))
 	run := runOf(t, g)
 	if code, _, errOut := g.cadre(t, "", "approve", run, "1"); code != 0 || !strings.Contains(errOut, "cadre watch goes on with it") {
 		t.Fatalf("approve: exit %d\n%s", code, errOut)
@@ -308,6 +311,39 @@ func TestWatchOutOfRoundsWaitsForHuman(t *testing.T) {
 	if !strings.Contains(out, `"pr_state": "closed"`) || !strings.Contains(out, `"status": "closed"`) {
 		t.Errorf("status after the rejection:\n%s", out)
 	}
+}
+
+// liveStatus shows cadre status --watch on a terminal (tmux) and waits
+// for its screen to match want.
+func (g *githubRepo) liveStatus(t *testing.T, want string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Log("the live view's part needs tmux")
+		return
+	}
+	sock := filepath.Join(g.work, "tmux.sock")
+	tmux := func(args ...string) string {
+		t.Helper()
+		c := exec.Command("tmux", append([]string{"-S", sock}, args...)...)
+		c.Env = []string{"TERM=xterm-256color", "LANG=C.UTF-8", "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GITHUB_TOKEN=" + canary}
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v %s", args, err, out)
+		}
+		return string(out)
+	}
+	conf := filepath.Join(g.work, "tmux.conf")
+	os.WriteFile(conf, []byte("set -g remain-on-exit on\n"), 0o644)
+	tmux("-f", conf, "new-session", "-d", "-s", "main", "-x", "160", "-y", "40", "-c", g.dir, "cadre status --watch")
+	defer exec.Command("tmux", "-S", sock, "kill-server").Run()
+	re := regexp.MustCompile(want)
+	var screen string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if screen = tmux("capture-pane", "-p", "-S", "-", "-t", "main"); re.MatchString(screen) {
+			return
+		}
+	}
+	t.Errorf("cadre status --watch never showed %q:\n%s", want, screen)
 }
 
 // runOf is the latest run's id.

@@ -320,3 +320,23 @@ func TestStepCountOfBuiltins(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot's pull requests are listed under the rows, each with where
+// it stands; one a later snapshot does not know keeps its last word.
+func TestSnapshotShowsPullRequests(t *testing.T) {
+	m, _ := newModel(t, Config{Run: "r1", Watch: true})
+	m, _ = send(t, m, SnapshotMsg{Run: "r1", Status: "completed", Items: []ItemSnapshot{
+		{ID: "7", Title: "Fix", Status: "completed", PR: "#12 following (open, checks failure, review changes requested, conflicts with its base)"},
+		{ID: "8", Title: "Other", Status: "completed"}}})
+	out := plain(m)
+	if !strings.Contains(out, "pull request of 7: #12 following (open, checks failure, review changes requested, conflicts with its base)") {
+		t.Errorf("footer lacks the pull request:\n%s", out)
+	}
+	if strings.Contains(out, "pull request of 8") {
+		t.Errorf("an item without a pull request is listed:\n%s", out)
+	}
+	m, _ = send(t, m, SnapshotMsg{Run: "r1", Status: "completed", Items: []ItemSnapshot{{ID: "7", Title: "Fix", Status: "completed"}}})
+	if out := plain(m); !strings.Contains(out, "pull request of 7: #12 following") {
+		t.Errorf("the pull request's last word was lost:\n%s", out)
+	}
+}

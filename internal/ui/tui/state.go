@@ -24,6 +24,9 @@ type ItemSnapshot struct {
 	Attempts                                      int
 	StepsDone                                     int // journaled steps completed, every kind
 	Usage                                         event.Usage
+	// PR is where the item's pull request stands, when known: "#7
+	// following · checks failure · changes requested · conflicts".
+	PR string
 }
 
 // Item is one row of the view.
@@ -32,6 +35,7 @@ type Item struct {
 	Stage, Phase, Role  string
 	Runner, Model       string
 	Status, Reason      string
+	PR                  string // where its pull request stands (ItemSnapshot.PR)
 	Step                string // the running step, or the last one started
 	Attempts            int
 	Usage               event.Usage
@@ -201,6 +205,9 @@ func (s *state) snapshot(sn Snapshot) {
 			it.running = false
 		}
 		it.Reason = is.Reason
+		if is.PR != "" {
+			it.PR = is.PR
+		}
 		if is.CurrentStep != "" {
 			it.Step = is.CurrentStep
 		}

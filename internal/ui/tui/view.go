@@ -147,6 +147,11 @@ func (m Model) footer() string {
 	for _, it := range m.st.paused() {
 		b.WriteString(m.fit(styleWarn.Render("paused: "+it.ID+": "+it.Reason)) + "\n")
 	}
+	for _, it := range m.st.items {
+		if it.PR != "" {
+			b.WriteString(m.fit("pull request of "+it.ID+": "+it.PR) + "\n")
+		}
+	}
 	switch m.stopping {
 	case "graceful":
 		b.WriteString(m.fit(styleWarn.Render("stopping: running steps finish, no new step starts")) + "\n")
