@@ -1,7 +1,9 @@
 package taskfile
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -56,7 +58,13 @@ func TestBoardRemovesStaleTempFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "t.md")
 	os.WriteFile(path, []byte("---\nstage: code\n---\n"), 0o644)
-	stale := filepath.Join(dir, ".t.md.12345.tmp")
+	// The temp file of a process that is gone: one that just ended (a
+	// fixed pid may be a live process's on a busy machine).
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, fmt.Sprintf(".t.md.%d.tmp", gone.Process.Pid))
 	os.WriteFile(stale, []byte("half"), 0o644)
 	other := filepath.Join(dir, ".u.md.1.tmp")
 	os.WriteFile(other, []byte("not ours"), 0o644)
