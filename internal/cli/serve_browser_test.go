@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,18 +188,18 @@ func TestRunServeBoardInChromium(t *testing.T) {
 	shot(t, ctx, "run-serve-board-paused.png")
 
 	// The item page: the coder's output, read from its output file.
-	if err := chromedp.Do(ctx, chromedp.Click(`.card[data-item="quick"] a.title`)); err != nil {
+	if err := clickNow(ctx, `.card[data-item="quick"] a.title`); err != nil {
 		t.Fatal(err)
 	}
 	waitPage(t, ctx, `[...document.querySelectorAll('pre.file[data-kind="output"]')].some(p => p.textContent.includes('Wrote quick.txt for the board.'))`, 15*time.Second)
 	shot(t, ctx, "run-serve-item.png")
 
 	// Back on the board, approve the paused item: the run resumes it.
-	if err := chromedp.Do(ctx, chromedp.Click(`#nav-board`)); err != nil {
+	if err := clickNow(ctx, `#nav-board`); err != nil {
 		t.Fatal(err)
 	}
 	waitPage(t, ctx, `document.querySelector('.card[data-item="ask"] button.approve')`, 15*time.Second)
-	if err := chromedp.Do(ctx, chromedp.Click(`.card[data-item="ask"] button.approve`)); err != nil {
+	if err := clickNow(ctx, `.card[data-item="ask"] button.approve`); err != nil {
 		t.Fatal(err)
 	}
 	waitPage(t, ctx, columnOf("ask")+` === 'completed'`, 30*time.Second)
@@ -238,4 +239,19 @@ func shot(t *testing.T, ctx context.Context, name string) {
 		t.Errorf("screenshot: %v", err)
 	}
 	t.Logf("screenshot: %s", p)
+}
+
+// clickNow clicks the element selector finds, found and clicked in one go
+// in the page: the board replaces a card's nodes as events come, so a node
+// found first and clicked after may be gone by then.
+func clickNow(ctx context.Context, selector string) error {
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true; })()`, selector)
+	ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("no element %s to click", selector)
+	}
+	return nil
 }
