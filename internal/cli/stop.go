@@ -122,6 +122,9 @@ func stopWatch(f *Factory, stateDir string, pid int, now bool) error {
 		return err
 	}
 	if now {
+		if err := runstop.RequestNow(stateDir, watchRun); err != nil {
+			return err
+		}
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 			return fmt.Errorf("signal cadre watch (pid %d): %w", pid, err)
 		}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -129,6 +131,11 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	}
 	defer lock.Release()
 	runstop.Withdraw(stateDir, watchRun) // a stop asked of an earlier watch
+	// A signal stops the watch as cadre stop does, after the running
+	// step; a second one (or cadre stop --now) at once.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer stopOnSignals(f, stateDir, lockPath, cancel)()
 	w := &watcher{f: f, ws: ws, opts: opts, stateDir: stateDir}
 	if engineName == engineTemporal {
 		t := temporalTarget(ws.cfg, opts.Temporal, nil)
@@ -178,6 +185,40 @@ func (w *watcher) sleep(ctx context.Context, d time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// stopOnSignals makes SIGINT and SIGTERM stop the watch gracefully: a
+// stop request for it and for the run it started, if one runs (it holds
+// the lock in the watch's place). A second signal, or one after cadre
+// stop --now, cancels. The returned function stops listening.
+func stopOnSignals(f *Factory, stateDir, lockPath string, cancel func()) func() {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		asked := false
+		for {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+			}
+			if asked || runstop.NowRequested(stateDir, watchRun) {
+				cancel()
+				return
+			}
+			asked = true
+			runstop.Request(stateDir, watchRun)
+			if h, ok := runlock.Holder(lockPath); ok && h.Run != watchRun {
+				runstop.Request(stateDir, h.Run)
+			}
+			fmt.Fprintln(f.IO.ErrOut, "cadre: watch: stopping after the running step (again: at once)")
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }
 
 // watcher makes cadre watch's passes.
@@ -257,6 +298,7 @@ func (w *watcher) intake(ctx context.Context, t *watchTally) error {
 	if sum.Run != "" && runstop.Requested(w.stateDir, sum.Run) {
 		// cadre stop reached the run the watch started: the watch stops too.
 		runstop.Request(w.stateDir, watchRun)
+		fmt.Fprintf(w.f.IO.ErrOut, "cadre: run %s stopped; continue with: cadre resume %s\n", sum.Run, sum.Run)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return relPath(err, w.ws.root)
@@ -303,6 +345,7 @@ func (w *watcher) follow(ctx context.Context, t *watchTally) error {
 		fl.Steps = temporal.FollowSteps{Client: c, TaskQueue: t.TaskQueue, Store: st,
 			StepTimeout: runspec.Options{}.Settings(w.ws.cfg).Timeout, Heartbeat: t.Heartbeat}
 	}
+	fl.Stopped = w.stopped
 	tally, err := fl.Pass(ctx)
 	t.failed += len(tally.Failed)
 	t.waiting += len(tally.Waiting)

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -422,5 +423,39 @@ func TestWatchStops(t *testing.T) {
 	}
 	if _, err := os.Stat(lock); !os.IsNotExist(err) {
 		t.Errorf("the lock outlived the watch (%v)", err)
+	}
+}
+
+// SIGINT stops a watch gracefully: the reaction whose fix-surgeon is
+// running finishes (its fix committed and pushed), then the watch ends,
+// exit 0.
+func TestWatchStopsGracefullyOnSignal(t *testing.T) {
+	g := watchRepo(t, "sandbox: {mode: none}\n")
+	gt := gate{filepath.Join(g.work, "fix.starts"), filepath.Join(g.work, "fix.release")}
+	argv, _ := json.Marshal([]string{"sh", "-c", gt.script()})
+	held := strings.Replace(followScenario, "  - role: fix-surgeon\n    actions:\n", "  - role: fix-surgeon\n    actions:\n      - run: "+string(argv)+"\n", 1)
+	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(held), 0o644)
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	const branch = "cadre/1-fix-the-frobnicator"
+	before := g.commits(t, branch)
+	g.fake.SetCheckRun("acme", "widgets", g.rev(t, branch), forgetest.CheckRun{Name: "test", Conclusion: "failure"})
+	tr := &temporalRepo{dir: g.dir, work: g.work, path: os.Getenv("PATH")}
+	watch := tr.start(t, "watch", "watch", "--interval", "1h")
+	waitFor(t, 60*time.Second, "fix-surgeon running", func() bool { return len(gt.pids()) > 0 })
+	watch.cmd.Process.Signal(os.Interrupt)
+	waitFor(t, 30*time.Second, "the watch saying it stops", func() bool {
+		out, _ := os.ReadFile(watch.log)
+		return strings.Contains(string(out), "stopping after the running step")
+	})
+	os.WriteFile(gt.release, nil, 0o644)
+	if code := watch.wait(t, 60*time.Second); code != 0 {
+		out, _ := os.ReadFile(watch.log)
+		t.Fatalf("watch: exit %d\n%s", code, out)
+	}
+	if n := g.commits(t, branch); n != before+1 {
+		out, _ := os.ReadFile(watch.log)
+		t.Errorf("origin has %d commits on the branch, want %d: the running reaction did not finish\n%s", n, before+1, out)
 	}
 }

@@ -98,6 +98,9 @@ type Follower struct {
 	Unpause func(ctx context.Context, it Item) error
 	// Crash is called at the named crash points, for tests; may be nil.
 	Crash func(point string)
+	// Stopped says the pass is to end before its next item (cadre
+	// stop); nil never does.
+	Stopped func() bool
 
 	// Memory keeps what passes saw across processes; nil keeps it in
 	// this process only.
@@ -173,6 +176,9 @@ func (f *Follower) Pass(ctx context.Context) (Tally, error) {
 	for _, it := range items {
 		if err := ctx.Err(); err != nil {
 			return t, err
+		}
+		if f.Stopped != nil && f.Stopped() {
+			return t, nil
 		}
 		t.Followed++
 		if err := f.follow(ctx, it, &t, p); err != nil {

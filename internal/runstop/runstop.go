@@ -52,11 +52,24 @@ func Request(stateDir, run string) error {
 	return nil
 }
 
+// RequestNow asks run to stop at once, its running steps cancelled (cadre
+// stop --now of a process that otherwise stops gracefully on a signal).
+func RequestNow(stateDir, run string) error {
+	if err := write(stateDir, run, "now", []byte(time.Now().UTC().Format(time.RFC3339)+"\n")); err != nil {
+		return fmt.Errorf("request stop: %w", err)
+	}
+	return nil
+}
+
+// NowRequested says whether cadre stop --now asked run to stop at once.
+func NowRequested(stateDir, run string) bool { return exists(stateDir, run, "now") }
+
 // Requested says whether cadre stop asked run to stop.
 func Requested(stateDir, run string) bool { return exists(stateDir, run, "stop") }
 
 // Withdraw removes run's stop request, as the run resumes.
 func Withdraw(stateDir, run string) error {
+	remove(stateDir, run, "now")
 	if err := remove(stateDir, run, "stop"); err != nil {
 		return fmt.Errorf("withdraw the stop of run %s: %w", run, err)
 	}
