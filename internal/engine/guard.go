@@ -174,10 +174,7 @@ func (e *Engine) holdTree(ctx context.Context, ir *itemRun, role string) (tree s
 		ir.treeMu.Unlock()
 		return "", 0, nil, fmt.Errorf("item %s: %w", ir.it.ID, err)
 	}
-	if tree, err = ir.repo.TreeOfChanges(ctx); err != nil {
-		return fail(err)
-	}
-	if print, err = ir.repo.Fingerprint(); err != nil {
+	if tree, print, err = ir.repo.TreeState(ctx); err != nil {
 		return fail(err)
 	}
 	if err := e.reviewMark(ir.it.ID).Note(tree, role); err != nil {

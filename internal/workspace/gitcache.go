@@ -40,6 +40,8 @@ type gitCache struct {
 	watched        []string   // Snapshot's paths, kept while stamp is watchStamp
 	watchStamp     string     // and the hooks directory's stat is hooksKey
 	hooksKey       statKey
+	snapPrint      uint64 // the tree's Fingerprint when snapTree was taken
+	snapTree       string // its TreeOfChanges then
 }
 
 func (r *Repo) gitCache() *gitCache {

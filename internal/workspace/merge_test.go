@@ -74,3 +74,29 @@ func TestMerge(t *testing.T) {
 		t.Error("a merge of something not a commit id was made")
 	}
 }
+
+// TreeState reuses its snapshot while the tree is the same, and takes a
+// new one once a file changed.
+func TestTreeStateReusedWhileUnchanged(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "a.txt"), "a\n")
+	r.CommitAll(ctx, "a", Mark{})
+	write(t, filepath.Join(r.Dir, "b.txt"), "wip\n")
+	tree1, print1, err := r.TreeState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree2, print2, err := r.TreeState(ctx)
+	if err != nil || tree2 != tree1 || print2 != print1 {
+		t.Fatalf("unchanged tree: %s %d, %v; want %s %d", tree2, print2, err, tree1, print1)
+	}
+	write(t, filepath.Join(r.Dir, "b.txt"), "more wip\n")
+	tree3, print3, err := r.TreeState(ctx)
+	if err != nil || tree3 == tree1 || print3 == print1 {
+		t.Fatalf("changed tree kept its snapshot: %s %d, %v", tree3, print3, err)
+	}
+	if want, err := r.TreeOfChanges(ctx); err != nil || want != tree3 {
+		t.Errorf("snapshot %s, want git's %s (%v)", tree3, want, err)
+	}
+}

@@ -97,6 +97,37 @@ func (m ReviewMark) Clear() error {
 // set back by a process, so a file rewritten and its times restored
 // still shows. Any difference (an ignored file too) says "look closer".
 func (r *Repo) Fingerprint() (uint64, error) {
+	return r.fingerprint()
+}
+
+// TreeState is the tree's TreeOfChanges and Fingerprint, for a step that
+// holds the tree alone (nothing else writes it meanwhile). A tree whose
+// fingerprint is that of the last snapshot of it is the same tree: its
+// snapshot is reused, without a git process (the reviewing steps of an
+// item's analysis and planning see one tree).
+func (r *Repo) TreeState(ctx context.Context) (tree string, print uint64, err error) {
+	if print, err = r.fingerprint(); err != nil {
+		return "", 0, err
+	}
+	c := r.gitCache()
+	c.mu.Lock()
+	if c.snapTree != "" && c.snapPrint == print {
+		tree = c.snapTree
+	}
+	c.mu.Unlock()
+	if tree != "" {
+		return tree, print, nil
+	}
+	if tree, err = r.TreeOfChanges(ctx); err != nil {
+		return "", 0, err
+	}
+	c.mu.Lock()
+	c.snapTree, c.snapPrint = tree, print
+	c.mu.Unlock()
+	return tree, print, nil
+}
+
+func (r *Repo) fingerprint() (uint64, error) {
 	h := fnv.New64a()
 	var buf [8]byte
 	put := func(v uint64) {
