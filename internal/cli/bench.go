@@ -58,6 +58,7 @@ stderr: a bar on a terminal, otherwise one line per finished case.
 A benchmark is journaled: run cadre bench again with the same roles, runners and repeat to
 continue an interrupted one (only its unfinished cases run); --new starts afresh.
 --judge names the judge's runner (default: roles.judge.runner, else defaults.runner).
+
 EXIT STATUS
   0    every case was run and evaluated
   1    some cases could not be evaluated (the judge failed); run again to retry them

@@ -34,6 +34,7 @@ turn, request bytes, tokens) to --log, or to stderr. The scenario format is in d
 Routes: POST /v1/messages (Anthropic), /v1/chat/completions and /v1/responses (OpenAI),
 /v1beta/models/MODEL:generateContent and :streamGenerateContent (Gemini), /api/chat (Ollama).
 The server runs until interrupted.
+
 EXIT STATUS
   0  stopped by an interrupt
   1  the server failed while serving

@@ -41,7 +41,7 @@ run has taken over its lock since), or else the latest run.
 A run started with --engine temporal goes on there: the workflows of its unfinished items
 start again (or are attached to while they still run) on the Temporal server, namespace and
 task queue it was started on, with its --heartbeat-timeout, unless --temporal-address/
---namespace/--task-queue/--heartbeat-timeout say otherwise; cadre workers perform the steps.` + liveViewHelp + "\n" + exitStatusRunning,
+--namespace/--task-queue/--heartbeat-timeout say otherwise; cadre workers perform the steps.` + liveViewHelp + exitStatusRunning,
 		Example: `  cadre resume                      # the latest run (a killed one first)
   cadre resume 20261122-101500-ab12 # a given run
   cadre resume --budget-usd 20      # a run paused at its budget, with a higher one

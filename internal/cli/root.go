@@ -24,6 +24,7 @@ import (
 var Version = "dev"
 
 const exitStatusRunning = `
+
 EXIT STATUS
   0    every item completed
   1    an item failed or the run hard-stopped
@@ -32,6 +33,7 @@ EXIT STATUS
   130  interrupted or stopped (resumable with cadre resume)`
 
 const exitStatusSimple = `
+
 EXIT STATUS
   0  success
   2  usage or config error`
@@ -60,9 +62,9 @@ interrupted run resumes without repeating paid work.` + exitStatusRunning,
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
-			c.Long += "\n" + exitStatusSimple
+			c.Long += exitStatusSimple
 			for _, sub := range c.Commands() {
-				sub.Long += "\n" + exitStatusSimple
+				sub.Long += exitStatusSimple
 			}
 		}
 	}
@@ -101,6 +103,23 @@ func Execute(f *Factory, args []string) int {
 	return exitCode(f, err)
 }
 
+// oneLineErr is an error's text on one line; cobra's suggestions for an
+// unknown command ("\n\nDid you mean this?\n\tdo\n\trun\n") read as a
+// question.
+func oneLineErr(msg string) string {
+	if head, tail, ok := strings.Cut(msg, "\n\nDid you mean this?\n"); ok {
+		names := strings.Fields(tail)
+		switch len(names) {
+		case 0:
+			return head
+		case 1:
+			return head + "; did you mean " + names[0] + "?"
+		}
+		return head + "; did you mean " + strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1] + "?"
+	}
+	return strings.ReplaceAll(msg, "\n", " ")
+}
+
 // exitCode prints err as one line and maps it to an exit code.
 func exitCode(f *Factory, err error) int {
 	if err == nil {
@@ -134,7 +153,7 @@ func exitCode(f *Factory, err error) int {
 	case isUsage(err):
 		code = 2
 	}
-	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	msg := oneLineErr(err.Error())
 	msg = strings.TrimPrefix(msg, engine.ErrPreflight.Error()+": ")
 	fmt.Fprintln(f.IO.ErrOut, "cadre: "+msg)
 	return code

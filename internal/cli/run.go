@@ -65,7 +65,7 @@ By default each item works in its own git worktree (.cadre/worktrees/<item>) on 
 branch (cadre/<item>-<title>), up to --parallel items at once; the task files in this
 checkout are the board: cadre updates their frontmatter and commits nothing here. With
 --in-place the tasks run one after another in this checkout, each committed when it
-completes.` + liveViewHelp + "\n" + exitStatusRunning,
+completes.` + liveViewHelp + exitStatusRunning,
 		Example: `  cadre run                                # every task under tasks/, each in its worktree
   cadre run --parallel 5 --budget-usd 10   # five at once, stop starting steps at $10
   cadre run --in-place                     # one after another, in this checkout
@@ -268,7 +268,7 @@ func NewCmdDo(f *Factory, runF func(context.Context, *Factory, *RunOptions) erro
 		Short: "Work on one ad-hoc item described by a prompt",
 		Long: `Run one item whose description is PROMPT, with defaults.workflow (auto: a triage agent
 chooses), in its own worktree and branch like any other item. Takes the flags of cadre run, except those
-that pick task files or issues (--column, --label, --milestone, --assignee, --state, --limit).` + liveViewHelp + "\n" + exitStatusRunning,
+that pick task files or issues (--column, --label, --milestone, --assignee, --state, --limit).` + liveViewHelp + exitStatusRunning,
 		Example: `  cadre do "Add a --verbose flag to the CLI"
   cadre do --workflow simple --runner codex "Fix the typo in README.md"`,
 		Args: cobra.ExactArgs(1),

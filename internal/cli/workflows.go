@@ -181,7 +181,12 @@ clarification, the same role is asked again with it; after incomplete, as many r
 Temporal engine waits in its workflow, which the answer reaches as a signal: it goes on at once.` + exitStatusSimple,
 		Example: `  cadre approve 20261122-101500-ab12 42 --note "use the v2 API"
   cadre approve 20261122-101500-ab12 42 --reject --note "wrong goal"`,
-		Args: cobra.ExactArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErr(fmt.Errorf("approve takes RUN and ITEM, got %d argument(s): cadre approve RUN ITEM [--reject] [--note TEXT] (cadre status lists the waiting items)", len(args)))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Run, opts.Item = args[0], args[1]
 			if runF != nil {
