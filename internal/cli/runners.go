@@ -25,7 +25,7 @@ import (
 
 // RunnersCheckOptions are the arguments of cadre runners check.
 type RunnersCheckOptions struct {
-	// Strict fails the command when a runner cadre.yaml uses is missing.
+	// Strict fails the command too when sandbox.mode bwrap cannot work.
 	Strict bool
 }
 
@@ -67,15 +67,15 @@ STATUS is ready, missing (something to install or configure), or - (a type that 
 works once configured, such as exec).
 
 EXIT STATUS
-  0  the report was printed, whatever it says
-  1  with --strict: a runner marked USED is missing, or sandbox.mode bwrap cannot work here
+  0  every runner marked USED is ready (or -)
+  1  a runner marked USED is missing; with --strict also: sandbox.mode bwrap cannot work here
   2  usage or config error`,
 		Example: `  cadre runners check
-  cadre runners check --strict     # in CI: fail when a runner in use is missing`,
+  cadre runners check --strict     # in CI: fail too when sandbox.mode bwrap cannot work here`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runRunnersCheck(cmd.Context(), f, opts) },
 	}
-	check.Flags().BoolVar(&opts.Strict, "strict", false, "exit 1 when a runner that cadre.yaml uses is missing")
+	check.Flags().BoolVar(&opts.Strict, "strict", false, "exit 1 too when sandbox.mode bwrap cannot work here")
 	cmd.AddCommand(check)
 	return cmd
 }
@@ -179,9 +179,7 @@ func runRunnersCheck(ctx context.Context, f *Factory, opts *RunnersCheckOptions)
 	}
 	if len(missing) > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "missing runners that cadre.yaml uses: %s\n", strings.Join(missing, ", "))
-		if opts.Strict {
-			return silentExit(1)
-		}
+		return silentExit(1)
 	}
 	return nil
 }

@@ -127,9 +127,10 @@ func TestRunnersCheck(t *testing.T) {
 	writeExe(t, filepath.Join(repo, "scripts", "agent.sh"), "cat\n")
 	vars := map[string]string{"PATH": bin, "WORK_KEY": "sk-ant-secret-value"}
 
+	// Runners cadre.yaml uses are missing: the check fails, --strict or not.
 	code, out, stderr := runCadre(t, repo, vars, "runners", "check")
-	if code != 0 {
-		t.Fatalf("exit %d, want 0 without --strict; stderr: %s", code, stderr)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: runners in use are missing; stderr: %s", code, stderr)
 	}
 	got := rows(t, out)
 	tests := []struct {
@@ -190,7 +191,8 @@ func TestRunnersCheck(t *testing.T) {
 	}
 }
 
-func TestRunnersCheckStrict(t *testing.T) {
+// A runner cadre.yaml uses and that is missing fails the check.
+func TestRunnersCheckFailsOnMissingUsedRunner(t *testing.T) {
 	bin := t.TempDir()
 	writeExe(t, filepath.Join(bin, "claude"), "echo 2.0.14\n")
 	tests := []struct {
@@ -211,7 +213,7 @@ func TestRunnersCheckStrict(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := gitRepo(t, map[string]string{"cadre.yaml": tt.config})
-			code, out, stderr := runCadre(t, repo, map[string]string{"PATH": bin}, "runners", "check", "--strict")
+			code, out, stderr := runCadre(t, repo, map[string]string{"PATH": bin}, "runners", "check")
 			if code != tt.wantCode {
 				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, out, stderr)
 			}
