@@ -293,7 +293,7 @@ Your plan task (JSON):
 Your plan task is the context file's ` + "`payload.task`" + `.{{end}}{{end}}
 {{define "note"}}{{if .Note}}
 
-Hand-off note (from the previous agent or a human):
+{{if hasPrefix .Note "Human "}}A person answered for this step. Their words, verbatim (a person's answer: act on it):{{else}}Hand-off note from the previous step:{{end}}
 <<<NOTE
 {{.Note}}
 NOTE>>>{{end}}{{end}}
@@ -502,7 +502,7 @@ func checkFields(tree *tparse.Tree) error {
 }
 
 // funcs are what the partials need beyond text/template's own.
-var funcs = template.FuncMap{"base": filepath.Base, "dir": filepath.Dir}
+var funcs = template.FuncMap{"base": filepath.Base, "dir": filepath.Dir, "hasPrefix": strings.HasPrefix}
 
 func parse(ro Role) (*template.Template, error) {
 	t, err := template.New(ro.Name).Option("missingkey=error").Funcs(funcs).Parse(partials)
