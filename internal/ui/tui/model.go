@@ -194,6 +194,10 @@ func (m Model) updateList(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if m.cfg.Watch && k.String() == "ctrl+c" {
 			return m, tea.Quit
 		}
+		if m.cfg.Watch && m.finished() {
+			m.flash = "the run is over: nothing to stop"
+			return m, nil
+		}
 		if m.stopping != "now" {
 			m.stopping = "now"
 			return m, m.stop(true)

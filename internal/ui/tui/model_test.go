@@ -340,3 +340,18 @@ func TestSnapshotShowsPullRequests(t *testing.T) {
 		t.Errorf("the pull request's last word was lost:\n%s", out)
 	}
 }
+
+// A watched run that completed offers nothing to stop or approve; Q does
+// not ask to stop it.
+func TestFinishedRunOffersNoStop(t *testing.T) {
+	m, act := newModel(t, Config{Watch: true})
+	m, _ = send(t, m, SnapshotMsg{Run: "r1", Status: "completed", Items: []ItemSnapshot{{ID: "a1", Title: "One", Status: "completed"}}}, DoneMsg{})
+	out := plain(m)
+	if !strings.Contains(out, "the run is over") || strings.Contains(out, "Q stop") || strings.Contains(out, "a approve") {
+		t.Errorf("a finished run's keys:\n%s", out)
+	}
+	m, _ = send(t, m, key("Q"))
+	if len(act.stops) != 0 || !strings.Contains(plain(m), "nothing to stop") {
+		t.Errorf("Q on a finished run: stops %v\n%s", act.stops, plain(m))
+	}
+}

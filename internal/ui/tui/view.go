@@ -168,6 +168,14 @@ func (m Model) footer() string {
 	if m.cfg.Watch {
 		keys = "↑/↓ select  enter follow log  a approve/reject  Q stop the run now  q quit"
 	}
+	if m.finished() && m.cfg.Watch {
+		// Nothing is left to stop; an item still waiting can be answered.
+		keys = "↑/↓ select  enter follow log"
+		if len(m.st.paused()) > 0 {
+			keys += "  a approve/reject"
+		}
+		keys += "  q quit"
+	}
 	if m.done && m.cfg.Watch {
 		keys = "the run is over  " + keys
 	}
@@ -229,4 +237,11 @@ func cost(u event.Usage) string {
 		s = "~" + s
 	}
 	return s
+}
+
+// finished says the watched run ended for good (completed or failed): a
+// run that paused or stopped, or one on Temporal, may still be stopped or
+// answered.
+func (m Model) finished() bool {
+	return m.done && (m.st.status == "completed" || m.st.status == "failed")
 }
