@@ -46,8 +46,11 @@ task queue it was started on, with its --heartbeat-timeout, unless --temporal-ad
   cadre resume 20261122-101500-ab12 # a given run
   cadre resume --budget-usd 20      # a run paused at its budget, with a higher one
   cadre resume --serve              # with the web board: answer paused items there`,
-		Args: cobra.MaximumNArgs(1),
+		Args: cobra.MaximumNArgs(2), // two: --serve HOST:PORT RUN
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args = serveAddrArg(cmd, &opts.Serve, args); len(args) > 1 {
+				return usageErr(fmt.Errorf("cadre resume takes at most one RUN, got %d arguments", len(args)))
+			}
 			if len(args) == 1 {
 				opts.Run = args[0]
 			}

@@ -77,7 +77,7 @@ completes.` + liveViewHelp + exitStatusRunning,
   cadre run --plain 2>run.log              # one line per event instead of the live view
   cadre run --serve                        # with the web board on 127.0.0.1:7420`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Targets = args
+			opts.Targets = serveAddrArg(cmd, &opts.Serve, args)
 			if err := checkEngineFlag(opts); err != nil {
 				return err
 			}
@@ -271,8 +271,11 @@ chooses), in its own worktree and branch like any other item. Takes the flags of
 that pick task files or issues (--column, --label, --milestone, --assignee, --state, --limit).` + liveViewHelp + exitStatusRunning,
 		Example: `  cadre do "Add a --verbose flag to the CLI"
   cadre do --workflow simple --runner codex "Fix the typo in README.md"`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.RangeArgs(1, 2), // two: --serve HOST:PORT "PROMPT"
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args = serveAddrArg(cmd, &opts.Serve, args); len(args) != 1 {
+				return usageErr(fmt.Errorf("cadre do takes one prompt, got %d arguments: quote the prompt", len(args)))
+			}
 			opts.Prompt = args[0]
 			if strings.TrimSpace(opts.Prompt) == "" {
 				return usageErr(errors.New("the prompt is empty: say what to do"))

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
+	"os"
+	"regexp"
 
 	"fmt"
 	"time"
@@ -31,6 +33,23 @@ func addServeFlags(cmd *cobra.Command, sf *ServeFlags) {
 	fl.StringVar(&sf.Addr, "serve", "", "serve the web board while the run goes on, on `HOST:PORT` (alone: "+defaultServeAddr+"); paused items wait for answers while the board is open")
 	fl.Lookup("serve").NoOptDefVal = defaultServeAddr
 	fl.StringVar(&sf.TokenFile, "token-file", "", "with --serve: the board's action token is in `FILE`")
+}
+
+// serveAddrRE is a HOST:PORT, as --serve takes it.
+var serveAddrRE = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]*):[0-9]{1,5}$`)
+
+// serveAddrArg takes the address of "--serve HOST:PORT": the flag's value
+// is optional (alone it is the default address), so its parser left the
+// address among the arguments. An argument that names a file stays one.
+func serveAddrArg(cmd *cobra.Command, sf *ServeFlags, args []string) []string {
+	if !cmd.Flags().Changed("serve") || sf.Addr != defaultServeAddr || len(args) == 0 || !serveAddrRE.MatchString(args[0]) {
+		return args
+	}
+	if _, err := os.Stat(args[0]); err == nil {
+		return args
+	}
+	sf.Addr = args[0]
+	return args[1:]
 }
 
 // checkServeFlags refuses --token-file without --serve, and --serve where
