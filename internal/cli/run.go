@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -223,12 +224,16 @@ func finishRun(f *Factory, sum report.Summary, err error, asJSON bool) error {
 // steps, tokens, cost.
 func printSummary(w io.Writer, sum report.Summary) {
 	fmt.Fprintf(w, "\nrun %s: %s\n", sum.Run, sum.Status)
-	fmt.Fprintf(w, "%-24s %-10s %-9s %8s %5s %14s %9s\n", "TASK", "STAGE", "STATUS", "ATTEMPTS", "STEPS", "TOKENS(in/out)", "COST")
+	idW := 24 // wider for long ids: the columns stay in line
 	for _, it := range sum.Items {
-		fmt.Fprintf(w, "%-24s %-10s %-9s %8d %5d %14s %9s\n", it.ID, it.Stage, it.Status, it.Attempts, it.Steps,
+		idW = max(idW, utf8.RuneCountInString(it.ID))
+	}
+	fmt.Fprintf(w, "%-*s %-10s %-9s %8s %5s %14s %9s\n", idW, "TASK", "STAGE", "STATUS", "ATTEMPTS", "STEPS", "TOKENS(in/out)", "COST")
+	for _, it := range sum.Items {
+		fmt.Fprintf(w, "%-*s %-10s %-9s %8d %5d %14s %9s\n", idW, it.ID, it.Stage, it.Status, it.Attempts, it.Steps,
 			fmt.Sprintf("%d/%d", it.Usage.InputTokens, it.Usage.OutputTokens), fmt.Sprintf("$%.4f", it.Usage.CostUSD))
 	}
-	fmt.Fprintf(w, "%-24s %-10s %-9s %8s %5s %14s %9s\n", "total", "", "", "", "",
+	fmt.Fprintf(w, "%-*s %-10s %-9s %8s %5s %14s %9s\n", idW, "total", "", "", "", "",
 		fmt.Sprintf("%d/%d", sum.Usage.InputTokens, sum.Usage.OutputTokens), fmt.Sprintf("$%.4f", sum.Usage.CostUSD))
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -133,13 +134,17 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	}
 	fmt.Fprintf(f.IO.Out, "run %s: %s, elapsed %s, tokens %d/%d, cost $%.4f\n", id, state, elapsed,
 		sum.Usage.InputTokens, sum.Usage.OutputTokens, sum.Usage.CostUSD)
-	fmt.Fprintf(f.IO.Out, "%-24s %-10s %-9s %-30s %8s %5s %14s %9s\n", "ITEM", "STAGE", "STATUS", "CURRENT STEP", "ATTEMPTS", "STEPS", "TOKENS(in/out)", "COST")
+	idW, stepW := 24, 30 // wider for long ids: the columns stay in line
+	for _, it := range sum.Items {
+		idW, stepW = max(idW, utf8.RuneCountInString(it.ID)), max(stepW, utf8.RuneCountInString(it.CurrentStep))
+	}
+	fmt.Fprintf(f.IO.Out, "%-*s %-10s %-9s %-*s %8s %5s %14s %9s\n", idW, "ITEM", "STAGE", "STATUS", stepW, "CURRENT STEP", "ATTEMPTS", "STEPS", "TOKENS(in/out)", "COST")
 	for _, it := range sum.Items {
 		cur := it.CurrentStep
 		if cur == "" {
 			cur = "-"
 		}
-		fmt.Fprintf(f.IO.Out, "%-24s %-10s %-9s %-30s %8d %5d %14s %9s\n", it.ID, it.Stage, itemState(it, prs[it.ID]), cur, it.Attempts, it.Steps,
+		fmt.Fprintf(f.IO.Out, "%-*s %-10s %-9s %-*s %8d %5d %14s %9s\n", idW, it.ID, it.Stage, itemState(it, prs[it.ID]), stepW, cur, it.Attempts, it.Steps,
 			fmt.Sprintf("%d/%d", it.Usage.InputTokens, it.Usage.OutputTokens), fmt.Sprintf("$%.4f", it.Usage.CostUSD))
 		// Where the work is goes on its own line: branch names and URLs are
 		// too long for the table's columns.

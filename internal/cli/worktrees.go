@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -85,13 +86,17 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 			fmt.Fprintln(f.IO.ErrOut, "no item worktrees")
 			return nil
 		}
-		fmt.Fprintf(f.IO.Out, "%-24s %-40s %6s %s\n", "ITEM", "BRANCH", "AHEAD", "UNCOMMITTED")
+		idW, branchW := 24, 40 // wider for long names: the columns stay in line
+		for _, wt := range list {
+			idW, branchW = max(idW, utf8.RuneCountInString(wt.Item)), max(branchW, utf8.RuneCountInString(wt.Branch))
+		}
+		fmt.Fprintf(f.IO.Out, "%-*s %-*s %6s %s\n", idW, "ITEM", branchW, "BRANCH", "AHEAD", "UNCOMMITTED")
 		for _, wt := range list {
 			if wt.Unregistered {
-				fmt.Fprintf(f.IO.Out, "%-24s %-40s %6s %s\n", wt.Item, "(not a git worktree)", "-", dirtySummary(wt.Dirty))
+				fmt.Fprintf(f.IO.Out, "%-*s %-*s %6s %s\n", idW, wt.Item, branchW, "(not a git worktree)", "-", dirtySummary(wt.Dirty))
 				continue
 			}
-			fmt.Fprintf(f.IO.Out, "%-24s %-40s %6d %s\n", wt.Item, wt.Branch, wt.Ahead, dirtySummary(wt.Dirty))
+			fmt.Fprintf(f.IO.Out, "%-*s %-*s %6d %s\n", idW, wt.Item, branchW, wt.Branch, wt.Ahead, dirtySummary(wt.Dirty))
 		}
 		return nil
 	}
