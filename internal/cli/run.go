@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -161,6 +162,10 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		})
 	}
 	budget := eo.Settings(ws.cfg).Budget
+	if opts.Prompt != "" && !opts.JSON && cmp.Or(opts.Workflow, ws.cfg.Defaults.Workflow) == "auto" {
+		// The triage step costs an agent step: say why it runs.
+		fmt.Fprintln(f.IO.ErrOut, "cadre: workflow auto: a triage step first chooses the workflow for this prompt (--workflow quick, simple, … or defaults.workflow skips it)")
+	}
 	if engineName == engineTemporal {
 		t := temporalTarget(ws.cfg, opts.Temporal, nil)
 		eo.Temporal = &t
