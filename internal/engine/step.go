@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -256,7 +257,7 @@ func (e *Engine) invocation(ctx context.Context, sr *stepRun) runner.Invocation 
 // cycle and review record.
 func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentOut, error) {
 	ir, sp, sig, usage := sr.ir, sr.sp, got.sig, got.usage
-	sr.rec.Usage = toStoreUsage(usage)
+	sr.rec.Usage, sr.rec.Model = toStoreUsage(usage), cmp.Or(got.model, sr.rec.Model) // the model as the backend reported it
 	if got.failure != "" {
 		return e.settleFailed(ctx, sr, got)
 	}
@@ -342,6 +343,7 @@ type asked struct {
 	failure   string          // the step's error message when it failed
 	kind      runner.Kind     // the runner's failure kind (quota, ...)
 	judgement *eval.Judgement // a judge's scores, when it gave them
+	model     string          // the model the backend said answered
 }
 
 // invoke runs the agent, reads its output and signal, and re-asks once when
@@ -354,7 +356,7 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		// is this ask's (the re-ask's answer, not the first one's copy).
 		os.Remove(inv.OutputPath)
 		res, rerr := rn.Run(ctx, inv)
-		got.usage = got.usage.Add(res.Usage)
+		got.usage, got.model = got.usage.Add(res.Usage), cmp.Or(res.Model, got.model)
 		if ctx.Err() != nil {
 			return got, ctx.Err()
 		}

@@ -153,7 +153,7 @@ func (s *Store) finishStep(ctx context.Context, tx *sql.Tx, st Step) (string, er
 	if err != nil {
 		return "", err
 	}
-	err = update.QueryRowContext(ctx, st.Status, st.ExitCode, st.OutputPath, signal, result,
+	err = update.QueryRowContext(ctx, st.Status, st.ExitCode, st.OutputPath, st.Model, signal, result,
 		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
 		u.CostUSD, u.CostEstimated, st.Error, fmtTime(*st.EndedAt),
 		st.RunID, st.ID).Scan(&tries, &item)
@@ -185,7 +185,7 @@ func (s *Store) finishStep(ctx context.Context, tx *sql.Tx, st Step) (string, er
 // finishStepQuery finishes a started step and returns its try.
 const finishStepQuery = `UPDATE steps SET
 			status = ?, exit_code = ?, output_path = COALESCE(NULLIF(?, ''), output_path),
-			signal = ?, result = ?,
+			model = COALESCE(NULLIF(?, ''), model), signal = ?, result = ?,
 			input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?,
 			cost_usd = ?, cost_estimated = ?, error = ?, ended_at = ?, pgid = 0, pgid_start = 0
 			WHERE run_id = ? AND id = ? AND status <> 'completed'

@@ -39,6 +39,7 @@ type Rule struct {
 	Exit    int      `yaml:"exit"`
 	Stderr  string   `yaml:"stderr"`
 	Usage   Usage    `yaml:"usage"`
+	Model   string   `yaml:"model"` // the model the reply says answered, as agent CLIs report theirs
 }
 
 // Action changes the working tree or waits. Exactly one field is set.
@@ -246,6 +247,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		ExitCode:   ru.Exit,
 		Output:     out,
 		StderrTail: ru.Stderr,
+		Model:      ru.Model,
 		Usage: event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD},
 	}, nil
