@@ -162,7 +162,25 @@ func (f *Factory) serveWorkspaces(ctx context.Context, dirs []string) ([]workspa
 // boardRepo is ws as the board shows it, masking its GitHub token.
 func (f *Factory) boardRepo(ws workspaceCtx, st *store.Store, acts web.Actions) web.Repo {
 	red := redact.New(f.Getenv(ws.cfg.GitHub.TokenEnv))
-	return web.Repo{Name: filepath.Base(ws.root), Dir: ws.root, Store: st, Actions: acts, Redact: red.String, PRs: f.newForge(ws)}
+	r := web.Repo{Name: filepath.Base(ws.root), Dir: ws.root, Store: st, Actions: acts, Redact: red.String, PRs: f.newForge(ws)}
+	if repo, err := workspace.Open(context.Background(), ws.root); err == nil {
+		r.Changes = branchChanges{repo: repo, base: ws.cfg.BaseBranch}
+	}
+	return r
+}
+
+// branchChanges is what an item's branch changed, for the board's item
+// page.
+type branchChanges struct {
+	repo *workspace.Repo
+	base string
+}
+
+// maxDiff bounds the diff an item page carries.
+const maxDiff = 512 << 10
+
+func (b branchChanges) Changes(ctx context.Context, branch string) (string, []workspace.LogCommit, error) {
+	return b.repo.BranchChanges(ctx, b.base, branch, maxDiff)
 }
 
 // board is a listening web board.

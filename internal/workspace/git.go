@@ -579,3 +579,40 @@ func (r *Repo) MergesCleanly(ctx context.Context, a, b string) (bool, error) {
 	}
 	return false, fmt.Errorf("merge-tree: %w", err)
 }
+
+// LogCommit is a commit as a log shows it.
+type LogCommit struct {
+	SHA     string `json:"sha"`
+	Subject string `json:"subject"`
+}
+
+// BranchChanges is what branch changed since it left base: its diff
+// (cut at max bytes, saying so) and its commits, newest first. No
+// external diff or text conversion runs: the branch's attributes may be a
+// stranger's.
+func (r *Repo) BranchChanges(ctx context.Context, base, branch string, max int) (string, []LogCommit, error) {
+	for _, ref := range []string{base, branch} {
+		if ref == "" || strings.HasPrefix(ref, "-") {
+			return "", nil, fmt.Errorf("changes: %q is not a branch", ref)
+		}
+	}
+	u := r.Untrusted()
+	log, err := u.Git(ctx, "log", "--no-color", "--format=%H%x00%s", base+".."+branch, "--")
+	if err != nil {
+		return "", nil, err
+	}
+	var commits []LogCommit
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		if sha, subject, ok := strings.Cut(line, "\x00"); ok {
+			commits = append(commits, LogCommit{SHA: sha, Subject: subject})
+		}
+	}
+	diff, err := u.Git(ctx, "diff", "--no-color", "--no-ext-diff", "--no-textconv", base+"..."+branch, "--")
+	if err != nil {
+		return "", nil, err
+	}
+	if len(diff) > max {
+		diff = diff[:max] + fmt.Sprintf("\n… (the diff goes on: %d bytes in all)\n", len(diff))
+	}
+	return diff, commits, nil
+}

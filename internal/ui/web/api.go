@@ -19,6 +19,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
 // maxFile bounds a step file served to the page; agents' logs can be huge.
@@ -209,9 +210,17 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request, rp *repo) {
 		return
 	}
 	out := struct {
-		Item  report.ItemSummary `json:"item"`
-		Steps []stepJSON         `json:"steps"`
+		Item    report.ItemSummary    `json:"item"`
+		Steps   []stepJSON            `json:"steps"`
+		Diff    string                `json:"diff,omitempty"`
+		Commits []workspace.LogCommit `json:"commits,omitempty"`
 	}{Item: *card, Steps: []stepJSON{}}
+	if rp.Changes != nil && card.Branch != "" {
+		// The branch may be gone (merged, pruned): the page goes without.
+		if diff, commits, err := rp.Changes.Changes(ctx, card.Branch); err == nil {
+			out.Diff, out.Commits = rp.Redact(diff), commits
+		}
+	}
 	var prompts map[string]string
 	for _, st := range steps {
 		if st.ItemID != id {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
 //go:embed static
@@ -65,6 +66,15 @@ type Repo struct {
 	// PRs tells where the items' pull requests stand (GitHub); nil: the
 	// cards show the link alone.
 	PRs PRStatuses
+	// Changes tells what an item's branch changed; nil: the item page
+	// shows no diff.
+	Changes Changes
+}
+
+// Changes tells what a branch changed since its base: the diff and the
+// commits, newest first.
+type Changes interface {
+	Changes(ctx context.Context, branch string) (diff string, commits []workspace.LogCommit, err error)
 }
 
 // PRStatuses tells where a pull request stands.

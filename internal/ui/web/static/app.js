@@ -27,7 +27,9 @@
     return n;
   }
   const money = (u) => '$' + ((u && u.cost_usd) || 0).toFixed(4);
-  const tokens = (u) => ((u && u.input_tokens) || 0) + '/' + ((u && u.output_tokens) || 0) + ' tok';
+  // 33500 reads 33.5k: cards are read at a glance.
+  const short = (n) => (n >= 1000 ? (n / 1000).toFixed(1).replace(/\.0$/, '') + 'k' : String(n));
+  const tokens = (u) => short((u && u.input_tokens) || 0) + '/' + short((u && u.output_tokens) || 0) + ' tok';
   const safeURL = (s) => (/^https?:\/\//i.test(s || '') ? s : null);
 
   function say(msg) {
@@ -344,7 +346,29 @@
         pr ? el('tr', {}, el('th', {}, 'pull request'), el('td', {}, el('a', { href: pr, rel: 'noopener noreferrer', target: '_blank' }, pr))) : null)),
       waiting ? el('div', { class: 'actions', id: 'item-actions' }, note, approveButtons(it.ID, () => note.value)) : null);
     const steps = el('ol', { class: 'timeline', id: 'timeline' }, d.steps.map(stepNode));
-    $('#view').replaceChildren(el('p', {}, el('a', { href: runHref(S.run) }, '← board')), head, el('h2', {}, 'Steps'), steps);
+    $('#view').replaceChildren(el('p', {}, el('a', { href: runHref(S.run) }, '← board')), head, ...changes(d), el('h2', {}, 'Steps'), steps);
+  }
+
+  // changes is the item's commits and its diff against its base: every
+  // line as text, added and removed lines marked by class.
+  function changes(d) {
+    const out = [];
+    if (d.commits && d.commits.length) {
+      out.push(el('h2', {}, 'Commits'), el('ul', { id: 'commits' }, d.commits.map((c) =>
+        el('li', {}, el('code', {}, c.sha.slice(0, 12)), ' ', c.subject))));
+    }
+    if (d.diff) {
+      const lines = d.diff.split('\n').map((l) => {
+        let cls = '';
+        if (l.startsWith('diff --git')) cls = 'file';
+        else if (l.startsWith('@@')) cls = 'hunk';
+        else if (l.startsWith('+') && !l.startsWith('+++')) cls = 'add';
+        else if (l.startsWith('-') && !l.startsWith('---')) cls = 'del';
+        return el('span', { class: 'line ' + cls }, l + '\n');
+      });
+      out.push(el('h2', {}, 'Changes'), el('pre', { id: 'diff', class: 'diff' }, lines));
+    }
+    return out;
   }
 
   // ItemSummary's usage fields are Go names; steps' are JSON names.
