@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -256,7 +257,28 @@ func (a *runActions) Approve(item string, approved bool, note string) error {
 }
 
 func (a *runActions) Log(item, step string) (string, error) {
-	return tailFile(engine.StepLogPath(a.stateDir, a.runID(), item, step), 64<<10)
+	return stepTranscript(a.st, a.stateDir, a.runID(), item, step)
+}
+
+// stepTranscript is what the live view's log follower shows of a step:
+// its agent's messages and tool calls with their targets, as the runner
+// read them from the CLI's stream and --plain prints them (the journal's
+// stepProgress events); the raw log's tail for a runner that reports
+// none (exec, script), whose log is plain text.
+func stepTranscript(st *store.Store, stateDir, run, item, step string) (string, error) {
+	evs, _, err := st.Events(context.Background(), run, 0)
+	if err == nil {
+		var b strings.Builder
+		for _, e := range decodeEvents(evs) {
+			if e.Type == event.StepProgress && e.Item == item && e.Step == step {
+				fmt.Fprintf(&b, "%s  %s\n", e.Time.Local().Format("15:04:05"), e.Message)
+			}
+		}
+		if b.Len() > 0 {
+			return b.String(), nil
+		}
+	}
+	return tailFile(engine.StepLogPath(stateDir, run, item, step), 64<<10)
 }
 
 // approveFromView is cadre approve for the views: the answer journaled

@@ -12,7 +12,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/cadre-dev/cadre/internal/config"
-	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/runlock"
@@ -179,7 +178,7 @@ func (a *watchActions) Approve(item string, approved bool, note string) error {
 }
 
 func (a *watchActions) Log(item, step string) (string, error) {
-	return tailFile(engine.StepLogPath(a.stateDir, a.run, item, step), 64<<10)
+	return stepTranscript(a.st, a.stateDir, a.run, item, step)
 }
 
 // prLines tells the live view where the run's pull requests stand, asked
