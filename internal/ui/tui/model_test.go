@@ -355,3 +355,20 @@ func TestFinishedRunOffersNoStop(t *testing.T) {
 		t.Errorf("Q on a finished run: stops %v\n%s", act.stops, plain(m))
 	}
 }
+
+// ATT is the attempt an item is on: 1 during its first, not 0.
+func TestAttemptColumnCountsFromOne(t *testing.T) {
+	m, _ := newModel(t, Config{Run: "r1"})
+	m, _ = send(t, m, SnapshotMsg{Run: "r1", Status: "running", Items: []ItemSnapshot{
+		{ID: "first", Title: "First", Status: "running"},
+		{ID: "again", Title: "Again", Status: "running", Attempts: 1},
+		{ID: "later", Title: "Later", Status: "pending"}}})
+	for id, want := range map[string]string{"first": "1", "again": "2", "later": "-"} {
+		// From the right: ATT, ELAPSED, TOKENS, COST, the bar, its count.
+		row := rowOf(t, m, id)
+		f := strings.Fields(row)
+		if got := f[len(f)-6]; got != want {
+			t.Errorf("row of %s %q: ATT %s, want %s", id, row, got, want)
+		}
+	}
+}

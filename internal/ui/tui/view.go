@@ -101,7 +101,7 @@ func (m Model) row(it *Item) string {
 		phase = it.Stage
 	}
 	cells := []string{it.ID, it.Title, it.Workflow, it.Status, phase, who,
-		fmt.Sprint(it.Attempts), m.elapsed(it), tokens(it.Usage), cost(it.Usage), bar(it)}
+		attempt(it), m.elapsed(it), tokens(it.Usage), cost(it.Usage), bar(it)}
 	out := make([]string, len(cells))
 	for i, c := range cells {
 		out[i] = pad(c, columns[i].width)
@@ -244,4 +244,14 @@ func cost(u event.Usage) string {
 // answered.
 func (m Model) finished() bool {
 	return m.done && (m.st.status == "completed" || m.st.status == "failed")
+}
+
+// attempt is the attempt an item is on (or ended on): its first while no
+// attempt failed, as the journal counts the failed ones; "-" before it
+// starts.
+func attempt(it *Item) string {
+	if it.Status == "" || it.Status == "pending" {
+		return "-"
+	}
+	return fmt.Sprint(it.Attempts + 1)
 }
