@@ -130,13 +130,21 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 		return usageErr(err)
 	}
 	defer lock.Release()
-	runstop.Withdraw(stateDir, watchRun) // a stop asked of an earlier watch
+	// A stop asked of an earlier watch must not end this one at once.
+	if err := runstop.Withdraw(stateDir, watchRun); err != nil {
+		return err
+	}
 	// A signal stops the watch as cadre stop does, after the running
 	// step; a second one (or cadre stop --now) at once.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	defer stopOnSignals(f, stateDir, lockPath, cancel)()
 	w := &watcher{f: f, ws: ws, opts: opts, stateDir: stateDir}
+	defer func() {
+		if w.close != nil {
+			w.close()
+		}
+	}()
 	if engineName == engineTemporal {
 		t := temporalTarget(ws.cfg, opts.Temporal, nil)
 		w.temporal = &t
@@ -208,9 +216,15 @@ func stopOnSignals(f *Factory, stateDir, lockPath string, cancel func()) func() 
 				return
 			}
 			asked = true
-			runstop.Request(stateDir, watchRun)
-			if h, ok := runlock.Holder(lockPath); ok && h.Run != watchRun {
-				runstop.Request(stateDir, h.Run)
+			err := runstop.Request(stateDir, watchRun)
+			if h, ok := runlock.Holder(lockPath); ok && h.Run != watchRun && err == nil {
+				err = runstop.Request(stateDir, h.Run)
+			}
+			if err != nil {
+				// No graceful stop without its request: stop at once.
+				fmt.Fprintln(f.IO.ErrOut, "cadre: watch: "+err.Error()+"; stopping at once")
+				cancel()
+				return
 			}
 			fmt.Fprintln(f.IO.ErrOut, "cadre: watch: stopping after the running step (again: at once)")
 		}
@@ -228,6 +242,9 @@ type watcher struct {
 	opts     *WatchOptions
 	stateDir string
 	temporal *runspec.TemporalTarget // the Temporal engine's, nil on the embedded one
+
+	fl    *app.Following // made at the first pass that follows (following)
+	close func()         // closes fl and what it holds
 }
 
 // stopped says whether cadre stop asked the watch to stop.
@@ -297,7 +314,9 @@ func (w *watcher) intake(ctx context.Context, t *watchTally) error {
 	}
 	if sum.Run != "" && runstop.Requested(w.stateDir, sum.Run) {
 		// cadre stop reached the run the watch started: the watch stops too.
-		runstop.Request(w.stateDir, watchRun)
+		if err := runstop.Request(w.stateDir, watchRun); err != nil {
+			return err
+		}
 		fmt.Fprintf(w.f.IO.ErrOut, "cadre: run %s stopped; continue with: cadre resume %s\n", sum.Run, sum.Run)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
@@ -323,29 +342,10 @@ func (w *watcher) report(t follow.Tally) {
 
 // follow follows every open pull request cadre opened, once.
 func (w *watcher) follow(ctx context.Context, t *watchTally) error {
-	st, err := openStore(ctx, w.ws.root)
+	fl, err := w.following(ctx)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	say := func(it follow.Item, msg string) { fmt.Fprintf(w.f.IO.ErrOut, "cadre: %s: %s\n", it.ID, msg) }
-	fl, closeAll, err := app.NewFollowing(ctx, app.Workspace{Root: w.ws.root, Config: w.ws.cfg}, st,
-		app.Options{Getenv: w.f.Getenv, Runners: w.f.Runners, Crash: w.f.Crash, Sinks: []event.Sink{w.f.eventSink(w.opts.JSON)}, Warn: w.f.IO.ErrOut}, say)
-	if err != nil {
-		return usageErr(relPath(err, w.ws.root))
-	}
-	defer closeAll()
-	if t := w.temporal; t != nil {
-		// The reactions' fixes run on the workers, as the items' steps.
-		c, err := temporal.Dial(ctx, t.Address, t.Namespace, w.f.IO.ErrOut)
-		if err != nil {
-			return usageErr(err)
-		}
-		defer c.Close()
-		fl.Steps = temporal.FollowSteps{Client: c, TaskQueue: t.TaskQueue, Store: st,
-			StepTimeout: runspec.Options{}.Settings(w.ws.cfg).Timeout, Heartbeat: t.Heartbeat}
-	}
-	fl.Stopped = w.stopped
 	tally, err := fl.Pass(ctx)
 	t.failed += len(tally.Failed)
 	t.waiting += len(tally.Waiting)
@@ -354,4 +354,52 @@ func (w *watcher) follow(ctx context.Context, t *watchTally) error {
 		return err
 	}
 	return nil
+}
+
+// following is the watch's follower, made at its first pass and kept for
+// the next ones: its GitHub client keeps the answers its conditional
+// requests revalidate (an unchanged one then costs no rate limit), and
+// the engine, its sandbox probed, is made once.
+func (w *watcher) following(ctx context.Context) (*app.Following, error) {
+	if w.fl != nil {
+		return w.fl, nil
+	}
+	st, err := openStore(ctx, w.ws.root)
+	if err != nil {
+		return nil, err
+	}
+	say := func(it follow.Item, msg string) {
+		if it.ID == "" {
+			fmt.Fprintf(w.f.IO.ErrOut, "cadre: watch: warning: %s\n", msg)
+			return
+		}
+		fmt.Fprintf(w.f.IO.ErrOut, "cadre: %s: %s\n", it.ID, msg)
+	}
+	fl, closeAll, err := app.NewFollowing(ctx, app.Workspace{Root: w.ws.root, Config: w.ws.cfg}, st,
+		app.Options{Getenv: w.f.Getenv, Runners: w.f.Runners, Crash: w.f.Crash, Sinks: []event.Sink{w.f.eventSink(w.opts.JSON)}, Warn: w.f.IO.ErrOut}, say)
+	if err != nil {
+		st.Close()
+		return nil, usageErr(relPath(err, w.ws.root))
+	}
+	closers := []func(){func() { st.Close() }, closeAll}
+	if t := w.temporal; t != nil {
+		// The reactions' fixes run on the workers, as the items' steps.
+		c, err := temporal.Dial(ctx, t.Address, t.Namespace, w.f.IO.ErrOut)
+		if err != nil {
+			closeAll()
+			st.Close()
+			return nil, usageErr(err)
+		}
+		closers = append(closers, c.Close)
+		fl.Steps = temporal.FollowSteps{Client: c, TaskQueue: t.TaskQueue, Store: st,
+			StepTimeout: runspec.Options{}.Settings(w.ws.cfg).Timeout, Heartbeat: t.Heartbeat}
+	}
+	fl.Stopped = w.stopped
+	w.fl = fl
+	w.close = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	return fl, nil
 }

@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,13 +23,7 @@ func TestTemporalWatchWorkerKilledMidReaction(t *testing.T) {
 	addr := startTemporal(t, bin)
 	g := watchRepo(t, "sandbox: {mode: none}\nengine: temporal\ntemporal: {address: \""+addr+"\", task_queue: e2e}\n")
 	gt := gate{filepath.Join(g.work, "fix.starts"), filepath.Join(g.work, "fix.release")}
-	argv, _ := json.Marshal([]string{"sh", "-c", gt.script()})
-	// fix-surgeon first waits at the gate: where the test kills its worker.
-	held := strings.Replace(followScenario, "  - role: fix-surgeon\n    actions:\n", "  - role: fix-surgeon\n    actions:\n      - run: "+string(argv)+"\n", 1)
-	if held == followScenario {
-		t.Fatal("followScenario has no fix-surgeon rule to hold")
-	}
-	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(held), 0o644)
+	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(heldScenario(t, gt)), 0o644)
 	tr := &temporalRepo{dir: g.dir, work: g.work, path: os.Getenv("PATH")}
 	workers := map[int]*cadreProc{}
 	for _, name := range []string{"worker1", "worker2"} {

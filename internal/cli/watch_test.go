@@ -33,6 +33,19 @@ const followScenario = `rules:
     signal: {result: SUCCESS, confidence: 9}
 `
 
+// heldScenario is followScenario whose fix-surgeon first waits at gt:
+// where a test stops or kills the process running it.
+func heldScenario(t *testing.T, gt gate) string {
+	t.Helper()
+	argv, _ := json.Marshal([]string{"sh", "-c", gt.script()})
+	const rule = "  - role: fix-surgeon\n    actions:\n"
+	held := strings.Replace(followScenario, rule, rule+"      - run: "+string(argv)+"\n", 1)
+	if held == followScenario {
+		t.Fatal("followScenario has no fix-surgeon rule to hold")
+	}
+	return held
+}
+
 // watchRepo is a githubRepo whose fake GitHub sees the bare origin's
 // branches, with the follow settings given.
 func watchRepo(t *testing.T, follow string) *githubRepo {
@@ -432,9 +445,7 @@ func TestWatchStops(t *testing.T) {
 func TestWatchStopsGracefullyOnSignal(t *testing.T) {
 	g := watchRepo(t, "sandbox: {mode: none}\n")
 	gt := gate{filepath.Join(g.work, "fix.starts"), filepath.Join(g.work, "fix.release")}
-	argv, _ := json.Marshal([]string{"sh", "-c", gt.script()})
-	held := strings.Replace(followScenario, "  - role: fix-surgeon\n    actions:\n", "  - role: fix-surgeon\n    actions:\n      - run: "+string(argv)+"\n", 1)
-	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(held), 0o644)
+	os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(heldScenario(t, gt)), 0o644)
 	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
 	}
@@ -457,5 +468,39 @@ func TestWatchStopsGracefullyOnSignal(t *testing.T) {
 	if n := g.commits(t, branch); n != before+1 {
 		out, _ := os.ReadFile(watch.log)
 		t.Errorf("origin has %d commits on the branch, want %d: the running reaction did not finish\n%s", n, before+1, out)
+	}
+}
+
+// A running watch keeps its GitHub client from pass to pass: its
+// conditional requests are revalidated, and an unchanged list of pull
+// requests is answered 304, which costs no rate limit.
+func TestWatchPassesRevalidate(t *testing.T) {
+	g := watchRepo(t, "")
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	tr := &temporalRepo{dir: g.dir, work: g.work, path: os.Getenv("PATH")}
+	watch := tr.start(t, "watch", "watch", "--interval", "1s")
+	waitFor(t, 60*time.Second, "three passes", func() bool {
+		out, _ := os.ReadFile(watch.log)
+		return strings.Count(string(out), "pull request(s) followed") >= 3
+	})
+	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
+		t.Fatalf("stop: exit %d\n%s", code, e)
+	}
+	if code := watch.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("watch: exit %d", code)
+	}
+	var lists, unchanged int
+	for _, c := range g.fake.Calls() {
+		if strings.HasSuffix(c.Path, "/pulls") && strings.Contains(c.RawQuery, "sort=updated") {
+			lists++
+			if c.Status == 304 {
+				unchanged++
+			}
+		}
+	}
+	if lists < 2 || unchanged == 0 {
+		t.Errorf("%d lists of updated pull requests, %d answered 304: want the later ones revalidated", lists, unchanged)
 	}
 }
