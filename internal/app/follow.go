@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -31,13 +32,13 @@ func (g *GitHub) View(ctx context.Context, pr int, reviewers []string, known *fo
 	}
 	var v follow.View
 	if known != nil {
-		v = follow.View{Number: pr, State: stateOf(known.State, known.Merged), Head: known.Head, Base: known.Base}
+		v = follow.View{State: stateOf(known.State, known.Merged), Head: known.Head, Base: known.Base}
 	} else {
 		st, err := g.client.PR(ctx, owner, name, pr)
 		if err != nil {
 			return follow.View{}, err
 		}
-		v = follow.View{Number: pr, State: stateOf(st.State, st.Merged), Head: st.HeadSHA, Base: st.Base, Mergeable: st.Mergeable}
+		v = follow.View{State: stateOf(st.State, st.Merged), Head: st.HeadSHA, Base: st.Base, Mergeable: st.Mergeable}
 	}
 	if v.State != "open" {
 		return v, nil
@@ -49,7 +50,7 @@ func (g *GitHub) View(ctx context.Context, pr int, reviewers []string, known *fo
 	v.Pending = len(checks.Pending) > 0
 	v.Checked = v.Pending || len(checks.Failed) > 0 || checks.Passed > 0
 	for _, c := range checks.Failed {
-		fc := follow.Check{Name: c.Name, Conclusion: c.Conclusion, Summary: c.Summary, JobID: c.JobID}
+		fc := follow.Check{Name: c.Name, Conclusion: c.Conclusion, Summary: c.Summary}
 		if c.JobID != 0 {
 			// A log that cannot be read leaves the summary: still worth fixing by.
 			fc.LogTail, _ = g.client.JobLogTail(ctx, owner, name, c.JobID, logTail)
@@ -66,25 +67,16 @@ func (g *GitHub) View(ctx context.Context, pr int, reviewers []string, known *fo
 	if err != nil {
 		return follow.View{}, err
 	}
-	latest, change := map[string]string{}, map[string]forge.Review{}
-	for _, r := range reviews {
-		if !counts(r.Author, r.Association) {
-			continue
-		}
-		switch r.State {
-		case "APPROVED", "CHANGES_REQUESTED":
-			latest[r.Author] = r.State
-			change[r.Author] = r
-		case "DISMISSED":
-			delete(latest, r.Author)
-		}
-	}
-	v.Approved = codehost.ReviewDecision(latest) == "approved"
-	for _, r := range reviews {
-		if latest[r.Author] == "CHANGES_REQUESTED" && change[r.Author].ID == r.ID {
+	verdicts := latestVerdicts(slices.DeleteFunc(reviews, func(r forge.Review) bool { return !counts(r.Author, r.Association) }))
+	states := map[string]string{}
+	for author, r := range verdicts {
+		states[author] = r.State
+		if r.State == "CHANGES_REQUESTED" {
 			v.Changes = append(v.Changes, follow.Review{ID: r.ID, Author: r.Author, Body: r.Body})
 		}
 	}
+	slices.SortFunc(v.Changes, func(a, b follow.Review) int { return cmp.Compare(a.ID, b.ID) })
+	v.Approved = codehost.ReviewDecision(states) == "approved"
 	comments, err := g.client.ReviewComments(ctx, owner, name, pr)
 	if err != nil {
 		return follow.View{}, err
@@ -136,6 +128,21 @@ func stateOf(state string, merged bool) string {
 		return "closed"
 	}
 	return "open"
+}
+
+// latestVerdicts is each reviewer's standing verdict: their latest
+// approval or change request, unless dismissed since.
+func latestVerdicts(reviews []forge.Review) map[string]forge.Review {
+	latest := map[string]forge.Review{}
+	for _, r := range reviews {
+		switch r.State {
+		case "APPROVED", "CHANGES_REQUESTED":
+			latest[r.Author] = r
+		case "DISMISSED":
+			delete(latest, r.Author)
+		}
+	}
+	return latest
 }
 
 // Reply answers review comment comment of pull request pr, once per marker.

@@ -264,13 +264,7 @@ func (g *GitHub) PRStatus(ctx context.Context, number int) (codehost.PRStatus, e
 	if err != nil {
 		return codehost.PRStatus{}, err
 	}
-	out := codehost.PRStatus{State: "open", Mergeable: pr.Mergeable}
-	switch {
-	case pr.Merged:
-		out.State = "merged"
-	case pr.State == "closed":
-		out.State = "closed"
-	}
+	out := codehost.PRStatus{State: stateOf(pr.State, pr.Merged), Mergeable: pr.Mergeable}
 	checks, err := g.client.FailedChecks(ctx, owner, name, pr.HeadSHA)
 	if err != nil {
 		return codehost.PRStatus{}, err
@@ -290,13 +284,8 @@ func (g *GitHub) PRStatus(ctx context.Context, number int) (codehost.PRStatus, e
 		return codehost.PRStatus{}, err
 	}
 	latest := map[string]string{}
-	for _, r := range reviews {
-		switch r.State {
-		case "APPROVED", "CHANGES_REQUESTED":
-			latest[r.Author] = r.State
-		case "DISMISSED":
-			delete(latest, r.Author)
-		}
+	for author, r := range latestVerdicts(reviews) {
+		latest[author] = r.State
 	}
 	out.Review = codehost.ReviewDecision(latest)
 	return out, nil

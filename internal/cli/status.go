@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-dev/cadre/internal/codehost"
+	"github.com/cadre-dev/cadre/internal/follow"
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -174,15 +174,8 @@ func ends(ctx context.Context, st *store.Store, run string, sum report.Summary, 
 		if prs[it.ID] != nil || it.PRNumber == 0 {
 			continue
 		}
-		rec, err := st.GetStep(ctx, run, it.ID+"/follow/end")
-		if err != nil || rec.Status != store.StepCompleted {
-			continue
-		}
-		var end struct {
-			State string `json:"state"`
-		}
-		if json.Unmarshal(rec.Result, &end) == nil && (end.State == "merged" || end.State == "closed") {
-			prs[it.ID] = &codehost.PRStatus{State: end.State}
+		if state := follow.Ended(ctx, st, run, it.ID); state != "" {
+			prs[it.ID] = &codehost.PRStatus{State: state}
 		}
 	}
 }

@@ -27,7 +27,6 @@ type Check struct {
 	Conclusion string `json:"conclusion"`
 	Summary    string `json:"summary"`
 	LogTail    string `json:"log_tail,omitempty"`
-	JobID      int64  `json:"-"`
 }
 
 // Comment is a review comment a reviewer left on a line. Untrusted.
@@ -49,7 +48,6 @@ type Review struct {
 // View is a pull request as a poll saw it, its reviews and comments
 // already narrowed to the permitted reviewers'.
 type View struct {
-	Number    int
 	State     string // open, merged or closed
 	Head      string // the head commit
 	Base      string // the base branch

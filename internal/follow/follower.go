@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -80,7 +82,8 @@ type Trees interface {
 	Mergeable(ctx context.Context, branch, head, base string) (bool, error)
 }
 
-// Say is told what the follower does, one line at a time.
+// Say is told what the follower does, one line at a time; a zero Item
+// for what concerns no item (a warning).
 type Say func(it Item, msg string)
 
 // Follower follows the items' pull requests, one pass at a time.
@@ -192,13 +195,10 @@ func (f *Follower) Pass(ctx context.Context) (Tally, error) {
 	return t, nil
 }
 
-// Follow does the one thing item it needs now: takes up a reaction a
+// follow does the one thing item it needs now: takes up a reaction a
 // crash interrupted, waits for or applies a human's answer, or reads
-// where its pull request stands and acts on it.
-func (f *Follower) Follow(ctx context.Context, it Item, t *Tally) error {
-	return f.follow(ctx, it, t, nil)
-}
-
+// where its pull request stands (p: what this pass saw of them all; nil
+// to ask about it alone) and acts on it.
 func (f *Follower) follow(ctx context.Context, it Item, t *Tally, p *poll) error {
 	h, err := f.history(ctx, it)
 	if err != nil {
@@ -342,10 +342,7 @@ func (f *Follower) answer(ctx context.Context, it Item, fb Feedback, res reactio
 	if fb.Review != nil {
 		reviewers[fb.Review.Author] = true
 	}
-	var logins []string
-	for l := range reviewers {
-		logins = append(logins, l)
-	}
+	logins := slices.Sorted(maps.Keys(reviewers))
 	if len(logins) == 0 {
 		return nil
 	}

@@ -33,6 +33,20 @@ type endResult struct {
 
 func endID(it Item) string { return it.ID + "/follow/end" }
 
+// Ended is how cadre watch ended an item's following, as the journal has
+// it: "merged" or "closed", or "" while it goes on (or never began).
+func Ended(ctx context.Context, st *store.Store, run, item string) string {
+	rec, err := st.GetStep(ctx, run, endID(Item{ID: item}))
+	if err != nil || rec.Status != store.StepCompleted {
+		return ""
+	}
+	var end endResult
+	if json.Unmarshal(rec.Result, &end) != nil {
+		return ""
+	}
+	return end.State
+}
+
 // history is what the journal says of an item's following.
 type history struct {
 	past         Past

@@ -115,7 +115,10 @@ func (f *Follower) remember(p *poll) {
 	data, err := json.Marshal(st)
 	f.mu.Unlock()
 	if err == nil && f.Memory != nil {
-		f.Memory.Save(data)
+		if err := f.Memory.Save(data); err != nil {
+			// The next process asks about every pull request again.
+			f.say(Item{}, "keep what this pass saw: "+err.Error())
+		}
 	}
 }
 

@@ -41,7 +41,7 @@ func (h *fakeHost) heads(since time.Time) []Head {
 func (h *fakeHost) View(_ context.Context, pr int, _ []string, known *Head) (View, error) {
 	h.views[pr]++
 	p := h.prs[pr]
-	v := View{Number: pr, State: "open", Head: p.head, Base: "main", Pending: p.pending, Checked: p.checks}
+	v := View{State: "open", Head: p.head, Base: "main", Pending: p.pending, Checked: p.checks}
 	if known == nil {
 		yes := true
 		v.Mergeable = &yes
