@@ -44,7 +44,7 @@ func Example() {
 	// run: completed
 	// hello: completed, stage completed, 2 agent steps, branch cadre/hello-say-hello
 	// steps seen: 2
-	// cadre: complete task hello: Say hello
+	// Say hello
 	// init
 	// resume: true
 }

@@ -32,13 +32,13 @@ func (g *GitHub) View(ctx context.Context, pr int, reviewers []string, known *fo
 	}
 	var v follow.View
 	if known != nil {
-		v = follow.View{State: stateOf(known.State, known.Merged), Head: known.Head, Base: known.Base}
+		v = follow.View{State: stateOf(known.State, known.Merged), Head: known.Head, Base: known.Base, Title: known.Title}
 	} else {
 		st, err := g.client.PR(ctx, owner, name, pr)
 		if err != nil {
 			return follow.View{}, err
 		}
-		v = follow.View{State: stateOf(st.State, st.Merged), Head: st.HeadSHA, Base: st.Base, Mergeable: st.Mergeable}
+		v = follow.View{State: stateOf(st.State, st.Merged), Head: st.HeadSHA, Base: st.Base, Title: st.Title, Mergeable: st.Mergeable}
 	}
 	if v.State != "open" {
 		return v, nil
@@ -113,7 +113,7 @@ func (g *GitHub) UpdatedPRs(ctx context.Context, since time.Time) ([]follow.Head
 func heads(list []forge.PRStatus) []follow.Head {
 	out := make([]follow.Head, 0, len(list))
 	for _, p := range list {
-		out = append(out, follow.Head{Number: p.Number, State: p.State, Merged: p.Merged, Head: p.HeadSHA, Base: p.Base, Updated: p.UpdatedAt})
+		out = append(out, follow.Head{Number: p.Number, State: p.State, Merged: p.Merged, Head: p.HeadSHA, Base: p.Base, Title: p.Title, Updated: p.UpdatedAt})
 	}
 	return out
 }
@@ -165,12 +165,17 @@ func (g *GitHub) RequestReview(ctx context.Context, pr int, logins []string) err
 }
 
 // Merge merges pull request pr by method, provided its head is still head.
-func (g *GitHub) Merge(ctx context.Context, pr int, method, head string) error {
+// A squash's commit is titled title (the pull request's, the composer's
+// when cadre opened it) and its number, whatever the repository's default.
+func (g *GitHub) Merge(ctx context.Context, pr int, method, head, title string) error {
 	owner, name, err := g.repoParts(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = g.client.MergePR(ctx, owner, name, pr, method, head)
+	if title != "" {
+		title = fmt.Sprintf("%s (#%d)", title, pr)
+	}
+	_, err = g.client.MergePR(ctx, owner, name, pr, method, head, title)
 	return err
 }
 

@@ -130,6 +130,11 @@ func TestWatchFollowsToMerge(t *testing.T) {
 	if n := g.commits(t, branch); n != start+1 {
 		t.Fatalf("after ci_failed origin has %d commits on the branch, want %d", n, start+1)
 	}
+	// The fix's commit reads as a person's: what it did, then what changed.
+	msg, err := exec.Command("git", "-C", g.bare, "log", "-1", "--format=%s%n%n%b", branch).Output()
+	if want := fmt.Sprintf("Fix the failing checks of #%d\n\nChanges ", pr); err != nil || !strings.HasPrefix(string(msg), want) {
+		t.Errorf("the fix's commit message %q, want it to start %q", msg, want)
+	}
 	ctx, _ := os.ReadFile(latestContext(t, g.dir, "ci_failed-1-fix-surgeon"))
 	for _, want := range []string{`"feedback"`, `"kind":"ci_failed"`, "FAIL pkg/b: want more", `"log_tail"`} {
 		if !strings.Contains(string(ctx), want) {

@@ -49,6 +49,8 @@ type Config struct {
 	Notify Notify `yaml:"notify"`
 	// Follow is what cadre watch does with its open pull requests.
 	Follow Follow `yaml:"follow"`
+	// Commit says how cadre's commits read.
+	Commit Commit `yaml:"commit"`
 
 	// Engine is where cadre run's items run: EngineEmbedded (this
 	// process) or EngineTemporal (cadre workers, through Temporal).
@@ -194,6 +196,13 @@ type Follow struct {
 	// Reviewers are the logins whose reviews count; empty, the
 	// repository's owners, members and collaborators.
 	Reviewers []string `yaml:"reviewers"`
+}
+
+// Commit configures the messages of cadre's commits.
+type Commit struct {
+	// Format is plain (the subject is the title) or conventional
+	// ("fix: the title", its type from tags, labels or the title).
+	Format string `yaml:"format"`
 }
 
 // Rounds is how many times a reaction may run for an item.
@@ -379,6 +388,7 @@ func Default() Config {
 			PollInterval:  Duration(time.Minute),
 		},
 		Follow:   Follow{CIFailed: Rounds{2}, ChangesRequested: Rounds{3}, Conflict: Rounds{1}, Merge: MergeOff},
+		Commit:   Commit{Format: "plain"},
 		Sandbox:  Sandbox{Mode: "auto"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},
 		Engine:   EngineEmbedded,

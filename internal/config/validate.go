@@ -49,6 +49,7 @@ func (l *loader) validate(c *Config) error {
 		{"follow.changes_requested.rounds", atLeast(c.Follow.ChangesRequested.Rounds, 0)},
 		{"follow.conflict.rounds", atLeast(c.Follow.Conflict.Rounds, 0)},
 		{"follow.merge", oneOf(c.Follow.Merge, MergeOff, "merge", "squash", "rebase")},
+		{"commit.format", oneOf(c.Commit.Format, "plain", "conventional")},
 		{"sandbox.mode", oneOf(c.Sandbox.Mode, "auto", "none", "bwrap")},
 		{"sandbox.network", networkProblem(c.Sandbox.Network)},
 		{"engine", oneOf(c.Engine, EngineEmbedded, EngineTemporal)},

@@ -1,14 +1,15 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
-	"unicode"
 
-	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/commitmsg"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
@@ -20,7 +21,7 @@ func (e *Engine) commit(ctx context.Context, ir *itemRun) error {
 	if err := ir.board.Flush(); err != nil {
 		return fmt.Errorf("update task %s: %w", ir.it.ID, err)
 	}
-	return e.commitOnce(ctx, ir, ir.it.ID+"/commit", workspace.CommitOptions{Base: e.d.Config.BaseBranch, Check: outsideLinks(ir)})
+	return e.commitOnce(ctx, ir, ir.it.ID+"/commit", "", workspace.CommitOptions{Base: e.d.Config.BaseBranch, Check: outsideLinks(ir), Describe: true})
 }
 
 // commitBoard commits, in place, the task file's last frontmatter (stage:
@@ -42,12 +43,13 @@ func (e *Engine) commitBoard(ctx context.Context, ir *itemRun) error {
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil // a task file outside the tree is not the tree's
 	}
-	return e.commitOnce(ctx, ir, ir.it.ID+"/complete", workspace.CommitOptions{Only: []string{filepath.ToSlash(rel)}})
+	return e.commitOnce(ctx, ir, ir.it.ID+"/complete", "Mark task "+ir.it.ID+" completed", workspace.CommitOptions{Only: []string{filepath.ToSlash(rel)}})
 }
 
 // commitOnce commits as step id, once: a commit already carrying the
-// step's trailer (a crash after committing) is adopted, not repeated.
-func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt workspace.CommitOptions) error {
+// step's trailer (a crash after committing) is adopted, not repeated. Its
+// subject is title, else the item's.
+func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id, title string, opt workspace.CommitOptions) error {
 	prev, err := e.d.Store.GetStep(ctx, ir.run, id)
 	if err == nil && prev.Status == store.StepCompleted {
 		return nil
@@ -64,7 +66,7 @@ func (e *Engine) commitOnce(ctx context.Context, ir *itemRun, id string, opt wor
 		return err
 	}
 	if sha == "" {
-		sha, err = ir.repo.Commit(ctx, commitMessage(ir.task), mark, opt)
+		sha, err = ir.repo.Commit(ctx, e.commitSubject(ir, cmp.Or(title, ir.task.Title)), mark, opt)
 		if err != nil {
 			rec.Error = err.Error()
 			return e.failStep(ctx, rec, fmt.Errorf("commit %s: %w", ir.it.ID, err))
@@ -101,31 +103,12 @@ func (e *Engine) commitMask() func([]byte) []byte {
 	return e.d.Mask.Bytes
 }
 
-// commitMessage names the task; the title is untrusted text, so it is
-// reduced to one short line (it travels as one argv element, never a shell).
-func commitMessage(t *taskfile.Task) string {
-	return fmt.Sprintf("cadre: complete task %s: %s", t.ID, shorten(t.Title, 60))
-}
-
-// shorten puts untrusted or long text on one line of at most n runes.
-// Control characters and bidirectional overrides are dropped: in a commit
-// subject they would make a log or a terminal show other text than git
-// holds (a reversed file name, a cleared line).
-func shorten(s string, n int) string {
-	s = strings.Join(strings.Fields(strings.Map(visible, s)), " ")
-	if r := []rune(s); len(r) > n {
-		s = string(r[:n]) + "…"
+// commitSubject is a commit's subject: title in the configured format, its
+// conventional type from the item's tags (an issue's labels) or the title.
+func (e *Engine) commitSubject(ir *itemRun, title string) string {
+	tags := ir.task.Tags
+	if is, ok := ir.issueOf(e); ok {
+		tags = append(slices.Clip(tags), is.Labels...)
 	}
-	return s
-}
-
-// visible is r, or -1 (dropped) for a control character other than white
-// space (which strings.Fields turns into separators) and for a
-// bidirectional control (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
-// U+061C).
-func visible(r rune) rune {
-	if unicode.IsControl(r) && !unicode.IsSpace(r) || unicode.Is(unicode.Bidi_Control, r) {
-		return -1
-	}
-	return r
+	return commitmsg.Subject(e.d.Config.Commit.Format, commitmsg.Kind(title, tags), title)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -201,8 +202,13 @@ func TestAuditPassMarksTaskCompletedAndCommits(t *testing.T) {
 	if !strings.Contains(string(raw), "custom: keep-me") {
 		t.Error("unknown frontmatter key lost")
 	}
-	if diff := cmp.Diff([]string{"cadre: complete task b: Task b", "cadre: complete task a: Task a", "init"}, e.commits()); diff != "" {
+	if diff := cmp.Diff([]string{"Task b", "Task a", "init"}, e.commits()); diff != "" {
 		t.Error(diff)
+	}
+	// The body says what the commit changed, before cadre's trailers.
+	body := git(t, e.root, "log", "-1", "--format=%b")
+	if !regexp.MustCompile(`^Changes \d+ files? \(\+\d+ -\d+\):\n(- .+ \(\+\d+ -\d+\)\n)*- tasks/b\.md \(\+\d+ -\d+\)\n`).MatchString(body) || !strings.Contains(body, "\n\nCadre-Step: b/commit\n") {
+		t.Errorf("body:\n%s", body)
 	}
 	if trailer := git(t, e.root, "log", "-1", "--format=%(trailers:key=Cadre-Step,valueonly)"); strings.TrimSpace(trailer) != "b/commit" {
 		t.Errorf("trailer = %q", trailer)
@@ -746,19 +752,6 @@ func TestPRTextFromPRComposer(t *testing.T) {
 	}
 	if body != "## Summary\nIt no longer breaks.\n\nCloses #7\n" {
 		t.Errorf("body %q", body)
-	}
-}
-
-func TestShorten(t *testing.T) {
-	if got := shorten("  a\n b\tc ", 10); got != "a b c" {
-		t.Errorf("%q", got)
-	}
-	if got := shorten(strings.Repeat("é", 5), 3); got != "ééé…" {
-		t.Errorf("%q: cut inside a character?", got)
-	}
-	// A commit subject shows what git holds: no reversed text, no escape.
-	if got := shorten("evil\u202etxt.exe \u2066x\u2069 \x1b[2Jclear\x00 \u200fend", 60); got != "eviltxt.exe x [2Jclear end" {
-		t.Errorf("%q: bidi or control characters kept", got)
 	}
 }
 

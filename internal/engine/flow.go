@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/commitmsg"
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/projectcmd"
@@ -368,7 +369,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 	return out, nil
 }
 
-func oneLine(s string) string { return shorten(s, 200) }
+func oneLine(s string) string { return commitmsg.Line(s, 200) }
 
 // commit commits the item's changes once. A plan task's commit leaves alone
 // the files other unfinished tasks declared, so parallel tasks in one tree
@@ -389,12 +390,12 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 	if err := ir.board.Flush(); err != nil { // in place the task file is committed too
 		return "", fmt.Errorf("update task %s: %w", ir.it.ID, err)
 	}
-	msg := cmp.Or(c.Text, commitMessage(ir.task))
+	title := cmp.Or(c.Text, ir.task.Title)
 	if c.Task != nil {
-		msg = fmt.Sprintf("cadre: %s task %s: %s", ir.it.ID, c.Task.ID, oneLine(c.Task.Title))
+		title = cmp.Or(c.Task.Title, c.Task.ID)
 	}
-	sha, err := ir.repo.Commit(ctx, msg, mark, workspace.CommitOptions{Except: c.Others, Base: fx.e.d.Config.BaseBranch, Check: outsideLinks(ir),
-		Mask: fx.e.commitMask()})
+	sha, err := ir.repo.Commit(ctx, fx.e.commitSubject(ir, title), mark, workspace.CommitOptions{Except: c.Others, Base: fx.e.d.Config.BaseBranch,
+		Check: outsideLinks(ir), Mask: fx.e.commitMask(), Describe: true})
 	if err != nil {
 		return "", err
 	}

@@ -200,7 +200,7 @@ func (e *Engine) discardEdits(ctx context.Context, ir *itemRun, role, step, tree
 		when = "while reviewing, before its run was killed"
 	}
 	msg := fmt.Sprintf("%s changed %s %s; its edits were discarded (a reviewing role does not change the work)",
-		role, shorten(strings.Join(paths, ", "), 200), when)
+		role, oneLine(strings.Join(paths, ", ")), when)
 	e.publish(ir, event.Event{Type: event.Warning, Role: role, Step: step, Message: msg})
 	return nil
 }

@@ -201,7 +201,7 @@ func TestItemStepsRunTheStagePipelineAcrossWorkers(t *testing.T) {
 	}
 	log := git(t, e.root, "log", "--all", "--format=%s")
 	for _, id := range []string{"a", "b", "c"} {
-		if n := strings.Count(log, "cadre: complete task "+id+":"); n != 1 {
+		if n := strings.Count("\n"+log, "\nTask "+id+"\n"); n != 1 {
 			t.Errorf("%d commits of %s, want 1:\n%s", n, id, log)
 		}
 	}

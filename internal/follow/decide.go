@@ -51,6 +51,7 @@ type View struct {
 	State     string // open, merged or closed
 	Head      string // the head commit
 	Base      string // the base branch
+	Title     string // what a squash merge's commit is titled
 	Mergeable *bool  // nil while GitHub computes it
 	Failed    []Check
 	Pending   bool // some check has not finished

@@ -26,8 +26,11 @@ func FixCalls(ctx context.Context, st *store.Store, it Item, id, note string, fb
 			visit++
 		}
 	}
-	msg := fmt.Sprintf("Address %s on pull request #%d", fb.Kind, it.PR)
-	if fb.Kind == Conflict && fb.Base != nil {
+	msg := fmt.Sprintf("Fix the failing checks of #%d", it.PR)
+	switch {
+	case fb.Kind == ChangesRequested:
+		msg = fmt.Sprintf("Address the review of #%d", it.PR)
+	case fb.Kind == Conflict && fb.Base != nil:
 		msg = fmt.Sprintf("Merge %s into %s, conflicts resolved", fb.Base.Branch, it.Branch)
 	}
 	agent := flow.AgentCall{ID: step, Role: "fix-surgeon", Workflow: "follow", Phase: "follow", Note: note,

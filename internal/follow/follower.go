@@ -44,7 +44,7 @@ type Host interface {
 	// Reply answers a review comment's thread once per marker.
 	Reply(ctx context.Context, pr int, comment int64, marker, body string) error
 	RequestReview(ctx context.Context, pr int, logins []string) error
-	Merge(ctx context.Context, pr int, method, head string) error
+	Merge(ctx context.Context, pr int, method, head, title string) error
 	Close(ctx context.Context, pr int) error
 }
 
@@ -243,7 +243,7 @@ func (f *Follower) follow(ctx context.Context, it Item, t *Tally, p *poll) error
 		t.Closed++
 		return f.end(ctx, it, "closed", "closed unmerged")
 	case Merge:
-		if err := f.Host.Merge(ctx, it.PR, f.Config.Merge, v.Head); err != nil {
+		if err := f.Host.Merge(ctx, it.PR, f.Config.Merge, v.Head, v.Title); err != nil {
 			return fmt.Errorf("merge pull request #%d: %w", it.PR, err)
 		}
 		f.say(it, fmt.Sprintf("merged pull request #%d (%s)", it.PR, f.Config.Merge))

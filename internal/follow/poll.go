@@ -13,6 +13,7 @@ type Head struct {
 	Merged  bool
 	Head    string
 	Base    string // the base branch
+	Title   string
 	Updated time.Time
 }
 

@@ -56,11 +56,11 @@ func (h *fakeHost) UpdatedPRs(_ context.Context, since time.Time) ([]Head, error
 	h.lists++
 	return h.heads(since), nil
 }
-func (h *fakeHost) Push(context.Context, string, string) error              { return nil }
-func (h *fakeHost) Reply(context.Context, int, int64, string, string) error { return nil }
-func (h *fakeHost) RequestReview(context.Context, int, []string) error      { return nil }
-func (h *fakeHost) Merge(context.Context, int, string, string) error        { return nil }
-func (h *fakeHost) Close(context.Context, int) error                        { return nil }
+func (h *fakeHost) Push(context.Context, string, string) error               { return nil }
+func (h *fakeHost) Reply(context.Context, int, int64, string, string) error  { return nil }
+func (h *fakeHost) RequestReview(context.Context, int, []string) error       { return nil }
+func (h *fakeHost) Merge(context.Context, int, string, string, string) error { return nil }
+func (h *fakeHost) Close(context.Context, int) error                         { return nil }
 
 type fakeTrees struct {
 	base    string

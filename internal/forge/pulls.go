@@ -68,7 +68,7 @@ var shaRE = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
 // already (an earlier call whose answer was lost, a crash before it was
 // recorded), a pull request found merged at sha counts as merged by this
 // call.
-func (c *Client) MergePR(ctx context.Context, owner, repo string, number int, method, sha string) (string, error) {
+func (c *Client) MergePR(ctx context.Context, owner, repo string, number int, method, sha, title string) (string, error) {
 	op := fmt.Sprintf("merge pull request %s/%s#%d at %s", owner, repo, number, sha)
 	if err := checkRepo(owner, repo); err != nil {
 		return "", fmt.Errorf("github: %s: %w", op, err)
@@ -92,6 +92,9 @@ func (c *Client) MergePR(ctx context.Context, owner, repo string, number int, me
 	}
 	path := fmt.Sprintf("%s/pulls/%d/merge", repoPath(owner, repo), number)
 	body := map[string]string{"merge_method": method, "sha": sha}
+	if title != "" && method == MethodSquash {
+		body["commit_title"] = title
+	}
 	_, err = c.do(ctx, call{op: op, method: http.MethodPut, path: path, body: body, out: &res, key: key})
 	switch {
 	case err == nil && res.Merged:

@@ -69,9 +69,13 @@ func TestMergePR(t *testing.T) {
 		t.Run(method, func(t *testing.T) {
 			srv, c, g, ok, _ := gitSetup(t)
 			head, base := g.Rev("feature"), g.Rev("main")
-			got, err := c.MergePR(ctx, "o", "r", ok, method, head)
+			got, err := c.MergePR(ctx, "o", "r", ok, method, head, "Fix the frobnicator (#1)")
 			if err != nil {
 				t.Fatal(err)
+			}
+			// A squash's commit takes the title given; the others keep theirs.
+			if subject, _, _ := strings.Cut(g.Message("main"), "\n"); (subject == "Fix the frobnicator (#1)") != (method == forge.MethodSquash) {
+				t.Errorf("%s made a commit titled %q", method, subject)
 			}
 			if got != g.Rev("main") || g.Read("main", "a.txt") != "A" || g.Read("main", "b.txt") != "B from main" {
 				t.Errorf("merged as %s; main at %s", got, g.Rev("main"))
@@ -85,7 +89,7 @@ func TestMergePR(t *testing.T) {
 			}
 			// Asked again (a crash before the merge was recorded): GitHub
 			// refuses, the pull request is found merged at that head.
-			again, err := c.MergePR(ctx, "o", "r", ok, method, head)
+			again, err := c.MergePR(ctx, "o", "r", ok, method, head, "")
 			if err != nil || again != got {
 				t.Errorf("merge again = %s, %v; want %s", again, err, got)
 			}
@@ -98,19 +102,19 @@ func TestMergePR(t *testing.T) {
 
 func TestMergePRRefused(t *testing.T) {
 	srv, c, g, ok, bad := gitSetup(t)
-	_, err := c.MergePR(ctx, "o", "r", bad, forge.MethodSquash, g.Rev("clash"))
+	_, err := c.MergePR(ctx, "o", "r", bad, forge.MethodSquash, g.Rev("clash"), "")
 	want := fmt.Sprintf("github: merge pull request o/r#%d at %s: 405 Pull Request is not mergeable", bad, g.Rev("clash"))
 	if !forge.IsNotMergeable(err) || forge.IsHeadMoved(err) || err.Error() != want {
 		t.Errorf("conflicting: %v", err)
 	}
 	old := g.Rev("feature")
 	g.Commit("feature", "", "pushed meanwhile", map[string]string{"c.txt": "c\n"})
-	_, err = c.MergePR(ctx, "o", "r", ok, forge.MethodMerge, old)
+	_, err = c.MergePR(ctx, "o", "r", ok, forge.MethodMerge, old, "")
 	if !forge.IsHeadMoved(err) || forge.IsNotMergeable(err) || !strings.Contains(err.Error(), "409 Head branch was modified") {
 		t.Errorf("head moved: %v", err)
 	}
 	srv.AddReview("o", "r", ok, forgetest.Review{Author: "alice", State: "CHANGES_REQUESTED"})
-	if _, err = c.MergePR(ctx, "o", "r", ok, forge.MethodMerge, g.Rev("feature")); !forge.IsNotMergeable(err) {
+	if _, err = c.MergePR(ctx, "o", "r", ok, forge.MethodMerge, g.Rev("feature"), ""); !forge.IsNotMergeable(err) {
 		t.Errorf("changes requested: %v", err)
 	}
 	if st, _ := c.PR(ctx, "o", "r", ok); st.Merged {
@@ -121,7 +125,7 @@ func TestMergePRRefused(t *testing.T) {
 		{forge.MethodMerge, "", "head must be a full commit id"},
 		{forge.MethodMerge, old[:7], "head must be a full commit id"},
 	} {
-		if _, err := c.MergePR(ctx, "o", "r", ok, tt.method, tt.sha); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := c.MergePR(ctx, "o", "r", ok, tt.method, tt.sha, ""); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("MergePR(%q, %q) = %v, want %q", tt.method, tt.sha, err, tt.want)
 		}
 	}
@@ -133,7 +137,7 @@ func TestMergePRLostAnswer(t *testing.T) {
 		t.Run(fmt.Sprint(mode), func(t *testing.T) {
 			srv, c, g, ok, _ := gitSetup(t, forge.WithTimeout(500*time.Millisecond))
 			srv.SetNext(forgetest.Merge, mode)
-			got, err := c.MergePR(ctx, "o", "r", ok, forge.MethodMerge, g.Rev("feature"))
+			got, err := c.MergePR(ctx, "o", "r", ok, forge.MethodMerge, g.Rev("feature"), "")
 			if err != nil || got == "" || got != g.Rev("main") {
 				t.Errorf("MergePR = %q, %v; main at %s", got, err, g.Rev("main"))
 			}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cadre-dev/cadre/internal/commitmsg"
 	"github.com/cadre-dev/cadre/internal/runlock"
 )
 
@@ -274,6 +275,9 @@ type CommitOptions struct {
 	// changes is written back to the tree and staged so. cadre masks its
 	// own secrets with it, which an agent may have written into its work.
 	Mask func([]byte) []byte
+	// Describe gives the message a body saying what the commit changes:
+	// its files and their lines (commitmsg.Body). It costs a git process.
+	Describe bool
 }
 
 // Commit stages every change but opt.Except, refuses the commit when a
@@ -316,6 +320,15 @@ func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt Commit
 	}
 	if err := r.maskFiles(ctx, paths, opt.Except, opt.Mask); err != nil {
 		return "", err
+	}
+	if opt.Describe && len(paths) > 0 {
+		out, err := r.Git(ctx, "diff", "--cached", "--numstat", "-z", "--no-renames")
+		if err != nil {
+			return "", err
+		}
+		if body := commitmsg.Body(commitmsg.ParseNumstat(out)); body != "" {
+			message += "\n\n" + body
+		}
 	}
 	if opt.AllowEmpty {
 		if _, err := r.Git(ctx, r.commitArgs(message, mark, "--allow-empty")...); err != nil {
