@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/cli"
 	"github.com/cadre-dev/cadre/internal/modelsim"
@@ -83,44 +84,7 @@ type realRun struct {
 
 func (rr realRun) run(t *testing.T) store.Usage {
 	t.Helper()
-	bin := findCLI(t, rr.cli)
-	sc, err := modelsim.Parse(rr.cli+".yaml", []byte(rr.scenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	srv, err := modelsim.Start(ctx, "127.0.0.1:0", modelsim.New(sc, io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-
-	repo := t.TempDir()
-	os.MkdirAll(filepath.Join(repo, "tasks"), 0o755)
-	os.WriteFile(filepath.Join(repo, "tasks", "hello.md"), []byte("---\nstage: code\n---\n# Say hello\n\n## Goal\nWrite hello.txt.\n"), 0o644)
-	entry := strings.NewReplacer("%s", bin, "%u", srv.URL).Replace(rr.runner)
-	cfg := "defaults: {runner: " + rr.cli + ", timeout: 3m}\nprices:\n  modelsim: {input_per_mtok: 1, output_per_mtok: 4}\nrunners:\n  " + rr.cli + ": " + entry + "\n"
-	if rr.sandbox != "" {
-		cfg += "sandbox: " + rr.sandbox + "\n"
-	}
-	os.WriteFile(filepath.Join(repo, "cadre.yaml"), []byte(cfg), 0o644)
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	for k, v := range rr.env {
-		t.Setenv(k, strings.ReplaceAll(v, "$HOME", home))
-	}
-	if rr.setup != nil {
-		rr.setup(home)
-	}
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "tasks"}} {
-		c := exec.Command("git", args...)
-		c.Dir = repo
-		if out, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v %s", args, err, out)
-		}
-	}
-
+	repo := rr.prepare(t)
 	var out, errOut strings.Builder
 	f := cli.NewFactory()
 	f.IO.Out, f.IO.ErrOut = &out, &errOut
@@ -157,7 +121,13 @@ func (rr realRun) run(t *testing.T) store.Usage {
 			t.Errorf("%q leaked into cadre's output", v)
 		}
 	}
+	return coderStep(t, repo).Usage
+}
 
+// coderStep is the coder's step of the repository's latest run.
+func coderStep(t *testing.T, repo string) store.Step {
+	t.Helper()
+	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(repo, ".cadre", "cadre.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,11 +137,57 @@ func (rr realRun) run(t *testing.T) store.Usage {
 	steps, _ := st.Steps(ctx, r.ID)
 	for _, s := range steps {
 		if s.Role == "coder" {
-			return s.Usage
+			return s
 		}
 	}
 	t.Fatal("no coder step in the journal")
-	return store.Usage{}
+	return store.Step{}
+}
+
+// prepare makes a repository with the hello task and a cadre.yaml whose
+// runner is the CLI against a modelsim serving the scenario (stopped when
+// the test ends), and points HOME and the environment at the test's.
+func (rr realRun) prepare(t *testing.T) string {
+	t.Helper()
+	bin := findCLI(t, rr.cli)
+	sc, err := modelsim.Parse(rr.cli+".yaml", []byte(rr.scenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	srv, err := modelsim.Start(ctx, "127.0.0.1:0", modelsim.New(sc, io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+
+	repo := t.TempDir()
+	os.MkdirAll(filepath.Join(repo, "tasks"), 0o755)
+	os.WriteFile(filepath.Join(repo, "tasks", "hello.md"), []byte("---\nstage: code\n---\n# Say hello\n\n## Goal\nWrite hello.txt.\n"), 0o644)
+	entry := strings.NewReplacer("%s", bin, "%u", srv.URL).Replace(rr.runner)
+	cfg := "defaults: {runner: " + rr.cli + ", timeout: 3m}\nprices:\n  modelsim: {input_per_mtok: 1, output_per_mtok: 4}\nrunners:\n  " + rr.cli + ": " + entry + "\n"
+	if rr.sandbox != "" {
+		cfg += "sandbox: " + rr.sandbox + "\n"
+	}
+	os.WriteFile(filepath.Join(repo, "cadre.yaml"), []byte(cfg), 0o644)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for k, v := range rr.env {
+		t.Setenv(k, strings.ReplaceAll(v, "$HOME", home))
+	}
+	if rr.setup != nil {
+		rr.setup(home)
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-qm", "tasks"}} {
+		c := exec.Command("git", args...)
+		c.Dir = repo
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+
+	return repo
 }
 
 func signalText(role, extra string) string {
@@ -275,6 +291,65 @@ func sandboxed(t *testing.T) string {
 		t.Skip("sandboxed real-CLI test: bubblewrap missing or the kernel forbids namespaces here")
 	}
 	return "{mode: bwrap, network: model-only}"
+}
+
+// TestRealClaudeInterruptedKeepsUsage: Claude Code answers (the turn's
+// 2,000 input tokens streamed), then runs a long command; cadre stop --now
+// interrupts it before its result event. The step stays started, to run
+// again, with the tokens its messages reported, their cost from the price
+// table, and the model Claude Code said answered.
+func TestRealClaudeInterruptedKeepsUsage(t *testing.T) {
+	const scenario = `conversations:
+  - name: coder
+    match: {role: coder, tool: Bash}
+    turns:
+      - text: I will wait first.
+        tools:
+          - name: Bash
+            input: {command: "sleep 120", description: "wait"}
+        usage: {input_tokens: 2000, output_tokens: 50}
+default:
+  text: OK
+`
+	repo := realRun{cli: "claude", runner: `{command: %s, url: "%u", model: claude-opus-5-5}`, scenario: scenario,
+		env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test-key"}}.prepare(t)
+	var out, errOut strings.Builder
+	f := cli.NewFactory()
+	f.IO.Out, f.IO.ErrOut = &out, &errOut
+	f.Dir = func() (string, error) { return repo, nil }
+	done := make(chan int, 1)
+	go func() { done <- cli.Execute(f, []string{"run", "--json"}) }()
+	// The stream has shown the tool call: the model has answered.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		logs, _ := filepath.Glob(filepath.Join(repo, ".cadre", "runs", "*", "items", "hello", "logs", "*coder*.log"))
+		if len(logs) > 0 {
+			if b, _ := os.ReadFile(logs[0]); strings.Contains(string(b), `"name":"Bash"`) {
+				break
+			}
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("cadre run exited %d before the tool call\n%s", code, errOut.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no tool call in the coder's log\n%s", errOut.String())
+		}
+	}
+	stop := cli.NewFactory()
+	stop.IO.Out, stop.IO.ErrOut = io.Discard, io.Discard
+	stop.Dir = f.Dir
+	if code := cli.Execute(stop, []string{"stop", "--now"}); code != 0 {
+		t.Fatalf("cadre stop --now exited %d", code)
+	}
+	if code := <-done; code != 130 {
+		t.Errorf("the interrupted run exited %d, want 130\n%s", code, errOut.String())
+	}
+	s := coderStep(t, repo)
+	if s.Status != store.StepStarted || s.Usage.InputTokens < 2000 || s.Usage.CostUSD <= 0 || !s.Usage.CostEstimated || s.Model != "claude-opus-5-5" {
+		t.Errorf("interrupted coder step: %s, %+v, model %q; want started with the streamed usage, priced", s.Status, s.Usage, s.Model)
+	}
 }
 
 // TestRealClaudeUnderSandbox: Claude Code completes the task under

@@ -342,6 +342,46 @@ func TestStopCancelsBeforeNextStage(t *testing.T) {
 	}
 }
 
+// An agent interrupted (Ctrl-C, cadre stop --now) had spent tokens: they
+// are journaled with its step, which stays started and runs again on
+// resume, and the run's totals count both tries.
+func TestInterruptedStepKeepsItsUsage(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	spent := event.Usage{InputTokens: 1200, OutputTokens: 40, CostUSD: 0.25}
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		if inv.Step == "a/code/coder#1" && ctx.Err() == nil {
+			cancel() // interrupted while the model answered
+			return runner.Result{Usage: spent, Model: "claude-x"}
+		}
+		res := passAll(inv)
+		res.Usage = event.Usage{InputTokens: 10, OutputTokens: 1, CostUSD: 0.5}
+		return res
+	}, [2]string{"a", "code"})
+	if _, err := e.eng.Start(ctx, Options{InPlace: true}); err == nil {
+		t.Log("start returned without error after the interruption")
+	}
+	run := e.events[0].Run
+	st, err := e.st.GetStep(context.Background(), run, "a/code/coder#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != store.StepStarted || st.Usage.InputTokens != 1200 || st.Usage.CostUSD != 0.25 || st.Model != "claude-x" {
+		t.Errorf("interrupted step: %s, %+v, model %q; want started with what its agent used", st.Status, st.Usage, st.Model)
+	}
+	if tot, _ := e.st.Totals(context.Background(), run); tot.CostUSD != 0.25 {
+		t.Errorf("totals after the interruption: %+v", tot)
+	}
+	sum, err := e.eng.Resume(context.Background(), run)
+	if err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("resume: %v %s", err, sum.Status)
+	}
+	// The coder ran again, and the auditor: both tries of the coder count.
+	if tot, _ := e.st.Totals(context.Background(), run); tot.CostUSD != 1.25 || tot.InputTokens != 1220 {
+		t.Errorf("totals after resume: %+v, want the interrupted try and both finished steps", tot)
+	}
+}
+
 func TestMissingSignalIsAskedOnceThenFails(t *testing.T) {
 	e := newEnv(t, func(inv runner.Invocation) runner.Result {
 		if inv.Role == "coder" {

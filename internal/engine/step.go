@@ -227,6 +227,14 @@ func (e *Engine) runStep(ctx context.Context, sr *stepRun) (asked, error) {
 		ev.Type, ev.Error = event.StepFailed, te.msg
 		e.publish(ir, ev)
 	}
+	if err != nil && ctx.Err() != nil && got.usage != (event.Usage{}) {
+		// An interrupted try spent what its agent used: it counts, though
+		// the step runs again.
+		sr.rec.Usage, sr.rec.Model = toStoreUsage(got.usage), cmp.Or(got.model, sr.rec.Model)
+		if jerr := e.d.Store.NoteUsage(context.WithoutCancel(ctx), sr.rec); jerr != nil {
+			err = both(err, journalErr(ir.it.ID, jerr))
+		}
+	}
 	if err != nil {
 		return asked{}, err
 	}

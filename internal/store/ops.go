@@ -17,6 +17,7 @@ const (
 	OpStartStep   OpKind = "start_step"  // StartStep: Step
 	OpFinishStep  OpKind = "finish_step" // FinishStep: Step, its EndedAt set
 	OpStepGroup   OpKind = "step_group"  // SetStepGroup: Step.ID, Pgid, PgidStart
+	OpNoteUsage   OpKind = "note_usage"  // NoteUsage: Step
 	OpUpdateItem  OpKind = "update_item" // UpdateItem: Item, Update
 	OpEvents      OpKind = "events"      // AppendEvents: Events, their times set
 	OpEvaluations OpKind = "evaluations" // RecordEvaluations: Evals, CreatedAt set
@@ -155,7 +156,7 @@ func (op Op) check() error {
 		return fmt.Errorf("%s: no time", op.Kind)
 	}
 	switch op.Kind {
-	case OpStartStep, OpFinishStep, OpStepGroup:
+	case OpStartStep, OpFinishStep, OpStepGroup, OpNoteUsage:
 		if op.Step == nil || op.Step.ID == "" || op.Step.RunID != op.Run {
 			return fmt.Errorf("%s: want a step of run %s", op.Kind, op.Run)
 		}
@@ -216,6 +217,8 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, op Op) error {
 		return nil
 	case OpStepGroup:
 		return s.setStepGroup(ctx, tx, op.Run, op.Step.ID, op.Step.Pgid, op.Step.PgidStart)
+	case OpNoteUsage:
+		return s.noteUsage(ctx, tx, *op.Step)
 	case OpUpdateItem:
 		return s.updateItem(ctx, tx, op.Run, op.Item, *op.Update, op.At)
 	case OpEvents:

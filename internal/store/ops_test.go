@@ -171,6 +171,11 @@ func TestApplyOpsMakesTheSameWritesOnce(t *testing.T) {
 	done := step
 	done.Status, done.Usage, done.Signal = store.StepCompleted, u, json.RawMessage(`{"Result":"SUCCESS"}`)
 	must(a.FinishStep(ctx, done))
+	// An interrupted try: its usage noted, the step left started.
+	cut := store.Step{RunID: "r", ItemID: "i", ID: "i/code/coder#2", Role: "coder", Kind: "agent"}
+	must(a.StartStep(ctx, cut))
+	cut.Usage, cut.Model = u, "m-reported"
+	must(a.NoteUsage(ctx, cut))
 	must(a.UpdateItem(ctx, "r", "i", store.ItemUpdate{Status: ptr(store.ItemRunning), Attempts: ptr(2)}))
 	must(a.AppendEvents(ctx, []store.Event{{RunID: "r", ItemID: "i", Type: "stepStarted", Data: json.RawMessage(`{"x":1}`)}, {RunID: "r", ItemID: "i", Type: "stepCompleted"}}))
 	pass := true
@@ -180,7 +185,7 @@ func TestApplyOpsMakesTheSameWritesOnce(t *testing.T) {
 	for _, op := range ops {
 		kinds = append(kinds, op.Kind)
 	}
-	want := []store.OpKind{store.OpStartStep, store.OpStepGroup, store.OpFinishStep, store.OpStartStep, store.OpFinishStep, store.OpUpdateItem, store.OpEvents, store.OpEvents, store.OpEvaluations}
+	want := []store.OpKind{store.OpStartStep, store.OpStepGroup, store.OpFinishStep, store.OpStartStep, store.OpFinishStep, store.OpStartStep, store.OpNoteUsage, store.OpUpdateItem, store.OpEvents, store.OpEvents, store.OpEvaluations}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Fatalf("tapped ops (-want +got):\n%s", diff)
 	}
@@ -217,8 +222,8 @@ func TestApplyOpsMakesTheSameWritesOnce(t *testing.T) {
 			t.Fatalf("after apply #%d, b answers otherwise than a (-a +b):\n%s", i+1, diff)
 		}
 	}
-	if tot, _ := b.Totals(ctx, "r"); tot.CostUSD != 0.5 {
-		t.Errorf("totals %+v: want both tries counted once", tot)
+	if tot, _ := b.Totals(ctx, "r"); tot.CostUSD != 0.75 {
+		t.Errorf("totals %+v: want the three tries counted once", tot)
 	}
 	if _, err := b.ApplyOps(ctx, key, "d2", ops, nil); !errors.Is(err, store.ErrBatchConflict) {
 		t.Errorf("same number, other digest: %v, want ErrBatchConflict", err)

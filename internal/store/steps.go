@@ -197,6 +197,50 @@ const stepUsageQuery = `INSERT OR REPLACE INTO step_usage
 			(run_id, step_id, try, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, cost_estimated)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+// NoteUsage records what the running try of a started step has used so
+// far, and the model that answered: an agent interrupted before it
+// finished (cadre stop --now, Ctrl-C) had spent it. The step stays
+// started, to run again; the usage counts in Totals as a finished try's
+// does, and a later NoteUsage or FinishStep of the same try replaces it.
+// A step that is not started returns ErrNotFound.
+func (s *Store) NoteUsage(ctx context.Context, st Step) error {
+	if err := s.fault(OpNoteUsage); err != nil {
+		return fmt.Errorf("note usage of step %s: %w", st.ID, err)
+	}
+	if err := s.inTx(ctx, func(tx *sql.Tx) error { return s.noteUsage(ctx, tx, st) }); err != nil {
+		return fmt.Errorf("note usage of step %s: %w", st.ID, err)
+	}
+	s.emit(Op{Kind: OpNoteUsage, At: s.now(), Run: st.RunID, Item: st.ItemID, Step: &st})
+	return nil
+}
+
+// noteUsage is NoteUsage's write in tx.
+func (s *Store) noteUsage(ctx context.Context, tx *sql.Tx, st Step) error {
+	u := st.Usage
+	update, err := s.txStmt(ctx, tx, `UPDATE steps SET model = COALESCE(NULLIF(?, ''), model),
+			input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?, cost_usd = ?, cost_estimated = ?
+			WHERE run_id = ? AND id = ? AND status = 'started' RETURNING tries`)
+	if err != nil {
+		return err
+	}
+	var tries int
+	err = update.QueryRowContext(ctx, st.Model, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
+		u.CostUSD, u.CostEstimated, st.RunID, st.ID).Scan(&tries)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("started step of run %s %w", st.RunID, ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	usage, err := s.txStmt(ctx, tx, stepUsageQuery)
+	if err != nil {
+		return err
+	}
+	_, err = usage.ExecContext(ctx, st.RunID, st.ID, tries, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
+		u.CostUSD, u.CostEstimated)
+	return err
+}
+
 // SetStepGroup records the process group of the agent a started step is
 // running: pgid (its leader's pid) and start, the leader's start time. A
 // resume kills the group of a step that never finished, before running the

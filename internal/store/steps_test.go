@@ -271,6 +271,51 @@ func TestTotals(t *testing.T) {
 	}
 }
 
+// An interrupted try's usage, noted while its step stays started, counts
+// in the totals; noting again replaces it; the step's retry adds its own.
+func TestNoteUsage(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	mustRun(t, s, "r1", t0)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := func() float64 {
+		t.Helper()
+		u, err := s.Totals(ctx, "r1")
+		must(err)
+		return u.CostUSD
+	}
+	a := store.Step{RunID: "r1", ItemID: "i", ID: "a"}
+	if err := s.NoteUsage(ctx, a); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("noting a step never started: %v, want ErrNotFound", err)
+	}
+	must(s.StartStep(ctx, a))
+	a.Usage, a.Model = store.Usage{InputTokens: 100, CostUSD: 1}, "claude-x"
+	must(s.NoteUsage(ctx, a))
+	a.Usage = store.Usage{InputTokens: 200, CostUSD: 2}
+	must(s.NoteUsage(ctx, a))
+	if got := total(); got != 2 {
+		t.Errorf("after two notes of one try: $%v, want $2 (the later replaces)", got)
+	}
+	st, err := s.GetStep(ctx, "r1", "a")
+	must(err)
+	if st.Status != store.StepStarted || st.Usage.InputTokens != 200 || st.Model != "claude-x" {
+		t.Errorf("noted step: %s, %+v, model %q", st.Status, st.Usage, st.Model)
+	}
+	must(s.StartStep(ctx, a))
+	must(s.FinishStep(ctx, store.Step{RunID: "r1", ID: "a", Status: store.StepCompleted, Usage: store.Usage{CostUSD: 5}}))
+	if got := total(); got != 7 {
+		t.Errorf("after the retry: $%v, want $7 (both tries)", got)
+	}
+	if err := s.NoteUsage(ctx, a); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("noting a completed step: %v, want ErrNotFound", err)
+	}
+}
+
 func BenchmarkStepLifecycle(b *testing.B) {
 	ctx := context.Background()
 	s, _ := open(b)

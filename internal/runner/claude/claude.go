@@ -5,9 +5,11 @@
 // The prompt is the last argument (after "--"), or stdin when it is too long
 // for one argument. Progress comes from the stream's assistant events; the
 // reply, the token usage, the cost (total_cost_usd, reported by the CLI) and
-// the session id come from the final result event alone, never from summing
-// per-message usage. A result that says the run failed is returned as a
-// *runner.Error of the matching kind.
+// the session id come from the final result event, never from summing
+// per-message usage, when it came. A run interrupted before it (Ctrl-C,
+// cadre stop --now, a timeout) reports the sum of its messages' usage, each
+// message counted once, at its cost from the price table. A result that
+// says the run failed is returned as a *runner.Error of the matching kind.
 package claude
 
 import (
@@ -64,6 +66,9 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 			if out.Model == "" {
 				out.Model = r.ModelFor(inv)
 			}
+			if p.final == nil {
+				out.Usage = cliutil.Estimate(r.Prices, out.Model, out.Usage)
+			}
 			return out, p.failure()
 		}})
 }
@@ -114,6 +119,11 @@ type parser struct {
 	lastText  string // the last assistant text: the reply if no result came
 	lastError string // the error code of the last assistant message
 	final     *streamEvent
+	// used is each message's usage by its id, as last streamed (a
+	// message streams once per content block, repeating its usage):
+	// what a run without a result had spent.
+	used  map[string]usage
+	order []string
 }
 
 // streamEvent holds the fields cadre reads from any event. Fields whose type
@@ -137,6 +147,8 @@ type streamEvent struct {
 }
 
 type message struct {
+	ID      string          `json:"id"`
+	Usage   *usage          `json:"usage"`
 	Model   string          `json:"model"`
 	Content json.RawMessage `json:"content"` // an array of blocks, or a string
 }
@@ -146,6 +158,11 @@ type usage struct {
 	OutputTokens             int64 `json:"output_tokens"`
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+func (u usage) event() event.Usage {
+	return event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
 }
 
 type modelUsage struct {
@@ -181,6 +198,15 @@ func (p *parser) assistant(ev streamEvent) {
 	if ev.Message == nil {
 		return
 	}
+	if m := ev.Message; m.ID != "" && m.Usage != nil {
+		if p.used == nil {
+			p.used = map[string]usage{}
+		}
+		if _, seen := p.used[m.ID]; !seen {
+			p.order = append(p.order, m.ID)
+		}
+		p.used[m.ID] = *m.Usage
+	}
 	var blocks []cliutil.Block
 	if json.Unmarshal(ev.Message.Content, &blocks) != nil {
 		return
@@ -197,18 +223,16 @@ func (p *parser) result() runner.Result {
 	out := runner.Result{SessionID: p.sessionID, Model: p.model, Output: p.lastText}
 	f := p.final
 	if f == nil {
+		for _, id := range p.order {
+			out.Usage = out.Usage.Add(p.used[id].event())
+		}
 		return out
 	}
 	if f.Result != "" {
 		out.Output = f.Result
 	}
 	if f.Usage != nil {
-		out.Usage = event.Usage{
-			InputTokens:      f.Usage.InputTokens,
-			OutputTokens:     f.Usage.OutputTokens,
-			CacheReadTokens:  f.Usage.CacheReadInputTokens,
-			CacheWriteTokens: f.Usage.CacheCreationInputTokens,
-		}
+		out.Usage = f.Usage.event()
 	}
 	out.Usage.CostUSD = f.TotalCostUSD
 	if out.Model == "" {

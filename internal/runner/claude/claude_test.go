@@ -54,6 +54,14 @@ func TestParseTranscripts(t *testing.T) {
 			Model:  "claude-opus-5-5",
 			Notes:  []string{"session started (claude-opus-5-5)", "says: I will create the file.", "Write /tmp/TestRealCLIClaudewrite3829468602/001/repo/hello.txt"},
 		},
+		// real-write.jsonl cut before its result, as a run interrupted then:
+		// each message's usage once (msg_modelsim_1 streamed twice).
+		clitest.Transcript{
+			File: "real-interrupted.jsonl", SessionID: "3bdd7eb4-c6fb-42f1-8102-0da09db58387",
+			Output: "Created hello.txt with the greeting.",
+			Usage:  event.Usage{InputTokens: 2500, OutputTokens: 2, CacheReadTokens: 100},
+			Model:  "claude-opus-5-5",
+		},
 		clitest.Transcript{File: "real-rate-limit.jsonl", SessionID: "36a892d3-18c8-482d-a4fa-67208b99244d",
 			Output: "API Error: Request rejected (429)", Model: "claude-opus-5-5",
 			Kind: runner.KindRateLimit, Msg: "modelsim: rate limit reached"},
