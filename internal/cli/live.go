@@ -54,13 +54,26 @@ func (f *Factory) liveView(asJSON, plain bool) bool {
 // else printing lines (or --json) as before.
 func (f *Factory) runEngine(ctx context.Context, ws workspaceCtx, asJSON, live bool, budget float64,
 	start func(context.Context, *engine.Engine) (report.Summary, error)) (report.Summary, error) {
-	return f.runEngineOf(ctx, ws, asJSON, live, false, budget, start)
+	return f.runEngineOf(ctx, ws, shown{json: asJSON, live: live, budget: budget}, start)
 }
 
-// runEngineOf is runEngine; follow: the run's items run in other processes
-// (Temporal workers), whose events are shown from the journal.
-func (f *Factory) runEngineOf(ctx context.Context, ws workspaceCtx, asJSON, live, follow bool, budget float64,
+// shown says how a run is shown.
+type shown struct {
+	json, live bool
+	// follow: the run's items run in other processes (Temporal workers),
+	// whose events are shown from the journal.
+	follow bool
+	budget float64
+	// approve, when set, takes the live view's answers (a run --serve
+	// counts them with the board's); else they are journaled as cadre
+	// approve does.
+	approve func(ctx context.Context, run, item string, approved bool, note string) error
+}
+
+// runEngineOf is runEngine, shown as sh says.
+func (f *Factory) runEngineOf(ctx context.Context, ws workspaceCtx, sh shown,
 	start func(context.Context, *engine.Engine) (report.Summary, error)) (report.Summary, error) {
+	asJSON, live, follow, budget := sh.json, sh.live, sh.follow, sh.budget
 	st, err := openStore(ctx, ws.root)
 	if err != nil {
 		return report.Summary{}, err
@@ -93,7 +106,7 @@ func (f *Factory) runEngineOf(ctx context.Context, ws workspaceCtx, asJSON, live
 		return sum, err
 	}
 	feed := tui.NewFeed(4096)
-	acts := &runActions{f: f, st: st}
+	acts := &runActions{f: f, st: st, approve: sh.approve}
 	sink, tail := show(event.SinkFunc(func(ev event.Event) {
 		acts.setRun(ev.Run)
 		feed.Handle(ev)
@@ -213,6 +226,7 @@ type runActions struct {
 	stateDir string
 	lock     string             // the repository's run lock
 	cancel   context.CancelFunc // cancels the running steps
+	approve  func(ctx context.Context, run, item string, approved bool, note string) error
 	mu       sync.Mutex
 	run      string
 }
@@ -253,6 +267,9 @@ func (a *runActions) Stop(now bool) error {
 }
 
 func (a *runActions) Approve(item string, approved bool, note string) error {
+	if a.approve != nil {
+		return a.approve(context.Background(), a.runID(), item, approved, note)
+	}
 	return approveFromView(a.f, a.st, a.runID(), item, approved, note)
 }
 

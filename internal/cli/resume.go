@@ -137,7 +137,7 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
 	}
 	if opts.Serve.Addr != "" {
-		return f.runServed(ctx, ws, opts.Serve, opts.JSON, func(ctx context.Context, e *engine.Engine) (report.Summary, error) {
+		return f.runServed(ctx, ws, opts.Serve, shown{json: opts.JSON, live: f.liveView(opts.JSON, opts.Plain), budget: budget}, func(ctx context.Context, e *engine.Engine) (report.Summary, error) {
 			return e.ResumeWith(ctx, opts.Run, ov)
 		})
 	}

@@ -66,11 +66,13 @@ func checkServeFlags(cmd *cobra.Command, sf ServeFlags, dryRun bool) error {
 }
 
 // runServed runs start (a new run or a resume) with the web board served
-// from this process. When the run pauses for a human while a board page is
-// open, the process waits for the answers instead of exiting 3, and
-// resumes the run after each one, until the run no longer pauses, the page
-// is closed, the board's Stop is pressed or the process is interrupted.
-func (f *Factory) runServed(ctx context.Context, ws workspaceCtx, sf ServeFlags, asJSON bool,
+// from this process, shown as sh says (the live view too, on a terminal).
+// When the run pauses for a human while a board page is open, the process
+// waits for the answers (on the board or in the live view) instead of
+// exiting 3, and resumes the run after each one, until the run no longer
+// pauses, the page is closed, the board's Stop is pressed or the process
+// is interrupted.
+func (f *Factory) runServed(ctx context.Context, ws workspaceCtx, sf ServeFlags, sh shown,
 	start func(context.Context, *engine.Engine) (report.Summary, error)) error {
 	st, err := openStore(ctx, ws.root)
 	if err != nil {
@@ -91,31 +93,34 @@ func (f *Factory) runServed(ctx context.Context, ws workspaceCtx, sf ServeFlags,
 		g.Wait()
 	}()
 
-	e, flush, err := f.newEngine(ctx, ws, st, f.eventSink(asJSON))
-	if err != nil {
-		return err
-	}
-	seen := acts.count()
-	sum, err := start(ctx, e)
-	for err == nil && sum.Status == store.RunPaused {
-		if acts.count() == seen && !f.awaitAnswer(ctx, b, acts, sum) {
-			break
+	sh.approve = acts.Approve
+	sum, err := f.runEngineOf(ctx, ws, sh, func(ctx context.Context, e *engine.Engine) (report.Summary, error) {
+		seen := acts.count()
+		sum, err := start(ctx, e)
+		say := func(msg string) { fmt.Fprintln(f.IO.ErrOut, "cadre: "+msg) }
+		if sh.live { // the view owns the terminal: it shows the words
+			say = func(msg string) { e.Warn(sum.Run, msg) }
 		}
-		seen = acts.count()
-		sum, err = e.Resume(ctx, sum.Run)
-	}
-	flush()
+		for err == nil && sum.Status == store.RunPaused {
+			if acts.count() == seen && !f.awaitAnswer(ctx, b, acts, sum, say) {
+				break
+			}
+			seen = acts.count()
+			sum, err = e.Resume(ctx, sum.Run)
+		}
+		return sum, err
+	})
 	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	b.srv.Flush(fctx)
 	cancel()
-	return finishRun(f, sum, relPath(err, ws.root), asJSON)
+	return finishRun(f, sum, relPath(err, ws.root), sh.json)
 }
 
 // awaitAnswer waits for an answer on the board; false when there will be
 // none: no page stays open, Stop was pressed, or ctx ended.
-func (f *Factory) awaitAnswer(ctx context.Context, b *board, acts *boardActions, sum report.Summary) bool {
-	fmt.Fprintf(f.IO.ErrOut, "cadre: run %s paused: %s\ncadre: waiting for an answer on the board at %s (close it or press Ctrl-C to exit)\n",
-		sum.Run, sum.Reason, b.url)
+func (f *Factory) awaitAnswer(ctx context.Context, b *board, acts *boardActions, sum report.Summary, say func(string)) bool {
+	say(fmt.Sprintf("run %s paused: %s", sum.Run, sum.Reason))
+	say(fmt.Sprintf("waiting for an answer on the board at %s (close it or press Ctrl-C to exit)", b.url))
 	seen := acts.count()
 	alone := time.Now()
 	t := time.NewTicker(200 * time.Millisecond)

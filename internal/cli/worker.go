@@ -244,7 +244,7 @@ func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo runspec.Op
 	}
 	defer c.Close()
 	s := &temporal.Starter{Client: c, TaskQueue: t.TaskQueue, StepTimeout: eo.Settings(ws.cfg).Timeout, Heartbeat: t.Heartbeat}
-	return f.runEngineOf(ctx, ws, asJSON, live, true, budget, func(ctx context.Context, e *engine.Engine) (report.Summary, error) {
+	return f.runEngineOf(ctx, ws, shown{json: asJSON, live: live, follow: true, budget: budget}, func(ctx context.Context, e *engine.Engine) (report.Summary, error) {
 		// This journal is the run's journal of truth: workers on other
 		// machines fetch its items from it and send their steps back.
 		s.Home = temporal.HomeOf(e.StateDir())

@@ -138,6 +138,11 @@ func New(ctx context.Context, d Deps) (*Engine, error) {
 // StateDir is the repository's .cadre directory.
 func (e *Engine) StateDir() string { return filepath.Join(e.d.Root, workspace.StateDir) }
 
+// Warn tells run's watchers msg, as a warning event of the run.
+func (e *Engine) Warn(run, msg string) {
+	e.d.Bus.Publish(event.Event{Run: run, Type: event.Warning, Message: msg})
+}
+
 // Start begins a new run of opts.
 func (e *Engine) Start(ctx context.Context, opts Options) (report.Summary, error) {
 	runID, release, err := e.create(ctx, opts)

@@ -77,6 +77,7 @@ type state struct {
 	run    string
 	status string
 	usage  event.Usage
+	notice string // the run's last warning of its own (no item's)
 	items  []*Item
 	byID   map[string]*Item
 	steps  func(workflow, stage string) int
@@ -109,6 +110,10 @@ func (s *state) apply(e event.Event) {
 		s.status = "running"
 	case event.RunCompleted:
 		s.status = e.Message
+	case event.Warning:
+		if e.Item == "" {
+			s.notice = e.Message
+		}
 	}
 	if e.Item == "" {
 		return

@@ -147,6 +147,9 @@ func (m Model) footer() string {
 	for _, it := range m.st.paused() {
 		b.WriteString(m.fit(styleWarn.Render("paused: "+it.ID+": "+it.Reason)) + "\n")
 	}
+	if m.st.notice != "" {
+		b.WriteString(m.fit(styleWarn.Render(m.st.notice)) + "\n")
+	}
 	for _, it := range m.st.items {
 		if it.PR != "" {
 			b.WriteString(m.fit("pull request of "+it.ID+": "+it.PR) + "\n")
