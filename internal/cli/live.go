@@ -21,7 +21,6 @@ import (
 	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/ui/tui"
-	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
 // liveViewHelp documents the live view in the --help of the commands that
@@ -199,22 +198,10 @@ func readSnapshot(ctx context.Context, st *store.Store, run string) (tui.Snapsho
 	if err != nil {
 		return tui.Snapshot{}, fmt.Errorf("read run %s: %w", run, err)
 	}
-	steps, err := st.Steps(ctx, run)
-	if err != nil {
-		return tui.Snapshot{}, fmt.Errorf("read steps of run %s: %w", run, err)
-	}
-	done := map[string]int{}
-	for _, s := range steps {
-		// The steps a workflow is made of: agents and actions, not the
-		// bookkeeping around them (model picks, pushes, comments).
-		if _, action := workflow.Actions[s.Kind]; s.Status == store.StepCompleted && (s.Kind == "agent" || action) {
-			done[s.ItemID]++
-		}
-	}
 	sn := tui.Snapshot{Run: run, Status: sum.Status, Usage: sum.Usage}
 	for _, it := range sum.Items {
 		sn.Items = append(sn.Items, tui.ItemSnapshot{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: it.Status,
-			Reason: it.Reason, CurrentStep: it.CurrentStep, Attempts: it.Attempts, StepsDone: done[it.ID], Usage: it.Usage})
+			Reason: it.Reason, CurrentStep: it.CurrentStep, Attempts: it.Attempts, StepsDone: it.Done, Usage: it.Usage})
 	}
 	return sn, nil
 }

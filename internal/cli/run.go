@@ -235,7 +235,7 @@ func printSummary(w io.Writer, sum report.Summary) {
 	}
 	fmt.Fprintf(w, "%-*s %-10s %-9s %8s %5s %14s %9s\n", idW, "TASK", "STAGE", "STATUS", "ATTEMPTS", "STEPS", "TOKENS(in/out)", "COST")
 	for _, it := range sum.Items {
-		fmt.Fprintf(w, "%-*s %-10s %-9s %8d %5d %14s %9s\n", idW, it.ID, it.Stage, it.Status, it.Attempts, it.Steps,
+		fmt.Fprintf(w, "%-*s %-10s %-9s %8d %5d %14s %9s\n", idW, it.ID, it.Stage, it.Status, it.Attempts, it.Done,
 			fmt.Sprintf("%d/%d", it.Usage.InputTokens, it.Usage.OutputTokens), fmt.Sprintf("$%.4f", it.Usage.CostUSD))
 	}
 	fmt.Fprintf(w, "%-*s %-10s %-9s %8s %5s %14s %9s\n", idW, "total", "", "", "", "",

@@ -144,7 +144,7 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		if cur == "" {
 			cur = "-"
 		}
-		fmt.Fprintf(f.IO.Out, "%-*s %-10s %-9s %-*s %8d %5d %14s %9s\n", idW, it.ID, it.Stage, itemState(it, prs[it.ID]), stepW, cur, it.Attempts, it.Steps,
+		fmt.Fprintf(f.IO.Out, "%-*s %-10s %-9s %-*s %8d %5d %14s %9s\n", idW, it.ID, it.Stage, itemState(it, prs[it.ID]), stepW, cur, it.Attempts, it.Done,
 			fmt.Sprintf("%d/%d", it.Usage.InputTokens, it.Usage.OutputTokens), fmt.Sprintf("$%.4f", it.Usage.CostUSD))
 		// Where the work is goes on its own line: branch names and URLs are
 		// too long for the table's columns.

@@ -10,6 +10,7 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"github.com/cadre-dev/cadre/internal/workflow"
 	"strings"
 	"time"
 
@@ -33,11 +34,16 @@ type Summary struct {
 type ItemSummary struct {
 	ID, Title, Stage, Status, Reason string
 	CurrentStep                      string
-	Attempts, Steps                  int
-	Usage                            event.Usage
-	Branch                           string // the item's own branch; "" in place
-	PR                               string // its pull request's URL, once opened
-	PRNumber                         int
+	Attempts                         int
+	Steps                            int // agent steps, started or not
+	// Done counts the completed steps a workflow is made of, agents and
+	// actions (checks, commit, …) but not the bookkeeping around them
+	// (model picks, pushes, comments): what the live view's bar counts.
+	Done     int
+	Usage    event.Usage
+	Branch   string // the item's own branch; "" in place
+	PR       string // its pull request's URL, once opened
+	PRNumber int
 	// Picks are the model selector's latest choice per role (runner auto).
 	Picks []Pick
 }
@@ -89,6 +95,9 @@ func SummarizeRows(r store.Run, items []store.Item, steps []store.Step) Summary 
 		is := byItem[st.ItemID]
 		if is != nil && st.Kind == KindSelect && st.Status == store.StepCompleted {
 			addPick(is, st)
+		}
+		if _, action := workflow.Actions[st.Kind]; is != nil && st.Status == store.StepCompleted && (st.Kind == "agent" || action) {
+			is.Done++
 		}
 		if is == nil || st.Kind != "agent" {
 			continue

@@ -140,27 +140,27 @@ func TestRowsAppearAndBarAdvancesWithCompletedSteps(t *testing.T) {
 	}
 	m, _ = send(t, m, EventsMsg{ev(event.RunStarted, "", nil), started("alpha", "Add login", "plan")})
 	row := rowOf(t, m, "alpha")
-	for _, want := range []string{"Add login", "runner", "running", "░░░░░░░░░░ 0/3", "1m30s"} {
+	for _, want := range []string{"Add login", "runner", "running", "░░░░░░░░░░ 0/4", "1m30s"} {
 		if !strings.Contains(row, want) {
 			t.Errorf("row %q lacks %q", row, want)
 		}
 	}
 
 	m, _ = send(t, m, EventsMsg{step(event.StepStarted, "alpha", "plan", "planner", 1)})
-	if row := rowOf(t, m, "alpha"); !strings.Contains(row, "planner → fake/m1") || !strings.Contains(row, " 0/3") {
+	if row := rowOf(t, m, "alpha"); !strings.Contains(row, "planner → fake/m1") || !strings.Contains(row, " 0/4") {
 		t.Errorf("while the planner runs: %q", row)
 	}
 	m, _ = send(t, m, EventsMsg{step(event.StepCompleted, "alpha", "plan", "planner", 1)})
-	if row := rowOf(t, m, "alpha"); !strings.Contains(row, "███░░░░░░░ 1/3") || !strings.Contains(row, "1.0k/200") {
+	if row := rowOf(t, m, "alpha"); !strings.Contains(row, "███░░░░░░░ 1/4") || !strings.Contains(row, "1.0k/200") {
 		t.Errorf("after the planner: %q", row)
 	}
 	m, _ = send(t, m, EventsMsg{step(event.StepStarted, "alpha", "code", "coder", 1), step(event.StepCompleted, "alpha", "code", "coder", 1)})
-	if row := rowOf(t, m, "alpha"); !strings.Contains(row, "███████░░░ 2/3") || !strings.Contains(row, "coder → fake/m1") {
+	if row := rowOf(t, m, "alpha"); !strings.Contains(row, "█████░░░░░ 2/4") || !strings.Contains(row, "coder → fake/m1") {
 		t.Errorf("after the coder: %q", row)
 	}
 	m, _ = send(t, m, EventsMsg{ev(event.TaskCompleted, "alpha", func(e *event.Event) { e.Stage = "completed"; e.Time = t0.Add(time.Minute) })})
 	row = rowOf(t, m, "alpha")
-	if !strings.Contains(row, "██████████ 3/3") || !strings.Contains(row, "completed") || !strings.Contains(row, "1m0s") {
+	if !strings.Contains(row, "██████████ 4/4") || !strings.Contains(row, "completed") || !strings.Contains(row, "1m0s") {
 		t.Errorf("after completion (bar full, elapsed frozen at the end): %q", row)
 	}
 }
@@ -194,8 +194,8 @@ func TestSnapshotCarriesJournaledStepsCostAndBudget(t *testing.T) {
 	m, _ = send(t, m, EventsMsg{started("c", "Resumed", "plan")})
 	out := plain(m)
 	row := rowOf(t, m, "c")
-	// Two steps done in an earlier session, one (audit) left.
-	if !strings.Contains(row, " 2/3") || !strings.Contains(row, "$0.5000") || !strings.Contains(row, "5.0k/800") {
+	// Two steps done in an earlier session; the audit and the commit left.
+	if !strings.Contains(row, " 2/4") || !strings.Contains(row, "$0.5000") || !strings.Contains(row, "5.0k/800") {
 		t.Errorf("row %q", row)
 	}
 	if !strings.Contains(out, "budget left $1.5000 of $2.00") || !strings.Contains(out, "cost $0.5000") {
@@ -314,7 +314,7 @@ func TestStepCountOfBuiltins(t *testing.T) {
 	for _, c := range []struct {
 		wf, stage string
 		want      int
-	}{{"runner", "plan", 3}, {"runner", "code", 2}, {"runner", "audit", 1}, {"standard", "", 4}, {"no-such", "", 0}} {
+	}{{"runner", "plan", 4}, {"runner", "code", 3}, {"runner", "audit", 2}, {"standard", "", 4}, {"no-such", "", 0}} {
 		if got := steps(c.wf, c.stage); got != c.want {
 			t.Errorf("steps(%s, %s) = %d, want %d", c.wf, c.stage, got, c.want)
 		}

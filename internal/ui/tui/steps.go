@@ -33,12 +33,12 @@ func countNodes(nodes []workflow.Node) int {
 
 // StepsFunc returns the expected step count of an item by its workflow and
 // the stage it started from, for Config.Steps: the stage pipeline runs
-// one step per remaining stage; a declarative workflow its StepCount. An
+// one step per remaining stage, then its commit; a declarative workflow its StepCount. An
 // unknown workflow gives 0 (the bar then grows with the steps seen).
 func StepsFunc(flows *workflow.Registry) func(name, stage string) int {
 	return func(name, stage string) int {
 		if name == workflow.PipelineWorkflow {
-			return len(workflow.Remaining(stage))
+			return len(workflow.Remaining(stage)) + 1 // and its commit
 		}
 		if flows == nil {
 			return 0
