@@ -81,6 +81,13 @@ func TestItemPageShowsTheChange(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll('#diff b').length`); n != 0 {
 		t.Error("the diff's text made an element")
 	}
+	// The page uses the width: the change beside the facts and the steps.
+	if got := eval[string](t, ctx, `(() => {
+		const d = document.querySelector('#diff').getBoundingClientRect(), s = document.querySelector('#timeline').getBoundingClientRect();
+		return d.left > s.right && d.top < s.bottom && d.right > innerWidth * 0.9 ? 'beside' : 'diff ' + JSON.stringify(d) + ' steps ' + JSON.stringify(s);
+	})()`); got != "beside" {
+		t.Errorf("on a %d px window the diff is not beside the steps: %s", 1600, got)
+	}
 	screenshot(t, ctx, "board-item-diff.png")
 	if got := eval[string](t, ctx, `document.querySelector('#item-head').textContent`); !strings.Contains(got, "33.5k/590 tok") {
 		t.Errorf("tokens not in short form: %q", got)

@@ -346,17 +346,24 @@
         pr ? el('tr', {}, el('th', {}, 'pull request'), el('td', {}, el('a', { href: pr, rel: 'noopener noreferrer', target: '_blank' }, pr))) : null)),
       waiting ? el('div', { class: 'actions', id: 'item-actions' }, note, approveButtons(it.ID, () => note.value)) : null);
     const steps = el('ol', { class: 'timeline', id: 'timeline' }, d.steps.map(stepNode));
-    $('#view').replaceChildren(el('p', {}, el('a', { href: runHref(S.run) }, '← board')), head, ...changes(d), el('h2', {}, 'Steps'), steps);
+    // On a wide screen the change sits beside the facts and the steps.
+    const side = el('section', { class: 'item-side' }, head, ...commits(d), el('h2', {}, 'Steps'), steps);
+    const diff = changes(d);
+    $('#view').replaceChildren(el('p', {}, el('a', { href: runHref(S.run) }, '← board')),
+      el('div', { class: diff.length ? 'item-page wide' : 'item-page' }, side, diff.length ? el('section', { class: 'item-main' }, ...diff) : null));
   }
 
-  // changes is the item's commits and its diff against its base: every
-  // line as text, added and removed lines marked by class.
+  // commits lists the item's commits: short SHA and subject.
+  function commits(d) {
+    if (!d.commits || !d.commits.length) return [];
+    return [el('h2', {}, 'Commits'), el('ul', { id: 'commits' }, d.commits.map((c) =>
+      el('li', {}, el('code', {}, c.sha.slice(0, 12)), ' ', c.subject)))];
+  }
+
+  // changes is the item's diff against its base: every line as text,
+  // added and removed lines marked by class.
   function changes(d) {
     const out = [];
-    if (d.commits && d.commits.length) {
-      out.push(el('h2', {}, 'Commits'), el('ul', { id: 'commits' }, d.commits.map((c) =>
-        el('li', {}, el('code', {}, c.sha.slice(0, 12)), ' ', c.subject))));
-    }
     if (d.diff) {
       const lines = d.diff.split('\n').map((l) => {
         let cls = '';
