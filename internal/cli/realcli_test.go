@@ -306,7 +306,7 @@ func TestRealClaudeInterruptedKeepsUsage(t *testing.T) {
       - text: I will wait first.
         tools:
           - name: Bash
-            input: {command: "sleep 120", description: "wait"}
+            input: {command: "until [ -e never ]; do sleep 0.2; done", description: "wait"}
         usage: {input_tokens: 2000, output_tokens: 50}
 default:
   text: OK

@@ -40,9 +40,10 @@ func TestLiveView(t *testing.T) {
 //	term wait REGEXP         wait until the screen (and its history) matches
 //	                         REGEXP, a multi-line one
 //	term keys KEY...         type keys (tmux key names: q, Q, Enter, Escape)
+//	term capture FILE        write the visible screen to FILE
 func cmdTerm(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
-		ts.Fatalf("usage: term start DIR COMMAND | term wait REGEXP | term keys KEY...")
+		ts.Fatalf("usage: term start DIR COMMAND | term wait REGEXP | term keys KEY... | term capture FILE")
 	}
 	sock := ts.MkAbs("tmux.sock")
 	switch args[0] {
@@ -75,6 +76,8 @@ func cmdTerm(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	case "keys":
 		tmux(ts, sock, append([]string{"send-keys", "-t", "main"}, args[1:]...)...)
+	case "capture":
+		ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(tmux(ts, sock, "capture-pane", "-p", "-t", "main")), 0o644))
 	default:
 		ts.Fatalf("term: unknown subcommand %q", args[0])
 	}
