@@ -197,6 +197,7 @@ func finishRun(f *Factory, sum report.Summary, err error, asJSON bool) error {
 	}
 	if !asJSON {
 		printSummary(f.IO.ErrOut, sum)
+		printAnswers(f.IO.Out, sum)
 	}
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(f.IO.ErrOut, "cadre: interrupted; continue with: cadre resume %s\n", sum.Run)
@@ -223,6 +224,24 @@ func finishRun(f *Factory, sum report.Summary, err error, asJSON bool) error {
 		fmt.Fprintf(f.IO.ErrOut, "cadre: %s failed in %s; go on with: cadre retry %s %s\n", it.ID, workPlace(it), sum.Run, it.ID)
 	}
 	return silentExit(1)
+}
+
+// printAnswers writes the answers of QUICK items, their results, on
+// stdout: alone for one item, each after its item's id for several.
+func printAnswers(w io.Writer, sum report.Summary) {
+	var answered []report.ItemSummary
+	for _, it := range sum.Items {
+		if it.Answer != "" {
+			answered = append(answered, it)
+		}
+	}
+	for _, it := range answered {
+		if len(answered) == 1 {
+			fmt.Fprintln(w, strings.TrimRight(it.Answer, "\n"))
+			continue
+		}
+		fmt.Fprintf(w, "%s: %s\n", it.ID, strings.TrimRight(it.Answer, "\n"))
+	}
 }
 
 // printSummary writes the table of items: task, final stage, attempts,

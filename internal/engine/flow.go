@@ -258,6 +258,7 @@ type actionResult struct {
 	Approved    *bool          `json:"approved,omitempty"`
 	Signal      *signal.Signal `json:"signal,omitempty"` // gatekeeper
 	Note        string         `json:"note,omitempty"`
+	Answer      string         `json:"answer,omitempty"` // QUICK's: the item's result
 }
 
 // Action runs (or replays) a deterministic step.
@@ -336,8 +337,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		if err := writeStepFile(ir.outDir, out, []byte(c.Text+"\n")); err != nil {
 			failure = err.Error()
 		}
-		r.Output = out
-		e.publish(ir, event.Event{Type: event.Warning, Message: "answer: " + oneLine(c.Text)})
+		r.Output, r.Answer = out, c.Text
 	default:
 		failure = "unknown action " + c.Kind
 	}
@@ -360,7 +360,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 	if err := e.finishStep(ctx, rec); err != nil {
 		return workflow.Outcome{}, err
 	}
-	e.publish(ir, event.Event{Type: event.StepCompleted, Phase: c.Phase, Step: c.ID, Message: c.Kind})
+	e.publish(ir, event.Event{Type: event.StepCompleted, Phase: c.Phase, Step: c.ID, Message: c.Kind, Answer: r.Answer})
 	out := workflow.Outcome{Regressions: r.Regressions, Output: r.Output}
 	if r.Signal != nil {
 		out.Signal = *r.Signal

@@ -67,6 +67,9 @@ type Event struct {
 	Usage   *Usage    `json:"usage,omitempty"`
 	Error   string    `json:"error,omitempty"`
 	Message string    `json:"message,omitempty"`
+	// Answer is a QUICK item's answer, on its answer step's stepCompleted:
+	// the item's result.
+	Answer string `json:"answer,omitempty"`
 }
 
 // Sink receives events. Implementations must not block for long: the bus

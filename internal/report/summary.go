@@ -44,6 +44,8 @@ type ItemSummary struct {
 	Branch   string // the item's own branch; "" in place
 	PR       string // its pull request's URL, once opened
 	PRNumber int
+	// Answer is a QUICK item's answer (its answer step's): its result.
+	Answer string
 	// Picks are the model selector's latest choice per role (runner auto).
 	Picks []Pick
 }
@@ -57,6 +59,10 @@ type Pick struct {
 	Model  string `json:"model"`
 	Reason string `json:"reason"`
 }
+
+// KindAnswer is the kind of QUICK's answer step, whose result holds the
+// answer under "answer".
+const KindAnswer = "answer"
 
 // KindSelect is the kind of the step that journals the model selector's
 // choice for an agent step (its id is the agent step's and "/select").
@@ -98,6 +104,11 @@ func SummarizeRows(r store.Run, items []store.Item, steps []store.Step) Summary 
 		}
 		if _, action := workflow.Actions[st.Kind]; is != nil && st.Status == store.StepCompleted && (st.Kind == "agent" || action) {
 			is.Done++
+			if st.Kind == KindAnswer {
+				var r struct{ Answer string }
+				json.Unmarshal(st.Result, &r)
+				is.Answer = r.Answer
+			}
 		}
 		if is == nil || st.Kind != "agent" {
 			continue
