@@ -160,3 +160,14 @@ rules:
 	// Output:
 	// debug [debugger executor verifier] A stack trace: diagnose first.
 }
+
+// Roles lists the built-in roles with what each is for.
+func ExampleRoles() {
+	for _, r := range agent.Roles() {
+		if r.Name == "judge" {
+			fmt.Println(r.Name + ": " + r.Description)
+		}
+	}
+	// Output:
+	// judge: Judges the work against the goal's win-state and rates it; passes it on or sends it back to the planner.
+}

@@ -3,6 +3,7 @@ package eval_test
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/cadre-dev/cadre/agent"
 	"github.com/cadre-dev/cadre/eval"
@@ -64,4 +65,36 @@ func ExampleSelector_Select() {
 	// claude ""
 	// claude: 0.90 quality at $0.400 per step over 3 samples (score 0.65, explore 0.00); next ollama/qwen2.5-coder (score 0.50)
 	// claude: 0 of 3 samples so far; trying candidates without enough data first, in listed order
+}
+
+// A program records its own evaluations in a repository's score store,
+// where they persist: runner auto and cadre scores read them from then on.
+func ExampleStoreScores_Record() {
+	ctx := context.Background()
+	repo, _ := os.MkdirTemp("", "scores")
+	defer os.RemoveAll(repo)
+	scores, err := eval.CreateScores(ctx, repo)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	claude, _ := eval.ParseCandidate("claude/sonnet")
+	for _, q := range []float64{0.9, 0.7} {
+		if err := scores.Record(ctx, "architect", claude, q, 0.30); err != nil {
+			fmt.Println(err)
+		}
+	}
+	scores.Close()
+
+	again, err := eval.OpenScores(ctx, repo)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer again.Close()
+	stats, _ := again.Stats(ctx, "architect", []eval.Candidate{claude})
+	s := stats[claude]
+	fmt.Printf("%d samples, quality %.2f, $%.2f a step\n", s.Samples, s.MeanQuality, s.MeanCostUSD)
+	// Output:
+	// 2 samples, quality 0.80, $0.30 a step
 }

@@ -2,6 +2,8 @@ package eval
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"os"
@@ -121,6 +123,45 @@ func OpenScores(ctx context.Context, repoDir string) (*StoreScores, error) {
 		return nil, fmt.Errorf("open scores: %w", err)
 	}
 	return &StoreScores{st: st}, nil
+}
+
+// CreateScores opens the score store of the repository at repoDir, making
+// it (.cadre/cadre.db) when missing, for a program that records its own
+// evaluations (Record). repoDir must exist.
+func CreateScores(ctx context.Context, repoDir string) (*StoreScores, error) {
+	if fi, err := os.Stat(repoDir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("create scores: %s is not a directory", repoDir)
+	}
+	st, err := store.Open(ctx, filepath.Join(repoDir, ".cadre", "cadre.db"))
+	if err != nil {
+		return nil, fmt.Errorf("create scores: %w", err)
+	}
+	return &StoreScores{st: st}, nil
+}
+
+// Record adds one evaluation of c doing role to the store, as
+// MemoryScores.Record does in memory: quality 0..1 (clamped) and the cost
+// in USD. It is kept as a benchmark's result (cadre scores --source bench
+// shows it) and counts for runner auto and Stats from then on.
+func (s *StoreScores) Record(ctx context.Context, role string, c Candidate, quality, costUSD float64) error {
+	if role == "" || c.Runner == "" {
+		return fmt.Errorf("record: a role and a candidate runner are required")
+	}
+	q := math.Min(math.Max(quality, 0), 1)
+	if math.IsNaN(quality) {
+		return fmt.Errorf("record %s of %s: quality is not a number", role, c)
+	}
+	// Each record is an evaluation of its own: the journal keeps one per
+	// (run, item, step, kind).
+	var id [8]byte
+	rand.Read(id[:])
+	err := s.st.RecordEvaluation(ctx, store.Evaluation{Source: store.SourceBench, RunID: "api", ItemID: "record", StepID: hex.EncodeToString(id[:]),
+		Role: role, Runner: c.Runner, Model: c.Model, Kind: store.KindBench, Score: &q,
+		Usage: &store.EvalUsage{CostUSD: math.Max(costUSD, 0)}})
+	if err != nil {
+		return fmt.Errorf("record %s of %s: %w", role, c, err)
+	}
+	return nil
 }
 
 // Stats returns role's recorded evaluations for each of cands.

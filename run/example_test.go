@@ -74,3 +74,15 @@ func sampleRepo() (string, func()) {
 	}
 	return dir, func() { os.RemoveAll(dir) }
 }
+
+// Workflows lists the built-in workflows with the roles each invokes.
+func ExampleWorkflows() {
+	for _, w := range run.Workflows() {
+		if w.Name == "loop" || w.Name == "simple" {
+			fmt.Println(w.Name, w.Roles)
+		}
+	}
+	// Output:
+	// loop [planner actor judge]
+	// simple [executor]
+}
