@@ -148,6 +148,15 @@ func writeNodes(b *strings.Builder, nodes []workflow.Node, ind string, inRound b
 				fmt.Fprintf(b, "%s  between rounds (with the rejection as their note):\n", ind)
 				writeNodes(b, n.Loop.Between, ind+"    ", false)
 			}
+			if len(n.Loop.OnFail) > 0 {
+				fmt.Fprintf(b, "%s  after a round a working role ended with FAIL (the next round reads what they found):\n", ind)
+				writeNodes(b, n.Loop.OnFail, ind+"    ", false)
+			}
+			if n.Loop.Next == "route" {
+				fmt.Fprintf(b, "%s  a passing round goes where its last agent's Next says: %s starts the next round on a new subordinate goal;\n"+
+					"%s  otherwise (Done) the goal is met and waits for cadre approve (limits.approve_goal), reject --note sending the note to %s\n",
+					ind, n.Loop.Do[0].Role, ind, n.Loop.Do[0].Role)
+			}
 		case n.Run == "gatekeeper":
 			what := "fails the item"
 			if inRound {

@@ -131,6 +131,9 @@ type Limits struct {
 	EscalateBelowConfidence int     `yaml:"escalate_below_confidence"`
 	MaxInsufficientLoops    int     `yaml:"max_insufficient_loops"`
 	MaxIterations           int     `yaml:"max_iterations"` // moa workflow: most architect → executor → critic rounds
+	// ApproveGoal has a goal the loop workflow's judge finds met wait for
+	// a human's approval before it is committed (seed 002's Judge → Human).
+	ApproveGoal bool `yaml:"approve_goal"`
 	// WorktreePool: worktrees kept checked out at the base ahead of need,
 	// for repositories where checking out is slow (0: off).
 	WorktreePool int `yaml:"worktree_pool"`
@@ -379,6 +382,7 @@ func Default() Config {
 			EscalateBelowConfidence: 5,
 			MaxInsufficientLoops:    5,
 			MaxIterations:           3,
+			ApproveGoal:             true,
 		},
 		GitHub: GitHub{
 			TokenEnv:      "GITHUB_TOKEN",

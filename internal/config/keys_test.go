@@ -121,6 +121,8 @@ var keyEffects = []keyEffect{
 		by: "workflow: confidence that pauses for a human"},
 	{key: "limits.max_insufficient_loops", yaml: "limits: {max_insufficient_loops: 2}", read: func(c Config) any { return c.Limits.MaxInsufficientLoops },
 		by: "workflow: INSUFFICIENT rounds of the loop workflow"},
+	{key: "limits.approve_goal", yaml: "limits: {approve_goal: false}", read: func(c Config) any { return c.Limits.ApproveGoal },
+		by: "workflow: a routed loop's goal met waits for a human's approval (cadre approve) before its commit"},
 	{key: "limits.max_iterations", yaml: "limits: {max_iterations: 5}", read: func(c Config) any { return c.Limits.MaxIterations },
 		by: "workflow: rounds of the moa workflow"},
 	{key: "limits.worktree_pool", yaml: "limits: {worktree_pool: 4}", read: func(c Config) any { return c.Limits.WorktreePool },

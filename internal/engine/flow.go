@@ -69,7 +69,7 @@ func (e *Engine) flowLimits() workflow.FlowLimits {
 	lim := e.d.Config.Limits
 	return workflow.FlowLimits{AuditPassRating: lim.AuditPassRating, EscalateBelowConfidence: lim.EscalateBelowConfidence,
 		MaxReviewRounds: lim.MaxReviewRounds, MaxInsufficientLoops: lim.MaxInsufficientLoops,
-		MaxIterations: lim.MaxIterations, MaxAttempts: lim.MaxAttempts, ParallelAgents: lim.ParallelAgents}
+		MaxIterations: lim.MaxIterations, MaxAttempts: lim.MaxAttempts, ParallelAgents: lim.ParallelAgents, ApproveGoal: lim.ApproveGoal}
 }
 
 // endFlow journals how an item's workflow ended (res, or err: a pause, a

@@ -78,7 +78,7 @@ type Outcome struct {
 // HumanCall is an escalation to a human.
 type HumanCall struct {
 	ID     string // stable, like step ids
-	Kind   string // HumanEscalation or HumanIncomplete
+	Kind   string // HumanEscalation, HumanIncomplete or HumanGoal
 	Step   string // the step that asked for it ("" for HumanIncomplete)
 	Role   string
 	Reason string
@@ -93,6 +93,11 @@ const (
 	// (five consecutive INSUFFICIENT by default). Approve runs another set of
 	// rounds with the human's note; reject ends the item incomplete.
 	HumanIncomplete = "incomplete"
+	// HumanGoal: a routed loop found its goal met (seed 002's Judge →
+	// Human). Approve completes the goal; reject with a note sends the
+	// note to the loop's first role (the planner); without one it ends
+	// the item.
+	HumanGoal = "goal"
 )
 
 // Answer is a human's decision.
@@ -128,6 +133,9 @@ type FlowLimits struct {
 	MaxIterations           int
 	MaxAttempts             int
 	ParallelAgents          int
+	// ApproveGoal has a goal a routed loop finds met wait for a human's
+	// approval (limits.approve_goal).
+	ApproveGoal bool
 }
 
 func (l FlowLimits) bound(s string) int {

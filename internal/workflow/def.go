@@ -62,6 +62,16 @@ type Loop struct {
 	// default), continue (only for loops without reviewing roles: rejected
 	// work is never committed), or incomplete (pause for a human).
 	Exhausted string `yaml:"exhausted"`
+	// Next, "route", has a passing round go where its last agent's Next
+	// says (seed 002's judge): the round's first role starts the next
+	// round on a new subordinate goal (at most the bound of them in a
+	// row); anything else ends the loop with the goal met, which a human
+	// approves unless limits.approve_goal is off.
+	Next string `yaml:"next"`
+	// OnFail runs when a working role ended a round with FAIL, before
+	// the next round, which reads what it produced (the diagnoser's root
+	// cause, for the planner).
+	OnFail []Node `yaml:"on_fail"`
 }
 
 // Gates a loop can wait for.
@@ -300,8 +310,19 @@ func validateLoop(at string, l *Loop, roleExists func(string) bool, inTask bool)
 	if l.Until == "review-pass" && reviewingIn(l.Do) == "" {
 		return fmt.Errorf("%s: until review-pass needs a reviewing role (%s) in do", at, strings.Join(Reviewing, ", "))
 	}
+	switch {
+	case l.Next != "" && l.Next != "route":
+		return fmt.Errorf("%s: next %q: want route (or leave it out)", at, l.Next)
+	case l.Next == "route" && (len(l.Do) == 0 || l.Do[0].Role == ""):
+		return fmt.Errorf("%s: next: route needs a role first in do, the one a passing round's Next names to go on", at)
+	}
 	if err := validateNodes(at+".do", l.Do, roleExists, inTask); err != nil {
 		return err
+	}
+	if len(l.OnFail) > 0 {
+		if err := validateNodes(at+".on_fail", l.OnFail, roleExists, inTask); err != nil {
+			return err
+		}
 	}
 	if len(l.Between) > 0 {
 		return validateNodes(at+".between", l.Between, roleExists, inTask)
@@ -321,7 +342,7 @@ func reviewingIn(nodes ...[]Node) string {
 			}
 			inner := [][]Node{n.Parallel, n.Do}
 			if n.Loop != nil {
-				inner = append(inner, n.Loop.Do, n.Loop.Between)
+				inner = append(inner, n.Loop.Do, n.Loop.Between, n.Loop.OnFail)
 			}
 			if r := reviewingIn(inner...); r != "" {
 				return r
@@ -383,6 +404,7 @@ func (d *Def) walk(visit func(Node)) {
 			if n.Loop != nil {
 				rec(n.Loop.Do)
 				rec(n.Loop.Between)
+				rec(n.Loop.OnFail)
 			}
 		}
 	}

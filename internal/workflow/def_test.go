@@ -9,7 +9,7 @@ import (
 
 func TestBuiltinsValidateAgainstKnownRoles(t *testing.T) {
 	known := map[string]bool{}
-	for _, r := range strings.Fields("issue-analyst codebase-scout implementation-planner adjudicator code-writer test-writer code-reviewer fix-surgeon integration-checker pr-composer triage planner architect executor critic gatekeeper judge debugger tester verifier researcher documenter actor") {
+	for _, r := range strings.Fields("issue-analyst codebase-scout implementation-planner adjudicator code-writer test-writer code-reviewer fix-surgeon integration-checker pr-composer triage planner architect executor critic gatekeeper judge debugger tester verifier researcher documenter actor diagnoser") {
 		known[r] = true
 	}
 	r, err := LoadDefs("", func(s string) bool { return known[s] })

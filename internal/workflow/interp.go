@@ -45,16 +45,17 @@ type scope struct {
 	last      Outcome
 	note      string
 	round     int
-	index     int   // position of the step within its loop round, for signatures
-	inRound   bool  // inside a loop's do: a FAIL or a rejection ends the round
-	pass      int   // the workflow's pass rating for reviewers
-	work      *Work // the last working step
-	review    *Work // the last review since it (not a judge's)
+	index     int    // position of the step within its loop round, for signatures
+	inRound   bool   // inside a loop's do: a FAIL or a rejection ends the round
+	pass      int    // the workflow's pass rating for reviewers
+	work      *Work  // the last working step
+	review    *Work  // the last review since it (not a judge's)
+	approved  string // the last step a human was asked about and approved
 }
 
 // carry takes over what an inner sequence produced.
 func (sc *scope) carry(in *scope) {
-	sc.inputs, sc.last, sc.note, sc.work, sc.review = in.inputs, in.last, in.note, in.work, in.review
+	sc.inputs, sc.last, sc.note, sc.work, sc.review, sc.approved = in.inputs, in.last, in.note, in.work, in.review, in.approved
 }
 
 // checked is the work a gatekeeper checks and a reviewer rates: the last
@@ -76,7 +77,10 @@ func (f *failure) Error() string { return f.reason }
 // FAIL). A loop takes it as a failed round and sends the work back;
 // anywhere else it fails the item, even in a non-critical phase: rejected
 // work is never committed as done.
-type rejected struct{ reason string }
+type rejected struct {
+	reason string
+	fail   bool // a working role's FAIL, not a reviewer's rejection
+}
 
 func (e *rejected) Error() string { return e.reason }
 
@@ -223,6 +227,7 @@ func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
 		if !ans.Approved {
 			return &ended{fmt.Sprintf("%s; rejected by a human: %s", why, ans.Note)}
 		}
+		sc.approved = id
 		if out.Signal.Result == signal.ClarificationNeeded {
 			// The agent could not do its work without an answer: ask it
 			// again with the human's.
@@ -251,12 +256,12 @@ func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
 		sc.review = w
 	}
 	if why := Rejection(role, out.Signal, sc.pass); why != "" {
-		return &rejected{why}
+		return &rejected{reason: why}
 	}
 	if out.Signal.Result == signal.Fail && !IsReviewing(role) {
 		why := fmt.Sprintf("%s reported FAIL: %s", role, out.Signal.LoopSummary)
 		if sc.inRound {
-			return &rejected{why} // the failure goes back to the loop's first role
+			return &rejected{why, true} // the failure goes back to the loop's first role
 		}
 		return &failure{why}
 	}
@@ -311,7 +316,7 @@ func (in *Interp) action(ctx context.Context, kind string, sc *scope) error {
 		}
 		sc.note = out.Signal.Context
 		if why := Rejection(kind, out.Signal, sc.pass); why != "" {
-			return &rejected{why}
+			return &rejected{reason: why}
 		}
 		return nil
 	}

@@ -18,7 +18,8 @@ type fakeExec struct {
 	mu       sync.Mutex
 	calls    []string // "role" or "run:kind", with "@task" inside foreach
 	ids      []string
-	notes    map[string]string // step id → note it got
+	notes    map[string]string   // step id → note it got
+	inputs   map[string][]string // step id → inputs it got
 	warnings []string
 	agent    func(c AgentCall, n int) Outcome // n: how many times this role ran before (per task)
 	action   func(c ActionCall) Outcome
@@ -27,7 +28,7 @@ type fakeExec struct {
 }
 
 func newFake() *fakeExec {
-	return &fakeExec{notes: map[string]string{}, seen: map[string]int{}}
+	return &fakeExec{notes: map[string]string{}, inputs: map[string][]string{}, seen: map[string]int{}}
 }
 
 func (f *fakeExec) Agent(_ context.Context, c AgentCall) (Outcome, error) {
@@ -39,6 +40,7 @@ func (f *fakeExec) Agent(_ context.Context, c AgentCall) (Outcome, error) {
 	f.calls = append(f.calls, name)
 	f.ids = append(f.ids, c.ID)
 	f.notes[c.ID] = c.Note
+	f.inputs[c.ID] = c.Inputs
 	n := f.seen[name]
 	f.seen[name]++
 	f.mu.Unlock()
@@ -112,12 +114,17 @@ func defs(t *testing.T) *Registry {
 
 func runWF(t *testing.T, name string, f *fakeExec) (Result, error) {
 	t.Helper()
+	return runWFLim(t, name, f, testLim)
+}
+
+func runWFLim(t *testing.T, name string, f *fakeExec, lim FlowLimits) (Result, error) {
+	t.Helper()
 	r := defs(t)
 	d, ok := r.Get(name)
 	if !ok {
 		t.Fatalf("no workflow %s", name)
 	}
-	in := &Interp{Item: "42", Defs: r, Exec: f, Lim: testLim, Roles: func(s string) bool { return s != "nobody" }}
+	in := &Interp{Item: "42", Defs: r, Exec: f, Lim: lim, Roles: func(s string) bool { return s != "nobody" }}
 	return in.Run(context.Background(), d)
 }
 
@@ -395,7 +402,7 @@ func TestLoopWorkflow(t *testing.T) {
 			t.Errorf("planner#4 note %q", f.notes["42/loop/planner#4"])
 		}
 	})
-	t.Run("an actor FAIL goes back to the planner", func(t *testing.T) {
+	t.Run("an actor FAIL goes to the diagnoser, whose diagnosis the planner reads", func(t *testing.T) {
 		f := newFake()
 		f.agent = func(c AgentCall, n int) Outcome {
 			o := okOutcome(c.Role)
@@ -403,15 +410,38 @@ func TestLoopWorkflow(t *testing.T) {
 				o.Signal.Result = signal.Fail
 				o.Signal.LoopSummary = "blocked by a missing fixture"
 			}
+			if c.Role == "diagnoser" {
+				o.Signal.Context = "root cause: the fixture loader skips testdata/"
+			}
 			return o
 		}
 		res, _ := runWF(t, "loop", f)
-		want := []string{"planner", "actor", "planner", "actor", "judge", "run:commit"}
+		want := []string{"planner", "actor", "diagnoser", "planner", "actor", "judge", "run:commit"}
 		if diff := cmp.Diff(want, f.calls); diff != "" || res.Status != ResultCompleted {
 			t.Errorf("%s %+v", diff, res)
 		}
-		if !strings.Contains(f.notes["42/loop/planner#2"], "actor reported FAIL: blocked by a missing fixture") {
-			t.Errorf("planner#2 note %q", f.notes["42/loop/planner#2"])
+		if n := f.notes["42/loop/diagnoser#1"]; !strings.Contains(n, "actor reported FAIL: blocked by a missing fixture") {
+			t.Errorf("diagnoser note %q", n)
+		}
+		if n := f.notes["42/loop/planner#2"]; !strings.HasPrefix(n, "root cause: the fixture loader skips testdata/") || !strings.Contains(n, "actor reported FAIL") {
+			t.Errorf("planner#2 note %q", n)
+		}
+		if in := f.inputs["42/loop/planner#2"]; !contains(in, "/out/diagnoser.md") || !contains(in, "/out/actor.md") {
+			t.Errorf("planner#2 inputs %v", in)
+		}
+	})
+	t.Run("a judge's INSUFFICIENT is no FAIL: no diagnoser", func(t *testing.T) {
+		f := newFake()
+		f.agent = func(c AgentCall, n int) Outcome {
+			o := okOutcome(c.Role)
+			if c.Role == "judge" && n == 0 {
+				o.Signal.Result = signal.Insufficient
+			}
+			return o
+		}
+		runWF(t, "loop", f)
+		if contains(f.calls, "diagnoser") {
+			t.Errorf("calls %v", f.calls)
 		}
 	})
 	t.Run("low confidence pauses for a human", func(t *testing.T) {
@@ -462,6 +492,114 @@ func TestLoopWorkflow(t *testing.T) {
 		}
 	})
 
+}
+
+// The judge's Next routes a passing round (seed 002): planner starts the
+// next round on a new subordinate goal, Done ends the goal, which a human
+// approves unless approve_goal is off.
+func TestLoopRoutes(t *testing.T) {
+	approving := testLim
+	approving.ApproveGoal = true
+	// judge plays the judge's signals in turn: "P:planner" is PASS with
+	// Next: planner, "I" INSUFFICIENT.
+	judge := func(f *fakeExec, plays ...string) {
+		f.agent = func(c AgentCall, n int) Outcome {
+			o := okOutcome(c.Role)
+			if c.Role == "judge" {
+				play := plays[min(n, len(plays)-1)]
+				if play == "I" {
+					o.Signal.Result = signal.Insufficient
+				} else {
+					o.Signal.Next = strings.TrimPrefix(play, "P:")
+				}
+				o.Signal.LoopSummary = fmt.Sprintf("judgement %d", n+1)
+			}
+			return o
+		}
+	}
+	t.Run("planner goes on, Done ends the goal, a human approves it", func(t *testing.T) {
+		f := newFake()
+		judge(f, "P:planner", "P:Done")
+		var asked []HumanCall
+		f.human = func(c HumanCall) (Answer, error) { asked = append(asked, c); return Answer{Approved: true}, nil }
+		res, err := runWFLim(t, "loop", f, approving)
+		want := []string{"planner", "actor", "judge", "planner", "actor", "judge", "human", "run:commit"}
+		if diff := cmp.Diff(want, f.calls); diff != "" || err != nil || res.Status != ResultCompleted {
+			t.Errorf("%s %+v %v", diff, res, err)
+		}
+		if len(asked) != 1 || asked[0].Kind != HumanGoal || asked[0].ID != "42/loop/goal#1" || asked[0].Step != "42/loop/judge#2" ||
+			!strings.Contains(asked[0].Reason, "the goal is met (judgement 2)") {
+			t.Errorf("asked %+v", asked)
+		}
+	})
+	t.Run("unanswered, the goal pauses the item before its commit", func(t *testing.T) {
+		f := newFake()
+		judge(f, "P:Done")
+		_, err := runWFLim(t, "loop", f, approving)
+		if !errors.Is(err, ErrPaused) || contains(f.calls, "run:commit") {
+			t.Errorf("%v %v", err, f.calls)
+		}
+	})
+	t.Run("rejected with a note, the note goes to the planner verbatim", func(t *testing.T) {
+		f := newFake()
+		judge(f, "P:Done")
+		f.human = func(c HumanCall) (Answer, error) {
+			if c.ID == "42/loop/goal#1" {
+				return Answer{Note: "also cover the CLI flag"}, nil
+			}
+			return Answer{Approved: true}, nil
+		}
+		res, _ := runWFLim(t, "loop", f, approving)
+		if res.Status != ResultCompleted || f.seen["planner"] != 2 || !strings.HasPrefix(f.notes["42/loop/planner#2"], "Human feedback: also cover the CLI flag") {
+			t.Errorf("%+v %v %q", res, f.calls, f.notes["42/loop/planner#2"])
+		}
+	})
+	t.Run("rejected without a note ends the item", func(t *testing.T) {
+		f := newFake()
+		judge(f, "P:Done")
+		f.human = func(HumanCall) (Answer, error) { return Answer{}, nil }
+		res, _ := runWFLim(t, "loop", f, approving)
+		if res.Status != ResultFailed || contains(f.calls, "run:commit") || !strings.Contains(res.Reason, "rejected by a human") {
+			t.Errorf("%+v %v", res, f.calls)
+		}
+	})
+	t.Run("approve_goal off: Done ends the goal unattended", func(t *testing.T) {
+		f := newFake()
+		judge(f, "P:planner", "P:Done")
+		res, _ := runWF(t, "loop", f)
+		if res.Status != ResultCompleted || contains(f.calls, "human") || f.seen["judge"] != 2 {
+			t.Errorf("%+v %v", res, f.calls)
+		}
+	})
+	t.Run("Next: Human approved is the goal's approval, not asked twice", func(t *testing.T) {
+		f := newFake()
+		judge(f, "P:Human")
+		var kinds []string
+		f.human = func(c HumanCall) (Answer, error) { kinds = append(kinds, c.Kind); return Answer{Approved: true}, nil }
+		res, _ := runWFLim(t, "loop", f, approving)
+		if res.Status != ResultCompleted || !cmp.Equal(kinds, []string{HumanEscalation}) {
+			t.Errorf("%+v %v", res, kinds)
+		}
+	})
+	t.Run("subordinate goals are bounded, then the goal goes to the human", func(t *testing.T) {
+		f := newFake()
+		judge(f, "P:planner")
+		var asked []string
+		f.human = func(c HumanCall) (Answer, error) { asked = append(asked, c.Kind); return Answer{Approved: true}, nil }
+		res, _ := runWFLim(t, "loop", f, approving)
+		// max_insufficient_loops is 3 here: three more rounds, then a human.
+		if res.Status != ResultCompleted || f.seen["judge"] != 4 || !cmp.Equal(asked, []string{HumanGoal}) || len(f.warnings) != 1 {
+			t.Errorf("%+v judge×%d asked %v warnings %v", res, f.seen["judge"], asked, f.warnings)
+		}
+	})
+	t.Run("a passing round starts the count of INSUFFICIENT in a row again", func(t *testing.T) {
+		f := newFake()
+		judge(f, "I", "I", "P:planner", "I", "I", "P:Done")
+		res, err := runWF(t, "loop", f)
+		if res.Status != ResultCompleted || err != nil || f.seen["judge"] != 6 {
+			t.Errorf("%+v %v judge×%d", res, err, f.seen["judge"])
+		}
+	})
 }
 
 func TestSignatures(t *testing.T) {

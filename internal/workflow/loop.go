@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/signal"
@@ -30,6 +31,7 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 		}
 		sc.inputs = in
 	}
+	fails, subgoals := 0, 0 // rounds failed in a row; subordinate goals passed in a row
 	for round := 1; ; round++ {
 		keep(prevDo, prevBetween)
 		start := len(sc.inputs)
@@ -45,10 +47,22 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 		case err != nil:
 			return err
 		case gate(l.Until, sc.last, sc.pass):
-			keep(prevBetween, sc.inputs[start:])
-			return nil
+			goOn := false
+			if l.Next == "route" {
+				if goOn, err = in.route(ctx, l, sc, &subgoals, bound); err != nil {
+					return err
+				}
+			}
+			if !goOn {
+				keep(prevBetween, sc.inputs[start:])
+				return nil
+			}
+			// The next round starts on a new subordinate goal.
+			fails, prevDo, prevBetween = 0, append([]string(nil), sc.inputs[start:]...), nil
+			continue
 		}
-		exhausted := round >= limit
+		fails, subgoals = fails+1, 0
+		exhausted := fails >= limit
 		if l.MaxBetween != "" {
 			exhausted = betweens >= limit
 		}
@@ -77,12 +91,27 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 				}
 			default:
 				if rej != nil {
-					return &rejected{reason}
+					return &rejected{reason: reason}
 				}
 				return &failure{reason}
 			}
 		}
 		prevDo, prevBetween = append([]string(nil), sc.inputs[start:]...), nil
+		if rej != nil && rej.fail && len(l.OnFail) > 0 {
+			// A working role could not do its part: find out why before
+			// the next round plans again.
+			mid, why := len(sc.inputs), sc.note
+			fsc := *sc
+			fsc.round, fsc.index = round, len(l.Do)
+			err := in.seq(ctx, l.OnFail, &fsc)
+			sc.carry(&fsc)
+			if err != nil {
+				return err
+			}
+			// The next round reads the diagnosis, and the failure it explains.
+			prevBetween = append([]string(nil), sc.inputs[mid:]...)
+			sc.note = strings.TrimSpace(sc.note + "\n\n" + why)
+		}
 		if len(l.Between) > 0 {
 			betweens++
 			mid := len(sc.inputs)
@@ -93,9 +122,47 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 			if err != nil {
 				return err
 			}
-			prevBetween = append([]string(nil), sc.inputs[mid:]...)
+			prevBetween = append(prevBetween, sc.inputs[mid:]...)
 		}
 	}
+}
+
+// route follows a passing round's Next, as seed 002's judge gives it:
+// the loop's first role (the planner) starts the next round on a new
+// subordinate goal, at most bound of them in a row; anything else (Done)
+// means the goal is met, and a human approves it unless
+// limits.approve_goal is off or a human just approved that very step
+// (Next: Human). Rejected with a note, the note goes to the planner and
+// the loop goes on; without one the item ends. It says whether the loop
+// goes on.
+func (in *Interp) route(ctx context.Context, l *Loop, sc *scope, subgoals *int, bound int) (bool, error) {
+	first := l.Do[0].Role
+	if strings.EqualFold(strings.TrimSpace(sc.last.Signal.Next), first) {
+		if *subgoals < bound {
+			*subgoals++
+			return true, nil
+		}
+		in.Exec.Warn(fmt.Sprintf("%d subordinate goals passed in a row: the goal is taken as met", bound))
+	}
+	if !in.Lim.ApproveGoal || sc.approved == sc.last.Step {
+		return false, nil
+	}
+	role := strings.TrimSuffix(path.Base(sc.last.Step), path.Ext(sc.last.Step))
+	ans, err := in.Exec.Human(ctx, HumanCall{ID: in.id(sc, "goal"), Kind: HumanGoal, Step: sc.last.Step, Role: role,
+		Reason: "the goal is met (" + firstNonEmpty(sc.last.Signal.LoopSummary, sc.last.Signal.Context) +
+			"): approve to complete it, or reject with a note for the " + first})
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case ans.Approved:
+		return false, nil
+	case strings.TrimSpace(ans.Note) == "":
+		return false, &ended{"the goal was rejected by a human"}
+	}
+	sc.note = "Human feedback: " + ans.Note + "\n\n" + sc.note
+	*subgoals = 0
+	return true, nil
 }
 
 // gate says whether out passes until; pass is the workflow's pass rating.
