@@ -30,6 +30,7 @@ type Log struct {
 	path    string
 	b       strings.Builder
 	iter    int
+	goal    int // the last goal cycle whose section was written (0: none, one goal)
 	written int // how much of b the file holds; the log only grows
 
 	// shared: the item's steps run in several processes (Temporal
@@ -45,9 +46,13 @@ type Entry struct {
 	Step      string // the step id, which marks the entry in the file
 	Role      string // names the entry: "coder" is "### Coder Output"
 	Attempt   int    // the iteration, when Signature has no loop number
-	Signature string // goal:loop:step; its loop number is the iteration
+	Signature string // goal:loop:step, cadre's; its loop number is the iteration
 	Text      string // the agent's output
 	Output    string // the file holding the whole output
+	// Goal is the goal the step works on when the item has several (a
+	// task file's ## Goals): the first step of goal N writes the goal's
+	// Human INIT entry, N:0:0, handing the goal to its role.
+	Goal string
 }
 
 // NewShared is the log of an item whose steps may run in several
@@ -66,7 +71,7 @@ func (c *Log) Shared() bool { return c.shared }
 func (c *Log) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.written, c.iter = 0, 0
+	c.written, c.iter, c.goal = 0, 0, 0
 	c.flush()
 }
 
@@ -85,13 +90,21 @@ func (c *Log) sync() {
 	c.b.Reset()
 	c.b.WriteString(all)
 	c.written = len(all)
-	c.iter = 0
+	c.iter, c.goal = 0, 0
 	if m := iterRE.FindAllStringSubmatch(all, -1); len(m) > 0 {
 		fmt.Sscan(m[len(m)-1][1], &c.iter)
 	}
+	if m := goalRE.FindAllStringSubmatch(all, -1); len(m) > 0 {
+		fmt.Sscan(m[len(m)-1][1], &c.goal)
+	}
 }
 
-var iterRE = regexp.MustCompile(`(?m)^## Iteration ([0-9]+)$`)
+var (
+	iterRE = regexp.MustCompile(`(?m)^## Iteration ([0-9]+)$`)
+	goalRE = regexp.MustCompile(`(?m)^## Goal ([0-9]+)$`)
+	// signedRE is a signature line an agent wrote; cadre writes its own.
+	signedRE = regexp.MustCompile(`(?m)^\*\*Signature\*\*:[ \t]*(.*?)[ \t]*$\n?`)
+)
 
 // has says whether a shared log already holds step's entry.
 func (c *Log) has(step string) bool {
@@ -117,9 +130,14 @@ func (c *Log) header(id, goal, state string, docs []string, next string) {
 		fmt.Fprintf(&c.b, "- %s\n", d)
 	}
 	c.b.WriteString("\n---\n")
+	c.init(1, goal, next)
+}
+
+// init writes goal n's Human INIT entry, n:0:0, handing it to next.
+func (c *Log) init(n int, goal, next string) {
 	fmt.Fprintf(&c.b, "\n## Iteration 0\n\n### Human Output\n%s\n\n### SIGNAL BLOCK\n- Agent: Human\n- Result: INIT\n"+
-		"- Loop Summary: goal set: %s\n- Confidence: 10\n- Next: %s\n- Context: the goal above\n\n**Signature**: 1:0:0\n",
-		goal, oneLine(goal), titleCase(next))
+		"- Loop Summary: goal set: %s\n- Confidence: 10\n- Next: %s\n- Context: the goal above\n\n**Signature**: %d:0:0\n",
+		goal, oneLine(goal), titleCase(next), n)
 }
 
 // Human appends a human's answer to an escalation: step is the question's
@@ -146,15 +164,30 @@ func (c *Log) Human(step, asked string, approved bool, note string) {
 	c.flush()
 }
 
-// Add appends an agent's output under its iteration.
-func (c *Log) Add(e Entry) {
+// Add appends an agent's output under its iteration, signed with cadre's
+// signature, and starts a new goal's section at its first step. It
+// returns the signature the agent wrote when it differs from cadre's
+// ("" when the same or none): cadre's is the one recorded.
+func (c *Log) Add(e Entry) (differs string) {
 	if c == nil {
-		return
+		return ""
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sync(); c.has(e.Step) {
-		return
+		return ""
+	}
+	if n := goalOf(e.Signature); n > c.goal && e.Goal != "" {
+		// Goal 1's INIT entry is the header's; a later goal gets its own.
+		if c.iter != 0 {
+			c.b.WriteString("\n---\n")
+		}
+		fmt.Fprintf(&c.b, "\n## Goal %d\n%s\n", n, strings.TrimSpace(e.Goal))
+		if n > 1 {
+			c.b.WriteString("\n---\n")
+			c.init(n, e.Goal, e.Role)
+		}
+		c.goal, c.iter = n, 0
 	}
 	iter := max(e.Attempt, 1)
 	if r := roundOf(e.Signature); r > 0 {
@@ -167,12 +200,24 @@ func (c *Log) Add(e Entry) {
 		fmt.Fprintf(&c.b, "\n## Iteration %d\n", iter)
 		c.iter = iter
 	}
-	text := strings.TrimSpace(e.Text)
-	if text == "" {
+	text := e.Text
+	if e.Signature != "" {
+		for _, m := range signedRE.FindAllStringSubmatch(text, -1) {
+			if m[1] != e.Signature {
+				differs = m[1]
+			}
+		}
+		text = signedRE.ReplaceAllString(text, "")
+	}
+	if text = strings.TrimSpace(text); text == "" {
 		text = "(no output)"
 	}
 	fmt.Fprintf(&c.b, "\n### %s Output\n<!-- step %s -->\n%s\n", titleCase(e.Role), e.Step, cycleText(text, e.Output))
+	if e.Signature != "" {
+		fmt.Fprintf(&c.b, "\n**Signature**: %s\n", e.Signature)
+	}
 	c.flush()
+	return differs
 }
 
 // cycleMax bounds one agent's text in the cycle log: the log is for
@@ -195,6 +240,15 @@ func cycleText(text, file string) string {
 		tail = tail[i+1:]
 	}
 	return fmt.Sprintf("%s\n\n[… %d bytes left out here; the whole output is %s …]\n\n%s", head, len(text)-len(head)-len(tail), file, tail)
+}
+
+// goalOf reads the goal number of a goal:loop:step signature.
+func goalOf(sig string) int {
+	n := 0
+	if goal, _, ok := strings.Cut(sig, ":"); ok {
+		fmt.Sscan(goal, &n)
+	}
+	return n
 }
 
 // roundOf reads the loop number of a goal:loop:step signature.

@@ -113,3 +113,32 @@ func TestNextIDCountsPRArchives(t *testing.T) {
 		t.Errorf("NextID = %s, want %s", got, want)
 	}
 }
+
+// cadre signs each entry itself: an agent's own signature line is left
+// out and returned when it differs; a shared log taken up by another
+// process knows which goal sections it has.
+func TestCycleLogSignsAndStartsGoals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "current_cycle.md")
+	c := NewShared(path, "2026-01-01-001", "Two goals", "clean", nil, "planner")
+	c.Reset()
+	if got := c.Add(Entry{Step: "p1", Role: "planner", Signature: "1:1:1", Goal: "First.", Text: "plan\n\n**Signature**: 1:1:1"}); got != "" {
+		t.Errorf("the same signature reported as differing: %q", got)
+	}
+	if got := c.Add(Entry{Step: "a1", Role: "actor", Signature: "1:1:2", Goal: "First.", Text: "done\n**Signature**:  7:7:7 "}); got != "7:7:7" {
+		t.Errorf("differing signature = %q, want 7:7:7", got)
+	}
+	// Another process appends goal 2's first step.
+	other := NewShared(path, "2026-01-01-001", "Two goals", "clean", nil, "planner")
+	other.Add(Entry{Step: "p2", Role: "planner", Signature: "2:1:1", Goal: "Second.", Text: "plan 2"})
+	other.Add(Entry{Step: "a2", Role: "actor", Signature: "2:1:2", Goal: "Second.", Text: "done 2"})
+	data, _ := os.ReadFile(path)
+	log := string(data)
+	for _, want := range []string{"\n## Goal 1\nFirst.\n", "\n## Goal 2\nSecond.\n", "**Signature**: 2:0:0\n", "**Signature**: 1:1:2\n", "**Signature**: 2:1:2\n"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "7:7:7") || strings.Count(log, "## Goal 2\n") != 1 || strings.Count(log, "**Signature**: 1:1:1\n") != 1 {
+		t.Errorf("log:\n%s", log)
+	}
+}

@@ -38,7 +38,7 @@ func (e *Engine) begin(ctx context.Context, ir *itemRun, loadErr error, provisio
 		return started{}, err
 	}
 	ir.grants = grants
-	b := started{Begun: executor.Begun{Limits: e.flowLimits(), Items: slices.Sorted(maps.Keys(ir.rs.done))}}
+	b := started{Begun: executor.Begun{Limits: e.flowLimits(), Items: slices.Sorted(maps.Keys(ir.rs.done)), Goals: ir.task.Goals()}}
 	b.Limits.MaxAttempts *= 1 + grants
 	end := func(c change, out itemOutcome) (started, error) {
 		if err := e.setItem(ctx, ir, c); err != nil {

@@ -26,7 +26,7 @@ import (
 // decides, flowExec performs (and replays) the steps.
 func (e *Engine) runFlow(ctx context.Context, ir *itemRun, def *workflow.Def) (itemOutcome, error) {
 	fx := &flowExec{e: e, ir: ir}
-	in := &workflow.Interp{Item: ir.it.ID, Defs: e.d.Workflows, Exec: fx, Roles: e.roleExists, Lim: e.flowLimits()}
+	in := &workflow.Interp{Item: ir.it.ID, Defs: e.d.Workflows, Exec: fx, Roles: e.roleExists, Lim: e.flowLimits(), Goals: ir.task.Goals()}
 	res, err := in.Run(ctx, def)
 	switch {
 	case fx.stopped && (err == nil || errors.Is(err, workflow.ErrPaused)):
@@ -203,7 +203,7 @@ func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) 
 		return workflow.Outcome{}, fmt.Errorf("%s: %w", reason, workflow.ErrPaused)
 	}
 	sp := agentSpec{ID: c.ID, Role: c.Role, Phase: c.Phase, Workflow: c.Workflow, Attempt: stepN(c.ID), Visit: visit, Work: c.Work,
-		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature, PassRating: c.PassRating, Payload: maps.Clone(c.Payload)}
+		Inputs: c.Inputs, Note: c.Note, Signature: c.Signature, Goal: c.Goal, PassRating: c.PassRating, Payload: maps.Clone(c.Payload)}
 	if c.Task != nil {
 		data, _ := json.Marshal(c.Task) // compact: it goes to the agent
 		sp.TaskID, sp.PayloadJSON = c.Task.ID, string(data)

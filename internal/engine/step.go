@@ -33,9 +33,9 @@ type agentSpec struct {
 	Visit           int            // nth invocation of the role for the item (0: Attempt)
 	Work            *workflow.Work // a reviewer's: the work it reviews
 	Inputs          []string
-	Review          string // stage pipeline: the rejecting audit the coder addresses
-	Note            string // hand-off note (judge's discrepancy, human feedback)
-	Signature       string
+	Review          string         // stage pipeline: the rejecting audit the coder addresses
+	Note            string         // hand-off note (judge's discrepancy, human feedback)
+	Signature, Goal string         // goal:loop:step; the goal cycle's goal when the item has several
 	TaskID          string         // context file taskId
 	Payload         map[string]any // context file payload additions
 	PayloadJSON     string         // the plan task: pasted into the prompt of an agent that cannot read files
@@ -62,7 +62,7 @@ type agentOut struct {
 
 // cycleEntry is an agent step's entry in the item's cycle log.
 func cycleEntry(sp agentSpec, out agentOut) cyclelog.Entry {
-	return cyclelog.Entry{Step: sp.ID, Role: sp.Role, Attempt: sp.Attempt, Signature: sp.Signature, Text: out.text, Output: out.output}
+	return cyclelog.Entry{Step: sp.ID, Role: sp.Role, Attempt: sp.Attempt, Signature: sp.Signature, Goal: sp.Goal, Text: out.text, Output: out.output}
 }
 
 // agentStep performs one agent step, or replays it from the journal when it
@@ -293,7 +293,9 @@ func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentO
 	ev.Message = sig.LoopSummary
 	e.publish(ir, ev)
 	out := agentOut{sig: sig, output: sr.outPath, text: got.output, usage: usage}
-	ir.cycle.Add(cycleEntry(sp, out))
+	if signed := ir.cycle.Add(cycleEntry(sp, out)); signed != "" {
+		e.publish(ir, event.Event{Type: event.Warning, Step: sp.ID, Message: "the agent signed " + signed + "; its step is " + sp.Signature})
+	}
 	e.reviewed(ctx, ir, sp, sig, got.judgement)
 	ir.worked(sp)
 	return out, nil

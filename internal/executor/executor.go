@@ -82,6 +82,9 @@ type Begun struct {
 	// Items are the ids of the run's items, in order: an item whose end
 	// halts the run tells the others (RunHalt).
 	Items []string `json:"items,omitempty"`
+	// Goals are the item's goal cycles, when its task file orders
+	// several (## Goals).
+	Goals []string `json:"goals,omitempty"`
 }
 
 // Staged is a stage-pipeline step's outcome, for workflow.Next.

@@ -75,7 +75,7 @@ func (w *Workflows) item(ctx workflow.Context, x *exec) (executor.Ended, error) 
 		return executor.Ended{}, err
 	}
 	x.receive(ctx)
-	interp := &flow.Interp{Item: x.ref.Item, Defs: w.Defs, Exec: x, Lim: begun.Limits, Roles: w.Roles, Fanout: fanout}
+	interp := &flow.Interp{Item: x.ref.Item, Defs: w.Defs, Exec: x, Lim: begun.Limits, Goals: begun.Goals, Roles: w.Roles, Fanout: fanout}
 	res, err := interp.Run(withWorkflow(ctx), def)
 	ending := executor.Ending{Result: res, Paused: x.paused, Tampered: x.tampered, Planted: x.planted}
 	switch {

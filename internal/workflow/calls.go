@@ -31,8 +31,11 @@ type AgentCall struct {
 	Inputs    []string         // outputs of earlier steps this one should read
 	Note      string           // hand-off from the previous agent or a human
 	Signature string           // goal:loop:step, as the cycle log signs steps
-	Round     int              // loop round, 1-based; 0 outside loops
-	Work      *Work            // a reviewing role's: the work it reviews
+	// Goal is the goal cycle's goal when the item has several (a task
+	// file's ordered ## Goals); "" for one.
+	Goal  string
+	Round int   // loop round, 1-based; 0 outside loops
+	Work  *Work // a reviewing role's: the work it reviews
 	// PassRating is a reviewing role's: the Rating the work needs to pass
 	// (the workflow's pass_rating, else limits.audit_pass_rating).
 	PassRating int

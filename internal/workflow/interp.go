@@ -19,10 +19,13 @@ import (
 
 // Interp runs workflow definitions for one item.
 type Interp struct {
-	Item  string
-	Defs  *Registry
-	Exec  Exec
-	Lim   FlowLimits
+	Item string
+	Defs *Registry
+	Exec Exec
+	Lim  FlowLimits
+	// Goals, when there are several (a task file's ordered ## Goals), are
+	// run in order as goal cycles: a routed loop runs once per goal.
+	Goals []string
 	Roles func(string) bool // role exists, for triage's custom sequences
 	// Fanout runs fn for 0..n-1 at once with the goroutine version's semantics (first error
 	// in index order; a failure cancels the siblings, a pause does not).
@@ -45,6 +48,7 @@ type scope struct {
 	last      Outcome
 	note      string
 	round     int
+	goal      int    // the goal cycle (0: the only one), for signatures
 	index     int    // position of the step within its loop round, for signatures
 	inRound   bool   // inside a loop's do: a FAIL or a rejection ends the round
 	pass      int    // the workflow's pass rating for reviewers
@@ -198,7 +202,10 @@ func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
 		id := in.id(sc, role)
 		call := AgentCall{ID: id, Role: role, Workflow: sc.wf, Phase: sc.phase, Task: sc.task,
 			Inputs: append([]string(nil), sc.inputs...), Note: note, Round: sc.round,
-			Signature: fmt.Sprintf("1:%d:%d", max(sc.round, 1), sc.index)}
+			Signature: fmt.Sprintf("%d:%d:%d", max(sc.goal, 1), max(sc.round, 1), sc.index)}
+		if sc.goal > 0 {
+			call.Goal = in.Goals[sc.goal-1]
+		}
 		if IsReviewing(role) {
 			call.Work, call.PassRating = sc.checked(), sc.pass
 		}

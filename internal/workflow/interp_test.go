@@ -602,6 +602,49 @@ func TestLoopRoutes(t *testing.T) {
 	})
 }
 
+// A task's ordered goals run as goal cycles, in order: each goal's rounds
+// count from 1 and its steps are signed N:L:S; each met goal goes to the
+// human.
+func TestGoalCycles(t *testing.T) {
+	f := newFake()
+	sigs, goals := map[string]string{}, map[string]string{}
+	f.agent = func(c AgentCall, n int) Outcome {
+		sigs[c.ID], goals[c.ID] = c.Signature, c.Goal
+		o := okOutcome(c.Role)
+		if c.Role == "judge" && n == 1 {
+			o.Signal.Result = signal.Insufficient // goal 2's first round
+		}
+		return o
+	}
+	var asked []string
+	f.human = func(c HumanCall) (Answer, error) { asked = append(asked, c.ID); return Answer{Approved: true}, nil }
+	r := defs(t)
+	d, _ := r.Get("loop")
+	lim := testLim
+	lim.ApproveGoal = true
+	in := &Interp{Item: "42", Defs: r, Exec: f, Lim: lim, Goals: []string{"Parse the flag.", "Use it."}}
+	res, err := in.Run(context.Background(), d)
+	if err != nil || res.Status != ResultCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	want := map[string]string{"42/loop/planner#1": "1:1:1", "42/loop/judge#1": "1:1:3", "42/loop/planner#2": "2:1:1",
+		"42/loop/judge#2": "2:1:3", "42/loop/planner#3": "2:2:1", "42/loop/judge#3": "2:2:3"}
+	for id, sig := range want {
+		if sigs[id] != sig {
+			t.Errorf("%s signed %q, want %q", id, sigs[id], sig)
+		}
+	}
+	if goals["42/loop/actor#1"] != "Parse the flag." || goals["42/loop/actor#3"] != "Use it." {
+		t.Errorf("goals %v", goals)
+	}
+	if n := f.notes["42/loop/planner#2"]; !strings.HasPrefix(n, "Goal 2 of 2: Use it.") {
+		t.Errorf("goal 2's planner note %q", n)
+	}
+	if !cmp.Equal(asked, []string{"42/loop/goal#1", "42/loop/goal#2"}) || f.calls[len(f.calls)-1] != "run:commit" {
+		t.Errorf("asked %v, calls %v", asked, f.calls)
+	}
+}
+
 func TestSignatures(t *testing.T) {
 	f := newFake()
 	sigs := map[string]string{}

@@ -15,6 +15,23 @@ import (
 // steps) starts from why; when the bound is reached the loop fails the
 // item, pauses it as incomplete for a human, or goes on, as l says.
 func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
+	if l.Next != "route" || len(in.Goals) < 2 {
+		return in.loopGoal(ctx, l, sc)
+	}
+	// A goal cycle per goal, in order: each starts its rounds again from
+	// 1, handed its goal.
+	for i, goal := range in.Goals {
+		sc.goal = i + 1
+		sc.note = strings.TrimSpace(fmt.Sprintf("Goal %d of %d: %s\n\n%s", i+1, len(in.Goals), goal, sc.note))
+		if err := in.loopGoal(ctx, l, sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loopGoal runs l's rounds for one goal.
+func (in *Interp) loopGoal(ctx context.Context, l *Loop, sc *scope) error {
 	bound := in.Lim.bound(l.Max + l.MaxBetween) // exactly one is set
 	limit, betweens := bound, 0
 	// A round reads what came before the loop, the round before it and
