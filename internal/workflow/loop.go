@@ -116,32 +116,35 @@ func (in *Interp) loopGoal(ctx context.Context, l *Loop, sc *scope) error {
 		prevDo, prevBetween = append([]string(nil), sc.inputs[start:]...), nil
 		if rej != nil && rej.fail && len(l.OnFail) > 0 {
 			// A working role could not do its part: find out why before
-			// the next round plans again.
-			mid, why := len(sc.inputs), sc.note
-			fsc := *sc
-			fsc.round, fsc.index = round, len(l.Do)
-			err := in.seq(ctx, l.OnFail, &fsc)
-			sc.carry(&fsc)
+			// the next round plans again; it reads the diagnosis, and the
+			// failure it explains.
+			why := sc.note
+			out, err := in.after(ctx, l.OnFail, sc, round, len(l.Do))
 			if err != nil {
 				return err
 			}
-			// The next round reads the diagnosis, and the failure it explains.
-			prevBetween = append([]string(nil), sc.inputs[mid:]...)
-			sc.note = strings.TrimSpace(sc.note + "\n\n" + why)
+			prevBetween, sc.note = out, strings.TrimSpace(sc.note+"\n\n"+why)
 		}
 		if len(l.Between) > 0 {
 			betweens++
-			mid := len(sc.inputs)
-			bsc := *sc
-			bsc.round, bsc.index = round, len(l.Do)
-			err := in.seq(ctx, l.Between, &bsc)
-			sc.carry(&bsc)
+			out, err := in.after(ctx, l.Between, sc, round, len(l.Do))
 			if err != nil {
 				return err
 			}
-			prevBetween = append(prevBetween, sc.inputs[mid:]...)
+			prevBetween = append(prevBetween, out...)
 		}
 	}
+}
+
+// after runs steps after a loop's round (its between or on_fail steps), in
+// sc, and returns their outputs.
+func (in *Interp) after(ctx context.Context, steps []Node, sc *scope, round, index int) ([]string, error) {
+	mid := len(sc.inputs)
+	asc := *sc
+	asc.round, asc.index = round, index
+	err := in.seq(ctx, steps, &asc)
+	sc.carry(&asc)
+	return append([]string(nil), sc.inputs[mid:]...), err
 }
 
 // route follows a passing round's Next, as seed 002's judge gives it:
