@@ -83,6 +83,6 @@ func ExampleWorkflows() {
 		}
 	}
 	// Output:
-	// loop [planner actor judge]
+	// loop [planner actor judge diagnoser]
 	// simple [executor]
 }
