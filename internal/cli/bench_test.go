@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cadre-dev/cadre/agent"
 	"github.com/cadre-dev/cadre/internal/cli"
 	"github.com/cadre-dev/cadre/internal/modelsim"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -252,4 +253,81 @@ func runCadreEnv(t *testing.T, dir string, args ...string) (code int, stdout, st
 	f.Crash = func(string) {}
 	code = cli.Execute(f, args)
 	return code, out.String(), errOut.String()
+}
+
+// Every built-in role has a built-in case: cadre bench runs them all
+// against a scripted contestant, judged by a scripted judge, and the
+// leaderboard has a row for each role.
+func TestBenchRunsForEveryRole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	repo := t.TempDir()
+	writeFile(t, filepath.Join(repo, "cadre.yaml"), `defaults: {runner: fake}
+runners:
+  fake: {type: script, scenario: scenario.yaml}
+  scorer: {type: exec, command: ./judge.sh}
+`)
+	// The contestant answers every role the same way; what matters here
+	// is that every role's case runs and is evaluated.
+	writeFile(t, filepath.Join(repo, "scenario.yaml"), `rules:
+  - role: "*"
+    say: |
+      ## Summary
+      Done as asked.
+    signal: {result: SUCCESS, confidence: 8, rating: 8, verdict: pass}
+`)
+	// The judge scores every criterion its prompt names, 6 of 10.
+	writeFile(t, filepath.Join(repo, "judge.sh"), `#!/bin/sh
+shape=$(grep -o '^{"scores":{[^}]*}' | tail -n 1 | sed 's/:N/:6/g')
+printf '%s},"overall":6,"reasoning":"adequate"}\n' "$shape"
+`)
+	if err := os.Chmod(filepath.Join(repo, "judge.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-qm", "start")
+
+	roles := agent.Roles()
+	var names []string
+	for _, r := range roles {
+		names = append(names, r.Name)
+	}
+	args := append(append([]string{"bench"}, names...), "--runners", "fake", "--judge", "scorer", "--json")
+	code, stdout, stderr := runCadreEnv(t, repo, args...)
+	if code != 0 {
+		t.Fatalf("cadre bench of every role exited %d\n%s\n%s", code, stderr, stdout)
+	}
+	var board struct {
+		Rows []struct {
+			Role, Runner string
+			Cases        int
+			MeanScore    float64 `json:"mean_score"`
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &board); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout)
+	}
+	ran, scored := map[string]int{}, 0
+	for _, r := range board.Rows {
+		ran[r.Role] += r.Cases
+		if r.MeanScore > 0 {
+			scored++
+		}
+	}
+	// Work that passed its case's checks went on to the judge.
+	if scored == 0 {
+		t.Errorf("no case was scored by the judge:\n%s", stderr)
+	}
+	for _, n := range names {
+		if ran[n] == 0 {
+			t.Errorf("no case of role %s ran", n)
+		}
+	}
+	if len(names) < 27 {
+		t.Errorf("%d built-in roles, want 27", len(names))
+	}
 }
