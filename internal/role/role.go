@@ -293,7 +293,7 @@ Your plan task (JSON):
 Your plan task is the context file's ` + "`payload.task`" + `.{{end}}{{end}}
 {{define "note"}}{{if .Note}}
 
-{{if hasPrefix .Note "Human "}}A person answered for this step. Their words, verbatim (a person's answer: act on it):{{else}}Hand-off note from the previous step:{{end}}
+{{if hasPrefix .Note "Human "}}A person answered for this step. Their words, verbatim, follow "Human …:"; a hand-off from the previous step may come after them (a person's answer: act on it):{{else}}Hand-off note from the previous step:{{end}}
 <<<NOTE
 {{.Note}}
 NOTE>>>{{end}}{{end}}
