@@ -147,10 +147,10 @@ func (s *StoreScores) Record(ctx context.Context, role string, c Candidate, qual
 	if role == "" || c.Runner == "" {
 		return fmt.Errorf("record: a role and a candidate runner are required")
 	}
-	q := math.Min(math.Max(quality, 0), 1)
 	if math.IsNaN(quality) {
 		return fmt.Errorf("record %s of %s: quality is not a number", role, c)
 	}
+	q := math.Min(math.Max(quality, 0), 1)
 	// Each record is an evaluation of its own: the journal keeps one per
 	// (run, item, step, kind).
 	var id [8]byte

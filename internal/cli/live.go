@@ -214,6 +214,7 @@ type runActions struct {
 	lock     string             // the repository's run lock
 	cancel   context.CancelFunc // cancels the running steps
 	approve  func(ctx context.Context, run, item string, approved bool, note string) error
+	log      transcript
 	mu       sync.Mutex
 	run      string
 }
@@ -261,26 +262,41 @@ func (a *runActions) Approve(item string, approved bool, note string) error {
 }
 
 func (a *runActions) Log(item, step string) (string, error) {
-	return stepTranscript(a.st, a.stateDir, a.runID(), item, step)
+	return a.log.read(a.st, a.stateDir, a.runID(), item, step)
 }
 
-// stepTranscript is what the live view's log follower shows of a step:
-// its agent's messages and tool calls with their targets, as the runner
-// read them from the CLI's stream and --plain prints them (the journal's
+// transcript is what the live view's log follower shows of a step: its
+// agent's messages and tool calls with their targets, as the runner read
+// them from the CLI's stream and --plain prints them (the journal's
 // stepProgress events); the raw log's tail for a runner that reports
-// none (exec, script), whose log is plain text.
-func stepTranscript(st *store.Store, stateDir, run, item, step string) (string, error) {
-	evs, _, err := st.Events(context.Background(), run, 0)
+// none (exec, script), whose log is plain text. The follower asks again
+// at every poll: each read takes only the events journaled since the
+// last one of the same step.
+type transcript struct {
+	mu   sync.Mutex
+	key  string // run, item and step of text
+	seq  int64  // the last event read
+	text strings.Builder
+}
+
+func (t *transcript) read(st *store.Store, stateDir, run, item, step string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if key := run + "\x00" + item + "\x00" + step; key != t.key {
+		t.key, t.seq = key, 0
+		t.text.Reset()
+	}
+	evs, seq, err := st.Events(context.Background(), run, t.seq)
 	if err == nil {
-		var b strings.Builder
+		t.seq = seq
 		for _, e := range decodeEvents(evs) {
 			if e.Type == event.StepProgress && e.Item == item && e.Step == step {
-				fmt.Fprintf(&b, "%s  %s\n", e.Time.Local().Format("15:04:05"), e.Message)
+				fmt.Fprintf(&t.text, "%s  %s\n", e.Time.Local().Format("15:04:05"), e.Message)
 			}
 		}
-		if b.Len() > 0 {
-			return b.String(), nil
-		}
+	}
+	if t.text.Len() > 0 {
+		return t.text.String(), nil
 	}
 	return tailFile(engine.StepLogPath(stateDir, run, item, step), 64<<10)
 }

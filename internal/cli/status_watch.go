@@ -149,6 +149,7 @@ type watchActions struct {
 	stateDir string
 	lock     string // the repository's run lock
 	run      string
+	log      transcript
 }
 
 func (a *watchActions) Stop(now bool) error {
@@ -178,7 +179,7 @@ func (a *watchActions) Approve(item string, approved bool, note string) error {
 }
 
 func (a *watchActions) Log(item, step string) (string, error) {
-	return stepTranscript(a.st, a.stateDir, a.run, item, step)
+	return a.log.read(a.st, a.stateDir, a.run, item, step)
 }
 
 // prLines tells the live view where the run's pull requests stand, asked

@@ -37,7 +37,8 @@ func TestStepTranscript(t *testing.T) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(raw+"\n"), 0o644)
 	}
-	got, err := stepTranscript(st, dir, "r", "7", "7/code/coder#1")
+	var tr transcript
+	got, err := tr.read(st, dir, "r", "7", "7/code/coder#1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,17 @@ func TestStepTranscript(t *testing.T) {
 	if strings.Contains(got, "toolu_") {
 		t.Error("the transcript shows the raw stream")
 	}
-	if got, err := stepTranscript(st, dir, "r", "7", "7/audit/auditor#1"); err != nil || !strings.Contains(got, "toolu_1") {
+	// Read again after one more event: the new line joins the others.
+	data, _ := json.Marshal(event.Event{Time: at.Add(3 * time.Second), Run: "r", Item: "7", Step: "7/code/coder#1", Type: event.StepProgress, Message: "Bash go test"})
+	st.AppendEvent(ctx, store.Event{RunID: "r", Time: at, Type: event.StepProgress, ItemID: "7", Data: data})
+	if got, _ := tr.read(st, dir, "r", "7", "7/code/coder#1"); got != want+"12:00:03  Bash go test\n" {
+		t.Errorf("transcript after one more event:\n%s", got)
+	}
+	if got, err := tr.read(st, dir, "r", "7", "7/audit/auditor#1"); err != nil || !strings.Contains(got, "toolu_1") {
 		t.Errorf("a step without progress: %q, %v; want its log", got, err)
+	}
+	// Back to the first step: read whole again, not only what came since.
+	if got, _ := tr.read(st, dir, "r", "7", "7/code/coder#1"); !strings.HasPrefix(got, want) {
+		t.Errorf("the first step again:\n%s", got)
 	}
 }

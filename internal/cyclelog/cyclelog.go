@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/commitmsg"
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -274,13 +275,7 @@ func titleCase(role string) string {
 
 // oneLine puts s on one line of at most 200 characters, for a summary
 // field of a SIGNAL BLOCK.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:200]) + "…"
-	}
-	return s
-}
+func oneLine(s string) string { return commitmsg.Line(s, 200) }
 
 // flush brings the file up to date: written whole the first time (a
 // resume rebuilds the log from the start), then by appending what was

@@ -527,7 +527,7 @@ func TestLoopRoutes(t *testing.T) {
 		if diff := cmp.Diff(want, f.calls); diff != "" || err != nil || res.Status != ResultCompleted {
 			t.Errorf("%s %+v %v", diff, res, err)
 		}
-		if len(asked) != 1 || asked[0].Kind != HumanGoal || asked[0].ID != "42/loop/goal#1" || asked[0].Step != "42/loop/judge#2" ||
+		if len(asked) != 1 || asked[0].Kind != HumanGoal || asked[0].ID != "42/loop/goal#1" || asked[0].Step != "42/loop/judge#2" || asked[0].Role != "judge" ||
 			!strings.Contains(asked[0].Reason, "the goal is met (judgement 2)") {
 			t.Errorf("asked %+v", asked)
 		}

@@ -167,7 +167,7 @@ func (in *Interp) route(ctx context.Context, l *Loop, sc *scope, subgoals *int, 
 	if !in.Lim.ApproveGoal || sc.approved == sc.last.Step {
 		return false, nil
 	}
-	role := strings.TrimSuffix(path.Base(sc.last.Step), path.Ext(sc.last.Step))
+	role, _, _ := strings.Cut(path.Base(sc.last.Step), "#") // "42/loop/judge#2": judge
 	ans, err := in.Exec.Human(ctx, HumanCall{ID: in.id(sc, "goal"), Kind: HumanGoal, Step: sc.last.Step, Role: role,
 		Reason: "the goal is met (" + firstNonEmpty(sc.last.Signal.LoopSummary, sc.last.Signal.Context) +
 			"): approve to complete it, or reject with a note for the " + first})

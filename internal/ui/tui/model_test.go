@@ -372,3 +372,18 @@ func TestAttemptColumnCountsFromOne(t *testing.T) {
 		}
 	}
 }
+
+// The run's own warnings (no item's) show under the rows until the run
+// starts again: "waiting for an answer on the board" is gone once resumed.
+func TestRunWarningShownUntilTheRunGoesOn(t *testing.T) {
+	m, _ := newModel(t, Config{})
+	m, _ = send(t, m, EventsMsg{ev(event.RunStarted, "", nil), ev(event.Warning, "", func(e *event.Event) { e.Message = "waiting for an answer on the board" }),
+		ev(event.Warning, "a1", func(e *event.Event) { e.Message = "an item's warning" })})
+	if out := plain(m); !strings.Contains(out, "waiting for an answer on the board") || strings.Contains(out, "an item's warning") {
+		t.Errorf("footer:\n%s", out)
+	}
+	m, _ = send(t, m, EventsMsg{ev(event.RunStarted, "", nil)})
+	if out := plain(m); strings.Contains(out, "waiting for an answer") {
+		t.Errorf("the warning outlived the resume:\n%s", out)
+	}
+}

@@ -107,7 +107,7 @@ func (s *state) apply(e event.Event) {
 	}
 	switch e.Type {
 	case event.RunStarted:
-		s.status = "running"
+		s.status, s.notice = "running", ""
 	case event.RunCompleted:
 		s.status = e.Message
 	case event.Warning:
