@@ -21,19 +21,30 @@ import (
 // events loses no work. Events the journal refuses are counted, with the
 // first cause, for Close to report.
 type Sink struct {
-	st   *store.Store
-	ch   chan store.Event
-	done chan struct{}
-	once sync.Once
+	st     *store.Store
+	ch     chan store.Event
+	done   chan struct{}
+	once   sync.Once
+	window time.Duration // how long a batch gathers events after its first
 
 	mu    sync.Mutex
 	lost  int
 	cause error
 }
 
+// Window is how long the writer gathers events after the first of a
+// batch before writing them: a step publishes several events, often in
+// bursts across parallel items, and each write is a journal transaction.
+// Readers of the journal see events this much later at most.
+const Window = 50 * time.Millisecond
+
 // NewSink starts the writer; Close flushes and stops it.
 func NewSink(st *store.Store) *Sink {
-	j := &Sink{st: st, ch: make(chan store.Event, 1024), done: make(chan struct{})}
+	return newSink(st, Window)
+}
+
+func newSink(st *store.Store, window time.Duration) *Sink {
+	j := &Sink{st: st, ch: make(chan store.Event, 1024), done: make(chan struct{}), window: window}
 	go j.loop()
 	return j
 }
@@ -49,20 +60,24 @@ func (j *Sink) Handle(e event.Event) {
 
 func (j *Sink) loop() {
 	defer close(j.done)
+	timer := time.NewTimer(j.window)
+	timer.Stop()
 	for first := range j.ch {
 		batch := []store.Event{first}
-	drain:
+		timer.Reset(j.window)
+	gather:
 		for len(batch) < 256 {
 			select {
 			case e, ok := <-j.ch:
 				if !ok {
-					break drain
+					break gather // closing: write now
 				}
 				batch = append(batch, e)
-			default:
-				break drain
+			case <-timer.C:
+				break gather
 			}
 		}
+		timer.Stop()
 		j.write(batch)
 	}
 }

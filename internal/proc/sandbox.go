@@ -31,7 +31,9 @@ type Sandbox struct {
 	Expose []string
 	// Home is a host directory mounted writable as the home directory,
 	// at HomePath (its own path when HomePath is empty). It hides the
-	// real home, and so the user's keys and tokens.
+	// real home, and so the user's keys and tokens. With HomePath and no
+	// Home, the home is an empty file system of the sandbox's own, gone
+	// with it: nothing to make or remove on the host.
 	Home     string
 	HomePath string
 	// Binds are host directories bound at other paths, after Write (so
@@ -78,6 +80,8 @@ func (sb *Sandbox) bwrapArgs(path string, args []string, dir string) []string {
 			home = sb.Home
 		}
 		a = append(a, "--bind", sb.Home, home)
+	} else if sb.HomePath != "" {
+		a = append(a, "--tmpfs", sb.HomePath)
 	}
 	for _, p := range exposed(sb.Expose) {
 		a = append(a, "--ro-bind", p, p)

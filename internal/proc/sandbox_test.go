@@ -47,6 +47,10 @@ func TestSandboxArgvOrder(t *testing.T) {
 	if got := sb.bwrapArgs("/bin/prog", nil, ""); slices.Contains(got, "--unshare-net") || slices.Contains(got, "--chdir") {
 		t.Errorf("shared network, no dir: %q", got)
 	}
+	sb.Home = ""
+	if got := sb.bwrapArgs("/bin/prog", nil, ""); !slices.Equal(got[15:18], []string{"--tmpfs", "/root", "--bind"}) {
+		t.Errorf("a home of the sandbox's own: %q", got)
+	}
 }
 
 // TestSandboxExposesProgram: a program the fresh /tmp or home would hide
@@ -166,6 +170,33 @@ ls /proc | grep -c '^[0-9]' | sed 's/^/pids /'
 	}
 	if b, _ := os.ReadFile(filepath.Join(home, "h")); string(b) != "h\n" {
 		t.Errorf("the private home got %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(hostHome, "h")); err == nil {
+		t.Error("the host home was written")
+	}
+}
+
+// TestSandboxOwnHome: HomePath without Home mounts an empty home of the
+// sandbox's own: writable, hiding the user's files, with a program
+// directory under the home still reachable, and nothing written on the
+// host.
+func TestSandboxOwnHome(t *testing.T) {
+	sb := needSandbox(t)
+	hostHome := t.TempDir()
+	os.WriteFile(filepath.Join(hostHome, "secret"), []byte("key"), 0o600)
+	bin := filepath.Join(hostHome, ".local", "bin")
+	os.MkdirAll(bin, 0o755)
+	os.WriteFile(filepath.Join(bin, "tool"), []byte("#!/bin/sh\necho tool ran\n"), 0o755)
+	sb.HomePath, sb.Expose = hostHome, []string{bin}
+	script := `echo h > "$HOME/h" && echo wrote; test -e "$HOME/secret" && echo SEES; tool`
+	var log strings.Builder
+	res, err := Run(context.Background(), Spec{Path: "/bin/sh", Args: []string{"-c", script},
+		Env: []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + hostHome}, Log: &log, Sandbox: &sb})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("run: %v %d %s", err, res.ExitCode, log.String())
+	}
+	if out := string(res.Stdout); out != "wrote\ntool ran\n" {
+		t.Errorf("stdout %q, want the home written, the secret hidden, the tool run", out)
 	}
 	if _, err := os.Stat(filepath.Join(hostHome, "h")); err == nil {
 		t.Error("the host home was written")

@@ -48,6 +48,18 @@ func (b Batch) Run(ctx context.Context, names []string) (map[string]int, string,
 		return nil, "", err
 	}
 	defer log.Close()
+	// One sandbox for the batch, made for its first command: its caches
+	// and proxy serve every command (each still gets a fresh home).
+	var (
+		box    *sandbox.Prepared
+		boxErr error
+		made   bool
+	)
+	defer func() {
+		if box != nil {
+			box.Close()
+		}
+	}()
 	exits := map[string]int{}
 	var sum strings.Builder
 	fmt.Fprintf(&sum, "# Checks (%s)\n\n| command | exit | baseline |\n| --- | --- | --- |\n", b.Step)
@@ -57,7 +69,14 @@ func (b Batch) Run(ctx context.Context, names []string) (map[string]int, string,
 			continue
 		}
 		fmt.Fprintf(log, "$ %s\n", line)
-		code, err := b.run(ctx, line, log)
+		if !made {
+			box, boxErr = b.confine(ctx)
+			made = true
+		}
+		code, err := -1, boxErr
+		if boxErr == nil {
+			code, err = b.run(ctx, line, log, box)
+		}
 		if err != nil {
 			fmt.Fprintf(log, "[cadre: %s]\n", err)
 		}
@@ -72,21 +91,29 @@ func (b Batch) Run(ctx context.Context, names []string) (map[string]int, string,
 	return exits, sum.String(), nil
 }
 
-// run runs one command line in the tree, confined when b says so, and
-// returns its exit code.
-func (b Batch) run(ctx context.Context, line string, log io.Writer) (int, error) {
+// run runs one command line in the tree, in the batch's sandbox when it
+// has one, and returns its exit code.
+func (b Batch) run(ctx context.Context, line string, log io.Writer, box *sandbox.Prepared) (int, error) {
 	spec := proc.Spec{Path: "/bin/sh", Args: []string{"-c", line}, Dir: b.Dir,
 		Env: proc.MinimalEnv(os.LookupEnv, nil, nil), Log: log, Timeout: b.Timeout}
-	if p := b.Sandbox; p != nil {
-		prep, err := p.Prepare(ctx, sandbox.Step{Dir: b.Dir, Env: spec.Env})
-		if err != nil {
-			return -1, fmt.Errorf("prepare the sandbox: %w", err)
-		}
-		defer prep.Close()
-		spec.Sandbox = prep.Sandbox
-		spec.Env = proc.SetEnv(spec.Env, prep.Env)
-		fmt.Fprintf(log, "[cadre: sandboxed by bubblewrap, network %s]\n", p.Network)
+	if box != nil {
+		spec.Sandbox = box.Sandbox
+		spec.Env = proc.SetEnv(spec.Env, box.Env)
+		fmt.Fprintf(log, "[cadre: sandboxed by bubblewrap, network %s]\n", b.Sandbox.Network)
 	}
 	res, err := proc.Run(ctx, spec)
 	return res.ExitCode, err
+}
+
+// confine prepares the batch's sandbox, one for all its commands (a fresh
+// home, the caches, the proxy): nil when the batch runs unconfined.
+func (b Batch) confine(ctx context.Context) (*sandbox.Prepared, error) {
+	if b.Sandbox == nil {
+		return nil, nil
+	}
+	box, err := b.Sandbox.Prepare(ctx, sandbox.Step{Dir: b.Dir, Env: proc.MinimalEnv(os.LookupEnv, nil, nil)})
+	if err != nil {
+		return nil, fmt.Errorf("prepare the sandbox: %w", err)
+	}
+	return box, nil
 }

@@ -178,20 +178,8 @@ func (p *Policy) Prepare(ctx context.Context, st Step) (*Prepared, error) {
 		}
 	}
 	hostHome := envGet(st.Env, "HOME")
-	home, err := os.MkdirTemp("", "cadre-home-")
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: home: %w", err)
-	}
-	out.closers = append(out.closers, func() { os.RemoveAll(home) })
-	if err := copyHome(hostHome, home, st.HomeFiles); err != nil {
-		out.Close()
+	if err := p.makeHome(out, hostHome, st.HomeFiles); err != nil {
 		return nil, err
-	}
-	sb.Home, sb.HomePath = home, hostHome
-	if !filepath.IsAbs(hostHome) || filepath.Clean(hostHome) == "/" {
-		// No usable home to hide: the fresh one is the home.
-		sb.HomePath = home
-		out.Env["HOME"] = home
 	}
 	sb.Expose = append(hiddenPath(envGet(st.Env, "PATH"), hostHome), st.Readable...)
 	caches := p.BuildCache
@@ -204,7 +192,8 @@ func (p *Policy) Prepare(ctx context.Context, st Step) (*Prepared, error) {
 		out.closers = append(out.closers, func() { os.RemoveAll(tmp) })
 		caches = tmp
 	}
-	if caches, err = filepath.Abs(caches); err != nil {
+	caches, err := filepath.Abs(caches)
+	if err != nil {
 		out.Close()
 		return nil, fmt.Errorf("sandbox: build caches: %w", err)
 	}
@@ -219,6 +208,34 @@ func (p *Policy) Prepare(ctx context.Context, st Step) (*Prepared, error) {
 		}
 	}
 	return out, nil
+}
+
+// makeHome gives the step a fresh home over hostHome: with nothing to copy
+// into it, an empty one of the sandbox's own; else a directory made here,
+// holding the files copied, removed by Close. Where there is no usable home
+// to hide, the fresh one is the home, in the step's environment too.
+func (p *Policy) makeHome(out *Prepared, hostHome string, files []string) error {
+	usable := filepath.IsAbs(hostHome) && filepath.Clean(hostHome) != "/"
+	sb := out.Sandbox
+	if len(files) == 0 && usable {
+		sb.HomePath = hostHome
+		return nil
+	}
+	home, err := os.MkdirTemp("", "cadre-home-")
+	if err != nil {
+		return fmt.Errorf("sandbox: home: %w", err)
+	}
+	out.closers = append(out.closers, func() { os.RemoveAll(home) })
+	if err := copyHome(hostHome, home, files); err != nil {
+		out.Close()
+		return err
+	}
+	sb.Home, sb.HomePath = home, hostHome
+	if !usable {
+		sb.HomePath = home
+		out.Env["HOME"] = home
+	}
+	return nil
 }
 
 // gitPaths are the git metadata of the working tree dir, kept read-only:

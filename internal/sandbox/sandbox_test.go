@@ -189,3 +189,48 @@ func TestGitPaths(t *testing.T) {
 		t.Errorf("no git: %q", got)
 	}
 }
+
+// TestPrepareHome: a step with no home files gets a home of the sandbox's
+// own over the user's, nothing made on the host; one with home files gets
+// a directory holding their copies, removed by Close; without a usable
+// home, the fresh directory is the home.
+func TestPrepareHome(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	host := t.TempDir()
+	os.WriteFile(filepath.Join(host, ".toolrc"), []byte("key"), 0o600)
+	p := (&Policy{Bwrap: "/usr/bin/bwrap", Network: NetDeny}).ForItem(true, t.TempDir())
+
+	prep, err := p.Prepare(t.Context(), Step{Env: []string{"HOME=" + host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prep.Sandbox.Home != "" || prep.Sandbox.HomePath != host {
+		t.Errorf("no home files: Home %q HomePath %q, want a home of the sandbox's own at %s", prep.Sandbox.Home, prep.Sandbox.HomePath, host)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("made on the host: %v", entries)
+	}
+	prep.Close()
+
+	prep, err = p.Prepare(t.Context(), Step{Env: []string{"HOME=" + host}, HomeFiles: []string{".toolrc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(prep.Sandbox.Home, ".toolrc")); string(data) != "key" || prep.Sandbox.HomePath != host {
+		t.Errorf("home files: %q copied into %q at %q", data, prep.Sandbox.Home, prep.Sandbox.HomePath)
+	}
+	prep.Close()
+	if _, err := os.Stat(prep.Sandbox.Home); err == nil {
+		t.Error("Close left the copied home")
+	}
+
+	prep, err = p.Prepare(t.Context(), Step{Env: []string{"HOME=/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prep.Close()
+	if prep.Sandbox.Home == "" || prep.Sandbox.HomePath != prep.Sandbox.Home || prep.Env["HOME"] != prep.Sandbox.Home {
+		t.Errorf("no usable home: Home %q HomePath %q HOME %q", prep.Sandbox.Home, prep.Sandbox.HomePath, prep.Env["HOME"])
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,7 +33,7 @@ type gitCache struct {
 	mu             sync.Mutex
 	common, gitDir string   // absolute; fixed for a working tree
 	stamp          string   // stat fingerprint the entries were read under; "" = nothing cached
-	origins        []string // files configuration is read from
+	origins        []string // files configuration is read from besides the base ones, each once
 	filters        string   // git config --name-only --get-regexp filterKeys
 	haveFilters    bool
 	email          string     // git config user.email, from the same read
@@ -132,7 +133,7 @@ func fingerprint(paths []string) string {
 }
 
 // configOrigins returns the files git reads configuration from for this
-// tree (includes among them). It asks git only when a configuration file
+// tree besides baseConfigFiles (includes among them), each once. It asks git only when a configuration file
 // changed since the last answer; a configuration with includes is asked
 // every time, since an include may name a file that does not exist yet.
 // The caller holds c.mu.
@@ -155,7 +156,11 @@ func (r *Repo) configOrigins(ctx context.Context, c *gitCache) []string {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(r.Dir, p)
 			}
-			origins = append(origins, p)
+			// One record per setting: a file is named once per line it
+			// holds, and every stamp stats each file named.
+			if !slices.Contains(base, p) && !slices.Contains(origins, p) {
+				origins = append(origins, p)
+			}
 		}
 		key, value, _ := strings.Cut(recs[i+1], "\n")
 		if strings.HasPrefix(strings.ToLower(key), "include") {

@@ -76,3 +76,25 @@ func TestCommitterFromConfiguration(t *testing.T) {
 		}
 	}
 }
+
+// The origins are the files configuration comes from besides the base
+// ones, each once however many settings it holds: every stamp stats them.
+func TestConfigOriginsOnce(t *testing.T) {
+	ctx := context.Background()
+	r := newIsolatedRepo(t)
+	inc := filepath.Join(t.TempDir(), "extra.cfg")
+	write(t, inc, "[a]\n\tx = 1\n\ty = 2\n\tz = 3\n")
+	if _, err := r.Git(ctx, "config", "include.path", inc); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.gitDirs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := r.gitCache()
+	c.mu.Lock()
+	got := r.configOrigins(ctx, c)
+	c.mu.Unlock()
+	if len(got) != 1 || got[0] != inc {
+		t.Errorf("origins %q, want only %s", got, inc)
+	}
+}
