@@ -201,8 +201,11 @@ func (p *Policy) Prepare(ctx context.Context, st Step) (*Prepared, error) {
 		out.Close()
 		return nil, err
 	}
-	if p.Network == NetModelOnly {
-		if err := p.startProxy(out, st); err != nil {
+	// A step with nothing it may reach (a project command with no
+	// allow_hosts) is as confined without the proxy, and its bridge is
+	// the costliest part of a confined start.
+	if hosts := modelHosts(st, p.AllowHosts); p.Network == NetModelOnly && len(hosts) > 0 {
+		if err := p.startProxy(out, hosts); err != nil {
 			out.Close()
 			return nil, err
 		}
@@ -334,7 +337,9 @@ func (p *Policy) check(ctx context.Context, env []string) error {
 		return fmt.Errorf("sandbox check: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	prep, err := p.Prepare(ctx, Step{Dir: dir, Env: env})
+	// A model endpoint, as an agent step has: under model-only the proxy
+	// and its bridge start (nothing is dialled).
+	prep, err := p.Prepare(ctx, Step{Dir: dir, Env: env, Hosts: []string{"https://model.invalid"}})
 	if err != nil {
 		return err
 	}

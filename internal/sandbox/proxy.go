@@ -257,10 +257,9 @@ func loopbackPorts(hosts []string) []string {
 	return out
 }
 
-// startProxy runs the step's proxy and sets up the bridge that carries
-// the agent's connections to it.
-func (p *Policy) startProxy(out *Prepared, st Step) error {
-	hosts := modelHosts(st, p.AllowHosts)
+// startProxy runs the step's proxy to hosts and sets up the bridge that
+// carries the agent's connections to it.
+func (p *Policy) startProxy(out *Prepared, hosts []string) error {
 	px, err := StartProxy(hosts, p.Warn)
 	if err != nil {
 		return err

@@ -234,3 +234,36 @@ func TestPrepareHome(t *testing.T) {
 		t.Errorf("no usable home: Home %q HomePath %q HOME %q", prep.Sandbox.Home, prep.Sandbox.HomePath, prep.Env["HOME"])
 	}
 }
+
+// TestPrepareProxyOnlyWithHosts: under model-only a step with a model
+// endpoint or allowed hosts gets the proxy and its bridge; one with
+// nothing it may reach (a project command, no allow_hosts) gets neither,
+// and is as confined: no network of the host's.
+func TestPrepareProxyOnlyWithHosts(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	for _, tt := range []struct {
+		name  string
+		allow []string
+		hosts []string
+		proxy bool
+	}{
+		{"nothing to reach", nil, nil, false},
+		{"a model endpoint", nil, []string{"https://api.example.com"}, true},
+		{"allow_hosts", []string{"pypi.org"}, nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := (&Policy{Bwrap: "/usr/bin/bwrap", Network: NetModelOnly, AllowHosts: tt.allow, Helper: "/bin/cadre"}).ForItem(false, t.TempDir())
+			prep, err := p.Prepare(t.Context(), Step{Env: []string{"HOME=/root"}, Hosts: tt.hosts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer prep.Close()
+			if got := len(prep.Sandbox.Wrap) > 0 && prep.Env["HTTPS_PROXY"] != ""; got != tt.proxy {
+				t.Errorf("proxy and bridge %t, want %t (wrap %q)", got, tt.proxy, prep.Sandbox.Wrap)
+			}
+			if prep.Sandbox.Net {
+				t.Error("the host's network is shared")
+			}
+		})
+	}
+}
