@@ -225,3 +225,94 @@ func TestRunDiesWithCadre(t *testing.T) {
 		t.Fatalf("processes %v of the agent's group (agent %d, child %d) outlived cadre by 1s", left, agent, child)
 	}
 }
+
+// TestHelperSandboxedUntilKilled is TestSandboxedRunDiesWithCadre's cadre:
+// a sandboxed agent that leaves a child running, until the test SIGKILLs it.
+func TestHelperSandboxedUntilKilled(t *testing.T) {
+	if os.Getenv("CADRE_PROC_HELPER") != "sandboxed" {
+		t.Skip("helper process only")
+	}
+	sb := needSandbox(t)
+	_, _ = Run(context.Background(), Spec{Path: "/bin/sh", Env: MinimalEnv(os.LookupEnv, nil, nil), Sandbox: &sb,
+		Args: []string{"-c", "sleep 307 & echo started; while :; do sleep 1; done"},
+		OnLine: func(stream, line string) {
+			if stream == "stdout" {
+				fmt.Println(line)
+			}
+		}})
+}
+
+// TestSandboxedRunDiesWithCadre: a sandboxed agent's whole tree dies with
+// cadre, by bubblewrap's namespace alone: cadre starts no watchdog for it
+// (bubblewrap is its only child).
+func TestSandboxedRunDiesWithCadre(t *testing.T) {
+	needSandbox(t)
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperSandboxedUntilKilled$")
+	cmd.Env = append(os.Environ(), "CADRE_PROC_HELPER=sandboxed")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "started\n" {
+		cmd.Process.Kill()
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	sleeper := func() []int {
+		var pids []int
+		dirs, _ := os.ReadDir("/proc")
+		for _, d := range dirs {
+			pid, err := strconv.Atoi(d.Name())
+			if err != nil {
+				continue
+			}
+			if b, _ := os.ReadFile("/proc/" + d.Name() + "/cmdline"); string(b) == "sleep\x00307\x00" {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	// The background child may not have run sleep yet when "started" is
+	// read.
+	left := sleeper()
+	for deadline := time.Now().Add(5 * time.Second); len(left) == 0 && time.Now().Before(deadline); left = sleeper() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		for _, p := range left {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	if len(left) != 1 {
+		cmd.Process.Kill()
+		t.Fatalf("the sandboxed child is not running: %v", left)
+	}
+	var children []string
+	for _, tid := range taskIDs(cmd.Process.Pid) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", cmd.Process.Pid, tid))
+		children = append(children, strings.Fields(string(b))...)
+	}
+	if len(children) != 1 {
+		t.Errorf("cadre has children %v, want bubblewrap alone", children)
+	}
+	cmd.Process.Kill()
+	for deadline := time.Now().Add(5 * time.Second); len(sleeper()) > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sandboxed child %v outlived cadre by 5s", left)
+		}
+	}
+}
+
+// taskIDs lists the threads of process pid.
+func taskIDs(pid int) []string {
+	entries, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var ids []string
+	for _, e := range entries {
+		ids = append(ids, e.Name())
+	}
+	return ids
+}

@@ -214,10 +214,18 @@ func command(s Spec, path string, outW, errW *os.File) *exec.Cmd {
 // s.Log, not fatal: the agent still dies with cadre, and a resume kills
 // what it left; only its children may outlive a crash for a while. The
 // watchdog returned is nil then (stop does nothing).
+//
+// A sandboxed process needs none: bubblewrap runs it in a PID namespace of
+// its own and dies with cadre (its parent-death signal, --die-with-parent),
+// and the kernel kills every process of a namespace whose first process
+// dies, so nothing of it outlives cadre.
 func guardGroup(s Spec, pid int) *watchdog {
-	wd, err := startWatchdog(pid)
-	if err != nil && s.Log != nil {
-		fmt.Fprintf(s.Log, "[cadre: %v]\n", err)
+	var wd *watchdog
+	if s.Sandbox == nil {
+		var err error
+		if wd, err = startWatchdog(pid); err != nil && s.Log != nil {
+			fmt.Fprintf(s.Log, "[cadre: %v]\n", err)
+		}
 	}
 	if s.OnStart != nil {
 		s.OnStart(pid)
