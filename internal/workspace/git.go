@@ -285,9 +285,10 @@ type CommitOptions struct {
 // message and mark's trailers (none for a zero mark). It returns the new
 // commit, or "" when there was nothing to commit (no empty commit is
 // made). Staging, listing and committing take three git processes (four
-// with paths to leave out): the list of paths comes from one diff of the
-// index against the merge base with opt.Base, which covers what status and
-// a diff of the branch would each give.
+// with paths to leave out, one more to describe a commit after the
+// branch's first): the list of paths comes from one diff of the index
+// against the merge base with opt.Base, which covers what status and a
+// diff of the branch would each give.
 func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt CommitOptions) (string, error) {
 	if len(opt.Only) > 0 {
 		return r.commitOnly(ctx, message, mark, opt.Only, opt.Mask)
@@ -304,7 +305,7 @@ func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt Commit
 			}
 		}
 	}
-	paths, err := r.stagedSince(ctx, opt.Base)
+	paths, changes, err := r.stagedChanges(ctx, opt.Base, opt.Describe)
 	if err != nil {
 		return "", err
 	}
@@ -318,15 +319,22 @@ func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt Commit
 			return "", err
 		}
 	}
-	if err := r.maskFiles(ctx, paths, opt.Except, opt.Mask); err != nil {
+	masked, err := r.maskFiles(ctx, paths, opt.Except, opt.Mask)
+	if err != nil {
 		return "", err
 	}
+	if masked {
+		changes = nil // counted before the secrets were masked
+	}
 	if opt.Describe && len(paths) > 0 {
-		out, err := r.Git(ctx, "diff", "--cached", "--numstat", "-z", "--no-renames")
-		if err != nil {
-			return "", err
+		if changes == nil {
+			out, err := r.Git(ctx, "diff", "--cached", "--numstat", "-z", "--no-renames")
+			if err != nil {
+				return "", err
+			}
+			changes = commitmsg.ParseNumstat(out)
 		}
-		if body := commitmsg.Body(commitmsg.ParseNumstat(out)); body != "" {
+		if body := commitmsg.Body(changes); body != "" {
 			message += "\n\n" + body
 		}
 	}
@@ -375,7 +383,7 @@ func (r *Repo) commitOnly(ctx context.Context, message string, mark Mark, paths 
 	if changed == "" {
 		return "", nil
 	}
-	if err := r.maskFiles(ctx, paths, nil, mask); err != nil {
+	if _, err := r.maskFiles(ctx, paths, nil, mask); err != nil {
 		return "", err
 	}
 	// Added first: --only commits a path git knows, new ones included.
@@ -393,13 +401,13 @@ func (r *Repo) commitOnly(ctx context.Context, message string, mark Mark, paths 
 // (relative to the tree's top) but those under except, and stages the
 // ones it changed. A deleted path, a link or a directory (a submodule) is
 // left as it is.
-func (r *Repo) maskFiles(ctx context.Context, paths, except []string, mask func([]byte) []byte) error {
+func (r *Repo) maskFiles(ctx context.Context, paths, except []string, mask func([]byte) []byte) (bool, error) {
 	changed, err := r.maskInPlace(paths, except, mask)
 	if err != nil || len(changed) == 0 {
-		return err
+		return false, err
 	}
 	_, err = r.Git(ctx, append([]string{"add", "--"}, changed...)...)
-	return err
+	return true, err
 }
 
 // maskInPlace rewrites through mask (when set) the regular files at paths
@@ -434,6 +442,24 @@ func (r *Repo) maskInPlace(paths, except []string, mask func([]byte) []byte) ([]
 		changed = append(changed, ":(literal)"+p)
 	}
 	return changed, nil
+}
+
+// stagedChanges is stagedSince, and, when describe is set and HEAD is
+// base's tip (the branch's first commit), what each path changes: HEAD is
+// then the merge base, so one diff gives both the paths and the commit's
+// own changes. changes is nil when it was not taken.
+func (r *Repo) stagedChanges(ctx context.Context, base string, describe bool) (paths []string, changes []commitmsg.Change, err error) {
+	if describe && base != "" && r.atTip(ctx, base) {
+		if out, err := r.Git(ctx, "diff", "--cached", "--numstat", "-z", "--no-renames", "--merge-base", base, "--"); err == nil {
+			changes = commitmsg.ParseNumstat(out)
+			for _, c := range changes {
+				paths = append(paths, c.Path)
+			}
+			return paths, changes, nil
+		}
+	}
+	paths, err = r.stagedSince(ctx, base)
+	return paths, nil, err
 }
 
 // stagedSince lists the paths the index changes against the merge base of

@@ -307,3 +307,62 @@ func TestCommitMasks(t *testing.T) {
 		t.Errorf("committed task.md = %q", got)
 	}
 }
+
+// A commit's body says what that commit changes. The branch's first commit
+// (HEAD at the base's tip, its own merge base) takes its paths and its
+// changes from one diff; a later one asks for its own changes apart; a
+// commit whose secrets were masked counts what is committed.
+func TestCommitDescribesItsChanges(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "f.txt"), "one\n")
+	if _, err := r.CommitAll(ctx, "base", Mark{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Git(ctx, "checkout", "-q", "-b", "work"); err != nil {
+		t.Fatal(err)
+	}
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	logPath := filepath.Join(bin, "log")
+	write(t, filepath.Join(bin, "git"), "#!/bin/sh\necho \"$*\" >> '"+logPath+"'\nexec '"+real+"' \"$@\"\n")
+	os.Chmod(filepath.Join(bin, "git"), 0o755)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	commit := func(opt CommitOptions) (body string, diffs int) {
+		t.Helper()
+		os.Remove(logPath)
+		opt.Base, opt.Describe = "main", true
+		if _, err := r.Commit(ctx, "subject", Mark{}, opt); err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := r.Git(ctx, "log", "-1", "--format=%b")
+		log, _ := os.ReadFile(logPath)
+		return strings.TrimSpace(msg), strings.Count(string(log), " diff ")
+	}
+
+	write(t, filepath.Join(r.Dir, "f.txt"), "one\ntwo\n")
+	write(t, filepath.Join(r.Dir, "g.txt"), "a\nb\n")
+	body, diffs := commit(CommitOptions{})
+	if want := "Changes 2 files (+3 -0):\n- f.txt (+1 -0)\n- g.txt (+2 -0)"; body != want || diffs != 1 {
+		t.Errorf("first commit: %d diffs, body\n%s\nwant one diff and\n%s", diffs, body, want)
+	}
+	write(t, filepath.Join(r.Dir, "g.txt"), "a\n")
+	body, diffs = commit(CommitOptions{})
+	if want := "Changes 1 file (+0 -1):\n- g.txt (+0 -1)"; body != want || diffs != 2 {
+		t.Errorf("second commit: %d diffs, body\n%s\nwant two diffs and\n%s", diffs, body, want)
+	}
+
+	if _, err := r.Git(ctx, "checkout", "-q", "-b", "masked", "main"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.Dir, "key.pem"), "BEGIN\nsecret\nsecret\nEND\n")
+	mask := func(b []byte) []byte {
+		return []byte(strings.ReplaceAll(string(b), "BEGIN\nsecret\nsecret\nEND\n", "***\n"))
+	}
+	if body, _ := commit(CommitOptions{Mask: mask}); body != "Changes 1 file (+1 -0):\n- key.pem (+1 -0)" {
+		t.Errorf("masked commit's body:\n%s\nwant the masked file's one line", body)
+	}
+}

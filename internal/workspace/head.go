@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,6 +66,54 @@ func (r *Repo) Head(ctx context.Context) (string, error) {
 	}
 	out, err := r.Git(ctx, "rev-parse", "HEAD")
 	return strings.TrimSpace(out), err
+}
+
+// atTip says whether HEAD is the commit branch points at, both read without
+// a git process: then HEAD is its own merge base with branch. false when
+// either cannot be read so.
+func (r *Repo) atTip(ctx context.Context, branch string) bool {
+	if !plainBranch(branch) {
+		return false
+	}
+	_, sha, ok := r.headOf(ctx)
+	if !ok {
+		return false
+	}
+	if sha == "" {
+		var err error
+		if sha, err = r.Head(ctx); err != nil {
+			return false
+		}
+	}
+	tip, ok := r.branchTip(ctx, branch)
+	return ok && tip == sha
+}
+
+// branchTip reads the commit branch points at from its loose ref, else
+// from packed-refs (where a clone puts every branch).
+func (r *Repo) branchTip(ctx context.Context, branch string) (string, bool) {
+	common, _, err := r.gitDirs(ctx)
+	if err != nil {
+		return "", false
+	}
+	ref := "refs/heads/" + branch
+	if data, err := os.ReadFile(filepath.Join(common, filepath.FromSlash(ref))); err == nil {
+		id := strings.TrimSpace(string(data))
+		return id, isObjectID(id)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", false
+	}
+	data, err := os.ReadFile(filepath.Join(common, "packed-refs"))
+	if err != nil {
+		return "", false
+	}
+	for line := range strings.Lines(string(data)) {
+		id, name, ok := strings.Cut(strings.TrimRight(line, "\n"), " ")
+		if ok && name == ref {
+			return id, isObjectID(id)
+		}
+	}
+	return "", false
 }
 
 // isObjectID accepts a full SHA-1 or SHA-256 object name in lower-case hex.
