@@ -293,8 +293,10 @@ func (r *Repo) Commit(ctx context.Context, message string, mark Mark, opt Commit
 	if len(opt.Only) > 0 {
 		return r.commitOnly(ctx, message, mark, opt.Only, opt.Mask)
 	}
-	if _, err := r.Git(ctx, "add", "-A", "--", "."); err != nil {
-		return "", err
+	if !r.stageSnapshot(ctx) {
+		if _, err := r.Git(ctx, "add", "-A", "--", "."); err != nil {
+			return "", err
+		}
 	}
 	if len(opt.Except) > 0 {
 		args := append([]string{"reset", "--quiet", "--"}, opt.Except...)

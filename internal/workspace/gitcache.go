@@ -43,6 +43,7 @@ type gitCache struct {
 	hooksKey       statKey
 	snapPrint      uint64 // the tree's Fingerprint when snapTree was taken
 	snapTree       string // its TreeOfChanges then
+	snapIndex      string // the index snapTree was staged in, until used or replaced
 }
 
 func (r *Repo) gitCache() *gitCache {

@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,5 +100,62 @@ func TestTreeStateReusedWhileUnchanged(t *testing.T) {
 	}
 	if want, err := r.TreeOfChanges(ctx); err != nil || want != tree3 {
 		t.Errorf("snapshot %s, want git's %s (%v)", tree3, want, err)
+	}
+}
+
+// A commit after a snapshot of the same tree takes the snapshot's staging
+// instead of a git add; once a file changed since, git stages it again.
+func TestCommitStagesFromSnapshot(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "a.txt"), "a\n")
+	r.CommitAll(ctx, "a", Mark{})
+	real, _ := exec.LookPath("git")
+	bin := t.TempDir()
+	logPath := filepath.Join(bin, "log")
+	write(t, filepath.Join(bin, "git"), "#!/bin/sh\necho \"$*\" >> '"+logPath+"'\nexec '"+real+"' \"$@\"\n")
+	os.Chmod(filepath.Join(bin, "git"), 0o755)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	adds := func() int {
+		log, _ := os.ReadFile(logPath)
+		os.Remove(logPath)
+		return strings.Count(string(log), " add -A ")
+	}
+	for _, tt := range []struct {
+		name      string
+		change    bool // a file changes after the snapshot
+		wantAdds  int  // git add -A of the commit (the snapshot's own aside)
+		wantFiles string
+	}{
+		{"unchanged since the snapshot", false, 0, "a.txt\nb.txt\nsub/c.txt"},
+		{"changed since the snapshot", true, 1, "a.txt\nb.txt\nd.txt\nsub/c.txt"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			write(t, filepath.Join(r.Dir, "b.txt"), "b "+tt.name+"\n")
+			write(t, filepath.Join(r.Dir, "sub", "c.txt"), "c\n")
+			if _, _, err := r.TreeState(ctx); err != nil {
+				t.Fatal(err)
+			}
+			adds()
+			if tt.change {
+				write(t, filepath.Join(r.Dir, "d.txt"), "d\n")
+			}
+			if _, err := r.Commit(ctx, tt.name, Mark{}, CommitOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if n := adds(); n != tt.wantAdds {
+				t.Errorf("%d git add -A, want %d", n, tt.wantAdds)
+			}
+			files, _ := r.Git(ctx, "ls-tree", "-r", "--name-only", "HEAD")
+			if strings.TrimSpace(files) != tt.wantFiles {
+				t.Errorf("committed %q, want %q", files, tt.wantFiles)
+			}
+			if st, _ := r.Git(ctx, "status", "--porcelain"); st != "" {
+				t.Errorf("left uncommitted: %q", st)
+			}
+		})
+	}
+	if left, _ := filepath.Glob(filepath.Join(r.Dir, ".git", "cadre-wip-index-*")); len(left) != 0 {
+		t.Errorf("snapshot indexes left: %v", left)
 	}
 }

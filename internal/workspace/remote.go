@@ -271,28 +271,39 @@ func hasChanges(paths []string) bool {
 // of the tree's index, whose file stats spare hashing what did not change,
 // then write-tree.
 func (r *Repo) TreeOfChanges(ctx context.Context) (string, error) {
+	tree, _, err := r.treeOfChanges(ctx, false)
+	return tree, err
+}
+
+// treeOfChanges is TreeOfChanges; with keep, the index it staged the tree
+// in is kept and its path returned, for the caller to remove.
+func (r *Repo) treeOfChanges(ctx context.Context, keep bool) (tree, staged string, err error) {
 	_, gitDir, err := r.gitDirs(ctx)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	tmp, err := os.CreateTemp(gitDir, "cadre-wip-index-")
 	if err != nil {
-		return "", fmt.Errorf("snapshot the tree: %w", err)
+		return "", "", fmt.Errorf("snapshot the tree: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	defer func() {
+		if !keep || err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
 	index := filepath.Join(gitDir, "index")
 	if data, err := os.ReadFile(index); err == nil {
 		_, err = tmp.Write(data)
 		if err != nil {
 			tmp.Close()
-			return "", fmt.Errorf("snapshot the tree: %w", err)
+			return "", "", fmt.Errorf("snapshot the tree: %w", err)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		tmp.Close()
-		return "", fmt.Errorf("snapshot the tree: %w", err)
+		return "", "", fmt.Errorf("snapshot the tree: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("snapshot the tree: %w", err)
+		return "", "", fmt.Errorf("snapshot the tree: %w", err)
 	}
 	// Git trusts an entry whose file's stat matches unless the file
 	// changed no earlier than the index was written ("racily clean");
@@ -300,26 +311,29 @@ func (r *Repo) TreeOfChanges(ctx context.Context) (string, error) {
 	// rewritten within the same second at the same size.
 	if fi, err := os.Stat(index); err == nil {
 		if err := os.Chtimes(tmp.Name(), fi.ModTime(), fi.ModTime()); err != nil {
-			return "", fmt.Errorf("snapshot the tree: %w", err)
+			return "", "", fmt.Errorf("snapshot the tree: %w", err)
 		}
 	}
 	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
 	if _, err := gitEnv(ctx, r.Dir, env, r.withFilters(ctx, []string{"add", "-A", "--", "."})...); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if _, err := os.Lstat(filepath.Join(r.Dir, StateDir)); err == nil {
 		// A tree run in place holds cadre's state, ignored: git add
 		// refuses an exclude pathspec naming an ignored path, so what it
 		// took of .cadre/ (tracked files only) goes back to the head's.
 		if _, err := gitEnv(ctx, r.Dir, env, "reset", "-q", "--", StateDir); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
 	out, err := gitEnv(ctx, r.Dir, env, r.withFilters(ctx, []string{"write-tree"})...)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return strings.TrimSpace(out), nil
+	if keep {
+		staged = tmp.Name()
+	}
+	return strings.TrimSpace(out), staged, nil
 }
 
 // PushWIP points remote's WIPRef(branch) at commit, whatever it held (it

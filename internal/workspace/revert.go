@@ -118,13 +118,58 @@ func (r *Repo) TreeState(ctx context.Context) (tree string, print uint64, err er
 	if tree != "" {
 		return tree, print, nil
 	}
-	if tree, err = r.TreeOfChanges(ctx); err != nil {
+	tree, staged, err := r.treeOfChanges(ctx, true)
+	if err != nil {
 		return "", 0, err
 	}
 	c.mu.Lock()
-	c.snapTree, c.snapPrint = tree, print
+	old := c.snapIndex
+	c.snapTree, c.snapPrint, c.snapIndex = tree, print, staged
 	c.mu.Unlock()
+	if old != "" {
+		os.Remove(old)
+	}
 	return tree, print, nil
+}
+
+// stageSnapshot makes the index the one the last snapshot (TreeState)
+// staged the tree in, when the tree is still the one it snapshot: what
+// git add -A would make it, without a git process (a reviewed change is
+// committed as the reviewer found it). It reports whether it did; the
+// snapshot's index is used at most once.
+func (r *Repo) stageSnapshot(ctx context.Context) bool {
+	c := r.gitCache()
+	c.mu.Lock()
+	staged, print := c.snapIndex, c.snapPrint
+	c.snapIndex = ""
+	c.mu.Unlock()
+	if staged == "" {
+		return false
+	}
+	defer os.Remove(staged)
+	// A tree run in place keeps cadre's state, which the snapshot leaves
+	// out differently.
+	if _, err := os.Lstat(filepath.Join(r.Dir, StateDir)); err == nil {
+		return false
+	}
+	if now, err := r.fingerprint(); err != nil || now != print {
+		return false
+	}
+	_, gitDir, err := r.gitDirs(ctx)
+	if err != nil {
+		return false
+	}
+	// Git's own lock: a git process writing the index now holds it, and
+	// one starting later waits for the rename.
+	lock := filepath.Join(gitDir, "index.lock")
+	if err := os.Link(staged, lock); err != nil {
+		return false
+	}
+	if err := os.Rename(lock, filepath.Join(gitDir, "index")); err != nil {
+		os.Remove(lock)
+		return false
+	}
+	return true
 }
 
 func (r *Repo) fingerprint() (uint64, error) {
