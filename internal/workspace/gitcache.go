@@ -41,9 +41,8 @@ type gitCache struct {
 	watched        []string   // Snapshot's paths, kept while stamp is watchStamp
 	watchStamp     string     // and the hooks directory's stat is hooksKey
 	hooksKey       statKey
-	snapPrint      uint64 // the tree's Fingerprint when snapTree was taken
-	snapTree       string // its TreeOfChanges then
-	snapIndex      string // the index snapTree was staged in, until used or replaced
+	snapPrint      uint64 // the tree's Fingerprint when snapIndex was staged
+	snapIndex      string // the last snapshot's staged index (TreeState), until used or replaced
 }
 
 func (r *Repo) gitCache() *gitCache {

@@ -98,8 +98,9 @@ func TestTreeStateReusedWhileUnchanged(t *testing.T) {
 	if err != nil || tree3 == tree1 || print3 == print1 {
 		t.Fatalf("changed tree kept its snapshot: %s %d, %v", tree3, print3, err)
 	}
-	if want, err := r.TreeOfChanges(ctx); err != nil || want != tree3 {
-		t.Errorf("snapshot %s, want git's %s (%v)", tree3, want, err)
+	got, err := r.snapshotTree(ctx, tree3)
+	if want, werr := r.TreeOfChanges(ctx); err != nil || werr != nil || want != got {
+		t.Errorf("snapshot %s holds %s (%v), want git's %s (%v)", tree3, got, err, want, werr)
 	}
 }
 

@@ -271,23 +271,29 @@ func hasChanges(paths []string) bool {
 // of the tree's index, whose file stats spare hashing what did not change,
 // then write-tree.
 func (r *Repo) TreeOfChanges(ctx context.Context) (string, error) {
-	tree, _, err := r.treeOfChanges(ctx, false)
-	return tree, err
+	staged, err := r.stageTree(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(staged)
+	return r.writeTree(ctx, staged)
 }
 
-// treeOfChanges is TreeOfChanges; with keep, the index it staged the tree
-// in is kept and its path returned, for the caller to remove.
-func (r *Repo) treeOfChanges(ctx context.Context, keep bool) (tree, staged string, err error) {
+// stageTree stages the working tree's files (but .cadre/ and ignored
+// files) in a copy of the tree's index, kept in its git directory, and
+// returns the copy's path, the caller's to remove. The index names the
+// tree fully: the files' contents are in the object store.
+func (r *Repo) stageTree(ctx context.Context) (staged string, err error) {
 	_, gitDir, err := r.gitDirs(ctx)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
-	tmp, err := os.CreateTemp(gitDir, "cadre-wip-index-")
+	tmp, err := os.CreateTemp(gitDir, snapPrefix)
 	if err != nil {
-		return "", "", fmt.Errorf("snapshot the tree: %w", err)
+		return "", fmt.Errorf("snapshot the tree: %w", err)
 	}
 	defer func() {
-		if !keep || err != nil {
+		if err != nil {
 			os.Remove(tmp.Name())
 		}
 	}()
@@ -296,14 +302,14 @@ func (r *Repo) treeOfChanges(ctx context.Context, keep bool) (tree, staged strin
 		_, err = tmp.Write(data)
 		if err != nil {
 			tmp.Close()
-			return "", "", fmt.Errorf("snapshot the tree: %w", err)
+			return "", fmt.Errorf("snapshot the tree: %w", err)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		tmp.Close()
-		return "", "", fmt.Errorf("snapshot the tree: %w", err)
+		return "", fmt.Errorf("snapshot the tree: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return "", "", fmt.Errorf("snapshot the tree: %w", err)
+		return "", fmt.Errorf("snapshot the tree: %w", err)
 	}
 	// Git trusts an entry whose file's stat matches unless the file
 	// changed no earlier than the index was written ("racily clean");
@@ -311,29 +317,31 @@ func (r *Repo) treeOfChanges(ctx context.Context, keep bool) (tree, staged strin
 	// rewritten within the same second at the same size.
 	if fi, err := os.Stat(index); err == nil {
 		if err := os.Chtimes(tmp.Name(), fi.ModTime(), fi.ModTime()); err != nil {
-			return "", "", fmt.Errorf("snapshot the tree: %w", err)
+			return "", fmt.Errorf("snapshot the tree: %w", err)
 		}
 	}
 	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
 	if _, err := gitEnv(ctx, r.Dir, env, r.withFilters(ctx, []string{"add", "-A", "--", "."})...); err != nil {
-		return "", "", err
+		return "", err
 	}
 	if _, err := os.Lstat(filepath.Join(r.Dir, StateDir)); err == nil {
 		// A tree run in place holds cadre's state, ignored: git add
 		// refuses an exclude pathspec naming an ignored path, so what it
 		// took of .cadre/ (tracked files only) goes back to the head's.
 		if _, err := gitEnv(ctx, r.Dir, env, "reset", "-q", "--", StateDir); err != nil {
-			return "", "", err
+			return "", err
 		}
 	}
-	out, err := gitEnv(ctx, r.Dir, env, r.withFilters(ctx, []string{"write-tree"})...)
+	return tmp.Name(), nil
+}
+
+// writeTree writes the tree the index at staged holds and returns its id.
+func (r *Repo) writeTree(ctx context.Context, staged string) (string, error) {
+	out, err := gitEnv(ctx, r.Dir, []string{"GIT_INDEX_FILE=" + staged}, r.withFilters(ctx, []string{"write-tree"})...)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
-	if keep {
-		staged = tmp.Name()
-	}
-	return strings.TrimSpace(out), staged, nil
+	return strings.TrimSpace(out), nil
 }
 
 // PushWIP points remote's WIPRef(branch) at commit, whatever it held (it

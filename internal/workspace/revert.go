@@ -16,12 +16,13 @@ import (
 )
 
 // RevertTo makes the tree's files (but .cadre/ and ignored ones) those of
-// tree, a TreeOfChanges taken earlier, and returns the paths it put back:
-// modified and deleted files get tree's content again, files added since
-// are removed. The index is left alone.
-func (r *Repo) RevertTo(ctx context.Context, tree string) ([]string, error) {
-	if !isObjectID(tree) {
-		return nil, fmt.Errorf("revert: %q is not a tree id", tree)
+// snap, a TreeState snapshot or a TreeOfChanges taken earlier, and returns
+// the paths it put back: modified and deleted files get snap's content
+// again, files added since are removed. The index is left alone.
+func (r *Repo) RevertTo(ctx context.Context, snap string) ([]string, error) {
+	tree, err := r.snapshotTree(ctx, snap)
+	if err != nil {
+		return nil, err
 	}
 	now, err := r.TreeOfChanges(ctx)
 	if err != nil || now == tree {
@@ -100,43 +101,74 @@ func (r *Repo) Fingerprint() (uint64, error) {
 	return r.fingerprint()
 }
 
-// TreeState is the tree's TreeOfChanges and Fingerprint, for a step that
-// holds the tree alone (nothing else writes it meanwhile). A tree whose
-// fingerprint is that of the last snapshot of it is the same tree: its
-// snapshot is reused, without a git process (the reviewing steps of an
-// item's analysis and planning see one tree).
-func (r *Repo) TreeState(ctx context.Context) (tree string, print uint64, err error) {
+// snapPrefix names the staged indexes snapshots keep in a tree's git
+// directory.
+const snapPrefix = "cadre-wip-index-"
+
+// TreeState snapshots the tree for a step that holds it alone (nothing
+// else writes it meanwhile) and returns the snapshot, for RevertTo, and the
+// tree's Fingerprint. The snapshot is the tree's files staged in an index
+// kept in its git directory, its tree written only if RevertTo needs it:
+// one git process. A tree whose fingerprint is that of the last snapshot
+// of it is the same tree: its snapshot is reused, without a git process
+// (the reviewing steps of an item's analysis and planning see one tree).
+func (r *Repo) TreeState(ctx context.Context) (snap string, print uint64, err error) {
 	if print, err = r.fingerprint(); err != nil {
 		return "", 0, err
 	}
 	c := r.gitCache()
 	c.mu.Lock()
-	if c.snapTree != "" && c.snapPrint == print {
-		tree = c.snapTree
+	if c.snapIndex != "" && c.snapPrint == print {
+		snap = c.snapIndex
 	}
 	c.mu.Unlock()
-	if tree != "" {
-		return tree, print, nil
+	if snap != "" {
+		if _, err := os.Lstat(snap); err == nil {
+			return filepath.Base(snap), print, nil
+		}
 	}
-	tree, staged, err := r.treeOfChanges(ctx, true)
+	staged, err := r.stageTree(ctx)
 	if err != nil {
 		return "", 0, err
 	}
 	c.mu.Lock()
 	old := c.snapIndex
-	c.snapTree, c.snapPrint, c.snapIndex = tree, print, staged
+	c.snapPrint, c.snapIndex = print, staged
 	c.mu.Unlock()
 	if old != "" {
 		os.Remove(old)
 	}
-	return tree, print, nil
+	return filepath.Base(staged), print, nil
+}
+
+// snapshotTree is the tree id of snap, a TreeState snapshot or a tree id.
+func (r *Repo) snapshotTree(ctx context.Context, snap string) (string, error) {
+	if isObjectID(snap) {
+		return snap, nil
+	}
+	if !strings.HasPrefix(snap, snapPrefix) || strings.ContainsAny(snap, `/\`) {
+		return "", fmt.Errorf("revert: %q is not a snapshot", snap)
+	}
+	_, gitDir, err := r.gitDirs(ctx)
+	if err != nil {
+		return "", err
+	}
+	staged := filepath.Join(gitDir, snap)
+	if _, err := os.Lstat(staged); err != nil {
+		return "", fmt.Errorf("revert: snapshot %s: %w", snap, err)
+	}
+	tree, err := r.writeTree(ctx, staged)
+	if err != nil {
+		return "", fmt.Errorf("revert: %w", err)
+	}
+	return tree, nil
 }
 
 // stageSnapshot makes the index the one the last snapshot (TreeState)
 // staged the tree in, when the tree is still the one it snapshot: what
 // git add -A would make it, without a git process (a reviewed change is
 // committed as the reviewer found it). It reports whether it did; the
-// snapshot's index is used at most once.
+// snapshot is used up either way.
 func (r *Repo) stageSnapshot(ctx context.Context) bool {
 	c := r.gitCache()
 	c.mu.Lock()
@@ -155,17 +187,13 @@ func (r *Repo) stageSnapshot(ctx context.Context) bool {
 	if now, err := r.fingerprint(); err != nil || now != print {
 		return false
 	}
-	_, gitDir, err := r.gitDirs(ctx)
-	if err != nil {
-		return false
-	}
 	// Git's own lock: a git process writing the index now holds it, and
 	// one starting later waits for the rename.
-	lock := filepath.Join(gitDir, "index.lock")
+	lock := filepath.Join(filepath.Dir(staged), "index.lock")
 	if err := os.Link(staged, lock); err != nil {
 		return false
 	}
-	if err := os.Rename(lock, filepath.Join(gitDir, "index")); err != nil {
+	if err := os.Rename(lock, filepath.Join(filepath.Dir(staged), "index")); err != nil {
 		os.Remove(lock)
 		return false
 	}

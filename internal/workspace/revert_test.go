@@ -15,8 +15,16 @@ import (
 )
 
 // A reviewer's edits on top of uncommitted work are undone, and the work
-// it reviewed is as it was: modified, deleted and added files alike.
+// it reviewed is as it was: modified, deleted and added files alike. The
+// work is named by a tree id or by a TreeState snapshot, which a cadre
+// started again (a resume after a crash) reads as well.
 func TestRevertTo(t *testing.T) {
+	for _, kind := range []string{"tree id", "snapshot"} {
+		t.Run(kind, func(t *testing.T) { testRevertTo(t, kind == "snapshot") })
+	}
+}
+
+func testRevertTo(t *testing.T, snapshot bool) {
 	ctx := context.Background()
 	r := newRepo(t)
 	write(t, filepath.Join(r.Dir, "kept.txt"), "base\n")
@@ -30,7 +38,16 @@ func TestRevertTo(t *testing.T) {
 	write(t, filepath.Join(r.Dir, "kept.txt"), "work\n") // the work under review
 	write(t, filepath.Join(r.Dir, "new.txt"), "work\n")
 	write(t, filepath.Join(r.Dir, ".cadre", "state"), "cadre's\n")
-	tree, err := r.TreeOfChanges(ctx)
+	var tree string
+	var err error
+	if snapshot {
+		tree, _, err = r.TreeState(ctx)
+		if err == nil {
+			r, err = Open(ctx, r.Dir) // as after a restart
+		}
+	} else {
+		tree, err = r.TreeOfChanges(ctx)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +76,10 @@ func TestRevertTo(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.Dir, "sub", "added.txt")); !os.IsNotExist(err) {
 		t.Errorf("sub/added.txt still there: %v", err)
 	}
-	if _, err := r.RevertTo(ctx, "not a tree"); err == nil {
-		t.Error("RevertTo accepted a bad tree id")
+	for _, bad := range []string{"not a tree", snapPrefix + "../../config", "../" + snapPrefix + "1", snapPrefix + "missing"} {
+		if _, err := r.RevertTo(ctx, bad); err == nil {
+			t.Errorf("RevertTo accepted %q", bad)
+		}
 	}
 }
 
