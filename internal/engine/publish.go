@@ -85,7 +85,7 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 	branch := currentBranch(ctx, ir)
 	pushID := ir.it.ID + "/publish/push#1"
 	if rec, err := e.d.Store.GetStep(ctx, ir.run, pushID); err != nil || rec.Status != store.StepCompleted {
-		if n, err := ir.repo.CommitsAhead(ctx, e.d.Config.BaseBranch); err == nil && n == 0 {
+		if ahead, err := ir.repo.Ahead(ctx, e.d.Config.BaseBranch); err == nil && !ahead {
 			return "", errNoChanges
 		}
 		rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: pushID, Kind: report.KindPush}
