@@ -136,6 +136,22 @@ func TestReviewMark(t *testing.T) {
 	if tree, _, _ := m.Read(); tree != "" {
 		t.Errorf("cleared mark reads %q", tree)
 	}
+	if _, err := os.Stat(m.Path); err != nil {
+		t.Errorf("the cleared mark's file is gone (%v): the next note would make it again", err)
+	}
+	if err := m.Note("89ab", "judge"); err != nil {
+		t.Fatal(err)
+	}
+	if tree, role, _ := m.Read(); tree != "89ab" || role != "judge" {
+		t.Errorf("noted over a cleared mark: %q %q", tree, role)
+	}
+	os.Remove(m.Path)
+	if err := m.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(m.Path); err == nil {
+		t.Error("clearing a mark never noted made its file")
+	}
 	// A link planted at the mark leads nowhere: not read, not written.
 	host := filepath.Join(t.TempDir(), "host")
 	write(t, host, "0123abcd secret\n")
