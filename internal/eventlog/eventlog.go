@@ -32,15 +32,15 @@ type Sink struct {
 	cause error
 }
 
-// Window is how long the writer gathers events after the first of a
+// gatherWindow is how long the writer gathers events after the first of a
 // batch before writing them: a step publishes several events, often in
 // bursts across parallel items, and each write is a journal transaction.
 // Readers of the journal see events this much later at most.
-const Window = 50 * time.Millisecond
+const gatherWindow = 50 * time.Millisecond
 
 // NewSink starts the writer; Close flushes and stops it.
 func NewSink(st *store.Store) *Sink {
-	return newSink(st, Window)
+	return newSink(st, gatherWindow)
 }
 
 func newSink(st *store.Store, window time.Duration) *Sink {

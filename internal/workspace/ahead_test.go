@@ -2,8 +2,6 @@ package workspace
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,18 +22,12 @@ func TestAhead(t *testing.T) {
 		}
 	}
 	gitOK("checkout", "-q", "-b", "work")
-	real, _ := exec.LookPath("git")
-	bin := t.TempDir()
-	logPath := filepath.Join(bin, "log")
-	write(t, filepath.Join(bin, "git"), "#!/bin/sh\necho \"$*\" >> '"+logPath+"'\nexec '"+real+"' \"$@\"\n")
-	os.Chmod(filepath.Join(bin, "git"), 0o755)
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	gitLog := logGit(t)
 	check := func(name string, want, asksGit bool) {
 		t.Helper()
-		os.Remove(logPath)
+		gitLog()
 		got, err := r.Ahead(ctx, "main")
-		log, _ := os.ReadFile(logPath)
-		if asked := strings.Contains(string(log), "rev-list"); err != nil || got != want || asked != asksGit {
+		if asked := strings.Contains(gitLog(), "rev-list"); err != nil || got != want || asked != asksGit {
 			t.Errorf("%s: Ahead = %t, %v (git asked %t); want %t (git asked %t)", name, got, err, asked, want, asksGit)
 		}
 	}

@@ -27,6 +27,26 @@ func newRepo(t *testing.T) *Repo {
 	return r
 }
 
+// logGit puts first on PATH a git that logs each command line and runs
+// the real one, and returns what it logged since the last call.
+func logGit(t *testing.T) func() string {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	logPath := filepath.Join(bin, "log")
+	write(t, filepath.Join(bin, "git"), "#!/bin/sh\necho \"$*\" >> '"+logPath+"'\nexec '"+real+"' \"$@\"\n")
+	os.Chmod(filepath.Join(bin, "git"), 0o755)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return func() string {
+		log, _ := os.ReadFile(logPath)
+		os.Remove(logPath)
+		return string(log)
+	}
+}
+
 func write(t *testing.T, path, s string) {
 	t.Helper()
 	os.MkdirAll(filepath.Dir(path), 0o755)
@@ -322,25 +342,16 @@ func TestCommitDescribesItsChanges(t *testing.T) {
 	if _, err := r.Git(ctx, "checkout", "-q", "-b", "work"); err != nil {
 		t.Fatal(err)
 	}
-	real, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	logPath := filepath.Join(bin, "log")
-	write(t, filepath.Join(bin, "git"), "#!/bin/sh\necho \"$*\" >> '"+logPath+"'\nexec '"+real+"' \"$@\"\n")
-	os.Chmod(filepath.Join(bin, "git"), 0o755)
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	gitLog := logGit(t)
 	commit := func(opt CommitOptions) (body string, diffs int) {
 		t.Helper()
-		os.Remove(logPath)
+		gitLog()
 		opt.Base, opt.Describe = "main", true
 		if _, err := r.Commit(ctx, "subject", Mark{}, opt); err != nil {
 			t.Fatal(err)
 		}
 		msg, _ := r.Git(ctx, "log", "-1", "--format=%b")
-		log, _ := os.ReadFile(logPath)
-		return strings.TrimSpace(msg), strings.Count(string(log), " diff ")
+		return strings.TrimSpace(msg), strings.Count(gitLog(), " diff ")
 	}
 
 	write(t, filepath.Join(r.Dir, "f.txt"), "one\ntwo\n")

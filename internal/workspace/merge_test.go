@@ -2,8 +2,6 @@ package workspace
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -111,17 +109,8 @@ func TestCommitStagesFromSnapshot(t *testing.T) {
 	r := newRepo(t)
 	write(t, filepath.Join(r.Dir, "a.txt"), "a\n")
 	r.CommitAll(ctx, "a", Mark{})
-	real, _ := exec.LookPath("git")
-	bin := t.TempDir()
-	logPath := filepath.Join(bin, "log")
-	write(t, filepath.Join(bin, "git"), "#!/bin/sh\necho \"$*\" >> '"+logPath+"'\nexec '"+real+"' \"$@\"\n")
-	os.Chmod(filepath.Join(bin, "git"), 0o755)
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	adds := func() int {
-		log, _ := os.ReadFile(logPath)
-		os.Remove(logPath)
-		return strings.Count(string(log), " add -A ")
-	}
+	gitLog := logGit(t)
+	adds := func() int { return strings.Count(gitLog(), " add -A ") }
 	for _, tt := range []struct {
 		name      string
 		change    bool // a file changes after the snapshot
