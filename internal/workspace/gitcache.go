@@ -41,8 +41,9 @@ type gitCache struct {
 	watched        []string   // Snapshot's paths, kept while stamp is watchStamp
 	watchStamp     string     // and the hooks directory's stat is hooksKey
 	hooksKey       statKey
-	snapPrint      uint64 // the tree's Fingerprint when snapIndex was staged
-	snapIndex      string // the last snapshot's staged index (TreeState), until used or replaced
+	snap           string // the last TreeState snapshot
+	snapPrint      uint64 // the tree's Fingerprint then
+	snapIndex      string // the index snap is staged in, until used or replaced; "" for a tree id
 }
 
 func (r *Repo) gitCache() *gitCache {

@@ -149,3 +149,28 @@ func TestCommitStagesFromSnapshot(t *testing.T) {
 		t.Errorf("snapshot indexes left: %v", left)
 	}
 }
+
+// A tree run in place (cadre's state inside it) is snapshot as a tree id:
+// no index is left in the repository's own git directory.
+func TestTreeStateInPlaceKeepsNoIndex(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "a.txt"), "a\n")
+	r.CommitAll(ctx, "a", Mark{})
+	if err := r.ExcludeState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.Dir, StateDir, "state"), "x\n")
+	write(t, filepath.Join(r.Dir, "b.txt"), "wip\n")
+	snap, _, err := r.TreeState(ctx)
+	if err != nil || !isObjectID(snap) {
+		t.Fatalf("in place: snapshot %q, %v; want a tree id", snap, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(r.Dir, ".git", snapPrefix+"*")); len(left) != 0 {
+		t.Errorf("indexes left in the repository's git directory: %v", left)
+	}
+	write(t, filepath.Join(r.Dir, "b.txt"), "reviewer\n")
+	if got, err := r.RevertTo(ctx, snap); err != nil || len(got) != 1 || got[0] != "b.txt" {
+		t.Errorf("RevertTo = %v, %v; want b.txt put back", got, err)
+	}
+}

@@ -118,37 +118,51 @@ const snapPrefix = "cadre-wip-index-"
 // TreeState snapshots the tree for a step that holds it alone (nothing
 // else writes it meanwhile) and returns the snapshot, for RevertTo, and the
 // tree's Fingerprint. The snapshot is the tree's files staged in an index
-// kept in its git directory, its tree written only if RevertTo needs it:
-// one git process. A tree whose fingerprint is that of the last snapshot
-// of it is the same tree: its snapshot is reused, without a git process
-// (the reviewing steps of an item's analysis and planning see one tree).
+// kept in the worktree's git directory, its tree written only if RevertTo
+// needs it: one git process. (A tree run in place writes its tree at once
+// and keeps no index: the repository's own git directory is the user's.)
+// A tree whose fingerprint is that of the last snapshot of it is the same
+// tree: its snapshot is reused, without a git process (the reviewing steps
+// of an item's analysis and planning see one tree).
 func (r *Repo) TreeState(ctx context.Context) (snap string, print uint64, err error) {
 	if print, err = r.fingerprint(); err != nil {
 		return "", 0, err
 	}
 	c := r.gitCache()
 	c.mu.Lock()
-	if c.snapIndex != "" && c.snapPrint == print {
-		snap = c.snapIndex
+	if c.snapPrint == print {
+		snap = c.snap
+		if c.snapIndex != "" {
+			if _, err := os.Lstat(c.snapIndex); err != nil {
+				snap = ""
+			}
+		}
 	}
 	c.mu.Unlock()
 	if snap != "" {
-		if _, err := os.Lstat(snap); err == nil {
-			return filepath.Base(snap), print, nil
-		}
+		return snap, print, nil
 	}
 	staged, err := r.stageTree(ctx)
 	if err != nil {
 		return "", 0, err
 	}
+	snap = filepath.Base(staged)
+	if _, err := os.Lstat(filepath.Join(r.Dir, StateDir)); err == nil {
+		snap, err = r.writeTree(ctx, staged)
+		os.Remove(staged)
+		if err != nil {
+			return "", 0, err
+		}
+		staged = ""
+	}
 	c.mu.Lock()
 	old := c.snapIndex
-	c.snapPrint, c.snapIndex = print, staged
+	c.snap, c.snapPrint, c.snapIndex = snap, print, staged
 	c.mu.Unlock()
 	if old != "" {
 		os.Remove(old)
 	}
-	return filepath.Base(staged), print, nil
+	return snap, print, nil
 }
 
 // snapshotTree is the tree id of snap, a TreeState snapshot or a tree id.
@@ -183,17 +197,12 @@ func (r *Repo) stageSnapshot(ctx context.Context) bool {
 	c := r.gitCache()
 	c.mu.Lock()
 	staged, print := c.snapIndex, c.snapPrint
-	c.snapIndex = ""
+	c.snap, c.snapIndex = "", ""
 	c.mu.Unlock()
 	if staged == "" {
 		return false
 	}
 	defer os.Remove(staged)
-	// A tree run in place keeps cadre's state, which the snapshot leaves
-	// out differently.
-	if _, err := os.Lstat(filepath.Join(r.Dir, StateDir)); err == nil {
-		return false
-	}
 	if now, err := r.fingerprint(); err != nil || now != print {
 		return false
 	}
