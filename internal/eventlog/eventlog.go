@@ -21,30 +21,19 @@ import (
 // events loses no work. Events the journal refuses are counted, with the
 // first cause, for Close to report.
 type Sink struct {
-	st     *store.Store
-	ch     chan store.Event
-	done   chan struct{}
-	once   sync.Once
-	window time.Duration // how long a batch gathers events after its first
+	st   *store.Store
+	ch   chan store.Event
+	done chan struct{}
+	once sync.Once
 
 	mu    sync.Mutex
 	lost  int
 	cause error
 }
 
-// gatherWindow is how long the writer gathers events after the first of a
-// batch before writing them: a step publishes several events, often in
-// bursts across parallel items, and each write is a journal transaction.
-// Readers of the journal see events this much later at most.
-const gatherWindow = 50 * time.Millisecond
-
 // NewSink starts the writer; Close flushes and stops it.
 func NewSink(st *store.Store) *Sink {
-	return newSink(st, gatherWindow)
-}
-
-func newSink(st *store.Store, window time.Duration) *Sink {
-	j := &Sink{st: st, ch: make(chan store.Event, 1024), done: make(chan struct{}), window: window}
+	j := &Sink{st: st, ch: make(chan store.Event, 1024), done: make(chan struct{})}
 	go j.loop()
 	return j
 }
@@ -60,24 +49,20 @@ func (j *Sink) Handle(e event.Event) {
 
 func (j *Sink) loop() {
 	defer close(j.done)
-	timer := time.NewTimer(j.window)
-	timer.Stop()
 	for first := range j.ch {
 		batch := []store.Event{first}
-		timer.Reset(j.window)
-	gather:
+	drain:
 		for len(batch) < 256 {
 			select {
 			case e, ok := <-j.ch:
 				if !ok {
-					break gather // closing: write now
+					break drain
 				}
 				batch = append(batch, e)
-			case <-timer.C:
-				break gather
+			default:
+				break drain
 			}
 		}
-		timer.Stop()
 		j.write(batch)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -81,46 +80,5 @@ func TestSinkRetriesAndReportsLostEvents(t *testing.T) {
 	err := j.Close()
 	if err == nil || !errors.Is(err, busy) || !strings.Contains(err.Error(), "refused 2 event(s)") {
 		t.Fatalf("Close = %v, want the 2 refused events and the journal's cause", err)
-	}
-}
-
-// Events published apart are gathered into one journal write for as long
-// as the window lasts; Close writes what is gathered at once, and a lone
-// event reaches the journal when the window ends, without a Close.
-func TestSinkGathersEventsOverItsWindow(t *testing.T) {
-	ctx := context.Background()
-	st := journal(t)
-	var writes atomic.Int64
-	st.SetFault(func(k store.OpKind) error {
-		if k == store.OpEvents {
-			writes.Add(1)
-		}
-		return nil
-	})
-	j := newSink(st, time.Hour)
-	for i := range 5 {
-		j.Handle(event.Event{Run: "r", Type: event.StepStarted, Step: fmt.Sprint(i)})
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if n := writes.Load(); n != 1 {
-		t.Errorf("%d journal writes for 5 events within the window, want 1", n)
-	}
-	if evs, _, err := st.Events(ctx, "r", 0); err != nil || len(evs) != 5 {
-		t.Fatalf("%d events, %v", len(evs), err)
-	}
-
-	j = newSink(st, 10*time.Millisecond)
-	defer j.Close()
-	j.Handle(event.Event{Run: "r", Type: event.StepCompleted, Step: "late"})
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if evs, _, _ := st.Events(ctx, "r", 0); len(evs) == 6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a lone event never reached the journal")
-		}
 	}
 }
