@@ -48,34 +48,28 @@ func (b Batch) Run(ctx context.Context, names []string) (map[string]int, string,
 		return nil, "", err
 	}
 	defer log.Close()
-	// One sandbox for the batch, made for its first command: its caches
-	// and proxy serve every command (each still gets a fresh home).
-	var (
-		box    *sandbox.Prepared
-		boxErr error
-		made   bool
-	)
-	defer func() {
-		if box != nil {
-			box.Close()
+	env := proc.MinimalEnv(os.LookupEnv, nil, nil)
+	var run []string
+	for _, name := range names {
+		if strings.TrimSpace(b.Lines[name]) != "" {
+			run = append(run, name)
 		}
-	}()
+	}
+	// One sandbox for the batch: its caches and proxy serve every command
+	// (each still gets a fresh home).
+	box, boxErr := b.confine(ctx, env, len(run) > 0)
+	if box != nil {
+		defer box.Close()
+	}
 	exits := map[string]int{}
 	var sum strings.Builder
 	fmt.Fprintf(&sum, "# Checks (%s)\n\n| command | exit | baseline |\n| --- | --- | --- |\n", b.Step)
-	for _, name := range names {
+	for _, name := range run {
 		line := b.Lines[name]
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
 		fmt.Fprintf(log, "$ %s\n", line)
-		if !made {
-			box, boxErr = b.confine(ctx)
-			made = true
-		}
 		code, err := -1, boxErr
 		if boxErr == nil {
-			code, err = b.run(ctx, line, log, box)
+			code, err = b.run(ctx, line, env, log, box)
 		}
 		if err != nil {
 			fmt.Fprintf(log, "[cadre: %s]\n", err)
@@ -93,9 +87,8 @@ func (b Batch) Run(ctx context.Context, names []string) (map[string]int, string,
 
 // run runs one command line in the tree, in the batch's sandbox when it
 // has one, and returns its exit code.
-func (b Batch) run(ctx context.Context, line string, log io.Writer, box *sandbox.Prepared) (int, error) {
-	spec := proc.Spec{Path: "/bin/sh", Args: []string{"-c", line}, Dir: b.Dir,
-		Env: proc.MinimalEnv(os.LookupEnv, nil, nil), Log: log, Timeout: b.Timeout}
+func (b Batch) run(ctx context.Context, line string, env []string, log io.Writer, box *sandbox.Prepared) (int, error) {
+	spec := proc.Spec{Path: "/bin/sh", Args: []string{"-c", line}, Dir: b.Dir, Env: env, Log: log, Timeout: b.Timeout}
 	if box != nil {
 		spec.Sandbox = box.Sandbox
 		spec.Env = proc.SetEnv(spec.Env, box.Env)
@@ -105,13 +98,14 @@ func (b Batch) run(ctx context.Context, line string, log io.Writer, box *sandbox
 	return res.ExitCode, err
 }
 
-// confine prepares the batch's sandbox, one for all its commands (a fresh
-// home, the caches, the proxy): nil when the batch runs unconfined.
-func (b Batch) confine(ctx context.Context) (*sandbox.Prepared, error) {
-	if b.Sandbox == nil {
+// confine prepares the batch's sandbox for commands of environment env
+// (the caches, the proxy): nil when the batch runs unconfined or has no
+// command to run.
+func (b Batch) confine(ctx context.Context, env []string, needed bool) (*sandbox.Prepared, error) {
+	if b.Sandbox == nil || !needed {
 		return nil, nil
 	}
-	box, err := b.Sandbox.Prepare(ctx, sandbox.Step{Dir: b.Dir, Env: proc.MinimalEnv(os.LookupEnv, nil, nil)})
+	box, err := b.Sandbox.Prepare(ctx, sandbox.Step{Dir: b.Dir, Env: env})
 	if err != nil {
 		return nil, fmt.Errorf("prepare the sandbox: %w", err)
 	}

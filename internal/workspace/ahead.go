@@ -28,15 +28,8 @@ func (r *Repo) Ahead(ctx context.Context, base string) (bool, error) {
 // aheadLoose is Ahead from the refs and loose commits alone; ok is false
 // when they do not tell.
 func (r *Repo) aheadLoose(ctx context.Context, base string) (ahead, ok bool) {
-	if !plainBranch(base) {
-		return false, false
-	}
-	tip, ok := r.branchTip(ctx, base)
+	head, tip, ok := r.headAndTip(ctx, base)
 	if !ok {
-		return false, false
-	}
-	head, err := r.Head(ctx)
-	if err != nil || !isObjectID(head) {
 		return false, false
 	}
 	if head == tip {

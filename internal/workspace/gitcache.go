@@ -134,9 +134,10 @@ func fingerprint(paths []string) string {
 }
 
 // configOrigins returns the files git reads configuration from for this
-// tree besides baseConfigFiles (includes among them), each once. It asks git only when a configuration file
-// changed since the last answer; a configuration with includes is asked
-// every time, since an include may name a file that does not exist yet.
+// tree besides baseConfigFiles (includes among them), each once. It asks
+// git only when a configuration file changed since the last answer; a
+// configuration with includes is asked every time, since an include may
+// name a file that does not exist yet.
 // The caller holds c.mu.
 func (r *Repo) configOrigins(ctx context.Context, c *gitCache) []string {
 	base := baseConfigFiles(c.common, c.gitDir)

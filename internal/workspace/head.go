@@ -54,43 +54,37 @@ func (r *Repo) Head(ctx context.Context) (string, error) {
 		if branch == "" {
 			return sha, nil
 		}
-		// A loose ref, which is where git writes a branch it just moved
-		// (packed refs are only ever older copies).
-		if common, _, err := r.gitDirs(ctx); err == nil {
-			if data, err := os.ReadFile(filepath.Join(common, "refs", "heads", filepath.FromSlash(branch))); err == nil {
-				if id := strings.TrimSpace(string(data)); isObjectID(id) {
-					return id, nil
-				}
-			}
+		if id, ok := r.branchTip(ctx, branch); ok {
+			return id, nil
 		}
 	}
 	out, err := r.Git(ctx, "rev-parse", "HEAD")
 	return strings.TrimSpace(out), err
 }
 
-// atTip says whether HEAD is the commit branch points at, both read without
-// a git process: then HEAD is its own merge base with branch. false when
-// either cannot be read so.
-func (r *Repo) atTip(ctx context.Context, branch string) bool {
+// headAndTip reads HEAD's commit and the one branch points at, the
+// branch's without a git process; ok is false when they cannot be read so.
+func (r *Repo) headAndTip(ctx context.Context, branch string) (head, tip string, ok bool) {
 	if !plainBranch(branch) {
-		return false
+		return "", "", false
 	}
-	_, sha, ok := r.headOf(ctx)
-	if !ok {
-		return false
+	if tip, ok = r.branchTip(ctx, branch); !ok {
+		return "", "", false
 	}
-	if sha == "" {
-		var err error
-		if sha, err = r.Head(ctx); err != nil {
-			return false
-		}
-	}
-	tip, ok := r.branchTip(ctx, branch)
-	return ok && tip == sha
+	head, err := r.Head(ctx)
+	return head, tip, err == nil && isObjectID(head)
 }
 
-// branchTip reads the commit branch points at from its loose ref, else
-// from packed-refs (where a clone puts every branch).
+// atTip says whether HEAD is the commit branch points at: then HEAD is its
+// own merge base with branch. false when that cannot be read without git.
+func (r *Repo) atTip(ctx context.Context, branch string) bool {
+	head, tip, ok := r.headAndTip(ctx, branch)
+	return ok && head == tip
+}
+
+// branchTip reads the commit branch points at from its loose ref (where git
+// writes a branch it moves), else from packed-refs (where a clone puts
+// every branch, and older copies of loose ones).
 func (r *Repo) branchTip(ctx context.Context, branch string) (string, bool) {
 	common, _, err := r.gitDirs(ctx)
 	if err != nil {

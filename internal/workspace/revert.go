@@ -197,7 +197,9 @@ func (r *Repo) stageSnapshot(ctx context.Context) bool {
 	c := r.gitCache()
 	c.mu.Lock()
 	staged, print := c.snapIndex, c.snapPrint
-	c.snap, c.snapIndex = "", ""
+	if staged != "" {
+		c.snap, c.snapIndex = "", ""
+	}
 	c.mu.Unlock()
 	if staged == "" {
 		return false
@@ -206,8 +208,8 @@ func (r *Repo) stageSnapshot(ctx context.Context) bool {
 	if now, err := r.fingerprint(); err != nil || now != print {
 		return false
 	}
-	// Git's own lock: a git process writing the index now holds it, and
-	// one starting later waits for the rename.
+	// Git's own lock: while a git process writes the index this gives
+	// way, and no git process can write it until the rename is done.
 	lock := filepath.Join(filepath.Dir(staged), "index.lock")
 	if err := os.Link(staged, lock); err != nil {
 		return false
