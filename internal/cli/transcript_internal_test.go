@@ -49,11 +49,19 @@ func TestStepTranscript(t *testing.T) {
 	if strings.Contains(got, "toolu_") {
 		t.Error("the transcript shows the raw stream")
 	}
-	// Read again after one more event: the new line joins the others.
+	// Read again after one more event: only it is read, and its line
+	// joins the others.
+	first := tr.seq
+	if first == 0 {
+		t.Fatal("the first read kept no place in the journal")
+	}
 	data, _ := json.Marshal(event.Event{Time: at.Add(3 * time.Second), Run: "r", Item: "7", Step: "7/code/coder#1", Type: event.StepProgress, Message: "Bash go test"})
 	st.AppendEvent(ctx, store.Event{RunID: "r", Time: at, Type: event.StepProgress, ItemID: "7", Data: data})
 	if got, _ := tr.read(st, dir, "r", "7", "7/code/coder#1"); got != want+"12:00:03  Bash go test\n" {
 		t.Errorf("transcript after one more event:\n%s", got)
+	}
+	if tr.seq != first+1 {
+		t.Errorf("the second read ended at event %d, want %d: one event past the first read's %d", tr.seq, first+1, first)
 	}
 	if got, err := tr.read(st, dir, "r", "7", "7/audit/auditor#1"); err != nil || !strings.Contains(got, "toolu_1") {
 		t.Errorf("a step without progress: %q, %v; want its log", got, err)

@@ -134,7 +134,7 @@ func (in *Interp) forEach(ctx context.Context, body []Node, sc *scope) error {
 				return &failure{fmt.Sprintf("task %s: %s", t.ID, f.reason)}
 			}
 			if r := (*rejected)(nil); errors.As(err, &r) {
-				return &rejected{reason: fmt.Sprintf("task %s: %s", t.ID, r.reason)}
+				return &rejected{reason: fmt.Sprintf("task %s: %s", t.ID, r.reason), fail: r.fail}
 			}
 			return err
 		})

@@ -48,18 +48,17 @@ type scope struct {
 	last      Outcome
 	note      string
 	round     int
-	goal      int    // the goal cycle (0: the only one), for signatures
-	index     int    // position of the step within its loop round, for signatures
-	inRound   bool   // inside a loop's do: a FAIL or a rejection ends the round
-	pass      int    // the workflow's pass rating for reviewers
-	work      *Work  // the last working step
-	review    *Work  // the last review since it (not a judge's)
-	approved  string // the last step a human was asked about and approved
+	goal      int   // the goal cycle (0: the only one), for signatures
+	index     int   // position of the step within its loop round, for signatures
+	inRound   bool  // inside a loop's do: a FAIL or a rejection ends the round
+	pass      int   // the workflow's pass rating for reviewers
+	work      *Work // the last working step
+	review    *Work // the last review since it (not a judge's)
 }
 
 // carry takes over what an inner sequence produced.
 func (sc *scope) carry(in *scope) {
-	sc.inputs, sc.last, sc.note, sc.work, sc.review, sc.approved = in.inputs, in.last, in.note, in.work, in.review, in.approved
+	sc.inputs, sc.last, sc.note, sc.work, sc.review = in.inputs, in.last, in.note, in.work, in.review
 }
 
 // checked is the work a gatekeeper checks and a reviewer rates: the last
@@ -234,7 +233,6 @@ func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
 		if !ans.Approved {
 			return &ended{fmt.Sprintf("%s; rejected by a human: %s", why, ans.Note)}
 		}
-		sc.approved = id
 		if out.Signal.Result == signal.ClarificationNeeded {
 			// The agent could not do its work without an answer: ask it
 			// again with the human's.

@@ -507,9 +507,12 @@ func TestLoopRoutes(t *testing.T) {
 			o := okOutcome(c.Role)
 			if c.Role == "judge" {
 				play := plays[min(n, len(plays)-1)]
-				if play == "I" {
+				switch {
+				case play == "I":
 					o.Signal.Result = signal.Insufficient
-				} else {
+				case strings.HasPrefix(play, "L:"): // a pass at low confidence
+					o.Signal.Next, o.Signal.Confidence = strings.TrimPrefix(play, "L:"), signal.Int(1)
+				default:
 					o.Signal.Next = strings.TrimPrefix(play, "P:")
 				}
 				o.Signal.LoopSummary = fmt.Sprintf("judgement %d", n+1)
@@ -579,6 +582,27 @@ func TestLoopRoutes(t *testing.T) {
 		res, _ := runWFLim(t, "loop", f, approving)
 		if res.Status != ResultCompleted || !cmp.Equal(kinds, []string{HumanEscalation}) {
 			t.Errorf("%+v %v", res, kinds)
+		}
+	})
+	t.Run("approving a low-confidence judgement is not the goal's approval", func(t *testing.T) {
+		f := newFake()
+		judge(f, "L:Done")
+		var kinds []string
+		f.human = func(c HumanCall) (Answer, error) { kinds = append(kinds, c.Kind); return Answer{Approved: true}, nil }
+		res, _ := runWFLim(t, "loop", f, approving)
+		if res.Status != ResultCompleted || !cmp.Equal(kinds, []string{HumanEscalation, HumanGoal}) {
+			t.Errorf("%+v asked %v, want the escalation and then the goal", res, kinds)
+		}
+	})
+	t.Run("more rounds a human granted do not outlast the next pass", func(t *testing.T) {
+		f := newFake()
+		judge(f, "I", "I", "I", "P:planner", "I", "I", "I", "P:Done")
+		var asked []HumanCall
+		f.human = func(c HumanCall) (Answer, error) { asked = append(asked, c); return Answer{Approved: true}, nil }
+		res, _ := runWF(t, "loop", f)
+		if res.Status != ResultCompleted || len(asked) != 2 || asked[1].Kind != HumanIncomplete ||
+			!strings.Contains(asked[1].Reason, "after 3 round(s)") {
+			t.Errorf("%+v asked %+v, want a second pause after three failed rounds in a row", res, asked)
 		}
 	})
 	t.Run("subordinate goals are bounded, then the goal goes to the human", func(t *testing.T) {

@@ -74,8 +74,13 @@ func (in *Interp) loopGoal(ctx context.Context, l *Loop, sc *scope) error {
 				keep(prevBetween, sc.inputs[start:])
 				return nil
 			}
-			// The next round starts on a new subordinate goal.
+			// The next round starts on a new subordinate goal, and the
+			// rounds that fail in a row are counted again from none, up to
+			// the loop's bound (not one a human extended before).
 			fails, prevDo, prevBetween = 0, append([]string(nil), sc.inputs[start:]...), nil
+			if l.MaxBetween == "" {
+				limit = bound
+			}
 			continue
 		}
 		fails, subgoals = fails+1, 0
@@ -84,7 +89,11 @@ func (in *Interp) loopGoal(ctx context.Context, l *Loop, sc *scope) error {
 			exhausted = betweens >= limit
 		}
 		if exhausted {
-			reason := fmt.Sprintf("%s not reached after %d round(s)", l.Until, round)
+			n := round
+			if l.MaxBetween == "" {
+				n = fails // in a row
+			}
+			reason := fmt.Sprintf("%s not reached after %d round(s)", l.Until, n)
 			if rej != nil {
 				reason += "; last: " + rej.reason
 			}
@@ -151,8 +160,9 @@ func (in *Interp) after(ctx context.Context, steps []Node, sc *scope, round, ind
 // the loop's first role (the planner) starts the next round on a new
 // subordinate goal, at most bound of them in a row; anything else (Done)
 // means the goal is met, and a human approves it unless
-// limits.approve_goal is off or a human just approved that very step
-// (Next: Human). Rejected with a note, the note goes to the planner and
+// limits.approve_goal is off or the judge asked for one already (Next:
+// Human, which its step's escalation put to a human, who approved it to
+// get here). Rejected with a note, the note goes to the planner and
 // the loop goes on; without one the item ends. It says whether the loop
 // goes on.
 func (in *Interp) route(ctx context.Context, l *Loop, sc *scope, subgoals *int, bound int) (bool, error) {
@@ -164,7 +174,7 @@ func (in *Interp) route(ctx context.Context, l *Loop, sc *scope, subgoals *int, 
 		}
 		in.Exec.Warn(fmt.Sprintf("%d subordinate goals passed in a row: the goal is taken as met", bound))
 	}
-	if !in.Lim.ApproveGoal || sc.approved == sc.last.Step {
+	if !in.Lim.ApproveGoal || strings.EqualFold(strings.TrimSpace(sc.last.Signal.Next), "human") {
 		return false, nil
 	}
 	role, _, _ := strings.Cut(path.Base(sc.last.Step), "#") // "42/loop/judge#2": judge

@@ -14,8 +14,12 @@ var goalItem = regexp.MustCompile(`^\s{0,3}[0-9]{1,9}[.)]\s+(.*)$`)
 func (t *Task) Goals() []string {
 	var goals []string
 	in := false
+	var f fence // a heading or list inside a code block is an example, not the task's
 	for _, line := range strings.Split(t.Body, "\n") {
 		line = strings.TrimRight(line, "\r")
+		if f.skip(line) {
+			continue
+		}
 		if strings.HasPrefix(line, "#") {
 			head := strings.TrimSpace(strings.TrimLeft(line, "#"))
 			in = strings.HasPrefix(line, "## ") && strings.EqualFold(head, "goals")
