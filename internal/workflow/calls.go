@@ -70,6 +70,7 @@ type ActionCall struct {
 // Outcome is what a step produced.
 type Outcome struct {
 	Step        string // the step's id
+	Role        string // the agent's role (set by the interpreter)
 	Failed      bool   // the step failed (crash, no signal, FAIL result, ...)
 	Reason      string // why, when Failed
 	Signal      signal.Signal

@@ -213,7 +213,7 @@ func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
 		if err != nil {
 			return err
 		}
-		out.Step = id
+		out.Step, out.Role = id, role
 		sc.last = out
 		if out.Failed {
 			return &failure{fmt.Sprintf("%s: %s", role, out.Reason)}

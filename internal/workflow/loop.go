@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/signal"
@@ -177,8 +176,7 @@ func (in *Interp) route(ctx context.Context, l *Loop, sc *scope, subgoals *int, 
 	if !in.Lim.ApproveGoal || strings.EqualFold(strings.TrimSpace(sc.last.Signal.Next), "human") {
 		return false, nil
 	}
-	role, _, _ := strings.Cut(path.Base(sc.last.Step), "#") // "42/loop/judge#2": judge
-	ans, err := in.Exec.Human(ctx, HumanCall{ID: in.id(sc, "goal"), Kind: HumanGoal, Step: sc.last.Step, Role: role,
+	ans, err := in.Exec.Human(ctx, HumanCall{ID: in.id(sc, "goal"), Kind: HumanGoal, Step: sc.last.Step, Role: sc.last.Role,
 		Reason: "the goal is met (" + firstNonEmpty(sc.last.Signal.LoopSummary, sc.last.Signal.Context) +
 			"): approve to complete it, or reject with a note for the " + first})
 	if err != nil {
