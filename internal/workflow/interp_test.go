@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -428,6 +430,47 @@ func TestLoopWorkflow(t *testing.T) {
 		}
 		if in := f.inputs["42/loop/planner#2"]; !contains(in, "/out/diagnoser.md") || !contains(in, "/out/actor.md") {
 			t.Errorf("planner#2 inputs %v", in)
+		}
+	})
+	t.Run("an actor's FAIL inside a foreach goes to the diagnoser too", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "plan-loop.yaml"), []byte(`name: plan-loop
+description: a loop whose round runs the plan's tasks
+phases:
+  - name: planning
+    steps:
+      - role: implementation-planner
+  - name: loop
+    steps:
+      - loop:
+          until: result-pass
+          max: max_insufficient_loops
+          do:
+            - foreach: plan
+              do:
+                - role: actor
+            - role: judge
+          on_fail:
+            - role: diagnoser
+`), 0o644)
+		r, err := LoadDefs(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := r.Get("plan-loop")
+		f := newFake()
+		failed := false
+		f.agent = func(c AgentCall, n int) Outcome {
+			o := okOutcome(c.Role)
+			if c.Role == "actor" && !failed {
+				o.Signal.Result, failed = signal.Fail, true
+			}
+			return o
+		}
+		in := &Interp{Item: "42", Defs: r, Exec: f, Lim: testLim, Roles: func(string) bool { return true }}
+		res, err := in.Run(context.Background(), d)
+		if err != nil || res.Status != ResultCompleted || f.seen["diagnoser"] != 1 {
+			t.Errorf("%+v %v %v, want the diagnoser once", res, err, f.calls)
 		}
 	})
 	t.Run("a judge's INSUFFICIENT is no FAIL: no diagnoser", func(t *testing.T) {
