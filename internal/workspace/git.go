@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cadre-dev/cadre/internal/exitwait"
 	"github.com/cadre-dev/cadre/internal/runlock"
 )
 
@@ -123,6 +124,7 @@ func gitRun(ctx context.Context, dir string, extra []string, started func(pid in
 		if started != nil {
 			started(cmd.Process.Pid)
 		}
+		exitwait.Exited(cmd.Process.Pid)
 		err = cmd.Wait()
 	}
 	if err != nil {

@@ -2,15 +2,11 @@ package workspace
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/cadre-dev/cadre/internal/safefile"
 )
@@ -99,16 +95,6 @@ func (m ReviewMark) Clear() error {
 		return fmt.Errorf("clear the reviewed tree: %w", err)
 	}
 	return nil
-}
-
-// Fingerprint sums what every file of the working tree (but .git and
-// cadre's state) is on disk: its path, inode, size, and modification and
-// change times; a directory counts by its path. Equal fingerprints say nothing there
-// changed in between, without a git process. The change time cannot be
-// set back by a process, so a file rewritten and its times restored
-// still shows. Any difference (an ignored file too) says "look closer".
-func (r *Repo) Fingerprint() (uint64, error) {
-	return r.fingerprint()
 }
 
 // snapPrefix names the staged indexes snapshots keep in a tree's git
@@ -219,47 +205,4 @@ func (r *Repo) stageSnapshot(ctx context.Context) bool {
 		return false
 	}
 	return true
-}
-
-func (r *Repo) fingerprint() (uint64, error) {
-	h := fnv.New64a()
-	var buf [8]byte
-	put := func(v uint64) {
-		binary.LittleEndian.PutUint64(buf[:], v)
-		h.Write(buf[:])
-	}
-	err := filepath.WalkDir(r.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p != r.Dir && filepath.Dir(p) == r.Dir && (d.Name() == ".git" || d.Name() == StateDir) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-		put(uint64(info.Mode()))
-		if d.IsDir() {
-			// Its entries speak for it: its own times move with
-			// cadre's state appearing beside them.
-			return nil
-		}
-		put(uint64(info.Size()))
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			put(st.Ino)
-			put(uint64(st.Mtim.Nano()))
-			put(uint64(st.Ctim.Nano()))
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("fingerprint the tree: %w", err)
-	}
-	return h.Sum64(), nil
 }

@@ -203,4 +203,43 @@ func TestFingerprint(t *testing.T) {
 	if print() == now {
 		t.Error("a new file kept the fingerprint")
 	}
+	// A file moved to another directory under the same name, an empty
+	// directory, a link and a .git below the top all count.
+	for _, change := range []struct {
+		what string
+		do   func() error
+	}{
+		{"a file moved between directories", func() error {
+			os.MkdirAll(filepath.Join(r.Dir, "other"), 0o755)
+			print()
+			return os.Rename(filepath.Join(r.Dir, "sub", "new.txt"), filepath.Join(r.Dir, "other", "new.txt"))
+		}},
+		{"an empty directory", func() error { return os.Mkdir(filepath.Join(r.Dir, "sub", "empty"), 0o755) }},
+		{"a link", func() error { return os.Symlink("/etc/passwd", filepath.Join(r.Dir, "sub", "link")) }},
+		{"a file under a nested .git", func() error {
+			return os.WriteFile(filepath.Join(r.Dir, "sub", ".git"), []byte("x"), 0o644)
+		}},
+	} {
+		before := print()
+		if err := change.do(); err != nil {
+			t.Fatal(err)
+		}
+		if print() == before {
+			t.Errorf("%s kept the fingerprint", change.what)
+		}
+	}
+	// A tree reached through a link is walked all the same.
+	link := filepath.Join(t.TempDir(), "tree")
+	if err := os.Symlink(r.Dir, link); err != nil {
+		t.Fatal(err)
+	}
+	via := &Repo{Dir: link}
+	p1, err := via.Fingerprint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(r.Dir, "sub", "more.txt"), "x\n")
+	if p2, err := via.Fingerprint(); err != nil || p2 == p1 {
+		t.Errorf("a tree reached through a link: fingerprint %x then %x (%v)", p1, p2, err)
+	}
 }
