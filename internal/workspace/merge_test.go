@@ -2,9 +2,11 @@ package workspace
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Merge makes a merge commit with the step's trailers; a conflict leaves
@@ -172,5 +174,49 @@ func TestTreeStateInPlaceKeepsNoIndex(t *testing.T) {
 	write(t, filepath.Join(r.Dir, "b.txt"), "reviewer\n")
 	if got, err := r.RevertTo(ctx, snap); err != nil || len(got) != 1 || got[0] != "b.txt" {
 		t.Errorf("RevertTo = %v, %v; want b.txt put back", got, err)
+	}
+}
+
+// A snapshot of a tree whose index git add leaves as it is shares the
+// index's file; the commit after it then has nothing to install, and
+// leaves no lock behind to stop the next git command.
+func TestSnapshotOfAnUnchangedIndex(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "a.txt"), "a\n")
+	r.CommitAll(ctx, "a", Mark{})
+	// An index written after its files' last change holds no racily
+	// clean entries, which git add would refresh and write out.
+	later := time.Now().Add(2 * time.Second)
+	if err := os.Chtimes(filepath.Join(r.Dir, ".git", "index"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	snap, _, err := r.TreeState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.Stat(filepath.Join(r.Dir, ".git", snap))
+	b, _ := os.Stat(filepath.Join(r.Dir, ".git", "index"))
+	if a == nil || b == nil || !os.SameFile(a, b) {
+		t.Fatalf("the snapshot of an unchanged index is not the index's own file")
+	}
+	if sha, err := r.Commit(ctx, "nothing", Mark{}, CommitOptions{}); err != nil || sha != "" {
+		t.Fatalf("commit of nothing = %q, %v", sha, err)
+	}
+	if _, err := os.Lstat(filepath.Join(r.Dir, ".git", "index.lock")); err == nil {
+		t.Fatal("index.lock left behind")
+	}
+	write(t, filepath.Join(r.Dir, "b.txt"), "b\n")
+	if sha, err := r.Commit(ctx, "b", Mark{}, CommitOptions{}); err != nil || sha == "" {
+		t.Fatalf("the next commit = %q, %v", sha, err)
+	}
+	// A snapshot that staged a change is a file of its own: the index
+	// stays as it was until the commit.
+	write(t, filepath.Join(r.Dir, "c.txt"), "c\n")
+	if _, _, err := r.TreeState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if staged, _ := r.Git(ctx, "diff", "--cached", "--name-only"); staged != "" {
+		t.Errorf("the snapshot staged %q in the tree's index", staged)
 	}
 }

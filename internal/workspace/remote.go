@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -288,39 +291,17 @@ func (r *Repo) stageTree(ctx context.Context) (staged string, err error) {
 	if err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(gitDir, snapPrefix)
+	index := filepath.Join(gitDir, "index")
+	staged, err = linkIndex(gitDir, index)
 	if err != nil {
 		return "", fmt.Errorf("snapshot the tree: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			os.Remove(tmp.Name())
+			os.Remove(staged)
 		}
 	}()
-	index := filepath.Join(gitDir, "index")
-	if data, err := os.ReadFile(index); err == nil {
-		_, err = tmp.Write(data)
-		if err != nil {
-			tmp.Close()
-			return "", fmt.Errorf("snapshot the tree: %w", err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		tmp.Close()
-		return "", fmt.Errorf("snapshot the tree: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("snapshot the tree: %w", err)
-	}
-	// Git trusts an entry whose file's stat matches unless the file
-	// changed no earlier than the index was written ("racily clean");
-	// the copy keeps the index's time so that check still sees a file
-	// rewritten within the same second at the same size.
-	if fi, err := os.Stat(index); err == nil {
-		if err := os.Chtimes(tmp.Name(), fi.ModTime(), fi.ModTime()); err != nil {
-			return "", fmt.Errorf("snapshot the tree: %w", err)
-		}
-	}
-	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
+	env := []string{"GIT_INDEX_FILE=" + staged}
 	if _, err := gitEnv(ctx, r.Dir, env, r.withFilters(ctx, []string{"add", "-A", "--", "."})...); err != nil {
 		return "", err
 	}
@@ -329,6 +310,57 @@ func (r *Repo) stageTree(ctx context.Context) (staged string, err error) {
 		// refuses an exclude pathspec naming an ignored path, so what it
 		// took of .cadre/ (tracked files only) goes back to the head's.
 		if _, err := gitEnv(ctx, r.Dir, env, "reset", "-q", "--", StateDir); err != nil {
+			return "", err
+		}
+	}
+	return staged, nil
+}
+
+// linkIndex makes a new name in gitDir for the index: git replaces an
+// index whole (a lock file renamed over it), never rewrites it in place,
+// so a second link is a copy that shares the index's stat, its time
+// included, which git's check for racily clean entries reads. A copy is
+// made where links cannot be, or when there is no index yet.
+func linkIndex(gitDir, index string) (string, error) {
+	for range 8 {
+		name := filepath.Join(gitDir, snapPrefix+strconv.FormatUint(rand.Uint64(), 36))
+		err := os.Link(index, name)
+		if err == nil {
+			return name, nil
+		}
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return copyIndex(gitDir, index)
+	}
+	return copyIndex(gitDir, index)
+}
+
+// copyIndex is linkIndex by copying, keeping the index's time.
+func copyIndex(gitDir, index string) (name string, err error) {
+	tmp, err := os.CreateTemp(gitDir, snapPrefix)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
+	if data, err := os.ReadFile(index); err == nil {
+		if _, err := tmp.Write(data); err != nil {
+			tmp.Close()
+			return "", err
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(index); err == nil {
+		if err := os.Chtimes(tmp.Name(), fi.ModTime(), fi.ModTime()); err != nil {
 			return "", err
 		}
 	}

@@ -194,13 +194,22 @@ func (r *Repo) stageSnapshot(ctx context.Context) bool {
 	if now, err := r.fingerprint(); err != nil || now != print {
 		return false
 	}
+	index := filepath.Join(filepath.Dir(staged), "index")
+	// A snapshot that staged nothing new is still a link to the index
+	// (stageTree): the index is the snapshot already. (A rename between
+	// two links of one file does nothing, which would leave the lock.)
+	if a, err := os.Stat(staged); err == nil {
+		if b, err := os.Stat(index); err == nil && os.SameFile(a, b) {
+			return true
+		}
+	}
 	// Git's own lock: while a git process writes the index this gives
 	// way, and no git process can write it until the rename is done.
-	lock := filepath.Join(filepath.Dir(staged), "index.lock")
+	lock := index + ".lock"
 	if err := os.Link(staged, lock); err != nil {
 		return false
 	}
-	if err := os.Rename(lock, filepath.Join(filepath.Dir(staged), "index")); err != nil {
+	if err := os.Rename(lock, index); err != nil {
 		os.Remove(lock)
 		return false
 	}
