@@ -323,9 +323,6 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]Step, error) {
 	return steps, nil
 }
 
-// ItemSteps returns the steps of one item of a run in the order they were
-// first started (none for an unknown run or item). An engine reads an
-// item's steps when the item ends; reading the whole run there would cost
 // CompletedOfKind lists the completed steps of kind across every run,
 // oldest first: the pull requests runs opened, say.
 func (s *Store) CompletedOfKind(ctx context.Context, kind string) ([]Step, error) {
@@ -336,6 +333,9 @@ func (s *Store) CompletedOfKind(ctx context.Context, kind string) ([]Step, error
 	return steps, nil
 }
 
+// ItemSteps returns the steps of one item of a run in the order they were
+// first started (none for an unknown run or item). An engine reads an
+// item's steps when the item ends; reading the whole run there would cost
 // every item time in proportion to the size of the fleet.
 func (s *Store) ItemSteps(ctx context.Context, runID, itemID string) ([]Step, error) {
 	steps, err := s.listSteps(ctx, `SELECT `+stepColumns+` FROM steps WHERE run_id = ? AND item_id = ? ORDER BY seq`, runID, itemID)
