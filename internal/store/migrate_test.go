@@ -183,3 +183,31 @@ func TestOpenUpgradesJournalWithoutEvaluations(t *testing.T) {
 		t.Fatalf("RecordEvaluation after upgrade: %v", err)
 	}
 }
+
+// LastCompleted reads the partial index of completed steps, not the table:
+// it runs before every issue a run takes up.
+func TestLastCompletedUsesItsIndex(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "cadre.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+lastCompletedQuery, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if got := strings.Join(plan, "; "); !strings.Contains(got, "USING INDEX steps_completed_id") {
+		t.Errorf("plan %q does not use steps_completed_id", got)
+	}
+}

@@ -299,11 +299,11 @@ func (s *Store) GetStep(ctx context.Context, runID, id string) (Step, error) {
 // LastCompleted returns the latest completed step with id in any run,
 // ErrNotFound when none completed.
 func (s *Store) LastCompleted(ctx context.Context, id string) (Step, error) {
-	stmt, err := s.prepared(ctx, false, `SELECT `+stepColumns+` FROM steps WHERE id = ? AND status = ? ORDER BY seq DESC LIMIT 1`)
+	stmt, err := s.prepared(ctx, false, lastCompletedQuery)
 	if err != nil {
 		return Step{}, fmt.Errorf("get step %s: %w", id, err)
 	}
-	st, err := scanStep(stmt.QueryRowContext(ctx, id, StepCompleted))
+	st, err := scanStep(stmt.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Step{}, fmt.Errorf("get step %s: %w", id, ErrNotFound)
 	}
@@ -312,6 +312,11 @@ func (s *Store) LastCompleted(ctx context.Context, id string) (Step, error) {
 	}
 	return st, nil
 }
+
+// lastCompletedQuery is LastCompleted's. The status is written out, not
+// bound: SQLite uses the partial index of completed steps only when the
+// query says it keeps within it.
+const lastCompletedQuery = `SELECT ` + stepColumns + ` FROM steps WHERE id = ? AND status = '` + StepCompleted + `' ORDER BY seq DESC LIMIT 1`
 
 // Steps returns the steps of a run in the order they were first started
 // (none for an unknown run).

@@ -395,3 +395,30 @@ func BenchmarkAppendEvents(b *testing.B) {
 		}
 	}
 }
+
+// LastCompleted finds the latest completed step of an id across runs;
+// steps started or failed since do not count.
+func TestLastCompleted(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t)
+	const id = "acme/widgets#7/publish/pr#1"
+	if _, err := s.LastCompleted(ctx, id); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("before any run: %v, want ErrNotFound", err)
+	}
+	for i, status := range []string{store.StepCompleted, store.StepCompleted, store.StepFailed, ""} {
+		run := "r" + strconv.Itoa(i)
+		mustRun(t, s, run, t0.Add(time.Duration(i)*time.Hour))
+		if err := s.StartStep(ctx, store.Step{RunID: run, ID: id, Kind: "pr"}); err != nil {
+			t.Fatal(err)
+		}
+		if status != "" {
+			if err := s.FinishStep(ctx, store.Step{RunID: run, ID: id, Status: status, Result: json.RawMessage(`{"run":"` + run + `"}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := s.LastCompleted(ctx, id)
+	if err != nil || got.RunID != "r1" || got.Status != store.StepCompleted {
+		t.Errorf("LastCompleted = run %q, %q, %v; want r1's completed step", got.RunID, got.Status, err)
+	}
+}
