@@ -7,10 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // Sandbox confines one process with bubblewrap: the host's root read-only,
@@ -189,65 +186,39 @@ func firstLine(s string) string {
 // point through a link (a tools directory linked from a checkout), and the
 // links themselves stay visible on the read-only root.
 func exposed(paths []string) []string {
-	type entry struct {
-		path string
-		dir  bool
-	}
-	sorted := make([]entry, 0, len(paths))
+	sorted := make([]string, 0, len(paths))
 	for _, p := range paths {
-		real, dir, ok := realPath(p)
-		if !ok {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || real == p {
+			sorted = append(sorted, p)
 			continue
 		}
-		sorted = append(sorted, entry{real, dir})
+		sorted = append(sorted, real)
 		// The link itself too, where bubblewrap can make its mount point
 		// (no link above it): it may lie in the fresh /tmp or home.
-		if real != p {
-			if d := filepath.Dir(p); evalsTo(d, d) {
-				sorted = append(sorted, entry{p, dir})
-			}
+		if dir := filepath.Dir(p); evalsTo(dir, dir) {
+			sorted = append(sorted, p)
 		}
 	}
-	slices.SortFunc(sorted, func(a, b entry) int { return len(a.path) - len(b.path) })
+	slices.SortFunc(sorted, func(a, b string) int { return len(a) - len(b) })
 	var out, dirs []string
-	for _, e := range sorted {
-		if slices.Contains(out, e.path) || slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(e.path, d+"/") }) {
+	for _, p := range sorted {
+		fi, err := os.Stat(p)
+		if err != nil || slices.Contains(out, p) {
 			continue
 		}
-		out = append(out, e.path)
-		if e.dir {
-			dirs = append(dirs, e.path)
+		if slices.ContainsFunc(dirs, func(d string) bool { return strings.HasPrefix(p, d+"/") }) {
+			continue
+		}
+		out = append(out, p)
+		if fi.IsDir() {
+			dirs = append(dirs, p)
 		}
 	}
 	return out
 }
 
 func evalsTo(path, want string) bool {
-	real, _, ok := realPath(path)
-	return ok && real == want
-}
-
-// realPath is where the path p leads (filepath.EvalSymlinks) and whether
-// that is a directory, false when it leads nowhere. The kernel names what
-// one open of p reached: EvalSymlinks costs a lookup of every prefix of
-// p, and a sandbox's start resolves a dozen paths.
-func realPath(p string) (real string, dir, ok bool) {
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", false, false
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil {
-		return "", false, false
-	}
-	dir = st.Mode&unix.S_IFMT == unix.S_IFDIR
-	real, err = os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil || !filepath.IsAbs(p) || !filepath.IsAbs(real) || strings.HasSuffix(real, " (deleted)") {
-		// No /proc here, or a name the kernel cannot give as a path.
-		if real, err = filepath.EvalSymlinks(p); err != nil {
-			return "", false, false
-		}
-	}
-	return real, dir, true
+	real, err := filepath.EvalSymlinks(path)
+	return err == nil && real == want
 }

@@ -273,37 +273,3 @@ func BenchmarkSandboxStart(b *testing.B) {
 		})
 	}
 }
-
-// realPath names where a path leads as filepath.EvalSymlinks does, through
-// links to directories and files, relative ones and chains, and refuses a
-// path that leads nowhere.
-func TestRealPath(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(filepath.Join(root, "a", "b"), 0o755)
-	os.WriteFile(filepath.Join(root, "a", "b", "f"), nil, 0o644)
-	os.Symlink("a/b", filepath.Join(root, "rel"))
-	os.Symlink(filepath.Join(root, "rel"), filepath.Join(root, "chain"))
-	os.Symlink(filepath.Join(root, "chain", "f"), filepath.Join(root, "file"))
-	os.Symlink(filepath.Join(root, "none"), filepath.Join(root, "dangling"))
-	for _, tt := range []struct {
-		path string
-		dir  bool
-	}{
-		{"a", true}, {"a/b/f", false}, {"rel", true}, {"chain", true}, {"chain/f", false}, {"file", false},
-	} {
-		p := filepath.Join(root, tt.path)
-		want, _ := filepath.EvalSymlinks(p)
-		got, dir, ok := realPath(p)
-		if !ok || got != want || dir != tt.dir {
-			t.Errorf("realPath(%s) = %q, dir %v, %v; want %q, dir %v", tt.path, got, dir, ok, want, tt.dir)
-		}
-	}
-	for _, p := range []string{"dangling", "none", "a/b/f/x"} {
-		if got, _, ok := realPath(filepath.Join(root, p)); ok {
-			t.Errorf("realPath(%s) = %q, want nothing", p, got)
-		}
-	}
-}
