@@ -1,13 +1,13 @@
 package workspace
 
 import (
-	"bufio"
 	"bytes"
 	"compress/zlib"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
-	"strings"
+	"sync"
 )
 
 // aheadWalk bounds the commits Ahead reads itself before asking git.
@@ -66,30 +66,30 @@ func (r *Repo) aheadLoose(ctx context.Context, base string) (ahead, ok bool) {
 // object directory under common; false when it is not loose or not a
 // commit.
 func looseParents(common, id string) ([]string, bool) {
-	f, err := os.Open(filepath.Join(common, "objects", id[:2], id[2:]))
+	data, err := os.ReadFile(filepath.Join(common, "objects", id[:2], id[2:]))
 	if err != nil {
 		return nil, false
 	}
-	defer f.Close()
-	zr, err := zlib.NewReader(bufio.NewReader(f))
-	if err != nil {
+	// A commit's parents are in its first lines, whatever its message.
+	var head [4096]byte
+	n, ok := inflateHead(data, head[:])
+	if !ok {
 		return nil, false
 	}
-	defer zr.Close()
-	br := bufio.NewReader(zr)
-	header, err := br.ReadString(0)
-	if err != nil || !strings.HasPrefix(header, "commit ") {
+	header, body, ok := bytes.Cut(head[:n], []byte{0})
+	if !ok || !bytes.HasPrefix(header, []byte("commit ")) {
 		return nil, false
 	}
 	var parents []string
 	for {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			return nil, false
+		line, rest, ok := bytes.Cut(body, []byte{'\n'})
+		if !ok {
+			return nil, false // the headers run past what was read
 		}
-		line = bytes.TrimSuffix(line, []byte{'\n'})
-		if len(line) == 0 {
-			return parents, true // the end of the headers
+		if len(line) == 0 || bytes.HasPrefix(line, []byte("author ")) {
+			// The parents follow the tree and come before the author (and
+			// a signature, which may be long).
+			return parents, true
 		}
 		if p, ok := bytes.CutPrefix(line, []byte("parent ")); ok {
 			if !isObjectID(string(p)) {
@@ -97,5 +97,30 @@ func looseParents(common, id string) ([]string, bool) {
 			}
 			parents = append(parents, string(p))
 		}
+		body = rest
 	}
+}
+
+// inflaters keeps zlib readers for reuse: each holds a 32 KB window.
+var inflaters sync.Pool
+
+// inflateHead inflates the start of the zlib stream data into buf,
+// returning how much it filled.
+func inflateHead(data, buf []byte) (int, bool) {
+	src := bytes.NewReader(data)
+	zr, _ := inflaters.Get().(io.ReadCloser)
+	if zr == nil {
+		var err error
+		if zr, err = zlib.NewReader(src); err != nil {
+			return 0, false
+		}
+	} else if err := zr.(zlib.Resetter).Reset(src, nil); err != nil {
+		return 0, false
+	}
+	defer inflaters.Put(zr)
+	n, err := io.ReadFull(zr, buf)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return 0, false
+	}
+	return n, true
 }

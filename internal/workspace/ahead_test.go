@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,4 +50,51 @@ func TestAhead(t *testing.T) {
 	r.CommitAll(ctx, "four", Mark{})
 	gitOK("gc", "-q")
 	check("packed history", true, true)
+}
+
+// looseParents reads a commit's parents from its loose object: one, two
+// (a merge), and those of a commit whose signature and message are longer
+// than what it inflates.
+func TestLooseParents(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	write(t, filepath.Join(r.Dir, "f.txt"), "base\n")
+	r.CommitAll(ctx, "base", Mark{})
+	git := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", r.Dir}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	common, _, err := r.gitDirs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := git("", "rev-parse", "HEAD^{tree}")
+	a := git("", "rev-parse", "HEAD")
+	b := git("b\n", "commit-tree", tree, "-p", a)
+	merge := git("merge\n", "commit-tree", tree, "-p", a, "-p", b)
+	sig := "gpgsig -----BEGIN PGP SIGNATURE-----\n" + strings.Repeat(" "+strings.Repeat("A", 64)+"\n", 100) + " -----END PGP SIGNATURE-----\n"
+	signed := git("tree "+tree+"\nparent "+merge+"\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n"+sig+"\n"+strings.Repeat("long message\n", 1000),
+		"hash-object", "-t", "commit", "-w", "--stdin")
+	for _, tt := range []struct {
+		id   string
+		want []string
+	}{
+		{b, []string{a}},
+		{merge, []string{a, b}},
+		{signed, []string{merge}},
+	} {
+		got, ok := looseParents(common, tt.id)
+		if !ok || strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("looseParents(%.7s) = %v, %v; want %v", tt.id, got, ok, tt.want)
+		}
+	}
+	if _, ok := looseParents(common, tree); ok {
+		t.Error("a tree read as a commit")
+	}
 }

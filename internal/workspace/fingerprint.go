@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
-	"hash/fnv"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -32,25 +30,39 @@ func (r *Repo) fingerprint() (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("fingerprint the tree: %w", &os.PathError{Op: "open", Path: r.Dir, Err: err})
 	}
-	w := printWalk{h: fnv.New64a(), buf: make([]byte, 8192), path: []byte(r.Dir)}
+	w := printWalk{h: fnvOffset, path: []byte(r.Dir)}
 	if err := w.dir(fd, true); err != nil {
 		return 0, fmt.Errorf("fingerprint the tree: %w", err)
 	}
-	return w.h.Sum64(), nil
+	return w.h, nil
 }
 
 // printWalk is one fingerprint's walk: the hash, a buffer for directory
-// entries, and the path of the directory being read.
+// entries (on the walker's stack), and the path of the directory being
+// read.
 type printWalk struct {
-	h    hash.Hash64
-	buf  []byte
+	h    uint64 // FNV-1a, written out so that the walk stays off the heap
+	buf  [4096]byte
 	path []byte
-	num  [8]byte
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func (w *printWalk) write(p []byte) {
+	h := w.h
+	for _, c := range p {
+		h = (h ^ uint64(c)) * fnvPrime
+	}
+	w.h = h
 }
 
 func (w *printWalk) put(v uint64) {
-	binary.LittleEndian.PutUint64(w.num[:], v)
-	w.h.Write(w.num[:])
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	w.write(b[:])
 }
 
 // dir hashes the entries of the directory open at fd, recursing into
@@ -58,7 +70,7 @@ func (w *printWalk) put(v uint64) {
 // are left out.
 func (w *printWalk) dir(fd int, top bool) error {
 	defer unix.Close(fd)
-	names, err := readNames(fd, w.buf)
+	names, err := readNames(fd, w.buf[:])
 	if err != nil {
 		return &os.PathError{Op: "readdirent", Path: string(w.path), Err: err}
 	}
@@ -72,8 +84,9 @@ func (w *printWalk) dir(fd int, top bool) error {
 		}
 		n := len(w.path)
 		w.path = append(append(w.path, '/'), name...)
-		w.h.Write(w.path)
-		w.h.Write([]byte{0})
+		w.path = append(w.path, 0)
+		w.write(w.path)
+		w.path = w.path[:len(w.path)-1]
 		w.put(uint64(st.Mode))
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			// Its entries speak for it: its own times move with
