@@ -4,9 +4,11 @@
 // A thread blocked in waitid for as long as a child runs costs the Go
 // scheduler: it takes the processor back from that thread and hands it to
 // another, and its monitor, seeing that happen, keeps waking every 20 µs.
-// With a dozen git processes and sandboxes running at once, that is a
-// share of cadre's own CPU which grows with the time its children take.
-// Waiting on a pidfd through the runtime's poller costs neither.
+// With a dozen commands and sandboxes running at once, that is a share of
+// cadre's own CPU which grows with the time its children take. Waiting on
+// a pidfd through the runtime's poller costs neither. (A child whose
+// output cadre reads to its end needs none of this: the end of its output
+// is its exit, read through the poller.)
 package exitwait
 
 import (

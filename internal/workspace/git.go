@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/cadre-dev/cadre/internal/exitwait"
 	"github.com/cadre-dev/cadre/internal/runlock"
 )
 
@@ -118,13 +117,19 @@ func gitRun(ctx context.Context, dir string, extra []string, started func(pid in
 	cmd.Dir = dir
 	cmd.Env = gitEnviron(os.Environ(), extra)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Start()
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
 	if err == nil {
 		if started != nil {
 			started(cmd.Process.Pid)
 		}
-		exitwait.Exited(cmd.Process.Pid)
+		// git's output ends as it exits: read through the runtime's
+		// poller, it leaves Wait a zombie to reap at once, where waiting
+		// first would hold a thread in waitid (see package exitwait).
+		stdout.ReadFrom(out)
 		err = cmd.Wait()
 	}
 	if err != nil {
