@@ -314,7 +314,9 @@ func gitSubcommand(argv []string) string {
 // automatic gc/maintenance runs per issue; bytes handed to agents per
 // issue (prompt, role instructions and context file); files and
 // directories cadre leaves in its state directory per step (creating a file
-// is most of the kernel's part above).
+// is most of the kernel's part above). CADRE_BENCH_FLEET_CONFIG, when set,
+// is added to the fleet's cadre.yaml: "sandbox: {mode: none}" measures it
+// unconfined.
 func BenchmarkIssueFleet(b *testing.B) {
 	// A run's files are deleted only when all runs are done: on a file
 	// system that avoids reusing recently freed inodes (ext4 without a
@@ -331,7 +333,7 @@ func BenchmarkIssueFleet(b *testing.B) {
 			b.StopTimer()
 			var tot issueRun
 			for i := 0; i < b.N; i++ {
-				r := runIssues(b, c.issues, c.parallel)
+				r := runIssuesWith(b, c.issues, c.parallel, os.Getenv("CADRE_BENCH_FLEET_CONFIG"))
 				tot.wall += r.wall
 				tot.cpu += r.cpu
 				tot.self += r.self

@@ -200,7 +200,10 @@ func watchList(common, gitDir string, origins []string, hooks string, now time.T
 	paths = append(paths, origins...)
 	paths = append(paths, hooks)
 	filepath.WalkDir(hooks, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && p != hooks {
+		// git init's samples never run (git runs a hook by its exact
+		// name), and one renamed to run changes the directory's stat,
+		// which is watched: a dozen fewer stats a check.
+		if err == nil && p != hooks && (d.IsDir() || !strings.HasSuffix(d.Name(), ".sample")) {
 			paths = append(paths, p)
 			if d.IsDir() {
 				key = statKey{}

@@ -270,3 +270,39 @@ func newIsolatedRepo(t *testing.T) *Repo {
 	t.Setenv("XDG_CONFIG_HOME", "")
 	return newRepo(t)
 }
+
+// git init's samples are not watched, since git never runs them: one
+// rewritten is no change; one renamed to a hook's name is, and the hook is
+// taken away.
+func TestSampleHooks(t *testing.T) {
+	ctx := context.Background()
+	r := newIsolatedRepo(t)
+	hooks := filepath.Join(r.Dir, ".git", "hooks")
+	sample := filepath.Join(hooks, "pre-commit.sample")
+	write(t, sample, "#!/bin/sh\nexit 0\n")
+	before, err := r.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(before.paths, sample) {
+		t.Error("a sample hook is watched")
+	}
+	write(t, sample, "#!/bin/sh\ntouch x\n")
+	if got, _ := before.Changed(ctx, r); len(got) != 0 {
+		t.Errorf("a rewritten sample counts as a change: %v", got)
+	}
+	hook := filepath.Join(hooks, "pre-commit")
+	if err := os.Rename(sample, hook); err != nil {
+		t.Fatal(err)
+	}
+	got, err := before.Changed(ctx, r)
+	if err != nil || !slices.Contains(got, hook) {
+		t.Fatalf("changed = %v, %v; want %s among them", got, err, hook)
+	}
+	if err := before.Restore(got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(hook); !os.IsNotExist(err) {
+		t.Errorf("the hook made from a sample is still there: %v", err)
+	}
+}
