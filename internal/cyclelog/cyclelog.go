@@ -109,7 +109,19 @@ var (
 
 // has says whether a shared log already holds step's entry.
 func (c *Log) has(step string) bool {
-	return c.shared && strings.Contains(c.b.String(), "<!-- step "+step+" -->\n")
+	return c.shared && strings.Contains(c.b.String(), "\n<!-- step "+step+" -->\n")
+}
+
+// ownLineRE matches the lines a shared log is read back by: cadre's goal
+// and iteration headings and its step marks.
+var ownLineRE = regexp.MustCompile(`(?m)^(## (Iteration|Goal) [0-9]+|<!-- step .*)$`)
+
+// unmark indents, by one space, the lines of an agent's text that read as
+// cadre's own headings or step marks, so that they do not move a shared
+// log's goal and iteration counts or pass for another step's entry when
+// it is read back. Markdown still shows such a heading as one.
+func unmark(text string) string {
+	return ownLineRE.ReplaceAllString(text, " $1")
 }
 
 // New starts the log of an item with the goal, the starting state,
@@ -213,7 +225,7 @@ func (c *Log) Add(e Entry) (differs string) {
 	if text = strings.TrimSpace(text); text == "" {
 		text = "(no output)"
 	}
-	fmt.Fprintf(&c.b, "\n### %s Output\n<!-- step %s -->\n%s\n", titleCase(e.Role), e.Step, cycleText(text, e.Output))
+	fmt.Fprintf(&c.b, "\n### %s Output\n<!-- step %s -->\n%s\n", titleCase(e.Role), e.Step, cycleText(unmark(text), e.Output))
 	if e.Signature != "" {
 		fmt.Fprintf(&c.b, "\n**Signature**: %s\n", e.Signature)
 	}
