@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cadre-dev/cadre/internal/exitwait"
 )
 
 // Defaults for the zero values of Spec.
@@ -142,7 +144,9 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	drained := out.drain(outR, errR)
 	// The only goroutine waiting on the process; it does not reap it.
 	exited := make(chan struct{})
-	go func() { _ = waitExited(pid); close(exited) }()
+	// It leaves the leader a zombie: its pid, and so its group id, cannot
+	// be reused meanwhile, which makes signalling the group safe.
+	go func() { _ = exitwait.Exited(pid); close(exited) }()
 
 	res := Result{}
 	res.Canceled, res.TimedOut = awaitOrStop(ctx, s, pid, exited)
