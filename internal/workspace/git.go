@@ -129,8 +129,10 @@ func gitRun(ctx context.Context, dir string, extra []string, started func(pid in
 		// git's output ends as it exits: read through the runtime's
 		// poller, it leaves Wait a zombie to reap at once, where waiting
 		// first would hold a thread in waitid (see package exitwait).
-		stdout.ReadFrom(out)
-		err = cmd.Wait()
+		_, rerr := stdout.ReadFrom(out)
+		if err = cmd.Wait(); err == nil && rerr != nil {
+			err = fmt.Errorf("read its output: %w", rerr) // a short read is no answer
+		}
 	}
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
