@@ -205,18 +205,19 @@ func TestFingerprint(t *testing.T) {
 	}
 	// A file moved to another directory under the same name, an empty
 	// directory, a link and a .git below the top all count.
+	if err := os.Mkdir(filepath.Join(r.Dir, "other"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, change := range []struct {
 		what string
 		do   func() error
 	}{
 		{"a file moved between directories", func() error {
-			os.MkdirAll(filepath.Join(r.Dir, "other"), 0o755)
-			print()
 			return os.Rename(filepath.Join(r.Dir, "sub", "new.txt"), filepath.Join(r.Dir, "other", "new.txt"))
 		}},
 		{"an empty directory", func() error { return os.Mkdir(filepath.Join(r.Dir, "sub", "empty"), 0o755) }},
 		{"a link", func() error { return os.Symlink("/etc/passwd", filepath.Join(r.Dir, "sub", "link")) }},
-		{"a file under a nested .git", func() error {
+		{"a .git file below the top", func() error {
 			return os.WriteFile(filepath.Join(r.Dir, "sub", ".git"), []byte("x"), 0o644)
 		}},
 	} {
