@@ -22,13 +22,21 @@ type Check struct {
 	Summary    string // the run's output title and summary, or the status's description
 	URL        string // details_url, or the status's target_url
 	JobID      int64  // the GitHub Actions job the run is, 0 for any other
+	// Text is the run's output.text, its last textLines lines: where
+	// CI apps other than Actions put their details.
+	Text string
 }
+
+// textLines is how many of a check run's output.text last lines are kept.
+const textLines = 200
 
 // Checks is what a commit's checks say of it.
 type Checks struct {
 	Failed  []Check  // check runs and statuses that failed
 	Pending []string // names of those not finished yet
 	Passed  int      // how many passed (success, neutral, skipped)
+	// Succeeded names those that passed.
+	Succeeded []string
 }
 
 // Green reports whether every check finished and none failed; a commit
@@ -53,6 +61,7 @@ type apiCheckRun struct {
 	Output     struct {
 		Title   *string `json:"title"`
 		Summary *string `json:"summary"`
+		Text    *string `json:"text"`
 	} `json:"output"`
 	App *struct {
 		Slug string `json:"slug"`
@@ -104,6 +113,10 @@ func (c *Client) FailedChecks(ctx context.Context, owner, repo, sha string) (Che
 	if err != nil {
 		return Checks{}, err
 	}
+	for i := range out.Failed {
+		// CI output may echo a secret; it is shown and posted.
+		out.Failed[i].Text = c.scrub(out.Failed[i].Text)
+	}
 	return out, nil
 }
 
@@ -115,12 +128,16 @@ func (c *Checks) add(cr apiCheckRun) {
 	case slices.Contains(failedConclusions, conclusion):
 		ch := Check{Name: cr.Name, Conclusion: conclusion, URL: cr.DetailsURL,
 			Summary: joinText(deref(cr.Output.Title), deref(cr.Output.Summary))}
+		if t := deref(cr.Output.Text); t != "" {
+			ch.Text, _ = lastLines(strings.NewReader(t), textLines)
+		}
 		if cr.App != nil && cr.App.Slug == actionsApp {
 			ch.JobID = cr.ID
 		}
 		c.Failed = append(c.Failed, ch)
 	default:
 		c.Passed++
+		c.Succeeded = append(c.Succeeded, cr.Name)
 	}
 }
 
@@ -132,6 +149,7 @@ func (c *Checks) addStatus(st apiStatus) {
 		c.Pending = append(c.Pending, st.Context)
 	default:
 		c.Passed++
+		c.Succeeded = append(c.Succeeded, st.Context)
 	}
 }
 

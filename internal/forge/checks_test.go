@@ -19,7 +19,8 @@ const sha = "0123456789abcdef0123456789abcdef01234567"
 func TestFailedChecks(t *testing.T) {
 	srv, c, _ := setup(t)
 	srv.SetCheckRun("o", "r", sha, forgetest.CheckRun{JobID: 11, Name: "test", Conclusion: "failure", Title: "1 failed", Summary: "TestX: want 1, got 2"})
-	srv.SetCheckRun("o", "r", sha, forgetest.CheckRun{Name: "codecov", Conclusion: "timed_out", DetailsURL: "https://codecov.example/1"})
+	srv.SetCheckRun("o", "r", sha, forgetest.CheckRun{Name: "codecov", Conclusion: "timed_out", DetailsURL: "https://codecov.example/1",
+		Text: strings.Repeat("line\n", 300) + "coverage fell to 41%"})
 	srv.SetCheckRun("o", "r", sha, forgetest.CheckRun{JobID: 12, Name: "lint", Conclusion: "success"})
 	srv.SetCheckRun("o", "r", sha, forgetest.CheckRun{JobID: 13, Name: "docs", Conclusion: "skipped"})
 	srv.SetCheckRun("o", "r", sha, forgetest.CheckRun{JobID: 14, Name: "e2e", Status: "in_progress"})
@@ -34,11 +35,13 @@ func TestFailedChecks(t *testing.T) {
 	want := forge.Checks{
 		Failed: []forge.Check{
 			{Name: "test", Conclusion: "failure", Summary: "1 failed\n\nTestX: want 1, got 2", URL: "https://github.com/o/r/actions/runs/9011/job/11", JobID: 11},
-			{Name: "codecov", Conclusion: "timed_out", URL: "https://codecov.example/1"},
+			{Name: "codecov", Conclusion: "timed_out", URL: "https://codecov.example/1",
+				Text: strings.Repeat("line\n", 199) + "coverage fell to 41%"},
 			{Name: "ci/jenkins", Conclusion: "error", Summary: "agent lost", URL: "https://jenkins.example/9"},
 		},
-		Pending: []string{"e2e", "deploy/preview"},
-		Passed:  3,
+		Pending:   []string{"e2e", "deploy/preview"},
+		Passed:    3,
+		Succeeded: []string{"lint", "docs", "license"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("FailedChecks (-want +got):\n%s", diff)
@@ -155,5 +158,47 @@ func TestJobLogTailOffHost(t *testing.T) {
 	}
 	if got, err := c.JobLogTail(ctx, "o", "r", 5, 2); err != nil || got != "two\nthree" {
 		t.Errorf("JobLogTail = %q, %v", got, err)
+	}
+}
+
+// RequiredChecks reads both classic protection and rulesets; protection
+// the token may not read says so, rulesets still count.
+func TestRequiredChecks(t *testing.T) {
+	srv, c, _ := setup(t)
+	got, readable, err := c.RequiredChecks(ctx, "o", "r", "main")
+	if err != nil || !readable || len(got) != 0 {
+		t.Fatalf("unprotected: %v, %v, %v", got, readable, err)
+	}
+	srv.Protect("o", "r", "main", forgetest.Protection{Contexts: []string{"test", "lint"}, Rules: []string{"e2e", "test"}})
+	got, readable, err = c.RequiredChecks(ctx, "o", "r", "main")
+	if diff := cmp.Diff([]string{"e2e", "lint", "test"}, got); err != nil || !readable || diff != "" {
+		t.Fatalf("protected: readable %v, %v (-want +got):\n%s", readable, err, diff)
+	}
+	srv.Protect("o", "r", "release/v1", forgetest.Protection{Contexts: []string{"test"}, Rules: []string{"e2e"}, Hidden: true})
+	got, readable, err = c.RequiredChecks(ctx, "o", "r", "release/v1")
+	if err != nil || readable || !cmp.Equal(got, []string{"e2e"}) {
+		t.Fatalf("hidden protection: %v, readable %v, %v; want the ruleset's e2e, unreadable", got, readable, err)
+	}
+}
+
+// Labels go on and come off a pull request by name, a name with a '/'
+// too; taking off one it lacks is no error.
+func TestLabels(t *testing.T) {
+	srv, c, _ := setup(t)
+	srv.AddIssue("o", "r", forgetest.Issue{Number: 5, Title: "t"})
+	if err := c.AddLabels(ctx, "o", "r", 5, []string{"cadre/needs-human", "bug"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Labels("o", "r", 5); !cmp.Equal(got, []string{"cadre/needs-human", "bug"}) {
+		t.Fatalf("labels %v", got)
+	}
+	if err := c.RemoveLabel(ctx, "o", "r", 5, "cadre/needs-human"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemoveLabel(ctx, "o", "r", 5, "cadre/needs-human"); err != nil {
+		t.Fatalf("removing a label again: %v", err)
+	}
+	if got := srv.Labels("o", "r", 5); !cmp.Equal(got, []string{"bug"}) {
+		t.Fatalf("labels after removal %v, want [bug]", got)
 	}
 }

@@ -419,6 +419,12 @@ func (c *Client) target(cl call) *url.URL {
 	}
 	u := *c.base
 	u.Path = c.base.Path + cl.path
+	if strings.Contains(cl.path, "%") {
+		// An escaped segment (a label or branch with a '/') stays one.
+		if p, err := url.PathUnescape(cl.path); err == nil {
+			u.Path, u.RawPath = c.base.Path+p, c.base.EscapedPath()+cl.path
+		}
+	}
 	u.RawQuery = cl.query.Encode()
 	return &u
 }

@@ -26,6 +26,7 @@ type CheckRun struct {
 	Conclusion string
 	Title      string // output.title
 	Summary    string // output.summary
+	Text       string // output.text
 	DetailsURL string // "" = the run's page on github.com
 }
 
@@ -133,7 +134,7 @@ func (s *Server) checkRunJSON(r *repo, sha string, cr CheckRun) map[string]any {
 		"status": cr.Status, "conclusion": nullable(cr.Conclusion),
 		"started_at": "2024-01-01T00:00:00Z", "completed_at": completed,
 		"output": map[string]any{
-			"title": nullable(cr.Title), "summary": nullable(cr.Summary), "text": nil,
+			"title": nullable(cr.Title), "summary": nullable(cr.Summary), "text": nullable(cr.Text),
 			"annotations_count": 0,
 			"annotations_url":   fmt.Sprintf("%s/repos/%s/%s/check-runs/%d/annotations", s.srv.URL, r.owner, r.name, cr.ID),
 		},

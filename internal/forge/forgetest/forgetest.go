@@ -225,6 +225,7 @@ type repo struct {
 	merges      map[[2]string]string  // merged tree of base and head commits; "" = conflict
 	refs        map[string]string     // branches to commits, kept while serving one request
 	serving     bool                  // a request is being answered
+	protection  map[string]Protection // by base branch
 }
 
 type record struct {
@@ -617,6 +618,15 @@ func (s *Server) answer(req *http.Request, body []byte) answer {
 		if rec, ok := num(); ok {
 			return s.addLabels(rec, body)
 		}
+	case rest[0] == "issues" && len(rest) >= 4 && rest[2] == "labels" && req.Method == http.MethodDelete:
+		if rec, ok := num(); ok {
+			return s.removeLabel(rec, req)
+		}
+	case rest[0] == "branches" && len(rest) >= 4 && req.Method == http.MethodGet &&
+		strings.HasSuffix(strings.Join(rest, "/"), "/protection/required_status_checks"):
+		return s.requiredChecks(r, strings.Join(rest[1:len(rest)-2], "/"))
+	case rest[0] == "rules" && len(rest) >= 3 && rest[1] == "branches" && req.Method == http.MethodGet:
+		return s.branchRules(r, strings.Join(rest[2:], "/"))
 	case rest[0] == "milestones" && len(rest) == 1 && req.Method == http.MethodGet:
 		var ms []any
 		for _, n := range sortedKeys(r.milestones) {

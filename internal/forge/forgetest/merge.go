@@ -70,7 +70,7 @@ func (s *Server) baseSHA(r *repo, p *PR) string {
 // whether it merges without conflict (nil while computing), and
 // mergeable_state, the first that holds of dirty (conflicts), draft,
 // blocked (a reviewer's latest verdict requests changes, as a protected
-// base branch requires), unstable (a check or status of the head has
+// base branch requires, or a check the base requires has not succeeded), unstable (a check or status of the head has
 // failed or is pending) and clean. A closed one is null and "unknown".
 func (s *Server) mergeability(r *repo, rec *record) (*bool, string) {
 	p := rec.pr
@@ -93,7 +93,7 @@ func (s *Server) mergeability(r *repo, rec *record) (*bool, string) {
 	switch {
 	case p.Draft:
 		return &yes, "draft"
-	case changesRequested(rec.reviews):
+	case changesRequested(rec.reviews) || !requiredMet(r, p.Base, s.headSHA(r, p)):
 		return &yes, "blocked"
 	case !green(r, s.headSHA(r, p)):
 		return &yes, "unstable"
