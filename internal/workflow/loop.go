@@ -29,27 +29,31 @@ func (in *Interp) loop(ctx context.Context, l *Loop, sc *scope) error {
 	return nil
 }
 
+// goalLoop is one goal's rounds of a loop and what they carry from one
+// round to the next.
+//
+// A round reads what came before the loop, the round before it and the
+// steps between them (the review a fixer answers, the fix a reviewer
+// checks); older rounds are superseded and left out. Once the loop ends,
+// the steps after it read the last round and the fix before it, not the
+// rounds it superseded.
+type goalLoop struct {
+	in                  *Interp
+	l                   *Loop
+	sc                  *scope
+	bound, limit        int      // rounds (or between steps) allowed: each time, and now
+	betweens            int      // between steps run
+	fails, subgoals     int      // rounds failed in a row; subordinate goals passed in a row
+	base                int      // sc.inputs from before the loop
+	prevDo, prevBetween []string // the last round's outputs and the steps after it
+}
+
 // loopGoal runs l's rounds for one goal.
 func (in *Interp) loopGoal(ctx context.Context, l *Loop, sc *scope) error {
 	bound := in.Lim.bound(l.Max + l.MaxBetween) // exactly one is set
-	limit, betweens := bound, 0
-	// A round reads what came before the loop, the round before it and
-	// the steps between them (the review a fixer answers, the fix a
-	// reviewer checks); older rounds are superseded and left out. Once
-	// the loop ends, the steps after it read the last round and the fix
-	// before it, not the rounds it superseded.
-	base := len(sc.inputs)
-	var prevDo, prevBetween []string
-	keep := func(lists ...[]string) {
-		in := append([]string(nil), sc.inputs[:base]...)
-		for _, l := range lists {
-			in = append(in, l...)
-		}
-		sc.inputs = in
-	}
-	fails, subgoals := 0, 0 // rounds failed in a row; subordinate goals passed in a row
+	g := &goalLoop{in: in, l: l, sc: sc, bound: bound, limit: bound, base: len(sc.inputs)}
 	for round := 1; ; round++ {
-		keep(prevDo, prevBetween)
+		g.keep(g.prevDo, g.prevBetween)
 		start := len(sc.inputs)
 		rsc := *sc
 		rsc.round, rsc.index, rsc.inRound = round, 0, true
@@ -63,85 +67,127 @@ func (in *Interp) loopGoal(ctx context.Context, l *Loop, sc *scope) error {
 		case err != nil:
 			return err
 		case gate(l.Until, sc.last, sc.pass):
-			goOn := false
-			if l.Next == "route" {
-				if goOn, err = in.route(ctx, l, sc, &subgoals, bound); err != nil {
-					return err
-				}
-			}
-			if !goOn {
-				keep(prevBetween, sc.inputs[start:])
-				return nil
-			}
-			// The next round starts on a new subordinate goal, and the
-			// rounds that fail in a row are counted again from none, up to
-			// the loop's bound (not one a human extended before).
-			fails, prevDo, prevBetween = 0, append([]string(nil), sc.inputs[start:]...), nil
-			if l.MaxBetween == "" {
-				limit = bound
+			if done, err := g.passed(ctx, start); done || err != nil {
+				return err
 			}
 			continue
 		}
-		fails, subgoals = fails+1, 0
-		exhausted := fails >= limit
-		if l.MaxBetween != "" {
-			exhausted = betweens >= limit
+		if done, err := g.failed(ctx, round, start, rej); done || err != nil {
+			return err
 		}
-		if exhausted {
-			n := round
-			if l.MaxBetween == "" {
-				n = fails // in a row
-			}
-			reason := fmt.Sprintf("%s not reached after %d round(s)", l.Until, n)
-			if rej != nil {
-				reason += "; last: " + rej.reason
-			}
-			switch l.Exhausted {
-			case "continue":
-				in.Exec.Warn(reason + "; going on")
-				keep(prevBetween, sc.inputs[start:])
-				return nil
-			case "incomplete":
-				ans, err := in.Exec.Human(ctx, HumanCall{ID: in.id(sc, "incomplete"), Kind: HumanIncomplete,
-					Reason: reason + "; approve to run more rounds (with your note), reject to end the item"})
-				if err != nil {
-					return err
-				}
-				if !ans.Approved {
-					return &incomplete{reason + "; ended by a human: " + ans.Note}
-				}
-				limit += bound
-				if ans.Note != "" {
-					sc.note = "Human feedback: " + ans.Note + "\n\n" + sc.note
-				}
-			default:
-				if rej != nil {
-					return &rejected{reason: reason}
-				}
-				return &failure{reason}
-			}
-		}
-		prevDo, prevBetween = append([]string(nil), sc.inputs[start:]...), nil
-		if rej != nil && rej.fail && len(l.OnFail) > 0 {
-			// A working role could not do its part: find out why before
-			// the next round plans again; it reads the diagnosis, and the
-			// failure it explains.
-			why := sc.note
-			out, err := in.after(ctx, l.OnFail, sc, round, len(l.Do))
-			if err != nil {
-				return err
-			}
-			prevBetween, sc.note = out, strings.TrimSpace(sc.note+"\n\n"+why)
-		}
-		if len(l.Between) > 0 {
-			betweens++
-			out, err := in.after(ctx, l.Between, sc, round, len(l.Do))
-			if err != nil {
-				return err
-			}
-			prevBetween = append(prevBetween, out...)
+		if err := g.afterFailed(ctx, round, start, rej); err != nil {
+			return err
 		}
 	}
+}
+
+// keep sets the scope's inputs to those from before the loop and lists.
+func (g *goalLoop) keep(lists ...[]string) {
+	in := append([]string(nil), g.sc.inputs[:g.base]...)
+	for _, l := range lists {
+		in = append(in, l...)
+	}
+	g.sc.inputs = in
+}
+
+// passed follows a round, begun at input start, that passed the gate. It
+// says whether the loop is done; if not, the next round starts on a new
+// subordinate goal.
+func (g *goalLoop) passed(ctx context.Context, start int) (bool, error) {
+	goOn := false
+	if g.l.Next == "route" {
+		var err error
+		if goOn, err = g.in.route(ctx, g.l, g.sc, &g.subgoals, g.bound); err != nil {
+			return true, err
+		}
+	}
+	if !goOn {
+		g.keep(g.prevBetween, g.sc.inputs[start:])
+		return true, nil
+	}
+	// The next round starts on a new subordinate goal, and the rounds that
+	// fail in a row are counted again from none, up to the loop's bound
+	// (not one a human extended before).
+	g.fails, g.prevDo, g.prevBetween = 0, append([]string(nil), g.sc.inputs[start:]...), nil
+	if g.l.MaxBetween == "" {
+		g.limit = g.bound
+	}
+	return false, nil
+}
+
+// failed counts a failed round (rejected as rej, or nil where it missed
+// the gate) and, once the bound is reached, fails the item, pauses it for
+// a human who may grant more rounds, or ends the loop, as the loop says.
+// It says whether the loop is done.
+func (g *goalLoop) failed(ctx context.Context, round, start int, rej *rejected) (bool, error) {
+	l, sc := g.l, g.sc
+	g.fails, g.subgoals = g.fails+1, 0
+	exhausted := g.fails >= g.limit
+	if l.MaxBetween != "" {
+		exhausted = g.betweens >= g.limit
+	}
+	if !exhausted {
+		return false, nil
+	}
+	n := round
+	if l.MaxBetween == "" {
+		n = g.fails // in a row
+	}
+	reason := fmt.Sprintf("%s not reached after %d round(s)", l.Until, n)
+	if rej != nil {
+		reason += "; last: " + rej.reason
+	}
+	switch l.Exhausted {
+	case "continue":
+		g.in.Exec.Warn(reason + "; going on")
+		g.keep(g.prevBetween, sc.inputs[start:])
+		return true, nil
+	case "incomplete":
+		ans, err := g.in.Exec.Human(ctx, HumanCall{ID: g.in.id(sc, "incomplete"), Kind: HumanIncomplete,
+			Reason: reason + "; approve to run more rounds (with your note), reject to end the item"})
+		if err != nil {
+			return true, err
+		}
+		if !ans.Approved {
+			return true, &incomplete{reason + "; ended by a human: " + ans.Note}
+		}
+		g.limit += g.bound
+		if ans.Note != "" {
+			sc.note = "Human feedback: " + ans.Note + "\n\n" + sc.note
+		}
+		return false, nil
+	}
+	if rej != nil {
+		return true, &rejected{reason: reason}
+	}
+	return true, &failure{reason}
+}
+
+// afterFailed runs the steps after a failed round, begun at input start:
+// its on_fail steps where a working role failed, then its between steps.
+func (g *goalLoop) afterFailed(ctx context.Context, round, start int, rej *rejected) error {
+	l, sc := g.l, g.sc
+	g.prevDo, g.prevBetween = append([]string(nil), sc.inputs[start:]...), nil
+	if rej != nil && rej.fail && len(l.OnFail) > 0 {
+		// A working role could not do its part: find out why before the
+		// next round plans again; it reads the diagnosis, and the failure
+		// it explains.
+		why := sc.note
+		out, err := g.in.after(ctx, l.OnFail, sc, round, len(l.Do))
+		if err != nil {
+			return err
+		}
+		g.prevBetween, sc.note = out, strings.TrimSpace(sc.note+"\n\n"+why)
+	}
+	if len(l.Between) > 0 {
+		g.betweens++
+		out, err := g.in.after(ctx, l.Between, sc, round, len(l.Do))
+		if err != nil {
+			return err
+		}
+		g.prevBetween = append(g.prevBetween, out...)
+	}
+	return nil
 }
 
 // after runs steps after a loop's round (its between or on_fail steps), in
