@@ -261,6 +261,16 @@ type actionResult struct {
 	Answer      string         `json:"answer,omitempty"` // QUICK's: the item's result
 }
 
+// outcome is what the interpreter reads of a completed deterministic step.
+func (r actionResult) outcome(ir *itemRun) workflow.Outcome {
+	out := workflow.Outcome{Regressions: r.Regressions, Output: r.Output}
+	if r.Signal != nil {
+		out.Signal = *r.Signal
+		out.Text, _ = readText(ir.outDir, r.Output)
+	}
+	return out
+}
+
 // Action runs (or replays) a deterministic step.
 func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow.Outcome, error) {
 	e, ir := fx.e, fx.ir
@@ -274,12 +284,7 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		if c.Kind == "baseline" {
 			fx.baseline = r.Exits
 		}
-		out := workflow.Outcome{Regressions: r.Regressions, Output: r.Output}
-		if r.Signal != nil {
-			out.Signal = *r.Signal
-			out.Text, _ = readText(ir.outDir, r.Output)
-		}
-		return out, nil
+		return r.outcome(ir), nil
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return workflow.Outcome{}, err
 	}
@@ -289,57 +294,9 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		return workflow.Outcome{}, journalErr(ir.it.ID, err)
 	}
 	e.publish(ir, event.Event{Type: event.StepStarted, Phase: c.Phase, Step: c.ID, Message: c.Kind})
-	var r actionResult
-	var failure string
-	switch c.Kind {
-	case "baseline", "checks":
-		exits, out, err := fx.runChecks(ctx, c.ID)
-		if ctx.Err() != nil {
-			return workflow.Outcome{}, ctx.Err()
-		}
-		if err != nil {
-			// The next agent reads the summary: without it the step failed.
-			failure = err.Error()
-			break
-		}
-		r.Exits, r.Output = exits, out
-		if c.Kind == "baseline" {
-			fx.baseline = exits
-		} else {
-			for _, name := range projectcmd.Names {
-				if code, ran := exits[name]; ran && code != 0 && fx.baseline[name] == 0 {
-					r.Regressions = append(r.Regressions, name)
-				}
-			}
-		}
-	case "commit":
-		sha, err := fx.commit(ctx, c, tried)
-		if isRemoteErr(err) {
-			return workflow.Outcome{}, err // the step is tried again
-		}
-		if err != nil {
-			failure = err.Error()
-		} else if sha == "" {
-			r.Nothing = nothingToCommit
-		}
-		r.Commit = sha
-	case "gatekeeper":
-		sig, out, err := fx.gatekeep(ctx, c)
-		if ctx.Err() != nil {
-			return workflow.Outcome{}, ctx.Err()
-		}
-		if err != nil {
-			failure = err.Error()
-		}
-		r.Signal, r.Output = &sig, out
-	case "answer":
-		_, out, _ := ir.stepFiles(c.ID)
-		if err := writeStepFile(ir.outDir, out, []byte(c.Text+"\n")); err != nil {
-			failure = err.Error()
-		}
-		r.Output, r.Answer = out, c.Text
-	default:
-		failure = "unknown action " + c.Kind
+	r, failure, err := fx.act(ctx, c, tried)
+	if err != nil {
+		return workflow.Outcome{}, err
 	}
 	if failure != "" {
 		rec.Status, rec.Error = store.StepFailed, failure
@@ -361,12 +318,71 @@ func (fx *flowExec) Action(ctx context.Context, c workflow.ActionCall) (workflow
 		return workflow.Outcome{}, err
 	}
 	e.publish(ir, event.Event{Type: event.StepCompleted, Phase: c.Phase, Step: c.ID, Message: c.Kind, Answer: r.Answer})
-	out := workflow.Outcome{Regressions: r.Regressions, Output: r.Output}
-	if r.Signal != nil {
-		out.Signal = *r.Signal
-		out.Text, _ = readText(ir.outDir, r.Output)
+	return r.outcome(ir), nil
+}
+
+// act performs a deterministic step: its result, or why it failed. An
+// error (the context's end, a remote that failed) leaves the step to be
+// tried again.
+func (fx *flowExec) act(ctx context.Context, c workflow.ActionCall, tried bool) (r actionResult, failure string, err error) {
+	switch c.Kind {
+	case "baseline", "checks":
+		return fx.checks(ctx, c)
+	case "commit":
+		sha, err := fx.commit(ctx, c, tried)
+		if isRemoteErr(err) {
+			return r, "", err // the step is tried again
+		}
+		if err != nil {
+			failure = err.Error()
+		} else if sha == "" {
+			r.Nothing = nothingToCommit
+		}
+		r.Commit = sha
+	case "gatekeeper":
+		sig, out, err := fx.gatekeep(ctx, c)
+		if ctx.Err() != nil {
+			return r, "", ctx.Err()
+		}
+		if err != nil {
+			failure = err.Error()
+		}
+		r.Signal, r.Output = &sig, out
+	case "answer":
+		_, out, _ := fx.ir.stepFiles(c.ID)
+		if err := writeStepFile(fx.ir.outDir, out, []byte(c.Text+"\n")); err != nil {
+			failure = err.Error()
+		}
+		r.Output, r.Answer = out, c.Text
+	default:
+		failure = "unknown action " + c.Kind
 	}
-	return out, nil
+	return r, failure, nil
+}
+
+// checks runs the project's commands for a baseline or checks step. A
+// checks step's regressions are the commands that fail now and passed in
+// the baseline.
+func (fx *flowExec) checks(ctx context.Context, c workflow.ActionCall) (r actionResult, failure string, err error) {
+	exits, out, err := fx.runChecks(ctx, c.ID)
+	if ctx.Err() != nil {
+		return r, "", ctx.Err()
+	}
+	if err != nil {
+		// The next agent reads the summary: without it the step failed.
+		return r, err.Error(), nil
+	}
+	r.Exits, r.Output = exits, out
+	if c.Kind == "baseline" {
+		fx.baseline = exits
+		return r, "", nil
+	}
+	for _, name := range projectcmd.Names {
+		if code, ran := exits[name]; ran && code != 0 && fx.baseline[name] == 0 {
+			r.Regressions = append(r.Regressions, name)
+		}
+	}
+	return r, "", nil
 }
 
 func oneLine(s string) string { return commitmsg.Line(s, 200) }
