@@ -97,10 +97,10 @@ const (
 	// (five consecutive INSUFFICIENT by default). Approve runs another set of
 	// rounds with the human's note; reject ends the item incomplete.
 	HumanIncomplete = "incomplete"
-	// HumanGoal: a routed loop found its goal met (seed 002's Judge →
-	// Human). Approve completes the goal; reject with a note sends the
-	// note to the loop's first role (the planner); without one it ends
-	// the item.
+	// HumanGoal: a routed loop found its goal met, and a human approves
+	// it before it is committed (limits.approve_goal). Approve completes
+	// the goal; reject with a note sends the note to the loop's first role
+	// (the planner); without one it ends the item.
 	HumanGoal = "goal"
 )
 

@@ -63,10 +63,10 @@ type Loop struct {
 	// work is never committed), or incomplete (pause for a human).
 	Exhausted string `yaml:"exhausted"`
 	// Next, "route", has a passing round go where its last agent's Next
-	// says (seed 002's judge): the round's first role starts the next
-	// round on a new subordinate goal (at most the bound of them in a
-	// row); anything else ends the loop with the goal met, which a human
-	// approves unless limits.approve_goal is off.
+	// says (the judge's, in the loop workflow): the round's first role
+	// starts the next round on a new subordinate goal (at most the bound
+	// of them in a row); anything else ends the loop with the goal met,
+	// which a human approves unless limits.approve_goal is off.
 	Next string `yaml:"next"`
 	// OnFail runs when a working role ended a round with FAIL, before
 	// the next round, which reads what it produced (the diagnoser's root

@@ -537,9 +537,9 @@ phases:
 
 }
 
-// The judge's Next routes a passing round (seed 002): planner starts the
-// next round on a new subordinate goal, Done ends the goal, which a human
-// approves unless approve_goal is off.
+// The judge's Next routes a passing round: planner starts the next round
+// on a new subordinate goal, Done ends the goal, which a human approves
+// unless approve_goal is off.
 func TestLoopRoutes(t *testing.T) {
 	approving := testLim
 	approving.ApproveGoal = true

@@ -201,7 +201,7 @@ func (in *Interp) after(ctx context.Context, steps []Node, sc *scope, round, ind
 	return append([]string(nil), sc.inputs[mid:]...), err
 }
 
-// route follows a passing round's Next, as seed 002's judge gives it:
+// route follows a passing round's Next, as the loop's judge gives it:
 // the loop's first role (the planner) starts the next round on a new
 // subordinate goal, at most bound of them in a row; anything else (Done)
 // means the goal is met, and a human approves it unless
