@@ -49,13 +49,9 @@ func (g *GitHub) View(ctx context.Context, pr int, reviewers []string, known *fo
 	}
 	v.Pending = len(checks.Pending) > 0
 	v.Checked = v.Pending || len(checks.Failed) > 0 || checks.Passed > 0
+	v.Passed = checks.Succeeded
 	for _, c := range checks.Failed {
-		fc := follow.Check{Name: c.Name, Conclusion: c.Conclusion, Summary: c.Summary}
-		if c.JobID != 0 {
-			// A log that cannot be read leaves the summary: still worth fixing by.
-			fc.LogTail, _ = g.client.JobLogTail(ctx, owner, name, c.JobID, logTail)
-		}
-		v.Failed = append(v.Failed, fc)
+		v.Failed = append(v.Failed, follow.Check{Name: c.Name, Conclusion: c.Conclusion, Summary: c.Summary, Text: c.Text, JobID: c.JobID})
 	}
 	counts := func(login, assoc string) bool {
 		if len(reviewers) > 0 {
@@ -71,12 +67,26 @@ func (g *GitHub) View(ctx context.Context, pr int, reviewers []string, known *fo
 	states := map[string]string{}
 	for author, r := range verdicts {
 		states[author] = r.State
-		if r.State == "CHANGES_REQUESTED" {
+		switch r.State {
+		case "CHANGES_REQUESTED":
 			v.Changes = append(v.Changes, follow.Review{ID: r.ID, Author: r.Author, Body: r.Body})
+		case "APPROVED":
+			v.ApprovedHead = v.ApprovedHead || r.CommitID == v.Head
 		}
 	}
 	slices.SortFunc(v.Changes, func(a, b follow.Review) int { return cmp.Compare(a.ID, b.ID) })
 	v.Approved = codehost.ReviewDecision(states) == "approved"
+	if v.Approved {
+		// Only what may merge needs the base's rules.
+		req, readable, err := g.client.RequiredChecks(ctx, owner, name, v.Base)
+		if err != nil {
+			return follow.View{}, err
+		}
+		if !readable {
+			g.warnOnce("the protection of " + v.Base + " cannot be read with this token: only its rulesets' and follow.required_checks' required checks are known")
+		}
+		v.Required = req
+	}
 	comments, err := g.client.ReviewComments(ctx, owner, name, pr)
 	if err != nil {
 		return follow.View{}, err
@@ -88,6 +98,51 @@ func (g *GitHub) View(ctx context.Context, pr int, reviewers []string, known *fo
 		v.Comments = append(v.Comments, follow.Comment{ID: c.ID, Path: c.Path, Line: c.Line, Author: c.Author, Body: c.Body})
 	}
 	return v, nil
+}
+
+// Logs fills in the log tail of each failed GitHub Actions job; a log
+// that cannot be read leaves the check's own texts, and is named.
+func (g *GitHub) Logs(ctx context.Context, checks []follow.Check) ([]follow.Check, []string) {
+	owner, name, err := g.repoParts(ctx)
+	if err != nil {
+		return checks, []string{"read the failed checks' logs: " + err.Error()}
+	}
+	var warnings []string
+	out := slices.Clone(checks)
+	for i, c := range out {
+		if c.JobID == 0 {
+			continue
+		}
+		tail, err := g.client.JobLogTail(ctx, owner, name, c.JobID, logTail)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("the log of check %q (job %d) could not be read: %v", c.Name, c.JobID, err))
+			continue
+		}
+		out[i].LogTail = tail
+	}
+	return out, warnings
+}
+
+// Comment posts body on pull request pr once per marker.
+func (g *GitHub) Comment(ctx context.Context, pr int, marker, body string) error {
+	owner, name, err := g.repoParts(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = g.client.EnsureComment(ctx, owner, name, pr, marker, body)
+	return err
+}
+
+// Label puts label on pull request pr, or takes it off.
+func (g *GitHub) Label(ctx context.Context, pr int, label string, on bool) error {
+	owner, name, err := g.repoParts(ctx)
+	if err != nil {
+		return err
+	}
+	if on {
+		return g.client.AddLabels(ctx, owner, name, pr, []string{label})
+	}
+	return g.client.RemoveLabel(ctx, owner, name, pr, label)
 }
 
 // OpenPRs lists the repository's open pull requests' heads.
@@ -176,6 +231,9 @@ func (g *GitHub) Merge(ctx context.Context, pr int, method, head, title string) 
 		title = fmt.Sprintf("%s (#%d)", title, pr)
 	}
 	_, err = g.client.MergePR(ctx, owner, name, pr, method, head, title)
+	if forge.IsHeadMoved(err) {
+		return fmt.Errorf("%w: %v", follow.ErrHeadMoved, err)
+	}
 	return err
 }
 

@@ -35,8 +35,20 @@ func NewFollowing(ctx context.Context, ws Workspace, st *store.Store, o Options,
 		return nil, nil, err
 	}
 	trees := followTrees{repo: repo, wts: workspace.NewWorktrees(repo), base: ws.Config.BaseBranch, auth: p.gh.RemoteAuth}
-	f := &follow.Follower{Store: st, Host: p.gh, Steps: followSteps{p.e, st}, Trees: trees, Config: ws.Config.Follow,
+	steps := followSteps{p.e, st}
+	f := &follow.Follower{Store: st, Host: p.gh, Steps: steps, Verify: steps, Trees: trees, Config: ws.Config.Follow,
 		Base: ws.Config.BaseBranch, Say: say, Crash: o.Crash, Memory: fileMemory(filepath.Join(ws.Root, workspace.StateDir, "follow.json"))}
+	f.Warn = func(it follow.Item, msg string) {
+		p.bus.Publish(event.Event{Run: it.Run, Item: it.ID, Type: event.Warning, Message: msg})
+	}
+	p.gh.Warn = func(msg string) { say(follow.Item{}, msg) }
+	f.Paused = func(ctx context.Context, it follow.Item) (bool, error) {
+		rec, err := st.GetItem(ctx, it.Run, it.ID)
+		if err != nil {
+			return false, fmt.Errorf("journal: %w", err)
+		}
+		return rec.Status == store.ItemPaused, nil
+	}
 	f.Pause = func(ctx context.Context, it follow.Item, reason string) error {
 		status := store.ItemPaused
 		if err := st.UpdateItem(ctx, it.Run, it.ID, store.ItemUpdate{Status: &status, Error: &reason}); err != nil {
@@ -81,12 +93,27 @@ func (s followSteps) Fix(ctx context.Context, it follow.Item, id, note string, f
 	if err != nil {
 		return follow.Fixed{}, err
 	}
-	if !out.Failed {
+	if follow.Commits(out) {
 		if _, err := is.Action(ctx, commit); err != nil {
 			return follow.Fixed{}, err
 		}
 	}
 	return follow.FixedOf(ctx, s.st, it, id, out)
+}
+
+// Verify runs follow.verify's commands in the item's tree, confined as
+// its agents, as step id of the item.
+func (s followSteps) Verify(ctx context.Context, it follow.Item, id string, names []string) (string, error) {
+	rs, err := s.e.OpenRun(ctx, it.Run)
+	if err != nil {
+		return "", err
+	}
+	is, err := rs.OpenItem(ctx, it.ID)
+	if err != nil {
+		return "", err
+	}
+	defer is.Close()
+	return is.Verify(ctx, id, names)
 }
 
 // followTrees gives followed items their worktrees.

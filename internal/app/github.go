@@ -34,6 +34,18 @@ type GitHub struct {
 	// mask holds the secrets masked in what is sent and in errors: the
 	// token once known, and those of the engine it serves.
 	mask *redact.Redactor
+
+	// Warn hears what cadre should know of the repository once (a
+	// protection it may not read); nil drops it.
+	Warn   func(msg string)
+	warned sync.Map
+}
+
+// warnOnce tells Warn msg, the first time only.
+func (g *GitHub) warnOnce(msg string) {
+	if _, seen := g.warned.LoadOrStore(msg, true); !seen && g.Warn != nil {
+		g.Warn(msg)
+	}
 }
 
 // NewGitHub returns ws's GitHub; getenv reads the token's variable. opts

@@ -132,7 +132,7 @@ type Limits struct {
 	MaxInsufficientLoops    int     `yaml:"max_insufficient_loops"`
 	MaxIterations           int     `yaml:"max_iterations"` // moa workflow: most architect → executor → critic rounds
 	// ApproveGoal has a goal the loop workflow's judge finds met wait for
-	// a human's approval before it is committed (seed 002's Judge → Human).
+	// a human's approval before it is committed (the judge hands over to a human).
 	ApproveGoal bool `yaml:"approve_goal"`
 	// WorktreePool: worktrees kept checked out at the base ahead of need,
 	// for repositories where checking out is slow (0: off).
@@ -199,6 +199,22 @@ type Follow struct {
 	// Reviewers are the logins whose reviews count; empty, the
 	// repository's owners, members and collaborators.
 	Reviewers []string `yaml:"reviewers"`
+	// Verify names the commands (of commands:) a reaction's tree must
+	// pass, confined as the item, before its commit is pushed.
+	Verify []string `yaml:"verify"`
+	// RequiredChecks are checks that must have succeeded on the head
+	// before a merge, besides branch protection's.
+	RequiredChecks []string `yaml:"required_checks"`
+	// StaleApprovals counts approvals given to earlier commits of the
+	// pull request; off, only an approval of the head itself counts.
+	StaleApprovals bool `yaml:"stale_approvals"`
+	// MergeWithoutChecks lets a head that has no check at all merge.
+	MergeWithoutChecks bool `yaml:"merge_without_checks"`
+	// ChecksTimeout is how long a pushed head may go without any check
+	// before the item waits for a human.
+	ChecksTimeout Duration `yaml:"checks_timeout"`
+	// PauseLabel is the label a pull request waiting for a human carries.
+	PauseLabel string `yaml:"pause_label"`
 }
 
 // Commit configures the messages of cadre's commits.
@@ -391,7 +407,8 @@ func Default() Config {
 			WriteInterval: Duration(DefaultWriteInterval),
 			PollInterval:  Duration(time.Minute),
 		},
-		Follow:   Follow{CIFailed: Rounds{2}, ChangesRequested: Rounds{3}, Conflict: Rounds{1}, Merge: MergeOff},
+		Follow: Follow{CIFailed: Rounds{2}, ChangesRequested: Rounds{3}, Conflict: Rounds{1}, Merge: MergeOff,
+			Verify: []string{"build", "test"}, ChecksTimeout: Duration(time.Hour), PauseLabel: "cadre:needs-human"},
 		Commit:   Commit{Format: "plain"},
 		Sandbox:  Sandbox{Mode: "auto"},
 		Selector: Selector{MinSamples: 3, Explore: 0.5},

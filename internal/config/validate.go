@@ -20,10 +20,30 @@ import (
 // validate checks the merged settings. Errors point at where the bad value
 // came from: the file line, or the environment variable.
 func (l *loader) validate(c *Config) error {
-	checks := []struct {
-		path string
-		bad  string // empty when the value is fine
-	}{
+	for _, ck := range scalarChecks(c) {
+		if ck.bad != "" {
+			return l.invalid(ck.path, ck.bad)
+		}
+	}
+	for _, check := range []func(*Config) error{l.prices, l.unavailable, func(c *Config) error { return l.notify(c.Notify) },
+		l.github, l.follow, l.roles, l.runners} {
+		if err := check(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scalarCheck is a setting and what is wrong with its value ("" when
+// nothing is).
+type scalarCheck struct {
+	path string
+	bad  string
+}
+
+// scalarChecks checks the settings that hold one value each.
+func scalarChecks(c *Config) []scalarCheck {
+	return []scalarCheck{
 		{"repository", repoProblem(c.Repository)},
 		{"base_branch", nonEmpty(c.BaseBranch, "a branch name")},
 		{"tasks_dir", tasksDirProblem(c.TasksDir)},
@@ -49,6 +69,8 @@ func (l *loader) validate(c *Config) error {
 		{"follow.changes_requested.rounds", atLeast(c.Follow.ChangesRequested.Rounds, 0)},
 		{"follow.conflict.rounds", atLeast(c.Follow.Conflict.Rounds, 0)},
 		{"follow.merge", oneOf(c.Follow.Merge, MergeOff, "merge", "squash", "rebase")},
+		{"follow.checks_timeout", positive(c.Follow.ChecksTimeout)},
+		{"follow.pause_label", labelProblem(c.Follow.PauseLabel)},
 		{"commit.format", oneOf(c.Commit.Format, "plain", "conventional")},
 		{"sandbox.mode", oneOf(c.Sandbox.Mode, "auto", "none", "bwrap")},
 		{"sandbox.network", networkProblem(c.Sandbox.Network)},
@@ -57,11 +79,10 @@ func (l *loader) validate(c *Config) error {
 		{"temporal.namespace", nonEmpty(c.Temporal.Namespace, "a namespace name")},
 		{"temporal.task_queue", nonEmpty(c.Temporal.TaskQueue, "a task queue name")},
 	}
-	for _, ck := range checks {
-		if ck.bad != "" {
-			return l.invalid(ck.path, ck.bad)
-		}
-	}
+}
+
+// prices checks the price table's entries.
+func (l *loader) prices(c *Config) error {
 	for _, model := range slices.Sorted(maps.Keys(c.Prices)) {
 		p := c.Prices[model]
 		for _, f := range []struct {
@@ -74,12 +95,11 @@ func (l *loader) validate(c *Config) error {
 			}
 		}
 	}
-	if err := l.unavailable(c); err != nil {
-		return err
-	}
-	if err := l.notify(c.Notify); err != nil {
-		return err
-	}
+	return nil
+}
+
+// github checks the github: lists.
+func (l *loader) github(c *Config) error {
 	for i, label := range c.GitHub.Labels {
 		if strings.TrimSpace(label) == "" {
 			return l.invalid(fmt.Sprintf("github.labels[%d]", i), `want a label name, got ""`)
@@ -90,6 +110,28 @@ func (l *loader) validate(c *Config) error {
 			return l.invalid(fmt.Sprintf("github.allow_sensitive[%d]", i), err.Error()+` (want a path pattern such as ".github/workflows/**", or "**" for all)`)
 		}
 	}
+	return nil
+}
+
+// follow checks the follow: lists: verify names commands of commands:,
+// required checks are names.
+func (l *loader) follow(c *Config) error {
+	cmds := c.Commands.ByName()
+	for i, name := range c.Follow.Verify {
+		if _, ok := cmds[name]; !ok {
+			return l.invalid(fmt.Sprintf("follow.verify[%d]", i), fmt.Sprintf("want a command of commands: (install, build, test or lint), got %q", name))
+		}
+	}
+	for i, name := range c.Follow.RequiredChecks {
+		if strings.TrimSpace(name) == "" {
+			return l.invalid(fmt.Sprintf("follow.required_checks[%d]", i), `want a check's name, got ""`)
+		}
+	}
+	return nil
+}
+
+// roles checks each role's requirements and rubric.
+func (l *loader) roles(c *Config) error {
 	for _, name := range slices.Sorted(maps.Keys(c.Roles)) {
 		rc := c.Roles[name]
 		if rc.Requirements != nil {
@@ -103,6 +145,11 @@ func (l *loader) validate(c *Config) error {
 			}
 		}
 	}
+	return nil
+}
+
+// runners checks each runner entry's settings against its type.
+func (l *loader) runners(c *Config) error {
 	types := builtin.Registry(nil)
 	for _, name := range slices.Sorted(maps.Keys(c.Runners)) {
 		r := c.Runners[name]
@@ -123,6 +170,14 @@ func (l *loader) validate(c *Config) error {
 		}
 	}
 	return nil
+}
+
+// labelProblem says what is wrong with a label's name.
+func labelProblem(s string) string {
+	if strings.TrimSpace(s) == "" || strings.ContainsAny(s, ",\n") {
+		return fmt.Sprintf("want a label name without commas, got %q", s)
+	}
+	return ""
 }
 
 // unusedSetting finds a setting that the runner type d describes would

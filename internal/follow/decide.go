@@ -6,6 +6,11 @@
 package follow
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
 	"github.com/cadre-dev/cadre/internal/config"
 )
 
@@ -27,6 +32,11 @@ type Check struct {
 	Conclusion string `json:"conclusion"`
 	Summary    string `json:"summary"`
 	LogTail    string `json:"log_tail,omitempty"`
+	// Text is the check run's own output.text (its last lines): where CI
+	// apps other than Actions put their details.
+	Text string `json:"text,omitempty"`
+	// JobID is the GitHub Actions job whose log the tail is read from.
+	JobID int64 `json:"-"`
 }
 
 // Comment is a review comment a reviewer left on a line. Untrusted.
@@ -54,11 +64,18 @@ type View struct {
 	Title     string // what a squash merge's commit is titled
 	Mergeable *bool  // nil while GitHub computes it
 	Failed    []Check
-	Pending   bool // some check has not finished
-	Checked   bool // the head has a check or status at all
-	Approved  bool // approved, no change request outstanding
-	Changes   []Review
-	Comments  []Comment
+	Pending   bool     // some check is queued or in progress
+	Checked   bool     // the head has a check or status at all
+	Passed    []string // the checks of the head that succeeded
+	// Required are the checks the base's protection requires, as far as
+	// they can be read.
+	Required []string
+	Approved bool // approved, no change request outstanding
+	// ApprovedHead says a standing approval is of the head commit itself,
+	// not an earlier one.
+	ApprovedHead bool
+	Changes      []Review
+	Comments     []Comment
 }
 
 // Past is what the journal says was done for the item already.
@@ -67,11 +84,14 @@ type Past struct {
 	// subtracted (a human's approve gives a reaction its rounds again).
 	Rounds map[Kind]int
 	// Heads are the head commits a ci_failed reaction already answered:
-	// their checks are not acted on twice.
+	// no head gets two rounds.
 	Heads map[string]bool
 	// Reviews and Comments are those already answered.
 	Reviews  map[int64]bool
 	Comments map[int64]bool
+	// Failed holds, by Feedback.Key, why a round on that very input
+	// failed: the same input is not tried again without a human.
+	Failed map[string]string
 }
 
 // Action is what to do next.
@@ -80,6 +100,10 @@ type Action struct {
 	Kind Kind // for React and Pause
 	// Feedback is what the reaction's fix-surgeon gets, for React.
 	Feedback Feedback
+	// Why says, for Pause, what the human is asked about; for Wait, why
+	// a pull request that could be merged is not (follow.merge off, an
+	// approval of an earlier commit…), "" when nothing is in question.
+	Why string
 }
 
 // Do is an action's verb.
@@ -94,6 +118,10 @@ const (
 	Closed Do = "closed" // closed unmerged: end the item
 )
 
+// NoChecks is the kind of a pause for a head that no check reported on
+// within follow.checks_timeout.
+const NoChecks Kind = "no_checks"
+
 // Feedback is a reaction's input, as fix-surgeon's context file has it
 // (payload.feedback).
 type Feedback struct {
@@ -106,6 +134,31 @@ type Feedback struct {
 	Base     *BaseRef  `json:"base,omitempty"`
 	// Conflicted are the files merging the base left conflicted.
 	Conflicted []string `json:"conflicted,omitempty"`
+	// Note is what a person said when granting more rounds (cadre
+	// approve --note), given to fix-surgeon as said.
+	Note string `json:"note,omitempty"`
+}
+
+// Key names the feedback's input: a round that failed on it is not
+// tried on the same input again. A ci_failed round's is its head alone:
+// no head gets two rounds, whichever of its checks failed.
+func (fb Feedback) Key() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s@%s", fb.Kind, fb.Head)
+	switch fb.Kind {
+	case ChangesRequested:
+		for _, id := range fb.Reviews {
+			fmt.Fprintf(&b, " r%d", id)
+		}
+		for _, c := range fb.Comments {
+			fmt.Fprintf(&b, " c%d", c.ID)
+		}
+	case Conflict:
+		if fb.Base != nil {
+			b.WriteString(" " + fb.Base.SHA)
+		}
+	}
+	return b.String()
 }
 
 // BaseRef is the base branch a conflict reaction merges in.
@@ -130,9 +183,12 @@ func Rounds(cfg config.Follow, k Kind) int {
 // Decide is the one thing to do next for a pull request: end the item
 // when it was merged or closed; else the first reaction it needs, in the
 // order conflict (CI may not even run on a conflicted head), failed
-// checks, requested changes; a reaction out of rounds asks a human;
-// else merge when configured, approved, green and mergeable; else wait.
-func Decide(v View, p Past, cfg config.Follow) Action {
+// checks, requested changes; a reaction out of rounds, or whose last
+// round failed on this very input, asks a human, and so does a head
+// without checks past follow.checks_timeout (unchecked: how long it has
+// been without); else merge when the gate (mergeGate) lets it; else wait.
+// base is the base's commit now, for a conflict's input.
+func Decide(v View, p Past, cfg config.Follow, base string, unchecked time.Duration) Action {
 	switch v.State {
 	case "merged":
 		return Action{Do: Merged}
@@ -144,16 +200,63 @@ func Decide(v View, p Past, cfg config.Follow) Action {
 		if !ok {
 			continue
 		}
+		if k == Conflict {
+			fb.Base.SHA = base
+		}
+		if why, failed := p.Failed[fb.Key()]; failed {
+			return Action{Do: Pause, Kind: k, Feedback: fb, Why: fmt.Sprintf("%s's last round on this input failed (%s)", k, why)}
+		}
 		if p.Rounds[k] >= Rounds(cfg, k) {
-			return Action{Do: Pause, Kind: k, Feedback: fb}
+			return Action{Do: Pause, Kind: k, Feedback: fb, Why: fmt.Sprintf("%s is out of rounds (%d)", k, Rounds(cfg, k))}
 		}
 		return Action{Do: React, Kind: k, Feedback: fb}
 	}
-	if cfg.Merge != "" && cfg.Merge != config.MergeOff && v.Approved && !v.Pending && len(v.Failed) == 0 &&
-		len(v.Changes) == 0 && v.Mergeable != nil && *v.Mergeable {
-		return Action{Do: Merge}
+	if !v.Checked && !cfg.MergeWithoutChecks && unchecked >= time.Duration(cfg.ChecksTimeout) && cfg.ChecksTimeout > 0 {
+		return Action{Do: Pause, Kind: NoChecks,
+			Why: fmt.Sprintf("no check reported on the head %s within follow.checks_timeout (%s)", short(v.Head), time.Duration(cfg.ChecksTimeout))}
 	}
-	return Action{Do: Wait}
+	if ok, why := mergeGate(v, cfg); !ok {
+		return Action{Do: Wait, Why: why}
+	}
+	return Action{Do: Merge}
+}
+
+// mergeGate says whether v may be merged now, and why not: merging is
+// on; a counted reviewer approved (the head itself, unless
+// follow.stale_approvals) and no change request stands; the head has a
+// check (unless follow.merge_without_checks), none pending or failed, and
+// each required one succeeded; it merges cleanly. Only an approved pull
+// request is given a reason: one nobody approved is simply waiting.
+func mergeGate(v View, cfg config.Follow) (bool, string) {
+	if !v.Approved || len(v.Changes) > 0 {
+		return false, ""
+	}
+	var missing []string
+	for _, name := range append(append([]string(nil), v.Required...), cfg.RequiredChecks...) {
+		if !slices.Contains(v.Passed, name) && !slices.Contains(missing, name) {
+			missing = append(missing, name)
+		}
+	}
+	why := ""
+	switch {
+	case v.Pending:
+		why = "checks of the head are still running"
+	case len(v.Failed) > 0:
+		why = "a check of the head failed"
+	case !v.Checked && !cfg.MergeWithoutChecks:
+		why = "no check has reported on the head yet (follow.merge_without_checks)"
+	case len(missing) > 0:
+		why = "required checks have not succeeded on the head: " + strings.Join(missing, ", ")
+	case !v.ApprovedHead && !cfg.StaleApprovals:
+		why = "the approval is of an earlier commit, not the head (follow.stale_approvals)"
+	case v.Mergeable == nil:
+		why = "GitHub has not yet said whether it merges cleanly"
+	case !*v.Mergeable:
+		why = "it does not merge cleanly"
+	case cfg.Merge == "" || cfg.Merge == config.MergeOff:
+		why = "approved and green, but follow.merge is off"
+	}
+	return why == "", why
 }
 
 // need says whether v calls for reaction k that p has not answered yet,

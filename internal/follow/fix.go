@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/cadre-dev/cadre/internal/signal"
 	"github.com/cadre-dev/cadre/internal/store"
 	flow "github.com/cadre-dev/cadre/internal/workflow"
 )
@@ -43,7 +44,10 @@ func FixCalls(ctx context.Context, st *store.Store, it Item, id, note string, fb
 // the journal has for it.
 func FixedOf(ctx context.Context, st *store.Store, it Item, id string, out flow.Outcome) (Fixed, error) {
 	if out.Failed {
-		return Fixed{Failed: out.Reason}, nil
+		return Fixed{Failed: out.Reason, Result: string(out.Signal.Result)}, nil
+	}
+	if !Commits(out) {
+		return Fixed{Result: string(out.Signal.Result), Output: out.Text}, nil
 	}
 	rec, err := st.GetStep(ctx, it.Run, id+"/commit")
 	if err != nil {
@@ -56,5 +60,11 @@ func FixedOf(ctx context.Context, st *store.Store, it Item, id string, out flow.
 		Commit string `json:"commit"`
 	}
 	json.Unmarshal(rec.Result, &res)
-	return Fixed{Commit: res.Commit, Output: out.Text}, nil
+	return Fixed{Result: string(out.Signal.Result), Commit: res.Commit, Output: out.Text}, nil
+}
+
+// Commits says whether a fix's agent step is followed by its commit: only
+// when it answered SUCCESS (a FAIL's changes are not what it vouches for).
+func Commits(out flow.Outcome) bool {
+	return !out.Failed && out.Signal.Result == signal.Success
 }

@@ -1,6 +1,7 @@
 package follow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,12 +41,32 @@ type Host interface {
 	// UpdatedPRs lists the pull requests, open or not, updated at or
 	// after since: a pass's one look at what changed.
 	UpdatedPRs(ctx context.Context, since time.Time) ([]Head, error)
+	// Logs fills in the log tail of each failed check that has one; a
+	// log that cannot be read is left out and named in warnings.
+	Logs(ctx context.Context, checks []Check) (out []Check, warnings []string)
 	Push(ctx context.Context, dir, branch string) error
 	// Reply answers a review comment's thread once per marker.
 	Reply(ctx context.Context, pr int, comment int64, marker, body string) error
 	RequestReview(ctx context.Context, pr int, logins []string) error
+	// Merge merges pr by method provided its head is still head: one
+	// that moved is ErrHeadMoved.
 	Merge(ctx context.Context, pr int, method, head, title string) error
 	Close(ctx context.Context, pr int) error
+	// Comment posts body on the pull request once per marker.
+	Comment(ctx context.Context, pr int, marker, body string) error
+	// Label puts label on the pull request, or takes it off.
+	Label(ctx context.Context, pr int, label string, on bool) error
+}
+
+// ErrHeadMoved is a merge refused because the head moved since it was
+// seen: it is looked at again at the next pass.
+var ErrHeadMoved = errors.New("the head moved since it was seen")
+
+// Verifier checks a reaction's tree before its push: follow.verify's
+// commands, run confined as the item's, journaled as step id.
+type Verifier interface {
+	// Verify says why the tree does not pass ("" when it does).
+	Verify(ctx context.Context, it Item, id string, names []string) (string, error)
 }
 
 // Steps performs the agent and commit steps of a reaction, journaled as
@@ -61,6 +82,7 @@ type Steps interface {
 // Fixed is what a reaction's fix-surgeon did.
 type Fixed struct {
 	Failed string // why, when its step failed
+	Result string // its signal's result: only SUCCESS is pushed
 	Commit string // the commit made, "" when nothing changed
 	Output string // its output's text, the reply's substance
 }
@@ -92,13 +114,20 @@ type Follower struct {
 	Host   Host
 	Steps  Steps
 	Trees  Trees
+	Verify Verifier
 	Config config.Follow
 	Base   string // the base branch
 	Say    Say
+	// Warn journals a warning about the item (a warning event).
+	Warn func(it Item, msg string)
 	// Pause journals an item as waiting for a human, saying why, and
-	// tells whoever is notified; Unpause puts it back.
+	// tells whoever is notified; Unpause puts it back; Paused says
+	// whether it waits.
 	Pause   func(ctx context.Context, it Item, reason string) error
 	Unpause func(ctx context.Context, it Item) error
+	Paused  func(ctx context.Context, it Item) (bool, error)
+	// Now is the time; nil is time.Now.
+	Now func() time.Time
 	// Crash is called at the named crash points, for tests; may be nil.
 	Crash func(point string)
 	// Stopped says the pass is to end before its next item (cadre
@@ -213,17 +242,10 @@ func (f *Follower) follow(ctx context.Context, it Item, t *Tally, p *poll) error
 		return nil
 	}
 	if h.rejected {
-		if err := f.Unpause(ctx, it); err != nil {
-			return err
-		}
-		if err := f.Host.Close(ctx, it.PR); err != nil {
-			return fmt.Errorf("close pull request #%d: %w", it.PR, err)
-		}
-		t.Closed++
-		return f.end(ctx, it, "closed", "a human rejected it")
+		return f.reject(ctx, it, h, t)
 	}
 	if h.unpause {
-		if err := f.Unpause(ctx, it); err != nil {
+		if err := f.resume(ctx, it); err != nil {
 			return err
 		}
 	}
@@ -231,11 +253,17 @@ func (f *Follower) follow(ctx context.Context, it Item, t *Tally, p *poll) error
 	if err != nil {
 		return fmt.Errorf("read pull request #%d: %w", it.PR, err)
 	}
-	act := Decide(v, h.past, f.Config)
+	base := ""
+	if p != nil {
+		base = p.base
+	}
+	act := Decide(v, h.past, f.Config, base, f.unchecked(it, v))
 	if act.Do != Wait {
 		f.forget(it)
 	}
 	switch act.Do {
+	case Wait:
+		f.tell(it, act.Why)
 	case Merged:
 		t.Merged++
 		return f.end(ctx, it, "merged", "")
@@ -243,28 +271,65 @@ func (f *Follower) follow(ctx context.Context, it Item, t *Tally, p *poll) error
 		t.Closed++
 		return f.end(ctx, it, "closed", "closed unmerged")
 	case Merge:
-		if err := f.Host.Merge(ctx, it.PR, f.Config.Merge, v.Head, v.Title); err != nil {
-			return fmt.Errorf("merge pull request #%d: %w", it.PR, err)
-		}
-		f.say(it, fmt.Sprintf("merged pull request #%d (%s)", it.PR, f.Config.Merge))
-		t.Merged++
-		return f.end(ctx, it, "merged", "")
+		return f.merge(ctx, it, v, t)
 	case Pause:
 		t.Waiting = append(t.Waiting, it.ID)
-		return f.pause(ctx, it, act.Kind, h)
+		return f.pause(ctx, it, act, h)
 	case React:
-		id := fmt.Sprintf("%s/follow/%s#%d", it.ID, act.Kind, h.tries[act.Kind]+1)
-		if err := f.record(ctx, it, id+"/feedback", "feedback", act.Feedback); err != nil {
-			return err
-		}
-		return f.react(ctx, it, id, act.Feedback, t)
+		return f.begin(ctx, it, act.Feedback, h, t)
 	}
 	return nil
 }
 
+// begin starts a reaction to fb: its input completed (the failed checks'
+// logs, the base's commit, a person's note) and journaled first, so a
+// crash takes it up on the same input.
+func (f *Follower) begin(ctx context.Context, it Item, fb Feedback, h history, t *Tally) error {
+	id := fmt.Sprintf("%s/follow/%s#%d", it.ID, fb.Kind, h.tries[fb.Kind]+1)
+	fb.Note = h.note
+	switch fb.Kind {
+	case CIFailed:
+		var warnings []string
+		fb.Checks, warnings = f.Host.Logs(ctx, fb.Checks)
+		for _, w := range warnings {
+			f.warn(it, w)
+		}
+	case Conflict:
+		if fb.Base.SHA == "" {
+			base, err := f.Trees.BaseHead(ctx)
+			if err != nil {
+				return fmt.Errorf("fetch %s: %w", f.Base, err)
+			}
+			fb.Base.SHA = base
+		}
+	}
+	if err := f.record(ctx, it, id+"/feedback", "feedback", fb); err != nil {
+		return err
+	}
+	return f.react(ctx, it, id, fb, t)
+}
+
+// merge merges the pull request at the head v saw; a head that moved
+// since is looked at again at the next pass.
+func (f *Follower) merge(ctx context.Context, it Item, v View, t *Tally) error {
+	err := f.Host.Merge(ctx, it.PR, f.Config.Merge, v.Head, v.Title)
+	if errors.Is(err, ErrHeadMoved) {
+		f.say(it, fmt.Sprintf("pull request #%d: the head moved from %s before the merge; looking again at the next pass", it.PR, short(v.Head)))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("merge pull request #%d: %w", it.PR, err)
+	}
+	f.say(it, fmt.Sprintf("merged pull request #%d at %s (%s)", it.PR, short(v.Head), f.Config.Merge))
+	t.Merged++
+	return f.end(ctx, it, "merged", "")
+}
+
 // react performs reaction id for feedback fb, every part once: the base
-// merged in (conflict), fix-surgeon's fix and its commit, the push, a
-// reply on each comment's thread and the review asked again.
+// merged in (conflict), fix-surgeon's fix and its commit, the checks of
+// what is to be pushed, the push, a reply on each comment's thread and
+// the review asked again. A reaction whose tree does not pass its checks
+// pushes nothing and replies nothing: its round is used.
 func (f *Follower) react(ctx context.Context, it Item, id string, fb Feedback, t *Tally) error {
 	rec := store.Step{RunID: it.Run, ItemID: it.ID, ID: id, Kind: KindReaction}
 	if err := f.Store.StartStep(ctx, rec); err != nil && !errors.Is(err, store.ErrCompleted) {
@@ -275,9 +340,10 @@ func (f *Follower) react(ctx context.Context, it Item, id string, fb Feedback, t
 	if err != nil {
 		return f.fail(ctx, rec, err, t)
 	}
+	before := f.startOf(ctx, tree, fb)
 	fixNeeded := fb.Kind != Conflict
 	if fb.Kind == Conflict {
-		conflicted, err := f.mergeBase(ctx, tree, id, it.Run, it.Branch)
+		conflicted, err := f.mergeBase(ctx, tree, id, it, fb)
 		if err != nil {
 			return f.fail(ctx, rec, err, t)
 		}
@@ -290,18 +356,35 @@ func (f *Follower) react(ctx context.Context, it Item, id string, fb Feedback, t
 		if err != nil {
 			return err
 		}
-		if fixed.Failed != "" {
-			return f.fail(ctx, rec, errors.New("fix-surgeon failed: "+fixed.Failed), t)
+		why := ""
+		switch {
+		case fixed.Failed != "":
+			why = "fix-surgeon failed: " + fixed.Failed
+		case fixed.Result != "SUCCESS":
+			why = fmt.Sprintf("fix-surgeon answered %s, not SUCCESS", cmp.Or(fixed.Result, "no result"))
+		case fixed.Commit == "" && fb.Kind != ChangesRequested:
+			why = "fix-surgeon changed nothing"
 		}
-		if fixed.Commit == "" && fb.Kind != ChangesRequested {
-			return f.fail(ctx, rec, errors.New("fix-surgeon changed nothing"), t)
+		if why != "" {
+			return f.refuse(ctx, it, rec, tree, before, why, t)
 		}
 		res.Commit, res.Output = fixed.Commit, fixed.Output
 	}
-	if err := f.Host.Push(ctx, tree.Dir, it.Branch); err != nil {
-		return f.fail(ctx, rec, fmt.Errorf("push %s: %w", it.Branch, err), t)
+	head, err := tree.Head(ctx)
+	if err != nil {
+		return f.fail(ctx, rec, err, t)
 	}
-	if head, err := tree.Head(ctx); err == nil {
+	if head != before {
+		why, err := f.check(ctx, it, tree, id, fb, before, head)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			return f.refuse(ctx, it, rec, tree, before, why, t)
+		}
+		if err := f.Host.Push(ctx, tree.Dir, it.Branch); err != nil {
+			return f.fail(ctx, rec, fmt.Errorf("push %s: %w", it.Branch, err), t)
+		}
 		res.Pushed = head
 	}
 	f.crash(CrashPushed)
@@ -317,8 +400,81 @@ func (f *Follower) react(ctx context.Context, it Item, id string, fb Feedback, t
 		return journalErr(err)
 	}
 	t.Reacted++
-	f.say(it, fmt.Sprintf("%s answered: pushed %s", fb.Kind, short(res.Pushed)))
+	if res.Pushed == "" {
+		f.say(it, fmt.Sprintf("%s answered: nothing to push", fb.Kind))
+	} else {
+		f.say(it, fmt.Sprintf("%s answered: pushed %s", fb.Kind, short(res.Pushed)))
+	}
 	return nil
+}
+
+// startOf is the commit a reaction starts from: the head it answers when
+// the tree has it, else the tree's own head.
+func (f *Follower) startOf(ctx context.Context, tree *workspace.Repo, fb Feedback) string {
+	if fb.Head != "" {
+		if _, err := tree.Git(ctx, "cat-file", "-e", fb.Head+"^{commit}"); err == nil {
+			return fb.Head
+		}
+	}
+	head, _ := tree.Head(ctx)
+	return head
+}
+
+// check says why the tree's head may not be pushed ("" when it may): a
+// merge not concluded, an unmerged path, a conflict-marker line added
+// since before (the base's own left aside), or follow.verify's commands
+// failing.
+func (f *Follower) check(ctx context.Context, it Item, tree *workspace.Repo, id string, fb Feedback, before, head string) (string, error) {
+	if tree.Merging(ctx) {
+		return "the merge of the base is not concluded", nil
+	}
+	if files, err := tree.Conflicted(ctx); err != nil || len(files) > 0 {
+		return "unmerged paths: " + strings.Join(files, ", "), err
+	}
+	var others []string
+	if fb.Kind == Conflict && fb.Base != nil && fb.Base.SHA != "" {
+		others = append(others, fb.Base.SHA)
+	}
+	marks, err := tree.ConflictMarkers(ctx, before, head, others...)
+	if err != nil {
+		return "", err
+	}
+	if len(marks) > 0 {
+		if len(marks) > 5 {
+			marks = append(marks[:5], "…")
+		}
+		return "conflict markers left: " + strings.Join(marks, "; "), nil
+	}
+	if len(f.Config.Verify) == 0 || f.Verify == nil {
+		return "", nil
+	}
+	why, err := f.Verify.Verify(ctx, it, id+"/verify", f.Config.Verify)
+	if why != "" {
+		why = "follow.verify failed: " + why
+	}
+	return why, err
+}
+
+// refuse ends reaction rec failed without pushing: the tree is put back
+// at before (what it made kept under refs/cadre/refused/, for a person to
+// look at), so the next round starts clean.
+func (f *Follower) refuse(ctx context.Context, it Item, rec store.Step, tree *workspace.Repo, before, why string, t *Tally) error {
+	if tree.Merging(ctx) {
+		tree.Git(ctx, "merge", "--abort")
+	}
+	if head, err := tree.Head(ctx); err == nil && head != before {
+		ref := "refs/cadre/refused/" + strings.NewReplacer("#", "-", "/", "-").Replace(rec.ID)
+		if _, err := tree.Git(ctx, "update-ref", ref, head); err == nil {
+			why += " (the refused commit is kept as " + ref + ")"
+		}
+	}
+	if before != "" {
+		if _, err := tree.Git(ctx, "reset", "-q", "--hard", before); err != nil {
+			why += "; resetting the tree failed: " + err.Error()
+		}
+	}
+	f.say(it, "nothing pushed: "+why)
+	return f.fail(ctx, rec, errors.New(why), t)
 }
 
 // answer replies on each comment's thread saying what changed, once (by
@@ -377,18 +533,67 @@ func (f *Follower) fail(ctx context.Context, rec store.Step, cause error, t *Tal
 	return cause
 }
 
-// pause asks a human about reaction k, out of rounds: a human step
-// cadre approve answers.
-func (f *Follower) pause(ctx context.Context, it Item, k Kind, h history) error {
-	id := fmt.Sprintf("%s/follow/%s/human#%d", it.ID, k, h.asked+1)
-	reason := fmt.Sprintf("%s is out of rounds (%d) on pull request #%d: cadre approve %s %s grants them again, --reject closes it",
-		k, Rounds(f.Config, k), it.PR, it.Run, it.ID)
+// pause asks a human about act's reaction: a human step cadre approve
+// answers. The pull request says so first (one comment, the pause label),
+// so a crash once the step began cannot leave it unsaid.
+func (f *Follower) pause(ctx context.Context, it Item, act Action, h history) error {
+	n := h.asked + 1
+	id := fmt.Sprintf("%s/follow/%s/human#%d", it.ID, act.Kind, n)
+	grant := "grants its rounds again"
+	if act.Kind == NoChecks {
+		grant = "waits for checks again"
+	}
+	reason := fmt.Sprintf("%s on pull request #%d: cadre approve %s %s [--note TEXT] %s, --reject closes it",
+		act.Why, it.PR, it.Run, it.ID, grant)
+	body := fmt.Sprintf("cadre is waiting for a person: %s.\n\n"+
+		"- To go on: `cadre approve %s %s --note \"what to do\"` (it %s; the note reaches the fix as written).\n"+
+		"- To close this pull request: `cadre approve --reject %s %s --note \"why\"`.",
+		act.Why, it.Run, it.ID, grant, it.Run, it.ID)
+	if err := f.Host.Comment(ctx, it.PR, fmt.Sprintf("cadre:%s:%s:paused-%d", it.Run, it.ID, n), body); err != nil {
+		return fmt.Errorf("comment on pull request #%d: %w", it.PR, err)
+	}
+	if err := f.Host.Label(ctx, it.PR, f.Config.PauseLabel, true); err != nil {
+		return fmt.Errorf("label pull request #%d: %w", it.PR, err)
+	}
 	rec := store.Step{RunID: it.Run, ItemID: it.ID, ID: id, Kind: "human"}
 	if err := f.Store.StartStep(ctx, rec); err != nil && !errors.Is(err, store.ErrCompleted) {
 		return journalErr(err)
 	}
 	f.say(it, "waits for a human: "+reason)
 	return f.Pause(ctx, it, reason)
+}
+
+// resume puts an item a human answered back to following, once: the
+// pause label comes off, then the item is journaled running.
+func (f *Follower) resume(ctx context.Context, it Item) error {
+	paused, err := f.Paused(ctx, it)
+	if err != nil || !paused {
+		return err
+	}
+	if err := f.Host.Label(ctx, it.PR, f.Config.PauseLabel, false); err != nil {
+		return fmt.Errorf("unlabel pull request #%d: %w", it.PR, err)
+	}
+	return f.Unpause(ctx, it)
+}
+
+// reject closes the pull request a human rejected, saying why on it, and
+// ends the item closed.
+func (f *Follower) reject(ctx context.Context, it Item, h history, t *Tally) error {
+	if err := f.resume(ctx, it); err != nil {
+		return err
+	}
+	body := "A person rejected going on with this pull request; cadre closes it."
+	if h.rejectNote != "" {
+		body += "\n\n> " + strings.ReplaceAll(h.rejectNote, "\n", "\n> ")
+	}
+	if err := f.Host.Comment(ctx, it.PR, fmt.Sprintf("cadre:%s:%s:rejected", it.Run, it.ID), body); err != nil {
+		return fmt.Errorf("comment on pull request #%d: %w", it.PR, err)
+	}
+	if err := f.Host.Close(ctx, it.PR); err != nil {
+		return fmt.Errorf("close pull request #%d: %w", it.PR, err)
+	}
+	t.Closed++
+	return f.end(ctx, it, "closed", "a human rejected it")
 }
 
 // end journals the item's end: merged (its worktree and branch removed)
@@ -410,21 +615,58 @@ func (f *Follower) end(ctx context.Context, it Item, state, why string) error {
 	return nil
 }
 
-// mergeBase merges the base branch into the tree's branch, unless it is
-// in already; it returns the files left conflicted (the merge stays in
-// progress for fix-surgeon to resolve and the commit step to conclude).
-func (f *Follower) mergeBase(ctx context.Context, tree *workspace.Repo, id, run, branch string) ([]string, error) {
+// mergeBase merges the base's commit fb names into the tree's branch,
+// unless it is in already; it returns the files left conflicted (the
+// merge stays in progress for fix-surgeon to resolve and the commit step
+// to conclude).
+func (f *Follower) mergeBase(ctx context.Context, tree *workspace.Repo, id string, it Item, fb Feedback) ([]string, error) {
 	if tree.Merging(ctx) {
 		return tree.Conflicted(ctx) // a crash left the merge in progress
 	}
-	base, err := f.Trees.BaseHead(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", f.Base, err)
+	base := fb.Base.SHA
+	if _, err := tree.Git(ctx, "cat-file", "-e", base+"^{commit}"); err != nil {
+		if _, err := f.Trees.BaseHead(ctx); err != nil {
+			return nil, fmt.Errorf("fetch %s: %w", f.Base, err)
+		}
 	}
 	if _, err := tree.Git(ctx, "merge-base", "--is-ancestor", base, "HEAD"); err == nil {
 		return nil, nil // merged in before a crash
 	}
-	return tree.Merge(ctx, base, "Merge "+f.Base+" into "+branch, workspace.Mark{Step: id + "/merge", Run: run})
+	return tree.Merge(ctx, base, "Merge "+f.Base+" into "+it.Branch, workspace.Mark{Step: id + "/merge", Run: it.Run})
+}
+
+// tell says why a pull request that could be merged is not, once per
+// change of reason.
+func (f *Follower) tell(it Item, why string) {
+	st := f.state()
+	f.mu.Lock()
+	if st.Said == nil {
+		st.Said = map[int]string{}
+	}
+	same := st.Said[it.PR] == why
+	if why == "" {
+		delete(st.Said, it.PR)
+	} else {
+		st.Said[it.PR] = why
+	}
+	f.mu.Unlock()
+	if !same && why != "" {
+		f.say(it, fmt.Sprintf("pull request #%d is not merged: %s", it.PR, why))
+	}
+}
+
+func (f *Follower) warn(it Item, msg string) {
+	f.say(it, "warning: "+msg)
+	if f.Warn != nil {
+		f.Warn(it, msg)
+	}
+}
+
+func (f *Follower) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
 }
 
 func (f *Follower) say(it Item, msg string) {

@@ -56,7 +56,11 @@ type history struct {
 	asking       string // a human step waiting for its answer
 	asked        int    // human steps so far
 	rejected     bool   // a human rejected going on
+	rejectNote   string // what they said
 	unpause      bool   // the latest human step was answered: the item goes on
+	// note is what the person who granted more rounds said, for the
+	// reaction that follows.
+	note string
 }
 
 // history reads it's following from the journal.
@@ -66,7 +70,7 @@ func (f *Follower) history(ctx context.Context, it Item) (history, error) {
 		return history{}, journalErr(err)
 	}
 	h := history{tries: map[Kind]int{}, past: Past{Rounds: map[Kind]int{}, Heads: map[string]bool{},
-		Reviews: map[int64]bool{}, Comments: map[int64]bool{}}}
+		Reviews: map[int64]bool{}, Comments: map[int64]bool{}, Failed: map[string]string{}}}
 	feedback := map[string]Feedback{}
 	prefix := it.ID + "/follow/"
 	for _, st := range steps {
@@ -82,12 +86,14 @@ func (f *Follower) history(ctx context.Context, it Item) (history, error) {
 		case KindReaction:
 			fb := feedback[st.ID]
 			h.tries[fb.Kind]++
+			h.note = ""
 			switch st.Status {
 			case store.StepStarted:
 				st := st
 				h.open, h.openFeedback = &st, fb
 			case store.StepFailed:
 				h.past.Rounds[fb.Kind]++
+				h.past.Failed[fb.Key()] = st.Error
 			case store.StepCompleted:
 				h.past.Rounds[fb.Kind]++
 				var r reactionResult
@@ -102,17 +108,24 @@ func (f *Follower) history(ctx context.Context, it Item) (history, error) {
 				continue
 			}
 			var ans struct {
-				Approved *bool `json:"approved"`
+				Approved *bool  `json:"approved"`
+				Note     string `json:"note"`
 			}
 			json.Unmarshal(st.Result, &ans)
 			if ans.Approved == nil || !*ans.Approved {
-				h.rejected = true
+				h.rejected, h.rejectNote = true, ans.Note
 				continue
 			}
-			// Approved: the reaction gets its rounds again.
+			// Approved: the reaction gets its rounds again, and may try
+			// again what failed.
 			k := Kind(strings.SplitN(strings.TrimPrefix(st.ID, prefix), "/", 2)[0])
 			h.past.Rounds[k] = 0
-			h.unpause = true
+			for key := range h.past.Failed {
+				if strings.HasPrefix(key, string(k)+"@") {
+					delete(h.past.Failed, key)
+				}
+			}
+			h.unpause, h.note = true, ans.Note
 		}
 	}
 	return h, nil

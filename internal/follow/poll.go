@@ -30,6 +30,9 @@ type pollState struct {
 	Mark time.Time     `json:"mark"`
 	Base string        `json:"base"`
 	PRs  map[int]*seen `json:"prs"`
+	// Said is why each pull request that could be merged is not, as last
+	// said: it is said again only when it changes.
+	Said map[int]string `json:"said,omitempty"`
 }
 
 // seen is what a pass saw of a pull request: while its update time and
@@ -40,14 +43,16 @@ type seen struct {
 	Base    string    `json:"base"`
 	View    View      `json:"view"`
 	// Unchecked counts the passes in a row that saw the head with no
-	// check at all: CI may not have queued its checks yet after a push,
-	// so a head is asked about again for a few passes before it is taken
-	// to have none.
-	Unchecked int `json:"unchecked,omitempty"`
+	// check at all, since Since: CI may not have queued its checks yet
+	// after a push, so such a head is asked about again at every pass
+	// (follow.merge_without_checks: for a few passes) until checks appear
+	// or follow.checks_timeout passes.
+	Unchecked int       `json:"unchecked,omitempty"`
+	Since     time.Time `json:"since,omitzero"`
 }
 
 // uncheckedPasses is how many passes ask again about a head without any
-// check before it is taken to have none.
+// check before it is taken to have none, where a head may merge without.
 const uncheckedPasses = 3
 
 // poll is a pass's look at the pull requests: those updated since the
@@ -140,7 +145,7 @@ func (f *Follower) view(ctx context.Context, it Item, p *poll) (View, error) {
 		changed = false
 	}
 	if s != nil && !changed && !s.View.Pending && s.View.Mergeable != nil && s.View.State == "open" &&
-		(s.View.Checked || s.Unchecked >= uncheckedPasses) {
+		(s.View.Checked || f.Config.MergeWithoutChecks && s.Unchecked >= uncheckedPasses) {
 		v := s.View
 		if s.Base != p.base {
 			ok, err := f.Trees.Mergeable(ctx, it.Branch, v.Head, p.base)
@@ -186,12 +191,27 @@ func (f *Follower) keep(it Item, updated time.Time, base string, v View) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := &seen{Updated: updated, Base: base, View: v}
-	if prev := st.PRs[it.PR]; prev != nil && !v.Checked && prev.View.Head == v.Head {
-		n.Unchecked = prev.Unchecked + 1
+	if prev := st.PRs[it.PR]; prev != nil && !v.Checked && prev.View.Head == v.Head && !prev.Since.IsZero() {
+		n.Unchecked, n.Since = prev.Unchecked+1, prev.Since
 	} else if !v.Checked {
-		n.Unchecked = 1
+		n.Unchecked, n.Since = 1, f.now()
 	}
 	st.PRs[it.PR] = n
+}
+
+// unchecked is how long v's head has been seen without any check: zero
+// when it has some.
+func (f *Follower) unchecked(it Item, v View) time.Duration {
+	if v.Checked {
+		return 0
+	}
+	st := f.state()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s := st.PRs[it.PR]; s != nil && s.View.Head == v.Head && !s.Since.IsZero() {
+		return f.now().Sub(s.Since)
+	}
+	return 0
 }
 
 // forget drops what was seen of it's pull request: cadre acted on it.

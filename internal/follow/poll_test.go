@@ -61,6 +61,9 @@ func (h *fakeHost) Reply(context.Context, int, int64, string, string) error  { r
 func (h *fakeHost) RequestReview(context.Context, int, []string) error       { return nil }
 func (h *fakeHost) Merge(context.Context, int, string, string, string) error { return nil }
 func (h *fakeHost) Close(context.Context, int) error                         { return nil }
+func (h *fakeHost) Comment(context.Context, int, string, string) error       { return nil }
+func (h *fakeHost) Label(context.Context, int, string, bool) error           { return nil }
+func (h *fakeHost) Logs(_ context.Context, c []Check) ([]Check, []string)    { return c, nil }
 
 type fakeTrees struct {
 	base    string
@@ -149,9 +152,14 @@ func TestPassAsksOnlyAboutChanges(t *testing.T) {
 	host.prs[2].updated, host.prs[2].head = t0.Add(time.Minute), "b2"
 	host.prs[2].pending = true
 	pass(map[int]int{2: 1, 3: 1})
-	pass(map[int]int{2: 1}) // #2's checks pending; #3 asked three times: it has none
+	pass(map[int]int{2: 1, 3: 1}) // #2's checks pending; #3 still has none
 	host.prs[2].pending = false
-	pass(map[int]int{2: 1})
+	pass(map[int]int{2: 1, 3: 1})
+	pass(map[int]int{3: 1})
+	// Checks that appear late (a check run moves no update time) are
+	// seen, and then #3 is asked about no more.
+	host.prs[3].checks = true
+	pass(map[int]int{3: 1})
 	pass(map[int]int{})
 	trees.base, trees.merges = "m2", 0
 	pass(map[int]int{})
@@ -163,4 +171,23 @@ func TestPassAsksOnlyAboutChanges(t *testing.T) {
 	pass(map[int]int{})
 	host.prs[1].updated = t0.Add(2 * time.Minute)
 	pass(map[int]int{1: 1})
+}
+
+// Where a head may merge without checks, one without any is asked about
+// a few passes only, then taken to have none.
+func TestPassStopsAskingWhereNoChecksMayMerge(t *testing.T) {
+	ctx := context.Background()
+	st := journalPRs(t, 1)
+	host := &fakeHost{views: map[int]int{}, prs: map[int]*fakePR{1: {head: "a1", updated: time.Now()}}}
+	cfg := config.Default().Follow
+	cfg.MergeWithoutChecks = true
+	f := &Follower{Store: st, Host: host, Trees: &fakeTrees{base: "m1"}, Config: cfg, Base: "main"}
+	for range 6 {
+		if _, err := f.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if host.views[1] != uncheckedPasses {
+		t.Errorf("asked %d times about a head without checks, want %d", host.views[1], uncheckedPasses)
+	}
 }

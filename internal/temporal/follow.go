@@ -24,6 +24,11 @@ import (
 // being done twice.
 const FixWorkflowName = "cadre.FollowFix"
 
+// versionFixVouched marks the fix workflows that commit only a fix its
+// agent answered SUCCESS to: histories recorded before it committed any
+// fix whose step had not failed.
+const versionFixVouched = "fix-vouched"
+
 // FixInput is a reaction's fix.
 type FixInput struct {
 	Ref         ItemRef         `json:"ref"`
@@ -54,6 +59,9 @@ func (w *Workflows) Fix(ctx workflow.Context, in FixInput) (FixResult, error) {
 		return FixResult{}, err
 	}
 	if agent.Outcome.Failed {
+		return FixResult{Agent: agent.Outcome}, nil
+	}
+	if workflow.GetVersion(ctx, versionFixVouched, workflow.DefaultVersion, 1) == 1 && !follow.Commits(agent.Outcome) {
 		return FixResult{Agent: agent.Outcome}, nil
 	}
 	var commit StepResult
