@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/cadre-dev/cadre/internal/config"
 )
 
 // Head is a pull request as a list of them shows it.
@@ -145,7 +147,7 @@ func (f *Follower) view(ctx context.Context, it Item, p *poll) (View, error) {
 		changed = false
 	}
 	if s != nil && !changed && !s.View.Pending && s.View.Mergeable != nil && s.View.State == "open" &&
-		(s.View.Checked || f.Config.MergeWithoutChecks && s.Unchecked >= uncheckedPasses) {
+		(s.View.Checked || f.Config.MergeWithoutChecks && s.Unchecked >= uncheckedPasses) && !f.mergeCandidate(s.View) {
 		v := s.View
 		if s.Base != p.base {
 			ok, err := f.Trees.Mergeable(ctx, it.Branch, v.Head, p.base)
@@ -197,6 +199,13 @@ func (f *Follower) keep(it Item, updated time.Time, base string, v View) {
 		n.Unchecked, n.Since = 1, f.now()
 	}
 	st.PRs[it.PR] = n
+}
+
+// mergeCandidate says whether v is approved where merging is on: a check
+// run finishing or appearing moves no update time, so such a pull request
+// is asked about at every pass until it merges.
+func (f *Follower) mergeCandidate(v View) bool {
+	return v.Approved && len(v.Changes) == 0 && f.Config.Merge != "" && f.Config.Merge != config.MergeOff
 }
 
 // unchecked is how long v's head has been seen without any check: zero

@@ -1,0 +1,263 @@
+package cli_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cadre-dev/cadre/internal/forge/forgetest"
+)
+
+// surgeon is a scenario whose executor writes fix.txt and whose
+// fix-surgeon runs script and answers result.
+func surgeon(script, result string) string {
+	return `rules:
+  - role: executor
+    actions:
+      - run: [sh, -c, "echo fixed > fix.txt"]
+    say: Fixed it.
+    signal: {result: SUCCESS, confidence: 9}
+  - role: fix-surgeon
+    actions:
+      - run: [sh, -c, "` + script + `"]
+    say: Did what I could.
+    signal: {result: ` + result + `, confidence: 9}
+`
+}
+
+// setScenario replaces the repository's scenario: what the next agent
+// steps do.
+func (g *githubRepo) setScenario(t *testing.T, s string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pushBase pushes a commit to origin's main writing content to path.
+func (g *githubRepo) pushBase(t *testing.T, path, content string) {
+	t.Helper()
+	other := filepath.Join(g.work, "other")
+	os.RemoveAll(other)
+	if out, err := exec.Command("git", "clone", "-q", "-b", "main", g.bare, other).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v %s", err, out)
+	}
+	os.WriteFile(filepath.Join(other, path), []byte(content), 0o644)
+	for _, args := range [][]string{{"add", "-A"}, {"-c", "user.email=o@example.com", "-c", "user.name=O", "commit", "-qm", "base change"}, {"push", "-q", "origin", "main"}} {
+		if out, err := exec.Command("git", append([]string{"-C", other}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+}
+
+// waitsOnGitHub checks the pull request says it waits for a person, once,
+// and carries the pause label.
+func (g *githubRepo) waitsOnGitHub(t *testing.T, pr int, want bool) {
+	t.Helper()
+	labelled := slices.Contains(g.fake.Labels("acme", "widgets", pr), "cadre:needs-human")
+	if labelled != want {
+		t.Errorf("pull request #%d labelled cadre:needs-human: %v, want %v", pr, labelled, want)
+	}
+}
+
+func (g *githubRepo) prComments(pr int, has string) int {
+	n := 0
+	for _, c := range g.fake.Comments("acme", "widgets", pr) {
+		if strings.Contains(c.Body, has) {
+			n++
+		}
+	}
+	return n
+}
+
+// A fix-surgeon that answers FAIL to a review has nothing pushed, no
+// reply posted and no review asked for; the same review is not tried
+// again: the pull request waits for a person, saying so once, labelled.
+// Approved with a note, the note reaches fix-surgeon as written, the
+// label comes off, and the item resumes once.
+func TestWatchFailedFixClaimsNothing(t *testing.T) {
+	g := watchRepo(t, "follow: {changes_requested: {rounds: 3}}\n")
+	g.setScenario(t, surgeon("echo more >> fix.txt", "FAIL"))
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	const branch = "cadre/1-fix-the-frobnicator"
+	pr := g.fake.PRs("acme", "widgets")[0].Number
+	g.fake.SetCheckRun("acme", "widgets", g.rev(t, branch), forgetest.CheckRun{Name: "test", Conclusion: "success"})
+	rv := g.fake.AddReview("acme", "widgets", pr, forgetest.Review{Author: "rita", Association: "MEMBER", State: "CHANGES_REQUESTED", Body: "Say more."})
+	g.fake.AddReviewComment("acme", "widgets", pr, forgetest.ReviewComment{ReviewID: rv, Author: "rita", Association: "MEMBER", Path: "fix.txt", Line: 1, Body: "Why?"})
+	n := g.commits(t, branch)
+
+	errOut := g.watchOnce(t, 1, "")
+	if !strings.Contains(errOut, "fix-surgeon") || !strings.Contains(errOut, "nothing pushed") {
+		t.Errorf("no word of the refused fix:\n%s", errOut)
+	}
+	if g.commits(t, branch) != n {
+		t.Fatal("a fix its agent answered FAIL to was pushed")
+	}
+	for _, c := range g.fake.ReviewComments("acme", "widgets", pr) {
+		if c.InReplyTo != 0 {
+			t.Errorf("a failed fix was answered on the thread: %q", c.Body)
+		}
+	}
+	if got := g.fake.RequestedReviewers("acme", "widgets", pr); len(got) != 0 {
+		t.Errorf("a failed fix asked %v to review again", got)
+	}
+
+	// The same input again: a person is asked, not the agent.
+	errOut = g.watchOnce(t, 3, "")
+	if !strings.Contains(errOut, "last round on this input failed") {
+		t.Errorf("no word of why it waits:\n%s", errOut)
+	}
+	g.watchOnce(t, 3, "")
+	if c := g.prComments(pr, "cadre is waiting for a person"); c != 1 {
+		t.Errorf("%d comments say the pull request waits, want 1", c)
+	}
+	g.waitsOnGitHub(t, pr, true)
+
+	const note = "Keep fix.txt's first line; explain in one sentence — \"quoted\" & all."
+	g.setScenario(t, surgeon("echo more >> fix.txt", "SUCCESS"))
+	run := runOf(t, g)
+	if code, _, errOut := g.cadre(t, "", "approve", run, "1", "--note", note); code != 0 {
+		t.Fatalf("approve: exit %d\n%s", code, errOut)
+	}
+	g.watchOnce(t, 0, "")
+	if g.commits(t, branch) != n+1 {
+		t.Fatalf("approved, the fix was not pushed: %d commits, want %d", g.commits(t, branch), n+1)
+	}
+	ctx, _ := os.ReadFile(latestContext(t, g.dir, "changes_requested-2-fix-surgeon"))
+	if !strings.Contains(string(ctx), `"note":`) || !strings.Contains(string(ctx), "explain in one sentence") {
+		t.Errorf("the approval's note did not reach fix-surgeon:\n%s", ctx)
+	}
+	g.waitsOnGitHub(t, pr, false)
+	g.watchOnce(t, 0, "")
+	_, events, _ := g.cadre(t, "", "status", "--json")
+	if n := strings.Count(events, "granted more rounds"); n > 1 {
+		t.Errorf("the item was resumed %d times", n)
+	}
+}
+
+// A conflict reaction whose fix-surgeon claims SUCCESS but leaves the
+// markers pushes nothing: the branch stays as it was, the refused
+// commit is kept for a person, and the item waits for one.
+func TestWatchConflictMarkersNeverPushed(t *testing.T) {
+	g := watchRepo(t, "follow: {conflict: {rounds: 2}}\n")
+	g.setScenario(t, surgeon("true", "SUCCESS"))
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	const branch = "cadre/1-fix-the-frobnicator"
+	pr := g.fake.PRs("acme", "widgets")[0].Number
+	before := g.rev(t, branch)
+	g.pushBase(t, "fix.txt", "base\n")
+
+	errOut := g.watchOnce(t, 1, "")
+	if !strings.Contains(errOut, "conflict markers left") {
+		t.Errorf("no word of the markers:\n%s", errOut)
+	}
+	if got := g.rev(t, branch); got != before {
+		body, _ := exec.Command("git", "-C", g.bare, "show", branch+":fix.txt").Output()
+		t.Fatalf("the branch moved from %s to %s; fix.txt:\n%s", before, got, body)
+	}
+	refs, _ := exec.Command("git", "-C", g.dir, "for-each-ref", "refs/cadre/refused/").Output()
+	if !strings.Contains(string(refs), "conflict") {
+		t.Errorf("the refused merge is not kept for a person: %q", refs)
+	}
+	// The tree is back where it was: the next reaction starts clean.
+	tree := filepath.Join(g.dir, ".cadre", "worktrees", "1")
+	if head, _ := exec.Command("git", "-C", tree, "rev-parse", "HEAD").Output(); strings.TrimSpace(string(head)) != before {
+		t.Errorf("the item's tree is at %s, want %s", head, before)
+	}
+	g.watchOnce(t, 3, "")
+	g.waitsOnGitHub(t, pr, true)
+}
+
+// Nothing is merged that nobody verified: a head without checks, a
+// queued check, an approval of an earlier commit or a required check
+// not run all keep an approved pull request open, saying why; the merge
+// call carries the head's sha.
+func TestWatchMergesOnlyVerifiedHeads(t *testing.T) {
+	g := watchRepo(t, "follow: {merge: squash, required_checks: [e2e]}\n")
+	g.setScenario(t, surgeon("true", "SUCCESS"))
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	const branch = "cadre/1-fix-the-frobnicator"
+	pr := g.fake.PRs("acme", "widgets")[0].Number
+	head := g.rev(t, branch)
+	merged := func() bool { return g.fake.PRs("acme", "widgets")[0].Merged }
+	g.fake.AddReview("acme", "widgets", pr, forgetest.Review{Author: "rita", Association: "MEMBER", State: "APPROVED", CommitID: strings.Repeat("0", 40)})
+
+	for _, step := range []struct {
+		do   func()
+		want string
+	}{
+		{func() {}, "no check has reported on the head"},
+		{func() {
+			g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{Name: "test", Status: "queued"})
+		}, "still running"},
+		{func() {
+			g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{Name: "test", Conclusion: "success"})
+		}, "required checks have not succeeded on the head: e2e"},
+		{func() {
+			g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{Name: "e2e", Conclusion: "success"})
+		}, "approval is of an earlier commit"},
+		{func() { g.fake.Protect("acme", "widgets", "main", forgetest.Protection{Rules: []string{"lint"}}) }, "not succeeded on the head: lint"},
+	} {
+		step.do()
+		errOut := g.watchOnce(t, 0, "")
+		if merged() {
+			t.Fatalf("merged while %q", step.want)
+		}
+		if step.want != "" && !strings.Contains(errOut, step.want) {
+			t.Errorf("watch does not say %q:\n%s", step.want, errOut)
+		}
+	}
+	// Approved at the head itself, but the ruleset's lint never ran.
+	g.fake.AddReview("acme", "widgets", pr, forgetest.Review{Author: "rita", Association: "MEMBER", State: "APPROVED"})
+	if g.watchOnce(t, 0, ""); merged() {
+		t.Fatal("merged without the required lint")
+	}
+	g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{Name: "lint", Conclusion: "success"})
+	g.watchOnce(t, 0, "")
+	if !merged() {
+		t.Fatal("a verified, approved head was not merged")
+	}
+	for _, c := range g.fake.Calls() {
+		if strings.HasSuffix(c.Path, "/merge") && !strings.Contains(c.Body, `"sha":"`+head+`"`) {
+			t.Errorf("the merge call does not carry the head's sha: %s", c.Body)
+		}
+	}
+}
+
+// follow.verify's commands run, confined, on what a reaction would push:
+// failing, nothing is pushed.
+func TestWatchVerifyGatesPush(t *testing.T) {
+	g := watchRepo(t, "commands: {test: \"test ! -e broken.txt\"}\nfollow: {ci_failed: {rounds: 2}}\n")
+	g.setScenario(t, surgeon("echo oops > broken.txt", "SUCCESS"))
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	const branch = "cadre/1-fix-the-frobnicator"
+	n := g.commits(t, branch)
+	g.fake.SetCheckRun("acme", "widgets", g.rev(t, branch), forgetest.CheckRun{Name: "test", Conclusion: "failure"})
+	errOut := g.watchOnce(t, 1, "")
+	if !strings.Contains(errOut, "follow.verify failed: test exited 1") {
+		t.Errorf("no word of the failed verification:\n%s", errOut)
+	}
+	if g.commits(t, branch) != n {
+		t.Fatal("a fix that fails follow.verify was pushed")
+	}
+	// Fixed properly, the same way it passes and is pushed.
+	g.setScenario(t, surgeon("echo good >> fix.txt", "SUCCESS"))
+	run := runOf(t, g)
+	g.watchOnce(t, 3, "")
+	g.cadre(t, "", "approve", run, "1")
+	g.watchOnce(t, 0, "")
+	if g.commits(t, branch) != n+1 {
+		t.Fatalf("a fix that passes follow.verify was not pushed: %d commits, want %d", g.commits(t, branch), n+1)
+	}
+}
