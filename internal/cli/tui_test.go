@@ -27,6 +27,7 @@ func TestLiveView(t *testing.T) {
 			"initrepo": cmdInitRepo,
 			"exits":    cmdExits,
 			"waitfile": cmdWaitFile,
+			"freeport": cmdFreePort,
 			"term":     cmdTerm,
 		},
 	})
