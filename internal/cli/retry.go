@@ -28,7 +28,7 @@ func NewCmdRetry(f *Factory, runF func(context.Context, *Factory, *RetryOptions)
 ITEM) its attempts again and continue the run: the item goes on from where it stopped, in its
 worktree, with its completed steps kept (replayed from the journal, never run again); the
 decisions that had used up its attempts (the pipeline's limits.max_attempts) find as many
-more. The run's other unfinished items go on too, as with cadre resume.` + exitStatusRunning,
+more, and an agent whose FAIL ended the item is asked again (its step's id ending /retryN). The run's other unfinished items go on too, as with cadre resume.` + exitStatusRunning,
 		Example: `  cadre retry add-login                      # the latest run that has the item
   cadre retry 20261122-101500-ab12 add-login`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -33,11 +33,13 @@ type started struct {
 // (the embedded engine), which an executor's first stage does otherwise.
 // A remote that did not answer is returned as an error, to try again.
 func (e *Engine) begin(ctx context.Context, ir *itemRun, loadErr error, provision func(context.Context) error, eager bool) (started, error) {
-	grants, err := runspec.Retries(ctx, e.d.Store, ir.run, ir.it.ID)
+	g, err := runspec.Granted(ctx, e.d.Store, ir.run, ir.it.ID)
 	if err != nil {
 		return started{}, err
 	}
+	grants := g.N
 	ir.grants = grants
+	ir.setAgain(g)
 	b := started{Begun: executor.Begun{Limits: e.flowLimits(), Items: slices.Sorted(maps.Keys(ir.rs.done)), Goals: ir.task.Goals()}}
 	b.Limits.MaxAttempts *= 1 + grants
 	end := func(c change, out itemOutcome) (started, error) {

@@ -198,7 +198,7 @@ func (fx *flowExec) agent(ctx context.Context, c workflow.AgentCall, visit int) 
 	// step), and so does the run. The budget is read from the journal,
 	// not this process's copy of the options: a Temporal worker keeps
 	// that copy while cadre resume --budget-usd raises the budget.
-	if reason := fx.e.budgetReached(ctx, fx.ir.run, c.ID, fx.e.runBudget(ctx, fx.ir)); reason != "" {
+	if reason := fx.e.budgetReached(ctx, fx.ir, c.ID, fx.e.runBudget(ctx, fx.ir)); reason != "" {
 		fx.paused = reason
 		return workflow.Outcome{}, fmt.Errorf("%s: %w", reason, workflow.ErrPaused)
 	}

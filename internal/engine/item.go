@@ -13,6 +13,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/remote"
+	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/sandbox"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -32,12 +33,18 @@ type itemOutcome struct {
 // itemRun is the working state of one item.
 type itemRun struct {
 	grants int // the retries the journal grants the item (GrantRetry)
-	run    string
-	rs     *runState
-	opts   Options
-	set    Settings // opts resolved against cadre.yaml
-	it     store.Item
-	task   *taskfile.Task
+	// again names the steps the item's retries ask again; read with
+	// grants by begin, or by the first agent step of a process that did
+	// not begin the item.
+	againMu   sync.Mutex
+	again     runspec.Grants
+	againRead bool
+	run       string
+	rs        *runState
+	opts      Options
+	set       Settings // opts resolved against cadre.yaml
+	it        store.Item
+	task      *taskfile.Task
 	// issueOnce reads the item's issue record (issue.json) once: cadre
 	// wrote it when the item was made, and every step would read it again.
 	issueOnce sync.Once
@@ -331,7 +338,7 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 // overBudget says why no new step may start, when the run's spending has
 // reached its budget; a step the journal has as completed is replayed free.
 func (e *Engine) overBudget(ctx context.Context, ir *itemRun, step string) string {
-	reason := e.budgetReached(ctx, ir.run, step, ir.set.Budget)
+	reason := e.budgetReached(ctx, ir, step, ir.set.Budget)
 	if reason != "" {
 		ir.rs.halt(store.RunPaused, reason)
 	}
@@ -352,17 +359,20 @@ func (e *Engine) runBudget(ctx context.Context, ir *itemRun) float64 {
 	return ir.set.Budget
 }
 
-// budgetReached says why no new step may start, when run's spending has
+// budgetReached says why no new step may start, when the run's spending has
 // reached budget (resolved: 0 is no limit); a step the journal has as
 // completed is replayed free.
-func (e *Engine) budgetReached(ctx context.Context, run, step string, budget float64) string {
+func (e *Engine) budgetReached(ctx context.Context, ir *itemRun, step string, budget float64) string {
 	if budget <= 0 {
 		return ""
 	}
-	if rec, err := e.d.Store.GetStep(ctx, run, step); err == nil && rec.Status == store.StepCompleted {
+	if id, err := e.attemptOf(ctx, ir, step); err == nil {
+		step = id // a step a retry asks again is a new one
+	}
+	if rec, err := e.d.Store.GetStep(ctx, ir.run, step); err == nil && rec.Status == store.StepCompleted {
 		return ""
 	}
-	tot, err := e.d.Store.Totals(ctx, run)
+	tot, err := e.d.Store.Totals(ctx, ir.run)
 	if err != nil || tot.CostUSD < budget {
 		return ""
 	}
@@ -478,4 +488,27 @@ func (e *Engine) stepSandbox(ir *itemRun, base event.Event) *sandbox.Policy {
 		e.publish(ir, ev)
 	}
 	return p
+}
+
+// setAgain records the steps the item's retries ask again.
+func (ir *itemRun) setAgain(again runspec.Grants) {
+	ir.againMu.Lock()
+	defer ir.againMu.Unlock()
+	ir.again, ir.againRead = again, true
+}
+
+// attemptOf is the id under which the step whose first attempt is id runs
+// now: id, or the attempt of the latest retry that asked its agent again
+// (runspec.GrantRetry), read from the journal once.
+func (e *Engine) attemptOf(ctx context.Context, ir *itemRun, id string) (string, error) {
+	ir.againMu.Lock()
+	defer ir.againMu.Unlock()
+	if !ir.againRead {
+		g, err := runspec.Granted(ctx, e.d.Store, ir.run, ir.it.ID)
+		if err != nil {
+			return "", journalErr(ir.it.ID, err)
+		}
+		ir.again, ir.againRead = g, true
+	}
+	return ir.again.Step(id), nil
 }

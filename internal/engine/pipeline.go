@@ -45,7 +45,7 @@ func (s *ItemSteps) Stage(ctx context.Context, st workflow.State, d workflow.Dec
 	// The budget as the journal has it (cadre resume --budget-usd may
 	// have raised it since this process opened the run); the item
 	// pauses, and the run with it (executor.BudgetPause).
-	if reason := e.budgetReached(ctx, ir.run, d.Step.ID, e.runBudget(ctx, ir)); reason != "" {
+	if reason := e.budgetReached(ctx, ir, d.Step.ID, e.runBudget(ctx, ir)); reason != "" {
 		return executor.Staged{}, &executor.BudgetPause{Reason: reason}
 	}
 	ev, err := e.step(ctx, ir, st, d.Step)

@@ -75,6 +75,13 @@ func cycleEntry(sp agentSpec, out agentOut) cyclelog.Entry {
 // crash points, events, files) is what lets a crashed run resume without
 // running a completed step again.
 func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agentOut, error) {
+	// A step whose FAIL ended the item runs again once it is retried: a
+	// new attempt, under its own id; the FAIL stays journaled.
+	id, err := e.attemptOf(ctx, ir, sp.ID)
+	if err != nil {
+		return agentOut{}, err
+	}
+	sp.ID = id
 	sr := &stepRun{ir: ir, sp: sp}
 	if out, done, err := e.replayStep(ctx, sr); done || err != nil {
 		return out, err
