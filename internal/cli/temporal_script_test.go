@@ -69,6 +69,7 @@ func TestTemporalScript(t *testing.T) {
 			"waititem": cmdWaitItem,
 			"collect":  cmdCollect,
 			"freeport": cmdFreePort,
+			"waitfile": cmdWaitFile,
 		},
 	})
 }
