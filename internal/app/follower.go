@@ -20,6 +20,9 @@ type Following struct {
 	*follow.Follower
 	Engine *engine.Engine
 	Bus    *event.Bus
+	// GitHub is the follower's GitHub, whose answers to conditional
+	// requests are kept in the state directory between processes.
+	GitHub *GitHub
 }
 
 // NewFollowing wires the follower of ws's pull requests; close it with
@@ -29,6 +32,7 @@ func NewFollowing(ctx context.Context, ws Workspace, st *store.Store, o Options,
 	if err != nil {
 		return nil, nil, err
 	}
+	p.gh.KeepAnswersIn(filepath.Join(ws.Root, workspace.StateDir, "github-answers.json"))
 	repo, err := workspace.Open(ctx, ws.Root)
 	if err != nil {
 		p.close()
@@ -65,7 +69,7 @@ func NewFollowing(ctx context.Context, ws Workspace, st *store.Store, o Options,
 		p.bus.Publish(event.Event{Run: it.Run, Item: it.ID, Type: event.ItemResumed, Message: "a human granted more rounds"})
 		return nil
 	}
-	return &Following{Follower: f, Engine: p.e, Bus: p.bus}, p.close, nil
+	return &Following{Follower: f, Engine: p.e, Bus: p.bus, GitHub: p.gh}, p.close, nil
 }
 
 // followSteps performs a reaction's agent and commit steps through the

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/forge"
 	"github.com/cadre-dev/cadre/internal/redact"
+	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
@@ -39,6 +41,40 @@ type GitHub struct {
 	// protection it may not read); nil drops it.
 	Warn   func(msg string)
 	warned sync.Map
+	// answers is a file the client's answers to conditional requests are
+	// kept in between processes (KeepAnswersIn); "" keeps them in memory.
+	answers string
+}
+
+// KeepAnswersIn keeps the client's answers to conditional requests in the
+// file at path between processes: they are read from it now (or when the
+// client is made) and written by KeepAnswers.
+func (g *GitHub) KeepAnswersIn(path string) {
+	g.answers = path
+	if g.client != nil {
+		g.loadAnswers()
+	}
+}
+
+// loadAnswers takes up the answers kept in the file; answers that cannot
+// be read are asked for anew, at no harm.
+func (g *GitHub) loadAnswers() {
+	if data, err := os.ReadFile(g.answers); err == nil {
+		g.client.KeepAnswers(data)
+	}
+}
+
+// KeepAnswers writes the client's answers to conditional requests to the
+// Answers file, for the next process to ask on condition too.
+func (g *GitHub) KeepAnswers() error {
+	if g.answers == "" || g.client == nil {
+		return nil
+	}
+	data, err := g.client.Answers()
+	if err != nil {
+		return err
+	}
+	return safefile.Replace(g.answers, data)
 }
 
 // warnOnce tells Warn msg, the first time only.
@@ -69,6 +105,9 @@ func (g *GitHub) init(ctx context.Context) error {
 		g.mask.Add(token)
 		g.client, g.err = forge.New(g.cfg.GitHub.APIURL, token, append([]forge.Option{forge.WithRedactor(g.mask),
 			forge.WithWriteGap(time.Duration(g.cfg.GitHub.WriteInterval))}, g.opts...)...)
+		if g.err == nil && g.answers != "" {
+			g.loadAnswers()
+		}
 		g.repo = g.cfg.Repository
 		if g.repo == "" {
 			if repo, err := workspace.Open(ctx, g.root); err == nil {

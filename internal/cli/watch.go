@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +39,7 @@ type WatchOptions struct {
 	Interval time.Duration
 	Query    codehost.IssueQuery // --label, --assignee, --milestone
 	JSON     bool
+	Plain    bool
 	Engine   string // embedded or temporal
 	Temporal TemporalOptions
 }
@@ -70,6 +72,9 @@ EXIT STATUS
   cadre watch --interval 5m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutputFlags(opts.JSON, opts.Plain); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), f, opts)
 			}
@@ -77,6 +82,7 @@ EXIT STATUS
 		},
 	}
 	fl := cmd.Flags()
+	fl.BoolVar(&opts.Plain, "plain", false, "one line per event on stderr (what watch prints without --json; as run takes it)")
 	fl.BoolVar(&opts.Once, "once", false, "one pass, then exit 0, 1 (a failure) or 3 (waits for a human)")
 	fl.DurationVar(&opts.Interval, "interval", 0, "time between passes (default github.poll_interval)")
 	fl.StringSliceVar(&opts.Query.Labels, "label", nil, "take up issues with this label (repeatable)")
@@ -111,14 +117,7 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	if err != nil {
 		return relPath(err, ws.root)
 	}
-	interval := opts.Interval
-	if interval == 0 {
-		interval = time.Duration(ws.cfg.GitHub.PollInterval)
-	}
-	if opts.Query.Empty() {
-		w := ws.cfg.GitHub.Watch
-		opts.Query = codehost.IssueQuery{Labels: w.Labels, Assignee: w.Assignee, Milestone: w.Milestone}
-	}
+	flagQuery := !opts.Query.Empty()
 	lockPath, err := runLock(ctx, ws.root)
 	if err != nil {
 		return err
@@ -139,7 +138,8 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	defer stopOnSignals(f, stateDir, lockPath, cancel)()
-	w := &watcher{f: f, ws: ws, opts: opts, stateDir: stateDir}
+	w := &watcher{f: f, ws: ws, opts: opts, stateDir: stateDir, flagQuery: flagQuery}
+	w.configure()
 	defer func() {
 		if w.close != nil {
 			w.close()
@@ -156,7 +156,7 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 		}
 		if err != nil {
 			// GitHub or the network may be back at the next pass.
-			fmt.Fprintf(f.IO.ErrOut, "cadre: watch: warning: %v; trying again in %s\n", err, interval)
+			fmt.Fprintf(f.IO.ErrOut, "cadre: watch: warning: %v; trying again in %s\n", err, w.interval)
 		}
 		if opts.Once {
 			switch {
@@ -167,7 +167,7 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 			}
 			return nil
 		}
-		if !w.sleep(ctx, interval) {
+		if !w.sleep(ctx, w.interval) {
 			fmt.Fprintln(f.IO.ErrOut, "cadre: watch stopped")
 			return nil
 		}
@@ -245,6 +245,51 @@ type watcher struct {
 
 	fl    *app.Following // made at the first pass that follows (following)
 	close func()         // closes fl and what it holds
+
+	// flagQuery: the issue query came from flags, not github.watch.
+	flagQuery bool
+	interval  time.Duration // between passes: --interval, or github.poll_interval
+	passes    int
+	badConfig string // the last invalid cadre.yaml's error, said once
+}
+
+// configure takes the interval and issue query from the configuration
+// where no flag gives them.
+func (w *watcher) configure() {
+	w.interval = w.opts.Interval
+	if w.interval == 0 {
+		w.interval = time.Duration(w.ws.cfg.GitHub.PollInterval)
+	}
+	if !w.flagQuery {
+		q := w.ws.cfg.GitHub.Watch
+		w.opts.Query = codehost.IssueQuery{Labels: q.Labels, Assignee: q.Assignee, Milestone: q.Milestone}
+	}
+}
+
+// reload reads cadre.yaml again, so that a change needs no restart: a
+// valid one replaces the configuration (and the follower, made again with
+// it at the next follow); an invalid one leaves the last good one, with a
+// warning naming where, said once per error.
+func (w *watcher) reload() {
+	cfg, err := app.LoadConfig(w.ws.root, w.f.Getenv)
+	if err != nil {
+		if msg := relPath(err, w.ws.root).Error(); msg != w.badConfig {
+			w.badConfig = msg
+			fmt.Fprintf(w.f.IO.ErrOut, "cadre: watch: warning: %s; going on with the configuration read before\n", msg)
+		}
+		return
+	}
+	w.badConfig = ""
+	if reflect.DeepEqual(cfg, w.ws.cfg) {
+		return
+	}
+	fmt.Fprintln(w.f.IO.ErrOut, "cadre: watch: cadre.yaml changed; this pass uses it")
+	w.ws.cfg = cfg
+	w.configure()
+	if w.close != nil {
+		w.close()
+		w.fl, w.close = nil, nil
+	}
 }
 
 // stopped says whether cadre stop asked the watch to stop.
@@ -253,6 +298,13 @@ func (w *watcher) stopped() bool { return runstop.Requested(w.stateDir, watchRun
 // pass takes up new issues, then follows the open pull requests once.
 func (w *watcher) pass(ctx context.Context) (watchTally, error) {
 	var t watchTally
+	if w.passes++; w.passes > 1 {
+		w.reload()
+	}
+	// Made first: intake asks through its GitHub, whose answers are kept.
+	if _, err := w.following(ctx); err != nil {
+		return t, err
+	}
 	if !w.opts.Query.Empty() {
 		if err := w.intake(ctx, &t); err != nil {
 			return t, err
@@ -268,6 +320,9 @@ func (w *watcher) pass(ctx context.Context) (watchTally, error) {
 // item yet.
 func (w *watcher) intake(ctx context.Context, t *watchTally) error {
 	gh := w.f.newForge(w.ws)
+	if w.fl != nil {
+		gh = w.fl.GitHub // its answers are kept: an unchanged list costs nothing
+	}
 	issues, err := gh.Issues(ctx, w.opts.Query)
 	if err != nil {
 		return fmt.Errorf("watch: list issues (%s): %w", w.opts.Query, err)
@@ -347,6 +402,10 @@ func (w *watcher) follow(ctx context.Context, t *watchTally) error {
 		return err
 	}
 	tally, err := fl.Pass(ctx)
+	if kerr := fl.GitHub.KeepAnswers(); kerr != nil {
+		// The next process asks for everything anew.
+		fmt.Fprintf(w.f.IO.ErrOut, "cadre: watch: warning: keep GitHub's answers: %v\n", kerr)
+	}
 	t.failed += len(tally.Failed)
 	t.waiting += len(tally.Waiting)
 	w.report(tally)

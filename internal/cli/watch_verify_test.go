@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/forge/forgetest"
 )
@@ -259,5 +260,78 @@ func TestWatchVerifyGatesPush(t *testing.T) {
 	g.watchOnce(t, 0, "")
 	if g.commits(t, branch) != n+1 {
 		t.Fatalf("a fix that passes follow.verify was not pushed: %d commits, want %d", g.commits(t, branch), n+1)
+	}
+}
+
+// An idle watch run by cron, one --once process a pass, asks GitHub
+// on condition as a long watch does: after the first pass nearly every
+// request is a 304, and an idle pass journals nothing.
+func TestWatchOnceFromCronRevalidates(t *testing.T) {
+	g := watchRepo(t, "")
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	g.fake.SetCheckRun("acme", "widgets", g.rev(t, "cadre/1-fix-the-frobnicator"), forgetest.CheckRun{Name: "test", Conclusion: "success"})
+	g.watchOnce(t, 0, "")
+	g.watchOnce(t, 0, "")
+	_, before, _ := g.cadre(t, "", "status", "--json")
+	from := g.fake.Counts()
+	g.watchOnce(t, 0, "")
+	got := g.fake.Counts()
+	requests, charged := got.Requests-from.Requests, got.Charged()-from.Charged()
+	if requests == 0 || charged > 0 {
+		t.Errorf("an idle --once pass made %d requests, %d of them charged; want every one answered 304", requests, charged)
+	}
+	if _, after, _ := g.cadre(t, "", "status", "--json"); after != before {
+		t.Errorf("an idle pass changed the journal:\nbefore %s\nafter %s", before, after)
+	}
+}
+
+// watch takes --plain as run does, and refuses it with --json.
+func TestWatchPlain(t *testing.T) {
+	g := watchRepo(t, "")
+	if code, _, errOut := g.cadre(t, "", "watch", "--once", "--plain"); code != 0 {
+		t.Errorf("watch --once --plain: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := g.cadre(t, "", "watch", "--once", "--plain", "--json"); code != 2 || !strings.Contains(errOut, "--json and --plain") {
+		t.Errorf("watch --plain --json: exit %d, want 2\n%s", code, errOut)
+	}
+}
+
+// A running watch reads cadre.yaml at every pass: a change takes effect
+// without a restart; a broken file keeps the last good one, saying where
+// it is broken, once.
+func TestWatchRereadsConfig(t *testing.T) {
+	g := watchRepo(t, "follow: {merge: \"off\"}\n")
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	const branch = "cadre/1-fix-the-frobnicator"
+	pr := g.fake.PRs("acme", "widgets")[0].Number
+	g.fake.SetCheckRun("acme", "widgets", g.rev(t, branch), forgetest.CheckRun{Name: "test", Conclusion: "success"})
+	g.fake.AddReview("acme", "widgets", pr, forgetest.Review{Author: "rita", Association: "MEMBER", State: "APPROVED"})
+	tr := &temporalRepo{dir: g.dir, work: g.work, path: os.Getenv("PATH")}
+	watch := tr.start(t, "watch", "watch", "--interval", "1s")
+	log := func() string { out, _ := os.ReadFile(watch.log); return string(out) }
+	waitFor(t, 60*time.Second, "the watch saying merging is off", func() bool { return strings.Contains(log(), "follow.merge is off") })
+	cfgPath := filepath.Join(g.dir, "cadre.yaml")
+	good, _ := os.ReadFile(cfgPath)
+	os.WriteFile(cfgPath, append(slices.Clone(good), []byte("follow: {merge: sometimes}\n")...), 0o644)
+	waitFor(t, 60*time.Second, "a warning naming the broken line", func() bool {
+		return strings.Contains(log(), "cadre.yaml:") && strings.Contains(log(), "follow.merge") && strings.Contains(log(), "going on with")
+	})
+	if g.fake.PRs("acme", "widgets")[0].Merged {
+		t.Fatal("merged though the last good configuration says merge: off")
+	}
+	os.WriteFile(cfgPath, []byte(strings.Replace(string(good), `merge: "off"`, "merge: squash", 1)), 0o644)
+	waitFor(t, 60*time.Second, "the merge the new configuration asks for", func() bool { return g.fake.PRs("acme", "widgets")[0].Merged })
+	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
+		t.Fatalf("stop: exit %d\n%s", code, e)
+	}
+	if code := watch.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("watch: exit %d\n%s", code, log())
+	}
+	if n := strings.Count(log(), "going on with the configuration read before"); n != 1 {
+		t.Errorf("the broken file was warned of %d times, want once:\n%s", n, log())
 	}
 }

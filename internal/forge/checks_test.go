@@ -202,3 +202,38 @@ func TestLabels(t *testing.T) {
 		t.Fatalf("labels after removal %v, want [bug]", got)
 	}
 }
+
+// Answers kept by one client let another process's client ask on
+// condition: an unchanged answer is a 304 to it too, and a changed one
+// is read anew.
+func TestKeptAnswersCarryOver(t *testing.T) {
+	srv, c, clk := setup(t)
+	srv.SetCheckRun("o", "r", sha, forgetest.CheckRun{Name: "test", Conclusion: "failure"})
+	first, err := c.FailedChecks(ctx, "o", "r", sha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := c.Answers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := newClient(t, srv, clk)
+	if err := next.KeepAnswers(data); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.Counts()
+	again, err := next.FailedChecks(ctx, "o", "r", sha)
+	if err != nil || !cmp.Equal(first, again) {
+		t.Fatalf("checks read through kept answers: %+v, %v; want %+v", again, err, first)
+	}
+	if got := srv.Counts(); got.Charged() != before.Charged() {
+		t.Errorf("%d requests charged with the answers kept, want none", got.Charged()-before.Charged())
+	}
+	srv.SetCheckRun("o", "r", sha, forgetest.CheckRun{Name: "test", Conclusion: "success"})
+	if now, err := next.FailedChecks(ctx, "o", "r", sha); err != nil || len(now.Failed) != 0 {
+		t.Errorf("a changed answer was not read anew: %+v, %v", now, err)
+	}
+	if err := next.KeepAnswers([]byte("{not json")); err == nil {
+		t.Error("damaged answers were taken up")
+	}
+}

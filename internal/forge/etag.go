@@ -2,6 +2,9 @@ package forge
 
 import (
 	"container/list"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -71,4 +74,50 @@ func (e *etags) remove(el *list.Element) {
 	k := e.order.Remove(el).(*kept)
 	delete(e.byURL, k.url)
 	e.size -= len(k.body)
+}
+
+// keptJSON is a kept answer as Answers writes it.
+type keptJSON struct {
+	URL  string `json:"url"`
+	ETag string `json:"etag"`
+	Link string `json:"link,omitempty"`
+	Body []byte `json:"body"`
+}
+
+// Answers is what the Client keeps for conditional requests, as JSON, most
+// recently used first: what KeepAnswers takes up in another process (cadre
+// watch --once run by cron), so its requests too are answered 304.
+func (c *Client) Answers() ([]byte, error) {
+	e := &c.answers
+	e.mu.Lock()
+	var out []keptJSON
+	if e.order != nil {
+		for el := e.order.Front(); el != nil; el = el.Next() {
+			k := el.Value.(*kept)
+			out = append(out, keptJSON{URL: k.url, ETag: k.etag, Link: k.link, Body: k.body})
+		}
+	}
+	e.mu.Unlock()
+	return json.Marshal(out)
+}
+
+// KeepAnswers takes up answers Answers wrote, for URLs of this Client's
+// API only; what it keeps already stays.
+func (c *Client) KeepAnswers(data []byte) error {
+	var in []keptJSON
+	if err := json.Unmarshal(data, &in); err != nil {
+		return fmt.Errorf("kept answers: %w", err)
+	}
+	prefix := c.base.String() + "/"
+	for i := len(in) - 1; i >= 0; i-- {
+		k := in[i]
+		if !strings.HasPrefix(k.URL, prefix) {
+			continue
+		}
+		if _, ok := c.answers.get(k.URL); ok {
+			continue
+		}
+		c.answers.put(kept{url: k.URL, etag: k.ETag, link: k.Link, body: k.Body})
+	}
+	return nil
 }
