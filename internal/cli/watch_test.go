@@ -319,13 +319,21 @@ func TestWatchOutOfRoundsWaitsForHuman(t *testing.T) {
 	}
 	fail()
 	g.watchOnce(t, 3, "")
-	if code, _, errOut := g.cadre(t, "", "approve", "--reject", run, "1"); code != 0 {
+	g.waitsOnGitHub(t, pr, true)
+	if code, _, errOut := g.cadre(t, "", "approve", "--reject", run, "1", "--note", "Not worth the churn."); code != 0 {
 		t.Fatalf("approve --reject: exit %d\n%s", code, errOut)
 	}
 	g.watchOnce(t, 0, "")
 	if p := g.fake.PRs("acme", "widgets")[0]; p.State != "closed" || p.Merged || p.Number != pr {
 		t.Fatalf("pull request %+v, want #%d closed unmerged", p, pr)
 	}
+	if g.prComments(pr, "Not worth the churn.") != 1 {
+		t.Errorf("the pull request was closed without a comment carrying the note: %+v", g.fake.Comments("acme", "widgets", pr))
+	}
+	if g.prComments(pr, "cadre is waiting for a person") != 2 {
+		t.Errorf("want one comment per pause (two): %+v", g.fake.Comments("acme", "widgets", pr))
+	}
+	g.waitsOnGitHub(t, pr, false)
 	_, out, _ = g.cadre(t, "", "status", "--json")
 	if !strings.Contains(out, `"pr_state": "closed"`) || !strings.Contains(out, `"status": "closed"`) {
 		t.Errorf("status after the rejection:\n%s", out)

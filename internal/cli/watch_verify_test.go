@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/forge/forgetest"
+	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // surgeon is a scenario whose executor writes fix.txt and whose
@@ -274,7 +276,7 @@ func TestWatchOnceFromCronRevalidates(t *testing.T) {
 	g.fake.SetCheckRun("acme", "widgets", g.rev(t, "cadre/1-fix-the-frobnicator"), forgetest.CheckRun{Name: "test", Conclusion: "success"})
 	g.watchOnce(t, 0, "")
 	g.watchOnce(t, 0, "")
-	_, before, _ := g.cadre(t, "", "status", "--json")
+	before := len(journalEvents(t, g.dir))
 	from := g.fake.Counts()
 	g.watchOnce(t, 0, "")
 	got := g.fake.Counts()
@@ -282,8 +284,8 @@ func TestWatchOnceFromCronRevalidates(t *testing.T) {
 	if requests == 0 || charged > 0 {
 		t.Errorf("an idle --once pass made %d requests, %d of them charged; want every one answered 304", requests, charged)
 	}
-	if _, after, _ := g.cadre(t, "", "status", "--json"); after != before {
-		t.Errorf("an idle pass changed the journal:\nbefore %s\nafter %s", before, after)
+	if events := journalEvents(t, g.dir); len(events) != before {
+		t.Errorf("an idle pass journaled %d events: %+v", len(events)-before, events[before:])
 	}
 }
 
@@ -334,4 +336,46 @@ func TestWatchRereadsConfig(t *testing.T) {
 	if n := strings.Count(log(), "going on with the configuration read before"); n != 1 {
 		t.Errorf("the broken file was warned of %d times, want once:\n%s", n, log())
 	}
+}
+
+// A failed check whose log cannot be read is still fixed by its own
+// texts (output.text included), with a warning event naming the check.
+func TestWatchUnreadableLogIsWarned(t *testing.T) {
+	g := watchRepo(t, "")
+	g.setScenario(t, surgeon("echo more >> fix.txt", "SUCCESS"))
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	const branch = "cadre/1-fix-the-frobnicator"
+	g.fake.SetCheckRun("acme", "widgets", g.rev(t, branch), forgetest.CheckRun{JobID: 88, Name: "unit", Conclusion: "failure",
+		Title: "2 failed", Text: "TestParse: want 3, got 4"}) // its log was never kept
+	g.watchOnce(t, 0, "")
+	ctx, _ := os.ReadFile(latestContext(t, g.dir, "ci_failed-1-fix-surgeon"))
+	if !strings.Contains(string(ctx), "TestParse: want 3, got 4") {
+		t.Errorf("the check's output.text did not reach fix-surgeon:\n%s", ctx)
+	}
+	warned := 0
+	for _, e := range journalEvents(t, g.dir) {
+		if e.Type == "warning" && strings.Contains(string(e.Data), `the log of check \"unit\"`) {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("%d warning events name the check whose log could not be read, want 1", warned)
+	}
+}
+
+// journalEvents reads every event of the repository's journal.
+func journalEvents(t *testing.T, dir string) []store.Event {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(dir, ".cadre", "cadre.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	events, _, err := st.Events(context.Background(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
 }
