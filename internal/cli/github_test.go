@@ -29,7 +29,7 @@ type githubRepo struct {
 	fake            *forgetest.Server
 }
 
-func newGitHubRepo(t *testing.T) *githubRepo {
+func newGitHubRepo(t testing.TB) *githubRepo {
 	t.Helper()
 	g := &githubRepo{work: t.TempDir()}
 	g.dir, g.bare = filepath.Join(g.work, "repo"), filepath.Join(g.work, "origin.git")
@@ -60,7 +60,7 @@ func newGitHubRepo(t *testing.T) *githubRepo {
 }
 
 // cadre runs the cadre binary in the repository with the token set.
-func (g *githubRepo) cadre(t *testing.T, crashAt string, args ...string) (int, string, string) {
+func (g *githubRepo) cadre(t testing.TB, crashAt string, args ...string) (int, string, string) {
 	t.Helper()
 	c := exec.Command("cadre", args...)
 	c.Dir = g.dir

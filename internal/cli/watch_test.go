@@ -48,7 +48,7 @@ func heldScenario(t *testing.T, gt gate) string {
 
 // watchRepo is a githubRepo whose fake GitHub sees the bare origin's
 // branches, with the follow settings given.
-func watchRepo(t *testing.T, follow string) *githubRepo {
+func watchRepo(t testing.TB, follow string) *githubRepo {
 	t.Helper()
 	g := newGitHubRepo(t)
 	g.fake.SetGitDir("acme", "widgets", g.bare)
@@ -58,7 +58,7 @@ func watchRepo(t *testing.T, follow string) *githubRepo {
 	return g
 }
 
-func (g *githubRepo) rev(t *testing.T, ref string) string {
+func (g *githubRepo) rev(t testing.TB, ref string) string {
 	t.Helper()
 	out, err := exec.Command("git", "-C", g.bare, "rev-parse", ref).Output()
 	if err != nil {
@@ -374,7 +374,7 @@ func (g *githubRepo) liveStatus(t *testing.T, want string) {
 }
 
 // runOf is the latest run's id.
-func runOf(t *testing.T, g *githubRepo) string {
+func runOf(t testing.TB, g *githubRepo) string {
 	t.Helper()
 	_, out, _ := g.cadre(t, "", "status", "--json")
 	i := strings.Index(out, `"run": "`)

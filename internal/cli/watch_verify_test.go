@@ -33,7 +33,7 @@ func surgeon(script, result string) string {
 
 // setScenario replaces the repository's scenario: what the next agent
 // steps do.
-func (g *githubRepo) setScenario(t *testing.T, s string) {
+func (g *githubRepo) setScenario(t testing.TB, s string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(g.dir, "scenario.yaml"), []byte(s), 0o644); err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func (g *githubRepo) setScenario(t *testing.T, s string) {
 }
 
 // pushBase pushes a commit to origin's main writing content to path.
-func (g *githubRepo) pushBase(t *testing.T, path, content string) {
+func (g *githubRepo) pushBase(t testing.TB, path, content string) {
 	t.Helper()
 	other := filepath.Join(g.work, "other")
 	os.RemoveAll(other)
@@ -366,7 +366,7 @@ func TestWatchUnreadableLogIsWarned(t *testing.T) {
 }
 
 // journalEvents reads every event of the repository's journal.
-func journalEvents(t *testing.T, dir string) []store.Event {
+func journalEvents(t testing.TB, dir string) []store.Event {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(dir, ".cadre", "cadre.db"))
 	if err != nil {

@@ -211,3 +211,19 @@ func (s *Server) download(req *http.Request) answer {
 	}
 	return answer{status: http.StatusOK, text: []byte(log), free: true}
 }
+
+// CheckRuns returns the check runs of commit sha in owner/repo, the
+// latest of each name.
+func (s *Server) CheckRuns(owner, name, sha string) []CheckRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.repo(owner, name).checkRuns[sha])
+}
+
+// Statuses returns the commit statuses of sha in owner/repo, the latest
+// of each context.
+func (s *Server) Statuses(owner, name, sha string) []Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.repo(owner, name).statuses[sha])
+}
