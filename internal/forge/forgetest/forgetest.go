@@ -622,17 +622,10 @@ func (s *Server) answer(req *http.Request, body []byte) answer {
 		if rec, ok := num(); ok {
 			return s.removeLabel(rec, req)
 		}
-	case rest[0] == "branches" && len(rest) >= 4 && req.Method == http.MethodGet &&
-		strings.HasSuffix(strings.Join(rest, "/"), "/protection/required_status_checks"):
-		return s.requiredChecks(r, strings.Join(rest[1:len(rest)-2], "/"))
-	case rest[0] == "rules" && len(rest) >= 3 && rest[1] == "branches" && req.Method == http.MethodGet:
-		return s.branchRules(r, strings.Join(rest[2:], "/"))
+	case rest[0] == "branches" || rest[0] == "rules":
+		return s.protection(req, r, rest)
 	case rest[0] == "milestones" && len(rest) == 1 && req.Method == http.MethodGet:
-		var ms []any
-		for _, n := range sortedKeys(r.milestones) {
-			ms = append(ms, map[string]any{"number": n, "title": r.milestones[n], "state": "open"})
-		}
-		return s.page(req, q, ms)
+		return s.listMilestones(req, r, q)
 	case rest[0] == "pulls" && len(rest) == 1 && req.Method == http.MethodGet:
 		return s.listPRs(req, r, q)
 	case rest[0] == "pulls" && len(rest) == 1 && req.Method == http.MethodPost:
@@ -695,6 +688,14 @@ func (s *Server) pullPart(req *http.Request, r *repo, rec *record, part []string
 		return s.merge(r, rec, body)
 	}
 	return notFound()
+}
+
+func (s *Server) listMilestones(req *http.Request, r *repo, q url.Values) answer {
+	var ms []any
+	for _, n := range sortedKeys(r.milestones) {
+		ms = append(ms, map[string]any{"number": n, "title": r.milestones[n], "state": "open"})
+	}
+	return s.page(req, q, ms)
 }
 
 func (s *Server) listIssues(req *http.Request, r *repo, q url.Values) answer {

@@ -44,6 +44,22 @@ func (s *Server) Labels(owner, name string, number int) []string {
 	return slices.Clone(rec.Labels)
 }
 
+// protection serves a branch's required checks, from classic protection
+// (branches/B/protection/required_status_checks) or its rulesets
+// (rules/branches/B).
+func (s *Server) protection(req *http.Request, r *repo, rest []string) answer {
+	const suffix = "/protection/required_status_checks"
+	path := strings.Join(rest, "/")
+	switch {
+	case req.Method != http.MethodGet:
+	case rest[0] == "branches" && strings.HasSuffix(path, suffix):
+		return s.requiredChecks(r, strings.TrimSuffix(strings.TrimPrefix(path, "branches/"), suffix))
+	case rest[0] == "rules" && len(rest) >= 3 && rest[1] == "branches":
+		return s.branchRules(r, strings.Join(rest[2:], "/"))
+	}
+	return notFound()
+}
+
 func (s *Server) requiredChecks(r *repo, branch string) answer {
 	p, ok := r.protection[branch]
 	switch {
