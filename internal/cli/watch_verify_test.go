@@ -384,3 +384,27 @@ func journalEvents(t testing.TB, dir string) []store.Event {
 	}
 	return events
 }
+
+// A head no check reports on within follow.checks_timeout waits for a
+// person, saying so on the pull request; approved, it waits for checks
+// again.
+func TestWatchNoChecksTimesOut(t *testing.T) {
+	g := watchRepo(t, "follow: {checks_timeout: 1s}\n")
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	pr := g.fake.PRs("acme", "widgets")[0].Number
+	g.watchOnce(t, 0, "")
+	time.Sleep(1100 * time.Millisecond) // past the timeout the first pass started
+	errOut := g.watchOnce(t, 3, "")
+	if !strings.Contains(errOut, "no check reported on the head") {
+		t.Errorf("no word of the missing checks:\n%s", errOut)
+	}
+	g.waitsOnGitHub(t, pr, true)
+	if code, _, e := g.cadre(t, "", "approve", runOf(t, g), "1"); code != 0 {
+		t.Fatalf("approve: exit %d\n%s", code, e)
+	}
+	g.fake.SetCheckRun("acme", "widgets", g.rev(t, "cadre/1-fix-the-frobnicator"), forgetest.CheckRun{Name: "test", Conclusion: "success"})
+	g.watchOnce(t, 0, "")
+	g.waitsOnGitHub(t, pr, false)
+}
