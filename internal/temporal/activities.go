@@ -59,6 +59,11 @@ type Activities struct {
 	// inflight counts the activities running, so a stopping worker can
 	// wait for them before it closes the journal they write to.
 	inflight sync.WaitGroup
+
+	// beat sends one heartbeat of the activity in ctx and returns
+	// Temporal's answer; nil: through the activity's client. Tests hold
+	// it to play a worker whose heartbeats come late.
+	beat func(ctx context.Context, details string) error
 }
 
 // wait waits up to d for the running activities to return.
@@ -154,18 +159,20 @@ type span struct {
 }
 
 // begin starts an activity on ref's item: counted in flight, heartbeating
-// step's progress, the item hydrated when it is a run's from elsewhere
-// and this worker's replica is behind, the item opened. The span's end
-// ends it.
-func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engine.ItemSteps, *span, error) {
+// step's progress on its lease (lease.go), the item hydrated when it is a
+// run's from elsewhere and this worker's replica is behind, the item
+// opened. The activity works in the returned context, which ends with
+// the lease; the span's end ends it.
+func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (context.Context, *engine.ItemSteps, *span, error) {
 	a.inflight.Add(1)
-	stop := a.heartbeat(ctx, ref.Run, step)
+	l, stop := a.heartbeat(ctx, ref.Run, step)
+	ctx = l
 	sp := &span{a: a, ref: ref.key(), step: step, remote: ref.Sync != nil && ref.Sync.Home != a.Home, homed: ref.Sync != nil, stop: func() { stop(); a.inflight.Done() }}
 	if sp.remote && !a.Origin {
 		// Retrying cannot help: the clone lacks what the item's branch
 		// travels through.
 		sp.stop()
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		return nil, nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"item %s: this worker's repository has no remote origin, through which the items of runs started on other machines travel: add it (git remote add origin URL) or run the worker in the run's repository", ref.Item),
 			ErrTypeNoOrigin, nil)
 	}
@@ -177,25 +184,42 @@ func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engi
 		select {
 		case turn <- struct{}{}:
 		case <-ctx.Done():
+			err := sp.lost(ctx, ctx.Err())
 			sp.stop()
-			return nil, nil, ctx.Err()
+			return nil, nil, nil, err
 		}
 		stop := sp.stop
 		sp.stop = func() { <-turn; stop() }
 		if err := a.hydrate(ctx, ref); err != nil {
+			err = sp.lost(ctx, err)
 			sp.stop()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	// An item of a run with a home may move between this machine and
 	// others: its branch goes through the origin wherever it runs.
 	s, err := a.item(ctx, ref, sp.remote || (ref.Sync != nil && a.Origin))
 	if err != nil {
-		sp.end(ctx, err)
-		return nil, nil, err
+		_, err = sp.end(ctx, err)
+		return nil, nil, nil, err
 	}
 	sp.s = s
-	return s, sp, nil
+	return ctx, s, sp, nil
+}
+
+// lost is err, or, when the activity's lease was lost, the loss: the
+// step stopped because it may be another worker's now, not for err.
+func (sp *span) lost(ctx context.Context, err error) error {
+	if l, ok := ctx.(*lease); ok && err != nil {
+		what := "item " + sp.ref.Item
+		if sp.step != "" {
+			what = "step " + sp.step
+		}
+		if lerr := lostErr(l, what); lerr != nil {
+			return lerr
+		}
+	}
+	return err
 }
 
 // end ends the activity: what it changed in a replica goes in its result,
@@ -203,6 +227,7 @@ func (a *Activities) begin(ctx context.Context, ref ItemRef, step string) (*engi
 // failure. A failure Temporal retries leaves its changes for the next take.
 func (sp *span) end(ctx context.Context, err error) (Synced, error) {
 	defer sp.stop()
+	err = sp.lost(ctx, err)
 	sy, err := sp.result(ctx, err)
 	sp.retrying(ctx, err)
 	return sy, err
@@ -319,7 +344,7 @@ func (a *Activities) hydrate(ctx context.Context, ref ItemRef) error {
 
 // Begin checks the item and gives it its worktree.
 func (a *Activities) Begin(ctx context.Context, in ItemRef) (BeginResult, error) {
-	s, sp, err := a.begin(ctx, in, "")
+	ctx, s, sp, err := a.begin(ctx, in, "")
 	if err != nil {
 		return BeginResult{}, err
 	}
@@ -331,7 +356,7 @@ func (a *Activities) Begin(ctx context.Context, in ItemRef) (BeginResult, error)
 
 // Agent performs (or replays) an agent step, heartbeating its progress.
 func (a *Activities) Agent(ctx context.Context, in AgentInput) (StepResult, error) {
-	s, sp, err := a.begin(ctx, in.ItemRef, in.Call.ID)
+	ctx, s, sp, err := a.begin(ctx, in.ItemRef, in.Call.ID)
 	if err != nil {
 		return StepResult{}, err
 	}
@@ -343,7 +368,7 @@ func (a *Activities) Agent(ctx context.Context, in AgentInput) (StepResult, erro
 
 // Action performs (or replays) a deterministic step, heartbeating.
 func (a *Activities) Action(ctx context.Context, in ActionInput) (StepResult, error) {
-	s, sp, err := a.begin(ctx, in.ItemRef, in.Call.ID)
+	ctx, s, sp, err := a.begin(ctx, in.ItemRef, in.Call.ID)
 	if err != nil {
 		return StepResult{}, err
 	}
@@ -355,7 +380,7 @@ func (a *Activities) Action(ctx context.Context, in ActionInput) (StepResult, er
 
 // Stage performs (or replays) a step of the stage pipeline, heartbeating.
 func (a *Activities) Stage(ctx context.Context, in StageInput) (StageResult, error) {
-	s, sp, err := a.begin(ctx, in.ItemRef, in.Decision.Step.ID)
+	ctx, s, sp, err := a.begin(ctx, in.ItemRef, in.Decision.Step.ID)
 	if err != nil {
 		return StageResult{}, err
 	}
@@ -367,7 +392,7 @@ func (a *Activities) Stage(ctx context.Context, in StageInput) (StageResult, err
 
 // Ask journals a question to a human, or returns its journaled answer.
 func (a *Activities) Ask(ctx context.Context, in HumanInput) (Asked, error) {
-	s, sp, err := a.begin(ctx, in.ItemRef, "")
+	ctx, s, sp, err := a.begin(ctx, in.ItemRef, "")
 	if err != nil {
 		return Asked{}, err
 	}
@@ -378,7 +403,7 @@ func (a *Activities) Ask(ctx context.Context, in HumanInput) (Asked, error) {
 
 // Answer journals a human's answer.
 func (a *Activities) Answer(ctx context.Context, in AnswerInput) (AnswerResult, error) {
-	s, sp, err := a.begin(ctx, in.ItemRef, "")
+	ctx, s, sp, err := a.begin(ctx, in.ItemRef, "")
 	if err != nil {
 		return AnswerResult{}, err
 	}
@@ -389,7 +414,7 @@ func (a *Activities) Answer(ctx context.Context, in AnswerInput) (AnswerResult, 
 
 // End journals the item's end and closes it in this worker.
 func (a *Activities) End(ctx context.Context, in EndInput) (EndResult, error) {
-	s, sp, err := a.begin(ctx, in.ItemRef, "")
+	ctx, s, sp, err := a.begin(ctx, in.ItemRef, "")
 	if err != nil {
 		return EndResult{}, err
 	}
@@ -476,29 +501,67 @@ func heartbeatInterval(timeout time.Duration) time.Duration {
 // heartbeat sends the step's latest progress as heartbeats until the
 // returned function is called, which waits for the last one: a heartbeat
 // sent after the activity returned fails (its context is gone). A step
-// quicker than one interval sends none. Heartbeats are also how a step
-// learns that its workflow was cancelled.
-func (a *Activities) heartbeat(ctx context.Context, run, step string) func() {
+// quicker than one interval sends none. Each heartbeat waits for
+// Temporal's answer: an accepted one renews the step's lease, a refused
+// one ends it, and a cancellation (the workflow's, a person's pause or
+// reset) goes to the SDK, which cancels the activity as such. An answer
+// that does not come (a loaded server, the network) does not end the
+// step by itself: the lease does, if none comes in time.
+func (a *Activities) heartbeat(ctx context.Context, run, step string) (*lease, func()) {
+	timeout := time.Duration(0)
+	if activity.IsActivity(ctx) {
+		timeout = activity.GetInfo(ctx).HeartbeatTimeout
+	}
+	l := newLease(ctx, timeout)
 	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ended)
-		t := time.NewTicker(heartbeatInterval(activity.GetInfo(ctx).HeartbeatTimeout))
+		t := time.NewTicker(heartbeatInterval(timeout))
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
-			case <-ctx.Done():
+			case <-l.Context.Done():
 				return
 			case <-t.C:
 			}
-			activity.RecordHeartbeat(ctx, a.Progress.Last(run, step))
+			details := a.Progress.Last(run, step)
+			if timeout <= 0 {
+				// No heartbeat timeout: nothing hands the step to
+				// another worker, and the SDK's heartbeat carries a
+				// cancellation.
+				activity.RecordHeartbeat(ctx, details)
+				continue
+			}
+			sent := time.Now()
+			err := a.send(l, details)
+			switch {
+			case err == nil:
+				l.renew(sent)
+			case refused(err):
+				l.lose(fmt.Errorf("temporal refused its heartbeat (%w): this attempt timed out or went to another worker", err))
+			case cancelling(err):
+				activity.RecordHeartbeat(ctx, details)
+			}
 		}
 	}()
-	return func() {
+	return l, func() {
 		close(done)
 		<-ended
+		l.end()
 	}
+}
+
+// send sends one heartbeat, waiting for Temporal's answer no longer than
+// the lease lasts.
+func (a *Activities) send(l *lease, details string) error {
+	ctx, cancel := context.WithDeadline(l.Context, time.Unix(0, l.until.Load()))
+	defer cancel()
+	if a.beat != nil {
+		return a.beat(ctx, details)
+	}
+	return activity.GetClient(ctx).RecordActivityHeartbeat(ctx, activity.GetInfo(ctx).TaskToken, details)
 }
 
 // Progress keeps the last progress note of each running step, from the

@@ -139,13 +139,14 @@ func (s *slowAsk) Ask(ctx context.Context, in HumanInput) (Asked, error) {
 	return Asked{}, ctx.Err()
 }
 
-// Both dev-server tests share one server: starting one takes seconds.
+// The dev-server tests share one server: starting one takes seconds.
 func TestDevServer(t *testing.T) {
 	c := devServer(t)
 	t.Run("CancelWaitsForTheJournalStep", func(t *testing.T) { testCancelWaitsForTheJournalStep(t, c) })
 	t.Run("BeginFailedJournaledAtHome", func(t *testing.T) { testBeginFailedJournaledAtHome(t, c) })
 	t.Run("CancelDuringBeginStopsTheItem", func(t *testing.T) { testCancelDuringBegin(t, c) })
 	t.Run("ContinueAsNew", func(t *testing.T) { testContinueAsNew(t, c) })
+	t.Run("LostStepLandsNothing", func(t *testing.T) { testLostStepLandsNothing(t, c) })
 }
 
 // recordedLimits are the history limits history-continued.json was

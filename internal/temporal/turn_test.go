@@ -58,7 +58,7 @@ func TestRemoteItemTakesTurns(t *testing.T) {
 	// step is an activity on the item between the worker's begin and end,
 	// held until released.
 	step := func(ctx context.Context, item, name string) error {
-		_, sp, err := a.begin(ctx, ref(item), name)
+		_, _, sp, err := a.begin(ctx, ref(item), name)
 		if err != nil {
 			return err
 		}

@@ -60,10 +60,11 @@ func Serve(ctx context.Context, c client.Client, queue string, e *engine.Engine,
 	if err != nil {
 		return err
 	}
-	// The SDK sends a step's heartbeats at most every 80% of its heartbeat
-	// timeout (24s of the default 30s), and a cancellation (cadre stop
-	// --now) reaches the step only with a heartbeat's answer: heartbeat as
-	// often as the steps do, so a stop takes seconds, not half a minute.
+	// A step's heartbeats wait for their answers (lease.go); the SDK's own
+	// carry a cancellation (cadre stop --now) to the step, and those it
+	// sends at most every 80% of the heartbeat timeout (24s of the default
+	// 30s): let it send them as often as the steps heartbeat, so a stop
+	// takes seconds, not half a minute.
 	opts := worker.Options{Tuner: tuner, MaxHeartbeatThrottleInterval: heartbeatEvery}
 	w := worker.New(c, queue, opts)
 	RegisterWorkflow(w, &Workflows{Defs: e.Workflows(), Roles: e.RoleExists})
