@@ -24,6 +24,7 @@ type ResumeOptions struct {
 	Sandbox  string // --sandbox: bwrap, none or auto, over sandbox.mode
 	Serve    ServeFlags
 	Temporal TemporalOptions // for a run started on the Temporal engine
+	Retry    []string        // cadre retry's items, granted once the run holds the lock
 }
 
 // NewCmdResume builds cadre resume.
@@ -86,20 +87,28 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 	if err != nil {
 		return err
 	}
+	sum, err := resumeRun(ctx, f, ws, opts)
+	return finishRun(f, sum, err, opts.JSON)
+}
+
+// resumeRun continues the run opts names, in the checkout of ws, and
+// returns its summary; none when it did not start (err says why).
+func resumeRun(ctx context.Context, f *Factory, ws workspaceCtx, opts *ResumeOptions) (report.Summary, error) {
+	var err error
 	if ws.cfg, err = withSandboxFlag(ws.cfg, opts.Sandbox); err != nil {
-		return err
+		return report.Summary{}, err
 	}
 	var ov runspec.Overrides
 	if opts.Budget >= 0 {
 		ov.BudgetUSD = &opts.Budget
 	}
-	ov.Parallel = opts.Parallel
+	ov.Parallel, ov.Retry = opts.Parallel, opts.Retry
 	stored, err := storedOptions(ctx, ws, opts.Run)
 	if err != nil {
-		return err
+		return report.Summary{}, err
 	}
 	if stored.InPlace && opts.Parallel > 1 {
-		return usageErr(fmt.Errorf("--parallel %d: the run works in place, one task after another in this checkout", opts.Parallel))
+		return report.Summary{}, usageErr(fmt.Errorf("--parallel %d: the run works in place, one task after another in this checkout", opts.Parallel))
 	}
 	// The live view's budget: the new one, else the run's own (NoBudget:
 	// none), else cadre.yaml's.
@@ -113,20 +122,20 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 	budget := resumed.Settings(ws.cfg).Budget
 	if recorded := stored.Temporal; recorded == nil {
 		if set := opts.Temporal.set(); len(set) > 0 {
-			return usageErr(fmt.Errorf("%s: the run did not start on the Temporal engine", set[0]))
+			return report.Summary{}, usageErr(fmt.Errorf("%s: the run did not start on the Temporal engine", set[0]))
 		}
 	} else {
 		if opts.Serve.Addr != "" {
-			return usageErr(errors.New("--serve runs on the embedded engine only: this run is on Temporal; watch it with cadre serve"))
+			return report.Summary{}, usageErr(errors.New("--serve runs on the embedded engine only: this run is on Temporal; watch it with cadre serve"))
 		}
 		if err := checkHeartbeat(opts.Temporal.Heartbeat); err != nil {
-			return err
+			return report.Summary{}, err
 		}
 		if err := opts.Temporal.check(); err != nil {
-			return err
+			return report.Summary{}, err
 		}
 		if err := temporalIgnores(opts.Sandbox, opts.Parallel, "the run started on it"); err != nil {
-			return err
+			return report.Summary{}, err
 		}
 		live := f.liveView(opts.JSON, opts.Plain)
 		t := temporalTarget(ws.cfg, opts.Temporal, recorded)
@@ -134,10 +143,10 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 			func(ctx context.Context, e *engine.Engine, drive executor.Driver) (report.Summary, error) {
 				return e.ResumeDriven(ctx, opts.Run, ov, drive)
 			})
-		return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
+		return sum, relPath(err, ws.root)
 	}
 	if opts.Serve.Addr != "" {
-		return f.runServed(ctx, ws, opts.Serve, shown{json: opts.JSON, live: f.liveView(opts.JSON, opts.Plain), budget: budget}, func(ctx context.Context, e *engine.Engine) (report.Summary, error) {
+		return report.Summary{}, f.runServed(ctx, ws, opts.Serve, shown{json: opts.JSON, live: f.liveView(opts.JSON, opts.Plain), budget: budget}, func(ctx context.Context, e *engine.Engine) (report.Summary, error) {
 			return e.ResumeWith(ctx, opts.Run, ov)
 		})
 	}
@@ -146,7 +155,7 @@ func runResume(ctx context.Context, f *Factory, opts *ResumeOptions) error {
 		func(ctx context.Context, e *engine.Engine) (report.Summary, error) {
 			return e.ResumeWith(ctx, opts.Run, ov)
 		})
-	return finishRun(f, sum, relPath(err, ws.root), opts.JSON)
+	return sum, relPath(err, ws.root)
 }
 
 // storedOptions are the options run (the latest when "") started with;

@@ -78,12 +78,19 @@ func runRetry(ctx context.Context, f *Factory, opts *RetryOptions) error {
 			return err
 		}
 	}
-	err = runspec.GrantRetry(ctx, st, run, opts.Item)
+	// Nothing changes before the run holds the lock: the resume grants
+	// the retry once it does, or, while a watch holds the repository,
+	// the watch is asked to.
+	err = runspec.CheckRetry(ctx, st, run, opts.Item)
+	handed := false
+	if err == nil {
+		handed, err = handToWatch(ctx, f, ws, st, run, opts.Item)
+	}
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
+	if err != nil || handed {
 		return err
 	}
-	return runResume(ctx, f, &ResumeOptions{Run: run, Budget: -1, JSON: opts.JSON, Plain: opts.Plain})
+	return runResume(ctx, f, &ResumeOptions{Run: run, Budget: -1, JSON: opts.JSON, Plain: opts.Plain, Retry: []string{opts.Item}})
 }

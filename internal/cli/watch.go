@@ -301,6 +301,9 @@ func (w *watcher) pass(ctx context.Context) (watchTally, error) {
 	if w.passes++; w.passes > 1 {
 		w.reload()
 	}
+	if err := w.retries(ctx, &t); err != nil { // those cadre retry handed over
+		return t, err
+	}
 	// Made first: intake asks through its GitHub, whose answers are kept.
 	if _, err := w.following(ctx); err != nil {
 		return t, err

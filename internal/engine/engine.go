@@ -269,6 +269,14 @@ func (e *Engine) reopen(ctx context.Context, runID string, ov runspec.Overrides)
 		lk.Release()
 		return "", opts, nil, err
 	}
+	// A retry changes the journal only once the run holds the lock: one
+	// refused it has changed nothing.
+	for _, item := range ov.Retry {
+		if err := runspec.GrantRetry(ctx, e.d.Store, r.ID, item); err != nil {
+			lk.Release()
+			return "", opts, nil, err
+		}
+	}
 	return r.ID, opts, lk.Release, nil
 }
 

@@ -36,6 +36,9 @@ type Info struct {
 	// Lends: the holder (cadre watch) lets runs it starts itself hold
 	// the repository in its place until they end.
 	Lends bool `json:"lends,omitempty"`
+	// Lender is the run that lent the repository to this one (cadre
+	// watch's, for a run it started), "" when none did.
+	Lender string `json:"lender,omitempty"`
 }
 
 // Checkout is the top level of the checkout the run works from, or "".
@@ -89,6 +92,8 @@ func Acquire(path string, holder Info, warn func(string)) (*Lock, error) {
 			// This process holds the repository for something else (cadre
 			// watch starting a run): the run holds it until Release gives
 			// it back.
+			info.Lender = old.Run
+			data, _ = json.Marshal(info)
 			if err := replace(path, data); err != nil {
 				return nil, err
 			}

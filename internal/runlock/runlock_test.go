@@ -110,8 +110,8 @@ func TestAZombiesLockIsStale(t *testing.T) {
 }
 
 // A process holding the repository for its own runs (cadre watch) lends
-// the lock to a run it starts and gets it back when the run releases it;
-// another process is refused meanwhile.
+// the lock to a run it starts, which names it, and gets it back when the
+// run releases it; another process is refused meanwhile.
 func TestLockLentToOwnRun(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cadre.lock")
 	watch, err := Acquire(path, Info{Run: "watch", PID: os.Getpid(), Lends: true}, func(string) { t.Error("no warning wanted") })
@@ -122,8 +122,8 @@ func TestLockLentToOwnRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the watch's own run: %v", err)
 	}
-	if h, ok := Holder(path); !ok || h.Run != "r1" {
-		t.Fatalf("holder %+v, want r1", h)
+	if h, ok := Holder(path); !ok || h.Run != "r1" || h.Lender != "watch" {
+		t.Fatalf("holder %+v, want r1 lent the lock by the watch", h)
 	}
 	if _, err := Acquire(path, Info{Run: "other", PID: os.Getppid()}, func(string) {}); err == nil {
 		t.Fatal("another process took the lent lock")

@@ -40,20 +40,14 @@ type retryRecord struct {
 
 // GrantRetry journals a retry of item in run and makes the item pending
 // again, its reason cleared, for the next resume of the run to take up.
+// A retry asked of a watch (AskRetry) is the one it grants. The engine
+// grants the retries a resume carries (Overrides.Retry) once it holds the
+// run lock, so a retry refused the lock changes nothing.
 func GrantRetry(ctx context.Context, st *store.Store, run, item string) error {
-	it, err := st.GetItem(ctx, run, item)
+	rec, steps, err := retryStep(ctx, st, run, item)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNotRetryable, err)
+		return err
 	}
-	if it.Status != store.ItemFailed && it.Status != store.ItemStopped {
-		return fmt.Errorf("%w: item %s of run %s is %s", ErrNotRetryable, item, run, it.Status)
-	}
-	steps, err := st.ItemSteps(ctx, run, item)
-	if err != nil {
-		return fmt.Errorf("item %s: %w", item, err)
-	}
-	n := retries(steps)
-	rec := store.Step{RunID: run, ItemID: item, ID: fmt.Sprintf("%s/retry#%d", item, n+1), Kind: kindRetry}
 	if again := endingFailures(steps); len(again) > 0 {
 		rec.Result, _ = json.Marshal(retryRecord{Again: again})
 	}
@@ -69,6 +63,66 @@ func GrantRetry(ctx context.Context, st *store.Store, run, item string) error {
 		return fmt.Errorf("journal the retry of item %s: %w", item, err)
 	}
 	return nil
+}
+
+// CheckRetry says whether item of run can be retried (ErrNotRetryable if
+// not), changing nothing.
+func CheckRetry(ctx context.Context, st *store.Store, run, item string) error {
+	_, _, err := retryStep(ctx, st, run, item)
+	return err
+}
+
+// AskRetry journals that cadre retry asked for a retry of item in run
+// while a watch holds the repository: the retry's step, started, which
+// the watch takes up at its next pass (Asked) and the engine completes
+// when it grants the retry; the item is left as it is. Asking again
+// before then changes nothing (asked: false).
+func AskRetry(ctx context.Context, st *store.Store, run, item string) (asked bool, err error) {
+	rec, _, err := retryStep(ctx, st, run, item)
+	if err != nil {
+		return false, err
+	}
+	if prev, err := st.GetStep(ctx, run, rec.ID); err == nil && prev.Status == store.StepStarted {
+		return false, nil
+	}
+	if err := st.StartStep(ctx, rec); err != nil {
+		return false, fmt.Errorf("journal the retry asked of item %s: %w", item, err)
+	}
+	return true, nil
+}
+
+// Asked lists the retries asked (AskRetry) and not yet granted, across
+// every run, oldest first: each step's RunID and ItemID name the item.
+func Asked(ctx context.Context, st *store.Store) ([]store.Step, error) {
+	return st.StartedOfKind(ctx, kindRetry)
+}
+
+// Drop ends the asked retry s that cannot be granted (the item is no
+// longer failed, say), with why: no one takes it up again.
+func Drop(ctx context.Context, st *store.Store, s store.Step, why error) error {
+	s.Status, s.Error, s.EndedAt = store.StepFailed, why.Error(), nil
+	if err := st.FinishStep(ctx, s); err != nil {
+		return fmt.Errorf("journal the retry of item %s: %w", s.ItemID, err)
+	}
+	return nil
+}
+
+// retryStep is the journal record of the next retry of item in run and
+// the item's steps, or ErrNotRetryable when the item did not fail or stop.
+func retryStep(ctx context.Context, st *store.Store, run, item string) (store.Step, []store.Step, error) {
+	it, err := st.GetItem(ctx, run, item)
+	if err != nil {
+		return store.Step{}, nil, fmt.Errorf("%w: %w", ErrNotRetryable, err)
+	}
+	if it.Status != store.ItemFailed && it.Status != store.ItemStopped {
+		return store.Step{}, nil, fmt.Errorf("%w: item %s of run %s is %s", ErrNotRetryable, item, run, it.Status)
+	}
+	steps, err := st.ItemSteps(ctx, run, item)
+	if err != nil {
+		return store.Step{}, nil, fmt.Errorf("item %s: %w", item, err)
+	}
+	n := retries(steps)
+	return store.Step{RunID: run, ItemID: item, ID: fmt.Sprintf("%s/retry#%d", item, n+1), Kind: kindRetry}, steps, nil
 }
 
 // Grants are the retries the journal grants an item.
@@ -160,12 +214,16 @@ func endingFailures(steps []store.Step) []string {
 	return ids
 }
 
-// wentOn says whether one of later, the steps first started after s, was
-// started once s had ended (one started before ran beside it), other than
-// a retry or a question to a human about s.
+// wentOn says whether the workflow went on after s: whether one of
+// later, the steps first started after s, is a step of the workflow (an
+// agent's, an action's, a question to a human other than about s) and was
+// started once s had ended (one started before ran beside it). What cadre
+// does around an item's workflow (its worktree, its comments on the
+// issue, a retry) is not.
 func wentOn(s store.Step, later []store.Step) bool {
 	for _, l := range later {
-		if l.Kind == kindRetry || strings.HasPrefix(l.ID, s.ID+"/") {
+		_, action := workflow.Actions[l.Kind]
+		if !action && l.Kind != "agent" && l.Kind != "human" || strings.HasPrefix(l.ID, s.ID+"/") {
 			continue
 		}
 		if !l.StartedAt.Before(*s.EndedAt) {

@@ -61,6 +61,15 @@ func TestEndingFailures(t *testing.T) {
 			step("a/code/coder#1/retry1", "coder", "SUCCESS", 3, 4),
 			step("a/work/tester#1", "tester", "FAIL", 5, 6),
 		}, nil},
+		{"what cadre does around the workflow is no step of it", []store.Step{
+			{ID: "a/worktree", Kind: "worktree", Status: store.StepCompleted, StartedAt: at(0)},
+			step("a/work/executor#1", "executor", "FAIL", 1, 2),
+			{ID: "a/publish/comment-failed", Kind: "comment", Status: store.StepCompleted, StartedAt: at(3)},
+		}, []string{"a/work/executor#1"}},
+		{"an action the workflow went on to", []store.Step{
+			step("a/work/executor#1", "executor", "FAIL", 0, 1),
+			{ID: "a/work/commit#1", Kind: "commit", Status: store.StepCompleted, StartedAt: at(2)},
+		}, nil},
 		{"a step that failed runs again anyway", []store.Step{
 			{ID: "a/code/coder#1", Role: "coder", Kind: "agent", Status: store.StepFailed, StartedAt: at(0)},
 		}, nil},

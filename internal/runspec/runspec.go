@@ -66,9 +66,13 @@ type TemporalTarget struct {
 type Overrides struct {
 	BudgetUSD *float64
 	Parallel  int
+	// Retry names the items of the run cadre retry gives their attempts
+	// again (GrantRetry), once the resume holds the run lock; no option
+	// of the run.
+	Retry []string
 }
 
-// Empty says whether ov changes nothing.
+// Empty says whether ov changes none of the run's options.
 func (ov Overrides) Empty() bool { return ov.BudgetUSD == nil && ov.Parallel <= 0 }
 
 // Override is o with ov applied: a budget of 0 lifts the limit,

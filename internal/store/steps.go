@@ -338,6 +338,16 @@ func (s *Store) CompletedOfKind(ctx context.Context, kind string) ([]Step, error
 	return steps, nil
 }
 
+// StartedOfKind lists the steps of kind across every run that started and
+// have not finished, oldest first: the retries asked of a watch, say.
+func (s *Store) StartedOfKind(ctx context.Context, kind string) ([]Step, error) {
+	steps, err := s.listSteps(ctx, `SELECT `+stepColumns+` FROM steps WHERE kind = ? AND status = ? ORDER BY seq`, kind, StepStarted)
+	if err != nil {
+		return nil, fmt.Errorf("list started %s steps: %w", kind, err)
+	}
+	return steps, nil
+}
+
 // ItemSteps returns the steps of one item of a run in the order they were
 // first started (none for an unknown run or item). An engine reads an
 // item's steps when the item ends; reading the whole run there would cost
