@@ -111,6 +111,10 @@ func (e *Engine) completeFlow(ctx context.Context, ir *itemRun, res workflow.Res
 		if ctx.Err() != nil {
 			return itemOutcome{}, ctx.Err()
 		}
+		if errors.Is(err, workflow.ErrPaused) {
+			reason := pauseReason(err)
+			return itemOutcome{paused: true, reason: reason}, e.setItem(ctx, ir, paused("", reason))
+		}
 		if isJournalErr(err) {
 			return itemOutcome{}, err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/reply"
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/workflow"
 )
 
 // Issue is an issue item's issue, as the code host gave it.
@@ -87,6 +88,9 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 	if rec, err := e.d.Store.GetStep(ctx, ir.run, pushID); err != nil || rec.Status != store.StepCompleted {
 		if ahead, err := ir.repo.Ahead(ctx, e.d.Config.BaseBranch); err == nil && !ahead {
 			return "", errNoChanges
+		}
+		if err := e.guardCI(ctx, ir); err != nil {
+			return "", err
 		}
 		rec := store.Step{RunID: ir.run, ItemID: ir.it.ID, ID: pushID, Kind: report.KindPush}
 		if err := e.d.Store.StartStep(ctx, rec); err != nil {
@@ -165,6 +169,9 @@ func (e *Engine) finishIssue(ctx context.Context, ir *itemRun, ok bool, reason s
 		return "", e.comment(ctx, ir, "failed", "cadre could not complete this issue: "+oneLine(reason))
 	}
 	url, err := e.publishItem(ctx, ir)
+	if errors.Is(err, workflow.ErrPaused) {
+		return "", err // a person decides whether it is pushed
+	}
 	if errors.Is(err, errNoChanges) {
 		e.publish(ir, event.Event{Type: event.Warning, Message: "nothing to publish: " + err.Error()})
 		return "", e.comment(ctx, ir, "done", "cadre finished this issue: "+err.Error()+".")

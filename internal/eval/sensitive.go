@@ -49,3 +49,38 @@ func SensitiveWarning(files []string) string {
 	}
 	return b.String()
 }
+
+// CIConfigPaths are the files a CI service runs on a push alone, before
+// anyone reviews a pull request: workflows and pipelines of the common
+// services.
+var CIConfigPaths = []string{
+	".github/workflows/**",
+	".github/actions/**",
+	".gitlab-ci.yml",
+	".gitlab/ci/**",
+	".circleci/**",
+	".travis.yml",
+	".drone.yml",
+	".woodpecker.yml",
+	".woodpecker/**",
+	".buildkite/**",
+	"azure-pipelines.yml",
+	".azure-pipelines/**",
+	"bitbucket-pipelines.yml",
+	"Jenkinsfile",
+	"**/Jenkinsfile",
+	".forgejo/workflows/**",
+	".gitea/workflows/**",
+}
+
+// CIConfig lists the files among files that configure CI, unless allowed
+// (github.allow_sensitive) lets them through.
+func CIConfig(files, allowed []string) []string {
+	var out []string
+	for _, f := range files {
+		if matchAny(CIConfigPaths, cleanPath(f)) != "" && matchAny(allowed, f) == "" {
+			out = append(out, cleanPath(f))
+		}
+	}
+	return out
+}

@@ -36,3 +36,18 @@ func TestSensitiveWarning(t *testing.T) {
 		}
 	}
 }
+
+// CIConfig finds the files CI runs on a push, whatever the service, and
+// only those; github.allow_sensitive lets them through.
+func TestCIConfig(t *testing.T) {
+	files := []string{".github/workflows/x.yml", ".gitlab-ci.yml", "ci/Jenkinsfile", ".circleci/config.yml",
+		"docs/ci.md", ".github/CODEOWNERS", "src/.gitlab-ci.yml.txt", "./.travis.yml"}
+	got := CIConfig(files, nil)
+	want := []string{".github/workflows/x.yml", ".gitlab-ci.yml", "ci/Jenkinsfile", ".circleci/config.yml", ".travis.yml"}
+	if !slices.Equal(got, want) {
+		t.Errorf("CIConfig = %q, want %q", got, want)
+	}
+	if got := CIConfig(files, []string{"**"}); len(got) != 0 {
+		t.Errorf("allowed all, still %q", got)
+	}
+}
