@@ -48,7 +48,10 @@ type soakConfig struct {
 
 // soakResult is what a soak saw.
 type soakResult struct {
-	wrong    []string // writes that should not have happened
+	wrong []string // writes that should not have happened
+	// unmerged says which pull requests did not merge in time, and where
+	// each stands.
+	unmerged string
 	merged   int
 	requests int // to GitHub, all of them
 	passes   int // of the watch that looked at GitHub, over all its processes
@@ -145,7 +148,7 @@ func soak(t testing.TB, cfg soakConfig) soakResult {
 	res.wrong = w.audit(t)
 	if res.merged < cfg.prs {
 		_, status, _ := g.cadre(t, "", "status")
-		res.wrong = append(res.wrong, fmt.Sprintf("%d of %d pull requests merged within %s:\n%s\n%s", res.merged, cfg.prs, cfg.limit, status, tail(string(log), 60)))
+		res.unmerged = fmt.Sprintf("%d of %d pull requests merged within %s:\n%s\n%s", res.merged, cfg.prs, cfg.limit, status, tail(string(log), 80))
 	}
 	return res
 }
@@ -436,6 +439,9 @@ func TestWatchSoak(t *testing.T) {
 	for _, w := range res.wrong {
 		t.Error(w)
 	}
+	if res.unmerged != "" {
+		t.Error(res.unmerged)
+	}
 	t.Logf("%d merged, %d watch kills, %d passes, %d charged requests:\n%s", res.merged, res.kills, res.passes, res.requests, res.kinds)
 	if res.kills == 0 {
 		t.Error("the watch was never killed")
@@ -449,11 +455,19 @@ func TestWatchSoak(t *testing.T) {
 //	go test -run '^$' -bench WatchSoak -benchtime 1x ./internal/cli/
 func BenchmarkWatchSoak(b *testing.B) {
 	for b.Loop() {
-		res := soak(b, soakConfig{prs: 30, limit: 15 * time.Minute, killsFor: 5 * time.Minute, seed: uint64(time.Now().UnixNano())})
-		for _, w := range res.wrong {
-			b.Log(w)
+		seed := uint64(time.Now().UnixNano())
+		if s, err := strconv.ParseUint(os.Getenv("CADRE_SOAK_SEED"), 10, 64); err == nil {
+			seed = s
+		}
+		b.Logf("seed %d (CADRE_SOAK_SEED repeats it)", seed)
+		res := soak(b, soakConfig{prs: 30, limit: 15 * time.Minute, killsFor: 5 * time.Minute, seed: seed})
+		report := strings.Join(append(res.wrong, res.unmerged), "\n")
+		path := filepath.Join(os.TempDir(), "cadre-soak.txt")
+		if err := os.WriteFile(path, []byte(report), 0o644); err == nil && strings.TrimSpace(report) != "" {
+			b.Logf("what went wrong: %s", path)
 		}
 		b.ReportMetric(float64(len(res.wrong)), "wrong-writes")
+		b.ReportMetric(float64(30-res.merged), "unmerged")
 		if res.passes > 0 {
 			b.ReportMetric(float64(res.requests)/float64(res.passes)/30*60, "requests/PR-hour")
 		}
