@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -68,6 +69,11 @@ func ParsePlan(text string) (Plan, error) {
 			return p, fmt.Errorf("plan: task id %q is used twice", t.ID)
 		}
 		ids[t.ID] = true
+		for _, f := range t.Files {
+			if !localPath(f) {
+				return p, fmt.Errorf("plan: task %q: file %q is not a path inside the repository (relative to its root, without ..)", t.ID, f)
+			}
+		}
 	}
 	for _, t := range p.Tasks {
 		for _, d := range t.DependsOn {
@@ -150,4 +156,11 @@ func ParseTriage(text string) (Triage, error) {
 		t.Roles[i] = strings.ToLower(strings.TrimSpace(r))
 	}
 	return t, nil
+}
+
+// localPath says whether f names a place inside the repository: relative
+// to its root, never climbing out of it, on any system's separators.
+func localPath(f string) bool {
+	f = strings.ReplaceAll(f, "\\", "/")
+	return f != "" && !strings.ContainsRune(f, 0) && filepath.IsLocal(filepath.FromSlash(f)) && !strings.HasPrefix(f, "/")
 }

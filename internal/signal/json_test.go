@@ -39,6 +39,10 @@ func TestParsePlanErrors(t *testing.T) {
 		{plan(`{"tasks":[{"id":"a","depends_on":["b"]},{"id":"b","depends_on":["a"]},{"id":"c"}]}`), "cycle: a, b"},
 		{plan(`{"tasks":[{"id":"../x"}]}`), "not usable"},
 		{plan(`{"tasks":[`), "invalid JSON"},
+		{plan(`{"tasks":[{"id":"a","files":["src/a.go","../../.bashrc"]}]}`), `file "../../.bashrc" is not a path inside the repository`},
+		{plan(`{"tasks":[{"id":"a","files":["/etc/passwd"]}]}`), `file "/etc/passwd" is not a path inside`},
+		{plan(`{"tasks":[{"id":"a","files":["src\\..\\..\\x"]}]}`), `is not a path inside`},
+		{plan(`{"tasks":[{"id":"a","files":[""]}]}`), `is not a path inside`},
 	}
 	for _, tt := range tests {
 		_, err := ParsePlan(tt.in)

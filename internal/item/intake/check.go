@@ -47,9 +47,28 @@ func (l *Loader) checkContexts(tasks []*taskfile.Task) error {
 			if fi, err := os.Stat(filepath.Join(l.Root, filepath.FromSlash(c))); err != nil || fi.IsDir() {
 				return fmt.Errorf("%s: contexts: no file %s in the repository: fix the path (relative to the repository's root) or remove it", where, c)
 			}
+			if !l.resolvesInside(c) {
+				return fmt.Errorf("%s: contexts: %s leads out of the repository through a symbolic link: give a document of the repository itself", where, c)
+			}
 		}
 	}
 	return nil
+}
+
+// resolvesInside says whether rel, a path relative to the repository's
+// root, is still inside it once its links are followed: the agents are
+// handed what it leads to.
+func (l *Loader) resolvesInside(rel string) bool {
+	root, err := filepath.EvalSymlinks(l.Root)
+	if err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(l.Root, filepath.FromSlash(rel)))
+	if err != nil {
+		return false
+	}
+	inside, err := filepath.Rel(root, real)
+	return err == nil && filepath.IsLocal(inside)
 }
 
 // orderByDeps sorts tasks so each comes after the tasks it depends on;
