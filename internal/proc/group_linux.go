@@ -176,6 +176,7 @@ func KillGroup(ctx context.Context, g Group) (killed bool, err error) {
 // stat is what cadre reads of /proc/<pid>/stat.
 type stat struct {
 	state byte
+	ppid  int
 	pgrp  int
 	start uint64
 }
@@ -201,6 +202,10 @@ func parseStat(s string) (stat, error) {
 	if len(f) < 20 || len(f[0]) != 1 {
 		return stat{}, fmt.Errorf("process state %q: too few fields", short(s))
 	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return stat{}, fmt.Errorf("process state: parent: %w", err)
+	}
 	pgrp, err := strconv.Atoi(f[2])
 	if err != nil {
 		return stat{}, fmt.Errorf("process state: group: %w", err)
@@ -209,7 +214,7 @@ func parseStat(s string) (stat, error) {
 	if err != nil {
 		return stat{}, fmt.Errorf("process state: start time: %w", err)
 	}
-	return stat{state: f[0][0], pgrp: pgrp, start: start}, nil
+	return stat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, nil
 }
 
 func short(s string) string {

@@ -146,8 +146,8 @@ func TestParseStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.state != 'S' || st.pgrp != 4240 || st.start != 987654 {
-		t.Errorf("parseStat = %+v, want state S, pgrp 4240, start 987654", st)
+	if st.state != 'S' || st.ppid != 1 || st.pgrp != 4240 || st.start != 987654 {
+		t.Errorf("parseStat = %+v, want state S, ppid 1, pgrp 4240, start 987654", st)
 	}
 	for _, bad := range []string{"", "4242 (x", "4242 (x) S 1 2"} {
 		if _, err := parseStat(bad); err == nil {

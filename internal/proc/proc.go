@@ -21,7 +21,7 @@ import (
 const (
 	DefaultMaxLog    = 8 << 20
 	DefaultMaxStdout = 4 << 20
-	DefaultGrace     = 5 * time.Second
+	DefaultGrace     = 10 * time.Second
 )
 
 // drainWait bounds how long Run keeps reading once the process group is
@@ -60,8 +60,9 @@ type Spec struct {
 	MaxStdout int64
 	// Timeout bounds the run; 0 or less means none.
 	Timeout time.Duration
-	// Grace is the delay between SIGTERM and SIGKILL; 0 or less means
-	// DefaultGrace.
+	// Grace is the delay between SIGTERM and SIGKILL (limits.kill_grace);
+	// 0 or less means DefaultGrace. Under a Sandbox the SIGTERM reaches
+	// the processes inside it, not only bubblewrap.
 	Grace time.Duration
 	// OnLine, if set, is called with "stdout" or "stderr" and each line
 	// (without its line ending) as it arrives, for progress reporting. Calls
@@ -92,10 +93,11 @@ type Result struct {
 }
 
 // Run starts the process in its own process group and waits for it. On
-// timeout or ctx cancellation it sends SIGTERM to the whole group, then
-// SIGKILL after Grace. Whenever the process exits, anything it left running
-// in its group is killed, so no orphan survives. Run returns once the process
-// has exited and its output is drained.
+// timeout or ctx cancellation it sends SIGTERM to the whole group (inside a
+// sandbox, to the processes in it), then SIGKILL after Grace. Whenever the
+// process exits, anything it left running in its group (or its sandbox) is
+// killed and seen gone, so no orphan survives into a next attempt. Run
+// returns once the process has exited and its output is drained.
 //
 // A non-zero exit is not an error; see Result.ExitCode. The error reports a
 // failure to start (wrapping exec.ErrNotFound for a missing program), a
@@ -149,10 +151,12 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	go func() { _ = exitwait.Exited(pid); close(exited) }()
 
 	res := Result{}
-	res.Canceled, res.TimedOut = awaitOrStop(ctx, s, pid, exited)
+	var st stopped
+	res.Canceled, res.TimedOut, st = awaitOrStop(ctx, s, pid, exited)
 	// The leader is a zombie, so pid still names its group: kill whatever
-	// it left behind before reaping it.
+	// it left behind, and see it gone, before reaping it.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	awaitGone(pid, s.Sandbox != nil, st.init, st.found)
 	wd.stop()
 	waitErr := cmd.Wait()
 	awaitDrained(drained, orDefault(s.drainWait, drainWait), outR, errR)
@@ -248,11 +252,19 @@ func (o *output) drain(outR, errR io.Reader) <-chan struct{} {
 	return drained
 }
 
+// stopped is what awaitOrStop learned while stopping a sandboxed
+// process: the sandbox's init, when found.
+type stopped struct {
+	init  Group
+	found bool
+}
+
 // awaitOrStop waits until the process pid exits (exited is closed), ctx is
 // done, or s.Timeout expires. In the last two cases it sends SIGTERM to
-// the process group, then SIGKILL after s.Grace, and waits for the exit.
-// It reports whether ctx or the timeout ended the run.
-func awaitOrStop(ctx context.Context, s Spec, pid int, exited <-chan struct{}) (canceled, timedOut bool) {
+// the process group, or into the sandbox (see terminate), then SIGKILL to
+// the group after s.Grace, and waits for the exit. It reports whether ctx
+// or the timeout ended the run.
+func awaitOrStop(ctx context.Context, s Spec, pid int, exited <-chan struct{}) (canceled, timedOut bool, st stopped) {
 	var timeout <-chan time.Time
 	if s.Timeout > 0 {
 		t := time.NewTimer(s.Timeout)
@@ -261,13 +273,13 @@ func awaitOrStop(ctx context.Context, s Spec, pid int, exited <-chan struct{}) (
 	}
 	select {
 	case <-exited:
-		return false, false
+		return false, false, st
 	case <-ctx.Done():
 		canceled = true
 	case <-timeout:
 		timedOut = true
 	}
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	st.init, st.found = terminate(pid, s.Sandbox != nil)
 	g := time.NewTimer(orDefault(s.Grace, DefaultGrace))
 	defer g.Stop()
 	select {
@@ -276,7 +288,7 @@ func awaitOrStop(ctx context.Context, s Spec, pid int, exited <-chan struct{}) (
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		<-exited
 	}
-	return canceled, timedOut
+	return canceled, timedOut, st
 }
 
 // awaitDrained waits for the output to be drained (drained is closed), at
