@@ -513,6 +513,9 @@ func (a *Activities) heartbeat(ctx context.Context, run, step string) (*lease, f
 		timeout = activity.GetInfo(ctx).HeartbeatTimeout
 	}
 	l := newLease(ctx, timeout)
+	// An answer still awaited when the activity ends does not hold its
+	// end: its heartbeat is cancelled.
+	beats, stopBeats := context.WithCancel(l.Context)
 	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ended)
@@ -522,7 +525,7 @@ func (a *Activities) heartbeat(ctx context.Context, run, step string) (*lease, f
 			select {
 			case <-done:
 				return
-			case <-l.Context.Done():
+			case <-beats.Done():
 				return
 			case <-t.C:
 			}
@@ -535,7 +538,7 @@ func (a *Activities) heartbeat(ctx context.Context, run, step string) (*lease, f
 				continue
 			}
 			sent := time.Now()
-			err := a.send(l, details)
+			err := a.send(beats, l, details)
 			switch {
 			case err == nil:
 				l.renew(sent)
@@ -548,15 +551,16 @@ func (a *Activities) heartbeat(ctx context.Context, run, step string) (*lease, f
 	}()
 	return l, func() {
 		close(done)
+		stopBeats()
 		<-ended
 		l.end()
 	}
 }
 
-// send sends one heartbeat, waiting for Temporal's answer no longer than
-// the lease lasts.
-func (a *Activities) send(l *lease, details string) error {
-	ctx, cancel := context.WithDeadline(l.Context, time.Unix(0, l.until.Load()))
+// send sends one heartbeat in ctx, waiting for Temporal's answer no
+// longer than l lasts.
+func (a *Activities) send(ctx context.Context, l *lease, details string) error {
+	ctx, cancel := context.WithDeadline(ctx, time.Unix(0, l.until.Load()))
 	defer cancel()
 	if a.beat != nil {
 		return a.beat(ctx, details)
