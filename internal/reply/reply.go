@@ -35,9 +35,12 @@ func Output(file, reply string) (out string, merged bool) {
 }
 
 // Check reads output's SIGNAL BLOCK and refuses one that role cannot act on
-// (an auditor's block without a Rating).
-func Check(role, output string) (signal.Signal, error) {
-	sig, err := signal.Parse(output)
+// (an auditor's block without a Rating). A block whose text appears in one
+// of quoted — the text the agent was given that is not its own, the item's
+// text and feedback — is not its verdict and does not count
+// (signal.ParseOwn).
+func Check(role, output string, quoted ...string) (signal.Signal, error) {
+	sig, err := signal.ParseOwn(output, quoted...)
 	if err == nil {
 		err = workflow.Usable(role, sig.Rating)
 	}

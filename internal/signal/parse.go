@@ -14,6 +14,7 @@ type field struct {
 	first  string   // value text on the label line
 	cont   []string // continuation lines as written ("" for a kept blank line)
 	line   int      // 1-based line number
+	last   int      // 1-based line number of its last line
 	indent int      // indentation of the label line, in runes
 }
 
@@ -52,11 +53,11 @@ func readFields(lines []string, head int) []*field {
 						cur.cont = append(cur.cont, "")
 					}
 				}
-				cur.cont = append(cur.cont, ln)
+				cur.cont, cur.last = append(cur.cont, ln), i+1
 				continue
 			}
 			if _, ok := parseField(t); !ok && !afterBlank && !isFence(t) && !isHeading(t) && !isRule(t) {
-				cur.cont = append(cur.cont, ln)
+				cur.cont, cur.last = append(cur.cont, ln), i+1
 				continue
 			}
 		}
@@ -76,13 +77,13 @@ func readFields(lines []string, head int) []*field {
 			// "Word: text" right under Context is more likely prose than a
 			// new field, unless it names a standard field.
 			if !(inContext && pf.plain && !pf.bulleted && pf.name == "") {
-				cur = &field{label: pf.label, name: pf.name, first: pf.value, line: i + 1, indent: ind}
+				cur = &field{label: pf.label, name: pf.name, first: pf.value, line: i + 1, last: i + 1, indent: ind}
 				fields = append(fields, cur)
 				continue
 			}
 		}
 		if inContext && !isBullet(t) {
-			cur.cont = append(cur.cont, ln)
+			cur.cont, cur.last = append(cur.cont, ln), i+1
 			continue
 		}
 		break
