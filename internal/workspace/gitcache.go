@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -167,6 +168,12 @@ func (r *Repo) configOrigins(ctx context.Context, c *gitCache) []string {
 		key, value, _ := strings.Cut(recs[i+1], "\n")
 		if strings.HasPrefix(strings.ToLower(key), "include") {
 			includes = true
+			// The included file itself is watched, whether or not it
+			// holds a setting yet (git names only files that do): one
+			// without is then put back as it was, not removed.
+			if inc := includedFile(recs[i], key, value, r.Dir); inc != "" && !slices.Contains(base, inc) && !slices.Contains(origins, inc) {
+				origins = append(origins, inc)
+			}
 		}
 		if key == "user.email" {
 			email = value // the last one wins, as in git config user.email
@@ -184,6 +191,35 @@ func (r *Repo) configOrigins(ctx context.Context, c *gitCache) []string {
 		c.stamp = fingerprint(append(base, origins...))
 	}
 	return origins
+}
+
+// includedFile is the file an include.path or includeIf.*.path setting
+// names, as git resolves it: "~/" from the home directory, a relative path
+// from the directory of the file that holds the setting; "" for any other
+// key, or a path that cannot be resolved here.
+func includedFile(origin, key, value, dir string) string {
+	k := strings.ToLower(key)
+	if !strings.HasSuffix(k, ".path") || !(k == "include.path" || strings.HasPrefix(k, "includeif.")) || value == "" {
+		return ""
+	}
+	if rest, ok := strings.CutPrefix(value, "~/"); ok {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		return filepath.Join(home, rest)
+	}
+	if filepath.IsAbs(value) {
+		return filepath.Clean(value)
+	}
+	from, ok := strings.CutPrefix(origin, "file:")
+	if !ok {
+		return ""
+	}
+	if !filepath.IsAbs(from) {
+		from = filepath.Join(dir, from)
+	}
+	return filepath.Join(filepath.Dir(from), value)
 }
 
 // filterKeyRE is filterKeys compiled.

@@ -77,6 +77,10 @@ func TestGitStateSeesAndRestoresChanges(t *testing.T) {
 			}
 		})
 	}
+	// An included file that held no setting is put back, not removed.
+	if data, err := os.ReadFile(filepath.Join(r.Dir, "shared.gitconfig")); err != nil || string(data) != "[core]\n" {
+		t.Errorf("the included file after Restore: %q, %v; want it as it was", data, err)
+	}
 	if after, _ := os.ReadFile(filepath.Join(git, "config")); string(after) != string(configBefore) {
 		t.Errorf(".git/config after restores:\n%s\nwant\n%s", after, configBefore)
 	}
