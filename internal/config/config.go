@@ -137,6 +137,12 @@ type Limits struct {
 	// WorktreePool: worktrees kept checked out at the base ahead of need,
 	// for repositories where checking out is slow (0: off).
 	WorktreePool int `yaml:"worktree_pool"`
+	// KillGrace is what a stopped or timed-out agent (or project command)
+	// is given between SIGTERM and SIGKILL, confined or not.
+	KillGrace Duration `yaml:"kill_grace"`
+	// MaxRunDuration stops a run gracefully, as cadre stop does, once it
+	// has run this long in one process (0: no limit).
+	MaxRunDuration Duration `yaml:"max_run_duration"`
 }
 
 // Price is what a model costs per million tokens (prices.MODEL), for
@@ -399,6 +405,7 @@ func Default() Config {
 			MaxInsufficientLoops:    5,
 			MaxIterations:           3,
 			ApproveGoal:             true,
+			KillGrace:               Duration(10 * time.Second),
 		},
 		GitHub: GitHub{
 			TokenEnv:      "GITHUB_TOKEN",

@@ -29,6 +29,7 @@ func TestDefault(t *testing.T) {
 		Limits: Limits{
 			ParallelIssues: 3, ParallelAgents: 3, BudgetUSD: 0, AuditPassRating: 8, MaxAttempts: 2,
 			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5, MaxIterations: 3, ApproveGoal: true,
+			KillGrace: Duration(10 * time.Second),
 		},
 		GitHub: GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Comments: true, WriteInterval: Duration(250 * time.Millisecond),
 			PollInterval: Duration(time.Minute)},
@@ -89,6 +90,7 @@ func TestParseSpecExample(t *testing.T) {
 		Limits: Limits{
 			ParallelIssues: 3, ParallelAgents: 3, BudgetUSD: 0, AuditPassRating: 8, MaxAttempts: 2,
 			MaxReviewRounds: 2, EscalateBelowConfidence: 5, MaxInsufficientLoops: 5, MaxIterations: 3, ApproveGoal: true,
+			KillGrace: Duration(10 * time.Second),
 		},
 		GitHub: GitHub{TokenEnv: "GITHUB_TOKEN", APIURL: "https://api.github.com/", Labels: []string{}, Draft: false, Comments: true, WriteInterval: Duration(250 * time.Millisecond),
 			PollInterval: Duration(time.Minute)},

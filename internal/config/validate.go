@@ -60,6 +60,8 @@ func scalarChecks(c *Config) []scalarCheck {
 		{"limits.max_insufficient_loops", atLeast(c.Limits.MaxInsufficientLoops, 0)},
 		{"limits.max_iterations", atLeast(c.Limits.MaxIterations, 1)},
 		{"limits.worktree_pool", atLeast(c.Limits.WorktreePool, 0)},
+		{"limits.kill_grace", positive(c.Limits.KillGrace)},
+		{"limits.max_run_duration", notNegative(c.Limits.MaxRunDuration)},
 		{"github.api_url", urlProblem(c.GitHub.APIURL)},
 		{"github.write_interval", notNegative(c.GitHub.WriteInterval)},
 		{"github.query_state", queryStateProblem(c.GitHub.QueryState)},

@@ -26,7 +26,7 @@ func (fx *flowExec) runCommands(ctx context.Context, id string, names []string) 
 	e, ir := fx.e, fx.ir
 	_, outPath, logPath := ir.stepFiles(id)
 	b := projectcmd.Batch{Step: id, Lines: e.d.Config.Commands.ByName(), Dir: ir.dir, Sandbox: e.stepSandbox(ir, event.Event{Step: id}),
-		Timeout: time.Duration(e.d.Config.Defaults.Timeout), Log: logPath, Mask: e.d.Mask, Baseline: fx.baseline}
+		Timeout: time.Duration(e.d.Config.Defaults.Timeout), Grace: time.Duration(e.d.Config.Limits.KillGrace), Log: logPath, Mask: e.d.Mask, Baseline: fx.baseline}
 	exits, sum, err := b.Run(ctx, names)
 	if err != nil {
 		return nil, "", "", fmt.Errorf("item %s: %w", ir.it.ID, err)

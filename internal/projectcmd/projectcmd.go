@@ -31,6 +31,7 @@ type Batch struct {
 	Dir     string            // the item's tree
 	Sandbox *sandbox.Policy   // the item's confinement; nil runs unconfined
 	Timeout time.Duration     // each command's
+	Grace   time.Duration     // between SIGTERM and SIGKILL of a command stopped or timed out (0: proc's default)
 	// Log is the step log's path: written like an agent's, never through
 	// a link, with Mask's secrets masked.
 	Log  string
@@ -88,7 +89,7 @@ func (b Batch) Run(ctx context.Context, names []string) (map[string]int, string,
 // run runs one command line in the tree, in the batch's sandbox when it
 // has one, and returns its exit code.
 func (b Batch) run(ctx context.Context, line string, env []string, log io.Writer, box *sandbox.Prepared) (int, error) {
-	spec := proc.Spec{Path: "/bin/sh", Args: []string{"-c", line}, Dir: b.Dir, Env: env, Log: log, Timeout: b.Timeout}
+	spec := proc.Spec{Path: "/bin/sh", Args: []string{"-c", line}, Dir: b.Dir, Env: env, Log: log, Timeout: b.Timeout, Grace: b.Grace}
 	if box != nil {
 		spec.Sandbox = box.Sandbox
 		spec.Env = proc.SetEnv(spec.Env, box.Env)

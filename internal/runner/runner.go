@@ -52,6 +52,9 @@ type Invocation struct {
 	LogPath     string // raw transcript of the process, masked by Mask
 	Model       string
 	Timeout     time.Duration
+	// Grace is what a stopped or timed-out agent process is given between
+	// SIGTERM and SIGKILL (limits.kill_grace; 0: proc.DefaultGrace).
+	Grace time.Duration
 	// Session, when set, is a backend session to continue (a resumed retry
 	// of the same step); runners that cannot resume ignore it.
 	Session string

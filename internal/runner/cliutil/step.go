@@ -85,6 +85,7 @@ func (a *Agent) exec(ctx context.Context, inv runner.Invocation, log io.Writer, 
 	}
 	fmt.Fprintf(log, "$ %s\n", CommandLine(a.Command, args, promptFlag, prompt, spec.Stdin != nil))
 	spec.Path, spec.Dir, spec.Log, spec.Timeout, spec.OnStart = a.Command, inv.Dir, log, inv.Timeout, inv.OnStart
+	spec.Grace = inv.Grace
 	hosts := a.Hosts
 	if a.URL != "" {
 		hosts = []string{a.URL}

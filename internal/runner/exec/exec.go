@@ -71,6 +71,7 @@ func (r *Runner) Run(ctx context.Context, inv runner.Invocation) (runner.Result,
 		Stdin:   strings.NewReader(inv.Text()),
 		Log:     log,
 		Timeout: inv.Timeout,
+		Grace:   inv.Grace,
 		OnStart: inv.OnStart,
 	}
 	// A plain command has no home files of its own and no model endpoint

@@ -337,7 +337,7 @@ func apply(ctx context.Context, inv runner.Invocation, a Action, log *strings.Bu
 		// The step's CADRE_* variables (and git hardening), as every
 		// agent gets them: a run action is as much the agent's doing.
 		spec := proc.Spec{Path: a.Run[0], Args: a.Run[1:], Dir: dir,
-			Env: proc.MinimalEnv(os.LookupEnv, nil, cliutil.Vars(inv)), OnStart: inv.OnStart}
+			Env: proc.MinimalEnv(os.LookupEnv, nil, cliutil.Vars(inv)), OnStart: inv.OnStart, Grace: inv.Grace}
 		release, err := cliutil.Confine(ctx, inv, &spec, nil, nil)
 		if err != nil {
 			return err
