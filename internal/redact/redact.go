@@ -8,11 +8,19 @@
 // secret, of its base64 encodings (standard and URL alphabets, with and
 // without padding, and as the run of characters it produces inside a longer
 // base64 stream at any alignment) and of its query- and path-escaped forms.
+//
+// A secret also leaks in part: a message cut short, or the tail of a
+// program's stderr, holds only a fragment of it, and a fragment of a key is
+// most of what an attacker needs. So any run of RunLen or more characters
+// of any of those spellings is masked too, wherever it stands. The runs are
+// found through an index of each spelling's RunLen-grams, so masking costs
+// a map look-up per byte of text, whatever the number of secrets.
 package redact
 
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"io"
 	"net/url"
 	"slices"
@@ -28,6 +36,10 @@ const Mask = "[REDACTED]"
 // MinLen is the shortest secret a Redactor masks: shorter values match
 // ordinary text far too often to be worth hiding.
 const MinLen = 8
+
+// RunLen is the shortest fragment of a secret's spelling that is masked on
+// its own: shorter runs of its characters occur in ordinary text.
+const RunLen = 12
 
 // maxPasses bounds re-scanning when masking could itself spell a secret
 // (a secret containing '[' or ']' next to a mask); past it the whole text
@@ -45,12 +57,21 @@ type Redactor struct {
 
 // table is what a Redactor masks at one time; it never changes once built.
 type table struct {
-	secrets []string      // as given, for Add to build on
-	forms   [][]byte      // every spelling to mask, longest first
-	byFirst [256][][]byte // forms by their first byte, longest first
-	maxLen  int
-	// rescan is set when a form holds '[' or ']': only then can a mask
-	// next to kept text spell a form anew, so only then is a second
+	secrets []string // as given, for Add to build on
+	// short are the spellings shorter than RunLen, by their first byte,
+	// longest first: only whole, they are masked.
+	short [256][][]byte
+	// runs indexes every RunLen-gram of the longer spellings: the
+	// suffixes of spellings that start with it, none the prefix of
+	// another. A match is the longest run the text shares with one.
+	runs map[string][]string
+	// heads has the bit of every key of runs set (see head): a cheap test
+	// before the map is asked.
+	heads  *[1 << headBits / 64]uint64
+	any    bool // anything to mask
+	maxLen int  // the longest spelling: no match is longer
+	// rescan is set when a spelling holds '[' or ']': only then can a
+	// mask next to kept text spell a form anew, so only then is a second
 	// pass needed.
 	rescan bool
 }
@@ -98,17 +119,50 @@ func build(secrets []string) *table {
 	// Longest first: where two spellings start at the same byte, the
 	// longer one (a padded encoding, say) must win so no tail is left.
 	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
-	t := &table{secrets: secrets}
+	t := &table{secrets: secrets, runs: map[string][]string{}, heads: new([1 << headBits / 64]uint64)}
 	for _, f := range forms {
-		b := []byte(f)
-		t.forms = append(t.forms, b)
-		t.byFirst[b[0]] = append(t.byFirst[b[0]], b)
-		t.maxLen = max(t.maxLen, len(b))
+		t.any = true
+		t.maxLen = max(t.maxLen, len(f))
 		if strings.ContainsAny(f, "[]") {
 			t.rescan = true
 		}
+		if len(f) < RunLen {
+			t.short[f[0]] = append(t.short[f[0]], []byte(f))
+			continue
+		}
+		for i := 0; i+RunLen <= len(f); i++ {
+			gram := f[i : i+RunLen]
+			t.runs[gram] = append(t.runs[gram], f[i:])
+			h := head([]byte(gram))
+			t.heads[h/64] |= 1 << (h % 64)
+		}
+	}
+	for gram, suffixes := range t.runs {
+		t.runs[gram] = longest(suffixes)
 	}
 	return t
+}
+
+// headBits sizes table.heads: 32 KiB, few enough keys set for ordinary
+// text to pass the test rarely.
+const headBits = 18
+
+// head is the bit of table.heads for a gram: a hash of its first 8 bytes.
+func head(gram []byte) uint64 {
+	return binary.LittleEndian.Uint64(gram) * 0x9E3779B97F4A7C15 >> (64 - headBits)
+}
+
+// longest drops from suffixes those another one starts with: the longer
+// always matches at least as far.
+func longest(suffixes []string) []string {
+	sort.SliceStable(suffixes, func(i, j int) bool { return len(suffixes[i]) > len(suffixes[j]) })
+	var out []string
+	for _, s := range suffixes {
+		if !slices.ContainsFunc(out, func(o string) bool { return strings.HasPrefix(o, s) }) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // spellings lists the forms of s that are masked.
@@ -137,7 +191,7 @@ func (r *Redactor) table() *table {
 	if r == nil {
 		return nil
 	}
-	if t := r.tab.Load(); t != nil && len(t.forms) > 0 {
+	if t := r.tab.Load(); t != nil && t.any {
 		return t
 	}
 	return nil
@@ -211,14 +265,40 @@ func (t *table) pass(b []byte) ([]byte, bool) {
 	return append(out, b[last:]...), true
 }
 
-// matchAt returns the length of the longest form at b[i:], or 0.
+// matchAt returns the length of the longest match at b[i:]: a whole
+// spelling, or a run of RunLen or more bytes of one; 0 for none.
 func (t *table) matchAt(b []byte, i int) int {
-	for _, f := range t.byFirst[b[i]] {
-		if bytes.HasPrefix(b[i:], f) {
-			return len(f)
+	rest := b[i:]
+	long := len(rest) >= RunLen && t.heads[head(rest)/64]&(1<<(head(rest)%64)) != 0
+	if !long && t.short[rest[0]] == nil {
+		return 0 // the common case, kept cheap
+	}
+	n := 0
+	if long {
+		for _, s := range t.runs[string(rest[:RunLen])] {
+			n = max(n, common(rest, s))
 		}
 	}
-	return 0
+	if n >= RunLen {
+		return n // no short spelling is as long
+	}
+	for _, f := range t.short[rest[0]] {
+		if bytes.HasPrefix(rest, f) {
+			return max(n, len(f))
+		}
+	}
+	return n
+}
+
+// common is the length of the longest common prefix of b and s.
+func common(b []byte, s string) int {
+	n := min(len(b), len(s))
+	for i := range n {
+		if b[i] != s[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // Writer masks secrets in everything written through it. It holds back

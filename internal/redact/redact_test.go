@@ -137,11 +137,21 @@ func TestWriterDisabledPassesThrough(t *testing.T) {
 	}
 }
 
+// leaks lists the spellings of secret, and the runs of RunLen characters
+// of them, that out still holds.
 func leaks(r *Redactor, secret, out string) []string {
 	var bad []string
 	for _, f := range spellings(secret) {
-		if len(secret) >= MinLen && f != "" && !strings.Contains(Mask, f) && strings.Contains(out, f) {
+		if len(secret) < MinLen || f == "" || strings.Contains(Mask, f) {
+			continue
+		}
+		if strings.Contains(out, f) {
 			bad = append(bad, f)
+		}
+		for i := 0; i+RunLen <= len(f); i++ {
+			if run := f[i : i+RunLen]; strings.Contains(out, run) {
+				bad = append(bad, run)
+			}
 		}
 	}
 	return bad
@@ -153,6 +163,8 @@ func FuzzRedact(f *testing.F) {
 	f.Add("[REDACTED]x", "[REDACTED]x[REDACTED]xx", 2)
 	f.Add("aaaaaaaa", "aaaaaaaaaaaaaaaaaaaaaaa", 5)
 	f.Add("p@ss w/rd?&", "u="+url.QueryEscape("p@ss w/rd?&"), 4)
+	f.Add("0123456789abcdefghij", "x3456789abcdefy 0123456789abcdefghij0123456789ab", 6)
+	f.Add("]x[REDACTED]yy[RE", "]x[REDACTED]yy[REDACTED]yy[RE", 3)
 	f.Fuzz(func(t *testing.T, secret, text string, chunk int) {
 		r := New(secret)
 		out := r.String(text)
@@ -198,5 +210,63 @@ func TestAdd(t *testing.T) {
 	in := token + " " + base64.StdEncoding.EncodeToString([]byte("another-secret-value"))
 	if got := r.String(in); got != Mask+" "+Mask {
 		t.Errorf("String(%q) = %q", in, got)
+	}
+}
+
+// A fragment of a secret, as a message cut short or a tail of stderr
+// holds it, is masked once it is RunLen characters or more; so is a
+// fragment of its base64 forms.
+func TestFragments(t *testing.T) {
+	const key = "sk-test-X81mLp0vQz7RtY2uWc4nBv6sDf8gHj1kLz3xCv5bNm7aQw9eRt"
+	r := New(key)
+	b64 := base64.StdEncoding.EncodeToString([]byte("x:" + key + ":y"))
+	tests := []struct {
+		name, in string
+		gone     []string // none of these may remain
+	}{
+		{"head cut off", "executor exited with code 4: " + key[len(key)-50:] + strings.Repeat("z", 150), []string{key[len(key)-50:], key[len(key)-RunLen:]}},
+		{"tail cut off", "see: " + key[:RunLen] + "…", []string{key[:RunLen]}},
+		{"middle", "…" + key[10:30] + "…", []string{key[10:30]}},
+		{"base64 cut", "Authorization: Basic " + b64[5:40], []string{b64[5 : 5+RunLen], b64[40-RunLen : 40]}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := r.String(tt.in)
+			for _, g := range tt.gone {
+				if strings.Contains(got, g) {
+					t.Errorf("String(%q) = %q keeps %q", tt.in, got, g)
+				}
+			}
+			if !strings.Contains(got, Mask) {
+				t.Errorf("String(%q) = %q masks nothing", tt.in, got)
+			}
+		})
+	}
+	// Fewer than RunLen characters in a row are ordinary text.
+	short := "code " + key[5:5+RunLen-1] + " end"
+	if got := r.String(short); got != short {
+		t.Errorf("String(%q) = %q, a run shorter than %d masked", short, got, RunLen)
+	}
+	// Split across writes, a fragment is masked as in one string.
+	in := "start " + key[7:40] + " and " + key[20:] + " end"
+	for _, size := range []int{1, 5, 13, len(in)} {
+		var buf bytes.Buffer
+		w := r.Writer(&buf)
+		for i := 0; i < len(in); i += size {
+			w.Write([]byte(in[i:min(i+size, len(in))]))
+		}
+		w.Close()
+		if got, want := buf.String(), r.String(in); got != want || strings.Contains(got, key[20:32]) {
+			t.Errorf("chunks of %d: wrote %q, want %q", size, got, want)
+		}
+	}
+}
+
+func BenchmarkString(b *testing.B) {
+	r := New("sk-ant-api03-"+strings.Repeat("Ab3dEf6hIj9kLm2nOp5qRs8t", 4), token, "another-secret-value")
+	text := []byte(strings.Repeat("go test ./... ok  github.com/cadre-dev/cadre/internal/redact 0.012s\n", 1000))
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		r.Bytes(text)
 	}
 }
