@@ -196,6 +196,43 @@ func TestStep(t *testing.T) {
 	}
 }
 
+// What the CLI prints reaches the runner's parser, its line handler and
+// the stderr tail masked whole, so a message the runner cuts short (a
+// failure it reports, a note) cannot keep part of a key.
+func TestStepMasksBeforeCutting(t *testing.T) {
+	const key = "X81mLp0vQz7RtY2uWc4nBv6sDf8gHj1kLz3xCv5bNm7aQw9eRtUy"
+	script := filepath.Join(t.TempDir(), "agent")
+	body := "#!/bin/sh\necho '{\"error\": \"bad key '$AGENT_KEY' given\"}'\necho \"$AGENT_KEY$AGENT_KEY\" >&2\nexit 3\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AGENT_KEY", key)
+	a, err := NewAgent(runner.Settings{Name: "a", Command: script, Env: []string{"AGENT_KEY"}}, runner.Descriptor{Program: "agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := runner.Invocation{Role: "coder", Dir: t.TempDir(), Prompt: "p", LogPath: filepath.Join(t.TempDir(), "s.log"), Mask: redact.New(key)}
+	var seen []string
+	call := Call{Args: []string{"-"},
+		OnLine: func(stream, line string) { seen = append(seen, Short(line, 30)) },
+		Result: func(stdout []byte, exit int) (runner.Result, *runner.Error) {
+			// A parser that keeps the message's end, as tails do.
+			msg := string(stdout)
+			return runner.Result{}, &runner.Error{Kind: runner.KindBackend, Msg: msg[max(0, len(msg)-40):]}
+		}}
+	res, err := a.Step(t.Context(), inv, call)
+	for _, text := range append(seen, res.StderrTail, fmt.Sprint(err)) {
+		for i := 0; i+redact.RunLen <= len(key); i++ {
+			if strings.Contains(text, key[i:i+redact.RunLen]) {
+				t.Fatalf("%q keeps %q of the key", text, key[i:i+redact.RunLen])
+			}
+		}
+	}
+	if !strings.Contains(res.StderrTail, redact.Mask) || err == nil {
+		t.Errorf("stderr tail %q, error %v: want the key masked and the failure reported", res.StderrTail, err)
+	}
+}
+
 func TestStdoutJSON(t *testing.T) {
 	type event struct {
 		Type string `json:"type"`

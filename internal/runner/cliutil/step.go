@@ -55,9 +55,16 @@ func (a *Agent) Step(ctx context.Context, inv runner.Invocation, c Call) (runner
 	if c.Then != nil {
 		then = func(hostPath func(string) string) { c.Then(log, hostPath) }
 	}
-	res, err := a.exec(ctx, inv, log, c.PromptFlag, proc.Spec{Args: c.Args, Env: a.Env(set), Stdin: c.Stdin, OnLine: c.OnLine}, then)
-	out, failure := c.Result(res.Stdout, res.ExitCode)
-	out.ExitCode, out.StderrTail = res.ExitCode, res.StderrTail
+	// What the CLI printed is masked before anything reads it, so no
+	// message cut from it (a note, a reported failure, the tail of its
+	// stderr) can keep part of a secret the cut hid from the mask.
+	onLine := c.OnLine
+	if onLine != nil && inv.Mask.Enabled() {
+		onLine = func(stream, line string) { c.OnLine(stream, inv.Mask.String(line)) }
+	}
+	res, err := a.exec(ctx, inv, log, c.PromptFlag, proc.Spec{Args: c.Args, Env: a.Env(set), Stdin: c.Stdin, OnLine: onLine}, then)
+	out, failure := c.Result(inv.Mask.Bytes(res.Stdout), res.ExitCode)
+	out.ExitCode, out.StderrTail = res.ExitCode, inv.Mask.String(res.StderrTail)
 	return out, a.Outcome(err, failure)
 }
 
