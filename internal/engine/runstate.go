@@ -2,13 +2,16 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/runner"
+	"github.com/cadre-dev/cadre/internal/runstop"
 	"github.com/cadre-dev/cadre/internal/store"
 )
 
@@ -91,7 +94,49 @@ func (e *Engine) beginRun(ctx context.Context, runID string, opts Options, resum
 	for _, it := range items {
 		rs.done[it.ID] = make(chan struct{})
 	}
+	e.limitDuration(ctx, rs)
 	return rs, items, nil
+}
+
+// limitDuration stops the run as cadre stop does (running steps finish, no
+// new one starts; cadre resume goes on) once it has run
+// limits.max_run_duration in this process, and says so in a warning event
+// naming the limit. The watch ends with the run's items, or with ctx.
+func (e *Engine) limitDuration(ctx context.Context, rs *runState) {
+	d := time.Duration(e.d.Config.Limits.MaxRunDuration)
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	go func() {
+		defer t.Stop()
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			for _, ch := range rs.done {
+				select {
+				case <-ch:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+		select {
+		case <-t.C:
+		case <-ended:
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		reason := fmt.Sprintf("limits.max_run_duration (%s) reached", d)
+		rs.halt(store.RunStopped, reason)
+		msg := reason + ": the run stops after its running steps; continue with cadre resume " + rs.id
+		if err := runstop.Request(e.StateDir(), rs.id); err != nil {
+			msg += " (" + err.Error() + ")"
+		}
+		e.d.Bus.Publish(event.Event{Run: rs.id, Type: event.Warning, Message: msg})
+	}()
 }
 
 // summary is how the run ended once its items have: halted, else failed,
