@@ -316,18 +316,25 @@ func testWorkersKilled(t *testing.T, remote bool) {
 	for i := range targets {
 		targets[i] = strconv.Itoa(i + 1)
 	}
-	// A killed worker's steps move on after 5s of silence; a live one
-	// heartbeats every 5/3s, which a loaded machine still keeps up with.
+	// A killed worker's steps move on after 15s of silence. A live one
+	// heartbeats every 2s; one whose heartbeats cannot get through for
+	// the whole timeout stops its step, which may be another worker's by
+	// then, and that step starts again: a loaded machine with the race
+	// detector still gets one through in 15s (not always in 5s).
 	run := g.start(t, "run", append([]string{"run", "--plain", "--engine", "temporal", "--temporal-address", addr,
-		"--task-queue", queue, "--heartbeat-timeout", "5s"}, targets...)...)
+		"--task-queue", queue, "--heartbeat-timeout", "15s"}, targets...)...)
 
+	// settle bounds each wait for the run to reach a point: a guard that
+	// turns a hang into a failure, not a deadline; with the race detector
+	// on a loaded machine the run takes minutes.
+	const settle = 4 * time.Minute
 	// kill waits until a live worker holds the gate's step and kills it;
 	// it returns the workers killed so far.
 	killed := map[int]bool{}
 	var kills []map[string]agentStep // the agent steps right after each kill
 	kill := func(gt gate, what string) map[int]bool {
 		victim := 0
-		waitFor(t, 60*time.Second, what+" held by a live worker", func() bool {
+		waitFor(t, settle, what+" held by a live worker", func() bool {
 			for _, pid := range gt.pids() {
 				if !killed[pid] {
 					victim = pid
@@ -358,11 +365,17 @@ func testWorkersKilled(t *testing.T, remote bool) {
 	deadAt := map[gate]map[int]bool{}
 	deadAt[g.agent] = kill(g.agent, "the agent step of item "+blockedItem)
 	open(g.agent)
+	// The worker that took the held step over finishes it before the next
+	// kill, which may be its own: killed between its agent's end and the
+	// journal, it would leave the step to run to its end once more.
+	waitFor(t, settle, "the held agent step "+blockedStep+" completed", func() bool {
+		return g.agentSteps(t)[blockedStep].status == store.StepCompleted
+	})
 	deadAt[g.push] = kill(g.push, "the push of item "+pushedItem)
 	startWorker("worker3")
 	open(g.push)
 
-	if code := run.wait(t, 90*time.Second); code != 0 {
+	if code := run.wait(t, settle); code != 0 {
 		t.Fatalf("cadre run exited with %d", code)
 	}
 	// The starter shows the items' events, which its workers journaled
