@@ -401,7 +401,7 @@ func (f *Follower) react(ctx context.Context, it Item, id string, fb Feedback, t
 	}
 	t.Reacted++
 	if res.Pushed == "" {
-		f.say(it, fmt.Sprintf("%s answered: nothing to push", fb.Kind))
+		f.say(it, fmt.Sprintf("%s answered: nothing to push (the branch stays at %s)", fb.Kind, short(head)))
 	} else {
 		f.say(it, fmt.Sprintf("%s answered: pushed %s", fb.Kind, short(res.Pushed)))
 	}

@@ -238,6 +238,7 @@ type record struct {
 	requested      []string // logins whose review is requested
 	computing      int      // fetches left that answer mergeable null
 	changes        int      // changes made: updated_at moves with them
+	head           string   // the head last served: a push moves updated_at
 }
 
 // New starts a fake that expects token (none when empty) and stops it when
@@ -389,6 +390,7 @@ func (s *Server) SetPRHead(owner, name string, number int, sha string) {
 	}
 	rec.pr.HeadSHA = sha
 	rec.touch()
+	rec.head = s.headSHA(s.repo(owner, name), rec.pr)
 }
 
 // Fail answers the nth request from now on (1 = the very next) with f
@@ -1048,6 +1050,7 @@ func (s *Server) commentJSON(r *repo, rec *record, c Comment) map[string]any {
 
 func (s *Server) prJSON(r *repo, rec *record, single bool) map[string]any {
 	p := rec.pr
+	s.notePush(r, rec)
 	branch := func(owner, ref, sha string) map[string]any {
 		return map[string]any{"label": owner + ":" + ref, "ref": ref, "sha": sha, "user": user(owner)}
 	}

@@ -40,6 +40,20 @@ func (rec *record) touch() { rec.changes = int(clock.Add(1)) }
 // later change whatever the record, as on GitHub.
 var clock atomic.Int64
 
+// notePush moves an open pull request's update time when its head moved
+// since it was last served, as a push to its branch does on GitHub (a
+// push to the base does not).
+func (s *Server) notePush(r *repo, rec *record) {
+	if rec.pr == nil || rec.pr.State != "open" {
+		return
+	}
+	head := s.headSHA(r, rec.pr)
+	if rec.head != "" && rec.head != head {
+		rec.touch()
+	}
+	rec.head = head
+}
+
 func (rec *record) updatedAt() string {
 	return time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC).Add(time.Duration(rec.changes) * time.Second).Format(time.RFC3339)
 }
