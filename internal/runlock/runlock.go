@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -27,8 +28,12 @@ func File(common string) string { return filepath.Join(common, "cadre.lock") }
 
 // Info is the content of the lock file.
 type Info struct {
-	Run     string    `json:"run"`
-	PID     int       `json:"pid"`
+	Run string `json:"run"`
+	PID int    `json:"pid"`
+	// Proc tells the process PID was apart from a later one given the
+	// same pid: the boot and the process's start time (ProcStamp). Empty
+	// where /proc does not say, and in locks of older versions.
+	Proc    string    `json:"proc,omitempty"`
 	Started time.Time `json:"started"`
 	// State is the state directory (.cadre) of the checkout the run works
 	// from, which holds its journal and its stop requests.
@@ -64,6 +69,9 @@ func Acquire(path string, holder Info, warn func(string)) (*Lock, error) {
 	}
 	info := holder
 	info.Started = time.Now().UTC()
+	if info.Proc == "" {
+		info.Proc = ProcStamp(info.PID)
+	}
 	data, _ := json.Marshal(info)
 	for range 3 {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
@@ -85,7 +93,7 @@ func Acquire(path string, holder Info, warn func(string)) (*Lock, error) {
 			return nil, fmt.Errorf("create lock %s: %w", path, err)
 		}
 		old, rerr := Stored(path)
-		if rerr == nil && old.PID != info.PID && Alive(old.PID) {
+		if rerr == nil && old.PID != info.PID && old.Alive() {
 			return nil, refusal(path, old, info)
 		}
 		if rerr == nil && old.PID == info.PID && old.Lends && old.Run != info.Run {
@@ -99,7 +107,9 @@ func Acquire(path string, holder Info, warn func(string)) (*Lock, error) {
 			}
 			return &Lock{path: path, info: info, prev: &old}, nil
 		}
-		if rerr == nil {
+		if rerr == nil && Alive(old.PID) && old.PID != info.PID {
+			warn(fmt.Sprintf("taking over the stale lock of run %s (pid %d is another process now)", old.Run, old.PID))
+		} else if rerr == nil {
 			warn(fmt.Sprintf("taking over the stale lock of run %s (pid %d is gone)", old.Run, old.PID))
 		} else {
 			warn(fmt.Sprintf("replacing unreadable lock %s", path))
@@ -137,10 +147,49 @@ func Stored(path string) (Info, error) {
 // alive.
 func Holder(path string) (Info, bool) {
 	li, err := Stored(path)
-	if err != nil || !Alive(li.PID) {
+	if err != nil || !li.Alive() {
 		return Info{}, false
 	}
 	return li, true
+}
+
+// Alive says whether the process that took the lock still runs: its pid
+// is alive and, where the lock says which process it was, is still that
+// process, not a later one the pid was given to.
+func (i Info) Alive() bool {
+	if !Alive(i.PID) {
+		return false
+	}
+	if i.Proc == "" {
+		return true
+	}
+	now := ProcStamp(i.PID)
+	return now == "" || now == i.Proc
+}
+
+// ProcStamp names process pid apart from any other that has or had the
+// same pid: the boot's id and the process's start time since boot, from
+// /proc; "" where /proc does not say.
+func ProcStamp(pid int) string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil || pid <= 0 {
+		return ""
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// Fields after the command name (in parentheses, which may hold
+	// spaces): state is the 3rd field, starttime the 22nd.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	return strings.TrimSpace(string(boot)) + ":" + f[19]
 }
 
 // Release removes the lock if it is still ours.

@@ -1,6 +1,7 @@
 package runlock
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -145,4 +146,50 @@ func TestLockLentToOwnRun(t *testing.T) {
 	}
 	b.Release()
 	a.Release()
+}
+
+// A lock whose pid was given to another process since (the same pid, a
+// different process) does not hold: it is taken over, saying why. The
+// process that took it still holds it.
+func TestLockNotFooledByReusedPID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cadre.lock")
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	pid := sleeper.Process.Pid
+	stamp := ProcStamp(pid)
+	if stamp == "" {
+		t.Skip("/proc does not say when a process started here")
+	}
+	write := func(proc string) {
+		data, _ := json.Marshal(Info{Run: "old", PID: pid, Proc: proc})
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var warned []string
+	warn := func(m string) { warned = append(warned, m) }
+
+	write(stamp) // the very process that took it
+	if _, err := Acquire(path, Info{Run: "new", PID: os.Getpid()}, warn); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a live holder's lock was taken: %v", err)
+	}
+	write("") // an older lock that does not say: the pid is trusted
+	if _, err := Acquire(path, Info{Run: "new", PID: os.Getpid()}, warn); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a lock without a stamp, of a live pid, was taken: %v", err)
+	}
+	write(strings.Split(stamp, ":")[0] + ":1") // the pid, a process started long before
+	l, err := Acquire(path, Info{Run: "new", PID: os.Getpid()}, warn)
+	if err != nil {
+		t.Fatalf("a lock naming a reused pid blocks: %v", err)
+	}
+	defer l.Release()
+	if len(warned) != 1 || !strings.Contains(warned[0], "another process now") {
+		t.Errorf("warnings %q, want the takeover explained", warned)
+	}
+	if h, ok := Holder(path); !ok || h.Run != "new" || h.Proc != ProcStamp(os.Getpid()) {
+		t.Errorf("holder %+v, %v; want the new run, stamped", h, ok)
+	}
 }

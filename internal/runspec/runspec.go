@@ -147,7 +147,7 @@ func (o Options) Settings(cfg config.Config) Settings {
 // "" for any other lock, or none.
 func DetachedTemporal(ctx context.Context, st *store.Store, lock string) (run, item string, pid int, err error) {
 	li, err := runlock.Stored(lock)
-	if err != nil || runlock.Alive(li.PID) {
+	if err != nil || li.Alive() {
 		return "", "", 0, nil // no lock, or a live one (runlock.Acquire refuses it itself)
 	}
 	r, opts, err := Stored(ctx, st, li.Run)
