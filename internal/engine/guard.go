@@ -114,7 +114,7 @@ func checkGitState(ctx context.Context, repo *workspace.Repo, step string, befor
 // guardedInvoke runs one agent step with the item's executable
 // configuration hidden (when untrusted) and the repository's git state
 // checked around it. A *tamperError says the agent changed that state.
-func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runner, inv runner.Invocation, rubric eval.Rubric, pass int) (asked, error) {
+func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runner, inv runner.Invocation, rubric eval.Rubric, pass int, quoted ...string) (asked, error) {
 	release, err := e.shield(ctx, ir)
 	if err != nil {
 		return asked{}, err
@@ -133,7 +133,7 @@ func (e *Engine) guardedInvoke(ctx context.Context, ir *itemRun, rn runner.Runne
 		release()
 		return asked{}, err
 	}
-	got, err := e.invoke(ctx, rn, inv, rubric, pass)
+	got, err := e.invoke(ctx, rn, inv, rubric, pass, quoted...)
 	// The check comes first: putting the files back runs git.
 	if terr := checkGitState(ctx, ir.repo, inv.Step, before); terr != nil {
 		unlock()

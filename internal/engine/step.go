@@ -223,7 +223,7 @@ func (e *Engine) runStep(ctx context.Context, sr *stepRun) (asked, error) {
 	e.d.Crash(CrashStepStarted)
 
 	inv := e.invocation(ctx, sr)
-	got, err := e.guardedInvoke(ctx, ir, sr.rn, inv, sr.rubric, e.passRating(sp))
+	got, err := e.guardedInvoke(ctx, ir, sr.rn, inv, sr.rubric, e.passRating(sp), notOwn(ir, sp)...)
 	var te *tamperError
 	if errors.As(err, &te) {
 		sr.rec.Error = te.msg
@@ -247,6 +247,14 @@ func (e *Engine) runStep(ctx context.Context, sr *stepRun) (asked, error) {
 	}
 	e.d.Crash(CrashAgentExited)
 	return got, nil
+}
+
+// notOwn is the text an agent step is given that is not its own to
+// answer with: the item's title and text (an issue's body and comments)
+// and the step's hand-off note (a person's answer or review, a judge's
+// discrepancy). A SIGNAL BLOCK copied from it is not the agent's verdict.
+func notOwn(ir *itemRun, sp agentSpec) []string {
+	return []string{ir.task.Title, ir.task.Body, sp.Note}
 }
 
 // invocation is what the step's runner is asked to run.
@@ -365,8 +373,10 @@ type asked struct {
 
 // invoke runs the agent, reads its output and signal, and re-asks once when
 // the reply has no usable SIGNAL BLOCK (or, from a judge, an unusable
-// judgement). The error is only for ctx cancellation or a journal failure.
-func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invocation, rubric eval.Rubric, pass int) (asked, error) {
+// judgement). A block whose text appears in quoted (the item's text, the
+// feedback the step was given) is not the agent's and does not count. The
+// error is only for ctx cancellation or a journal failure.
+func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invocation, rubric eval.Rubric, pass int, quoted ...string) (asked, error) {
 	var got asked
 	for ask := 0; ask < 2; ask++ {
 		// Each ask starts without an output file, so the file read after it
@@ -390,7 +400,7 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 			return got, err
 		}
 		got.output = output
-		sig, perr := reply.Check(inv.Role, output)
+		sig, perr := reply.Check(inv.Role, output, quoted...)
 		if perr != nil && inv.Role == roleTriage {
 			// Triage's contract is its JSON decision, not a SIGNAL BLOCK,
 			// and an unusable one has a safe default that "run: routed"
@@ -416,6 +426,8 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 			switch {
 			case jerr != nil:
 				got.failure = fmt.Sprintf("unusable judgement in %s output: %v (see %s)", inv.Role, jerr, inv.OutputPath)
+			case errors.Is(perr, signal.ErrQuoted):
+				got.failure = fmt.Sprintf("the SIGNAL BLOCK in %s output is copied from the item's text or feedback, not the agent's own (see %s)", inv.Role, inv.OutputPath)
 			case errors.Is(perr, signal.ErrNoBlock):
 				got.failure = fmt.Sprintf("no SIGNAL BLOCK in %s output (see %s)", inv.Role, inv.OutputPath)
 			default:
