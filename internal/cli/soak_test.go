@@ -435,7 +435,7 @@ func TestWatchSoak(t *testing.T) {
 		seed = s
 	}
 	t.Logf("seed %d (CADRE_SOAK_SEED repeats it)", seed)
-	res := soak(t, soakConfig{prs: 12, limit: 5 * time.Minute, killsFor: 60 * time.Second, seed: seed})
+	res := soak(t, soakConfig{prs: 12, limit: 5 * time.Minute, killsFor: 30 * time.Second, seed: seed})
 	for _, w := range res.wrong {
 		t.Error(w)
 	}
