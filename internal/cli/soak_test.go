@@ -148,9 +148,31 @@ func soak(t testing.TB, cfg soakConfig) soakResult {
 	res.wrong = w.audit(t)
 	if res.merged < cfg.prs {
 		_, status, _ := g.cadre(t, "", "status")
-		res.unmerged = fmt.Sprintf("%d of %d pull requests merged within %s:\n%s\n%s", res.merged, cfg.prs, cfg.limit, status, tail(string(log), 80))
+		res.unmerged = fmt.Sprintf("%d of %d pull requests merged within %s:\n%s\n%s\n%s", res.merged, cfg.prs, cfg.limit, status, w.where(), tail(string(log), 80))
 	}
 	return res
+}
+
+// where says of each open pull request where its branch stands: origin's
+// head and base, whether the base is in the head, and the item's tree.
+func (w *soakWorld) where() string {
+	g := w.g
+	rev := func(dir, ref string) string {
+		out, _ := exec.Command("git", "-C", dir, "rev-parse", "--short=12", ref).Output()
+		return strings.TrimSpace(string(out))
+	}
+	var b strings.Builder
+	for _, p := range g.fake.PRs("acme", "widgets") {
+		if p.State != "open" {
+			continue
+		}
+		in := exec.Command("git", "-C", g.bare, "merge-base", "--is-ancestor", "main", p.Head).Run() == nil
+		item := strings.SplitN(strings.TrimPrefix(p.Head, "cadre/"), "-", 2)[0]
+		tree := filepath.Join(g.dir, ".cadre", "worktrees", item)
+		fmt.Fprintf(&b, "#%d %s: origin %s, main %s (in it: %v); tree %s on %s\n", p.Number, p.Head,
+			rev(g.bare, p.Head), rev(g.bare, "main"), in, rev(tree, "HEAD"), rev(tree, "--abbrev-ref HEAD"))
+	}
+	return b.String()
 }
 
 func tail(s string, n int) string {
