@@ -11,8 +11,8 @@ import (
 )
 
 // Sandbox confines one process with bubblewrap: the host's root read-only,
-// fresh /proc, /dev and /tmp, new PID, IPC, UTS (and, unless Net is set, net)
-// namespaces, and only the listed directories writable. Run wraps the
+// fresh /proc, /dev and /tmp (and Tmpfs), new PID, IPC, UTS (and, unless
+// Net is set, net) namespaces, and only the listed directories writable. Run wraps the
 // command in it, so every runner that starts a process through Run gets
 // the same confinement from one place.
 type Sandbox struct {
@@ -43,6 +43,11 @@ type Sandbox struct {
 	// Net shares the host's network namespace; without it the process
 	// has only a loopback interface of its own.
 	Net bool
+	// Tmpfs are more host directories covered, as /tmp is, with an empty
+	// file system of the sandbox's own before anything is bound: for an
+	// untrusted item, /run, where the host keeps its Unix sockets. What
+	// Expose, Write, Binds and ReadOnly name inside one is bound back.
+	Tmpfs []string
 	// Wrap, when set, is put between bwrap and the command: a helper that
 	// prepares the namespace (the network bridge) and then runs the
 	// command given after its own arguments and a "--".
@@ -73,6 +78,9 @@ func (sb *Sandbox) bwrapArgs(path string, args []string, dir string) []string {
 	}
 	if !sb.Net {
 		a = append(a, "--unshare-net")
+	}
+	for _, d := range sb.Tmpfs {
+		a = append(a, "--tmpfs", d)
 	}
 	if sb.Home != "" {
 		home := sb.HomePath

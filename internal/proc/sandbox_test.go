@@ -51,6 +51,11 @@ func TestSandboxArgvOrder(t *testing.T) {
 	if got := sb.bwrapArgs("/bin/prog", nil, ""); !slices.Equal(got[15:18], []string{"--tmpfs", "/root", "--bind"}) {
 		t.Errorf("a home of the sandbox's own: %q", got)
 	}
+	// Covered directories come before the home and whatever is bound back.
+	sb.Tmpfs = []string{"/run"}
+	if got := sb.bwrapArgs("/bin/prog", nil, ""); !slices.Equal(got[15:19], []string{"--tmpfs", "/run", "--tmpfs", "/root"}) {
+		t.Errorf("/run covered: %q", got)
+	}
 }
 
 // TestSandboxExposesProgram: a program the fresh /tmp or home would hide

@@ -55,7 +55,13 @@ type Policy struct {
 	// across its steps (see ForItem); empty, each step gets its own,
 	// removed after it.
 	BuildCache string
-	host       hostCaches
+	// NoHostSockets covers the host's /run and /var/run, where its Unix
+	// sockets are (Docker's, dbus's, databases'), with empty file systems,
+	// as the host's /tmp always is: an untrusted item's steps connect to
+	// none of them (see ForItem). Programs on PATH there, and the
+	// resolver's configuration, stay visible read-only.
+	NoHostSockets bool
+	host          hostCaches
 }
 
 // Settings are cadre.yaml's sandbox settings as New takes them.
@@ -105,16 +111,47 @@ func New(ctx context.Context, s Settings, getenv func(string) string) (*Policy, 
 }
 
 // ForItem is the policy of one item's steps: an untrusted item's steps get
-// the untrusted network, and the item's build caches are kept in dir (the
-// repository's for trusted items, the item's own for untrusted ones).
+// the untrusted network and no host Unix socket (NoHostSockets), and the
+// item's build caches are kept in dir (the repository's for trusted
+// items, the item's own for untrusted ones).
 func (p *Policy) ForItem(trusted bool, dir string) *Policy {
 	q := *p
-	if !trusted && p.Untrusted != "" {
-		q.Network = p.Untrusted
+	if !trusted {
+		if p.Untrusted != "" {
+			q.Network = p.Untrusted
+		}
+		q.NoHostSockets = true
 	}
 	q.BuildCache = dir
 	return &q
 }
+
+// hostSocketDirs are where a host keeps its Unix sockets, covered for
+// untrusted items (NoHostSockets); its /tmp is covered for every step.
+var hostSocketDirs = []string{"/run", "/var/run"}
+
+// socketDirs are the directories hostSocketDirs name, where they lead
+// (/var/run is most often a link to /run), once each; those missing here
+// are left out.
+func socketDirs() []string {
+	var out []string
+	for _, d := range hostSocketDirs {
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil || real == "/" {
+			continue
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() || slices.Contains(out, real) {
+			continue
+		}
+		out = append(out, real)
+	}
+	return out
+}
+
+// resolvConf is where the resolver's configuration lies, which a host
+// running systemd-resolved keeps under /run: bound back where /run is
+// covered, so names still resolve with the host's network.
+const resolvConf = "/etc/resolv.conf"
 
 // Step is what one agent step's confinement depends on.
 type Step struct {
@@ -181,7 +218,15 @@ func (p *Policy) Prepare(ctx context.Context, st Step) (*Prepared, error) {
 	if err := p.makeHome(out, hostHome, st.HomeFiles); err != nil {
 		return nil, err
 	}
-	sb.Expose = append(hiddenPath(envGet(st.Env, "PATH"), hostHome), st.Readable...)
+	var covered []string
+	if p.NoHostSockets {
+		covered = socketDirs()
+		sb.Tmpfs = covered
+		if real, err := filepath.EvalSymlinks(resolvConf); err == nil && under(real, covered) {
+			sb.Expose = append(sb.Expose, real)
+		}
+	}
+	sb.Expose = append(append(sb.Expose, hiddenPath(envGet(st.Env, "PATH"), hostHome, covered)...), st.Readable...)
 	caches := p.BuildCache
 	if caches == "" {
 		tmp, err := os.MkdirTemp("", "cadre-cache-")
@@ -283,19 +328,36 @@ func gitPaths(dir string) []string {
 }
 
 // hiddenPath lists the directories of pathList that the sandbox's fresh
-// /tmp or home would hide, so the programs there stay reachable
-// (read-only).
-func hiddenPath(pathList, home string) []string {
+// /tmp or home, or the covered directories, would hide, so the programs
+// there stay reachable (read-only).
+func hiddenPath(pathList, home string, covered []string) []string {
 	var out []string
 	for _, d := range filepath.SplitList(pathList) {
 		if !filepath.IsAbs(d) {
 			continue
 		}
-		if inside(d, "/tmp") || (filepath.IsAbs(home) && filepath.Clean(home) != "/" && inside(d, home)) {
+		if inside(d, "/tmp") || (filepath.IsAbs(home) && filepath.Clean(home) != "/" && inside(d, home)) || under(d, covered) {
 			out = append(out, d)
 		}
 	}
 	return out
+}
+
+// under reports whether path, or where it leads, lies inside one of dirs.
+func under(path string, dirs []string) bool {
+	if len(dirs) == 0 {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		real = path
+	}
+	for _, d := range dirs {
+		if inside(path, d) || inside(real, d) {
+			return true
+		}
+	}
+	return false
 }
 
 func inside(path, dir string) bool {
@@ -315,17 +377,16 @@ func envGet(env []string, key string) string {
 
 // Check runs a trivial command in a step's full sandbox as the policy
 // sets it up (fresh home, mounts, caches, and under model-only the proxy
-// and its bridge), with each network its items get, in a throwaway
-// working tree, for cadre runners check.
+// and its bridge), as trusted and as untrusted items get it, in a
+// throwaway working tree, for cadre runners check.
 func (p *Policy) Check(ctx context.Context, env []string) error {
-	for _, network := range slices.Compact([]string{p.Network, p.Untrusted}) {
-		if network == "" {
+	for _, trusted := range []bool{true, false} {
+		q := p.ForItem(trusted, p.BuildCache)
+		if q.Network == "" {
 			continue
 		}
-		q := *p
-		q.Network = network
 		if err := q.check(ctx, env); err != nil {
-			return fmt.Errorf("network %s: %w", network, err)
+			return fmt.Errorf("network %s: %w", q.Network, err)
 		}
 	}
 	return nil
