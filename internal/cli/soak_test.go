@@ -157,8 +157,8 @@ func soak(t testing.TB, cfg soakConfig) soakResult {
 // head and base, whether the base is in the head, and the item's tree.
 func (w *soakWorld) where() string {
 	g := w.g
-	rev := func(dir, ref string) string {
-		out, _ := exec.Command("git", "-C", dir, "rev-parse", "--short=12", ref).Output()
+	rev := func(dir string, args ...string) string {
+		out, _ := exec.Command("git", append([]string{"-C", dir, "rev-parse", "--short=12"}, args...)...).Output()
 		return strings.TrimSpace(string(out))
 	}
 	var b strings.Builder
@@ -170,7 +170,7 @@ func (w *soakWorld) where() string {
 		item := strings.SplitN(strings.TrimPrefix(p.Head, "cadre/"), "-", 2)[0]
 		tree := filepath.Join(g.dir, ".cadre", "worktrees", item)
 		fmt.Fprintf(&b, "#%d %s: origin %s, main %s (in it: %v); tree %s on %s\n", p.Number, p.Head,
-			rev(g.bare, p.Head), rev(g.bare, "main"), in, rev(tree, "HEAD"), rev(tree, "--abbrev-ref HEAD"))
+			rev(g.bare, p.Head), rev(g.bare, "main"), in, rev(tree, "HEAD"), rev(tree, "--abbrev-ref", "HEAD"))
 	}
 	return b.String()
 }
