@@ -21,7 +21,7 @@ func (e *Engine) commit(ctx context.Context, ir *itemRun) error {
 	if err := ir.board.Flush(); err != nil {
 		return fmt.Errorf("update task %s: %w", ir.it.ID, err)
 	}
-	return e.commitOnce(ctx, ir, ir.it.ID+"/commit", "", workspace.CommitOptions{Base: e.d.Config.BaseBranch, Check: outsideLinks(ir), Describe: true})
+	return e.commitOnce(ctx, ir, ir.it.ID+"/commit", "", workspace.CommitOptions{Base: e.baseRef(ctx), Check: outsideLinks(ir), Describe: true})
 }
 
 // commitBoard commits, in place, the task file's last frontmatter (stage:

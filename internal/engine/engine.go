@@ -108,6 +108,10 @@ type Engine struct {
 	// The journal as a home of items run elsewhere or a worker's replica
 	// of them (replica.go).
 	rep *replica.Journal
+
+	// bases is the fetch of the base from origin under way, which the
+	// items starting meanwhile share (base.go).
+	bases baseFetches
 }
 
 // New returns an engine for d.Root, which must be a git working tree.

@@ -414,7 +414,7 @@ func (fx *flowExec) commit(ctx context.Context, c workflow.ActionCall, tried boo
 	if c.Task != nil {
 		title = cmp.Or(c.Task.Title, c.Task.ID)
 	}
-	sha, err := ir.repo.Commit(ctx, fx.e.commitSubject(ir, title), mark, workspace.CommitOptions{Except: c.Others, Base: fx.e.d.Config.BaseBranch,
+	sha, err := ir.repo.Commit(ctx, fx.e.commitSubject(ir, title), mark, workspace.CommitOptions{Except: c.Others, Base: fx.e.baseRef(ctx),
 		Check: outsideLinks(ir), Mask: fx.e.commitMask(), Describe: true})
 	if err != nil {
 		return "", err

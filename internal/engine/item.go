@@ -307,11 +307,14 @@ func (e *Engine) provision(ctx context.Context, ir *itemRun) error {
 		}
 	}
 	branch := workspace.BranchName(ir.it.ID, ir.task.Title)
-	base := e.d.Config.BaseBranch
+	var base string
 	if ir.remote != nil {
-		if base, err = ir.remote.Fetch(ctx, branch); err != nil {
-			return err
-		}
+		base, err = ir.remote.Fetch(ctx, branch)
+	} else {
+		base, err = e.startBase(ctx, ir, branch)
+	}
+	if err != nil {
+		return err
 	}
 	wt, err := e.wts.Ensure(ctx, ir.it.ID, branch, base, workspace.EnsureOptions{AllowDirty: owned, Untrusted: !ir.trusted})
 	if err != nil {

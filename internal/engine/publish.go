@@ -86,7 +86,7 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 	branch := currentBranch(ctx, ir)
 	pushID := ir.it.ID + "/publish/push#1"
 	if rec, err := e.d.Store.GetStep(ctx, ir.run, pushID); err != nil || rec.Status != store.StepCompleted {
-		if ahead, err := ir.repo.Ahead(ctx, e.d.Config.BaseBranch); err == nil && !ahead {
+		if ahead, err := ir.repo.Ahead(ctx, e.baseRef(ctx)); err == nil && !ahead {
 			return "", errNoChanges
 		}
 		if err := e.guardCI(ctx, ir); err != nil {
@@ -153,7 +153,7 @@ func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
 		title, body = reply.PullRequest(data, title)
 	}
 	if body == "" {
-		log, _ := ir.repo.Git(context.Background(), "log", "--format=- %s", e.d.Config.BaseBranch+"..HEAD")
+		log, _ := ir.repo.Git(context.Background(), "log", "--format=- %s", e.baseRef(context.Background())+"..HEAD")
 		body = "Changes:\n\n" + strings.TrimSpace(log)
 	}
 	return title, body + fmt.Sprintf("\n\nCloses #%d\n", is.Number)

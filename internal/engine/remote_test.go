@@ -596,8 +596,11 @@ func TestRemoteItemGitProcesses(t *testing.T) {
 	// Each step ends with a git status; the four agent steps leave their
 	// file uncommitted, which takes an add and a write-tree into a copy of
 	// the index, a commit-tree and a push of the WIP commit; the item's
-	// end deletes the WIP ref (one push more).
-	if want := map[string]int{"fetch": 2, "push": 4 + 4 + 1, "remote": 1, "status": 8, "add": 4, "write-tree": 4, "commit-tree": 4}; !mapsEqual(extra, want) {
+	// end deletes the WIP ref (one push more). The local item fetches the
+	// base from origin as it starts (a remote get-url, the fetch, and a
+	// rev-parse finding its branch not made yet); the remote item fetches
+	// it with its branch, and once more.
+	if want := map[string]int{"fetch": 1, "push": 4 + 4 + 1, "rev-parse": -1, "status": 8, "add": 4, "write-tree": 4, "commit-tree": 4}; !mapsEqual(extra, want) {
 		t.Errorf("a remote item adds %v git processes, want %v", extra, want)
 	}
 
@@ -610,9 +613,10 @@ func TestRemoteItemGitProcesses(t *testing.T) {
 	if err != nil || sum.Status != store.RunCompleted {
 		t.Fatalf("run: %+v, %v", sum, err)
 	}
+	// It fetches the base from origin as the item starts, once.
 	for _, sub := range []string{"fetch", "push", "merge", "stash", "remote", "ls-remote", "write-tree", "commit-tree", "restore"} {
-		if by[sub] != 0 {
-			t.Errorf("the embedded engine ran git %s %d times: %v", sub, by[sub], by)
+		if want := map[string]int{"fetch": 1, "remote": 1}[sub]; by[sub] != want {
+			t.Errorf("the embedded engine ran git %s %d times, want %d: %v", sub, by[sub], want, by)
 		}
 	}
 	if heads := git(t, rig.origin, "for-each-ref", "refs/heads/cadre/"); heads != "" {

@@ -22,7 +22,7 @@ import (
 // changed files cannot be listed the pull request is not opened: the check
 // fails closed.
 func (e *Engine) guardSensitive(ctx context.Context, ir *itemRun, pr *codehost.PullRequest) error {
-	out, err := ir.repo.Git(ctx, "diff", "--name-only", "-z", "--no-renames", pr.Base+"...HEAD", "--")
+	out, err := ir.repo.Git(ctx, "diff", "--name-only", "-z", "--no-renames", e.baseRef(ctx)+"...HEAD", "--")
 	if err != nil {
 		return fmt.Errorf("list the pull request's files: %w", err)
 	}
@@ -55,7 +55,7 @@ func (e *Engine) guardCI(ctx context.Context, ir *itemRun) error {
 	if ir.trusted {
 		return nil
 	}
-	out, err := ir.repo.Git(ctx, "diff", "--name-only", "-z", "--no-renames", e.d.Config.BaseBranch+"...HEAD", "--")
+	out, err := ir.repo.Git(ctx, "diff", "--name-only", "-z", "--no-renames", e.baseRef(ctx)+"...HEAD", "--")
 	if err != nil {
 		return fmt.Errorf("list the branch's files: %w", err)
 	}

@@ -190,15 +190,16 @@ func (p *pool) prepare(ctx context.Context, dir string) error {
 	return err
 }
 
-// take hands a prepared worktree to item on a new branch from the base, at
-// path, or returns nil when none is ready or the hand-over fails (the
-// caller then creates the worktree as usual). The prepared worktree is
-// switched to the new branch where it stands (no file changes while the
-// base has not moved), then moved: its registration is pointed at path
+// take hands a prepared worktree to item on a new branch from base (the
+// base branch, or the commit origin has it at), at path, or returns nil
+// when none is ready or the hand-over fails (the caller then creates the
+// worktree as usual). The prepared worktree is switched to the new branch
+// where it stands (the files base changed since it was prepared are
+// checked out, none while the base has not moved), then moved: its registration is pointed at path
 // first and the directory renamed after, so a kill in between leaves a
 // directory the next run's cleanPool removes and a registration it
 // prunes, never an item worktree on the wrong branch.
-func (p *pool) take(ctx context.Context, repo *Repo, branch, path string) *Repo {
+func (p *pool) take(ctx context.Context, repo *Repo, branch, base, path string) *Repo {
 	if !repo.untrusted && p.repo.filterConfig(ctx) != "" {
 		return nil // checked out without the filters a trusted item gets
 	}
@@ -224,7 +225,7 @@ func (p *pool) take(ctx context.Context, repo *Repo, branch, path string) *Repo 
 			p.w.repo.Git(ctx, "worktree", "prune")
 		}
 	}
-	if _, err := wt.Git(ctx, "checkout", "--quiet", "--no-track", "-b", branch, p.base); err != nil {
+	if _, err := wt.Git(ctx, "checkout", "--quiet", "--no-track", "-b", branch, base); err != nil {
 		discard()
 		return nil
 	}

@@ -159,7 +159,7 @@ func (w *Worktrees) Ensure(ctx context.Context, item, branch, base string, opt E
 	if opt.Untrusted {
 		repo = repo.Untrusted()
 	}
-	if wt := w.takePrepared(ctx, repo, item, branch); wt != nil {
+	if wt := w.takePrepared(ctx, repo, item, branch, base); wt != nil {
 		return wt, nil
 	}
 	w.mu.Lock()
@@ -189,10 +189,10 @@ func (w *Worktrees) checkNames(ctx context.Context, item, branch string) error {
 }
 
 // takePrepared hands over a prepared worktree of the pool as item's on
-// branch, when the pool is on, item has no worktree, and none of it is
+// branch, made from base, when the pool is on, item has no worktree, and none of it is
 // half-made (that is cleared away first); nil otherwise. It runs outside
 // w.mu, which the pool holds while it prepares the next one.
-func (w *Worktrees) takePrepared(ctx context.Context, repo *Repo, item, branch string) *Repo {
+func (w *Worktrees) takePrepared(ctx context.Context, repo *Repo, item, branch, base string) *Repo {
 	w.poolMu.Lock()
 	p := w.pool
 	w.poolMu.Unlock()
@@ -206,7 +206,7 @@ func (w *Worktrees) takePrepared(ctx context.Context, repo *Repo, item, branch s
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	return p.take(ctx, repo, branch, path)
+	return p.take(ctx, repo, branch, base, path)
 }
 
 // reuse returns the existing worktree at path, which must be on branch
