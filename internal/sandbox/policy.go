@@ -227,6 +227,7 @@ func (p *Policy) Prepare(ctx context.Context, st Step) (*Prepared, error) {
 		}
 	}
 	sb.Expose = append(append(sb.Expose, hiddenPath(envGet(st.Env, "PATH"), hostHome, covered)...), st.Readable...)
+	sb.Expose = append(sb.Expose, managerRoots(envGet(st.Env, "PATH"), hostHome, func(k string) string { return envGet(st.Env, k) })...)
 	caches := p.BuildCache
 	if caches == "" {
 		tmp, err := os.MkdirTemp("", "cadre-cache-")
