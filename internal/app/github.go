@@ -144,7 +144,10 @@ func (g *GitHub) Issue(ctx context.Context, ref string) (codehost.Issue, error) 
 	for _, c := range is.Comments {
 		fmt.Fprintf(&b, "\n\n---\nComment by @%s:\n\n%s", c.Author, strings.TrimSpace(c.Body))
 	}
-	return codehost.Issue{Repo: r.Owner + "/" + r.Repo, Number: is.Number, Title: is.Title, Body: b.String(),
+	// A secret of cadre's written into the issue is masked before the
+	// issue is stored (its record, task file, branch name, journal) or
+	// shown to an agent.
+	return codehost.Issue{Repo: r.Owner + "/" + r.Repo, Number: is.Number, Title: g.mask.String(is.Title), Body: g.mask.String(b.String()),
 		URL: is.URL, Author: is.Author, Labels: is.Labels}, nil
 }
 
@@ -163,7 +166,7 @@ func (g *GitHub) Issues(ctx context.Context, q codehost.IssueQuery) ([]codehost.
 	}
 	out := make([]codehost.Issue, 0, len(list))
 	for _, is := range list {
-		out = append(out, codehost.Issue{Repo: owner + "/" + name, Number: is.Number, Title: is.Title, URL: is.URL, Author: is.Author, Labels: is.Labels})
+		out = append(out, codehost.Issue{Repo: owner + "/" + name, Number: is.Number, Title: g.mask.String(is.Title), URL: is.URL, Author: is.Author, Labels: is.Labels})
 	}
 	return out, nil
 }

@@ -300,7 +300,7 @@ func TestAgentCrashStopsRunnerImmediately(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Status != store.RunFailed || !strings.Contains(sum.Reason, "coder exited with code 1: boom") {
+	if sum.Status != store.RunFailed || !strings.Contains(sum.Reason, "coder exited with code 1 (see ") || !strings.HasSuffix(sum.Reason, "; its stderr ends: boom") {
 		t.Errorf("summary %s %q", sum.Status, sum.Reason)
 	}
 	if diff := cmp.Diff([]string{"a/plan/planner#1", "a/code/coder#1"}, e.fake.calls); diff != "" {

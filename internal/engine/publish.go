@@ -166,7 +166,7 @@ func (e *Engine) finishIssue(ctx context.Context, ir *itemRun, ok bool, reason s
 		return "", nil
 	}
 	if !ok {
-		return "", e.comment(ctx, ir, "failed", "cadre could not complete this issue: "+oneLine(reason))
+		return "", e.comment(ctx, ir, "failed", "cadre could not complete this issue: "+e.publicReason(reason)+"\n\n"+e.logPointer(ir))
 	}
 	url, err := e.publishItem(ctx, ir)
 	if errors.Is(err, workflow.ErrPaused) {
@@ -180,7 +180,7 @@ func (e *Engine) finishIssue(ctx context.Context, ir *itemRun, ok bool, reason s
 		return "", err
 	}
 	if err != nil {
-		return "", both(err, e.comment(ctx, ir, "failed", "cadre finished the work but could not publish it: "+oneLine(err.Error())))
+		return "", both(err, e.comment(ctx, ir, "failed", "cadre finished the work but could not publish it: "+e.publicReason(err.Error())+"\n\n"+e.logPointer(ir)))
 	}
 	msg := "cadre finished this issue"
 	if url != "" {

@@ -416,7 +416,7 @@ func (e *Engine) invoke(ctx context.Context, rn runner.Runner, inv runner.Invoca
 		// An auditor that exits non-zero but rated the work is an audit
 		// failure, not a crash: its signal stands.
 		if res.ExitCode != 0 && !(perr == nil && inv.Role == workflow.RoleAuditor) {
-			got.failure = fmt.Sprintf("%s exited with code %d%s (see %s)", inv.Role, res.ExitCode, tail(res.StderrTail), inv.LogPath)
+			got.failure = fmt.Sprintf("%s exited with code %d (see %s)%s", inv.Role, res.ExitCode, inv.LogPath, stderrNote(inv.Mask.String(res.StderrTail)))
 			return got, nil
 		}
 		if perr == nil {
@@ -478,20 +478,6 @@ func triageSignal(output string) signal.Signal {
 		sum += " (" + strings.Join(t.Roles, ", ") + ")"
 	}
 	return signal.Signal{Agent: roleTriage, Result: signal.Success, LoopSummary: sum, Context: t.Reasoning}
-}
-
-func tail(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return ""
-	}
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	if len(s) > 200 {
-		s = s[len(s)-200:]
-	}
-	return ": " + s
 }
 
 // collectOutput settles the step's output file: the agent's own file when it
