@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -214,10 +215,15 @@ type view struct {
 
 var shaRE = regexp.MustCompile(`[0-9a-f]{40}`)
 
+// tokenRE is the token in an agent step's output file name, which differs
+// from run to run.
+var tokenRE = regexp.MustCompile(`\.[0-9a-f]{32}\.md\b`)
+
 func journalView(t *testing.T, e *env, run string) view {
 	t.Helper()
 	ctx := context.Background()
 	clean := func(s string) string {
+		s = tokenRE.ReplaceAllString(s, ".TOKEN.md")
 		return shaRE.ReplaceAllString(strings.ReplaceAll(strings.ReplaceAll(s, e.root, "ROOT"), run, "RUN"), "SHA")
 	}
 	var v view
@@ -309,15 +315,16 @@ func TestReplicatedStepsJournalAsOnTheTruth(t *testing.T) {
 		t.Errorf("nothing journaled: %+v", got)
 	}
 	// The files the board and later steps read are the truth's.
-	for _, f := range []string{"outputs/code-coder-1.md", "outputs/audit-auditor-2.md", "current_cycle.md", promptlog.File} {
-		a, err1 := os.ReadFile(filepath.Join(itemDir(direct.root, dsum.Run, "b"), f))
-		b, err2 := os.ReadFile(filepath.Join(itemDir(truth.root, sum.Run, "b"), f))
+	for _, f := range []string{"outputs/code-coder-1.*.md", "outputs/audit-auditor-2.*.md", "current_cycle.md", promptlog.File} {
+		a, err1 := readGlob(filepath.Join(itemDir(direct.root, dsum.Run, "b"), f))
+		b, err2 := readGlob(filepath.Join(itemDir(truth.root, sum.Run, "b"), f))
 		if err1 != nil || err2 != nil {
 			t.Errorf("%s: %v, %v", f, err1, err2)
 			continue
 		}
 		norm := func(d []byte, root, run string) string {
 			s := strings.ReplaceAll(strings.ReplaceAll(string(d), root, "ROOT"), run, "RUN")
+			s = tokenRE.ReplaceAllString(s, ".TOKEN.md")
 			return regexp.MustCompile(`(?m)^# Cycle: .*$`).ReplaceAllString(s, "")
 		}
 		if f == promptlog.File {
@@ -775,4 +782,14 @@ func openItem(ctx context.Context, eng *Engine, run, item string) (*ItemSteps, e
 // itemDir is the directory of an item of a run under root.
 func itemDir(root, run, item string) string {
 	return filepath.Join(root, ".cadre", "runs", run, "items", item)
+}
+
+// readGlob reads the one file pattern names (an agent step's output,
+// whose name holds a token).
+func readGlob(pattern string) ([]byte, error) {
+	m, err := filepath.Glob(pattern)
+	if err != nil || len(m) != 1 {
+		return nil, fmt.Errorf("%s: %d files (%v)", pattern, len(m), err)
+	}
+	return os.ReadFile(m[0])
 }

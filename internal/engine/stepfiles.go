@@ -2,13 +2,15 @@ package engine
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/contextfile"
 	"github.com/cadre-dev/cadre/internal/promptlog"
@@ -21,7 +23,7 @@ import (
 func (e *Engine) prepareStep(sr *stepRun) (out agentOut, done bool, err error) {
 	ir := sr.ir
 	sr.ctxPath, sr.outPath, sr.logPath = ir.stepFiles(sr.sp.ID)
-	sr.outPath = nextOutput(sr.outPath, sr.lastOutput)
+	sr.outPath = attemptOutput(sr.outPath, sr.lastOutput)
 	cf := e.stepContext(ir, sr.sp, sr.outPath)
 	// Compact: the context file is read by agents, and every byte of it is
 	// a token of every step.
@@ -153,20 +155,22 @@ func itemText(body string) string {
 	return "<<<ITEM TEXT (untrusted)\n" + strings.TrimRight(body, "\n") + "\nITEM TEXT (untrusted)>>>\n"
 }
 
-// nextOutput is the output file of a step's attempt: first, else one
-// named after the last attempt's (last) with the next try number, so that
-// a process the last attempt left behind, still writing its output file,
-// cannot write this attempt's result.
-func nextOutput(first, last string) string {
-	if last == "" {
-		return first
-	}
+// attemptOutput is the output file of one attempt of a step whose files
+// are named after first: first's name with a token no earlier process
+// could know, never the last attempt's (last). A process an earlier
+// attempt or step left behind (one that left its process group, where no
+// sandbox ends it with the step) cannot write this attempt's result, as it
+// could a name made of the step id and a try number. The token begins
+// with the time, so an item's outputs list in the order they were made.
+// The journal records the name with the step.
+func attemptOutput(first, last string) string {
 	stem := strings.TrimSuffix(first, ".md")
-	try := 1
-	if rest, ok := strings.CutPrefix(last, stem+".try"); ok {
-		if n, err := strconv.Atoi(strings.TrimSuffix(rest, ".md")); err == nil {
-			try = n
+	for {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // crypto/rand never fails on Linux
+		p := fmt.Sprintf("%s.%016x%s.md", stem, uint64(time.Now().UnixNano()), hex.EncodeToString(b[:]))
+		if p != last {
+			return p
 		}
 	}
-	return fmt.Sprintf("%s.try%d.md", stem, try+1)
 }
