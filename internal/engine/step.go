@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/cyclelog"
 	"github.com/cadre-dev/cadre/internal/eval"
@@ -269,6 +270,7 @@ func (e *Engine) invocation(ctx context.Context, sr *stepRun) runner.Invocation 
 			e.publish(ir, ev)
 		}}
 	inv.OnStart = e.recordGroup(ctx, ir, sp.ID)
+	inv.Grace = time.Duration(e.d.Config.Limits.KillGrace)
 	inv.Sandbox = e.stepSandbox(ir, base)
 	inv.Mask = e.d.Mask
 	return inv
