@@ -28,7 +28,12 @@ func NewCmdRetry(f *Factory, runF func(context.Context, *Factory, *RetryOptions)
 ITEM) its attempts again and continue the run: the item goes on from where it stopped, in its
 worktree, with its completed steps kept (replayed from the journal, never run again); the
 decisions that had used up its attempts (the pipeline's limits.max_attempts) find as many
-more, and an agent whose FAIL ended the item is asked again (its step's id ending /retryN). The run's other unfinished items go on too, as with cadre resume.` + exitStatusRunning,
+more, and an agent whose FAIL ended the item is asked again (its step's id ending /retryN).
+The run's other unfinished items go on too, as with cadre resume.
+
+While cadre watch holds the repository, the retry is handed to it: journaled, and taken up at
+the watch's next pass (exit 0). While another run holds it, the retry is refused (exit 2) and
+nothing changes.` + exitStatusRunning,
 		Example: `  cadre retry add-login                      # the latest run that has the item
   cadre retry 20261122-101500-ab12 add-login`,
 		Args: func(cmd *cobra.Command, args []string) error {
