@@ -74,7 +74,7 @@ func BenchmarkFollowBacklog(b *testing.B) {
 		cfg := config.Default()
 		cfg.Repository, cfg.GitHub.APIURL = "o/r", srv.URL
 		gh := app.NewGitHub(app.Workspace{Root: dir, Config: cfg}, func(string) string { return "tok" }, forge.WithWriteGap(0))
-		sim := &backlog{srv: srv, sha: sha, version: map[int]int{}, paused: map[int]bool{}}
+		sim := &backlog{srv: srv, sha: sha, version: map[int]int{}, paused: map[int]bool{}, tree: tree}
 		f := &follow.Follower{Store: st, Host: sim.host(gh), Steps: sim, Trees: benchTrees{tree}, Config: cfg.Follow, Base: "main",
 			Pause: sim.pause, Unpause: func(context.Context, follow.Item) error { return nil }}
 		if _, err := f.Pass(ctx); err != nil { // the first pass reads every pull request
@@ -138,6 +138,7 @@ type backlog struct {
 	pending  []int       // pull requests whose checks finish next minute
 	failures []*failure
 	paused   map[int]bool // a human was asked about the pull request
+	tree     string       // the tree fixes commit in
 }
 
 // failure is a check that failed, and the minute cadre acted on it.
@@ -197,7 +198,11 @@ func (s *backlog) Fix(_ context.Context, it follow.Item, _, _ string, fb follow.
 	if fb.Kind == follow.CIFailed {
 		s.acted(it.PR)
 	}
-	return follow.Fixed{Commit: "c0ffee"}, nil
+	// A commit, so there is something to push.
+	if out, err := exec.Command("git", "-C", s.tree, "-c", "user.name=b", "-c", "user.email=b@x", "commit", "-q", "--allow-empty", "-m", "fix").CombinedOutput(); err != nil {
+		return follow.Fixed{}, fmt.Errorf("%v %s", err, out)
+	}
+	return follow.Fixed{Result: "SUCCESS", Commit: "c0ffee"}, nil
 }
 
 // pause is a human asked: out of rounds, the failure is acted on so.

@@ -122,7 +122,7 @@ type Follower struct {
 	Warn func(it Item, msg string)
 	// Pause journals an item as waiting for a human, saying why, and
 	// tells whoever is notified; Unpause puts it back; Paused says
-	// whether it waits.
+	// whether it waits (nil: always, so Unpause is called each time).
 	Pause   func(ctx context.Context, it Item, reason string) error
 	Unpause func(ctx context.Context, it Item) error
 	Paused  func(ctx context.Context, it Item) (bool, error)
@@ -566,9 +566,11 @@ func (f *Follower) pause(ctx context.Context, it Item, act Action, h history) er
 // resume puts an item a human answered back to following, once: the
 // pause label comes off, then the item is journaled running.
 func (f *Follower) resume(ctx context.Context, it Item) error {
-	paused, err := f.Paused(ctx, it)
-	if err != nil || !paused {
-		return err
+	if f.Paused != nil {
+		paused, err := f.Paused(ctx, it)
+		if err != nil || !paused {
+			return err
+		}
 	}
 	if err := f.Host.Label(ctx, it.PR, f.Config.PauseLabel, false); err != nil {
 		return fmt.Errorf("unlabel pull request #%d: %w", it.PR, err)
