@@ -304,6 +304,17 @@ type Sandbox struct {
 	// Caches are more host paths agents see under bwrap: PATH read-only,
 	// PATH:rw a writable directory kept with the build caches.
 	Caches []string `yaml:"caches"`
+	// AllowUnconfined lets an untrusted item run where its confinement
+	// cannot work (mode auto where bubblewrap does not); unset, such an
+	// item is refused (see RefusesUnconfined).
+	AllowUnconfined bool `yaml:"allow_unconfined"`
+}
+
+// RefusesUnconfined says whether an item may not run where nothing
+// confines it: an untrusted one (see TrustsRepo), unless
+// allow_unconfined says it may. A trusted item runs with a warning.
+func (s Sandbox) RefusesUnconfined(trusted bool) bool {
+	return !trusted && !s.AllowUnconfined
 }
 
 // NetworkFor is the network of a confined item's agents: sandbox.network

@@ -186,7 +186,7 @@ func TestParseErrors(t *testing.T) {
 			`cadre.yaml:2: unknown key "modle" in roles.judge (did you mean "model"?)`},
 		{"unknown key without a close match lists the keys",
 			"sandbox:\n  image: alpine\n",
-			`cadre.yaml:2: unknown key "image" in sandbox (valid keys: mode, network, allow_hosts, trust_repo, caches)`},
+			`cadre.yaml:2: unknown key "image" in sandbox (valid keys: mode, network, allow_hosts, trust_repo, caches, allow_unconfined)`},
 		{"word for an integer",
 			"limits:\n  max_attempts: two\n",
 			`cadre.yaml:2: limits.max_attempts: want an integer, got "two"`},

@@ -241,6 +241,8 @@ var keyEffects = []keyEffect{
 		by: "engine: local task files and prompts get their tree's executable configuration hidden from agents, and no git filter runs"},
 	{key: "sandbox.trust_repo", yaml: "sandbox: {trust_repo: true}", read: func(c Config) any { return c.Sandbox.TrustsRepo(true) },
 		by: "engine: issues from authors outside github.authors keep their tree's configuration"},
+	{key: "sandbox.allow_unconfined", yaml: "sandbox: {allow_unconfined: true}", read: func(c Config) any { return c.Sandbox.RefusesUnconfined(false) },
+		by: "engine: an untrusted item runs where nothing confines it, with the warning, instead of being refused before the run starts"},
 	{key: "selector.candidates", yaml: "selector: {candidates: [claude, codex/o3]}", read: func(c Config) any { return c.Selector.Candidates },
 		by: "engine: runner auto chooses among them (cadre run --dry-run shows the choice)"},
 	{key: "selector.candidates", yaml: "selector: {candidates: [claude/]}",

@@ -53,6 +53,11 @@ func (e *Engine) begin(ctx context.Context, ir *itemRun, loadErr error, provisio
 		msg := loadErr.Error()
 		return end(change{status: store.ItemFailed, reason: &msg}, itemOutcome{failed: true, reason: msg})
 	}
+	// A run started with confinement and resumed without, or a worker
+	// with none: the item fails before any step.
+	if msg := e.unconfinedRefusal(ir.it); msg != "" {
+		return end(change{status: store.ItemFailed, reason: &msg}, itemOutcome{failed: true, reason: msg})
+	}
 	if reason := e.unmetDeps(ir.task, ir.rs); reason != "" {
 		return end(skipped(reason), itemOutcome{})
 	}

@@ -87,6 +87,9 @@ func (e *Engine) agentStep(ctx context.Context, ir *itemRun, sp agentSpec) (agen
 	if out, done, err := e.replayStep(ctx, sr); done || err != nil {
 		return out, err
 	}
+	if msg := e.unconfinedRefusal(ir.it); msg != "" {
+		return agentOut{failure: msg}, nil
+	}
 	if out, done, err := e.chooseRunner(ctx, sr); done || err != nil {
 		return out, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/event"
 	"github.com/cadre-dev/cadre/internal/item/intake"
 	"github.com/cadre-dev/cadre/internal/item/taskfile"
+	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // intake is the loader of this repository's items.
@@ -23,6 +24,9 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 	tasks, err := e.intake().Load(ctx, runID, wanted(opts))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	if err := e.refuseUnconfined(runID, opts, tasks); err != nil {
+		return nil, err
 	}
 	if opts.Again {
 		return tasks, nil
@@ -39,6 +43,36 @@ func (e *Engine) loadTargets(ctx context.Context, runID string, opts Options) ([
 		e.d.Bus.Publish(event.Event{Run: runID, Type: event.Warning, Message: line})
 	}
 	return keep, nil
+}
+
+// refuseUnconfined refuses, before the run starts, a run with an item
+// that may not run unconfined where nothing confines it (unconfinedRefusal).
+// On Temporal the workers confine the agents, and each refuses such an
+// item as it begins it.
+func (e *Engine) refuseUnconfined(runID string, opts Options, tasks []*taskfile.Task) error {
+	if e.d.Sandbox != nil || opts.Temporal != nil {
+		return nil
+	}
+	in := e.intake()
+	var why string
+	var others []string
+	for _, t := range tasks {
+		switch msg := e.unconfinedRefusal(store.Item{ID: t.ID, Source: in.Source(t), Ref: t.Path}); {
+		case msg == "":
+		case why == "":
+			why = msg
+		default:
+			others = append(others, t.ID)
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	os.RemoveAll(filepath.Join(e.StateDir(), "runs", runID)) // no run is made
+	if len(others) > 0 {
+		why += " (so are items " + strings.Join(others, ", ") + ")"
+	}
+	return fmt.Errorf("%w: %s", ErrPreflight, why)
 }
 
 // wanted is what a run of opts names to work on.

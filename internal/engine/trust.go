@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/cadre-dev/cadre/internal/item/intake"
@@ -29,4 +30,22 @@ func (e *Engine) itemSandbox(ir *itemRun) *sandbox.Policy {
 		dir = filepath.Join(e.StateDir(), "cache", "items", ir.run, ir.it.ID)
 	}
 	return e.d.Sandbox.ForItem(ir.trusted, dir)
+}
+
+// unconfinedRefusal says why item it may not run here, or "": it is
+// untrusted, its confinement cannot work here (sandbox.mode auto where
+// bubblewrap does not work), and sandbox.allow_unconfined does not let it
+// run unconfined. An explicit sandbox.mode none is a choice to confine
+// nothing, not confinement failing; mode bwrap never starts unconfined.
+func (e *Engine) unconfinedRefusal(it store.Item) string {
+	c := e.d.Config.Sandbox
+	if e.d.Sandbox != nil || c.Mode != sandbox.ModeAuto || !c.RefusesUnconfined(e.trustsRepo(it)) {
+		return ""
+	}
+	untrusted := "its author is not in github.authors"
+	if c.TrustRepo != nil {
+		untrusted = "sandbox.trust_repo: false"
+	}
+	return fmt.Sprintf("item %s is untrusted (%s) and nothing would confine it (sandbox.mode auto, and bubblewrap does not work here): "+
+		"make bubblewrap work here, or set sandbox.allow_unconfined: true to run it unconfined", it.ID, untrusted)
 }
