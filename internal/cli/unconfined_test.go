@@ -33,11 +33,14 @@ func TestStrangerRefusedUnconfined(t *testing.T) {
 	}
 	config("")
 
-	code, out, errOut := g.cadre(t, "", "run", "1")
 	want := "cadre: item 1 is untrusted (its author is not in github.authors) and nothing would confine it " +
 		"(sandbox.mode auto, and bubblewrap does not work here): make bubblewrap work here, or set sandbox.allow_unconfined: true to run it unconfined\n"
-	if code != 2 || !strings.HasSuffix(errOut, want) || strings.Count(errOut, "cadre: ") != 1 {
-		t.Fatalf("exit %d, stderr:\n%s\nwant exit 2 and the last line %q\n%s", code, errOut, want, out)
+	// The dry run refuses what the run would.
+	for _, args := range [][]string{{"run", "--dry-run", "1"}, {"run", "1"}} {
+		code, out, errOut := g.cadre(t, "", args...)
+		if code != 2 || !strings.HasSuffix(errOut, want) || strings.Count(errOut, "cadre: ") != 1 {
+			t.Fatalf("cadre %s: exit %d, stderr:\n%s\nwant exit 2 and the last line %q\n%s", strings.Join(args, " "), code, errOut, want, out)
+		}
 	}
 	if cs := g.fake.Comments("acme", "widgets", 1); len(cs) != 0 {
 		t.Errorf("the issue was told %+v", cs)
@@ -51,7 +54,7 @@ func TestStrangerRefusedUnconfined(t *testing.T) {
 
 	// The explicit override: it runs, unconfined, and says so.
 	os.WriteFile(filepath.Join(g.dir, "cadre.yaml"), append(must(os.ReadFile(filepath.Join(g.dir, "cadre.yaml"))), "sandbox: {allow_unconfined: true}\n"...), 0o644)
-	code, out, errOut = g.cadre(t, "", "run", "1")
+	code, out, errOut := g.cadre(t, "", "run", "1")
 	if code != 0 || !strings.Contains(errOut+out, "sandbox.mode auto: agents run unconfined") {
 		t.Fatalf("allow_unconfined: exit %d\n%s\n%s", code, errOut, out)
 	}

@@ -20,5 +20,12 @@ func (e *Engine) DryRun(ctx context.Context, opts Options) ([]dryrun.Item, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
+	if opts.Temporal == nil {
+		for _, it := range plan {
+			if why := e.refusesUnconfined(it.ID, it.Trusted); why != "" && it.Note == "" {
+				return nil, fmt.Errorf("%w: %s", ErrPreflight, why)
+			}
+		}
+	}
 	return plan, nil
 }

@@ -38,8 +38,13 @@ func (e *Engine) itemSandbox(ir *itemRun) *sandbox.Policy {
 // run unconfined. An explicit sandbox.mode none is a choice to confine
 // nothing, not confinement failing; mode bwrap never starts unconfined.
 func (e *Engine) unconfinedRefusal(it store.Item) string {
+	return e.refusesUnconfined(it.ID, e.trustsRepo(it))
+}
+
+// refusesUnconfined is unconfinedRefusal for item id of the trust given.
+func (e *Engine) refusesUnconfined(id string, trusted bool) string {
 	c := e.d.Config.Sandbox
-	if e.d.Sandbox != nil || c.Mode != sandbox.ModeAuto || !c.RefusesUnconfined(e.trustsRepo(it)) {
+	if e.d.Sandbox != nil || c.Mode != sandbox.ModeAuto || !c.RefusesUnconfined(trusted) {
 		return ""
 	}
 	untrusted := "its author is not in github.authors"
@@ -47,5 +52,5 @@ func (e *Engine) unconfinedRefusal(it store.Item) string {
 		untrusted = "sandbox.trust_repo: false"
 	}
 	return fmt.Sprintf("item %s is untrusted (%s) and nothing would confine it (sandbox.mode auto, and bubblewrap does not work here): "+
-		"make bubblewrap work here, or set sandbox.allow_unconfined: true to run it unconfined", it.ID, untrusted)
+		"make bubblewrap work here, or set sandbox.allow_unconfined: true to run it unconfined", id, untrusted)
 }
