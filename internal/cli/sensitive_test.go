@@ -34,7 +34,9 @@ func TestSensitivePullRequestIsLabelledDraft(t *testing.T) {
 	}
 	setConfig := func(allow string) {
 		t.Helper()
-		cfg := "repository: acme/widgets\ngithub: {api_url: \"" + g.fake.URL + "\", labels: [cadre]" + allow + "}\n" +
+		// The issues' authors are trusted: a stranger's CI change is not
+		// even pushed (TestStrangersCIEditsWaitForAPerson).
+		cfg := "repository: acme/widgets\ngithub: {api_url: \"" + g.fake.URL + "\", labels: [cadre], authors: [alice, bob]" + allow + "}\n" +
 			"defaults: {runner: hostile, workflow: simple}\nrunners:\n  hostile: {type: exec, command: " + agent + "}\n"
 		if err := os.WriteFile(filepath.Join(g.dir, "cadre.yaml"), []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
