@@ -11,6 +11,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/follow"
 	"github.com/cadre-dev/cadre/internal/forge"
+	"github.com/cadre-dev/cadre/internal/ghtext"
 )
 
 // logTail is how many of a failed Actions job's last log lines
@@ -129,7 +130,9 @@ func (g *GitHub) Comment(ctx context.Context, pr int, marker, body string) error
 	if err != nil {
 		return err
 	}
-	_, err = g.client.EnsureComment(ctx, owner, name, pr, marker, body)
+	// Comments and replies quote agents and CI: made safe before they go
+	// out, closing nothing (a pull request's comment closes no issue).
+	_, err = g.client.EnsureComment(ctx, owner, name, pr, marker, ghtext.Body(body, ghtext.Issue{}))
 	return err
 }
 
@@ -206,7 +209,7 @@ func (g *GitHub) Reply(ctx context.Context, pr int, comment int64, marker, body 
 	if err != nil {
 		return err
 	}
-	_, err = g.client.ReplyToReviewComment(ctx, owner, name, pr, comment, marker, body)
+	_, err = g.client.ReplyToReviewComment(ctx, owner, name, pr, comment, marker, ghtext.Body(body, ghtext.Issue{}))
 	return err
 }
 
@@ -228,7 +231,7 @@ func (g *GitHub) Merge(ctx context.Context, pr int, method, head, title string) 
 		return err
 	}
 	if title != "" {
-		title = fmt.Sprintf("%s (#%d)", title, pr)
+		title = fmt.Sprintf("%s (#%d)", ghtext.Title(title), pr)
 	}
 	_, err = g.client.MergePR(ctx, owner, name, pr, method, head, title)
 	if forge.IsHeadMoved(err) {

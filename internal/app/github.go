@@ -13,6 +13,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/forge"
+	"github.com/cadre-dev/cadre/internal/ghtext"
 	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/safefile"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -270,7 +271,10 @@ func (g *GitHub) EnsurePR(ctx context.Context, p codehost.PullRequest) (string, 
 	if err != nil {
 		return "", 0, err
 	}
-	pr, _, err := g.client.EnsurePR(ctx, owner, name, forge.NewPR{Title: p.Title, Body: p.Body, Head: p.Head, Base: p.Base, Draft: p.Draft, Labels: p.Labels})
+	// The title and body are agents' text: made safe before they go out.
+	own := ghtext.Issue{Repo: p.Repo, Number: p.Issue}
+	pr, _, err := g.client.EnsurePR(ctx, owner, name, forge.NewPR{Title: ghtext.Title(p.Title), Body: ghtext.Body(p.Body, own),
+		Head: p.Head, Base: p.Base, Draft: p.Draft, Labels: p.Labels})
 	return pr.URL, pr.Number, err
 }
 
@@ -283,7 +287,7 @@ func (g *GitHub) EnsureComment(ctx context.Context, repo string, issue int, mark
 	if err != nil {
 		return err
 	}
-	_, err = g.client.EnsureComment(ctx, owner, name, issue, marker, body)
+	_, err = g.client.EnsureComment(ctx, owner, name, issue, marker, ghtext.Body(body, ghtext.Issue{Repo: repo, Number: issue}))
 	return err
 }
 

@@ -248,11 +248,13 @@ const leakScenario = `rules:
 `
 
 // Keys of well-known shapes that are not cadre's: an agent read them
-// somewhere and the pull request composer wrote them down.
+// somewhere and the pull request composer wrote them down. They share no
+// run of 12 characters with cadre's own secrets, which would be masked
+// first and leave too little of the shape to be recognised.
 const (
 	awsKey       = "AKIAIOSFODNN7EXAMPLE"
-	anthropicKey = "sk-ant-api03-shapedKEY0123456789abcdef"
-	patKey       = "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefgh"
+	anthropicKey = "sk-ant-api03-shapedKEYqwertyuiopasdfgh"
+	patKey       = "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZqwertyuiopasdfghjk"
 )
 
 // leakFlow works, commits, and has the pull request composed.
