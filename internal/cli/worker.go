@@ -317,6 +317,10 @@ func runEngineOf(cfg config.Config, opts *RunOptions) (string, error) {
 			// what stands in the way.
 			return "", usageErr(fmt.Errorf("--in-place works in this checkout, which only the embedded engine can do (%s): add --engine embedded", from))
 		}
+		if cfg.Limits.MaxRunDuration > 0 {
+			return "", usageErr(fmt.Errorf("%s: limits.max_run_duration stops runs of the embedded engine only (%s): unset it, or add --engine embedded",
+				cfg.Where("limits.max_run_duration"), from))
+		}
 	}
 	return name, nil
 }
