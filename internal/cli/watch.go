@@ -358,24 +358,8 @@ func (w *watcher) intake(ctx context.Context, t *watchTally) error {
 		sum, err = w.f.runEngine(ctx, w.ws, w.opts.JSON, false, eo.Settings(w.ws.cfg).Budget,
 			func(ctx context.Context, e *engine.Engine) (report.Summary, error) { return e.Start(ctx, eo) })
 	}
-	if sum.Run != "" && !w.opts.JSON {
-		printSummary(w.f.IO.ErrOut, sum)
-	}
-	for _, it := range sum.Items {
-		switch it.Status {
-		case store.ItemFailed:
-			t.failed++
-			fmt.Fprintf(w.f.IO.ErrOut, "cadre: %s failed in %s; go on with: cadre retry %s %s\n", it.ID, workPlace(it), sum.Run, it.ID)
-		case store.ItemPaused:
-			t.waiting++
-		}
-	}
-	if sum.Run != "" && runstop.Requested(w.stateDir, sum.Run) {
-		// cadre stop reached the run the watch started: the watch stops too.
-		if err := runstop.Request(w.stateDir, watchRun); err != nil {
-			return err
-		}
-		fmt.Fprintf(w.f.IO.ErrOut, "cadre: run %s stopped; continue with: cadre resume %s\n", sum.Run, sum.Run)
+	if rerr := w.ranRun(sum, t); rerr != nil {
+		return rerr
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return relPath(err, w.ws.root)

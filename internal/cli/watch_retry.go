@@ -110,7 +110,8 @@ func (w *watcher) ranRun(sum report.Summary, t *watchTally) error {
 		}
 	}
 	if runstop.Requested(w.stateDir, sum.Run) {
-		// cadre stop reached the run the watch resumed: the watch stops too.
+		// cadre stop reached the run the watch started or resumed: the
+		// watch stops too.
 		if err := runstop.Request(w.stateDir, watchRun); err != nil {
 			return err
 		}
