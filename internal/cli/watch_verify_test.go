@@ -408,3 +408,28 @@ func TestWatchNoChecksTimesOut(t *testing.T) {
 	g.watchOnce(t, 0, "")
 	g.waitsOnGitHub(t, pr, false)
 }
+
+// A round starts from the item's pushed head, whatever an earlier round
+// that was killed left in its tree: a conflict is merged and resolved
+// though fix.txt was left half-edited and a stray file lies beside it.
+func TestWatchRoundStartsClean(t *testing.T) {
+	g := watchRepo(t, "")
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	const branch = "cadre/1-fix-the-frobnicator"
+	tree := filepath.Join(g.dir, ".cadre", "worktrees", "1")
+	os.WriteFile(filepath.Join(tree, "fix.txt"), []byte("half an edit\n"), 0o644)
+	os.WriteFile(filepath.Join(tree, "stray.txt"), []byte("left behind\n"), 0o644)
+	g.pushBase(t, "fix.txt", "base\n")
+	if errOut := g.watchOnce(t, 0, ""); !strings.Contains(errOut, "conflict answered: pushed") {
+		t.Fatalf("the conflict was not answered:\n%s", errOut)
+	}
+	if out, err := exec.Command("git", "-C", g.bare, "merge-base", "--is-ancestor", "main", branch).CombinedOutput(); err != nil {
+		t.Fatalf("main is not merged into the branch: %v %s", err, out)
+	}
+	files, _ := exec.Command("git", "-C", g.bare, "ls-tree", "--name-only", branch).Output()
+	if strings.Contains(string(files), "stray.txt") {
+		t.Error("a file an earlier round left behind was pushed")
+	}
+}

@@ -287,6 +287,11 @@ func (f *Follower) follow(ctx context.Context, it Item, t *Tally, p *poll) error
 func (f *Follower) begin(ctx context.Context, it Item, fb Feedback, h history, t *Tally) error {
 	id := fmt.Sprintf("%s/follow/%s#%d", it.ID, fb.Kind, h.tries[fb.Kind]+1)
 	fb.Note = h.note
+	// What an earlier round that was killed or failed left in the tree
+	// (a merge begun, an agent's edits) is not this round's to build on.
+	if tree, err := f.Trees.Tree(ctx, it); err == nil {
+		tidy(ctx, tree)
+	}
 	switch fb.Kind {
 	case CIFailed:
 		var warnings []string
@@ -635,6 +640,17 @@ func (f *Follower) mergeBase(ctx context.Context, tree *workspace.Repo, id strin
 		return nil, nil // merged in before a crash
 	}
 	return tree.Merge(ctx, base, "Merge "+f.Base+" into "+it.Branch, workspace.Mark{Step: id + "/merge", Run: it.Run})
+}
+
+// tidy puts tree back at its own head: a merge in progress aborted,
+// changes to tracked files and untracked files dropped (ignored ones, a
+// build's output, stay).
+func tidy(ctx context.Context, tree *workspace.Repo) {
+	if tree.Merging(ctx) {
+		tree.Git(ctx, "merge", "--abort")
+	}
+	tree.Git(ctx, "reset", "-q", "--hard")
+	tree.Git(ctx, "clean", "-q", "-f", "-d")
 }
 
 // tell says why a pull request that could be merged is not, once per
