@@ -1,6 +1,7 @@
 package forge_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -213,9 +214,22 @@ func TestKeptAnswersCarryOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.AddIssue("o", "r", forgetest.Issue{Number: 9, Title: "t", Body: "someone pasted " + token})
+	if _, err := c.Issue(ctx, forge.Ref{Owner: "o", Repo: "r", Number: 9}); err != nil {
+		t.Fatal(err)
+	}
 	data, err := c.Answers()
 	if err != nil {
 		t.Fatal(err)
+	}
+	var kept []struct{ Body []byte }
+	if err := json.Unmarshal(data, &kept); err != nil || len(kept) < 2 {
+		t.Fatalf("kept answers %d, %v", len(kept), err)
+	}
+	for _, k := range kept {
+		if strings.Contains(string(k.Body), token) {
+			t.Error("the kept answers hold the token")
+		}
 	}
 	next := newClient(t, srv, clk)
 	if err := next.KeepAnswers(data); err != nil {

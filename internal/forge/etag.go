@@ -94,7 +94,8 @@ func (c *Client) Answers() ([]byte, error) {
 	if e.order != nil {
 		for el := e.order.Front(); el != nil; el = el.Next() {
 			k := el.Value.(*kept)
-			out = append(out, keptJSON{URL: k.url, ETag: k.etag, Link: k.link, Body: k.body})
+			// Written to disk: the Client's secrets stay masked there too.
+			out = append(out, keptJSON{URL: k.url, ETag: k.etag, Link: k.link, Body: []byte(c.scrub(string(k.body)))})
 		}
 	}
 	e.mu.Unlock()
