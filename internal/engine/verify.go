@@ -34,26 +34,16 @@ func (s *ItemSteps) Verify(ctx context.Context, id string, names []string) (stri
 		return "", journalErr(ir.it.ID, err)
 	}
 	e.publish(ir, event.Event{Type: event.StepStarted, Phase: "follow", Step: id, Message: "verify"})
-	exits, sum, out, err := s.fx.runCommands(ctx, id, names)
+	// The commands run what the item's agents wrote: as they do, they run
+	// confined or not at all.
+	failure := e.unconfinedRefusal(ir.it)
+	var exits map[string]int
+	var out string
+	if failure == "" {
+		exits, out, failure = s.runVerify(ctx, id, names)
+	}
 	if ctx.Err() != nil {
 		return "", ctx.Err()
-	}
-	failure := ""
-	if err != nil {
-		failure = err.Error()
-	} else {
-		if werr := writeStepFile(ir.outDir, out, []byte(sum)); werr != nil {
-			failure = werr.Error()
-		}
-		var bad []string
-		for _, name := range names {
-			if code, ran := exits[name]; ran && code != 0 {
-				bad = append(bad, fmt.Sprintf("%s exited %d", name, code))
-			}
-		}
-		if len(bad) > 0 {
-			failure = strings.Join(bad, ", ") + " (see " + out + ")"
-		}
 	}
 	if failure != "" {
 		rec.Status, rec.Error = store.StepFailed, failure
@@ -71,4 +61,26 @@ func (s *ItemSteps) Verify(ctx context.Context, id string, names []string) (stri
 	ran := slices.Sorted(maps.Keys(exits))
 	e.publish(ir, event.Event{Type: event.StepCompleted, Phase: "follow", Step: id, Message: "verify: " + strings.Join(ran, ", ")})
 	return "", nil
+}
+
+// runVerify runs the named commands and says why they fail ("" when they
+// pass), with their exit codes and the summary's path.
+func (s *ItemSteps) runVerify(ctx context.Context, id string, names []string) (map[string]int, string, string) {
+	exits, sum, out, err := s.fx.runCommands(ctx, id, names)
+	if err != nil {
+		return nil, "", err.Error()
+	}
+	if err := writeStepFile(s.ir.outDir, out, []byte(sum)); err != nil {
+		return exits, out, err.Error()
+	}
+	var bad []string
+	for _, name := range names {
+		if code, ran := exits[name]; ran && code != 0 {
+			bad = append(bad, fmt.Sprintf("%s exited %d", name, code))
+		}
+	}
+	if len(bad) > 0 {
+		return exits, out, strings.Join(bad, ", ") + " (see " + out + ")"
+	}
+	return exits, out, ""
 }
