@@ -20,12 +20,16 @@ type fakeHost struct {
 	prs   map[int]*fakePR
 	views map[int]int
 	lists int
+	// merge answers Merge; merges counts the calls.
+	merge  error
+	merges int
 }
 
 type fakePR struct {
 	head            string
 	updated         time.Time
 	pending, checks bool
+	approved        bool // approved at the head, its one check passed
 }
 
 func (h *fakeHost) heads(since time.Time) []Head {
@@ -42,6 +46,9 @@ func (h *fakeHost) View(_ context.Context, pr int, _ []string, known *Head) (Vie
 	h.views[pr]++
 	p := h.prs[pr]
 	v := View{State: "open", Head: p.head, Base: "main", Pending: p.pending, Checked: p.checks}
+	if p.approved {
+		v.Approved, v.ApprovedHead, v.Passed = true, true, []string{"test"}
+	}
 	if known == nil {
 		yes := true
 		v.Mergeable = &yes
@@ -56,14 +63,17 @@ func (h *fakeHost) UpdatedPRs(_ context.Context, since time.Time) ([]Head, error
 	h.lists++
 	return h.heads(since), nil
 }
-func (h *fakeHost) Push(context.Context, string, string) error               { return nil }
-func (h *fakeHost) Reply(context.Context, int, int64, string, string) error  { return nil }
-func (h *fakeHost) RequestReview(context.Context, int, []string) error       { return nil }
-func (h *fakeHost) Merge(context.Context, int, string, string, string) error { return nil }
-func (h *fakeHost) Close(context.Context, int) error                         { return nil }
-func (h *fakeHost) Comment(context.Context, int, string, string) error       { return nil }
-func (h *fakeHost) Label(context.Context, int, string, bool) error           { return nil }
-func (h *fakeHost) Logs(_ context.Context, c []Check) ([]Check, []string)    { return c, nil }
+func (h *fakeHost) Push(context.Context, string, string) error              { return nil }
+func (h *fakeHost) Reply(context.Context, int, int64, string, string) error { return nil }
+func (h *fakeHost) RequestReview(context.Context, int, []string) error      { return nil }
+func (h *fakeHost) Merge(context.Context, int, string, string, string) error {
+	h.merges++
+	return h.merge
+}
+func (h *fakeHost) Close(context.Context, int) error                      { return nil }
+func (h *fakeHost) Comment(context.Context, int, string, string) error    { return nil }
+func (h *fakeHost) Label(context.Context, int, string, bool) error        { return nil }
+func (h *fakeHost) Logs(_ context.Context, c []Check) ([]Check, []string) { return c, nil }
 
 type fakeTrees struct {
 	base    string
@@ -189,5 +199,28 @@ func TestPassStopsAskingWhereNoChecksMayMerge(t *testing.T) {
 	}
 	if host.views[1] != uncheckedPasses {
 		t.Errorf("asked %d times about a head without checks, want %d", host.views[1], uncheckedPasses)
+	}
+}
+
+// A merge GitHub refuses because the head moved since it was seen is no
+// failure: nothing ends, and the next pass looks again and merges.
+func TestMergeOfAMovedHeadWaits(t *testing.T) {
+	ctx := context.Background()
+	st := journalPRs(t, 1)
+	host := &fakeHost{views: map[int]int{}, merge: fmt.Errorf("409: %w", ErrHeadMoved),
+		prs: map[int]*fakePR{1: {head: "a1", updated: time.Now(), checks: true, approved: true}}}
+	cfg := config.Default().Follow
+	cfg.Merge = "squash"
+	f := &Follower{Store: st, Host: host, Trees: &fakeTrees{base: "m1"}, Config: cfg, Base: "main"}
+	tally, err := f.Pass(ctx)
+	if err != nil || host.merges != 1 || tally.Merged != 0 || len(tally.Failed) != 0 {
+		t.Fatalf("a moved head: %+v, %v, %d merge calls; want one call, nothing failed or merged", tally, err, host.merges)
+	}
+	if Ended(ctx, st, "r", "1") != "" {
+		t.Fatal("the item ended though its merge was refused")
+	}
+	host.merge = nil
+	if tally, err := f.Pass(ctx); err != nil || tally.Merged != 1 || Ended(ctx, st, "r", "1") != "merged" {
+		t.Fatalf("the next pass: %+v, %v, ended %q; want it merged", tally, err, Ended(ctx, st, "r", "1"))
 	}
 }
