@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/eval"
@@ -38,9 +39,13 @@ type Config struct {
 	// not a built-in runner names an instance of the built-in in Type.
 	Runners map[string]RunnerConfig `yaml:"runners"`
 
-	Limits  Limits  `yaml:"limits"`
-	GitHub  GitHub  `yaml:"github"`
-	Sandbox Sandbox `yaml:"sandbox"`
+	Limits Limits `yaml:"limits"`
+	// Forge says which code host the repository lives on; its section
+	// (GitHub or GitLab) configures it (Config.Host).
+	Forge   Forge     `yaml:"forge"`
+	GitHub  ForgeHost `yaml:"github"`
+	GitLab  ForgeHost `yaml:"gitlab"`
+	Sandbox Sandbox   `yaml:"sandbox"`
 	// Selector is the model selector runner "auto" asks (docs/evaluation.md).
 	Selector Selector `yaml:"selector"`
 	// Prices override or extend the built-in price table, by model name.
@@ -150,12 +155,30 @@ type Limits struct {
 // estimated). The price table that reads it defines it.
 type Price = price.Price
 
-// GitHub configures the GitHub forge.
-type GitHub struct {
-	TokenEnv string   `yaml:"token_env"` // name of the variable holding the token
-	APIURL   string   `yaml:"api_url"`
-	Labels   []string `yaml:"labels"` // added to every pull request
-	Draft    bool     `yaml:"draft"`  // open pull requests as drafts
+// The forges cadre knows (forge.type).
+const (
+	ForgeGitHub = "github"
+	ForgeGitLab = "gitlab"
+)
+
+// Forge names the code host: its type, and the web address of a
+// self-managed one. An empty type is learnt from the origin remote
+// (ResolveForge) before anything reads Host.
+type Forge struct {
+	Type string `yaml:"type"`
+	URL  string `yaml:"url"`
+}
+
+// ForgeHost configures a forge: github: and gitlab: have the same keys,
+// so a repository moving between them keeps its settings.
+type ForgeHost struct {
+	TokenEnv string `yaml:"token_env"` // name of the variable holding the token
+	APIURL   string `yaml:"api_url"`
+	// CAFile is a PEM bundle trusted beside the system's roots, for a
+	// self-managed instance whose certificate a private CA signed.
+	CAFile string   `yaml:"ca_file"`
+	Labels []string `yaml:"labels"` // added to every pull request
+	Draft  bool     `yaml:"draft"`  // open pull requests as drafts
 	// AllowSensitive lists the sensitive paths (CI workflows, agent
 	// configuration, lockfiles: eval.DefaultForbiddenPaths) a pull request
 	// may change and still open ready, unlabelled; "**" allows them all.
@@ -392,6 +415,10 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // GitHub asks of heavy writers, since paced writes are also serial.
 const DefaultWriteInterval = time.Second / 4
 
+// DefaultGitLabAPI is gitlab.api_url's default: GitLab.com's REST API.
+// With forge.url set, the default is that instance's /api/v4 instead.
+const DefaultGitLabAPI = "https://gitlab.com/api/v4"
+
 // Default returns the settings used when cadre.yaml sets nothing.
 func Default() Config {
 	return Config{
@@ -418,9 +445,16 @@ func Default() Config {
 			ApproveGoal:             true,
 			KillGrace:               Duration(10 * time.Second),
 		},
-		GitHub: GitHub{
+		GitHub: ForgeHost{
 			TokenEnv:      "GITHUB_TOKEN",
 			APIURL:        "https://api.github.com/",
+			Comments:      true,
+			WriteInterval: Duration(DefaultWriteInterval),
+			PollInterval:  Duration(time.Minute),
+		},
+		GitLab: ForgeHost{
+			TokenEnv:      "GITLAB_TOKEN",
+			APIURL:        DefaultGitLabAPI,
 			Comments:      true,
 			WriteInterval: Duration(DefaultWriteInterval),
 			PollInterval:  Duration(time.Minute),
@@ -462,6 +496,10 @@ func Parse(name string, data []byte, getenv func(string) string) (Config, error)
 	}
 	if err := l.validate(&cfg); err != nil {
 		return Config{}, err
+	}
+	if _, set := l.origin["gitlab.api_url"]; !set && l.fromEnv["gitlab.api_url"] == "" && cfg.Forge.URL != "" {
+		// A self-managed instance serves its API under its own address.
+		cfg.GitLab.APIURL = strings.TrimRight(cfg.Forge.URL, "/") + "/api/v4"
 	}
 	cfg.where = map[string]string{}
 	for path, at := range l.origin {

@@ -31,7 +31,26 @@ type keyEffect struct {
 // keyEffects lists every key of cadre.yaml. TestEveryKeyHasAnEffect fails
 // when the Config struct gains a key without a row here, so a new setting
 // cannot be accepted and ignored without someone deciding what it does.
-var keyEffects = []keyEffect{
+var keyEffects = append(baseEffects, onGitLab(baseEffects)...)
+
+// onGitLab is the github: rows again for gitlab:, which has the same keys:
+// set on a GitLab repository, each must change what the code reads
+// through Config.Host.
+func onGitLab(rows []keyEffect) []keyEffect {
+	var out []keyEffect
+	for _, k := range rows {
+		if !strings.HasPrefix(k.key, "github.") {
+			continue
+		}
+		k.key = "gitlab." + strings.TrimPrefix(k.key, "github.")
+		k.yaml = "forge: {type: gitlab}\n" + strings.Replace(k.yaml, "github:", "gitlab:", 1)
+		k.refused = strings.Replace(k.refused, "cadre.yaml:1: github.", "cadre.yaml:2: gitlab.", 1)
+		out = append(out, k)
+	}
+	return out
+}
+
+var baseEffects = []keyEffect{
 	{key: "project", yaml: "project: p", read: func(c Config) any { return c.Project },
 		by: "engine: projectName of every context file"},
 	{key: "repository", yaml: "repository: o/r", read: func(c Config) any { return c.Repository },
@@ -137,47 +156,57 @@ var keyEffects = []keyEffect{
 		by: "engine: a run stops gracefully past it (exit 130, resumable)"},
 	{key: "limits.max_run_duration", yaml: "limits: {max_run_duration: -1m}",
 		refused: "cadre.yaml:1: limits.max_run_duration: want a duration of zero or more, got \"-1m0s\""},
-	{key: "github.token_env", yaml: "github: {token_env: GH_PAT}", read: func(c Config) any { return c.GitHub.TokenEnv },
+	{key: "github.token_env", yaml: "github: {token_env: GH_PAT}", read: func(c Config) any { return c.Host().TokenEnv },
 		by: "cli: the variable the GitHub token is read from (and never passed to agents)"},
-	{key: "github.api_url", yaml: "github: {api_url: 'https://ghe.example/api/v3'}", read: func(c Config) any { return c.GitHub.APIURL },
+	{key: "github.api_url", yaml: "github: {api_url: 'https://ghe.example/api/v3'}", read: func(c Config) any { return c.Host().APIURL },
 		by: "forge: the API base URL"},
-	{key: "github.labels", yaml: "github: {labels: [bot]}", read: func(c Config) any { return c.GitHub.Labels },
+	{key: "github.ca_file", yaml: "github: {ca_file: ca.pem}", read: func(c Config) any { return c.Host().CAFile },
+		by: "app: the forge client trusts the bundle beside the system's roots"},
+	{key: "forge.type", yaml: "forge: {type: gitlab}", read: func(c Config) any { return c.HostKey() },
+		by: "app: the forge built (GitLab), and the section read (gitlab:)"},
+	{key: "forge.type", yaml: "forge: {type: gitea}",
+		refused: "cadre.yaml:1: forge.type: want github or gitlab, got \"gitea\""},
+	{key: "forge.url", yaml: "forge: {url: 'https://git.corp'}", read: func(c Config) any { return c.GitLab.APIURL },
+		by: "config and app: gitlab.api_url defaults to its /api/v4; ResolveForge takes its host for GitLab"},
+	{key: "forge.url", yaml: "forge: {url: git.corp}",
+		refused: "cadre.yaml:1: forge.url: want an http:// or https:// URL, got \"git.corp\""},
+	{key: "github.labels", yaml: "github: {labels: [bot]}", read: func(c Config) any { return c.Host().Labels },
 		by: "engine: labels of every pull request"},
-	{key: "github.draft", yaml: "github: {draft: true}", read: func(c Config) any { return c.GitHub.Draft },
+	{key: "github.draft", yaml: "github: {draft: true}", read: func(c Config) any { return c.Host().Draft },
 		by: "engine: pull requests opened as drafts"},
-	{key: "github.allow_sensitive", yaml: "github: {allow_sensitive: ['**/go.sum']}", read: func(c Config) any { return c.GitHub.AllowSensitive },
+	{key: "github.allow_sensitive", yaml: "github: {allow_sensitive: ['**/go.sum']}", read: func(c Config) any { return c.Host().AllowSensitive },
 		by: "engine: pull requests changing only these sensitive paths open ready, unlabelled"},
-	{key: "github.authors", yaml: "github: {authors: [me]}", read: func(c Config) any { return c.GitHub.Authors },
+	{key: "github.authors", yaml: "github: {authors: [me]}", read: func(c Config) any { return c.Host().Authors },
 		by: "engine: issues by other authors are refused"},
-	{key: "github.require_label", yaml: "github: {require_label: ok}", read: func(c Config) any { return c.GitHub.RequireLabel },
+	{key: "github.require_label", yaml: "github: {require_label: ok}", read: func(c Config) any { return c.Host().RequireLabel },
 		by: "engine: issues without the label are refused"},
-	{key: "github.comments", yaml: "github: {comments: false}", read: func(c Config) any { return c.GitHub.Comments },
+	{key: "github.comments", yaml: "github: {comments: false}", read: func(c Config) any { return c.Host().Comments },
 		by: "engine: no progress comments"},
-	{key: "github.query_labels", yaml: "github: {query_labels: [x]}", read: func(c Config) any { return c.GitHub.QueryLabels },
+	{key: "github.query_labels", yaml: "github: {query_labels: [x]}", read: func(c Config) any { return c.Host().QueryLabels },
 		by: "cli: cadre run with no target queries issues"},
-	{key: "github.query_milestone", yaml: "github: {query_milestone: v1}", read: func(c Config) any { return c.GitHub.QueryMilestone },
+	{key: "github.query_milestone", yaml: "github: {query_milestone: v1}", read: func(c Config) any { return c.Host().QueryMilestone },
 		by: "cli: cadre run with no target queries issues"},
-	{key: "github.query_assignee", yaml: "github: {query_assignee: me}", read: func(c Config) any { return c.GitHub.QueryAssignee },
+	{key: "github.query_assignee", yaml: "github: {query_assignee: me}", read: func(c Config) any { return c.Host().QueryAssignee },
 		by: "cli: cadre run with no target queries issues"},
-	{key: "github.query_state", yaml: "github: {query_state: closed}", read: func(c Config) any { return c.GitHub.QueryState },
+	{key: "github.query_state", yaml: "github: {query_state: closed}", read: func(c Config) any { return c.Host().QueryState },
 		by: "cli: cadre run with no target queries issues"},
-	{key: "github.query_limit", yaml: "github: {query_limit: 5}", read: func(c Config) any { return c.GitHub.QueryLimit },
+	{key: "github.query_limit", yaml: "github: {query_limit: 5}", read: func(c Config) any { return c.Host().QueryLimit },
 		by: "cli: cadre run with no target queries issues"},
-	{key: "github.write_interval", yaml: "github: {write_interval: 1s}", read: func(c Config) any { return c.GitHub.WriteInterval },
+	{key: "github.write_interval", yaml: "github: {write_interval: 1s}", read: func(c Config) any { return c.Host().WriteInterval },
 		by: "app: forge.WithWriteGap, the spacing of paced GitHub writes"},
-	{key: "github.write_interval", yaml: "github: {write_interval: 0s}", read: func(c Config) any { return c.GitHub.WriteInterval },
+	{key: "github.write_interval", yaml: "github: {write_interval: 0s}", read: func(c Config) any { return c.Host().WriteInterval },
 		by: "app: forge.WithWriteGap(0) never paces"},
 	{key: "github.write_interval", yaml: "github: {write_interval: -1s}",
 		refused: "cadre.yaml:1: github.write_interval: want a duration of zero or more, got \"-1s\""},
-	{key: "github.poll_interval", yaml: "github: {poll_interval: 5m}", read: func(c Config) any { return c.GitHub.PollInterval },
+	{key: "github.poll_interval", yaml: "github: {poll_interval: 5m}", read: func(c Config) any { return c.Host().PollInterval },
 		by: "cli: cadre watch's time between passes (--interval overrides it)"},
 	{key: "github.poll_interval", yaml: "github: {poll_interval: 0s}",
 		refused: "cadre.yaml:1: github.poll_interval: want a duration above zero, got \"0s\""},
-	{key: "github.watch.labels", yaml: "github: {watch: {labels: [cadre]}}", read: func(c Config) any { return c.GitHub.Watch.Labels },
+	{key: "github.watch.labels", yaml: "github: {watch: {labels: [cadre]}}", read: func(c Config) any { return c.Host().Watch.Labels },
 		by: "cli: cadre watch takes up the issues with these labels"},
-	{key: "github.watch.assignee", yaml: "github: {watch: {assignee: me}}", read: func(c Config) any { return c.GitHub.Watch.Assignee },
+	{key: "github.watch.assignee", yaml: "github: {watch: {assignee: me}}", read: func(c Config) any { return c.Host().Watch.Assignee },
 		by: "cli: cadre watch takes up the issues assigned to this login"},
-	{key: "github.watch.milestone", yaml: "github: {watch: {milestone: v1}}", read: func(c Config) any { return c.GitHub.Watch.Milestone },
+	{key: "github.watch.milestone", yaml: "github: {watch: {milestone: v1}}", read: func(c Config) any { return c.Host().Watch.Milestone },
 		by: "cli: cadre watch takes up the issues of this milestone"},
 	{key: "follow.ci_failed.rounds", yaml: "follow: {ci_failed: {rounds: 5}}", read: func(c Config) any { return c.Follow.CIFailed.Rounds },
 		by: "follow: Decide pauses for a human once ci_failed has had these rounds"},

@@ -44,7 +44,7 @@ type scalarCheck struct {
 // scalarChecks checks the settings that hold one value each.
 func scalarChecks(c *Config) []scalarCheck {
 	return []scalarCheck{
-		{"repository", repoProblem(c.Repository)},
+		{"repository", repoProblem(c.Repository, c.Forge.Type != ForgeGitHub)},
 		{"base_branch", nonEmpty(c.BaseBranch, "a branch name")},
 		{"tasks_dir", tasksDirProblem(c.TasksDir)},
 		{"defaults.runner", nonEmpty(c.Defaults.Runner, "a runner name")},
@@ -67,6 +67,13 @@ func scalarChecks(c *Config) []scalarCheck {
 		{"github.query_state", queryStateProblem(c.GitHub.QueryState)},
 		{"github.query_limit", atLeast(c.GitHub.QueryLimit, 0)},
 		{"github.poll_interval", positive(c.GitHub.PollInterval)},
+		{"forge.type", oneOfOrEmpty(c.Forge.Type, ForgeGitHub, ForgeGitLab)},
+		{"forge.url", optionalURL(c.Forge.URL)},
+		{"gitlab.api_url", urlProblem(c.GitLab.APIURL)},
+		{"gitlab.write_interval", notNegative(c.GitLab.WriteInterval)},
+		{"gitlab.query_state", queryStateProblem(c.GitLab.QueryState)},
+		{"gitlab.query_limit", atLeast(c.GitLab.QueryLimit, 0)},
+		{"gitlab.poll_interval", positive(c.GitLab.PollInterval)},
 		{"follow.ci_failed.rounds", atLeast(c.Follow.CIFailed.Rounds, 0)},
 		{"follow.changes_requested.rounds", atLeast(c.Follow.ChangesRequested.Rounds, 0)},
 		{"follow.conflict.rounds", atLeast(c.Follow.Conflict.Rounds, 0)},
@@ -100,16 +107,21 @@ func (l *loader) prices(c *Config) error {
 	return nil
 }
 
-// github checks the github: lists.
+// github checks the github: and gitlab: lists.
 func (l *loader) github(c *Config) error {
-	for i, label := range c.GitHub.Labels {
-		if strings.TrimSpace(label) == "" {
-			return l.invalid(fmt.Sprintf("github.labels[%d]", i), `want a label name, got ""`)
+	for _, h := range []struct {
+		key string
+		s   ForgeHost
+	}{{ForgeGitHub, c.GitHub}, {ForgeGitLab, c.GitLab}} {
+		for i, label := range h.s.Labels {
+			if strings.TrimSpace(label) == "" {
+				return l.invalid(fmt.Sprintf("%s.labels[%d]", h.key, i), `want a label name, got ""`)
+			}
 		}
-	}
-	for i, p := range c.GitHub.AllowSensitive {
-		if err := eval.CheckPattern(p); err != nil {
-			return l.invalid(fmt.Sprintf("github.allow_sensitive[%d]", i), err.Error()+` (want a path pattern such as ".github/workflows/**", or "**" for all)`)
+		for i, p := range h.s.AllowSensitive {
+			if err := eval.CheckPattern(p); err != nil {
+				return l.invalid(fmt.Sprintf("%s.allow_sensitive[%d]", h.key, i), err.Error()+` (want a path pattern such as ".github/workflows/**", or "**" for all)`)
+			}
 		}
 	}
 	return nil
@@ -440,6 +452,22 @@ func oneOf(s string, allowed ...string) string {
 	return fmt.Sprintf("want %s, got %q", orList(allowed), s)
 }
 
+// oneOfOrEmpty is oneOf where "" (left to cadre) is allowed too.
+func oneOfOrEmpty(s string, allowed ...string) string {
+	if s == "" {
+		return ""
+	}
+	return oneOf(s, allowed...)
+}
+
+// optionalURL is urlProblem for a URL that may be left out.
+func optionalURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	return urlProblem(s)
+}
+
 // orList writes "a, b or c".
 func orList(words []string) string {
 	if len(words) == 1 {
@@ -448,8 +476,20 @@ func orList(words []string) string {
 	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
-func repoProblem(s string) string {
+func repoProblem(s string, nested bool) string {
 	if s == "" {
+		return ""
+	}
+	if nested {
+		// A GitLab project: group/project, or group/sub/…/project.
+		for _, part := range strings.Split(s, "/") {
+			if part == "" || part == "." || part == ".." || strings.ContainsAny(part, " \t:#?") {
+				return fmt.Sprintf("want owner/repo (on GitLab, group/project or group/sub/project), got %q", s)
+			}
+		}
+		if !strings.Contains(s, "/") {
+			return fmt.Sprintf("want owner/repo (on GitLab, group/project or group/sub/project), got %q", s)
+		}
 		return ""
 	}
 	owner, name, ok := strings.Cut(s, "/")

@@ -1,0 +1,78 @@
+package config
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Host is the settings of the forge the repository lives on: gitlab:'s
+// on GitLab, github:'s otherwise (an unresolved type is GitHub, as cadre
+// has always been).
+func (c *Config) Host() *ForgeHost {
+	if c.Forge.Type == ForgeGitLab {
+		return &c.GitLab
+	}
+	return &c.GitHub
+}
+
+// HostKey is the key path of the forge's section: "github" or "gitlab",
+// for messages naming a setting.
+func (c *Config) HostKey() string {
+	if c.Forge.Type == ForgeGitLab {
+		return ForgeGitLab
+	}
+	return ForgeGitHub
+}
+
+// ResolveForge settles forge.type when cadre.yaml left it empty, from the
+// host of the origin remote: github.com (or a host holding "github", as
+// Enterprise hosts do) is GitHub; gitlab.com, a host holding "gitlab" or
+// forge.url's host is GitLab. An unknown host, or no remote, stays GitHub.
+func (c *Config) ResolveForge(origin string) {
+	if c.Forge.Type != "" {
+		return
+	}
+	c.Forge.Type = ForgeGitHub
+	host := RemoteHost(origin)
+	switch {
+	case host == "":
+	case strings.Contains(host, "gitlab"), c.Forge.URL != "" && host == RemoteHost(c.Forge.URL):
+		c.Forge.Type = ForgeGitLab
+	}
+}
+
+// RemoteHost is the lower-case host of a git remote (https://host/...,
+// ssh://git@host:22/..., or scp-like git@host:path), "" when it names no
+// host (a local path).
+func RemoteHost(remote string) string {
+	remote = strings.TrimSpace(remote)
+	if strings.Contains(remote, "://") {
+		u, err := url.Parse(remote)
+		if err != nil || u.Scheme == "file" {
+			return ""
+		}
+		return strings.ToLower(u.Hostname())
+	}
+	before, _, found := strings.Cut(remote, ":")
+	if !found || strings.Contains(before, "/") {
+		return ""
+	}
+	if i := strings.LastIndex(before, "@"); i >= 0 {
+		before = before[i+1:]
+	}
+	return strings.ToLower(before)
+}
+
+// ForgeTokenVars are the variables holding a code host's credential,
+// GitHub's and GitLab's whichever the forge: cadre's alone, never an
+// agent's, and masked wherever cadre writes.
+func (c *Config) ForgeTokenVars() []string {
+	vars := []string{"GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITLAB_TOKEN"}
+	for _, v := range []string{strings.TrimSpace(c.GitHub.TokenEnv), strings.TrimSpace(c.GitLab.TokenEnv)} {
+		if v != "" && !slices.Contains(vars, v) {
+			vars = append(vars, v)
+		}
+	}
+	return vars
+}
