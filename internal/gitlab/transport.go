@@ -3,6 +3,9 @@ package gitlab
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -97,7 +100,7 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		resp, cancel, err := w.send(req, payload, prior)
 		if err != nil {
-			if ctx.Err() == nil && !write && attempt < w.retries {
+			if ctx.Err() == nil && !write && attempt < w.retries && !untrusted(err) {
 				if err := w.sleep(ctx, backoff(attempt)); err != nil {
 					return nil, err
 				}
@@ -112,8 +115,10 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		w.charged.Add(1)
 		drain(resp, cancel)
-		if err := w.sleep(ctx, wait); err != nil {
-			return nil, err
+		if wait > 0 {
+			if err := w.sleep(ctx, wait); err != nil {
+				return nil, err
+			}
 		}
 	}
 }
@@ -134,6 +139,18 @@ func (w *wire) retry(resp *http.Response, write bool, attempt int) (bool, time.D
 		return true, backoff(attempt)
 	}
 	return false, 0
+}
+
+// untrusted reports whether err is the server's certificate refused: asking
+// again cannot change that.
+func untrusted(err error) bool {
+	var (
+		verify    *tls.CertificateVerificationError
+		authority x509.UnknownAuthorityError
+		host      x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &host) || errors.As(err, &invalid)
 }
 
 func backoff(attempt int) time.Duration { return time.Second << min(attempt, 5) }
@@ -162,8 +179,9 @@ func (w *wire) send(req *http.Request, payload []byte, prior *kept) (*http.Respo
 	}
 	resp, err := w.next.RoundTrip(r)
 	if err != nil {
+		timedOut := req.Context().Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 		cancel()
-		if req.Context().Err() == nil && ctx.Err() != nil {
+		if timedOut {
 			return nil, nil, fmt.Errorf("no answer within %s", w.timeout)
 		}
 		return nil, nil, err
