@@ -107,7 +107,7 @@ func (c *ctx) issueJSON(it *issue) map[string]any {
 		"assignees": assignees, "assignee": assignee, "author": c.s.userJSON(it.Author),
 		"issue_type": "issue", "user_notes_count": userNotes, "merge_requests_count": 0,
 		"upvotes": 0, "downvotes": 0, "due_date": nil, "confidential": false, "discussion_locked": nil,
-		"web_url": c.webURL("/-/issues/" + itoa(int64(it.IID))),
+		"web_url":    c.webURL("/-/issues/" + itoa(int64(it.IID))),
 		"references": map[string]any{"short": ref, "relative": ref, "full": c.p.path + ref},
 		"time_stats": map[string]any{
 			"time_estimate": 0, "total_time_spent": 0, "human_time_estimate": nil, "human_total_time_spent": nil,

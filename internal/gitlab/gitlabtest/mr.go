@@ -145,11 +145,11 @@ func (c *ctx) mrJSON(m *mr, full bool) map[string]any {
 		"sha": m.SHA, "merge_commit_sha": nilIfEmpty(m.MergeCommitSHA), "squash_commit_sha": nilIfEmpty(m.squashSHA),
 		"discussion_locked": nil, "should_remove_source_branch": nil, "force_remove_source_branch": m.removeSrc,
 		"prepared_at": ts(m.created), "web_url": c.webURL("/-/merge_requests/" + itoa(int64(m.IID))),
-		"references":             map[string]any{"short": ref, "relative": ref, "full": c.p.path + ref},
-		"time_stats":             map[string]any{"time_estimate": 0, "total_time_spent": 0, "human_time_estimate": nil, "human_total_time_spent": nil},
-		"squash":                 m.Squash,
-		"squash_on_merge":        m.Squash,
-		"task_completion_status": map[string]any{"count": 0, "completed_count": 0},
+		"references":                    map[string]any{"short": ref, "relative": ref, "full": c.p.path + ref},
+		"time_stats":                    map[string]any{"time_estimate": 0, "total_time_spent": 0, "human_time_estimate": nil, "human_total_time_spent": nil},
+		"squash":                        m.Squash,
+		"squash_on_merge":               m.Squash,
+		"task_completion_status":        map[string]any{"count": 0, "completed_count": 0},
 		"blocking_discussions_resolved": true, "imported": false, "imported_from": "none",
 	}
 	if !full {

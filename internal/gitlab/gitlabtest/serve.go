@@ -138,7 +138,11 @@ func fault(f Fault) answer {
 		a = message(f.Status, f.Message)
 	}
 	if f.RetryAfter > 0 {
-		a.header = map[string]string{"Retry-After": strconv.Itoa(f.RetryAfter)}
+		// GitLab's throttle says when the window resets both ways, and
+		// client-go waits on RateLimit-Reset rather than Retry-After.
+		reset := time.Now().Add(time.Duration(f.RetryAfter) * time.Second)
+		a.header = map[string]string{"Retry-After": strconv.Itoa(f.RetryAfter), "RateLimit-Remaining": "0",
+			"RateLimit-Reset": strconv.FormatInt(reset.Unix(), 10), "RateLimit-ResetTime": reset.UTC().Format(http.TimeFormat)}
 	}
 	return a
 }
