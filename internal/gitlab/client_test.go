@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/gitlab"
 	"github.com/cadre-dev/cadre/internal/gitlab/gitlabtest"
@@ -374,5 +375,38 @@ func TestTokenMaskedInErrors(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "hunter22") || !strings.Contains(err.Error(), "400") {
 		t.Fatalf("error: %v", err)
+	}
+}
+
+func TestHeadPushedAndResets(t *testing.T) {
+	s := newFake(t)
+	iid := s.AddMR(project, gitlabtest.MR{Title: "t", Source: "cadre/9", Target: "main", SHA: sha1})
+	s.SetMRHead(project, iid, sha2)
+	c := newClient(t, s)
+	ctx := context.Background()
+	at, err := c.HeadPushed(ctx, project, iid, sha2)
+	if err != nil || at.IsZero() {
+		t.Fatalf("HeadPushed(new head) = %v, %v", at, err)
+	}
+	if at, err := c.HeadPushed(ctx, project, iid, strings.Repeat("9", 40)); err != nil || !at.IsZero() {
+		t.Fatalf("HeadPushed(never pushed) = %v, %v", at, err)
+	}
+	if on, err := c.ResetsApprovals(ctx, project); err != nil || on {
+		t.Fatalf("ResetsApprovals = %v, %v; want false", on, err)
+	}
+	s.SetResetApprovalsOnPush(project, true)
+	if on, err := c.ResetsApprovals(ctx, project); err != nil || !on {
+		t.Fatalf("ResetsApprovals = %v, %v; want true", on, err)
+	}
+	open, err := c.OpenMRs(ctx, project)
+	if err != nil || len(open) != 1 || open[0].SHA != sha2 {
+		t.Fatalf("OpenMRs = %+v, %v", open, err)
+	}
+	updated, err := c.UpdatedMRs(ctx, project, open[0].Updated.Add(-time.Minute))
+	if err != nil || len(updated) != 1 {
+		t.Fatalf("UpdatedMRs = %+v, %v", updated, err)
+	}
+	if later, err := c.UpdatedMRs(ctx, project, open[0].Updated.Add(time.Hour)); err != nil || len(later) != 0 {
+		t.Fatalf("UpdatedMRs(later) = %+v, %v", later, err)
 	}
 }
