@@ -354,8 +354,9 @@ func TestClientGoErrors(t *testing.T) {
 	s.Fail(1, gitlabtest.Fault{Status: http.StatusTooManyRequests, RetryAfter: 7})
 	_, resp, err := c.Projects.GetProject(proj, nil)
 	var er *gitlab.ErrorResponse
-	if !errors.As(err, &er) || er.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "7" {
-		t.Errorf("throttled: %v", err)
+	if !errors.As(err, &er) || er.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "7" ||
+		resp.Header.Get("RateLimit-Remaining") != "0" || resp.Header.Get("RateLimit-Reset") == "" {
+		t.Errorf("throttled: %v, %v", err, resp.Header)
 	}
 	if _, _, err := c.Projects.GetProject(proj, nil); err != nil {
 		t.Errorf("the fault outlived its request: %v", err)

@@ -94,6 +94,13 @@ func (s *Server) serve(w http.ResponseWriter, req *http.Request) {
 	h.Set("RateLimit-Remaining", strconv.Itoa(remaining))
 	h.Set("RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	h.Set("RateLimit-ResetTime", reset.UTC().Format(http.TimeFormat))
+	if a.status == http.StatusTooManyRequests {
+		// A throttled request has spent the window, as GitLab's throttle
+		// reports it.
+		h.Set("RateLimit-Name", "throttle_authenticated_api")
+		h.Set("RateLimit-Observed", strconv.Itoa(limit))
+		h.Set("RateLimit-Remaining", "0")
+	}
 	for k, v := range a.header {
 		h.Set(k, v)
 	}
@@ -141,7 +148,7 @@ func fault(f Fault) answer {
 		// GitLab's throttle says when the window resets both ways, and
 		// client-go waits on RateLimit-Reset rather than Retry-After.
 		reset := time.Now().Add(time.Duration(f.RetryAfter) * time.Second)
-		a.header = map[string]string{"Retry-After": strconv.Itoa(f.RetryAfter), "RateLimit-Remaining": "0",
+		a.header = map[string]string{"Retry-After": strconv.Itoa(f.RetryAfter),
 			"RateLimit-Reset": strconv.FormatInt(reset.Unix(), 10), "RateLimit-ResetTime": reset.UTC().Format(http.TimeFormat)}
 	}
 	return a
