@@ -300,10 +300,8 @@ func mergeRefused(err error, sha string) error {
 		why = "the source branch is no longer at " + sha[:min(len(sha), 12)]
 	case http.StatusMethodNotAllowed:
 		why = "not mergeable: a draft, closed, blocked by its pipeline, approvals or open threads, or merged already"
-	case http.StatusNotAcceptable:
-		why = "the source branch cannot be merged: conflicts, or a rebase is needed"
-	case http.StatusUnprocessableEntity:
-		why = "refused as it stands: its pipeline must succeed first, or the merge is not allowed"
+	case http.StatusNotAcceptable, http.StatusUnprocessableEntity:
+		why = "the source branch cannot be merged: it conflicts with the target, needs a rebase, or its pipeline must succeed first"
 	case http.StatusUnauthorized, http.StatusForbidden:
 		why = "the token may not merge here"
 	}
