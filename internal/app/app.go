@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/codehost"
@@ -43,9 +44,30 @@ func Root(ctx context.Context, dir string) (string, error) {
 }
 
 // LoadConfig reads root's cadre.yaml (the defaults when there is none),
-// with getenv's CADRE_* overrides.
+// with getenv's CADRE_* overrides, and settles which forge the repository
+// is on (config.ResolveForge) from its origin remote when it does not say.
 func LoadConfig(root string, getenv func(string) string) (config.Config, error) {
-	return config.Load(filepath.Join(root, "cadre.yaml"), getenv)
+	cfg, err := config.Load(filepath.Join(root, "cadre.yaml"), getenv)
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Forge.Type == "" {
+		cfg.ResolveForge(originURL(root))
+	}
+	return cfg, cfg.CheckForge()
+}
+
+// originURL is the URL of root's origin remote, "" without one.
+func originURL(root string) string {
+	repo, err := workspace.Open(context.Background(), root)
+	if err != nil {
+		return ""
+	}
+	url, err := repo.Git(context.Background(), "config", "--get", "remote.origin.url")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(url)
 }
 
 // HasJournal says whether root has a journal (a run was ever made there).
@@ -90,7 +112,7 @@ type Options struct {
 	// Warn is where a warning no event can carry goes (the journal
 	// refusing events); nil: os.Stderr.
 	Warn io.Writer
-	// Forge replaces the GitHub built from cadre.yaml (nil: that one).
+	// Forge replaces the code host built from cadre.yaml (nil: that one).
 	Forge codehost.Forge
 	// Geteuid is the user cadre runs as, whose agents run as it too
 	// (nil: os.Geteuid).
@@ -106,11 +128,11 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 	return p.e, p.close, err
 }
 
-// parts is what build wires: the engine, its event bus and its GitHub.
+// parts is what build wires: the engine, its event bus and its code host.
 type parts struct {
 	e     *engine.Engine
 	bus   *event.Bus
-	gh    *GitHub
+	host  Host
 	close func()
 }
 
@@ -168,9 +190,9 @@ func build(ctx context.Context, ws Workspace, st *store.Store, o Options) (parts
 	if msg := unconfined(ws.Config.Sandbox.Mode, policy, fallback, o.Geteuid); msg != "" {
 		bus.Publish(event.Event{Type: event.Warning, Message: msg})
 	}
-	gh := NewGitHub(ws, getenv)
-	gh.mask = mask // the token it learns from gh is masked everywhere too
-	var fg codehost.Forge = gh
+	host := NewHost(ws, getenv)
+	host.useMask(mask) // the token it learns late (from gh) is masked everywhere too
+	var fg codehost.Forge = host
 	if o.Forge != nil {
 		fg = o.Forge
 	}
@@ -180,7 +202,7 @@ func build(ctx context.Context, ws Workspace, st *store.Store, o Options) (parts
 		closeAll()
 		return parts{}, err
 	}
-	return parts{e: e, bus: bus, gh: gh, close: closeAll}, nil
+	return parts{e: e, bus: bus, host: host, close: closeAll}, nil
 }
 
 // SandboxPolicy is the confinement cadre.yaml's sandbox section asks for,
@@ -238,7 +260,7 @@ func SandboxSettings(c config.Sandbox) sandbox.Settings {
 // IssueQuery is cadre.yaml's github.query_*: the issues a run with no
 // target works on.
 func (ws Workspace) IssueQuery() codehost.IssueQuery {
-	gh := ws.Config.GitHub
+	gh := ws.Config.Host()
 	return codehost.IssueQuery{Labels: gh.QueryLabels, Milestone: gh.QueryMilestone, Assignee: gh.QueryAssignee,
 		State: gh.QueryState, Limit: gh.QueryLimit}
 }

@@ -20,9 +20,9 @@ type Following struct {
 	*follow.Follower
 	Engine *engine.Engine
 	Bus    *event.Bus
-	// GitHub is the follower's GitHub, whose answers to conditional
+	// Host is the follower's code host, whose answers to conditional
 	// requests are kept in the state directory between processes.
-	GitHub *GitHub
+	Host Host
 }
 
 // NewFollowing wires the follower of ws's pull requests; close it with
@@ -32,20 +32,20 @@ func NewFollowing(ctx context.Context, ws Workspace, st *store.Store, o Options,
 	if err != nil {
 		return nil, nil, err
 	}
-	p.gh.KeepAnswersIn(filepath.Join(ws.Root, workspace.StateDir, "github-answers.json"))
+	p.host.KeepAnswersIn(filepath.Join(ws.Root, workspace.StateDir, answersFile(ws.Config)))
 	repo, err := workspace.Open(ctx, ws.Root)
 	if err != nil {
 		p.close()
 		return nil, nil, err
 	}
-	trees := followTrees{repo: repo, wts: workspace.NewWorktrees(repo), base: ws.Config.BaseBranch, auth: p.gh.RemoteAuth}
+	trees := followTrees{repo: repo, wts: workspace.NewWorktrees(repo), base: ws.Config.BaseBranch, auth: p.host.RemoteAuth}
 	steps := followSteps{p.e, st}
-	f := &follow.Follower{Store: st, Host: p.gh, Steps: steps, Verify: steps, Trees: trees, Config: ws.Config.Follow,
+	f := &follow.Follower{Store: st, Host: p.host, Steps: steps, Verify: steps, Trees: trees, Config: ws.Config.Follow,
 		Base: ws.Config.BaseBranch, Say: say, Crash: o.Crash, Memory: fileMemory(filepath.Join(ws.Root, workspace.StateDir, "follow.json"))}
 	f.Warn = func(it follow.Item, msg string) {
 		p.bus.Publish(event.Event{Run: it.Run, Item: it.ID, Type: event.Warning, Message: msg})
 	}
-	p.gh.Warn = func(msg string) { say(follow.Item{}, msg) }
+	p.host.SetWarn(func(msg string) { say(follow.Item{}, msg) })
 	f.Paused = func(ctx context.Context, it follow.Item) (bool, error) {
 		rec, err := st.GetItem(ctx, it.Run, it.ID)
 		if err != nil {
@@ -69,7 +69,7 @@ func NewFollowing(ctx context.Context, ws Workspace, st *store.Store, o Options,
 		p.bus.Publish(event.Event{Run: it.Run, Item: it.ID, Type: event.ItemResumed, Message: "a human granted more rounds"})
 		return nil
 	}
-	return &Following{Follower: f, Engine: p.e, Bus: p.bus, GitHub: p.gh}, p.close, nil
+	return &Following{Follower: f, Engine: p.e, Bus: p.bus, Host: p.host}, p.close, nil
 }
 
 // followSteps performs a reaction's agent and commit steps through the

@@ -123,6 +123,12 @@ func (g *GitHub) init(ctx context.Context) error {
 	return g.err
 }
 
+// SetWarn sets where what cadre should know of the repository once goes.
+func (g *GitHub) SetWarn(warn func(msg string)) { g.Warn = warn }
+
+// useMask makes g mask m's secrets, adding its token to m once learnt.
+func (g *GitHub) useMask(m *redact.Redactor) { g.mask = m }
+
 // LearnCredential resolves the token (and so masks it) before GitHub is
 // first called.
 func (g *GitHub) LearnCredential(ctx context.Context) error { return g.init(ctx) }
@@ -179,7 +185,7 @@ func (g *GitHub) Push(ctx context.Context, dir, branch string) error {
 	// dir is the item's working tree, as the engine made it: git need not
 	// be asked for its top level (push runs from anywhere in a tree).
 	repo := &workspace.Repo{Dir: dir}
-	if err := g.checkHistory(ctx, repo, branch); err != nil {
+	if err := checkHistory(ctx, g.mask, g.cfg.BaseBranch, repo, branch); err != nil {
 		return err
 	}
 	remote, header, err := g.RemoteAuth(ctx, dir, "origin")
@@ -192,23 +198,22 @@ func (g *GitHub) Push(ctx context.Context, dir, branch string) error {
 	return nil
 }
 
-// checkHistory refuses a branch whose commits since the base carry one of
-// the secrets g masks, in a message or a change: an agent that committed
+// checkHistory refuses a branch whose commits since base carry one of the
+// secrets mask masks, in a message or a change: an agent that committed
 // one itself, since the files cadre commits are masked as it commits them.
 // Pushed, the secret would be public whatever the branch's last tree says.
-func (g *GitHub) checkHistory(ctx context.Context, repo *workspace.Repo, branch string) error {
-	if !g.mask.Enabled() {
+func checkHistory(ctx context.Context, mask *redact.Redactor, base string, repo *workspace.Repo, branch string) error {
+	if !mask.Enabled() {
 		return nil
 	}
-	base := g.cfg.BaseBranch
 	out, err := repo.Git(ctx, "log", "-p", "--no-color", "--no-ext-diff", "--no-textconv", "--format=%x00%H%n%B", base+".."+branch, "--")
 	if err != nil {
 		return fmt.Errorf("push %s: read its commits since %s: %w", branch, base, err)
 	}
 	for _, c := range strings.Split(out, "\x00") {
-		if g.mask.String(c) != c {
+		if mask.String(c) != c {
 			sha, _, _ := strings.Cut(c, "\n")
-			return fmt.Errorf("push %s: commit %.12s carries a secret of cadre's (its GitHub token or a model key) in its message or changes, "+
+			return fmt.Errorf("push %s: commit %.12s carries a secret of cadre's (its code host token or a model key) in its message or changes, "+
 				"so nothing was pushed: take it out of the branch's history (git rebase -i %s), then resume", branch, sha, base)
 		}
 	}

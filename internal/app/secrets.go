@@ -12,11 +12,14 @@ import (
 )
 
 // Secrets is a redactor of cadre's own secrets as getenv holds them: the
-// GitHub token, and every credential a runner type or a runner of cfg
+// code hosts' tokens, and every credential a runner type or a runner of cfg
 // reads or passes to its agents (a model API's key, a CLI's key or token
 // variables). A token cadre learns later (from gh) is added when it is.
 func Secrets(cfg config.Config, reg *runner.Registry, getenv func(string) string) *redact.Redactor {
-	names := []string{tokenEnv(cfg)}
+	names := cfg.ForgeTokenVars()
+	if reg == nil {
+		reg = runner.NewRegistry() // the code hosts' tokens only
+	}
 	for _, d := range reg.Descriptors() {
 		names = append(names, d.KeyEnv)
 		names = append(names, slices.DeleteFunc(slices.Clone(d.Env), notSecret)...)

@@ -301,7 +301,7 @@ func contestant(cfg config.Config, root, name, model, from string) (bench.Contes
 	var pass []string
 	for _, k := range rc.Env {
 		// The code host's credentials are cadre's alone, as in a run.
-		if k != cfg.GitHub.TokenEnv && k != "GITHUB_TOKEN" && k != "GH_TOKEN" && k != "GH_ENTERPRISE_TOKEN" {
+		if !slices.Contains(cfg.ForgeTokenVars(), k) {
 			pass = append(pass, k)
 		}
 	}

@@ -196,7 +196,7 @@ func (f *Factory) newEngine(ctx context.Context, ws workspaceCtx, st *store.Stor
 	return e, flush, nil
 }
 
-// newForge is ws's GitHub.
-func (f *Factory) newForge(ws workspaceCtx) *app.GitHub {
-	return app.NewGitHub(app.Workspace{Root: ws.root, Config: ws.cfg}, f.Getenv)
+// newForge is ws's code host: GitHub or GitLab, as its forge says.
+func (f *Factory) newForge(ws workspaceCtx) app.Host {
+	return app.NewHost(app.Workspace{Root: ws.root, Config: ws.cfg}, f.Getenv)
 }

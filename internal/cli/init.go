@@ -13,6 +13,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/forge"
+	"github.com/cadre-dev/cadre/internal/gitlab"
 	"github.com/cadre-dev/cadre/internal/runner"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
@@ -57,21 +58,20 @@ func runInit(ctx context.Context, f *Factory, opts *InitOptions) error {
 	}
 	cmds := detectCommands(root)
 	def, found := detectRunner(f.Getenv("PATH"), f.runnerTypes().Descriptors())
-	repo := ""
+	origin := ""
 	if r, err := workspace.Open(ctx, root); err == nil {
 		if url, err := r.Git(ctx, "remote", "get-url", "origin"); err == nil {
-			if o, n, ok := forge.RepoFromRemote(strings.TrimSpace(url)); ok {
-				repo = o + "/" + n
-			}
+			origin = strings.TrimSpace(url)
 		}
 	}
+	host := hostOf(origin)
 	base := "main"
 	if r, err := workspace.Open(ctx, root); err == nil {
 		if b, err := r.Git(ctx, "symbolic-ref", "--short", "HEAD"); err == nil && strings.TrimSpace(b) != "" {
 			base = strings.TrimSpace(b)
 		}
 	}
-	text := initYAML(filepath.Base(root), repo, base, cmds, def, found)
+	text := initYAML(filepath.Base(root), host, base, cmds, def, found)
 	if _, err := config.Parse("cadre.yaml", []byte(text), nil); err != nil {
 		return fmt.Errorf("generated configuration does not load: %w", err)
 	}
@@ -179,14 +179,45 @@ func detectRunner(path string, types []runner.Descriptor) (string, []string) {
 	return config.Default().Defaults.Runner, nil
 }
 
-func initYAML(project, repo, base string, c config.Commands, def string, found []string) string {
+// initHost is the code host cadre init found the origin remote on.
+type initHost struct {
+	gitlab bool
+	url    string // a self-managed GitLab's address ("" on gitlab.com)
+	repo   string // owner/repo, or the GitLab project's path
+}
+
+// hostOf reads the code host of the origin remote: GitHub (github.com or
+// a host naming it), or GitLab (gitlab.com or a host naming it, which is
+// then self-managed).
+func hostOf(origin string) initHost {
+	var cfg config.Config
+	cfg.ResolveForge(origin)
+	if cfg.Forge.Type != config.ForgeGitLab {
+		h := initHost{}
+		if o, n, ok := forge.RepoFromRemote(origin); ok {
+			h.repo = o + "/" + n
+		}
+		return h
+	}
+	h := initHost{gitlab: true}
+	if name := config.RemoteHost(origin); name != "gitlab.com" {
+		h.url = "https://" + name
+	}
+	h.repo, _ = gitlab.ProjectFromRemote(origin)
+	return h
+}
+
+func initYAML(project string, host initHost, base string, c config.Commands, def string, found []string) string {
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "# cadre configuration (written by cadre init). Every key is optional; see docs/config.md.\n")
 	fmt.Fprintf(&b, "project: %s\n", q(project))
-	if repo != "" {
-		fmt.Fprintf(&b, "repository: %s            # GitHub issues and pull requests\n", repo)
-	} else {
+	switch {
+	case host.gitlab:
+		writeGitLab(&b, host)
+	case host.repo != "":
+		fmt.Fprintf(&b, "repository: %s            # GitHub issues and pull requests\n", host.repo)
+	default:
 		b.WriteString("# repository: owner/repo      # for GitHub issues; inferred from the origin remote\n")
 	}
 	fmt.Fprintf(&b, "base_branch: %s\ntasks_dir: tasks\n\n", q(base))
@@ -201,4 +232,18 @@ func initYAML(project, repo, base string, c config.Commands, def string, found [
 	b.WriteString("# roles:                       # per-role runner and model, e.g.\n#   code-reviewer: {runner: codex}\n\n")
 	b.WriteString("limits: {parallel_issues: 3, parallel_agents: 3, budget_usd: 0}\n")
 	return b.String()
+}
+
+// writeGitLab writes the forge and gitlab sections of a GitLab origin.
+func writeGitLab(b *strings.Builder, host initHost) {
+	if host.url != "" {
+		fmt.Fprintf(b, "forge: {type: gitlab, url: %q}   # a self-managed GitLab, from the origin remote\n", host.url)
+	} else {
+		b.WriteString("forge: {type: gitlab}            # GitLab.com, from the origin remote\n")
+	}
+	if host.repo != "" {
+		fmt.Fprintf(b, "repository: %s            # GitLab issues and merge requests\n", host.repo)
+	}
+	b.WriteString("# The token (api scope) is read from this variable; ca_file trusts a private CA.\n")
+	b.WriteString("gitlab: {token_env: GITLAB_TOKEN}\n")
 }

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cadre-dev/cadre/internal/app"
-	"github.com/cadre-dev/cadre/internal/redact"
 	"github.com/cadre-dev/cadre/internal/store"
 	"github.com/cadre-dev/cadre/internal/ui/web"
 	"github.com/cadre-dev/cadre/internal/workspace"
@@ -159,9 +158,9 @@ func (f *Factory) serveWorkspaces(ctx context.Context, dirs []string) ([]workspa
 	return out, nil
 }
 
-// boardRepo is ws as the board shows it, masking its GitHub token.
+// boardRepo is ws as the board shows it, masking its code host's tokens.
 func (f *Factory) boardRepo(ws workspaceCtx, st *store.Store, acts web.Actions) web.Repo {
-	red := redact.New(f.Getenv(ws.cfg.GitHub.TokenEnv))
+	red := app.Secrets(ws.cfg, nil, f.Getenv)
 	r := web.Repo{Name: filepath.Base(ws.root), Dir: ws.root, Store: st, Actions: acts, Redact: red.String, PRs: f.newForge(ws)}
 	if repo, err := workspace.Open(context.Background(), ws.root); err == nil {
 		r.Changes = branchChanges{repo: repo, base: ws.cfg.BaseBranch}

@@ -258,10 +258,10 @@ type watcher struct {
 func (w *watcher) configure() {
 	w.interval = w.opts.Interval
 	if w.interval == 0 {
-		w.interval = time.Duration(w.ws.cfg.GitHub.PollInterval)
+		w.interval = time.Duration(w.ws.cfg.Host().PollInterval)
 	}
 	if !w.flagQuery {
-		q := w.ws.cfg.GitHub.Watch
+		q := w.ws.cfg.Host().Watch
 		w.opts.Query = codehost.IssueQuery{Labels: q.Labels, Assignee: q.Assignee, Milestone: q.Milestone}
 	}
 }
@@ -304,7 +304,7 @@ func (w *watcher) pass(ctx context.Context) (watchTally, error) {
 	if err := w.retries(ctx, &t); err != nil { // those cadre retry handed over
 		return t, err
 	}
-	// Made first: intake asks through its GitHub, whose answers are kept.
+	// Made first: intake asks through its code host, whose answers are kept.
 	if _, err := w.following(ctx); err != nil {
 		return t, err
 	}
@@ -324,7 +324,7 @@ func (w *watcher) pass(ctx context.Context) (watchTally, error) {
 func (w *watcher) intake(ctx context.Context, t *watchTally) error {
 	gh := w.f.newForge(w.ws)
 	if w.fl != nil {
-		gh = w.fl.GitHub // its answers are kept: an unchanged list costs nothing
+		gh = w.fl.Host // its answers are kept: an unchanged list costs nothing
 	}
 	issues, err := gh.Issues(ctx, w.opts.Query)
 	if err != nil {
@@ -389,9 +389,9 @@ func (w *watcher) follow(ctx context.Context, t *watchTally) error {
 		return err
 	}
 	tally, err := fl.Pass(ctx)
-	if kerr := fl.GitHub.KeepAnswers(); kerr != nil {
+	if kerr := fl.Host.KeepAnswers(); kerr != nil {
 		// The next process asks for everything anew.
-		fmt.Fprintf(w.f.IO.ErrOut, "cadre: watch: warning: keep GitHub's answers: %v\n", kerr)
+		fmt.Fprintf(w.f.IO.ErrOut, "cadre: watch: warning: keep the code host's answers: %v\n", kerr)
 	}
 	t.failed += len(tally.Failed)
 	t.waiting += len(tally.Waiting)
@@ -403,7 +403,7 @@ func (w *watcher) follow(ctx context.Context, t *watchTally) error {
 }
 
 // following is the watch's follower, made at its first pass and kept for
-// the next ones: its GitHub client keeps the answers its conditional
+// the next ones: its code host client keeps the answers its conditional
 // requests revalidate (an unchanged one then costs no rate limit), and
 // the engine, its sandbox probed, is made once.
 func (w *watcher) following(ctx context.Context) (*app.Following, error) {

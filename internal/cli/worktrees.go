@@ -135,7 +135,7 @@ func runWorktrees(ctx context.Context, f *Factory, opts *WorktreesOptions) error
 			continue
 		}
 		unmerged := wt.Ahead > 0 && !wt.Merged
-		if unmerged && !opts.Force && ws.cfg.GitHub.TokenEnv != "" && f.Getenv(ws.cfg.GitHub.TokenEnv) != "" {
+		if unmerged && !opts.Force && ws.cfg.Host().TokenEnv != "" && f.Getenv(ws.cfg.Host().TokenEnv) != "" {
 			if found, merged, closed, err := gh.PRState(ctx, wt.Branch); err == nil && found && (merged || closed) {
 				if err := wts.Remove(ctx, wt, true, merged); err != nil {
 					return fmt.Errorf("prune %s: %w", wt.Item, err)

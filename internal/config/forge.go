@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -40,6 +41,16 @@ func (c *Config) ResolveForge(origin string) {
 	case strings.Contains(host, "gitlab"), c.Forge.URL != "" && host == RemoteHost(c.Forge.URL):
 		c.Forge.Type = ForgeGitLab
 	}
+}
+
+// CheckForge refuses what the resolved forge cannot do: GitLab's merge
+// API makes no rebase merge (the project's merge method decides whether
+// GitLab rebases or fast-forwards).
+func (c *Config) CheckForge() error {
+	if c.Forge.Type == ForgeGitLab && c.Follow.Merge == "rebase" {
+		return fmt.Errorf("%s: rebase is not a merge GitLab's API makes: use merge or squash (the project's merge method decides whether GitLab rebases or fast-forwards)", c.Where("follow.merge"))
+	}
+	return nil
 }
 
 // RemoteHost is the lower-case host of a git remote (https://host/...,

@@ -41,3 +41,17 @@ func TestForgeURLSetsGitLabAPI(t *testing.T) {
 		t.Errorf("an api_url set is kept: %q, %v", c.GitLab.APIURL, err)
 	}
 }
+
+func TestCheckForge(t *testing.T) {
+	c, err := Parse("cadre.yaml", []byte("forge: {type: gitlab}\nfollow: {merge: rebase}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckForge(); err == nil || err.Error() != "cadre.yaml:2: follow.merge: rebase is not a merge GitLab's API makes: use merge or squash (the project's merge method decides whether GitLab rebases or fast-forwards)" {
+		t.Errorf("rebase on GitLab: %v", err)
+	}
+	c.Forge.Type = ForgeGitHub
+	if err := c.CheckForge(); err != nil {
+		t.Errorf("rebase on GitHub refused: %v", err)
+	}
+}

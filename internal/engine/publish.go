@@ -47,7 +47,7 @@ func (ir *itemRun) issueOf(e *Engine) (Issue, bool) {
 // returned.
 func (e *Engine) comment(ctx context.Context, ir *itemRun, kind, body string) error {
 	is, ok := ir.issueOf(e)
-	if !ok || e.d.Forge == nil || !e.d.Config.GitHub.Comments {
+	if !ok || e.d.Forge == nil || !e.d.Config.Host().Comments {
 		return nil
 	}
 	id := ir.it.ID + "/publish/comment-" + kind
@@ -117,7 +117,7 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 	}
 	title, body := e.prText(ir, is)
 	pr := codehost.PullRequest{Repo: is.Repo, Head: branch, Base: e.d.Config.BaseBranch,
-		Title: title, Body: body, Issue: is.Number, Draft: e.d.Config.GitHub.Draft, Labels: e.d.Config.GitHub.Labels}
+		Title: title, Body: body, Issue: is.Number, Draft: e.d.Config.Host().Draft, Labels: e.d.Config.Host().Labels}
 	err := e.guardSensitive(ctx, ir, &pr)
 	url, number := "", 0
 	if err == nil {

@@ -27,7 +27,7 @@ func (e *Engine) guardSensitive(ctx context.Context, ir *itemRun, pr *codehost.P
 		return fmt.Errorf("list the pull request's files: %w", err)
 	}
 	files := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
-	touched := eval.Sensitive(slices.DeleteFunc(files, func(f string) bool { return f == "" }), e.d.Config.GitHub.AllowSensitive)
+	touched := eval.Sensitive(slices.DeleteFunc(files, func(f string) bool { return f == "" }), e.d.Config.Host().AllowSensitive)
 	if len(touched) == 0 {
 		return nil
 	}
@@ -60,7 +60,7 @@ func (e *Engine) guardCI(ctx context.Context, ir *itemRun) error {
 		return fmt.Errorf("list the branch's files: %w", err)
 	}
 	files := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
-	ci := eval.CIConfig(slices.DeleteFunc(files, func(f string) bool { return f == "" }), e.d.Config.GitHub.AllowSensitive)
+	ci := eval.CIConfig(slices.DeleteFunc(files, func(f string) bool { return f == "" }), e.d.Config.Host().AllowSensitive)
 	if len(ci) == 0 {
 		return nil
 	}

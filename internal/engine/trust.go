@@ -13,7 +13,7 @@ import (
 // makes programs run (sandbox.trust_repo), given whether the item came
 // from a stranger (intake.Stranger).
 func (e *Engine) trustsRepo(it store.Item) bool {
-	return e.d.Config.Sandbox.TrustsRepo(intake.Stranger(it, e.d.Config.GitHub.Authors))
+	return e.d.Config.Sandbox.TrustsRepo(intake.Stranger(it, e.d.Config.Host().Authors))
 }
 
 // itemSandbox is the run's sandbox policy as it applies to an item: an

@@ -104,6 +104,8 @@ type Pipeline struct {
 	Failed  []Job
 	Pending int // jobs not finished yet
 	Passed  int // jobs that passed, were skipped, wait for a person, or failed while allowed to
+	// Succeeded names the jobs that succeeded, for follow.required_checks.
+	Succeeded []string
 }
 
 // Thread is a discussion on a merge request as its first note opened it.

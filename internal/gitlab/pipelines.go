@@ -85,6 +85,9 @@ func (p *Pipeline) count(j *gl.Job) {
 		p.Failed = append(p.Failed, Job{ID: j.ID, Name: j.Name, Stage: j.Stage, Status: j.Status, URL: j.WebURL, AllowFailure: j.AllowFailure})
 	case "success", "skipped", "manual":
 		p.Passed++
+		if j.Status == "success" {
+			p.Succeeded = append(p.Succeeded, j.Name)
+		}
 	default: // created, pending, running, preparing, scheduled, waiting_for_resource
 		p.Pending++
 	}

@@ -216,8 +216,7 @@ func (w withTimeout) Run(ctx context.Context, inv runner.Invocation) (runner.Res
 // forbiddenEnv are variables no agent may receive, whatever a runner's
 // settings say: the code host's credentials are cadre's alone.
 func (r *Roster) forbiddenEnv(name string) bool {
-	tokenEnv := r.Config.GitHub.TokenEnv
-	return name == tokenEnv || name == "GITHUB_TOKEN" || name == "GH_TOKEN" || name == "GH_ENTERPRISE_TOKEN"
+	return slices.Contains(r.Config.ForgeTokenVars(), name)
 }
 
 // New builds runner name as cadre.yaml defines it (or its type's
@@ -228,7 +227,7 @@ func (r *Roster) New(name string) (runner.Runner, error) {
 	var pass []string
 	for _, k := range rc.Env {
 		if r.forbiddenEnv(k) {
-			r.Bus.Publish(event.Event{Type: event.Warning, Runner: name, Message: "runners." + name + ".env: " + k + " is cadre's GitHub credential and is never passed to an agent"})
+			r.Bus.Publish(event.Event{Type: event.Warning, Runner: name, Message: "runners." + name + ".env: " + k + " is cadre's code host credential and is never passed to an agent"})
 			continue
 		}
 		pass = append(pass, k)

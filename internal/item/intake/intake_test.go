@@ -95,7 +95,7 @@ func TestLoadRefuses(t *testing.T) {
 		{"unknown --column", nil, Want{Column: "nope"}, `--column "nope": unknown stage`},
 		{"empty column", map[string]string{"a.md": "---\nstage: code\n---\n"}, Want{Column: "plan"}, "no task in stage plan"},
 		{"no such target", nil, Want{Targets: []string{"missing.md"}}, "missing.md: no such task file or directory"},
-		{"issue without forge", nil, Want{Targets: []string{"#12"}}, "#12: issue targets need GitHub access"},
+		{"issue without forge", nil, Want{Targets: []string{"#12"}}, "#12: issue targets need access to the code host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,7 +163,10 @@ func TestPromptTask(t *testing.T) {
 func TestIsIssueRef(t *testing.T) {
 	for s, want := range map[string]bool{
 		"42": true, "#42": true, "o/r#42": true, "https://github.com/o/r/issues/42": true,
+		"acme/platform/widget#42": true, "https://gitlab.com/acme/widget/-/issues/3": true,
+		"https://git.corp/acme/sub/widget/-/work_items/7": true,
 		"tasks/a.md": false, "o/r": false, "#": false, "https://github.com/o/r/pull/42": false,
+		"https://gitlab.com/acme/widget/-/merge_requests/3": false, "a/b/c": false,
 	} {
 		if got := IsIssueRef(s); got != want {
 			t.Errorf("IsIssueRef(%q) = %v, want %v", s, got, want)

@@ -25,9 +25,11 @@ const (
 )
 
 // errNoForge is returned for issue targets when no code host is configured.
-var errNoForge = errors.New("issue targets need GitHub access: set GITHUB_TOKEN (or github.token_env) or log in with gh")
+var errNoForge = errors.New("issue targets need access to the code host: set GITHUB_TOKEN (or github.token_env) or log in with gh; on GitLab, GITLAB_TOKEN (or gitlab.token_env)")
 
-var issueRefRE = regexp.MustCompile(`^(?:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?#?[0-9]+$|^https?://\S+/issues/[0-9]+$`)
+// An issue reference: 42, #42, owner/repo#42, group/sub/project#42, or an
+// issue's URL (GitHub's /issues/N, GitLab's /-/issues/N and /-/work_items/N).
+var issueRefRE = regexp.MustCompile(`^(?:[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+)?#?[0-9]+$|^https?://\S+/(?:issues|work_items)/[0-9]+$`)
 
 // IsIssueRef says whether a run target names an issue rather than a file.
 func IsIssueRef(s string) bool { return issueRefRE.MatchString(s) }
