@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -136,7 +135,7 @@ func (c *Client) ReplyToReviewComment(ctx context.Context, owner, repo string, p
 	path := fmt.Sprintf("%s/pulls/%d/comments/%d/replies", repoPath(owner, repo), pr, commentID)
 	return c.postOnce(ctx, op, owner, repo, pr, marker, path, body, func(tag string) (bool, error) {
 		cs, err := c.reviewComments(ctx, op, owner, repo, pr)
-		return slices.ContainsFunc(cs, func(rc ReviewComment) bool { return strings.Contains(rc.Body, tag) }), err
+		return slices.ContainsFunc(cs, func(rc ReviewComment) bool { return carries(rc.Body, tag) }), err
 	})
 }
 
