@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cadre-dev/cadre/internal/cabundle"
 	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/forge"
@@ -104,8 +107,16 @@ func (g *GitHub) init(ctx context.Context) error {
 		}
 		g.token = token
 		g.mask.Add(token)
-		g.client, g.err = forge.New(g.cfg.GitHub.APIURL, token, append([]forge.Option{forge.WithRedactor(g.mask),
-			forge.WithWriteGap(time.Duration(g.cfg.GitHub.WriteInterval))}, g.opts...)...)
+		opts := []forge.Option{forge.WithRedactor(g.mask), forge.WithWriteGap(time.Duration(g.cfg.GitHub.WriteInterval))}
+		if ca := g.cfg.GitHub.CAFile; ca != "" {
+			t, err := cabundle.Transport(nil, inRoot(g.root, ca))
+			if err != nil {
+				g.err = fmt.Errorf("github.ca_file: %w", err)
+				return
+			}
+			opts = append(opts, forge.WithHTTPClient(&http.Client{Transport: t}))
+		}
+		g.client, g.err = forge.New(g.cfg.GitHub.APIURL, token, append(opts, g.opts...)...)
 		if g.err == nil && g.answers != "" {
 			g.loadAnswers()
 		}
@@ -128,6 +139,14 @@ func (g *GitHub) SetWarn(warn func(msg string)) { g.Warn = warn }
 
 // useMask makes g mask m's secrets, adding its token to m once learnt.
 func (g *GitHub) useMask(m *redact.Redactor) { g.mask = m }
+
+// inRoot is path, relative to the repository's root unless absolute.
+func inRoot(root, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(root, path)
+}
 
 // LearnCredential resolves the token (and so masks it) before GitHub is
 // first called.

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -77,10 +76,7 @@ func (g *GitLab) connect(ctx context.Context) error {
 	g.mask.Add(g.token)
 	opts := []gitlab.Option{gitlab.WithRedactor(g.mask), gitlab.WithWriteGap(time.Duration(g.cfg.GitLab.WriteInterval))}
 	if ca := g.cfg.GitLab.CAFile; ca != "" {
-		if !filepath.IsAbs(ca) {
-			ca = filepath.Join(g.root, ca)
-		}
-		opts = append(opts, gitlab.WithCAFile(ca))
+		opts = append(opts, gitlab.WithCAFile(inRoot(g.root, ca)))
 	}
 	client, err := gitlab.New(g.cfg.GitLab.APIURL, g.token, append(opts, g.opts...)...)
 	if err != nil {

@@ -3,6 +3,8 @@ package forge
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -318,7 +320,7 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("github: %s: %w", cl.op, ctx.Err())
 			}
-			if cl.resend && attempt < c.retries {
+			if cl.resend && attempt < c.retries && !untrusted(err) {
 				if err := c.pause(ctx, cl.op, backoff(attempt)); err != nil {
 					return nil, err
 				}
@@ -367,6 +369,14 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 			return nil, &Error{Op: cl.op, Status: status, Message: apiMessage(body, c.scrub)}
 		}
 	}
+}
+
+// untrusted says whether err is the server's certificate refused: no
+// retry makes it trusted (github.ca_file does).
+func untrusted(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var authority x509.UnknownAuthorityError
+	return errors.As(err, &verify) || errors.As(err, &authority)
 }
 
 // admit waits as rate limits and, for a write, pacing ask before one

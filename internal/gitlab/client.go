@@ -2,20 +2,18 @@ package gitlab
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
+	"github.com/cadre-dev/cadre/internal/cabundle"
 	"github.com/cadre-dev/cadre/internal/redact"
 )
 
@@ -157,22 +155,10 @@ func baseTransport(o options) (http.RoundTripper, error) {
 	if !ok {
 		return nil, errors.New("gitlab.ca_file: the HTTP client given has a transport of its own; its certificates cannot be added to")
 	}
-	pem, err := os.ReadFile(o.caFile)
+	t, err := cabundle.Transport(t, o.caFile)
 	if err != nil {
 		return nil, fmt.Errorf("gitlab.ca_file: %w", err)
 	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("gitlab.ca_file %s: no PEM certificate in it", o.caFile)
-	}
-	t = t.Clone()
-	if t.TLSClientConfig == nil {
-		t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	t.TLSClientConfig.RootCAs = pool
 	return t, nil
 }
 
