@@ -42,8 +42,9 @@ func (g *gitlabRepo) watchOnce(t *testing.T, crashAt string) (int, string) {
 // An issue goes from labelled to merged under cadre watch on GitLab: taken
 // up, merge request; a failed pipeline job fixed from its trace and
 // pushed, once across a kill; a Developer's diff thread answered in that
-// thread (a Reporter's and a stranger's not), review asked again; approved
-// after the last push with a green pipeline, merged by squash at its sha.
+// thread (a Reporter's and a stranger's not), review asked again; a
+// conflicting target merged in and resolved; approved after the last push
+// with a green pipeline, merged by squash at its sha.
 func TestGitLabWatchFollowsToMerge(t *testing.T) {
 	g := gitlabWatchRepo(t, "follow: {merge: squash}\n")
 	g.fake.AddIssue(glProject, gitlabtest.Issue{IID: 3, Title: "Label me", Description: "Do it.", Author: "carol", Labels: []string{"cadre"}})
@@ -112,6 +113,31 @@ func TestGitLabWatchFollowsToMerge(t *testing.T) {
 		t.Errorf("fix-surgeon's feedback:\n%s", fsctx)
 	}
 
+	// The target moves with a conflicting change: GitLab says the merge
+	// request has conflicts; the target is merged in, resolved, pushed.
+	g.fake.SetPipeline(glProject, g.rev(t, branch), "success", gitlabtest.Job{ID: 82, Name: "unit", Stage: "test", Status: "success"})
+	other := filepath.Join(g.work, "other")
+	for _, args := range [][]string{{"clone", "-q", "-b", "main", g.bare, other}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(other, "fix.txt"), []byte("base\n"), 0o644)
+	for _, args := range [][]string{{"add", "-A"}, {"-c", "user.email=o@example.com", "-c", "user.name=O", "commit", "-qm", "base change"}, {"push", "-q", "origin", "main"}} {
+		if out, err := exec.Command("git", append([]string{"-C", other}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	if code, errOut := g.watchOnce(t, ""); code != 0 || !strings.Contains(errOut, "conflict") {
+		t.Fatalf("conflict: exit %d\n%s", code, errOut)
+	}
+	if err := exec.Command("git", "-C", g.bare, "merge-base", "--is-ancestor", "main", branch).Run(); err != nil {
+		t.Fatalf("main is not merged into the branch: %v", err)
+	}
+	if body, _ := exec.Command("git", "-C", g.bare, "show", branch+":fix.txt").Output(); strings.Contains(string(body), "<<<<<<<") || !strings.Contains(string(body), "base") {
+		t.Fatalf("fix.txt after the conflict:\n%s", body)
+	}
+
 	// Approved after the last push, the pipeline green: merged by squash.
 	head = g.rev(t, branch)
 	g.fake.SetPipeline(glProject, head, "success", gitlabtest.Job{ID: 80, Name: "unit", Stage: "test", Status: "success"})
@@ -132,7 +158,7 @@ func TestGitLabWatchFollowsToMerge(t *testing.T) {
 		t.Errorf("status after the merge: exit %d\n%s", code, out)
 	}
 	_, out, _ = g.cadre(t, "", "report")
-	for _, kind := range []string{"ci_failed", "changes_requested"} {
+	for _, kind := range []string{"ci_failed", "changes_requested", "conflict"} {
 		if !strings.Contains(out, kind) {
 			t.Errorf("report does not count the %s reaction:\n%s", kind, out)
 		}

@@ -61,7 +61,10 @@ func NewCmdRun(f *Factory, runF func(context.Context, *Factory, *RunOptions) err
 planner, coder and auditor by stage, with the engine owning every frontmatter change. With
 no TARGET, every task file under tasks_dir runs. GitHub issues (42, #42, owner/repo#42, or --label/--milestone/
 --assignee queries) run defaults.workflow and end as a pushed branch and a pull request that
-closes the issue; GITHUB_TOKEN (or github.token_env, or gh auth token) gives the access.
+closes the issue; GITHUB_TOKEN (or github.token_env, or gh auth token) gives the access. On
+GitLab (forge.type, or an origin remote on a GitLab host) the issues are 42, #42,
+group/sub/project#42 or their /-/issues/ or /-/work_items/ URLs, each ending as a merge request;
+GITLAB_TOKEN (or gitlab.token_env) gives the access.
 
 By default each item works in its own git worktree (.cadre/worktrees/<item>) on its own
 branch (cadre/<item>-<title>), up to --parallel items at once; the task files in this
@@ -73,6 +76,7 @@ completes.` + liveViewHelp + exitStatusRunning,
   cadre run --in-place                     # one after another, in this checkout
   cadre run --in-place tasks/add-login.md  # one task
   cadre run 42 '#57' owner/repo#61         # GitHub issues: a branch and a pull request each
+  cadre run acme/platform/widget#7         # a GitLab issue: a branch and a merge request
   cadre run --label cadre --limit 5        # the repository's issues labelled cadre
   cadre run --in-place --column code       # every task now in stage code
   cadre run --in-place --json | jq .type   # machine-readable events

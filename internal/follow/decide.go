@@ -250,7 +250,7 @@ func mergeGate(v View, cfg config.Follow) (bool, string) {
 	case !v.ApprovedHead && !cfg.StaleApprovals:
 		why = "the approval is of an earlier commit, not the head (follow.stale_approvals)"
 	case v.Mergeable == nil:
-		why = "GitHub has not yet said whether it merges cleanly"
+		why = "the code host has not yet said whether it merges cleanly"
 	case !*v.Mergeable:
 		why = "it does not merge cleanly"
 	case cfg.Merge == "" || cfg.Merge == config.MergeOff:
