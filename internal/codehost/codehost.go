@@ -13,8 +13,11 @@ import (
 
 // Issue is a work item from a code host, as the engine needs it.
 type Issue struct {
-	Repo   string // owner/repo
-	Number int
+	Repo   string // owner/repo; "" for a tracker's issue (the forge's own repository)
+	Number int    // for a tracker's issue, the number in its key
+	// Key is a tracker's key for its issue ("PROJ-123" in Jira, "ENG-42"
+	// in Linear); "" for a forge's issue.
+	Key    string
 	Title  string
 	Body   string // body and comments: untrusted text
 	URL    string
@@ -112,4 +115,34 @@ func ReviewDecision(states map[string]string) string {
 		}
 	}
 	return decision
+}
+
+// Tracker is where work items come from when the code lives on the forge
+// but the work is tracked elsewhere (Jira, Linear): issues in; comments,
+// states and links to pull requests out. Every write is idempotent, so a
+// resumed run repeats none: a comment by its marker, a state by being in
+// it already, a link by its URL.
+type Tracker interface {
+	// Issue fetches one issue by its key ("PROJ-123") or its URL, its
+	// description and comments as one untrusted Markdown text.
+	Issue(ctx context.Context, ref string) (Issue, error)
+	// Search lists the issues q selects.
+	Search(ctx context.Context, q TrackerQuery) ([]Issue, error)
+	// Comment posts body (Markdown) on the issue once per marker.
+	Comment(ctx context.Context, key, marker, body string) error
+	// Move puts the issue in the status named state, by whichever
+	// transition leads there; an issue already there is left alone.
+	Move(ctx context.Context, key, state string) error
+	// Link attaches url (a pull request's) to the issue once, titled
+	// title.
+	Link(ctx context.Context, key, url, title string) error
+}
+
+// TrackerQuery selects a tracker's issues (tracker.watch): a JQL query
+// (Jira), or labels and a state within the project or team.
+type TrackerQuery struct {
+	JQL    string   `json:"jql,omitempty"`
+	Labels []string `json:"labels,omitempty"`
+	State  string   `json:"state,omitempty"`
+	Limit  int      `json:"limit,omitempty"`
 }
