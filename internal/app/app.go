@@ -112,8 +112,10 @@ type Options struct {
 	// Warn is where a warning no event can carry goes (the journal
 	// refusing events); nil: os.Stderr.
 	Warn io.Writer
-	// Forge replaces the code host built from cadre.yaml (nil: that one).
-	Forge codehost.Forge
+	// Forge replaces the code host built from cadre.yaml (nil: that one);
+	// Tracker, its tracker.
+	Forge   codehost.Forge
+	Tracker codehost.Tracker
 	// Geteuid is the user cadre runs as, whose agents run as it too
 	// (nil: os.Geteuid).
 	Geteuid func() int
@@ -130,10 +132,11 @@ func NewEngine(ctx context.Context, ws Workspace, st *store.Store, o Options) (*
 
 // parts is what build wires: the engine, its event bus and its code host.
 type parts struct {
-	e     *engine.Engine
-	bus   *event.Bus
-	host  Host
-	close func()
+	e       *engine.Engine
+	bus     *event.Bus
+	host    Host
+	tracker codehost.Tracker // nil without one
+	close   func()
 }
 
 // build wires an engine for ws (NewEngine).
@@ -196,13 +199,17 @@ func build(ctx context.Context, ws Workspace, st *store.Store, o Options) (parts
 	if o.Forge != nil {
 		fg = o.Forge
 	}
+	tracker := o.Tracker
+	if tracker == nil {
+		tracker = NewTracker(ws.Config, getenv, mask)
+	}
 	e, err := engine.New(ctx, engine.Deps{Root: ws.Root, Config: ws.Config, Store: st, Roles: roles, Runners: reg,
-		Workflows: flows, Forge: fg, Bus: bus, Crash: o.Crash, Sandbox: policy, Mask: mask})
+		Workflows: flows, Forge: fg, Tracker: tracker, Bus: bus, Crash: o.Crash, Sandbox: policy, Mask: mask})
 	if err != nil {
 		closeAll()
 		return parts{}, err
 	}
-	return parts{e: e, bus: bus, host: host, close: closeAll}, nil
+	return parts{e: e, bus: bus, host: host, tracker: tracker, close: closeAll}, nil
 }
 
 // SandboxPolicy is the confinement cadre.yaml's sandbox section asks for,

@@ -46,6 +46,7 @@ func NewFollowing(ctx context.Context, ws Workspace, st *store.Store, o Options,
 		p.bus.Publish(event.Event{Run: it.Run, Item: it.ID, Type: event.Warning, Message: msg})
 	}
 	p.host.SetWarn(func(msg string) { say(follow.Item{}, msg) })
+	f.Ending = trackerEnding(p.tracker, ws.Config.Tracker.States.Done, st, f.Warn)
 	f.Paused = func(ctx context.Context, it follow.Item) (bool, error) {
 		rec, err := st.GetItem(ctx, it.Run, it.ID)
 		if err != nil {
@@ -59,6 +60,7 @@ func NewFollowing(ctx context.Context, ws Workspace, st *store.Store, o Options,
 			return fmt.Errorf("journal: %w", err)
 		}
 		p.bus.Publish(event.Event{Run: it.Run, Item: it.ID, Type: event.ItemPaused, Message: reason})
+		trackerPaused(ctx, p.tracker, st, it, reason, f.Warn)
 		return nil
 	}
 	f.Unpause = func(ctx context.Context, it follow.Item) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/follow"
+	"github.com/cadre-dev/cadre/internal/item/intake"
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/runspec"
 	"github.com/cadre-dev/cadre/internal/store"
@@ -79,7 +80,11 @@ type statusItemJSON struct {
 	Usage       any    `json:"usage"`
 	Error       string `json:"error,omitempty"`
 	Branch      string `json:"branch"` // "" when the item worked in place
-	PR          string `json:"pr_url"` // "" until its pull request is open
+	// Issue names the issue the item came from: a tracker's key
+	// (PROJ-123), or repo#N; IssueURL is its page.
+	Issue    string `json:"issue,omitempty"`
+	IssueURL string `json:"issue_url,omitempty"`
+	PR       string `json:"pr_url"` // "" until its pull request is open
 	// Where the pull request stands (pr_state, checks, review,
 	// mergeable), when GitHub could be asked.
 	*codehost.PRStatus
@@ -111,12 +116,13 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 	elapsed := end.Sub(sum.Started).Round(time.Second).String()
 	prs := f.prStatuses(ctx, sum)
 	ends(ctx, st, id, sum, prs)
+	issues := issuesOf(ctx, st, id, sum)
 	if opts.JSON {
 		out := statusJSON{Run: id, Status: sum.Status, Active: active == id, Started: sum.Started, Elapsed: elapsed, Usage: sum.Usage}
 		for _, it := range sum.Items {
 			out.Items = append(out.Items, statusItemJSON{ID: it.ID, Title: it.Title, Stage: it.Stage, Status: itemState(it, prs[it.ID]),
 				CurrentStep: it.CurrentStep, Attempts: it.Attempts, Steps: it.Steps, Usage: it.Usage, Error: it.Reason,
-				Branch: it.Branch, PR: it.PR, PRStatus: prs[it.ID], Picks: it.Picks})
+				Branch: it.Branch, Issue: issues[it.ID].name, IssueURL: issues[it.ID].url, PR: it.PR, PRStatus: prs[it.ID], Picks: it.Picks})
 		}
 		return printJSON(f.IO.Out, out)
 	}
@@ -149,6 +155,8 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		// Where the work is goes on its own line: branch names and URLs are
 		// too long for the table's columns.
 		switch {
+		case it.PR != "" && issues[it.ID].key:
+			fmt.Fprintf(f.IO.Out, "  %s, branch %s, pull request %s%s\n", issues[it.ID].name, it.Branch, it.PR, prLine(prs[it.ID]))
 		case it.PR != "":
 			fmt.Fprintf(f.IO.Out, "  branch %s, pull request %s%s\n", it.Branch, it.PR, prLine(prs[it.ID]))
 		case it.Branch != "":
@@ -165,6 +173,32 @@ func runStatus(ctx context.Context, f *Factory, opts *StatusOptions) error {
 		}
 	}
 	return nil
+}
+
+// issueName is how status names an item's issue.
+type issueName struct {
+	name, url string
+	key       bool // a tracker's key
+}
+
+// issuesOf names the issue each item of run came from, as its record has
+// it; items of task files and prompts have none.
+func issuesOf(ctx context.Context, st *store.Store, run string, sum report.Summary) map[string]issueName {
+	out := map[string]issueName{}
+	for _, it := range sum.Items {
+		rec, err := st.GetItem(ctx, run, it.ID)
+		if err != nil {
+			continue
+		}
+		if is, ok := intake.IssueOf(rec); ok {
+			n := issueName{name: fmt.Sprintf("%s#%d", is.Repo, is.Number), url: is.URL}
+			if is.Key != "" {
+				n = issueName{name: is.Key, url: is.URL, key: true}
+			}
+			out[it.ID] = n
+		}
+	}
+	return out
 }
 
 // ends fills in, for the items cadre watch ended (merged or closed) whose

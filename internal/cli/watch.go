@@ -309,7 +309,12 @@ func (w *watcher) pass(ctx context.Context) (watchTally, error) {
 		return t, err
 	}
 	if !w.opts.Query.Empty() {
-		if err := w.intake(ctx, &t); err != nil {
+		if err := w.intake(ctx, &t, w.forgeIssues); err != nil {
+			return t, err
+		}
+	}
+	if tr := w.ws.cfg.Tracker; tr.Type != "" && !tr.Watch.Empty() {
+		if err := w.intake(ctx, &t, w.trackerIssues); err != nil {
 			return t, err
 		}
 	}
@@ -319,16 +324,35 @@ func (w *watcher) pass(ctx context.Context) (watchTally, error) {
 	return t, w.follow(ctx, &t)
 }
 
-// intake starts one run for the issues matching the query that have no
-// item yet.
-func (w *watcher) intake(ctx context.Context, t *watchTally) error {
+// forgeIssues lists the forge's issues the query selects.
+func (w *watcher) forgeIssues(ctx context.Context) ([]codehost.Issue, error) {
 	gh := w.f.newForge(w.ws)
 	if w.fl != nil {
 		gh = w.fl.Host // its answers are kept: an unchanged list costs nothing
 	}
 	issues, err := gh.Issues(ctx, w.opts.Query)
 	if err != nil {
-		return fmt.Errorf("watch: list issues (%s): %w", w.opts.Query, err)
+		return nil, fmt.Errorf("watch: list issues (%s): %w", w.opts.Query, err)
+	}
+	return issues, nil
+}
+
+// trackerIssues lists the tracker's issues tracker.watch selects.
+func (w *watcher) trackerIssues(ctx context.Context) ([]codehost.Issue, error) {
+	tw := w.ws.cfg.Tracker.Watch
+	tr := app.NewTracker(w.ws.cfg, w.f.Getenv, nil)
+	issues, err := tr.Search(ctx, codehost.TrackerQuery{JQL: tw.JQL, Labels: tw.Labels, State: tw.State})
+	if err != nil {
+		return nil, fmt.Errorf("watch: list %s issues (tracker.watch): %w", w.ws.cfg.Tracker.Type, err)
+	}
+	return issues, nil
+}
+
+// intake starts one run for the issues list gives that have no item yet.
+func (w *watcher) intake(ctx context.Context, t *watchTally, list func(context.Context) ([]codehost.Issue, error)) error {
+	issues, err := list(ctx)
+	if err != nil {
+		return err
 	}
 	st, err := openStore(ctx, w.ws.root)
 	if err != nil {
@@ -338,7 +362,7 @@ func (w *watcher) intake(ctx context.Context, t *watchTally) error {
 	for _, is := range issues {
 		id := intake.IssueItemID(w.ws.cfg.Repository, is)
 		if _, err := st.LatestRunOf(ctx, id); errors.Is(err, store.ErrNotFound) {
-			fresh = append(fresh, fmt.Sprintf("%s#%d", is.Repo, is.Number))
+			fresh = append(fresh, issueRef(is))
 		} else if err != nil {
 			st.Close()
 			return err
@@ -365,6 +389,14 @@ func (w *watcher) intake(ctx context.Context, t *watchTally) error {
 		return relPath(err, w.ws.root)
 	}
 	return nil
+}
+
+// issueRef names is as a run target: its tracker key, or repo#N.
+func issueRef(is codehost.Issue) string {
+	if is.Key != "" {
+		return is.Key
+	}
+	return fmt.Sprintf("%s#%d", is.Repo, is.Number)
 }
 
 // report says in one line what a pass did with the pull requests.

@@ -42,10 +42,13 @@ type Config struct {
 	Limits Limits `yaml:"limits"`
 	// Forge says which code host the repository lives on; its section
 	// (GitHub or GitLab) configures it (Config.Host).
-	Forge   Forge     `yaml:"forge"`
-	GitHub  ForgeHost `yaml:"github"`
-	GitLab  ForgeHost `yaml:"gitlab"`
-	Sandbox Sandbox   `yaml:"sandbox"`
+	Forge  Forge     `yaml:"forge"`
+	GitHub ForgeHost `yaml:"github"`
+	GitLab ForgeHost `yaml:"gitlab"`
+	// Tracker is where work items come from when the work is tracked in
+	// Jira or Linear while the code is on the forge.
+	Tracker Tracker `yaml:"tracker"`
+	Sandbox Sandbox `yaml:"sandbox"`
 	// Selector is the model selector runner "auto" asks (docs/evaluation.md).
 	Selector Selector `yaml:"selector"`
 	// Prices override or extend the built-in price table, by model name.
@@ -452,6 +455,7 @@ func Default() Config {
 			WriteInterval: Duration(DefaultWriteInterval),
 			PollInterval:  Duration(time.Minute),
 		},
+		Tracker: Tracker{States: TrackerStates{Started: "In Progress", Review: "In Review", Done: "Done"}},
 		GitLab: ForgeHost{
 			TokenEnv:      "GITLAB_TOKEN",
 			APIURL:        DefaultGitLabAPI,

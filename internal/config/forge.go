@@ -75,12 +75,12 @@ func RemoteHost(remote string) string {
 	return strings.ToLower(before)
 }
 
-// ForgeTokenVars are the variables holding a code host's credential,
-// GitHub's and GitLab's whichever the forge: cadre's alone, never an
-// agent's, and masked wherever cadre writes.
+// ForgeTokenVars are the variables holding a code host's or the
+// tracker's credential, GitHub's and GitLab's whichever the forge:
+// cadre's alone, never an agent's, and masked wherever cadre writes.
 func (c *Config) ForgeTokenVars() []string {
-	vars := []string{"GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITLAB_TOKEN"}
-	for _, v := range []string{strings.TrimSpace(c.GitHub.TokenEnv), strings.TrimSpace(c.GitLab.TokenEnv)} {
+	vars := []string{"GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITLAB_TOKEN", "JIRA_API_TOKEN", "LINEAR_API_KEY"}
+	for _, v := range []string{strings.TrimSpace(c.GitHub.TokenEnv), strings.TrimSpace(c.GitLab.TokenEnv), c.Tracker.TokenVar()} {
 		if v != "" && !slices.Contains(vars, v) {
 			vars = append(vars, v)
 		}

@@ -26,7 +26,7 @@ func (l *loader) validate(c *Config) error {
 		}
 	}
 	for _, check := range []func(*Config) error{l.prices, l.unavailable, func(c *Config) error { return l.notify(c.Notify) },
-		l.github, l.follow, l.roles, l.runners} {
+		l.github, l.tracker, l.follow, l.roles, l.runners} {
 		if err := check(c); err != nil {
 			return err
 		}
@@ -69,6 +69,8 @@ func scalarChecks(c *Config) []scalarCheck {
 		{"github.poll_interval", positive(c.GitHub.PollInterval)},
 		{"forge.type", oneOfOrEmpty(c.Forge.Type, ForgeGitHub, ForgeGitLab)},
 		{"forge.url", optionalURL(c.Forge.URL)},
+		{"tracker.type", oneOfOrEmpty(c.Tracker.Type, TrackerJira, TrackerLinear)},
+		{"tracker.url", optionalURL(c.Tracker.URL)},
 		{"gitlab.api_url", urlProblem(c.GitLab.APIURL)},
 		{"gitlab.write_interval", notNegative(c.GitLab.WriteInterval)},
 		{"gitlab.query_state", queryStateProblem(c.GitLab.QueryState)},

@@ -114,6 +114,9 @@ func (e *Engine) begin(ctx context.Context, ir *itemRun, loadErr error, provisio
 	if err := e.comment(ctx, ir, "start", fmt.Sprintf("cadre is working on this issue (run %s, workflow %s).", ir.run, name)); err != nil {
 		return started{}, err
 	}
+	if err := e.trackState(ctx, ir, "started", e.d.Config.Tracker.States.Started); err != nil {
+		return started{}, err
+	}
 	e.setBoard(ir, map[string]any{"stage": "code", "mode": name})
 	return b, nil
 }

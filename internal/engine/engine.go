@@ -59,6 +59,9 @@ type Deps struct {
 	Workflows *workflow.Registry
 	// Forge reaches the code host for issue items; nil without GitHub access.
 	Forge codehost.Forge
+	// Tracker reaches the tracker (Jira, Linear) a tracker's issue items
+	// came from; nil without one.
+	Tracker codehost.Tracker
 	Bus   *event.Bus
 	PID   int
 	// Crash, when set, is called at named points of the journal protocol;

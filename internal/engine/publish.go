@@ -47,7 +47,7 @@ func (ir *itemRun) issueOf(e *Engine) (Issue, bool) {
 // returned.
 func (e *Engine) comment(ctx context.Context, ir *itemRun, kind, body string) error {
 	is, ok := ir.issueOf(e)
-	if !ok || e.d.Forge == nil || !e.d.Config.Host().Comments {
+	if !ok || e.d.Forge == nil || !e.d.Config.Host().Comments || is.Key != "" && e.d.Tracker == nil {
 		return nil
 	}
 	id := ir.it.ID + "/publish/comment-" + kind
@@ -59,7 +59,7 @@ func (e *Engine) comment(ctx context.Context, ir *itemRun, kind, body string) er
 		return journalErr(ir.it.ID, err)
 	}
 	marker := fmt.Sprintf("cadre:%s:%s:%s", ir.run, ir.it.ID, kind)
-	if err := e.d.Forge.EnsureComment(ctx, is.Repo, is.Number, marker, body); err != nil {
+	if err := e.postComment(ctx, is, marker, body); err != nil {
 		rec.Error = err.Error()
 		if err := e.failStep(ctx, rec, nil); err != nil {
 			return err
@@ -130,7 +130,10 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 	e.d.Crash(CrashPRCreated)
 	rec.Status = store.StepCompleted
 	rec.Result, _ = json.Marshal(report.PublishRecord{Branch: branch, Output: url, Number: number, Title: title})
-	return url, e.finishStep(ctx, rec)
+	if err := e.finishStep(ctx, rec); err != nil {
+		return "", err
+	}
+	return url, e.trackReview(ctx, ir, is, url, title)
 }
 
 func currentBranch(ctx context.Context, ir *itemRun) string {
@@ -156,6 +159,11 @@ func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
 		log, _ := ir.repo.Git(context.Background(), "log", "--format=- %s", e.baseRef(context.Background())+"..HEAD")
 		body = "Changes:\n\n" + strings.TrimSpace(log)
 	}
+	if is.Key != "" {
+		// The tracker's issue is closed by the tracker (tracker.states),
+		// not by the forge: the key names it, for integrations that link.
+		return title, body + fmt.Sprintf("\n\nResolves %s (%s)\n", is.Key, is.URL)
+	}
 	return title, body + fmt.Sprintf("\n\nCloses #%d\n", is.Number)
 }
 
@@ -170,7 +178,9 @@ func (e *Engine) finishIssue(ctx context.Context, ir *itemRun, ok bool, reason s
 	}
 	url, err := e.publishItem(ctx, ir)
 	if errors.Is(err, workflow.ErrPaused) {
-		return "", err // a person decides whether it is pushed
+		// A person decides whether it is pushed; a tracker's issue says so
+		// where its people look.
+		return "", both(err, e.trackPaused(ctx, ir))
 	}
 	if errors.Is(err, errNoChanges) {
 		e.publish(ir, event.Event{Type: event.Warning, Message: "nothing to publish: " + err.Error()})

@@ -15,7 +15,7 @@ import (
 
 // intake is the loader of this repository's items.
 func (e *Engine) intake() *intake.Loader {
-	return &intake.Loader{Root: e.d.Root, StateDir: e.StateDir(), Config: e.d.Config, Workflows: e.d.Workflows, Forge: e.d.Forge}
+	return &intake.Loader{Root: e.d.Root, StateDir: e.StateDir(), Config: e.d.Config, Workflows: e.d.Workflows, Forge: e.d.Forge, Tracker: e.d.Tracker}
 }
 
 // loadTargets reads the task files a run of opts works on, checked and in

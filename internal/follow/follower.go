@@ -126,6 +126,11 @@ type Follower struct {
 	Pause   func(ctx context.Context, it Item, reason string) error
 	Unpause func(ctx context.Context, it Item) error
 	Paused  func(ctx context.Context, it Item) (bool, error)
+	// Ending, when set, hears an item's end (merged or closed) before it
+	// is journaled, so what it does is done again, not lost, should the
+	// process die between the two: it must be idempotent. A failure is
+	// the hook's to report; the end is journaled whatever it says.
+	Ending func(ctx context.Context, it Item, state string)
 	// Now is the time; nil is time.Now.
 	Now func() time.Time
 	// Crash is called at the named crash points, for tests; may be nil.
@@ -606,6 +611,9 @@ func (f *Follower) reject(ctx context.Context, it Item, h history, t *Tally) err
 // end journals the item's end: merged (its worktree and branch removed)
 // or closed.
 func (f *Follower) end(ctx context.Context, it Item, state, why string) error {
+	if f.Ending != nil {
+		f.Ending(ctx, it, state)
+	}
 	if state == "merged" {
 		if err := f.Trees.Remove(ctx, it); err != nil {
 			f.say(it, "remove worktree: "+err.Error())

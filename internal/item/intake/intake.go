@@ -32,6 +32,9 @@ type Loader struct {
 	Config    config.Config
 	Workflows *workflow.Registry
 	Forge     codehost.Forge // nil without access to the code host
+	// Tracker is where tracker keys (PROJ-123, ENG-42) are fetched from;
+	// nil without tracker: in cadre.yaml.
+	Tracker codehost.Tracker
 }
 
 // Want is what a run names to work on.
@@ -197,6 +200,9 @@ func (l *Loader) resolveTargets(ctx context.Context, runID string, targets []str
 // issueTarget fetches the issue ref names from the forge and makes its
 // task file, unless the issue is one a run must not take (Refuse).
 func (l *Loader) issueTarget(ctx context.Context, runID, ref string) (*taskfile.Task, error) {
+	if IsTrackerRef(ref) {
+		return l.trackerTarget(ctx, runID, ref)
+	}
 	if l.Forge == nil {
 		return nil, fmt.Errorf("%s: %w", ref, errNoForge)
 	}
@@ -206,6 +212,22 @@ func (l *Loader) issueTarget(ctx context.Context, runID, ref string) (*taskfile.
 	}
 	if reason := l.Refuse(is); reason != "" {
 		return nil, fmt.Errorf("issue %s: %s", ref, reason)
+	}
+	task, err := l.IssueTask(runID, is)
+	if err != nil {
+		return nil, fmt.Errorf("issue %s: %w", ref, err)
+	}
+	return task, nil
+}
+
+// trackerTarget fetches a tracker's issue and makes its task file.
+func (l *Loader) trackerTarget(ctx context.Context, runID, ref string) (*taskfile.Task, error) {
+	if l.Tracker == nil {
+		return nil, fmt.Errorf("%s reads as a tracker's issue key, and cadre.yaml names no tracker: set tracker: {type: jira | linear, ...} (docs/trackers.md)", ref)
+	}
+	is, err := l.Tracker.Issue(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("issue %s: %w", ref, err)
 	}
 	task, err := l.IssueTask(runID, is)
 	if err != nil {

@@ -31,8 +31,16 @@ var errNoForge = errors.New("issue targets need access to the code host: set GIT
 // issue's URL (GitHub's /issues/N, GitLab's /-/issues/N and /-/work_items/N).
 var issueRefRE = regexp.MustCompile(`^(?:[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+)?#?[0-9]+$|^https?://\S+/(?:issues|work_items)/[0-9]+$`)
 
+// A tracker's issue: a Jira key or Linear identifier (PROJ-123, ENG-42),
+// or its URL (Jira's /browse/KEY or ?selectedIssue=KEY, Linear's
+// /issue/KEY/...).
+var trackerRefRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*-[0-9]+$|^https?://\S+(?:/browse/|[?&]selectedIssue=|/issue/)[A-Z][A-Z0-9_]*-[0-9]+(?:[/?#]\S*)?$`)
+
 // IsIssueRef says whether a run target names an issue rather than a file.
-func IsIssueRef(s string) bool { return issueRefRE.MatchString(s) }
+func IsIssueRef(s string) bool { return issueRefRE.MatchString(s) || trackerRefRE.MatchString(s) }
+
+// IsTrackerRef says whether a run target names a tracker's issue.
+func IsTrackerRef(s string) bool { return trackerRefRE.MatchString(s) }
 
 // issueRecord is the record of an issue item beside its task file
 // (items/<id>/issue.json).
@@ -50,8 +58,11 @@ const issueRecordName = "issue.json"
 // and is given to agents fenced as data.
 func (l *Loader) IssueTask(run string, is codehost.Issue) (*taskfile.Task, error) {
 	id := IssueItemID(l.Config.Repository, is)
-	path, err := l.generatedTask(run, id, fmt.Sprintf("source: github\nissue: %d\nrepository: %s\n", is.Number, is.Repo),
-		oneLine(is.Title, 200), is.Body)
+	front := fmt.Sprintf("source: github\nissue: %d\nrepository: %s\n", is.Number, is.Repo)
+	if is.Key != "" {
+		front = fmt.Sprintf("source: %s\nissue: %s\n", l.Config.Tracker.Type, is.Key)
+	}
+	path, err := l.generatedTask(run, id, front, oneLine(is.Title, 200), is.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +76,9 @@ func (l *Loader) IssueTask(run string, is codehost.Issue) (*taskfile.Task, error
 // IssueItemID is the id of issue is's item in a repository whose
 // cadre.yaml names repo: the bare number for its own issues.
 func IssueItemID(repo string, is codehost.Issue) string {
+	if is.Key != "" {
+		return strings.ToLower(is.Key) // a tracker's key is an item id already
+	}
 	if repo == "" || strings.EqualFold(is.Repo, repo) {
 		return fmt.Sprint(is.Number)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/event"
+	"github.com/cadre-dev/cadre/internal/item/intake"
 	"github.com/cadre-dev/cadre/internal/promptlog"
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/safefile"
@@ -52,7 +53,11 @@ type cardJSON struct {
 	Branch      string      `json:"branch,omitempty"`
 	PR          string      `json:"pr,omitempty"`
 	PRNumber    int         `json:"pr_number,omitempty"`
-	Waiting     bool        `json:"waiting"` // a question for a human is open
+	// Issue is the tracker's key of the issue the item came from
+	// (PROJ-123), beside its pull request; IssueURL its page.
+	Issue    string `json:"issue,omitempty"`
+	IssueURL string `json:"issue_url,omitempty"`
+	Waiting  bool   `json:"waiting"` // a question for a human is open
 	// Where the pull request stands, when the board can ask GitHub:
 	// pr_state, checks, review, mergeable.
 	*codehost.PRStatus
@@ -163,6 +168,11 @@ func (s *Server) board(w http.ResponseWriter, r *http.Request, rp *repo) {
 			Attempts: it.Attempts, Steps: it.Steps, Usage: it.Usage, Branch: it.Branch, PR: it.PR, PRNumber: it.PRNumber, Waiting: waiting[it.ID]}
 		if it.PRNumber > 0 {
 			c.PRStatus = rp.prStatus(ctx, it.PRNumber)
+		}
+		if rec, err := rp.Store.GetItem(ctx, run.ID, it.ID); err == nil {
+			if is, ok := intake.IssueOf(rec); ok && is.Key != "" {
+				c.Issue, c.IssueURL = is.Key, is.URL
+			}
 		}
 		if st, ok := running[it.ID]; ok && it.Status == store.ItemRunning {
 			c.Role, c.Runner, c.Model = st.Role, st.Runner, st.Model

@@ -249,7 +249,13 @@
     if (d.review && d.review !== 'none') bits.push(d.review.replace('_', ' '));
     if (d.pr_state === 'open' && d.mergeable === false) bits.push('conflicts');
     if (d.pr_state === 'open' && d.mergeable === true) bits.push('merges cleanly');
+    // A tracker's issue is named beside its pull request; its link only
+    // when it is a web address.
+    const issue = !d.issue ? null : /^https?:\/\//.test(d.issue_url || '')
+      ? el('a', { class: 'issue', href: d.issue_url, rel: 'noopener noreferrer', target: '_blank' }, d.issue)
+      : el('span', { class: 'issue' }, d.issue);
     return el('div', { class: 'pr', 'data-pr-state': d.pr_state || '' },
+      issue, issue ? ' · ' : null,
       el('a', { href: d.pr, rel: 'noopener noreferrer', target: '_blank' }, 'PR #' + (d.pr_number || '')),
       bits.length ? ' · ' + bits.join(' · ') : '');
   }
