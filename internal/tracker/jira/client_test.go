@@ -358,7 +358,7 @@ func TestTokenMaskedInErrors(t *testing.T) {
 func TestUnauthorizedSaysWhatTheTokenIs(t *testing.T) {
 	srv := jiratest.New(t, jiratest.Cloud, cloudToken)
 	masks := redact.New()
-	c, err := jira.New(jira.Options{URL: srv.URL, Token: "a-personal-access-token", Project: "PROJ", Flavor: "cloud", Redactor: masks})
+	c, err := jira.New(jira.Options{URL: srv.URL, Token: "bot@acme.dev:a-revoked-api-token", Project: "PROJ", Flavor: "cloud", Redactor: masks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,8 +366,20 @@ func TestUnauthorizedSaysWhatTheTokenIs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "jira: issue PROJ-1: 401") || !strings.Contains(err.Error(), "email:api_token on Jira Cloud") {
 		t.Errorf("a 401 = %v, want it to say the token's format", err)
 	}
-	if got := masks.String("x a-personal-access-token y"); strings.Contains(got, "personal") {
+	if got := masks.String("x a-revoked-api-token y"); strings.Contains(got, "revoked") {
 		t.Errorf("the token was not added to the Redactor given: %q", got)
+	}
+}
+
+func TestCloudTokenMustBeAPair(t *testing.T) {
+	srv := jiratest.New(t, jiratest.Cloud, cloudToken)
+	c, err := jira.New(jira.Options{URL: srv.URL, Token: "a-personal-access-token", Project: "PROJ", Flavor: "cloud"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Move(context.Background(), "PROJ-1", "Done")
+	if err == nil || !strings.Contains(err.Error(), "must be email:api_token") || len(srv.Calls()) != 0 {
+		t.Errorf("a bare token on Cloud = %v after %d requests, want refused before any", err, len(srv.Calls()))
 	}
 }
 

@@ -228,6 +228,9 @@ func (c *Client) api(ctx context.Context) (string, string, error) {
 		return "", "", err
 	}
 	if f == Cloud {
+		if !strings.Contains(c.token, ":") {
+			return "", "", errors.New("jira: the token for Jira Cloud must be email:api_token (an Atlassian account's email and an API token): check the variable tracker.token_env names")
+		}
 		return f, "/rest/api/3", nil
 	}
 	return f, "/rest/api/2", nil

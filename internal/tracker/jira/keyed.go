@@ -18,9 +18,7 @@ type keyLock struct {
 }
 
 // lock takes key's mutex, or returns ctx's error when ctx ends first.
-// waiting, when not nil, is told the key before lock blocks, so a test can
-// see that a caller queued without guessing how long to wait.
-func (k *keyed) lock(ctx context.Context, key string, waiting func(string)) (unlock func(), err error) {
+func (k *keyed) lock(ctx context.Context, key string) (unlock func(), err error) {
 	k.mu.Lock()
 	if k.locks == nil {
 		k.locks = map[string]*keyLock{}
@@ -35,16 +33,9 @@ func (k *keyed) lock(ctx context.Context, key string, waiting func(string)) (unl
 
 	select {
 	case l.held <- struct{}{}:
-	default:
-		if waiting != nil {
-			waiting(key)
-		}
-		select {
-		case l.held <- struct{}{}:
-		case <-ctx.Done():
-			k.drop(key, l)
-			return nil, ctx.Err()
-		}
+	case <-ctx.Done():
+		k.drop(key, l)
+		return nil, ctx.Err()
 	}
 	return func() {
 		<-l.held
