@@ -54,9 +54,9 @@ func TestAuthAndErrorShape(t *testing.T) {
 	}
 	for jql, want := range map[string]int{
 		`project = PROJ AND (labels = "cadre") ORDER BY key`: 200,
-		`project = PROJ AND summary ~ "x"`:                    400,
-		`project = PROJ AND status = "Nope"`:                  400,
-		``:                                                    400,
+		`project = PROJ AND summary ~ "x"`:                   400,
+		`project = PROJ AND status = "Nope"`:                 400,
+		``:                                                   400,
 	} {
 		st, body := get(t, dc, "/rest/api/2/search?jql="+url.QueryEscape(jql), "Bearer pat-secret-token")
 		if st != want {
