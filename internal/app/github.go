@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -291,12 +292,14 @@ func (g *GitHub) EnsurePR(ctx context.Context, p codehost.PullRequest) (string, 
 	if err := g.init(ctx); err != nil {
 		return "", 0, err
 	}
-	owner, name, err := forge.ParseRepo(p.Repo)
+	// A tracker's issue names no repository: the code is this one's.
+	repo := cmp.Or(p.Repo, g.repo)
+	owner, name, err := forge.ParseRepo(repo)
 	if err != nil {
 		return "", 0, err
 	}
 	// The title and body are agents' text: made safe before they go out.
-	own := ghtext.Issue{Repo: p.Repo, Number: p.Issue}
+	own := ghtext.Issue{Repo: repo, Number: p.Issue}
 	pr, _, err := g.client.EnsurePR(ctx, owner, name, forge.NewPR{Title: ghtext.Title(p.Title), Body: ghtext.Body(p.Body, own),
 		Head: p.Head, Base: p.Base, Draft: p.Draft, Labels: p.Labels})
 	return pr.URL, pr.Number, err

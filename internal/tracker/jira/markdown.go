@@ -180,7 +180,10 @@ func parseInline(s string, marks []mark) []node {
 	for i := 0; i < len(s); {
 		if n, inner, m, ok := span(s, i); ok {
 			flush()
-			if m.Type == "code" {
+			// A code span's text, and a bare or <> link's (which is its
+			// own address), are read as written: parsed again, the
+			// address would be a link again, without end.
+			if m.Type == "code" || m.Type == "link" && inner == m.Attrs["href"] {
 				out = append(out, node{Type: "text", Text: inner, Marks: with(marks, m)})
 			} else {
 				out = append(out, parseInline(inner, with(marks, m))...)
