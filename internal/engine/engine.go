@@ -62,8 +62,8 @@ type Deps struct {
 	// Tracker reaches the tracker (Jira, Linear) a tracker's issue items
 	// came from; nil without one.
 	Tracker codehost.Tracker
-	Bus   *event.Bus
-	PID   int
+	Bus     *event.Bus
+	PID     int
 	// Crash, when set, is called at named points of the journal protocol;
 	// tests make it kill the process there (see CrashPoints).
 	Crash func(point string)

@@ -169,7 +169,7 @@ func TestIsIssueRef(t *testing.T) {
 		"https://gitlab.com/acme/widget/-/merge_requests/3": false, "a/b/c": false,
 		"PROJ-123": true, "ENG-42": true, "https://acme.atlassian.net/browse/PROJ-7": true,
 		"https://acme.atlassian.net/jira/software/projects/PROJ/boards/1?selectedIssue=PROJ-7": true,
-		"https://linear.app/acme/issue/ENG-42/fix-it": true, "proj-123": false, "PROJ-": false, "tasks/PROJ-1.md": false,
+		"https://linear.app/acme/issue/ENG-42/fix-it":                                          true, "proj-123": false, "PROJ-": false, "tasks/PROJ-1.md": false,
 	} {
 		if got := IsIssueRef(s); got != want {
 			t.Errorf("IsIssueRef(%q) = %v, want %v", s, got, want)
