@@ -410,3 +410,19 @@ func TestHeadPushedAndResets(t *testing.T) {
 		t.Fatalf("UpdatedMRs(later) = %+v, %v", later, err)
 	}
 }
+
+// A fork's merge request from a branch of the same name is not cadre's:
+// FindMR passes it by and EnsureMR opens the project's own.
+func TestForkMRIsNotOurs(t *testing.T) {
+	s := newFake(t)
+	c := newClient(t, s)
+	ctx := context.Background()
+	fork := s.AddMR(project, gitlabtest.MR{Title: "Someone's", Source: "cadre/1", Target: "main", Author: "mallory", FromFork: true})
+	if found, err := c.FindMR(ctx, project, "cadre/1"); found != nil || err != nil {
+		t.Fatalf("FindMR took the fork's !%d: %+v, %v", fork, found, err)
+	}
+	mr, created, err := c.EnsureMR(ctx, project, gitlab.NewMR{Title: "Fix", Body: "Closes #1", Source: "cadre/1", Target: "main"})
+	if err != nil || !created || mr.IID == fork {
+		t.Fatalf("EnsureMR = %+v, %v, %v: want a new merge request, not the fork's !%d", mr, created, err, fork)
+	}
+}

@@ -73,8 +73,9 @@ func (c *Client) findMR(ctx context.Context, op, project, source, state string) 
 	}
 	var best *gl.BasicMergeRequest
 	for _, m := range list {
-		// The filter is GitLab's; a fork's branch of the same name is not ours.
-		if m.SourceBranch == source && (best == nil || m.IID > best.IID) {
+		// A fork's branch of the same name is not ours: cadre pushes to
+		// the project itself.
+		if m.SourceBranch == source && m.SourceProjectID == m.TargetProjectID && (best == nil || m.IID > best.IID) {
 			best = m
 		}
 	}

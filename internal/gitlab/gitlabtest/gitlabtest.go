@@ -73,6 +73,8 @@ type MR struct {
 	MergeCommitSHA string
 	Squash         bool
 	Reviewers      []string
+	// FromFork says the source branch is a fork's, another project's.
+	FromFork bool
 }
 
 // Job is one job of a pipeline. ID 0 takes the next free id.

@@ -139,7 +139,7 @@ func (c *ctx) mrJSON(m *mr, full bool) map[string]any {
 		"closed_at": ts(m.closedAt), "target_branch": m.Target, "source_branch": m.Source,
 		"user_notes_count": userNotes(m), "upvotes": 0, "downvotes": 0, "author": c.s.userJSON(m.Author),
 		"assignees": []any{}, "assignee": nil, "reviewers": c.s.usersJSON(m.Reviewers),
-		"source_project_id": c.p.id, "target_project_id": c.p.id, "labels": nonNil(m.Labels),
+		"source_project_id": sourceProject(c.p.id, m.FromFork), "target_project_id": c.p.id, "labels": nonNil(m.Labels),
 		"draft": m.Draft, "milestone": nil, "merge_when_pipeline_succeeds": false,
 		"merge_status": status, "detailed_merge_status": detailed, "has_conflicts": conflicts,
 		"sha": m.SHA, "merge_commit_sha": nilIfEmpty(m.MergeCommitSHA), "squash_commit_sha": nilIfEmpty(m.squashSHA),
@@ -257,7 +257,7 @@ func (c *ctx) createMR() answer {
 	}
 	src, dst := c.q.str("source_branch"), c.q.str("target_branch")
 	for _, other := range c.p.mrs {
-		if other.State == "opened" && other.Source == src && other.Target == dst {
+		if other.State == "opened" && !other.FromFork && other.Source == src && other.Target == dst {
 			return message(http.StatusConflict, []string{fmt.Sprintf("Another open merge request already exists for this source branch: !%d", other.IID)})
 		}
 	}
@@ -352,4 +352,13 @@ func (c *ctx) requestReviews(m *mr, names []string) {
 	if len(added) > 0 {
 		c.s.systemNote(m, c.s.Username, "requested review from "+strings.Join(added, " and "))
 	}
+}
+
+// sourceProject is the id of the project a merge request's source branch
+// is in: a fork's is another one's.
+func sourceProject(id int64, fork bool) int64 {
+	if fork {
+		return id + 1000
+	}
+	return id
 }
