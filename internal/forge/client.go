@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/keylock"
 	"io"
 	"net/http"
 	"net/url"
@@ -55,8 +56,8 @@ type Client struct {
 
 	answers etags // the latest answer to each GET, for conditional requests
 
-	items  keyed         // one look-up-then-write per item at a time
-	writes keyed         // one mutating request per resource at a time
+	items  keylock.Set   // one look-up-then-write per item at a time
+	writes keylock.Set   // one mutating request per resource at a time
 	queue  chan struct{} // holds the one paced write in flight
 	// onWait, when set (by tests), hears what a caller is about to wait
 	// for: "item KEY", "write KEY" or "queue".

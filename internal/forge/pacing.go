@@ -3,6 +3,7 @@ package forge
 import (
 	"context"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/keylock"
 	"net/http"
 	"strconv"
 	"time"
@@ -142,12 +143,12 @@ func (c *Client) lockItem(ctx context.Context, op, key string) (unlock func(), e
 }
 
 // hold locks key in k, telling onWait (as what+key) when it must wait.
-func (c *Client) hold(ctx context.Context, k *keyed, what, op, key string) (unlock func(), err error) {
+func (c *Client) hold(ctx context.Context, k *keylock.Set, what, op, key string) (unlock func(), err error) {
 	var hook func(string)
 	if c.onWait != nil {
 		hook = func(key string) { c.onWait(what + key) }
 	}
-	unlock, err = k.lock(ctx, key, hook)
+	unlock, err = k.Lock(ctx, key, hook)
 	if err != nil {
 		return nil, fmt.Errorf("github: %s: %w", op, err)
 	}

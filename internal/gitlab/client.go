@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/keylock"
 	"net"
 	"net/http"
 	"net/url"
@@ -39,7 +40,7 @@ type Client struct {
 	base  *url.URL // the API's root, ending in /api/v4
 	masks []*redact.Redactor
 	wire  *wire
-	items keyed // one look-up-then-write per item at a time
+	items keylock.Set // one look-up-then-write per item at a time
 }
 
 type options struct {

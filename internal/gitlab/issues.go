@@ -220,7 +220,7 @@ func (c *Client) postOnce(ctx context.Context, op, key, marker, body string,
 // lockItem holds key for a look-up-then-write, so two callers for the same
 // item cannot both find nothing and both write.
 func (c *Client) lockItem(ctx context.Context, op, key string) (unlock func(), err error) {
-	unlock, err = c.items.lock(ctx, key, nil)
+	unlock, err = c.items.Lock(ctx, key, nil)
 	if err != nil {
 		return nil, fmt.Errorf("gitlab: %s: %w", op, err)
 	}

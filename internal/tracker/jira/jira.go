@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/keylock"
 	"net"
 	"net/http"
 	"net/url"
@@ -84,7 +85,7 @@ type Client struct {
 	timeout time.Duration
 	sleep   func(ctx context.Context, d time.Duration) error
 	writes  chan struct{} // holds the one write in flight
-	items   keyed         // one look-up-then-write per issue at a time
+	items   keylock.Set   // one look-up-then-write per issue at a time
 
 	mu     sync.Mutex
 	flavor string // "" until learnt

@@ -28,7 +28,7 @@ func (c *Client) Comment(ctx context.Context, ref, marker, body string) error {
 		return err
 	}
 	op := "comment on " + key
-	unlock, err := c.items.lock(ctx, key)
+	unlock, err := c.items.Lock(ctx, key, nil)
 	if err != nil {
 		return c.fail(op, err)
 	}
@@ -80,7 +80,7 @@ func (c *Client) Move(ctx context.Context, ref, state string) error {
 		return err
 	}
 	op := fmt.Sprintf("move %s to %q", key, state)
-	unlock, err := c.items.lock(ctx, key)
+	unlock, err := c.items.Lock(ctx, key, nil)
 	if err != nil {
 		return c.fail(op, err)
 	}

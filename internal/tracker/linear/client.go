@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/keylock"
 	"net"
 	"net/http"
 	"net/url"
@@ -61,7 +62,7 @@ type Client struct {
 	sleep    func(ctx context.Context, d time.Duration) error
 
 	writes chan struct{} // holds the one mutation in flight
-	items  keyed         // one look-up-then-write per issue at a time
+	items  keylock.Set   // one look-up-then-write per issue at a time
 
 	mu           sync.Mutex
 	blockedUntil time.Time // send nothing before: a budget is spent

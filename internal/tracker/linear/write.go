@@ -12,7 +12,7 @@ import (
 // lockIssue holds key for a look-up-then-write, so two callers for the
 // same issue cannot both find nothing and both write.
 func (c *Client) lockIssue(ctx context.Context, op, key string) (func(), error) {
-	unlock, err := c.items.lock(ctx, key, nil)
+	unlock, err := c.items.Lock(ctx, key, nil)
 	if err != nil {
 		return nil, fmt.Errorf("linear: %s: %w", op, err)
 	}

@@ -1,13 +1,15 @@
-package linear
+// Package keylock is a set of mutexes, one per key (an issue, a resource),
+// so that one look-up-then-write per key runs at a time while others go on.
+package keylock
 
 import (
 	"context"
 	"sync"
 )
 
-// keyed is a set of mutexes, one per key, made on demand and dropped when
+// Set is a set of mutexes, one per key, made on demand and dropped when
 // no one holds or waits for them, so a long run does not grow it.
-type keyed struct {
+type Set struct {
 	mu    sync.Mutex
 	locks map[string]*keyLock
 }
@@ -17,10 +19,10 @@ type keyLock struct {
 	refs int           // holders and waiters
 }
 
-// lock takes key's mutex, or returns ctx's error when ctx ends first.
+// Lock takes key's mutex, or returns ctx's error when ctx ends first.
 // waiting, when not nil, is told the key before lock blocks, so a test can
 // see that a caller queued without guessing how long to wait.
-func (k *keyed) lock(ctx context.Context, key string, waiting func(string)) (unlock func(), err error) {
+func (k *Set) Lock(ctx context.Context, key string, waiting func(string)) (unlock func(), err error) {
 	k.mu.Lock()
 	if k.locks == nil {
 		k.locks = map[string]*keyLock{}
@@ -52,7 +54,7 @@ func (k *keyed) lock(ctx context.Context, key string, waiting func(string)) (unl
 	}, nil
 }
 
-func (k *keyed) drop(key string, l *keyLock) {
+func (k *Set) drop(key string, l *keyLock) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if l.refs--; l.refs == 0 {
