@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/fence"
 	"net/http"
 	"net/url"
 	"slices"
@@ -438,41 +439,6 @@ func CommentMarker(run, item, kind string) string {
 // the body.
 func hidden(marker string) string { return "<!-- " + marker + " -->" }
 
-// carries reports whether body holds tag outside fenced code blocks: a
-// comment quoting another's marker in a code block (a bug report about
-// cadre) is not the comment the marker keys.
-func carries(body, tag string) bool {
-	fence := ""
-	for line := range strings.SplitSeq(body, "\n") {
-		t := strings.TrimSpace(line)
-		if f := fenceOf(t); f != "" {
-			switch {
-			case fence == "":
-				fence = f
-				continue
-			case strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "":
-				fence = ""
-				continue
-			}
-		}
-		if fence == "" && strings.Contains(line, tag) {
-			return true
-		}
-	}
-	return false
-}
-
-// fenceOf is the run of backticks or tildes opening a fenced code block
-// on line, "" when none does.
-func fenceOf(line string) string {
-	for _, ch := range []string{"`", "~"} {
-		if n := len(line) - len(strings.TrimLeft(line, ch)); n >= 3 {
-			return strings.Repeat(ch, n)
-		}
-	}
-	return ""
-}
-
 // checkMarker refuses a marker that would not stay one hidden comment.
 func checkMarker(marker string) error {
 	if marker == "" || strings.ContainsAny(marker, "<>\r\n") || strings.Contains(marker, "--") {
@@ -490,7 +456,7 @@ func (c *Client) EnsureComment(ctx context.Context, owner, repo string, issue in
 	path := fmt.Sprintf("%s/issues/%d/comments", repoPath(owner, repo), issue)
 	return c.postOnce(ctx, op, owner, repo, issue, marker, path, body, func(tag string) (bool, error) {
 		cs, err := c.comments(ctx, owner, repo, issue)
-		return slices.ContainsFunc(cs, func(cm Comment) bool { return carries(cm.Body, tag) }), err
+		return slices.ContainsFunc(cs, func(cm Comment) bool { return fence.Carries(cm.Body, tag) }), err
 	})
 }
 

@@ -3,6 +3,7 @@ package forge
 import (
 	"context"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/fence"
 	"net/http"
 	"net/url"
 	"slices"
@@ -135,7 +136,7 @@ func (c *Client) ReplyToReviewComment(ctx context.Context, owner, repo string, p
 	path := fmt.Sprintf("%s/pulls/%d/comments/%d/replies", repoPath(owner, repo), pr, commentID)
 	return c.postOnce(ctx, op, owner, repo, pr, marker, path, body, func(tag string) (bool, error) {
 		cs, err := c.reviewComments(ctx, op, owner, repo, pr)
-		return slices.ContainsFunc(cs, func(rc ReviewComment) bool { return carries(rc.Body, tag) }), err
+		return slices.ContainsFunc(cs, func(rc ReviewComment) bool { return fence.Carries(rc.Body, tag) }), err
 	})
 }
 

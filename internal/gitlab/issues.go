@@ -3,6 +3,7 @@ package gitlab
 import (
 	"context"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/fence"
 	"strings"
 	"time"
 
@@ -154,42 +155,6 @@ func checkMarker(marker string) error {
 	return nil
 }
 
-// carries reports whether body holds tag outside fenced code blocks: a
-// note quoting another's marker in a code block (a bug report about cadre)
-// is not the note the marker keys.
-func carries(body, tag string) bool {
-	fence := ""
-	for line := range strings.SplitSeq(body, "\n") {
-		t := strings.TrimSpace(line)
-		if f := fenceOf(t); f != "" {
-			switch {
-			case fence == "":
-				fence = f
-				continue
-			case strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "":
-				fence = ""
-				continue
-			}
-		}
-		if fence == "" && strings.Contains(line, tag) {
-			return true
-		}
-	}
-	return false
-}
-
-// fenceOf is the run of backticks or tildes opening a fenced code block
-// on line, "" when none does.
-func fenceOf(line string) string {
-	for _, ch := range []string{"`", "~"} {
-		n := len(line) - len(strings.TrimLeft(line, ch))
-		if n >= 3 {
-			return strings.Repeat(ch, n)
-		}
-	}
-	return ""
-}
-
 // postOnce posts body with marker's tag appended, unless has finds a note
 // carrying it already. A lost answer is looked for again, so a crash
 // between posting and recording, or a retry, never posts twice.
@@ -247,7 +212,7 @@ func (c *Client) EnsureIssueNote(ctx context.Context, project string, iid int, m
 
 func hasTag(notes []Note, tag string) bool {
 	for _, n := range notes {
-		if !n.System && carries(n.Body, tag) {
+		if !n.System && fence.Carries(n.Body, tag) {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/fence"
 	"net/http"
 	"strings"
 	"time"
@@ -74,7 +75,7 @@ func (c *Client) Reply(ctx context.Context, project string, iid int, discussion,
 				continue
 			}
 			for _, n := range d.Notes {
-				if n != nil && !n.System && carries(n.Body, tag) {
+				if n != nil && !n.System && fence.Carries(n.Body, tag) {
 					return true, nil
 				}
 			}

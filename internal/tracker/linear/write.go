@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/fence"
 	"net/url"
 	"regexp"
 	"strings"
@@ -40,7 +41,7 @@ var ownTag = regexp.MustCompile("^`cadre:[^\\s`]+`$")
 // inside a fenced code block, is a marker.
 func ownComment(body string) bool {
 	found := false
-	eachLine(body, func(line string) bool {
+	fence.Lines(body, func(line string) bool {
 		found = ownTag.MatchString(line)
 		return !found
 	})
@@ -52,45 +53,11 @@ func ownComment(body string) bool {
 // (a bug report about cadre) is not the comment the marker keys.
 func carries(body, tag string) bool {
 	found := false
-	eachLine(body, func(line string) bool {
+	fence.Lines(body, func(line string) bool {
 		found = line == tag
 		return !found
 	})
 	return found
-}
-
-// eachLine hands fn each trimmed line of body outside fenced code blocks,
-// until fn says stop.
-func eachLine(body string, fn func(line string) bool) {
-	fence := ""
-	for line := range strings.SplitSeq(body, "\n") {
-		t := strings.TrimSpace(line)
-		if f := fenceOf(t); f != "" {
-			switch {
-			case fence == "":
-				fence = f
-				continue
-			case strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == "":
-				fence = ""
-				continue
-			}
-		}
-		if fence == "" && !fn(t) {
-			return
-		}
-	}
-}
-
-// fenceOf is the run of backticks or tildes opening a fenced code block
-// on line, "" when none does.
-func fenceOf(line string) string {
-	for _, ch := range []string{"`", "~"} {
-		n := len(line) - len(strings.TrimLeft(line, ch))
-		if n >= 3 {
-			return strings.Repeat(ch, n)
-		}
-	}
-	return ""
 }
 
 // commentID is the id the comment for marker on issue (Linear's UUID of
