@@ -341,7 +341,8 @@ func (w *watcher) forgeIssues(ctx context.Context) ([]codehost.Issue, error) {
 func (w *watcher) trackerIssues(ctx context.Context) ([]codehost.Issue, error) {
 	tw := w.ws.cfg.Tracker.Watch
 	tr := app.NewTracker(w.ws.cfg, w.f.Getenv, nil)
-	issues, err := tr.Search(ctx, codehost.TrackerQuery{JQL: tw.JQL, Labels: tw.Labels, State: tw.State})
+	// Issues already taken up may still match: look past them.
+	issues, err := tr.Search(ctx, codehost.TrackerQuery{JQL: tw.JQL, Labels: tw.Labels, State: tw.State, Limit: 100})
 	if err != nil {
 		return nil, fmt.Errorf("watch: list %s issues (tracker.watch): %w", w.ws.cfg.Tracker.Type, err)
 	}
@@ -403,9 +404,12 @@ func issueRef(is codehost.Issue) string {
 func (w *watcher) report(t follow.Tally) {
 	out := w.f.IO.ErrOut
 	if t.Followed == 0 {
-		what := "no issue query (github.watch, --label, --assignee, --milestone) to take up new issues by"
-		if !w.opts.Query.Empty() {
+		what := fmt.Sprintf("no issue query (%s.watch, tracker.watch, --label, --assignee, --milestone) to take up new issues by", w.ws.cfg.HostKey())
+		switch tr := w.ws.cfg.Tracker; {
+		case !w.opts.Query.Empty():
 			what = "issues: " + w.opts.Query.String()
+		case tr.Type != "" && !tr.Watch.Empty():
+			what = "issues: " + tr.Type + "'s, by tracker.watch"
 		}
 		fmt.Fprintf(out, "cadre: watch: no pull request of cadre's to follow; %s\n", what)
 		return

@@ -200,6 +200,8 @@ var baseEffects = []keyEffect{
 		by: "cli: cadre watch takes up the project's issues the query selects"},
 	{key: "tracker.watch.jql", yaml: "tracker: {type: linear, team: ENG, watch: {jql: x}}",
 		refused: "cadre.yaml:1: tracker.watch.jql: is Jira's: on Linear use tracker.watch.labels and tracker.watch.state"},
+	{key: "tracker.watch.jql", yaml: "tracker: {type: jira, url: 'https://a.example', project: P, watch: {jql: 'x = 1', labels: [a]}}",
+		refused: "cadre.yaml:1: tracker.watch.jql: set it alone: with a query, write the labels and status in it (labels = x AND status = \"To Do\")"},
 	{key: "tracker.watch.labels", yaml: "tracker: {type: jira, url: 'https://acme.atlassian.net', project: PROJ, watch: {labels: [cadre]}}", read: func(c Config) any { return c.Tracker.Watch.Labels },
 		by: "cli: cadre watch takes up the issues with these labels"},
 	{key: "tracker.watch.state", yaml: "tracker: {type: jira, url: 'https://acme.atlassian.net', project: PROJ, watch: {state: 'To Do'}}", read: func(c Config) any { return c.Tracker.Watch.State },

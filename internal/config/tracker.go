@@ -76,6 +76,8 @@ func (l *loader) tracker(c *Config) error {
 		return l.invalid("tracker.type", "linear needs tracker.team, the key of the team whose issues cadre works on, e.g. ENG")
 	case t.Type == TrackerLinear && t.Project != "":
 		return l.invalid("tracker.project", "is Jira's: on Linear set tracker.team")
+	case t.Watch.JQL != "" && (len(t.Watch.Labels) > 0 || t.Watch.State != ""):
+		return l.invalid("tracker.watch.jql", "set it alone: with a query, write the labels and status in it (labels = x AND status = \"To Do\")")
 	case t.Type == TrackerLinear && t.Watch.JQL != "":
 		return l.invalid("tracker.watch.jql", "is Jira's: on Linear use tracker.watch.labels and tracker.watch.state")
 	}

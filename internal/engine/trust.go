@@ -47,7 +47,7 @@ func (e *Engine) refusesUnconfined(id string, trusted bool) string {
 	if e.d.Sandbox != nil || c.Mode != sandbox.ModeAuto || !c.RefusesUnconfined(trusted) {
 		return ""
 	}
-	untrusted := "its author is not in github.authors"
+	untrusted := "its author is not in " + e.d.Config.HostKey() + ".authors"
 	if c.TrustRepo != nil {
 		untrusted = "sandbox.trust_repo: false"
 	}

@@ -145,9 +145,9 @@ func IssueOf(it store.Item) (codehost.Issue, bool) {
 // Refuse says why an issue may not be worked on, given the configured
 // author allow-list and required label; "" when it may.
 func (l *Loader) Refuse(is codehost.Issue) string {
-	gh := l.Config.GitHub
+	gh, key := l.Config.Host(), l.Config.HostKey()
 	if len(gh.Authors) > 0 && !authorIn(gh.Authors, is.Author) {
-		return fmt.Sprintf("author %q is not in github.authors", is.Author)
+		return fmt.Sprintf("author %q is not in %s.authors", is.Author, key)
 	}
 	if gh.RequireLabel != "" {
 		for _, l := range is.Labels {
@@ -155,7 +155,7 @@ func (l *Loader) Refuse(is codehost.Issue) string {
 				return ""
 			}
 		}
-		return fmt.Sprintf("it lacks the label %q that github.require_label asks for", gh.RequireLabel)
+		return fmt.Sprintf("it lacks the label %q that %s.require_label asks for", gh.RequireLabel, key)
 	}
 	return ""
 }
