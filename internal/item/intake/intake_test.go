@@ -176,3 +176,24 @@ func TestIsIssueRef(t *testing.T) {
 		}
 	}
 }
+
+// On GitLab the allow-lists are gitlab:'s, not github:'s.
+func TestRefuseReadsTheForgesSection(t *testing.T) {
+	cfg := config.Default()
+	cfg.Forge.Type = config.ForgeGitLab
+	cfg.GitHub.Authors = []string{"alice"}
+	cfg.GitLab.Authors, cfg.GitLab.RequireLabel = []string{"bob"}, "cadre"
+	l := &Loader{Config: cfg}
+	for _, tt := range []struct {
+		is   codehost.Issue
+		want string
+	}{
+		{codehost.Issue{Author: "alice", Labels: []string{"cadre"}}, `author "alice" is not in gitlab.authors`},
+		{codehost.Issue{Author: "bob"}, `it lacks the label "cadre" that gitlab.require_label asks for`},
+		{codehost.Issue{Author: "bob", Labels: []string{"Cadre"}}, ""},
+	} {
+		if got := l.Refuse(tt.is); got != tt.want {
+			t.Errorf("Refuse(%+v) = %q, want %q", tt.is, got, tt.want)
+		}
+	}
+}
