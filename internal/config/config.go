@@ -48,7 +48,9 @@ type Config struct {
 	// Tracker is where work items come from when the work is tracked in
 	// Jira or Linear while the code is on the forge.
 	Tracker Tracker `yaml:"tracker"`
-	Sandbox Sandbox `yaml:"sandbox"`
+	// Telemetry exports traces and metrics over OTLP/HTTP.
+	Telemetry Telemetry `yaml:"telemetry"`
+	Sandbox   Sandbox   `yaml:"sandbox"`
 	// Selector is the model selector runner "auto" asks (docs/evaluation.md).
 	Selector Selector `yaml:"selector"`
 	// Prices override or extend the built-in price table, by model name.
@@ -177,6 +179,10 @@ type Forge struct {
 type ForgeHost struct {
 	TokenEnv string `yaml:"token_env"` // name of the variable holding the token
 	APIURL   string `yaml:"api_url"`
+	// WebhookSecretEnv names the variable holding the secret the forge
+	// signs its webhooks with (cadre watch --listen): GitHub's HMAC key,
+	// GitLab's X-Gitlab-Token.
+	WebhookSecretEnv string `yaml:"webhook_secret_env"`
 	// CAFile is a PEM bundle trusted beside the system's roots, for a
 	// self-managed instance whose certificate a private CA signed.
 	CAFile string   `yaml:"ca_file"`
@@ -418,6 +424,14 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // GitHub asks of heavy writers, since paced writes are also serial.
 const DefaultWriteInterval = time.Second / 4
 
+// Telemetry is where cadre's traces and metrics go: an OTLP/HTTP
+// collector. The standard OTEL_* variables apply as well; an endpoint set
+// nowhere exports nothing, at no cost.
+type Telemetry struct {
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	ServiceName  string `yaml:"service_name"`
+}
+
 // DefaultGitLabAPI is gitlab.api_url's default: GitLab.com's REST API.
 // With forge.url set, the default is that instance's /api/v4 instead.
 const DefaultGitLabAPI = "https://gitlab.com/api/v4"
@@ -455,7 +469,8 @@ func Default() Config {
 			WriteInterval: Duration(DefaultWriteInterval),
 			PollInterval:  Duration(time.Minute),
 		},
-		Tracker: Tracker{States: TrackerStates{Started: "In Progress", Review: "In Review", Done: "Done"}},
+		Telemetry: Telemetry{ServiceName: "cadre"},
+		Tracker:   Tracker{States: TrackerStates{Started: "In Progress", Review: "In Review", Done: "Done"}},
 		GitLab: ForgeHost{
 			TokenEnv:      "GITLAB_TOKEN",
 			APIURL:        DefaultGitLabAPI,

@@ -69,6 +69,8 @@ func scalarChecks(c *Config) []scalarCheck {
 		{"github.poll_interval", positive(c.GitHub.PollInterval)},
 		{"forge.type", oneOfOrEmpty(c.Forge.Type, ForgeGitHub, ForgeGitLab)},
 		{"forge.url", optionalURL(c.Forge.URL)},
+		{"telemetry.otlp_endpoint", optionalURL(c.Telemetry.OTLPEndpoint)},
+		{"telemetry.service_name", nonEmpty(c.Telemetry.ServiceName, "a service name")},
 		{"tracker.type", oneOfOrEmpty(c.Tracker.Type, TrackerJira, TrackerLinear)},
 		{"tracker.url", optionalURL(c.Tracker.URL)},
 		{"gitlab.api_url", urlProblem(c.GitLab.APIURL)},
