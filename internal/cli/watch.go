@@ -42,13 +42,14 @@ type WatchOptions struct {
 	Plain    bool
 	Engine   string // embedded or temporal
 	Temporal TemporalOptions
+	Listen   string // --listen: the address webhooks are received at
 }
 
 // NewCmdWatch builds cadre watch; runF replaces the run function in tests.
 func NewCmdWatch(f *Factory, runF func(context.Context, *Factory, *WatchOptions) error) *cobra.Command {
 	opts := &WatchOptions{}
 	cmd := &cobra.Command{
-		Use:   "watch [--once] [--interval D] [--label L]... [--assignee A] [--milestone M]",
+		Use:   "watch [--once] [--interval D] [--listen ADDR] [--label L]... [--assignee A] [--milestone M]",
 		Short: "Take up new issues and follow cadre's pull requests to merge",
 		Long: `Every --interval (default github.poll_interval, 60s): start an item for each issue matching
 the intake query (github.watch in cadre.yaml, or the flags) that has none yet, as cadre run N
@@ -60,7 +61,14 @@ reaction out of rounds waits for a human (cadre approve RUN ITEM grants the roun
 --reject closes the pull request). Merged, an item's worktree and branch are removed.
 
 One watch holds a repository; cadre stop (or Ctrl-C, SIGTERM) stops it after the running
-step, cadre stop --now at once. --once makes one pass and waits for what it started.` + `
+step, cadre stop --now at once. --once makes one pass and waits for what it started.
+
+--listen ADDR receives the forge's webhooks at POST /webhooks/github or /webhooks/gitlab
+(signed with the secret in the variable github.webhook_secret_env or gitlab.webhook_secret_env
+names; without it the watch is refused): an issue labelled, a check or pipeline finished, a
+review, a push to the base, a pull request closed wakes the watch for a pass within a second.
+The passes go on as a slow reconcile: every 15m unless --interval or poll_interval says
+otherwise. See docs/webhooks.md.` + `
 
 EXIT STATUS
   0  --once: nothing failed (or stopped)
@@ -69,7 +77,8 @@ EXIT STATUS
   3  --once: an item waits for a human`,
 		Example: `  cadre watch                      # every minute, until cadre stop
   cadre watch --once --label cadre # one pass, for cron or CI
-  cadre watch --interval 5m`,
+  cadre watch --interval 5m
+  cadre watch --listen :8080       # webhooks, and a pass every 15m besides`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutputFlags(opts.JSON, opts.Plain); err != nil {
@@ -84,7 +93,8 @@ EXIT STATUS
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.Plain, "plain", false, "one line per event on stderr (what watch prints without --json; as run takes it)")
 	fl.BoolVar(&opts.Once, "once", false, "one pass, then exit 0, 1 (a failure) or 3 (waits for a human)")
-	fl.DurationVar(&opts.Interval, "interval", 0, "time between passes (default github.poll_interval)")
+	fl.DurationVar(&opts.Interval, "interval", 0, "time between passes (default github.poll_interval; 15m with --listen)")
+	fl.StringVar(&opts.Listen, "listen", "", "receive the forge's webhooks at this address (host:port) and pass at once on each")
 	fl.StringSliceVar(&opts.Query.Labels, "label", nil, "take up issues with this label (repeatable)")
 	fl.StringVar(&opts.Query.Assignee, "assignee", "", "take up issues assigned to this login")
 	fl.StringVar(&opts.Query.Milestone, "milestone", "", "take up issues of this milestone")
@@ -102,6 +112,9 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	if opts.Interval < 0 {
 		return usageErr(fmt.Errorf("--interval %s: must not be negative", opts.Interval))
 	}
+	if opts.Listen != "" && opts.Once {
+		return usageErr(errors.New("--listen and --once: a single pass has nothing to listen for"))
+	}
 	ws, err := f.workspace(ctx)
 	if err != nil {
 		return err
@@ -118,6 +131,12 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 		return relPath(err, ws.root)
 	}
 	flagQuery := !opts.Query.Empty()
+	if opts.Listen != "" {
+		// Refused before the repository is held: a configuration error.
+		if _, err := webhookSecret(ws.cfg, f.Getenv); err != nil {
+			return usageErr(err)
+		}
+	}
 	lockPath, err := runLock(ctx, ws.root)
 	if err != nil {
 		return err
@@ -149,6 +168,12 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 		t := temporalTarget(ws.cfg, opts.Temporal, nil)
 		w.temporal = &t
 	}
+	if opts.Listen != "" {
+		if err := w.listen(); err != nil {
+			return err
+		}
+		defer w.hooks.close()
+	}
 	for {
 		t, err := w.pass(ctx)
 		if err != nil && (opts.Once || ctx.Err() != nil) {
@@ -174,12 +199,17 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	}
 }
 
-// sleep waits d, or until the watch is asked to stop (it reports false):
-// a signal, or cadre stop, looked for every second.
+// sleep waits d, or until a webhook wakes the watch, or until it is asked
+// to stop (it reports false): a signal, or cadre stop, looked for every
+// second.
 func (w *watcher) sleep(ctx context.Context, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	var wake <-chan struct{}
+	if w.hooks != nil {
+		wake = w.hooks.wake
+	}
 	for !w.stopped() {
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -190,6 +220,8 @@ func (w *watcher) sleep(ctx context.Context, d time.Duration) bool {
 			return false
 		case <-tick.C:
 		case <-time.After(left):
+		case <-wake:
+			return w.settle(ctx)
 		}
 	}
 	return false
@@ -245,6 +277,7 @@ type watcher struct {
 
 	fl    *app.Following // made at the first pass that follows (following)
 	close func()         // closes fl and what it holds
+	hooks *listener      // --listen's, nil without
 
 	// flagQuery: the issue query came from flags, not github.watch.
 	flagQuery bool
@@ -259,6 +292,10 @@ func (w *watcher) configure() {
 	w.interval = w.opts.Interval
 	if w.interval == 0 {
 		w.interval = time.Duration(w.ws.cfg.Host().PollInterval)
+		if key := w.ws.cfg.HostKey() + ".poll_interval"; w.opts.Listen != "" && w.ws.cfg.Where(key) == key {
+			// Webhooks say what changed: the passes only reconcile.
+			w.interval = listenReconcile
+		}
 	}
 	if !w.flagQuery {
 		q := w.ws.cfg.Host().Watch
@@ -305,9 +342,11 @@ func (w *watcher) pass(ctx context.Context) (watchTally, error) {
 		return t, err
 	}
 	// Made first: intake asks through its code host, whose answers are kept.
-	if _, err := w.following(ctx); err != nil {
+	fl, err := w.following(ctx)
+	if err != nil {
 		return t, err
 	}
+	w.journalHooks(ctx, fl)
 	if !w.opts.Query.Empty() {
 		if err := w.intake(ctx, &t, w.forgeIssues); err != nil {
 			return t, err

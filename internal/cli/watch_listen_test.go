@@ -1,0 +1,168 @@
+package cli_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/forge/forgetest"
+	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/webhook"
+)
+
+const hookSecret = "It's a Secret to Everybody"
+
+// listenRepo is a watchRepo whose github: names the webhook secret's
+// variable, with issue 1's pull request open.
+func listenRepo(t *testing.T) *githubRepo {
+	t.Helper()
+	g := watchRepo(t, "")
+	path := filepath.Join(g.dir, "cadre.yaml")
+	cfg, _ := os.ReadFile(path)
+	with := strings.Replace(string(cfg), "watch: {labels: [cadre]}}", "watch: {labels: [cadre]}, webhook_secret_env: CADRE_HOOK_SECRET}", 1)
+	if with == string(cfg) {
+		t.Fatalf("cadre.yaml has no github: to add the secret's variable to:\n%s", cfg)
+	}
+	os.WriteFile(path, []byte(with), 0o644)
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	return g
+}
+
+var listening = regexp.MustCompile(`listening for github webhooks at (http://\S+/webhooks/github)`)
+
+// startListening starts cadre watch --listen on a free port with args,
+// and waits for its first pass; it returns the process and the URL.
+func startListening(t *testing.T, g *githubRepo, args ...string) (*cadreProc, string) {
+	t.Helper()
+	tr := &temporalRepo{dir: g.dir, work: g.work, path: os.Getenv("PATH")}
+	watch := tr.start(t, "watch", append([]string{"watch", "--listen", "127.0.0.1:0"}, args...)...)
+	var url string
+	waitFor(t, 60*time.Second, "the watch listening and through its first pass", func() bool {
+		out, _ := os.ReadFile(watch.log)
+		if m := listening.FindSubmatch(out); m != nil {
+			url = string(m[1])
+		}
+		return url != "" && strings.Contains(string(out), "pull request(s) followed")
+	})
+	return watch, url
+}
+
+// postHook sends a check_run delivery as GitHub does, signed with secret.
+func postHook(t *testing.T, url, secret, delivery, head string, pr int) int {
+	t.Helper()
+	body := fmt.Sprintf(`{"action":"completed","check_run":{"id":77,"head_sha":%q,"status":"completed","conclusion":"failure","name":"test",`+
+		`"pull_requests":[{"number":%d,"head":{"sha":%q}}]},"repository":{"full_name":"acme/widgets"},"sender":{"login":"github-actions[bot]"}}`, head, pr, head)
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "check_run")
+	req.Header.Set("X-GitHub-Delivery", delivery)
+	req.Header.Set("X-Hub-Signature-256", webhook.Sign([]byte(secret), []byte(body)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("post the webhook: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A signed check_run webhook wakes a watch whose interval is an hour:
+// the failed check is fixed and pushed within seconds, and the delivery
+// is in the item's journal. One signed with another secret is answered
+// 401 and changes nothing, though the check has failed all along.
+func TestWatchListenWebhookWakesPass(t *testing.T) {
+	t.Setenv("CADRE_HOOK_SECRET", hookSecret)
+	g := listenRepo(t)
+	const branch = "cadre/1-fix-the-frobnicator"
+	pr := g.fake.PRs("acme", "widgets")[0].Number
+	watch, url := startListening(t, g, "--interval", "1h")
+	before := g.commits(t, branch)
+	head := g.rev(t, branch)
+	g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{JobID: 77, Name: "test", Conclusion: "failure", Title: "1 test failed"})
+	g.fake.SetJobLog("acme", "widgets", 77, "FAIL pkg/b: want more\n")
+
+	if code := postHook(t, url, "not the secret", "bad-1", head, pr); code != http.StatusUnauthorized {
+		t.Errorf("a badly signed webhook: %d, want 401", code)
+	}
+	time.Sleep(3 * time.Second) // a woken pass would have pushed by now
+	out, _ := os.ReadFile(watch.log)
+	if n := g.commits(t, branch); n != before || strings.Count(string(out), "pull request(s) followed") != 1 || strings.Contains(string(out), "webhook ") {
+		t.Fatalf("a badly signed webhook changed something (%d commits, want %d):\n%s", n, before, out)
+	}
+
+	sent := time.Now()
+	if code := postHook(t, url, hookSecret, "72d3162e-cc78-11e3-81ab-4c9367dc0958", head, pr); code != http.StatusAccepted {
+		t.Fatalf("a signed webhook: %d, want 202", code)
+	}
+	waitFor(t, 60*time.Second, "the fix pushed", func() bool { return g.commits(t, branch) == before+1 })
+	t.Logf("webhook to fix pushed: %s", time.Since(sent).Round(time.Millisecond))
+	out, _ = os.ReadFile(watch.log)
+	if !strings.Contains(string(out), "cadre: watch: webhook check_run completed failure #") {
+		t.Errorf("the watch did not say it took the webhook:\n%s", out)
+	}
+	if code := postHook(t, url, hookSecret, "72d3162e-cc78-11e3-81ab-4c9367dc0958", head, pr); code != http.StatusOK {
+		t.Errorf("the same delivery again: %d, want 200", code)
+	}
+	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
+		t.Fatalf("stop: exit %d\n%s", code, e)
+	}
+	if code := watch.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("watch: exit %d", code)
+	}
+	if !journaled(t, g.dir, "72d3162e") {
+		t.Error("the delivery is not in the item's journal")
+	}
+}
+
+// journaled says whether a webhookReceived event naming delivery is in
+// some run's journal.
+func journaled(t *testing.T, dir, delivery string) bool {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(dir, ".cadre", "cadre.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		events, _, err := st.Events(ctx, r.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events {
+			if e.Type == "webhookReceived" && strings.Contains(string(e.Data), delivery) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// --listen without a secret is refused, exit 2, naming the variable.
+func TestWatchListenRefusedWithoutSecret(t *testing.T) {
+	g := watchRepo(t, "")
+	if code, _, e := g.cadre(t, "", "watch", "--listen", "127.0.0.1:0"); code != 2 || !strings.Contains(e, "github.webhook_secret_env") {
+		t.Errorf("no webhook_secret_env: exit %d, want 2 naming it\n%s", code, e)
+	}
+	path := filepath.Join(g.dir, "cadre.yaml")
+	cfg, _ := os.ReadFile(path)
+	os.WriteFile(path, []byte(strings.Replace(string(cfg), "watch: {labels: [cadre]}}", "watch: {labels: [cadre]}, webhook_secret_env: CADRE_EMPTY_SECRET}", 1)), 0o644)
+	t.Setenv("CADRE_EMPTY_SECRET", "")
+	if code, _, e := g.cadre(t, "", "watch", "--listen", "127.0.0.1:0"); code != 2 || !strings.Contains(e, "$CADRE_EMPTY_SECRET") {
+		t.Errorf("an empty secret: exit %d, want 2 naming $CADRE_EMPTY_SECRET\n%s", code, e)
+	}
+	if code, _, e := g.cadre(t, "", "watch", "--listen", "127.0.0.1:0", "--once"); code != 2 {
+		t.Errorf("--listen --once: exit %d, want 2\n%s", code, e)
+	}
+}
