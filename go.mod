@@ -26,6 +26,7 @@ require (
 	go.opentelemetry.io/proto/otlp v1.11.0
 	go.temporal.io/api v1.63.5
 	go.temporal.io/sdk v1.50.0
+	go.temporal.io/sdk/contrib/opentelemetry v0.8.1
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.48.0
 	google.golang.org/protobuf v1.36.12

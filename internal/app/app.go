@@ -182,13 +182,22 @@ func build(ctx context.Context, ws Workspace, st *store.Store, o Options) (parts
 	if warn == nil {
 		warn = os.Stderr
 	}
+	sinks := []event.Sink{journal, notifier}
+	tel := startTelemetry(ctx, ws.Config.Telemetry, getenv, warn)
+	if tel.Enabled() {
+		sinks = append(sinks, tel.Sink()) // off, not even a call per event
+	}
 	closeAll := func() {
 		notifier.Close(wait) // its last warnings still reach the journal
 		if err := journal.Close(); err != nil {
 			fmt.Fprintln(warn, "cadre: warning: "+err.Error())
 		}
+		// Last: the events published while closing are exported too.
+		if err := tel.Shutdown(ctx); err != nil {
+			fmt.Fprintln(warn, "cadre: warning: "+err.Error())
+		}
 	}
-	bus = event.NewBus(nil, append([]event.Sink{journal, notifier}, o.Sinks...)...)
+	bus = event.NewBus(nil, append(sinks, o.Sinks...)...)
 	bus.SetMask(mask.String)
 	if msg := unconfined(ws.Config.Sandbox.Mode, policy, fallback, o.Geteuid); msg != "" {
 		bus.Publish(event.Event{Type: event.Warning, Message: msg})

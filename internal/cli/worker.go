@@ -12,12 +12,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/executor"
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/runspec"
+	"github.com/cadre-dev/cadre/internal/telemetry"
 	"github.com/cadre-dev/cadre/internal/temporal"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
@@ -167,7 +170,7 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions, slots int) e
 		fmt.Fprintf(f.IO.ErrOut, "cadre: warning: %s has no remote origin: the items of runs started in another repository fail here (add it: git remote add origin URL)\n", ws.root)
 	}
 	t := temporalTarget(ws.cfg, *o, nil)
-	c, err := temporal.Dial(ctx, t.Address, t.Namespace, f.IO.ErrOut)
+	c, err := f.dialTemporal(ctx, ws.cfg, t)
 	if err != nil {
 		return err
 	}
@@ -190,6 +193,20 @@ func runWorker(ctx context.Context, f *Factory, o *TemporalOptions, slots int) e
 		return err
 	}
 	return nil
+}
+
+// dialTemporal connects to Temporal at t, tracing workflows and their
+// steps when telemetry is on (the engine's telemetry then starts the
+// tracer the interceptors use).
+func (f *Factory) dialTemporal(ctx context.Context, cfg config.Config, t runspec.TemporalTarget) (client.Client, error) {
+	var ics []interceptor.ClientInterceptor
+	if telemetry.Enabled(cfg.Telemetry, f.Getenv) {
+		var err error
+		if ics, err = temporal.TraceInterceptors(telemetry.RunContext); err != nil {
+			return nil, err
+		}
+	}
+	return temporal.DialWith(ctx, t.Address, t.Namespace, f.IO.ErrOut, ics)
 }
 
 // checkOrigin says whether the repository at root has a remote origin,
@@ -238,7 +255,7 @@ func runTemporal(ctx context.Context, f *Factory, ws workspaceCtx, eo runspec.Op
 			ws.cfg.Where("limits.worktree_pool")))
 	}
 	t := eo.Temporal
-	c, err := temporal.Dial(ctx, t.Address, t.Namespace, f.IO.ErrOut)
+	c, err := f.dialTemporal(ctx, ws.cfg, *t)
 	if err != nil {
 		return report.Summary{}, usageErr(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -19,7 +20,13 @@ import (
 
 // Dial connects to a Temporal frontend. The SDK's own log goes to logw.
 func Dial(ctx context.Context, address, namespace string, logw io.Writer) (client.Client, error) {
-	c, err := client.DialContext(ctx, client.Options{HostPort: address, Namespace: namespace,
+	return DialWith(ctx, address, namespace, logw, nil)
+}
+
+// DialWith is Dial with the client's interceptors, which its workers
+// use too (TraceInterceptors).
+func DialWith(ctx context.Context, address, namespace string, logw io.Writer, ics []interceptor.ClientInterceptor) (client.Client, error) {
+	c, err := client.DialContext(ctx, client.Options{HostPort: address, Namespace: namespace, Interceptors: ics,
 		Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn})))})
 	if err != nil {
 		// The SDK's error says only that the dial failed: say what to do.
