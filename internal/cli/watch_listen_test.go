@@ -20,9 +20,9 @@ const hookSecret = "It's a Secret to Everybody"
 
 // listenRepo is a watchRepo whose github: names the webhook secret's
 // variable, with issue 1's pull request open.
-func listenRepo(t *testing.T) *githubRepo {
+func listenRepo(t testing.TB, follow string) *githubRepo {
 	t.Helper()
-	g := watchRepo(t, "")
+	g := watchRepo(t, follow)
 	path := filepath.Join(g.dir, "cadre.yaml")
 	cfg, _ := os.ReadFile(path)
 	with := strings.Replace(string(cfg), "watch: {labels: [cadre]}}", "watch: {labels: [cadre]}, webhook_secret_env: CADRE_HOOK_SECRET}", 1)
@@ -56,7 +56,7 @@ func startListening(t *testing.T, g *githubRepo, args ...string) (*cadreProc, st
 }
 
 // postHook sends a check_run delivery as GitHub does, signed with secret.
-func postHook(t *testing.T, url, secret, delivery, head string, pr int) int {
+func postHook(t testing.TB, url, secret, delivery, head string, pr int) int {
 	t.Helper()
 	body := fmt.Sprintf(`{"action":"completed","check_run":{"id":77,"head_sha":%q,"status":"completed","conclusion":"failure","name":"test",`+
 		`"pull_requests":[{"number":%d,"head":{"sha":%q}}]},"repository":{"full_name":"acme/widgets"},"sender":{"login":"github-actions[bot]"}}`, head, pr, head)
@@ -79,7 +79,7 @@ func postHook(t *testing.T, url, secret, delivery, head string, pr int) int {
 // 401 and changes nothing, though the check has failed all along.
 func TestWatchListenWebhookWakesPass(t *testing.T) {
 	t.Setenv("CADRE_HOOK_SECRET", hookSecret)
-	g := listenRepo(t)
+	g := listenRepo(t, "")
 	const branch = "cadre/1-fix-the-frobnicator"
 	pr := g.fake.PRs("acme", "widgets")[0].Number
 	watch, url := startListening(t, g, "--interval", "1h")
