@@ -505,7 +505,7 @@ func (w *watcher) following(ctx context.Context) (*app.Following, error) {
 	closers := []func(){func() { st.Close() }, closeAll}
 	if t := w.temporal; t != nil {
 		// The reactions' fixes run on the workers, as the items' steps.
-		c, err := temporal.Dial(ctx, t.Address, t.Namespace, w.f.IO.ErrOut)
+		c, err := w.f.dialTemporal(ctx, w.ws.cfg, *t)
 		if err != nil {
 			closeAll()
 			st.Close()

@@ -196,6 +196,19 @@ func (w *watcher) journalHooks(ctx context.Context, fl *app.Following) {
 	if err != nil {
 		items = nil // said without an item; the pass reports the store's error
 	}
+	// What the deliveries name is asked about again at this pass, though
+	// nothing the list of updated pull requests shows changed.
+	var prs []int
+	var heads []string
+	for _, e := range events {
+		if e.PR != 0 {
+			prs = append(prs, e.PR)
+		}
+		if e.Head != "" {
+			heads = append(heads, e.Head)
+		}
+	}
+	fl.Nudge(prs, heads)
 	tips := w.branchTips(ctx, events)
 	for _, e := range events {
 		it := w.hookItem(ctx, fl, e, items, tips)

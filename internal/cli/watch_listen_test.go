@@ -166,3 +166,29 @@ func TestWatchListenRefusedWithoutSecret(t *testing.T) {
 		t.Errorf("--listen --once: exit %d, want 2\n%s", code, e)
 	}
 }
+
+// A check re-run on a head the watch saw green moves no update time: the
+// webhook naming it makes the woken pass ask again, and the failure is
+// answered within seconds, not at the reconcile.
+func TestWatchListenRerunFailure(t *testing.T) {
+	t.Setenv("CADRE_HOOK_SECRET", hookSecret)
+	g := listenRepo(t, "")
+	const branch = "cadre/1-fix-the-frobnicator"
+	pr := g.fake.PRs("acme", "widgets")[0].Number
+	head := g.rev(t, branch)
+	id := g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{JobID: 78, Name: "test", Conclusion: "success"})
+	watch, url := startListening(t, g, "--interval", "1h")
+	before := g.commits(t, branch)
+	g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{ID: id, JobID: 78, Name: "test", Conclusion: "failure", Title: "flaky no more"})
+	g.fake.SetJobLog("acme", "widgets", 78, "FAIL pkg/c: a race\n")
+	if code := postHook(t, url, hookSecret, "0b7a1e52-cc78-11e3-81ab-4c9367dc0958", head, pr); code != http.StatusAccepted {
+		t.Fatalf("a signed webhook: %d, want 202", code)
+	}
+	waitFor(t, 30*time.Second, "the re-run's failure fixed and pushed", func() bool { return g.commits(t, branch) == before+1 })
+	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
+		t.Fatalf("stop: exit %d\n%s", code, e)
+	}
+	if code := watch.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("watch: exit %d", code)
+	}
+}

@@ -3,6 +3,7 @@ package follow
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/config"
@@ -229,4 +230,19 @@ func (f *Follower) forget(it Item) {
 	f.mu.Lock()
 	delete(st.PRs, it.PR)
 	f.mu.Unlock()
+}
+
+// Nudge drops what passes saw of the pull requests a webhook told of, by
+// number or by head commit, so the next pass asks about them again: a
+// check re-run on a head seen green, or a review, moves no update time
+// the list of updated pull requests would show.
+func (f *Follower) Nudge(prs []int, heads []string) {
+	st := f.state()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for n, s := range st.PRs {
+		if slices.Contains(prs, n) || s != nil && s.View.Head != "" && slices.Contains(heads, s.View.Head) {
+			delete(st.PRs, n)
+		}
+	}
 }

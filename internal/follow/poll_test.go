@@ -224,3 +224,34 @@ func TestMergeOfAMovedHeadWaits(t *testing.T) {
 		t.Fatalf("the next pass: %+v, %v, ended %q; want it merged", tally, err, Ended(ctx, st, "r", "1"))
 	}
 }
+
+// A nudge (a webhook naming a pull request or its head) makes the next
+// pass ask about it though nothing the list shows changed.
+func TestNudgeAsksAgain(t *testing.T) {
+	ctx := context.Background()
+	st := journalPRs(t, 3)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	host := &fakeHost{views: map[int]int{}, prs: map[int]*fakePR{
+		1: {head: "a1", updated: t0, checks: true},
+		2: {head: "b1", updated: t0, checks: true},
+		3: {head: "c1", updated: t0, checks: true},
+	}}
+	f := &Follower{Store: st, Host: host, Trees: &fakeTrees{base: "m1"}, Config: config.Default().Follow, Base: "main", Memory: &memFile{}}
+	pass := func(want map[int]int) {
+		t.Helper()
+		host.views = map[int]int{}
+		if _, err := f.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for pr := 1; pr <= 3; pr++ {
+			if host.views[pr] != want[pr] {
+				t.Errorf("pull request #%d asked about %d times, want %d", pr, host.views[pr], want[pr])
+			}
+		}
+	}
+	pass(map[int]int{1: 1, 2: 1, 3: 1})
+	pass(map[int]int{})
+	f.Nudge([]int{1}, []string{"c1"})
+	pass(map[int]int{1: 1, 3: 1})
+	pass(map[int]int{})
+}
