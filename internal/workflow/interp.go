@@ -32,6 +32,10 @@ type Interp struct {
 	// nil runs goroutines; a Temporal workflow sets its own, because
 	// workflow code may only run concurrently on the SDK's coroutines.
 	Fanout func(ctx context.Context, n int, fn func(context.Context, int) error) error
+	// IgnoreNext has steps' Next neither routed nor checked (only Human
+	// and a passing round's first role or Done are read), as before Next
+	// routed: a Temporal history recorded then replays as it ran.
+	IgnoreNext bool
 
 	mu       sync.Mutex
 	counters map[string]int
@@ -48,12 +52,14 @@ type scope struct {
 	last      Outcome
 	note      string
 	round     int
-	goal      int   // the goal cycle (0: the only one), for signatures
-	index     int   // position of the step within its loop round, for signatures
-	inRound   bool  // inside a loop's do: a FAIL or a rejection ends the round
-	pass      int   // the workflow's pass rating for reviewers
-	work      *Work // the last working step
-	review    *Work // the last review since it (not a judge's)
+	goal      int      // the goal cycle (0: the only one), for signatures
+	index     int      // position of the step within its loop round, for signatures
+	inRound   bool     // inside a loop's do: a FAIL or a rejection ends the round
+	pass      int      // the workflow's pass rating for reviewers
+	roles     []string // the workflow's roles, which a step's Next may name
+	routed    bool     // in a routed loop, whose rounds follow Next themselves
+	work      *Work    // the last working step
+	review    *Work    // the last review since it (not a judge's)
 }
 
 // carry takes over what an inner sequence produced.
@@ -106,7 +112,7 @@ func (e *routedEnd) Error() string { return e.res.Reason }
 // pause for a human (wrapping ErrPaused); workflow failures are in Result.
 func (in *Interp) Run(ctx context.Context, def *Def) (Result, error) {
 	in.counters = map[string]int{}
-	sc := &scope{wf: def.Name, pass: in.passRating(def)}
+	sc := &scope{wf: def.Name, pass: in.passRating(def), roles: def.Roles()}
 	return in.runDef(ctx, def, sc)
 }
 
@@ -248,6 +254,9 @@ func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
 		}
 		break
 	}
+	if why := fixedNext(sc.wf, sc.roles, out.Signal.Next); why != "" && !sc.routed && !in.IgnoreNext {
+		in.Exec.Warn(refused(out, why))
+	}
 	if role == "implementation-planner" || role == "adjudicator" {
 		if err := in.takePlan(role, out); err != nil {
 			return err
@@ -348,7 +357,7 @@ func (in *Interp) routed(ctx context.Context, sc *scope) error {
 		return &failure{"no workflow to route to"}
 	}
 	sub := *sc
-	sub.wf, sub.pass = def.Name, in.passRating(def)
+	sub.wf, sub.pass, sub.roles = def.Name, in.passRating(def), def.Roles()
 	res, err := in.runDef(ctx, def, &sub)
 	if err != nil {
 		return err

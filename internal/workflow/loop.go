@@ -46,18 +46,30 @@ type goalLoop struct {
 	fails, subgoals     int      // rounds failed in a row; subordinate goals passed in a row
 	base                int      // sc.inputs from before the loop
 	prevDo, prevBetween []string // the last round's outputs and the steps after it
+	from                int      // the step of do the next round starts at (routed loops)
 }
 
 // loopGoal runs l's rounds for one goal.
 func (in *Interp) loopGoal(ctx context.Context, l *Loop, sc *scope) error {
 	bound := in.Lim.bound(l.Max + l.MaxBetween) // exactly one is set
 	g := &goalLoop{in: in, l: l, sc: sc, bound: bound, limit: bound, base: len(sc.inputs)}
+	routed := l.Next == "route" && !in.IgnoreNext
+	if routed {
+		// The rounds, and the steps between them, follow Next themselves.
+		defer func(was bool) { sc.routed = was }(sc.routed)
+		sc.routed = true
+	}
 	for round := 1; ; round++ {
 		g.keep(g.prevDo, g.prevBetween)
 		start := len(sc.inputs)
 		rsc := *sc
 		rsc.round, rsc.index, rsc.inRound = round, 0, true
-		err := in.seq(ctx, l.Do, &rsc)
+		var err error
+		if routed {
+			err = in.roundSeq(ctx, l.Do, g.from, &rsc)
+		} else {
+			err = in.seq(ctx, l.Do, &rsc)
+		}
 		sc.carry(&rsc)
 		var rej *rejected
 		switch {
@@ -78,7 +90,50 @@ func (in *Interp) loopGoal(ctx context.Context, l *Loop, sc *scope) error {
 		if err := g.afterFailed(ctx, round, start, rej); err != nil {
 			return err
 		}
+		if routed {
+			g.restart()
+		}
 	}
+}
+
+// roundSeq runs a routed loop's round from its step from, each step's
+// Next sending it on, ahead past working steps, or back: then the round
+// ends unpassed, and the next starts where that Next says (see restart).
+func (in *Interp) roundSeq(ctx context.Context, do []Node, from int, sc *scope) error {
+	sc.index = agentsBefore(do, from)
+	for i := from; i < len(do); {
+		if err := in.node(ctx, do[i], sc); err != nil {
+			return err
+		}
+		h := hop{}
+		if do[i].Role != "" {
+			h = roundHop(do, i, sc.last.Signal.Next)
+		}
+		if h.warn != "" {
+			in.Exec.Warn(refused(sc.last, h.warn))
+		}
+		switch h.kind {
+		case hopSkip:
+			i, sc.index = h.to, agentsBefore(do, h.to)
+		case hopBack:
+			return &rejected{reason: fmt.Sprintf("the %s sent the round back to the %s (Next: %s)",
+				do[i].Role, do[h.to].Role, strings.TrimSpace(sc.last.Signal.Next))}
+		default:
+			i++
+		}
+	}
+	return nil
+}
+
+// restart sets the step the next round starts at after one that did not
+// pass, from the Next of the last step that ran (the judge's, the one
+// that sent the round back, or the diagnoser's).
+func (g *goalLoop) restart() {
+	from, why := restartAt(g.l.Do, g.sc.last.Signal.Next)
+	if why != "" {
+		g.in.Exec.Warn(refused(g.sc.last, why))
+	}
+	g.from = from
 }
 
 // keep sets the scope's inputs to those from before the loop and lists.
@@ -108,7 +163,7 @@ func (g *goalLoop) passed(ctx context.Context, start int) (bool, error) {
 	// The next round starts on a new subordinate goal, and the rounds that
 	// fail in a row are counted again from none, up to the loop's bound
 	// (not one a human extended before).
-	g.fails, g.prevDo, g.prevBetween = 0, append([]string(nil), g.sc.inputs[start:]...), nil
+	g.fails, g.prevDo, g.prevBetween, g.from = 0, append([]string(nil), g.sc.inputs[start:]...), nil, 0
 	if g.l.MaxBetween == "" {
 		g.limit = g.bound
 	}
@@ -212,7 +267,11 @@ func (in *Interp) after(ctx context.Context, steps []Node, sc *scope, round, ind
 // goes on.
 func (in *Interp) route(ctx context.Context, l *Loop, sc *scope, subgoals *int, bound int) (bool, error) {
 	first := l.Do[0].Role
-	if strings.EqualFold(strings.TrimSpace(sc.last.Signal.Next), first) {
+	again, why := passedNext(l.Do, sc.last.Signal.Next)
+	if why != "" && !in.IgnoreNext {
+		in.Exec.Warn(refused(sc.last, why))
+	}
+	if again {
 		if *subgoals < bound {
 			*subgoals++
 			return true, nil
