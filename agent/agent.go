@@ -76,6 +76,13 @@ func New(roleName string, r Runner, opts ...Option) (*Agent, error) {
 // Role is the agent's role name.
 func (a *Agent) Role() string { return a.role }
 
+// Model is the model the agent asks for ("" for the runner's default).
+func (a *Agent) Model() string { return a.cfg.model }
+
+// Prompt is the role template set by WithPrompt, "" when the agent uses
+// its role's own.
+func (a *Agent) Prompt() string { return a.prompt }
+
 // Runner is the runner the agent is reached through.
 func (a *Agent) Runner() Runner { return a.runner }
 

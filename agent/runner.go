@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/event"
@@ -22,6 +23,9 @@ import (
 type Runner struct {
 	typ string
 	rn  runner.Runner
+	// set is kept so a run can configure the same runner as cadre.yaml
+	// would (Settings); a pointer keeps Runner comparable.
+	set *runner.Settings
 }
 
 // RunnerOption sets one field of a runner's settings, as cadre.yaml's
@@ -70,7 +74,31 @@ func NewRunner(typ string, opts ...RunnerOption) (Runner, error) {
 	if err != nil {
 		return Runner{}, fmt.Errorf("new runner: %w", err)
 	}
-	return Runner{typ: typ, rn: rn}, nil
+	return Runner{typ: typ, rn: rn, set: &s}, nil
+}
+
+// RunnerSettings are a runner's settings as cadre.yaml's runners.NAME
+// section holds them: what the RunnerOptions set.
+type RunnerSettings struct {
+	Name     string
+	Command  string
+	Args     []string
+	Env      []string
+	URL      string
+	Model    string
+	Scenario string
+	BaseDir  string
+}
+
+// Settings returns the settings r was built with (none for the zero
+// Runner), so a run (package run) can configure the same runner.
+func (r Runner) Settings() RunnerSettings {
+	if r.set == nil {
+		return RunnerSettings{}
+	}
+	s := r.set
+	return RunnerSettings{Name: s.Name, Command: s.Command, Args: slices.Clone(s.Args), Env: slices.Clone(s.Env), URL: s.URL,
+		Model: s.Model, Scenario: s.Scenario, BaseDir: s.BaseDir}
 }
 
 // Types lists the runner types NewRunner knows.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/cadre-dev/cadre/agent"
 	"github.com/cadre-dev/cadre/run"
 )
 
@@ -85,4 +86,42 @@ func ExampleWorkflows() {
 	// Output:
 	// loop [planner actor judge diagnoser]
 	// simple [executor]
+}
+
+// A program gives a role its own agent, built in Go, and bounds the run's
+// loops: the coder here is a shell command reached through the exec
+// runner; the auditor is still cadre.yaml's.
+func Example_roles() {
+	repo, cleanup := sampleRepo()
+	defer cleanup()
+
+	r, err := agent.NewRunner("exec", agent.WithName("sh-coder"), agent.WithCommand("/bin/sh", "-c",
+		`cat >/dev/null; echo hi > hello.txt; printf '### SIGNAL BLOCK\n- Agent: coder\n- Result: SUCCESS\n- Confidence: 9\n'`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	coder, err := agent.New("coder", r)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sum, err := run.Start(context.Background(), repo, run.Options{
+		Roles:  map[string]*agent.Agent{"coder": coder},
+		Limits: run.Limits{MaxAttempts: 1},
+		OnEvent: func(ev run.Event) {
+			if ev.Type == "stepStarted" {
+				fmt.Println(ev.Role, "on", ev.Runner)
+			}
+		},
+	})
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Println("run:", sum.Status)
+	// Output:
+	// coder on sh-coder
+	// auditor on fake
+	// run: completed
 }

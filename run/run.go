@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/cadre-dev/cadre/agent"
 	"github.com/cadre-dev/cadre/internal/app"
 	"github.com/cadre-dev/cadre/internal/engine"
 	"github.com/cadre-dev/cadre/internal/event"
@@ -40,6 +41,17 @@ type Options struct {
 	Timeout time.Duration
 	// InPlace works in the checkout itself, one item after another.
 	InPlace bool
+	// Roles are agents that run their roles in this run instead of what cadre.yaml says
+	// (role → an agent doing it, built with agent.New; WithRunner,
+	// WithModel and WithPrompt apply). Its runner is configured as a
+	// runners entry under the runner's name would be, so the run journals,
+	// confines and scores it like any other; that name must not be one
+	// cadre.yaml already uses for another role. Resume needs the same
+	// Roles to continue such a run.
+	Roles map[string]*agent.Agent
+	// Limits bound the loops of this run over cadre.yaml's limits
+	// (max_iterations, max_attempts, ...); Resume applies them too.
+	Limits Limits
 	// OnEvent, when set, receives every event as it happens: the objects
 	// `cadre run --json` prints.
 	OnEvent func(Event)
@@ -91,8 +103,8 @@ func Start(ctx context.Context, dir string, opts Options) (Summary, error) {
 
 // Resume continues run runID (the latest run when empty) of the
 // repository around dir; completed steps are never run again. Of opts only
-// OnEvent, Getenv and BudgetUSD (a new budget) apply: the run keeps what it
-// was started with, and any other option set is refused.
+// OnEvent, Getenv, BudgetUSD (a new budget), Roles and Limits apply: the
+// run keeps what it was started with, and any other option set is refused.
 func Resume(ctx context.Context, dir, runID string, opts Options) (Summary, error) {
 	if f := startOnly(opts); f != "" {
 		return Summary{}, fmt.Errorf("run: resume: Options.%s applies only to Start (a run keeps what it was started with); leave it unset", f)
@@ -148,6 +160,13 @@ func withEngine(ctx context.Context, dir string, opts Options, fn func(app.Works
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
+	if err := opts.Limits.apply(&cfg); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	prompts, err := useAgents(&cfg, opts.Roles)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 	ws := app.Workspace{Root: root, Config: cfg}
 	st, err := app.OpenStore(ctx, root)
 	if err != nil {
@@ -158,7 +177,7 @@ func withEngine(ctx context.Context, dir string, opts Options, fn func(app.Works
 	if opts.OnEvent != nil {
 		sinks = append(sinks, event.SinkFunc(opts.OnEvent))
 	}
-	e, flush, err := app.NewEngine(ctx, ws, st, app.Options{Getenv: getenv, Sinks: sinks})
+	e, flush, err := app.NewEngine(ctx, ws, st, app.Options{Getenv: getenv, Sinks: sinks, Prompts: prompts})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}

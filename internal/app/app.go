@@ -8,8 +8,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,6 +121,10 @@ type Options struct {
 	// Geteuid is the user cadre runs as, whose agents run as it too
 	// (nil: os.Geteuid).
 	Geteuid func() int
+	// Prompts replace roles' templates for this engine only (role →
+	// template), over the repository's .cadre/roles: the prompts of the
+	// agents a Go program gives a run (run.Options.Roles).
+	Prompts map[string]string
 }
 
 // NewEngine wires an engine for ws that journals into st. Its errors are
@@ -144,6 +150,11 @@ func build(ctx context.Context, ws Workspace, st *store.Store, o Options) (parts
 	roles, err := role.Load(filepath.Join(ws.Root, workspace.StateDir, "roles"))
 	if err != nil {
 		return parts{}, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Prompts)) {
+		if roles, err = roles.With(name, o.Prompts[name], "the prompt of the "+name+" agent given to the run"); err != nil {
+			return parts{}, err
+		}
 	}
 	flows, err := LoadWorkflows(ws.Root, roles)
 	if err != nil {
