@@ -75,7 +75,8 @@ func (w *Workflows) item(ctx workflow.Context, x *exec) (executor.Ended, error) 
 		return executor.Ended{}, err
 	}
 	x.receive(ctx)
-	interp := &flow.Interp{Item: x.ref.Item, Defs: w.Defs, Exec: x, Lim: begun.Limits, Goals: begun.Goals, Roles: w.Roles, Fanout: fanout}
+	interp := &flow.Interp{Item: x.ref.Item, Defs: w.Defs, Exec: x, Lim: begun.Limits, Goals: begun.Goals, Roles: w.Roles, Fanout: fanout,
+		IgnoreNext: workflow.GetVersion(ctx, versionRouteNext, workflow.DefaultVersion, 1) == workflow.DefaultVersion}
 	res, err := interp.Run(withWorkflow(ctx), def)
 	ending := executor.Ending{Result: res, Paused: x.paused, Tampered: x.tampered, Planted: x.planted}
 	switch {
@@ -103,6 +104,12 @@ func (w *Workflows) item(ctx workflow.Context, x *exec) (executor.Ended, error) 
 	}
 	return x.end(ctx, ending)
 }
+
+// versionRouteNext marks the workflows whose steps' Next routes the
+// loop's rounds (a planner's Next: judge skips the actor): histories
+// recorded before it ran every step of a round, whatever its Next said,
+// and replay so.
+const versionRouteNext = "route-next"
 
 // versionBeginStopped marks the workflows that journal an item stopped
 // when they are cancelled (cadre stop --now) while it begins: histories

@@ -56,7 +56,7 @@ type scope struct {
 	index     int      // position of the step within its loop round, for signatures
 	inRound   bool     // inside a loop's do: a FAIL or a rejection ends the round
 	pass      int      // the workflow's pass rating for reviewers
-	roles     []string // the workflow's roles, which a step's Next may name
+	roles     []string // the workflow's roles, which a step's Next may name (nil: any)
 	routed    bool     // in a routed loop, whose rounds follow Next themselves
 	work      *Work    // the last working step
 	review    *Work    // the last review since it (not a judge's)
@@ -112,7 +112,7 @@ func (e *routedEnd) Error() string { return e.res.Reason }
 // pause for a human (wrapping ErrPaused); workflow failures are in Result.
 func (in *Interp) Run(ctx context.Context, def *Def) (Result, error) {
 	in.counters = map[string]int{}
-	sc := &scope{wf: def.Name, pass: in.passRating(def), roles: def.Roles()}
+	sc := &scope{wf: def.Name, pass: in.passRating(def), roles: nextRoles(def)}
 	return in.runDef(ctx, def, sc)
 }
 
@@ -254,9 +254,7 @@ func (in *Interp) agent(ctx context.Context, role string, sc *scope) error {
 		}
 		break
 	}
-	if why := fixedNext(sc.wf, sc.roles, out.Signal.Next); why != "" && !sc.routed && !in.IgnoreNext {
-		in.Exec.Warn(refused(out, why))
-	}
+	in.checkNext(sc, out)
 	if role == "implementation-planner" || role == "adjudicator" {
 		if err := in.takePlan(role, out); err != nil {
 			return err
@@ -357,7 +355,7 @@ func (in *Interp) routed(ctx context.Context, sc *scope) error {
 		return &failure{"no workflow to route to"}
 	}
 	sub := *sc
-	sub.wf, sub.pass, sub.roles = def.Name, in.passRating(def), def.Roles()
+	sub.wf, sub.pass, sub.roles = def.Name, in.passRating(def), nextRoles(def)
 	res, err := in.runDef(ctx, def, &sub)
 	if err != nil {
 		return err

@@ -115,6 +115,29 @@ func fixedNext(wf string, roles []string, next string) string {
 	return fmt.Sprintf("%s runs its steps in order; a step's Next may name %s, Done or Human", wf, strings.Join(roles, ", "))
 }
 
+// checkNext warns of the Next of a step outside a routed round when the
+// workflow does not allow it (see fixedNext).
+func (in *Interp) checkNext(sc *scope, out Outcome) {
+	if sc.routed || in.IgnoreNext || sc.roles == nil {
+		return
+	}
+	if why := fixedNext(sc.wf, sc.roles, out.Signal.Next); why != "" {
+		in.Exec.Warn(refused(out, why))
+	}
+}
+
+// nextRoles are the roles a step of def may name as its Next: def's own,
+// or, when def hands the item to another workflow (triage's routed
+// step), any (nil), since triage names the first role of the one it chose.
+func nextRoles(def *Def) []string {
+	routes := false
+	def.walk(func(n Node) { routes = routes || n.Run == "routed" })
+	if routes {
+		return nil
+	}
+	return def.Roles()
+}
+
 // refused is the warning for a step's refused Next.
 func refused(o Outcome, why string) string {
 	return fmt.Sprintf("step %s (%s): Next: %s is not followed: %s", o.Step, o.Role, strings.TrimSpace(o.Signal.Next), why)

@@ -257,3 +257,20 @@ func TestIgnoreNext(t *testing.T) {
 		t.Errorf("calls %v warnings %v", f.calls, f.warnings)
 	}
 }
+
+// Triage names the first role of the workflow it chose, which its own
+// workflow does not have: that is no refused Next.
+func TestTriageNextIsNoRefusal(t *testing.T) {
+	f := newFake()
+	f.agent = func(c AgentCall, n int) Outcome {
+		o := okOutcome(c.Role)
+		if c.Role == "triage" {
+			o.Signal.Next = "architect"
+		}
+		return o
+	}
+	res, _ := runWF(t, "auto", f)
+	if res.Status != ResultCompleted || len(f.warnings) != 0 || f.calls[1] != "architect" {
+		t.Errorf("%+v calls %v warnings %q", res, f.calls, f.warnings)
+	}
+}
