@@ -98,3 +98,40 @@ func ExampleStoreScores_Record() {
 	// Output:
 	// 2 samples, quality 0.80, $0.30 a step
 }
+
+// A program records a whole evaluation, as a run records one of its
+// steps: the gatekeeper's checks, the judge's scores and pass, how the
+// work ended and what the step cost; and reads it back.
+func ExampleStoreScores_RecordEvaluation() {
+	ctx := context.Background()
+	repo, _ := os.MkdirTemp("", "scores")
+	defer os.RemoveAll(repo)
+	scores, err := eval.CreateScores(ctx, repo)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer scores.Close()
+
+	response := "## Summary\nDone.\n\n### SIGNAL BLOCK\n- Result: SUCCESS\n- Confidence: 9\n"
+	gate := eval.Gatekeeper{}.Validate(response, eval.Requirements{Sections: []string{"Summary"}})
+	judged := eval.Judgement{Scores: map[string]float64{"correctness": 9, "clarity": 7}, Overall: 8, Reasoning: "Right."}
+	claude, _ := eval.ParseCandidate("claude/sonnet")
+	err = scores.RecordEvaluation(ctx, eval.Evaluation{Role: "executor", Candidate: claude,
+		Gatekeeper: &eval.GatekeeperVerdict{Result: gate},
+		Judge:      &eval.JudgeVerdict{Judgement: judged, Passed: true},
+		Passed:     eval.Bool(true), Usage: &eval.StepUsage{CostUSD: 0.12, LatencyMS: 8000}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	evs, _ := scores.Evaluations(ctx, eval.Filter{Role: "executor"})
+	for _, ev := range evs {
+		fmt.Println(ev.Candidate, ev.Gatekeeper.Summary(), ev.Judge.Overall, *ev.Passed, ev.Usage.CostUSD)
+	}
+	stats, _ := scores.Stats(ctx, "executor", []eval.Candidate{claude})
+	fmt.Printf("%d samples, quality %.2f\n", stats[claude].Samples, stats[claude].MeanQuality)
+	// Output:
+	// claude/sonnet passed 1/1 checks 8 true 0.12
+	// 3 samples, quality 0.93
+}
