@@ -40,6 +40,8 @@ type Log struct {
 	// the file holds then, once (a step replayed after a lost worker is
 	// already there), and the archive is the file.
 	shared bool
+
+	taskAssets string // the task's context/assets directory (Header.Assets)
 }
 
 // Entry is one agent's output as the log records it.
@@ -54,13 +56,19 @@ type Entry struct {
 	// task file's ## Goals): the first step of goal N writes the goal's
 	// Human INIT entry, N:0:0, handing the goal to its role.
 	Goal string
+	// WorkDir is the tree the agent worked in, whose context/assets
+	// images changed at or after Since (the step's start) are the step's;
+	// "" for a step replayed from the journal, whose images were kept
+	// when it ran.
+	WorkDir string
+	Since   time.Time
 }
 
 // NewShared is the log of an item whose steps may run in several
 // processes: it takes up the file as it is; Reset starts it.
-func NewShared(path, id, goal, state string, docs []string, next string) *Log {
-	c := &Log{path: path, shared: true}
-	c.header(id, goal, state, docs, next)
+func NewShared(path string, h Header) *Log {
+	c := &Log{path: path, shared: true, taskAssets: h.Assets}
+	c.header(h)
 	return c
 }
 
@@ -124,26 +132,14 @@ func unmark(text string) string {
 	return ownLineRE.ReplaceAllString(text, " $1")
 }
 
-// New starts the log of an item with the goal, the starting state,
-// the context documents and the Human INIT entry (1:0:0) handing the goal
-// to next, the first role.
-func New(path, id, goal, state string, docs []string, next string) *Log {
-	c := &Log{path: path}
-	c.header(id, goal, state, docs, next)
+// New starts the log of an item with its header: the goal, the starting
+// state, the context documents, the images kept, cadre's bookkeeping and
+// the Human INIT entry (1:0:0) handing the goal to h.Next, the first role.
+func New(path string, h Header) *Log {
+	c := &Log{path: path, taskAssets: h.Assets}
+	c.header(h)
 	c.flush()
 	return c
-}
-
-func (c *Log) header(id, goal, state string, docs []string, next string) {
-	fmt.Fprintf(&c.b, "# Cycle: %s\n\n## Goal\n%s\n\n## Current State\n%s\n\n## Context Docs\n", id, goal, state)
-	if len(docs) == 0 {
-		c.b.WriteString("- (none)\n")
-	}
-	for _, d := range docs {
-		fmt.Fprintf(&c.b, "- %s\n", d)
-	}
-	c.b.WriteString("\n---\n")
-	c.init(1, goal, next)
 }
 
 // init writes goal n's Human INIT entry, n:0:0, handing it to next.
@@ -225,7 +221,11 @@ func (c *Log) Add(e Entry) (differs string) {
 	if text = strings.TrimSpace(text); text == "" {
 		text = "(no output)"
 	}
+	c.fillState(e.Role, text)
 	fmt.Fprintf(&c.b, "\n### %s Output\n<!-- step %s -->\n%s\n", titleCase(e.Role), e.Step, cycleText(unmark(text), e.Output))
+	if names := c.stepAssets(e); len(names) > 0 {
+		c.b.WriteString("\n#### Assets\n" + assetList(names, ""))
+	}
 	if e.Signature != "" {
 		fmt.Fprintf(&c.b, "\n**Signature**: %s\n", e.Signature)
 	}
@@ -346,7 +346,7 @@ func (c *Log) Archive(stateDir string, now time.Time, title string, pr int, suff
 		}
 		path = filepath.Join(dir, strings.TrimSuffix(name, ".md")+fmt.Sprintf("-%d.md", i))
 	}
-	return path, safefile.Replace(path, []byte(c.b.String()))
+	return path, safefile.Replace(path, []byte(c.relinkAssets(c.b.String(), dir)))
 }
 
 // ArchiveName is a cycle log's archive file name: YYYYMMDD_HHMMSS_<slug>.md, or

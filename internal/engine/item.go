@@ -119,9 +119,12 @@ func (e *Engine) startCycle(ir *itemRun, name string, shared bool) {
 	if shared {
 		mk = cyclelog.NewShared
 	}
-	ir.cycle = mk(filepath.Join(ir.outDir, "current_cycle.md"), cyclelog.NextID(e.StateDir(), time.Now()),
-		task.Title, fmt.Sprintf("- stage: %s, attempts: %d\n- task file: %s", it.InitStage, it.InitAttempts, task.Path), task.Contexts,
-		e.firstRole(name, it.InitStage))
+	ir.cycle = mk(filepath.Join(ir.outDir, "current_cycle.md"), cyclelog.Header{
+		ID: cyclelog.NextID(e.StateDir(), time.Now()), Goal: cyclelog.Objective(task.Title, task.Body),
+		State: cyclelog.StartState(task.Body), Docs: task.Contexts, Next: e.firstRole(name, it.InitStage),
+		Bookkeeping: []string{fmt.Sprintf("stage: %s, attempts: %d", it.InitStage, it.InitAttempts), "task file: " + task.Path},
+		Assets:      filepath.Join(filepath.Dir(task.Path), "context", cyclelog.AssetDir),
+	})
 }
 
 // runItem drives one item through its workflow from the state the run

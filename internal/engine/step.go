@@ -128,8 +128,9 @@ type stepRun struct {
 	rubric                    eval.Rubric // a judge's
 
 	// runStep's
-	rec  store.Step  // the step's journal record
-	base event.Event // what the step's events share
+	rec   store.Step  // the step's journal record
+	base  event.Event // what the step's events share
+	began time.Time   // the file system's time when its agent started: the images it wrote are not older
 }
 
 // replayStep reads a step that already completed back from the journal
@@ -226,6 +227,13 @@ func (e *Engine) runStep(ctx context.Context, sr *stepRun) (asked, error) {
 	e.publish(ir, ev)
 	e.d.Crash(CrashStepStarted)
 
+	// Read from the context file just written: a file's time lags
+	// time.Now by up to a clock tick, and an image written right away
+	// would seem older than the step.
+	sr.began = time.Now()
+	if fi, err := os.Stat(sr.ctxPath); err == nil {
+		sr.began = fi.ModTime()
+	}
 	inv := e.invocation(ctx, sr)
 	got, err := e.guardedInvoke(ctx, ir, sr.rn, inv, sr.rubric, e.passRating(sp), notOwn(ir, sp)...)
 	var te *tamperError
@@ -313,7 +321,9 @@ func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentO
 	ev.Message = sig.LoopSummary
 	e.publish(ir, ev)
 	out := agentOut{sig: sig, output: sr.outPath, text: got.output, usage: usage}
-	if signed := ir.cycle.Add(cycleEntry(sp, out)); signed != "" {
+	entry := cycleEntry(sp, out)
+	entry.WorkDir, entry.Since = ir.dir, sr.began
+	if signed := ir.cycle.Add(entry); signed != "" {
 		e.publish(ir, event.Event{Type: event.Warning, Step: sp.ID, Message: "the agent signed " + signed + "; its step is " + sp.Signature})
 	}
 	e.reviewed(ctx, ir, sp, sig, got.judgement)
