@@ -187,6 +187,8 @@ func New(o Options) (*Server, error) {
 		s.mux.HandleFunc("GET "+pre+"/runs", s.inRepo(s.listRuns))
 		s.mux.HandleFunc("GET "+pre+"/runs/{run}", s.inRepo(s.board))
 		s.mux.HandleFunc("GET "+pre+"/runs/{run}/items/{item}", s.inRepo(s.item))
+		s.mux.HandleFunc("GET "+pre+"/runs/{run}/items/{item}/assets", s.inRepo(s.assets))
+		s.mux.HandleFunc("GET "+pre+"/runs/{run}/items/{item}/assets/{name}", s.inRepo(s.asset))
 		s.mux.HandleFunc("GET "+pre+"/runs/{run}/file", s.inRepo(s.file))
 		s.mux.HandleFunc("GET "+pre+"/runs/{run}/cost", s.inRepo(s.cost))
 		s.mux.HandleFunc("GET "+pre+"/events", s.inRepo(s.events))

@@ -338,6 +338,10 @@
     try {
       d = await getJSON(api() + '/runs/' + enc(S.run) + '/items/' + enc(S.item));
     } catch (e) { say(String(e)); return; }
+    let images = [];
+    try {
+      images = await getJSON(api() + '/runs/' + enc(S.run) + '/items/' + enc(S.item) + '/assets');
+    } catch (e) { /* the page goes without its images */ }
     const it = d.item;
     const waiting = d.steps.some((s) => s.kind === 'human' && s.status === 'started');
     const note = el('input', { id: 'note', type: 'text', placeholder: 'note (optional)', size: 40 });
@@ -353,7 +357,7 @@
       waiting ? el('div', { class: 'actions', id: 'item-actions' }, note, approveButtons(it.ID, () => note.value)) : null);
     const steps = el('ol', { class: 'timeline', id: 'timeline' }, d.steps.map(stepNode));
     // On a wide screen the change sits beside the facts and the steps.
-    const side = el('section', { class: 'item-side' }, head, ...commits(d), el('h2', {}, 'Steps'), steps);
+    const side = el('section', { class: 'item-side' }, head, ...commits(d), ...assets(images), el('h2', {}, 'Steps'), steps);
     const diff = changes(d);
     $('#view').replaceChildren(el('p', {}, el('a', { href: runHref(S.run) }, '← board')),
       el('div', { class: diff.length ? 'item-page wide' : 'item-page' }, side, diff.length ? el('section', { class: 'item-main' }, ...diff) : null));
@@ -364,6 +368,18 @@
     if (!d.commits || !d.commits.length) return [];
     return [el('h2', {}, 'Commits'), el('ul', { id: 'commits' }, d.commits.map((c) =>
       el('li', {}, el('code', {}, c.sha.slice(0, 12)), ' ', c.subject)))];
+  }
+
+  // assets shows the images the item keeps as thumbnails, each a link to
+  // the image (an svg is downloaded, not opened as a page).
+  function assets(list) {
+    if (!list.length) return [];
+    const base = api() + '/runs/' + enc(S.run) + '/items/' + enc(S.item) + '/assets/';
+    return [el('h2', {}, 'Images'), el('div', { id: 'assets', class: 'assets' }, list.map((a) =>
+      el('figure', { class: 'asset' },
+        el('a', { href: base + enc(a.name), target: '_blank', rel: 'noopener noreferrer' },
+          el('img', { src: base + enc(a.name), alt: a.name, loading: 'lazy' })),
+        el('figcaption', {}, a.name))))];
   }
 
   // changes is the item's diff against its base: every line as text,
