@@ -1,6 +1,8 @@
 package workflow
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -272,5 +274,28 @@ func TestTriageNextIsNoRefusal(t *testing.T) {
 	res, _ := runWF(t, "auto", f)
 	if res.Status != ResultCompleted || len(f.warnings) != 0 || f.calls[1] != "architect" {
 		t.Errorf("%+v calls %v warnings %q", res, f.calls, f.warnings)
+	}
+}
+
+// docs/workflows.md lists, per built-in workflow with a fixed order, the
+// roles a step's Next may name: the list is the one the interpreter checks.
+func TestNextRolesDocumented(t *testing.T) {
+	data, err := os.ReadFile("../../docs/workflows.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	doc = doc[strings.Index(doc, "## Routing with Next:"):]
+	r := defs(t)
+	for _, name := range r.Names() {
+		d, _ := r.Get(name)
+		roles := nextRoles(d)
+		if name == "loop" || name == "quick" || roles == nil {
+			continue // loop has its own table; quick runs no agent; auto routes
+		}
+		row := fmt.Sprintf("| `%s` | %s |", name, strings.Join(roles, ", "))
+		if !strings.Contains(doc, row) {
+			t.Errorf("docs/workflows.md lacks the row %q", row)
+		}
 	}
 }
