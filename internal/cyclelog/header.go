@@ -27,7 +27,7 @@ type Header struct {
 
 // pendingState stands in the Current State of a task that does not say
 // where it starts, until the planner's first output does.
-const pendingState = "(none yet: the planner's first output says where the work starts)"
+const pendingState = "(the task does not say; a planner's first output, when the workflow has one, says it)"
 
 // stateMax bounds the planner's output quoted as the starting state: the
 // whole output follows in its own entry.
@@ -128,8 +128,8 @@ func (c *Log) header(h Header) {
 	if state == "" {
 		state = pendingState
 	}
-	goal := strings.TrimSpace(h.Goal)
-	fmt.Fprintf(&c.b, "# Cycle: %s\n\n## Goal\n%s\n\n## Current State\n%s\n\n## Context Docs\n", h.ID, unmark(goal), unmark(state))
+	goal := unmark(strings.TrimSpace(h.Goal))
+	fmt.Fprintf(&c.b, "# Cycle: %s\n\n## Goal\n%s\n\n## Current State\n%s\n\n## Context Docs\n", h.ID, goal, unmark(state))
 	if len(h.Docs) == 0 {
 		c.b.WriteString("- (none)\n")
 	}
