@@ -18,10 +18,13 @@ import (
 // of the directory in the item's state directory that keeps them.
 const AssetDir = "assets"
 
-// MaxAsset bounds one image kept with an item: a screenshot or a diagram
-// is far smaller, and a flood written under an image's name must not be
-// copied into the state directory at every step.
-const MaxAsset = 10 << 20
+// MaxAsset bounds one image kept with an item, and the images kept at
+// one step together: a screenshot or a diagram is smaller, a flood
+// written under an image's name must not be copied into the state
+// directory, and what a step adds there travels to the run's home in one
+// batch when a worker elsewhere ran it (internal/replica), whose Temporal
+// payload holds 2 MB at most.
+const MaxAsset = 1 << 20
 
 // maxAssets bounds how many images an item keeps.
 const maxAssets = 200
@@ -40,9 +43,10 @@ func (c *Log) assetsDir() string { return filepath.Join(filepath.Dir(c.path), As
 // keep copies into the item's assets directory the images of src (a
 // context/assets directory) last changed at or after since, and returns
 // the names it copied: those new to the item or changed since they were
-// kept. Nothing is read through a link, nor a file over MaxAsset; what
-// cannot be read is left out, as the images are a record, not the work.
-func (c *Log) keep(src string, since time.Time) []string {
+// kept, *left bytes at most. Nothing is read through a link, nor a file
+// over MaxAsset; what cannot be read is left out, as the images are a
+// record, not the work.
+func (c *Log) keep(src string, since time.Time, left *int) []string {
 	if src == "" {
 		return nil
 	}
@@ -59,13 +63,13 @@ func (c *Log) keep(src string, since time.Time) []string {
 			continue
 		}
 		info, err := e.Info()
-		if err != nil || info.Size() > MaxAsset || info.ModTime().Before(since) {
+		if err != nil || info.Size() > int64(min(MaxAsset, *left)) || info.ModTime().Before(since) {
 			continue
 		}
 		// Read under the directory that holds context/ (a worktree, a task
 		// file's), so that a link on the way is refused.
 		data, err := safefile.ReadFile(filepath.Dir(filepath.Dir(src)), filepath.Join(src, name))
-		if err != nil || len(data) > MaxAsset {
+		if err != nil || len(data) > min(MaxAsset, *left) {
 			continue
 		}
 		path := filepath.Join(dst, name)
@@ -77,6 +81,7 @@ func (c *Log) keep(src string, since time.Time) []string {
 		}
 		if safefile.WriteMaking(root, path, data) == nil {
 			got = append(got, name)
+			*left -= len(data)
 		}
 	}
 	return got
@@ -133,9 +138,10 @@ func (c *Log) relinkAssets(log, dir string) string {
 // since it started, and those a person dropped beside the task file
 // meanwhile.
 func (c *Log) stepAssets(e Entry) []string {
-	names := c.keep(c.taskAssets, time.Time{})
+	left := MaxAsset
+	names := c.keep(c.taskAssets, time.Time{}, &left)
 	if e.WorkDir != "" && !e.Since.IsZero() {
-		names = append(names, c.keep(filepath.Join(e.WorkDir, "context", AssetDir), e.Since)...)
+		names = append(names, c.keep(filepath.Join(e.WorkDir, "context", AssetDir), e.Since, &left)...)
 	}
 	return names
 }

@@ -137,7 +137,8 @@ func (c *Log) header(h Header) {
 		fmt.Fprintf(&c.b, "- %s\n", d)
 	}
 	// The images kept before (a resumed item's) and the task's own.
-	c.keep(h.Assets, time.Time{})
+	left := MaxAsset
+	c.keep(h.Assets, time.Time{}, &left)
 	c.b.WriteString("\n## Assets\n" + assetList(c.kept(), "- (none)\n"))
 	if len(h.Bookkeeping) > 0 {
 		c.b.WriteString("\n## Bookkeeping\n")

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The log's Goal is the task's objective (its Goal section, else its
@@ -61,5 +62,31 @@ func TestIsAsset(t *testing.T) {
 		if IsAsset(name) != want {
 			t.Errorf("IsAsset(%q) = %v", name, !want)
 		}
+	}
+}
+
+// A step's images are kept only through no link and within MaxAsset, in
+// all; the entry lists those kept.
+func TestStepAssetsConfined(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "item", "current_cycle.md")
+	tree, elsewhere := filepath.Join(dir, "tree"), filepath.Join(dir, "elsewhere")
+	os.MkdirAll(filepath.Join(tree, "context", "assets"), 0o755)
+	os.MkdirAll(filepath.Join(elsewhere, "context", "assets"), 0o755)
+	os.WriteFile(filepath.Join(elsewhere, "context", "assets", "2026-01-01_00-00-00_secret.png"), []byte("TOKEN"), 0o644)
+	os.Symlink(filepath.Join(elsewhere, "context"), filepath.Join(dir, "linked"))
+	shots := filepath.Join(tree, "context", "assets")
+	os.WriteFile(filepath.Join(shots, "2026-01-01_00-00-01_big.png"), make([]byte, MaxAsset+1), 0o644)
+	os.WriteFile(filepath.Join(shots, "2026-01-01_00-00-02_a.png"), make([]byte, MaxAsset-10), 0o644)
+	os.WriteFile(filepath.Join(shots, "2026-01-01_00-00-03_b.png"), make([]byte, 20), 0o644)
+	os.Symlink(filepath.Join(elsewhere, "context", "assets", "2026-01-01_00-00-00_secret.png"), filepath.Join(shots, "2026-01-01_00-00-04_l.png"))
+	c := New(path, Header{ID: "2026-01-01-001", Goal: "G.", Next: "coder", Assets: filepath.Join(dir, "linked", "assets")})
+	c.Add(Entry{Step: "s1", Role: "coder", Attempt: 1, Text: "done", WorkDir: tree, Since: time.Unix(1, 0)})
+	got := strings.Join(c.kept(), " ")
+	if got != "2026-01-01_00-00-02_a.png" {
+		t.Errorf("kept %q, want the one image within the bounds", got)
+	}
+	if log := c.b.String(); !strings.Contains(log, "#### Assets\n- [2026-01-01_00-00-02_a.png](assets/2026-01-01_00-00-02_a.png)\n") || strings.Contains(log, "secret") {
+		t.Errorf("log:\n%s", log)
 	}
 }
