@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/answers"
 	"github.com/cadre-dev/cadre/internal/keylock"
 	"io"
 	"net/http"
@@ -54,7 +55,7 @@ type Client struct {
 	writeGap  time.Duration
 	masks     []*redact.Redactor
 
-	answers etags // the latest answer to each GET, for conditional requests
+	answers answers.Cache // the latest answer to each GET, for conditional requests
 
 	items  keylock.Set   // one look-up-then-write per item at a time
 	writes keylock.Set   // one mutating request per resource at a time
@@ -303,9 +304,9 @@ func (c *Client) do(ctx context.Context, cl call) (http.Header, error) {
 	// A GET asked before is asked on condition: unchanged, it costs no
 	// rate limit, and the answer kept stands.
 	conditional := cl.method == http.MethodGet && !cl.redirect
-	var prior *kept
+	var prior *answers.Answer
 	if conditional {
-		if k, ok := c.answers.get(target.String()); ok {
+		if k, ok := c.answers.Get(target.String()); ok {
 			prior = &k
 		}
 	}
@@ -410,15 +411,19 @@ func backoff(attempt int) time.Duration { return time.Second << min(attempt, 6) 
 // revalidated reads the answer to a conditional GET: a 304 is the answer
 // kept, given back as a 200 with the Link it came with; a fresh 2xx is
 // kept in its place.
-func (c *Client) revalidated(url string, prior *kept, status int, hdr http.Header, body []byte) (int, []byte) {
+func (c *Client) revalidated(url string, prior *answers.Answer, status int, hdr http.Header, body []byte) (int, []byte) {
 	switch {
 	case status == http.StatusNotModified && prior != nil:
-		if hdr.Get("Link") == "" && prior.link != "" {
-			hdr.Set("Link", prior.link)
+		if link := prior.Header["Link"]; hdr.Get("Link") == "" && link != "" {
+			hdr.Set("Link", link)
 		}
-		return http.StatusOK, prior.body
+		return http.StatusOK, prior.Body
 	case status >= 200 && status < 300:
-		c.answers.put(kept{url: url, etag: hdr.Get("ETag"), link: hdr.Get("Link"), body: body})
+		a := answers.Answer{URL: url, ETag: hdr.Get("ETag"), Body: body}
+		if link := hdr.Get("Link"); link != "" {
+			a.Header = map[string]string{"Link": link}
+		}
+		c.answers.Put(a)
 	}
 	return status, body
 }
@@ -442,7 +447,7 @@ func (c *Client) target(cl call) *url.URL {
 
 // send makes one attempt at u, on condition that the answer differs from
 // prior when there is one; an error means no answer came.
-func (c *Client) send(ctx context.Context, cl call, u *url.URL, payload []byte, prior *kept) (int, http.Header, []byte, error) {
+func (c *Client) send(ctx context.Context, cl call, u *url.URL, payload []byte, prior *answers.Answer) (int, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if cl.redirect {
@@ -466,7 +471,7 @@ func (c *Client) send(ctx context.Context, cl call, u *url.URL, payload []byte, 
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	if prior != nil {
-		req.Header.Set("If-None-Match", prior.etag)
+		req.Header.Set("If-None-Match", prior.ETag)
 	}
 	resp, err := c.hc.Do(req)
 	if err == nil {

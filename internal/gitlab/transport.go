@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/cadre-dev/cadre/internal/answers"
 	"io"
 	"net/http"
 	"strconv"
@@ -39,7 +40,7 @@ type wire struct {
 	now      func() time.Time
 	sleep    func(ctx context.Context, d time.Duration) error
 
-	answers answers       // the latest answer to each GET, for conditional requests
+	answers answers.Cache // the latest answer to each GET, for conditional requests
 	writes  chan struct{} // holds the one write in flight
 
 	charged, notModified atomic.Int64
@@ -88,9 +89,9 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	key := req.URL.String()
-	var prior *kept
+	var prior *answers.Answer
 	if req.Method == http.MethodGet {
-		if k, ok := w.answers.get(key); ok {
+		if k, ok := w.answers.Get(key); ok {
 			prior = &k
 		}
 	}
@@ -166,7 +167,7 @@ func readBody(req *http.Request) ([]byte, error) {
 
 // send makes one attempt, bounded by the wire's timeout until its answer
 // is read (cancel ends it).
-func (w *wire) send(req *http.Request, payload []byte, prior *kept) (*http.Response, context.CancelFunc, error) {
+func (w *wire) send(req *http.Request, payload []byte, prior *answers.Answer) (*http.Response, context.CancelFunc, error) {
 	ctx, cancel := context.WithTimeout(req.Context(), w.timeout)
 	r := req.Clone(ctx)
 	if payload != nil {
@@ -175,7 +176,7 @@ func (w *wire) send(req *http.Request, payload []byte, prior *kept) (*http.Respo
 		r.ContentLength = int64(len(payload))
 	}
 	if prior != nil {
-		r.Header.Set("If-None-Match", prior.etag)
+		r.Header.Set("If-None-Match", prior.ETag)
 	}
 	resp, err := w.next.RoundTrip(r)
 	if err != nil {
@@ -197,18 +198,18 @@ func drain(resp *http.Response, cancel context.CancelFunc) {
 
 // answer hands resp up: a 304 to a conditional GET as the 200 kept, a 200
 // with an ETag kept for the next time.
-func (w *wire) answer(key string, prior *kept, resp *http.Response, cancel context.CancelFunc) (*http.Response, error) {
+func (w *wire) answer(key string, prior *answers.Answer, resp *http.Response, cancel context.CancelFunc) (*http.Response, error) {
 	if resp.StatusCode == http.StatusNotModified && prior != nil {
 		w.notModified.Add(1)
 		drain(resp, cancel)
 		hdr := resp.Header.Clone()
-		for k, v := range prior.header {
+		for k, v := range prior.Header {
 			if hdr.Get(k) == "" {
 				hdr.Set(k, v)
 			}
 		}
 		resp.StatusCode, resp.Status, resp.Header = http.StatusOK, "200 OK", hdr
-		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(prior.body)), int64(len(prior.body))
+		resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(prior.Body)), int64(len(prior.Body))
 		return resp, nil
 	}
 	w.charged.Add(1)
@@ -218,19 +219,19 @@ func (w *wire) answer(key string, prior *kept, resp *http.Response, cancel conte
 	}
 	etag := resp.Header.Get("ETag")
 	if etag == "" {
-		w.answers.drop(key)
+		w.answers.Drop(key)
 		resp.Body = &closer{ReadCloser: resp.Body, cancel: cancel}
 		return resp, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxKeptAnswer+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, answers.MaxAnswer+1))
 	if err != nil {
 		resp.Body.Close()
 		cancel()
 		return nil, err
 	}
-	if len(body) > maxKeptAnswer {
+	if len(body) > answers.MaxAnswer {
 		// Too big to keep (a long job log): handed up as it streams.
-		w.answers.drop(key)
+		w.answers.Drop(key)
 		resp.Body = &closer{ReadCloser: struct {
 			io.Reader
 			io.Closer
@@ -239,7 +240,7 @@ func (w *wire) answer(key string, prior *kept, resp *http.Response, cancel conte
 	}
 	resp.Body.Close()
 	cancel()
-	w.answers.put(kept{url: key, etag: etag, header: keptHeader(resp.Header), body: body})
+	w.answers.Put(answers.Answer{URL: key, ETag: etag, Header: keptHeader(resp.Header), Body: body})
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil
 }
