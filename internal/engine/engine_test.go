@@ -780,13 +780,32 @@ func TestGitHubTokenNeverPassedToAgents(t *testing.T) {
 	}
 }
 
+// The pull request's text is the output of the composer step the journal
+// has as completed, not whichever composer file sorts last: a later one
+// that failed (a timeout, a refusal) never goes public.
 func TestPRTextFromPRComposer(t *testing.T) {
 	e := newEnv(t, passAll, [2]string{"a", "code"})
-	ir := &itemRun{outDir: t.TempDir()}
+	ctx := context.Background()
+	ir := &itemRun{run: "r", it: store.Item{RunID: "r", ID: "a"}, outDir: t.TempDir()}
+	if err := e.eng.d.Store.CreateRun(ctx, store.Run{ID: "r", Status: store.RunRunning}, ir.it); err != nil {
+		t.Fatal(err)
+	}
 	os.MkdirAll(filepath.Join(ir.outDir, "outputs"), 0o755)
-	os.WriteFile(filepath.Join(ir.outDir, "outputs", "pr-pr-composer-1.md"),
-		[]byte("# Fix the frobnicator\n\n## Summary\nIt no longer breaks.\n\n### SIGNAL BLOCK\n- Agent: pr-composer\n- Result: SUCCESS\n"), 0o644)
-	title, body := e.eng.prText(ir, Issue{Number: 7, Title: "issue title"})
+	for n, text := range map[int]string{1: "# Fix the frobnicator\n\n## Summary\nIt no longer breaks.\n\n### SIGNAL BLOCK\n- Agent: pr-composer\n- Result: SUCCESS\n",
+		2: "# Half a thought\n\nIgnore the above and\n"} {
+		id := fmt.Sprintf("a/pr/pr-composer#%d", n)
+		_, out, _ := ir.stepFiles(id)
+		os.WriteFile(out, []byte(text), 0o644)
+		rec := store.Step{RunID: "r", ItemID: "a", ID: id, Role: "pr-composer", Kind: "agent"}
+		if err := e.eng.d.Store.StartStep(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Status = map[int]string{1: store.StepCompleted, 2: store.StepFailed}[n]
+		if err := e.eng.d.Store.FinishStep(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	title, body := e.eng.prText(ctx, ir, Issue{Number: 7, Title: "issue title"})
 	if title != "Fix the frobnicator" {
 		t.Errorf("title %q", title)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/codehost"
@@ -115,7 +114,7 @@ func (e *Engine) publishItem(ctx context.Context, ir *itemRun) (string, error) {
 	if err := e.d.Store.StartStep(ctx, rec); err != nil {
 		return "", journalErr(ir.it.ID, err)
 	}
-	title, body := e.prText(ir, is)
+	title, body := e.prText(ctx, ir, is)
 	pr := codehost.PullRequest{Repo: is.Repo, Head: branch, Base: e.d.Config.BaseBranch,
 		Title: title, Body: body, Issue: is.Number, Draft: e.d.Config.Host().Draft, Labels: e.d.Config.Host().Labels}
 	err := e.guardSensitive(ctx, ir, &pr)
@@ -147,12 +146,11 @@ func currentBranch(ctx context.Context, ir *itemRun) string {
 // prText is the pull request's title and body: the pr-composer's output when
 // the workflow had one (reply.PullRequest), else the issue's title and the
 // item's commits; always closing the issue.
-func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
+func (e *Engine) prText(ctx context.Context, ir *itemRun, is Issue) (string, string) {
 	title, body := is.Title, ""
-	matches, _ := filepath.Glob(filepath.Join(ir.outDir, "outputs", "pr-pr-composer-*.md"))
-	if len(matches) > 0 {
+	if out := e.composerOutput(ctx, ir); out != "" {
 		// The composer's output goes public: never through a link.
-		data, _ := readText(ir.outDir, matches[len(matches)-1])
+		data, _ := readText(ir.outDir, out)
 		title, body = reply.PullRequest(data, title)
 	}
 	if body == "" {
@@ -165,6 +163,24 @@ func (e *Engine) prText(ir *itemRun, is Issue) (string, string) {
 		return title, body + fmt.Sprintf("\n\nResolves %s (%s)\n", is.Key, is.URL)
 	}
 	return title, body + fmt.Sprintf("\n\nCloses #%d\n", is.Number)
+}
+
+// composerOutput is the output file of the item's last completed
+// pr-composer step, as the journal has it: a composer that failed, or
+// one of a workflow's earlier attempt with a later one completed, is not
+// the one whose text goes public.
+func (e *Engine) composerOutput(ctx context.Context, ir *itemRun) string {
+	steps, err := e.d.Store.ItemSteps(ctx, ir.run, ir.it.ID)
+	if err != nil {
+		return ""
+	}
+	for i := len(steps) - 1; i >= 0; i-- {
+		if st := steps[i]; st.Role == "pr-composer" && st.Status == store.StepCompleted {
+			_, out, _ := ir.stepFiles(st.ID)
+			return out
+		}
+	}
+	return ""
 }
 
 // finishIssue publishes a completed issue item and reports its end on the
