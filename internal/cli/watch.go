@@ -341,6 +341,9 @@ func (w *watcher) pass(ctx context.Context) (watchTally, error) {
 	if err := w.retries(ctx, &t); err != nil { // those cadre retry handed over
 		return t, err
 	}
+	if err := w.interrupted(ctx, &t); err != nil {
+		return t, err
+	}
 	// Made first: intake asks through its code host, whose answers are kept.
 	fl, err := w.following(ctx)
 	if err != nil {
@@ -413,7 +416,7 @@ func (w *watcher) intake(ctx context.Context, t *watchTally, list func(context.C
 		return nil
 	}
 	fmt.Fprintf(w.f.IO.ErrOut, "cadre: watch: taking up %s\n", strings.Join(fresh, ", "))
-	eo := runspec.Options{Targets: fresh}
+	eo := runspec.Options{Targets: fresh, Watch: true}
 	var sum report.Summary
 	if w.temporal != nil {
 		eo.Temporal = w.temporal

@@ -119,3 +119,45 @@ func (w *watcher) ranRun(sum report.Summary, t *watchTally) error {
 	}
 	return nil
 }
+
+// interrupted resumes the runs an earlier watch's intake started and did
+// not see end (its process killed): journaled running while this watch
+// holds the repository, so no process runs them. Intake takes up only
+// issues without an item, so nothing else would. A run on Temporal goes
+// on in its workflows, and is left to them.
+func (w *watcher) interrupted(ctx context.Context, t *watchTally) error {
+	st, err := openStore(ctx, w.ws.root)
+	if err != nil {
+		return err
+	}
+	runs, err := st.Runs(ctx)
+	var dead []string
+	for _, r := range runs {
+		if err != nil || r.Status != store.RunRunning {
+			continue
+		}
+		if _, o, serr := runspec.Stored(ctx, st, r.ID); serr == nil && o.Watch && o.Temporal == nil {
+			dead = append(dead, r.ID)
+		}
+	}
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	for _, run := range dead {
+		if w.stopped() || ctx.Err() != nil {
+			return nil
+		}
+		fmt.Fprintf(w.f.IO.ErrOut, "cadre: watch: resuming run %s, which an earlier watch started and did not see end\n", run)
+		sum, err := resumeRun(ctx, w.f, w.ws, &ResumeOptions{Run: run, Budget: -1, JSON: w.opts.JSON, Plain: true})
+		if err := w.ranRun(sum, t); err != nil {
+			return err
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return nil
+}

@@ -46,6 +46,10 @@ type Options struct {
 	// Temporal, when set, says the run's items run as Temporal workflows
 	// there (engine.StartWith), so resume, approve and stop reach them.
 	Temporal *TemporalTarget `json:"temporal,omitempty"`
+	// Watch says cadre watch's intake started the run: a watch that finds
+	// it interrupted (its process killed) resumes it, since intake takes
+	// up only issues without an item.
+	Watch bool `json:"watch,omitempty"`
 }
 
 // NoBudget is the BudgetUSD of a run without a budget, whatever
