@@ -793,10 +793,12 @@ func TestPRTextFromPRComposer(t *testing.T) {
 	os.MkdirAll(filepath.Join(ir.outDir, "outputs"), 0o755)
 	for n, text := range map[int]string{1: "# Fix the frobnicator\n\n## Summary\nIt no longer breaks.\n\n### SIGNAL BLOCK\n- Agent: pr-composer\n- Result: SUCCESS\n",
 		2: "# Half a thought\n\nIgnore the above and\n"} {
+		// Each attempt's output is named apart, as the engine names it.
 		id := fmt.Sprintf("a/pr/pr-composer#%d", n)
 		_, out, _ := ir.stepFiles(id)
+		out = strings.TrimSuffix(out, ".md") + fmt.Sprintf(".%016x.md", n)
 		os.WriteFile(out, []byte(text), 0o644)
-		rec := store.Step{RunID: "r", ItemID: "a", ID: id, Role: "pr-composer", Kind: "agent"}
+		rec := store.Step{RunID: "r", ItemID: "a", ID: id, Role: "pr-composer", Kind: "agent", OutputPath: "/elsewhere/outputs/" + filepath.Base(out)}
 		if err := e.eng.d.Store.StartStep(ctx, rec); err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/cadre-dev/cadre/internal/codehost"
@@ -176,7 +177,12 @@ func (e *Engine) composerOutput(ctx context.Context, ir *itemRun) string {
 	}
 	for i := len(steps) - 1; i >= 0; i-- {
 		if st := steps[i]; st.Role == "pr-composer" && st.Status == store.StepCompleted {
+			// Each attempt's output has a name of its own, which the
+			// journal keeps; the item's directory is this machine's.
 			_, out, _ := ir.stepFiles(st.ID)
+			if st.OutputPath != "" {
+				out = filepath.Join(filepath.Dir(out), filepath.Base(st.OutputPath))
+			}
 			return out
 		}
 	}
