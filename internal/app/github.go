@@ -202,18 +202,26 @@ func (g *GitHub) Issues(ctx context.Context, q codehost.IssueQuery) ([]codehost.
 // token through cadre's push proxy (never git's argv, environment or the
 // remote URL: see workspace.Repo.Push).
 func (g *GitHub) Push(ctx context.Context, dir, branch string) error {
+	return pushBranch(ctx, g.mask, g.cfg.BaseBranch, dir, branch, g.RemoteAuth)
+}
+
+// pushBranch pushes branch of the tree at dir to origin as auth says to
+// reach it, once its history since base is seen to carry none of mask's
+// secrets; an error is masked too.
+func pushBranch(ctx context.Context, mask *redact.Redactor, base, dir, branch string,
+	auth func(ctx context.Context, dir, remote string) (string, string, error)) error {
 	// dir is the item's working tree, as the engine made it: git need not
 	// be asked for its top level (push runs from anywhere in a tree).
 	repo := &workspace.Repo{Dir: dir}
-	if err := checkHistory(ctx, g.mask, g.cfg.BaseBranch, repo, branch); err != nil {
+	if err := checkHistory(ctx, mask, base, repo, branch); err != nil {
 		return err
 	}
-	remote, header, err := g.RemoteAuth(ctx, dir, "origin")
+	remote, header, err := auth(ctx, dir, "origin")
 	if err != nil {
 		return err
 	}
 	if err := repo.Push(ctx, remote, branch, header); err != nil {
-		return fmt.Errorf("%s", g.mask.String(err.Error()))
+		return fmt.Errorf("%s", mask.String(err.Error()))
 	}
 	return nil
 }

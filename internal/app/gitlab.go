@@ -214,18 +214,7 @@ func (g *GitLab) Issues(ctx context.Context, q codehost.IssueQuery) ([]codehost.
 // Push pushes the branch to origin, with the token as git's HTTP password
 // through cadre's push proxy (workspace.Repo.Push), as on GitHub.
 func (g *GitLab) Push(ctx context.Context, dir, branch string) error {
-	repo := &workspace.Repo{Dir: dir}
-	if err := checkHistory(ctx, g.mask, g.cfg.BaseBranch, repo, branch); err != nil {
-		return err
-	}
-	remote, header, err := g.RemoteAuth(ctx, dir, "origin")
-	if err != nil {
-		return err
-	}
-	if err := repo.Push(ctx, remote, branch, header); err != nil {
-		return fmt.Errorf("%s", g.mask.String(err.Error()))
-	}
-	return nil
+	return pushBranch(ctx, g.mask, g.cfg.BaseBranch, dir, branch, g.RemoteAuth)
 }
 
 // RemoteAuth is where git reaches remote of the repository at dir, and
