@@ -1006,3 +1006,30 @@ func TestNothingToCommitMakesNoCommit(t *testing.T) {
 		}
 	}
 }
+
+// A step's completion event names the model as the backend reported it,
+// not the one asked for: telemetry and the views count its cost there.
+func TestStepCompletedNamesTheReportedModel(t *testing.T) {
+	e := newEnv(t, func(inv runner.Invocation) runner.Result {
+		res := passAll(inv)
+		if inv.Role == "coder" {
+			res.Model = "claude-x-20261201"
+		}
+		return res
+	}, [2]string{"a", "code"})
+	if sum, err := e.eng.Start(context.Background(), Options{InPlace: true}); err != nil || sum.Status != store.RunCompleted {
+		t.Fatalf("start: %v %s", err, sum.Status)
+	}
+	found := false
+	for _, ev := range e.events {
+		if ev.Type == event.StepCompleted && ev.Step == "a/code/coder#1" {
+			found = true
+			if ev.Model != "claude-x-20261201" {
+				t.Errorf("coder's stepCompleted names model %q, want the reported claude-x-20261201", ev.Model)
+			}
+		}
+	}
+	if !found {
+		t.Error("no stepCompleted event for the coder")
+	}
+}

@@ -316,6 +316,7 @@ func (e *Engine) settleStep(ctx context.Context, sr *stepRun, got asked) (agentO
 	}
 	ev := sr.base
 	ev.Type, ev.Usage = event.StepCompleted, &usage
+	ev.Model = sr.rec.Model // as the backend reported it: what the step cost went to
 	e.publish(ir, ev)
 	ev.Type, ev.Usage = event.StageCompleted, nil
 	ev.Message = sig.LoopSummary
