@@ -192,6 +192,12 @@ func TestGitLabWatchListenJobHookWakesPass(t *testing.T) {
 	if n := passes(); n != 2 || strings.Count(string(out), "cadre: watch: webhook ") != 1 || g.rev(t, branch) != fixed {
 		t.Errorf("the same delivery again was acted on (%d passes, want 2):\n%s", n, out)
 	}
+	// A resend from GitLab's settings: a new event UUID, the same
+	// Idempotency-Key.
+	resent := glDelivery{uuid: "resent-" + d.uuid, key: d.key}
+	if code, answer := postGitLabHook(t, url, hookSecret, "Job Hook", resent, body); code != http.StatusOK || strings.TrimSpace(answer) != "seen before" {
+		t.Errorf("a resend: %d %q, want 200 seen before", code, answer)
+	}
 
 	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
 		t.Fatalf("stop: exit %d\n%s", code, e)

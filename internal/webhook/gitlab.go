@@ -18,13 +18,15 @@ func verifyGitLab(secret []byte, token string) bool {
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
-// gitlabDelivery is the delivery's id: its event's UUID, which a retry
-// keeps, else the Idempotency-Key newer GitLabs send.
+// gitlabDelivery is the delivery's id: the Idempotency-Key GitLab 17.4
+// and later send, which a retry and a resend keep; else the event's UUID
+// older GitLabs send (new at each sending, and shared by the deliveries
+// of one request a webhook's receiver made).
 func gitlabDelivery(h http.Header) string {
-	if id := h.Get("X-Gitlab-Event-UUID"); id != "" {
+	if id := h.Get("Idempotency-Key"); id != "" {
 		return id
 	}
-	return h.Get("Idempotency-Key")
+	return h.Get("X-Gitlab-Event-UUID")
 }
 
 // glPayload holds the fields of GitLab's payloads cadre reads.

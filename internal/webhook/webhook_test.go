@@ -116,7 +116,8 @@ func TestGitHubSignature(t *testing.T) {
 		t.Fatalf("signed delivery: %d %s, want 202", w.Code, w.Body)
 	}
 	want := webhook.Event{Forge: "github", Kind: "check_run", Action: "completed", State: "failure", Delivery: "d-good",
-		Repo: "acme/widgets", PR: 2, Head: "ce587453ced02b1526dfb4cb910479d431683101"}
+		Repo: "acme/widgets", PR: 2, Head: "ce587453ced02b1526dfb4cb910479d431683101",
+		Check: &webhook.Check{ID: 4, Name: "test", Status: "completed", Conclusion: "failure"}}
 	if got := rec.got(); len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Errorf("events %+v, want [%+v]", got, want)
 	}
@@ -179,6 +180,18 @@ func TestRepeatedDeliveryActedOnOnce(t *testing.T) {
 	}
 	if n := len(rec3.got()); n != 1 {
 		t.Errorf("a GitLab retry acted on %d times, want once", n)
+	}
+	// Its id is the Idempotency-Key, which a resend keeps, not the event
+	// UUID, which it does not (and which the deliveries of one request a
+	// webhook's receiver made share).
+	gl, rec4 := newHandler(t, webhook.Options{Forge: webhook.GitLab})
+	for _, ids := range [][2]string{{"e-1", "k-1"}, {"e-2", "k-1"}, {"e-2", "k-2"}} {
+		r := gitlab("Push Hook", ids[0], `{"object_kind":"push","ref":"refs/heads/main","after":"da1560886d4f094c3e6c9ef40349f7d38b5d27d7"}`)
+		r.Header.Set("Idempotency-Key", ids[1])
+		serve(gl, r)
+	}
+	if got := rec4.got(); len(got) != 2 || got[0].Delivery != "k-1" || got[1].Delivery != "k-2" {
+		t.Errorf("GitLab deliveries by Idempotency-Key: %+v, want k-1 and k-2 once each", got)
 	}
 }
 
