@@ -25,7 +25,8 @@ var permitted = []string{"OWNER", "MEMBER", "COLLABORATOR"}
 // View is pull request pr as cadre watch decides by (follow.Host): its
 // state and mergeability, its head's failed checks with their log tails,
 // and the reviews and review comments of permitted reviewers, cadre's own
-// replies left out.
+// replies left out. The checks are not asked for when known.Fed: the
+// follower has them from webhooks.
 func (g *GitHub) View(ctx context.Context, pr int, reviewers []string, known *follow.Head) (follow.View, error) {
 	owner, name, err := g.repoParts(ctx)
 	if err != nil {
@@ -33,26 +34,28 @@ func (g *GitHub) View(ctx context.Context, pr int, reviewers []string, known *fo
 	}
 	var v follow.View
 	if known != nil {
-		v = follow.View{State: stateOf(known.State, known.Merged), Head: known.Head, Base: known.Base, Title: known.Title}
+		v = follow.View{State: follow.StateOf(known.State, known.Merged), Head: known.Head, Base: known.Base, Title: known.Title}
 	} else {
 		st, err := g.client.PR(ctx, owner, name, pr)
 		if err != nil {
 			return follow.View{}, err
 		}
-		v = follow.View{State: stateOf(st.State, st.Merged), Head: st.HeadSHA, Base: st.Base, Title: st.Title, Mergeable: st.Mergeable}
+		v = follow.View{State: follow.StateOf(st.State, st.Merged), Head: st.HeadSHA, Base: st.Base, Title: st.Title, Mergeable: st.Mergeable}
 	}
 	if v.State != "open" {
 		return v, nil
 	}
-	checks, err := g.client.FailedChecks(ctx, owner, name, v.Head)
-	if err != nil {
-		return follow.View{}, err
-	}
-	v.Pending = len(checks.Pending) > 0
-	v.Checked = v.Pending || len(checks.Failed) > 0 || checks.Passed > 0
-	v.Passed = checks.Succeeded
-	for _, c := range checks.Failed {
-		v.Failed = append(v.Failed, follow.Check{Name: c.Name, Conclusion: c.Conclusion, Summary: c.Summary, Text: c.Text, JobID: c.JobID})
+	if known == nil || !known.Fed {
+		checks, err := g.client.FailedChecks(ctx, owner, name, v.Head)
+		if err != nil {
+			return follow.View{}, err
+		}
+		v.Pending, v.Running = len(checks.Pending) > 0, checks.Pending
+		v.Checked = v.Pending || len(checks.Failed) > 0 || checks.Passed > 0
+		v.Passed = checks.Succeeded
+		for _, c := range checks.Failed {
+			v.Failed = append(v.Failed, follow.Check{Name: c.Name, Conclusion: c.Conclusion, Summary: c.Summary, Text: c.Text, JobID: c.JobID})
+		}
 	}
 	counts := func(login, assoc string) bool {
 		if len(reviewers) > 0 {
@@ -174,18 +177,6 @@ func heads(list []forge.PRStatus) []follow.Head {
 		out = append(out, follow.Head{Number: p.Number, State: p.State, Merged: p.Merged, Head: p.HeadSHA, Base: p.Base, Title: p.Title, Updated: p.UpdatedAt})
 	}
 	return out
-}
-
-// stateOf is a pull request's state as cadre follows it: open, merged or
-// closed (unmerged).
-func stateOf(state string, merged bool) string {
-	switch {
-	case merged:
-		return "merged"
-	case state == "closed":
-		return "closed"
-	}
-	return "open"
 }
 
 // latestVerdicts is each reviewer's standing verdict: their latest

@@ -16,6 +16,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/cabundle"
 	"github.com/cadre-dev/cadre/internal/codehost"
 	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/follow"
 	"github.com/cadre-dev/cadre/internal/forge"
 	"github.com/cadre-dev/cadre/internal/ghtext"
 	"github.com/cadre-dev/cadre/internal/redact"
@@ -357,7 +358,7 @@ func (g *GitHub) PRStatus(ctx context.Context, number int) (codehost.PRStatus, e
 	if err != nil {
 		return codehost.PRStatus{}, err
 	}
-	out := codehost.PRStatus{State: stateOf(pr.State, pr.Merged), Mergeable: pr.Mergeable}
+	out := codehost.PRStatus{State: follow.StateOf(pr.State, pr.Merged), Mergeable: pr.Mergeable}
 	checks, err := g.client.FailedChecks(ctx, owner, name, pr.HeadSHA)
 	if err != nil {
 		return codehost.PRStatus{}, err

@@ -7,6 +7,7 @@ import (
 	"github.com/cadre-dev/cadre/internal/config"
 	"github.com/cadre-dev/cadre/internal/follow"
 	"github.com/cadre-dev/cadre/internal/redact"
+	"github.com/cadre-dev/cadre/internal/webhook"
 )
 
 // Host is the code host of a workspace as cadre's commands use it: the
@@ -30,6 +31,8 @@ type Host interface {
 	// at path between processes; KeepAnswers writes them there.
 	KeepAnswersIn(path string)
 	KeepAnswers() error
+	// Facts reads webhooks' deliveries as the follower takes them in.
+	Facts(events []webhook.Event) []follow.Fact
 	// SetWarn sets where what cadre should know of the repository once
 	// goes (a protection it may not read).
 	SetWarn(func(msg string))

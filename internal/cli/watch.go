@@ -192,18 +192,23 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 			}
 			return nil
 		}
-		if !w.sleep(ctx, w.interval) {
+		if !w.woken {
+			w.due = time.Now().Add(w.interval)
+		}
+		if !w.sleep(ctx) {
 			fmt.Fprintln(f.IO.ErrOut, "cadre: watch stopped")
 			return nil
 		}
 	}
 }
 
-// sleep waits d, or until a webhook wakes the watch, or until it is asked
-// to stop (it reports false): a signal, or cadre stop, looked for every
-// second.
-func (w *watcher) sleep(ctx context.Context, d time.Duration) bool {
-	deadline := time.Now().Add(d)
+// sleep waits until the next pass is due, or until a webhook wakes the
+// watch (w.woken), or until it is asked to stop (it reports false): a
+// signal, or cadre stop, looked for every second. Woken passes do not put
+// off the one due.
+func (w *watcher) sleep(ctx context.Context) bool {
+	deadline := w.due
+	w.woken = false
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var wake <-chan struct{}
@@ -221,6 +226,7 @@ func (w *watcher) sleep(ctx context.Context, d time.Duration) bool {
 		case <-tick.C:
 		case <-time.After(left):
 		case <-wake:
+			w.woken = true
 			return w.settle(ctx)
 		}
 	}
@@ -283,6 +289,10 @@ type watcher struct {
 	flagQuery bool
 	interval  time.Duration // between passes: --interval, or github.poll_interval
 	passes    int
+	due       time.Time // when the next pass is due
+	// woken says the pass is a webhook's: it acts on what deliveries told
+	// without listing the pull requests.
+	woken     bool
 	badConfig string // the last invalid cadre.yaml's error, said once
 }
 
@@ -466,7 +476,11 @@ func (w *watcher) follow(ctx context.Context, t *watchTally) error {
 	if err != nil {
 		return err
 	}
-	tally, err := fl.Pass(ctx)
+	pass := fl.Pass
+	if w.woken {
+		pass = fl.Woken
+	}
+	tally, err := pass(ctx)
 	if kerr := fl.Host.KeepAnswers(); kerr != nil {
 		// The next process asks for everything anew.
 		fmt.Fprintf(w.f.IO.ErrOut, "cadre: watch: warning: keep the code host's answers: %v\n", kerr)
@@ -519,6 +533,10 @@ func (w *watcher) following(ctx context.Context) (*app.Following, error) {
 			StepTimeout: runspec.Options{}.Settings(w.ws.cfg).Timeout, Heartbeat: t.Heartbeat}
 	}
 	fl.Stopped = w.stopped
+	if w.hooks != nil {
+		// A delivery lost is caught up with at the pass after the next.
+		fl.Trust = w.interval
+	}
 	w.fl = fl
 	w.close = func() {
 		for i := len(closers) - 1; i >= 0; i-- {

@@ -25,7 +25,7 @@ import (
 // listenReconcile is the time between passes with --listen where neither
 // --interval nor poll_interval says: the webhooks wake the watch, and the
 // passes only catch up with what a lost delivery left out.
-const listenReconcile = 15 * time.Minute
+const listenReconcile = 30 * time.Minute
 
 // wakeDelay gathers the deliveries of one change (a push brings a
 // synchronize, check suites and statuses) into one pass.
@@ -196,19 +196,9 @@ func (w *watcher) journalHooks(ctx context.Context, fl *app.Following) {
 	if err != nil {
 		items = nil // said without an item; the pass reports the store's error
 	}
-	// What the deliveries name is asked about again at this pass, though
-	// nothing the list of updated pull requests shows changed.
-	var prs []int
-	var heads []string
-	for _, e := range events {
-		if e.PR != 0 {
-			prs = append(prs, e.PR)
-		}
-		if e.Head != "" {
-			heads = append(heads, e.Head)
-		}
-	}
-	fl.Nudge(prs, heads)
+	// What the deliveries tell is taken in for this pass, which acts on
+	// it without asking again what they said.
+	fl.Apply(fl.Host.Facts(events))
 	tips := w.branchTips(ctx, events)
 	for _, e := range events {
 		it := w.hookItem(ctx, fl, e, items, tips)

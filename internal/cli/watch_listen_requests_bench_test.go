@@ -1,9 +1,11 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -16,32 +18,39 @@ import (
 	"github.com/cadre-dev/cadre/internal/forge/forgetest"
 	"github.com/cadre-dev/cadre/internal/report"
 	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/webhook"
 	"github.com/cadre-dev/cadre/internal/workspace"
 )
 
 // BenchmarkWebhookRequests follows 1,000 open pull requests for an hour
 // against the fake GitHub, twice: polling (a pass every 60 s) and with
-// webhooks (a pass woken by each delivery, and a reconcile pass every
+// webhooks (a pass woken by the deliveries, and a reconcile pass every
 // 15 min). In the hour, pushes come evenly spread; each push's check
-// finishes two minutes later, one in five failing (and fixed by cadre,
-// whose push is one more). Each push and each finished check is a
-// delivery. It reports the requests charged to the rate limit in each
-// mode (a revalidated answer, 304, is not), the webhooks' as a share of
-// polling's, and all requests made:
+// starts at once and finishes two minutes later, one in five failing (and
+// fixed by cadre, whose push is one more). A push is a pull_request
+// delivery, a check's start and end each a check_run one: signed bodies
+// shaped as GitHub's, through the webhook handler. It reports the
+// requests charged to the rate limit in each mode (a revalidated answer,
+// 304, is not), the webhooks' as a share of polling's, and all requests
+// made:
 //
 //	go test ./internal/cli -run '^$' -bench WebhookRequests -benchtime 1x
 func BenchmarkWebhookRequests(b *testing.B) {
-	for _, pushes := range []int{0, 6, 30} {
+	for _, pushes := range []int{0, 6, 30, 300} {
 		b.Run(fmt.Sprintf("pushes=%d/h", pushes), func(b *testing.B) {
 			for range b.N {
-				poll, pollAll, _ := followHour(b, pushes, false)
-				hooks, hooksAll, deliveries := followHour(b, pushes, true)
-				b.ReportMetric(float64(poll), "charged/h-polling")
-				b.ReportMetric(float64(hooks), "charged/h-webhooks")
-				b.ReportMetric(float64(pollAll), "requests/h-polling")
-				b.ReportMetric(float64(hooksAll), "requests/h-webhooks")
-				b.ReportMetric(float64(deliveries), "deliveries/h")
-				b.ReportMetric(100*float64(hooks)/float64(max(poll, 1)), "%-of-polling")
+				poll := followHour(b, pushes, false)
+				hooks := followHour(b, pushes, true)
+				if hooks.fixes != poll.fixes {
+					b.Fatalf("%d failures fixed with webhooks, %d polling: both must do the same work", hooks.fixes, poll.fixes)
+				}
+				b.ReportMetric(float64(poll.charged), "charged/h-polling")
+				b.ReportMetric(float64(hooks.charged), "charged/h-webhooks")
+				b.ReportMetric(float64(poll.all), "requests/h-polling")
+				b.ReportMetric(float64(hooks.all), "requests/h-webhooks")
+				b.ReportMetric(float64(hooks.deliveries), "deliveries/h")
+				b.ReportMetric(float64(hooks.fixes), "fixes/h")
+				b.ReportMetric(100*float64(hooks.charged)/float64(max(poll.charged, 1)), "%-of-polling")
 			}
 		})
 	}
@@ -57,9 +66,13 @@ type hourSim struct {
 	pushes   int
 	woken    int // deliveries so far
 	finished int // checks finished so far
+	fixes    int
 	webhooks bool
-	passNow  func()
 	wakeAt   time.Duration // a woken pass is due then; 0: none
+	f        *follow.Follower
+	gh       *app.GitHub
+	hooks    *webhook.Handler
+	queue    []webhook.Event // delivered since the last pass
 }
 
 // timed is a change due at a time into the hour.
@@ -70,31 +83,31 @@ type timed struct {
 
 func headSHA(pr, v int) string { return fmt.Sprintf("%020x%020x", pr, v) }
 
-// followHour runs the hour and returns the charged requests after the
-// first pass, all requests (304s included), and the deliveries made.
-func followHour(b *testing.B, pushes int, webhooks bool) (charged, all, deliveries int) {
+// hourCount is what an hour cost and did.
+type hourCount struct {
+	charged, all int // requests charged to the rate limit; all, 304s included
+	deliveries   int
+	fixes        int // failed checks fixed and pushed
+}
+
+// followHour runs the hour and counts it, from after the first passes.
+func followHour(b *testing.B, pushes int, webhooks bool) hourCount {
 	b.Helper()
-	ctx := context.Background()
 	sim, f := backlogOf(b, 1000)
 	first := sim.srv.Counts()
 	gap := time.Hour / time.Duration(max(pushes, 1))
 	for k := range pushes {
 		pr := (k*37)%1000 + 1
-		sim.at(time.Duration(k)*gap+gap/2, func() { sim.push(pr) })
+		sim.at(time.Duration(k)*gap+gap/2, func() { sim.push(b, pr) })
 	}
-	pass := func() {
-		if _, err := f.Pass(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	sim.webhooks, sim.passNow = webhooks, pass
+	sim.webhooks = webhooks
 	if webhooks {
 		for reconcile := 15 * time.Minute; reconcile <= time.Hour; reconcile += 15 * time.Minute {
-			sim.at(reconcile, pass)
+			sim.at(reconcile, func() { sim.pass(b, f.Pass) })
 		}
 	} else {
 		for m := 1; m <= 60; m++ {
-			sim.at(time.Duration(m)*time.Minute, pass)
+			sim.at(time.Duration(m)*time.Minute, func() { sim.pass(b, f.Pass) })
 		}
 	}
 	for len(sim.pending) > 0 && sim.pending[0].at <= time.Hour {
@@ -104,7 +117,7 @@ func followHour(b *testing.B, pushes int, webhooks bool) (charged, all, deliveri
 		next.do()
 	}
 	last := sim.srv.Counts()
-	return last.Charged() - first.Charged(), last.Requests - first.Requests, sim.woken
+	return hourCount{charged: last.Charged() - first.Charged(), all: last.Requests - first.Requests, deliveries: sim.woken, fixes: sim.fixes}
 }
 
 // at schedules do at time t, in order of time.
@@ -116,25 +129,53 @@ func (s *hourSim) at(t time.Duration, do func()) {
 	s.pending = append(s.pending[:i], append([]timed{{t, do}}, s.pending[i:]...)...)
 }
 
-// deliver is a webhook: with webhooks on, it wakes a pass 300 ms later,
-// one for the deliveries that come before it.
-func (s *hourSim) deliver() {
+// pass takes in what was delivered since the last pass, as cadre watch
+// does, and makes it.
+func (s *hourSim) pass(b *testing.B, pass func(context.Context) (follow.Tally, error)) {
+	s.f.Apply(s.gh.Facts(s.queue))
+	s.queue = nil
+	if _, err := pass(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// deliver is a webhook of kind: with webhooks on, it goes through the
+// handler, and wakes a pass 300 ms later, one for the deliveries that
+// come before it.
+func (s *hourSim) deliver(b *testing.B, kind string, body []byte) {
 	s.woken++
-	if !s.webhooks || s.wakeAt > s.now {
+	if !s.webhooks {
+		return
+	}
+	req := httptest.NewRequest("POST", webhook.Path(webhook.GitHub), bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", kind)
+	req.Header.Set("X-GitHub-Delivery", fmt.Sprint("d", s.woken))
+	req.Header.Set("X-Hub-Signature-256", webhook.Sign(benchSecret, body))
+	w := httptest.NewRecorder()
+	s.hooks.ServeHTTP(w, req)
+	if w.Code != 202 {
+		b.Fatalf("delivery %s: %d %s", kind, w.Code, w.Body)
+	}
+	if s.wakeAt > s.now {
 		return
 	}
 	s.wakeAt = s.now + 300*time.Millisecond
-	s.at(s.wakeAt, s.passNow)
+	s.at(s.wakeAt, func() { s.pass(b, s.f.Woken) })
 }
 
-// push moves pr's head, its check pending for two minutes: then it
+var benchSecret = []byte("s3cret")
+
+// push moves pr's head, its check running for two minutes: then it
 // finishes, one in five failing.
-func (s *hourSim) push(pr int) {
+func (s *hourSim) push(b *testing.B, pr int) {
 	s.version[pr]++
 	v := s.version[pr]
-	s.srv.SetPRHead("o", "r", pr, headSHA(pr, v))
-	s.srv.SetCheckRun("o", "r", headSHA(pr, v), forgetest.CheckRun{Name: "test", Status: "in_progress"})
-	s.deliver() // pull_request synchronize
+	sha := headSHA(pr, v)
+	s.srv.SetPRHead("o", "r", pr, sha)
+	s.deliver(b, "pull_request", s.srv.PullRequestHook("o", "r", pr, "synchronize"))
+	s.srv.SetCheckRun("o", "r", sha, forgetest.CheckRun{Name: "test", Status: "in_progress"})
+	s.deliver(b, "check_run", s.srv.CheckRunHook("o", "r", sha, "test", "created"))
 	s.at(s.now+2*time.Minute, func() {
 		if s.version[pr] != v {
 			return // pushed again since
@@ -144,13 +185,14 @@ func (s *hourSim) push(pr int) {
 		if s.finished%5 == 0 {
 			conclusion = "failure"
 		}
-		s.srv.SetCheckRun("o", "r", headSHA(pr, v), forgetest.CheckRun{Name: "test", Conclusion: conclusion})
-		s.deliver() // check_run completed
+		s.srv.SetCheckRun("o", "r", sha, forgetest.CheckRun{Name: "test", Conclusion: conclusion})
+		s.deliver(b, "check_run", s.srv.CheckRunHook("o", "r", sha, "test", "completed"))
 	})
 }
 
 // Fix is fix-surgeon: a commit, which the host's push pushes.
 func (s *hourSim) Fix(context.Context, follow.Item, string, string, follow.Feedback) (follow.Fixed, error) {
+	s.fixes++
 	if out, err := exec.Command("git", "-C", s.tree, "-c", "user.name=b", "-c", "user.email=b@x", "commit", "-q", "--allow-empty", "-m", "fix").CombinedOutput(); err != nil {
 		return follow.Fixed{}, fmt.Errorf("%v %s", err, out)
 	}
@@ -161,12 +203,13 @@ func (s *hourSim) Fix(context.Context, follow.Item, string, string, follow.Feedb
 type simHost struct {
 	*app.GitHub
 	sim *hourSim
+	b   *testing.B
 }
 
 func (h simHost) Push(_ context.Context, _, branch string) error {
 	var pr int
 	fmt.Sscanf(branch, "cadre/%d", &pr)
-	h.sim.push(pr)
+	h.sim.push(h.b, pr)
 	return nil
 }
 
@@ -183,7 +226,7 @@ func (simTrees) Mergeable(context.Context, string, string, string) (bool, error)
 }
 
 // backlogOf is n open pull requests of cadre's, green, and a follower
-// that has made its first pass over them.
+// that has made its first passes over them.
 func backlogOf(b *testing.B, n int) (*hourSim, *follow.Follower) {
 	b.Helper()
 	ctx := context.Background()
@@ -225,12 +268,24 @@ func backlogOf(b *testing.B, n int) (*hourSim, *follow.Follower) {
 	cfg.Repository, cfg.GitHub.APIURL = "o/r", srv.URL
 	cfg.Follow.CIFailed.Rounds = 1000
 	gh := app.NewGitHub(app.Workspace{Root: dir, Config: cfg}, func(string) string { return "tok" }, forge.WithWriteGap(0))
-	sim := &hourSim{srv: srv, tree: tree, version: map[int]int{}}
-	f := &follow.Follower{Store: st, Host: simHost{gh, sim}, Steps: sim, Trees: simTrees{tree}, Config: cfg.Follow, Base: "main",
+	sim := &hourSim{srv: srv, tree: tree, version: map[int]int{}, gh: gh}
+	hooks, err := webhook.New(webhook.Options{Forge: webhook.GitHub, Secret: benchSecret, Base: "main", Repo: "o/r", Rate: 1e9, Burst: 1e9,
+		OnEvent: func(e webhook.Event) { sim.queue = append(sim.queue, e) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sim.hooks = hooks
+	f := &follow.Follower{Store: st, Host: simHost{gh, sim, b}, Steps: sim, Trees: simTrees{tree}, Config: cfg.Follow, Base: "main",
+		Trust:   15 * time.Minute, // the reconcile's interval, as cadre watch --listen sets it
 		Pause:   func(context.Context, follow.Item, string) error { return nil },
 		Unpause: func(context.Context, follow.Item) error { return nil }}
-	if _, err := f.Pass(ctx); err != nil {
-		b.Fatal(err)
+	sim.f = f
+	// The first pass lists the open pull requests, the second those
+	// updated since: the hour measured is the steady state after them.
+	for range 2 {
+		if _, err := f.Pass(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return sim, f
 }

@@ -192,3 +192,55 @@ func TestWatchListenRerunFailure(t *testing.T) {
 		t.Fatalf("watch: exit %d", code)
 	}
 }
+
+// postBody sends a delivery of kind with body as GitHub does, signed.
+func postBody(t testing.TB, url, kind, delivery string, body []byte) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", kind)
+	req.Header.Set("X-GitHub-Delivery", delivery)
+	req.Header.Set("X-Hub-Signature-256", webhook.Sign([]byte(hookSecret), body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("post the webhook: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A check run's delivery carries its conclusion and output: the woken
+// pass acts on them as delivered, asking GitHub for none of the head's
+// checks (only the failed job's log, which no delivery carries).
+func TestWatchListenActsOnThePayload(t *testing.T) {
+	t.Setenv("CADRE_HOOK_SECRET", hookSecret)
+	g := listenRepo(t, "")
+	const branch = "cadre/1-fix-the-frobnicator"
+	head := g.rev(t, branch)
+	g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{JobID: 79, Name: "test", Status: "in_progress"})
+	watch, url := startListening(t, g, "--interval", "1h")
+	before := g.commits(t, branch)
+	asked := len(g.fake.Calls())
+	g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{JobID: 79, Name: "test", Conclusion: "failure", Title: "1 test failed"})
+	g.fake.SetJobLog("acme", "widgets", 79, "FAIL pkg/d: off by one\n")
+	if code := postBody(t, url, "check_run", "5e1f4a0c-cc78-11e3-81ab-4c9367dc0958", g.fake.CheckRunHook("acme", "widgets", head, "test", "completed")); code != http.StatusAccepted {
+		t.Fatalf("a signed webhook: %d, want 202", code)
+	}
+	waitFor(t, 30*time.Second, "the failure fixed and pushed", func() bool { return g.commits(t, branch) == before+1 })
+	logRead := false
+	for _, c := range g.fake.Calls()[asked:] {
+		if c.Method == http.MethodGet && (strings.HasSuffix(c.Path, "/check-runs") || strings.HasSuffix(c.Path, "/status")) {
+			t.Errorf("asked %s though the delivery told", c.Path)
+		}
+		logRead = logRead || strings.HasSuffix(c.Path, "/actions/jobs/79/logs")
+	}
+	if !logRead {
+		t.Error("the failed job's log was not read")
+	}
+	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
+		t.Fatalf("stop: exit %d\n%s", code, e)
+	}
+	if code := watch.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("watch: exit %d", code)
+	}
+}

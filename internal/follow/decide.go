@@ -65,6 +65,7 @@ type View struct {
 	Mergeable *bool  // nil while GitHub computes it
 	Failed    []Check
 	Pending   bool     // some check is queued or in progress
+	Running   []string // the names of those, where known
 	Checked   bool     // the head has a check or status at all
 	Passed    []string // the checks of the head that succeeded
 	// Required are the checks the base's protection requires, as far as

@@ -142,6 +142,10 @@ type Follower struct {
 	// Memory keeps what passes saw across processes; nil keeps it in
 	// this process only.
 	Memory Memory
+	// Trust is how long what webhooks told of a pull request waiting on
+	// its checks is taken as it stands without asking (Apply); zero
+	// takes nothing from them.
+	Trust time.Duration
 
 	mu   sync.Mutex
 	seen *pollState // what earlier passes saw
@@ -200,6 +204,11 @@ func (f *Follower) Items(ctx context.Context) ([]Item, error) {
 
 // Pass follows every item once: the first thing each needs.
 func (f *Follower) Pass(ctx context.Context) (Tally, error) {
+	return f.pass(ctx, f.look)
+}
+
+// pass follows every item once, look saying what changed since the last.
+func (f *Follower) pass(ctx context.Context, look func(context.Context) *poll) (Tally, error) {
 	items, err := f.Items(ctx)
 	if err != nil {
 		return Tally{}, err
@@ -207,7 +216,7 @@ func (f *Follower) Pass(ctx context.Context) (Tally, error) {
 	var t Tally
 	var p *poll
 	if len(items) > 0 {
-		p = f.look(ctx)
+		p = look(ctx)
 		defer f.remember(p)
 	}
 	for _, it := range items {
@@ -254,7 +263,7 @@ func (f *Follower) follow(ctx context.Context, it Item, t *Tally, p *poll) error
 			return err
 		}
 	}
-	v, err := f.view(ctx, it, p)
+	v, told, err := f.view(ctx, it, p)
 	if err != nil {
 		return fmt.Errorf("read pull request #%d: %w", it.PR, err)
 	}
@@ -263,6 +272,14 @@ func (f *Follower) follow(ctx context.Context, it Item, t *Tally, p *poll) error
 		base = p.base
 	}
 	act := Decide(v, h.past, f.Config, base, f.unchecked(it, v))
+	if act.Do == Merge && told {
+		// A merge goes by what the forge says now, not by deliveries: one
+		// lost or out of order must not merge a head that is not green.
+		if v, err = f.fresh(ctx, it, p, nil); err != nil {
+			return fmt.Errorf("read pull request #%d: %w", it.PR, err)
+		}
+		act = Decide(v, h.past, f.Config, base, f.unchecked(it, v))
+	}
 	if act.Do != Wait {
 		f.forget(it)
 	}

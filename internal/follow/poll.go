@@ -3,7 +3,6 @@ package follow
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/config"
@@ -18,6 +17,9 @@ type Head struct {
 	Base    string // the base branch
 	Title   string
 	Updated time.Time
+	// Fed says the head's checks are known from webhooks' deliveries:
+	// View need not ask for them (the follower sets them).
+	Fed bool
 }
 
 // Memory keeps what the passes saw, so that a pass in a new process (cadre
@@ -36,6 +38,13 @@ type pollState struct {
 	// Said is why each pull request that could be merged is not, as last
 	// said: it is said again only when it changes.
 	Said map[int]string `json:"said,omitempty"`
+	// Fed is what webhooks told of commits' checks; Delivers says a
+	// check's delivery has come in, so new heads' are awaited from them.
+	Fed      map[string]*fed `json:"fed,omitempty"`
+	Delivers bool            `json:"delivers,omitempty"`
+	// BaseMoved says a delivery told of a push to the base since it was
+	// last fetched.
+	BaseMoved bool `json:"base_moved,omitempty"`
 }
 
 // seen is what a pass saw of a pull request: while its update time and
@@ -52,6 +61,11 @@ type seen struct {
 	// or follow.checks_timeout passes.
 	Unchecked int       `json:"unchecked,omitempty"`
 	Since     time.Time `json:"since,omitzero"`
+	// Fed is when a webhook last told of the pull request or its head's
+	// checks (zero: all of it was asked); Ask says a delivery told of
+	// something it does not carry (a review), to be asked about.
+	Fed time.Time `json:"fed,omitzero"`
+	Ask bool      `json:"ask,omitempty"`
 }
 
 // uncheckedPasses is how many passes ask again about a head without any
@@ -76,6 +90,9 @@ func (f *Follower) look(ctx context.Context) *poll {
 	if err != nil {
 		return nil
 	}
+	f.mu.Lock()
+	st.BaseMoved = false
+	f.mu.Unlock()
 	var heads []Head
 	if st.Mark.IsZero() {
 		heads, err = f.Host.OpenPRs(ctx)
@@ -109,6 +126,9 @@ func (f *Follower) state() *pollState {
 				}
 			}
 		}
+		if f.seen.Fed == nil {
+			f.seen.Fed = map[string]*fed{}
+		}
 	}
 	return f.seen
 }
@@ -131,47 +151,70 @@ func (f *Follower) remember(p *poll) {
 	}
 }
 
-// view is pull request it.PR as it stands: what the last pass saw when
-// nothing it depends on changed since (its mergeability computed again
-// here when only the base moved), else GitHub's answer.
-func (f *Follower) view(ctx context.Context, it Item, p *poll) (View, error) {
+// view is pull request it.PR as it stands: what the passes saw when
+// nothing it depends on changed since, or what webhooks told of it (told:
+// it was not asked), its mergeability computed here when the base moved;
+// else the forge's answer.
+func (f *Follower) view(ctx context.Context, it Item, p *poll) (v View, told bool, err error) {
+	if p == nil {
+		v, err = f.Host.View(ctx, it.PR, f.Config.Reviewers, nil)
+		return v, false, err
+	}
 	st := f.state()
 	f.mu.Lock()
 	s := st.PRs[it.PR]
+	told = s != nil && f.told(st, s)
+	cached := s != nil && (told || f.cached(s))
 	f.mu.Unlock()
-	if p == nil {
-		return f.Host.View(ctx, it.PR, f.Config.Reviewers, nil)
-	}
 	h, changed := p.changed[it.PR]
 	if changed && s != nil && h.Updated.Equal(s.Updated) && h.Head == s.View.Head {
 		// Listed only because the list takes in its last update time.
 		changed = false
 	}
-	if s != nil && !changed && !s.View.Pending && s.View.Mergeable != nil && s.View.State == "open" &&
-		(s.View.Checked || f.Config.MergeWithoutChecks && s.Unchecked >= uncheckedPasses) && !f.mergeCandidate(s.View) {
-		v := s.View
-		if s.Base != p.base {
+	if cached && !changed {
+		v = s.View
+		if v.State == "open" && (s.Base != p.base || v.Mergeable == nil) {
 			ok, err := f.Trees.Mergeable(ctx, it.Branch, v.Head, p.base)
 			if err != nil {
-				return f.fresh(ctx, it, p, nil)
+				v, err = f.fresh(ctx, it, p, nil)
+				return v, false, err
 			}
 			v.Mergeable = &ok
-			f.keep(it, s.Updated, p.base, v)
+			f.mu.Lock()
+			s.View.Mergeable, s.Base = &ok, p.base
+			f.mu.Unlock()
 		}
-		return v, nil
+		return v, told, nil
 	}
 	var known *Head
 	if changed {
 		known = &h
 	} else if s != nil {
-		known = &Head{Number: it.PR, State: s.View.State, Head: s.View.Head, Base: s.View.Base, Updated: s.Updated}
+		known = &Head{Number: it.PR, State: s.View.State, Head: s.View.Head, Base: s.View.Base, Title: s.View.Title, Updated: s.Updated}
 	}
-	return f.fresh(ctx, it, p, known)
+	v, err = f.fresh(ctx, it, p, known)
+	return v, false, err
 }
 
-// fresh asks GitHub about it's pull request (about all of it when known
-// is nil), computing its mergeability here.
+// cached says whether the view s holds, asked of the forge, still stands
+// as long as its update time and the base do: nothing of it is awaited.
+func (f *Follower) cached(s *seen) bool {
+	return !s.Ask && !s.View.Pending && s.View.Mergeable != nil && s.View.State == "open" &&
+		(s.View.Checked || f.Config.MergeWithoutChecks && s.Unchecked >= uncheckedPasses) && !f.mergeCandidate(s.View)
+}
+
+// fresh asks the forge about it's pull request (about all of it when
+// known is nil), computing its mergeability here. A head whose checks
+// deliveries told of lately is not asked about them; one they told of
+// long ago is, and what was told is replaced by the answer.
 func (f *Follower) fresh(ctx context.Context, it Item, p *poll, known *Head) (View, error) {
+	st := f.state()
+	if known != nil {
+		f.mu.Lock()
+		t := st.Fed[known.Head]
+		known.Fed = t != nil && f.Trust > 0 && f.now().Sub(t.At) < f.Trust
+		f.mu.Unlock()
+	}
 	v, err := f.Host.View(ctx, it.PR, f.Config.Reviewers, known)
 	if err != nil {
 		return v, err
@@ -181,19 +224,31 @@ func (f *Follower) fresh(ctx context.Context, it Item, p *poll, known *Head) (Vi
 			v.Mergeable = &ok
 		}
 	}
+	var fedAt time.Time
+	f.mu.Lock()
+	if t := st.Fed[v.Head]; t != nil {
+		if known != nil && known.Fed {
+			t.apply(&v)
+		} else {
+			t.Runs, t.At = map[string]Run{}, f.now()
+			t.seed(v)
+		}
+		fedAt = f.now()
+	}
+	f.mu.Unlock()
 	updated := time.Time{}
 	if known != nil {
 		updated = known.Updated
 	}
-	f.keep(it, updated, p.base, v)
+	f.keep(it, updated, p.base, v, fedAt)
 	return v, nil
 }
 
-func (f *Follower) keep(it Item, updated time.Time, base string, v View) {
+func (f *Follower) keep(it Item, updated time.Time, base string, v View, fedAt time.Time) {
 	st := f.state()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n := &seen{Updated: updated, Base: base, View: v}
+	n := &seen{Updated: updated, Base: base, View: v, Fed: fedAt}
 	if prev := st.PRs[it.PR]; prev != nil && !v.Checked && prev.View.Head == v.Head && !prev.Since.IsZero() {
 		n.Unchecked, n.Since = prev.Unchecked+1, prev.Since
 	} else if !v.Checked {
@@ -230,19 +285,4 @@ func (f *Follower) forget(it Item) {
 	f.mu.Lock()
 	delete(st.PRs, it.PR)
 	f.mu.Unlock()
-}
-
-// Nudge drops what passes saw of the pull requests a webhook told of, by
-// number or by head commit, so the next pass asks about them again: a
-// check re-run on a head seen green, or a review, moves no update time
-// the list of updated pull requests would show.
-func (f *Follower) Nudge(prs []int, heads []string) {
-	st := f.state()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for n, s := range st.PRs {
-		if slices.Contains(prs, n) || s != nil && s.View.Head != "" && slices.Contains(heads, s.View.Head) {
-			delete(st.PRs, n)
-		}
-	}
 }

@@ -19,6 +19,7 @@ import (
 type fakeHost struct {
 	prs   map[int]*fakePR
 	views map[int]int
+	fed   map[int]int // views asked with the checks known (Head.Fed)
 	lists int
 	// merge answers Merge; merges counts the calls.
 	merge  error
@@ -46,6 +47,15 @@ func (h *fakeHost) View(_ context.Context, pr int, _ []string, known *Head) (Vie
 	h.views[pr]++
 	p := h.prs[pr]
 	v := View{State: "open", Head: p.head, Base: "main", Pending: p.pending, Checked: p.checks}
+	if known != nil && known.Fed {
+		if h.fed == nil {
+			h.fed = map[int]int{}
+		}
+		h.fed[pr]++
+		v.Pending, v.Checked = false, false // not asked: the follower has them
+	} else if p.pending {
+		v.Running = []string{"test"}
+	}
 	if p.approved {
 		v.Approved, v.ApprovedHead, v.Passed = true, true, []string{"test"}
 	}
@@ -225,9 +235,10 @@ func TestMergeOfAMovedHeadWaits(t *testing.T) {
 	}
 }
 
-// A nudge (a webhook naming a pull request or its head) makes the next
-// pass ask about it though nothing the list shows changed.
-func TestNudgeAsksAgain(t *testing.T) {
+// A fact that asks (a webhook naming a pull request or its head without
+// saying all) makes the next pass ask about it though nothing the list
+// shows changed.
+func TestAskingFactAsksAgain(t *testing.T) {
 	ctx := context.Background()
 	st := journalPRs(t, 3)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -251,7 +262,7 @@ func TestNudgeAsksAgain(t *testing.T) {
 	}
 	pass(map[int]int{1: 1, 2: 1, 3: 1})
 	pass(map[int]int{})
-	f.Nudge([]int{1}, []string{"c1"})
+	f.Apply([]Fact{{PR: 1, Ask: true}, {Commit: "c1", Ask: true}})
 	pass(map[int]int{1: 1, 3: 1})
 	pass(map[int]int{})
 }

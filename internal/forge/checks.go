@@ -315,3 +315,38 @@ func lastLines(r io.Reader, n int) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// Delivered is a check run, or a commit status (Status), as a webhook
+// delivered it.
+type Delivered struct {
+	Status     bool
+	ID         int64
+	Name       string // the run's name, the status's context
+	State      string // the run's status (queued, completed…), the status's state
+	Conclusion string
+	Title      string // the run's output title, the status's description
+	Summary    string
+	Text       string
+	App        string // the run's app slug
+	URL        string
+}
+
+// ReadDelivered reads a delivered check as FailedChecks reads the API's
+// answer: one of Failed, Pending or Succeeded, its output text cut alike.
+// Its texts are not masked: the caller masks what it knows.
+func ReadDelivered(d Delivered) Checks {
+	var out Checks
+	if d.Status {
+		out.addStatus(apiStatus{Context: d.Name, State: d.State, Description: &d.Title, TargetURL: &d.URL})
+		return out
+	}
+	cr := apiCheckRun{ID: d.ID, Name: d.Name, Status: d.State, Conclusion: &d.Conclusion, DetailsURL: d.URL}
+	cr.Output.Title, cr.Output.Summary, cr.Output.Text = &d.Title, &d.Summary, &d.Text
+	if d.App != "" {
+		cr.App = &struct {
+			Slug string `json:"slug"`
+		}{d.App}
+	}
+	out.add(cr)
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/cadre-dev/cadre/internal/webhook"
 )
@@ -17,7 +18,11 @@ const sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
 func TestGitHubEvents(t *testing.T) {
 	repo := `"repository":{"id":1296269,"name":"widgets","full_name":"acme/widgets","default_branch":"main"},"sender":{"login":"octocat"}`
 	pr := `"pull_request":{"url":"https://api.github.com/repos/acme/widgets/pulls/7","number":7,"state":"%s","merged":%s,
+	 "title":"Fix the frobnicator","updated_at":"2026-03-01T10:00:00Z",
 	 "head":{"ref":"cadre/3-x","sha":"` + sha + `"},"base":{"ref":"main","sha":"aaaa"}}`
+	pull := func(state string, merged bool) *webhook.Pull {
+		return &webhook.Pull{State: state, Merged: merged, Head: sha, Base: "main", Title: "Fix the frobnicator", Updated: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
+	}
 	for _, tt := range []struct {
 		event, body string
 		want        *webhook.Event // nil: ignored
@@ -27,16 +32,24 @@ func TestGitHubEvents(t *testing.T) {
 		{"issues", `{"action":"opened","issue":{"number":4,"labels":[]},` + repo + `}`, &webhook.Event{Kind: "issues", Action: "opened", Issue: 4}},
 		{"issues", `{"action":"assigned","issue":{"number":5,"labels":[]},"assignee":{"login":"cadre-bot"},` + repo + `}`, &webhook.Event{Kind: "issues", Action: "assigned", Issue: 5}},
 		{"issues", `{"action":"edited","issue":{"number":3,"labels":[]},` + repo + `}`, nil},
-		{"check_run", `{"action":"completed","check_run":{"head_sha":"` + sha + `","status":"completed","conclusion":"failure","pull_requests":[{"number":7}]},` + repo + `}`,
-			&webhook.Event{Kind: "check_run", Action: "completed", State: "failure", PR: 7, Head: sha}},
-		{"check_run", `{"action":"created","check_run":{"head_sha":"` + sha + `","status":"queued","pull_requests":[{"number":7}]},` + repo + `}`, nil},
+		{"check_run", `{"action":"completed","check_run":{"id":4,"name":"test","head_sha":"` + sha + `","status":"completed","conclusion":"failure",
+		  "details_url":"https://ci.example/4","output":{"title":"1 failed","summary":"pkg/a","text":"FAIL a"},"app":{"slug":"ci-app"},"pull_requests":[{"number":7}]},` + repo + `}`,
+			&webhook.Event{Kind: "check_run", Action: "completed", State: "failure", PR: 7, Head: sha, Check: &webhook.Check{ID: 4, Name: "test",
+				Status: "completed", Conclusion: "failure", Title: "1 failed", Summary: "pkg/a", Text: "FAIL a", App: "ci-app", URL: "https://ci.example/4"}}},
+		{"check_run", `{"action":"created","check_run":{"id":5,"name":"test","head_sha":"` + sha + `","status":"queued","conclusion":null,"pull_requests":[{"number":7}]},` + repo + `}`,
+			&webhook.Event{Kind: "check_run", Action: "created", PR: 7, Head: sha, Check: &webhook.Check{ID: 5, Name: "test", Status: "queued"}}},
+		{"check_run", `{"action":"rerequested","check_run":{"id":5,"name":"test","head_sha":"` + sha + `","status":"completed"},` + repo + `}`, nil},
 		{"check_suite", `{"action":"completed","check_suite":{"head_branch":"cadre/3-x","head_sha":"` + sha + `","status":"completed","conclusion":"success","pull_requests":[]},` + repo + `}`,
 			&webhook.Event{Kind: "check_suite", Action: "completed", State: "success", Head: sha}},
 		{"status", `{"id":6,"sha":"` + sha + `","name":"acme/widgets","context":"ci/jenkins","state":"error","branches":[{"name":"cadre/3-x"}],` + repo + `}`,
-			&webhook.Event{Kind: "status", Action: "error", State: "error", Head: sha}},
+			&webhook.Event{Kind: "status", Action: "error", State: "error", Head: sha, Check: &webhook.Check{ID: 6, Name: "ci/jenkins", Status: "error", Conclusion: "error"}}},
+		{"status", `{"id":7,"sha":"` + sha + `","context":"ci/jenkins","state":"pending","description":"Build queued","target_url":"https://ci.example/7",` + repo + `}`,
+			&webhook.Event{Kind: "status", Action: "pending", State: "pending", Head: sha, Check: &webhook.Check{ID: 7, Name: "ci/jenkins", Status: "pending",
+				Conclusion: "pending", Title: "Build queued", URL: "https://ci.example/7"}}},
 		{"status", `{"sha":"` + sha + `","state":"pending",` + repo + `}`, nil},
 		{"workflow_job", `{"action":"completed","workflow_job":{"id":29679449,"run_id":1,"head_sha":"` + sha + `","status":"completed","conclusion":"failure","name":"test"},` + repo + `}`,
-			&webhook.Event{Kind: "workflow_job", Action: "completed", State: "failure", Head: sha}},
+			&webhook.Event{Kind: "workflow_job", Action: "completed", State: "failure", Head: sha, Check: &webhook.Check{ID: 29679449, Name: "test",
+				Status: "completed", Conclusion: "failure", App: "github-actions"}}},
 		{"workflow_job", `{"action":"in_progress","workflow_job":{"head_sha":"` + sha + `","status":"in_progress"},` + repo + `}`, nil},
 		{"pull_request_review", `{"action":"submitted","review":{"id":80,"state":"changes_requested","body":"Two things."},` + fmt.Sprintf(pr, "open", "false") + `,` + repo + `}`,
 			&webhook.Event{Kind: "pull_request_review", Action: "submitted", State: "changes_requested", PR: 7, Head: sha}},
@@ -44,11 +57,11 @@ func TestGitHubEvents(t *testing.T) {
 			&webhook.Event{Kind: "pull_request_review_comment", Action: "created", PR: 7, Head: sha}},
 		{"pull_request_review_comment", `{"action":"deleted","comment":{"id":1},` + fmt.Sprintf(pr, "open", "false") + `,` + repo + `}`, nil},
 		{"pull_request", `{"action":"closed","number":7,` + fmt.Sprintf(pr, "closed", "true") + `,` + repo + `}`,
-			&webhook.Event{Kind: "pull_request", Action: "closed", State: "merged", PR: 7, Head: sha}},
+			&webhook.Event{Kind: "pull_request", Action: "closed", State: "merged", PR: 7, Head: sha, Pull: pull("closed", true)}},
 		{"pull_request", `{"action":"closed","number":7,` + fmt.Sprintf(pr, "closed", "false") + `,` + repo + `}`,
-			&webhook.Event{Kind: "pull_request", Action: "closed", State: "closed", PR: 7, Head: sha}},
+			&webhook.Event{Kind: "pull_request", Action: "closed", State: "closed", PR: 7, Head: sha, Pull: pull("closed", false)}},
 		{"pull_request", `{"action":"synchronize","number":7,"before":"aaaa","after":"` + sha + `",` + fmt.Sprintf(pr, "open", "false") + `,` + repo + `}`,
-			&webhook.Event{Kind: "pull_request", Action: "synchronize", PR: 7, Head: sha}},
+			&webhook.Event{Kind: "pull_request", Action: "synchronize", PR: 7, Head: sha, Pull: pull("open", false)}},
 		{"pull_request", `{"action":"labeled","number":7,` + fmt.Sprintf(pr, "open", "false") + `,` + repo + `}`, nil},
 		{"push", `{"ref":"refs/heads/main","before":"aaaa","after":"` + sha + `","commits":[],` + repo + `}`, &webhook.Event{Kind: "push", Head: sha}},
 		{"push", `{"ref":"refs/heads/feature","after":"` + sha + `",` + repo + `}`, nil},

@@ -39,6 +39,36 @@ type Event struct {
 	Head     string // the commit concerned: a check's head, a push's new tip
 	Issue    int    // the issue's number, for issue events
 	Labels   []string
+	// Pull is the pull request as a pull_request delivery shows it, and
+	// Check the check run, commit status or job a delivery is about:
+	// what the watch can take as it stands instead of asking (nil when
+	// the delivery has none).
+	Pull  *Pull
+	Check *Check
+}
+
+// Pull is a pull request as a delivery shows it.
+type Pull struct {
+	State   string // open or closed
+	Merged  bool
+	Head    string // the head commit
+	Base    string // the base branch
+	Title   string
+	Updated time.Time
+}
+
+// Check is a check run, commit status or job as a delivery shows it. Its
+// texts come from CI: untrusted.
+type Check struct {
+	ID         int64  // the run's, status's or job's id: a later one of a name is greater
+	Name       string // the check run's or job's name, the status's context
+	Status     string // queued, in_progress or completed; a status's own state
+	Conclusion string // once completed: success, failure…; a status's state
+	Title      string // the check run's output, or a status's description
+	Summary    string
+	Text       string
+	App        string // the check run's app ("github-actions" for a workflow job)
+	URL        string
 }
 
 // Options configure a Handler.

@@ -355,7 +355,9 @@ func (s *Server) addPR(r *repo, p PR) int {
 	if p.Author == "" {
 		p.Author = s.Login
 	}
-	r.issues[p.Number] = &record{Issue: Issue{Number: p.Number, Title: p.Title, Body: p.Body, Author: p.Author, State: p.State, Labels: p.Labels}, pr: &p}
+	rec := &record{Issue: Issue{Number: p.Number, Title: p.Title, Body: p.Body, Author: p.Author, State: p.State, Labels: p.Labels}, pr: &p}
+	rec.touch() // opened after those before it, as on GitHub
+	r.issues[p.Number] = rec
 	return p.Number
 }
 

@@ -1,0 +1,134 @@
+package follow
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cadre-dev/cadre/internal/config"
+)
+
+// fedFollower follows pull requests #1 and #2 (heads a1 and b1, their
+// check running) with webhooks trusted for 30 minutes, after a first
+// pass; now moves its clock.
+func fedFollower(t *testing.T) (f *Follower, host *fakeHost, now *time.Time) {
+	t.Helper()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now = &t0
+	host = &fakeHost{views: map[int]int{}, prs: map[int]*fakePR{
+		1: {head: "a1", updated: t0, pending: true, checks: true},
+		2: {head: "b1", updated: t0, pending: true, checks: true},
+	}}
+	cfg := config.Default().Follow
+	cfg.Merge = "squash"
+	f = &Follower{Store: journalPRs(t, 2), Host: host, Trees: &fakeTrees{base: "m1"}, Config: cfg, Base: "main",
+		Trust: 30 * time.Minute, Now: func() time.Time { return *now }}
+	if _, err := f.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	host.views = map[int]int{}
+	return f, host, now
+}
+
+// viewOf is what a woken pass sees of pull request pr.
+func viewOf(t *testing.T, f *Follower, pr int) (View, bool) {
+	t.Helper()
+	st := f.state()
+	v, told, err := f.view(context.Background(), Item{Run: "r", ID: "x", PR: pr}, &poll{changed: map[int]Head{}, base: st.Base, mark: st.Mark})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, told
+}
+
+// A check's delivery is taken as it stands: the pull request at its
+// commit is not asked about, its other checks (asked before) are kept,
+// and a run delivered late (an older id) does not undo a newer one.
+func TestDeliveredRunsAreTaken(t *testing.T) {
+	f, host, _ := fedFollower(t)
+	fail := &Check{Name: "test", Conclusion: "failure", Summary: "1 failed"}
+	f.Apply([]Fact{
+		{Commit: "a1", Run: &Run{Name: "lint", Order: 4, Done: true, Passed: true}},
+		{Commit: "a1", Run: &Run{Name: "test", Order: 5, Done: true, Failed: fail}},
+		{Commit: "a1", Run: &Run{Name: "test", Order: 3}}, // queued before: out of order
+	})
+	v, told := viewOf(t, f, 1)
+	if !told || host.views[1] != 0 {
+		t.Errorf("told %v, asked %d times; want it taken as delivered", told, host.views[1])
+	}
+	if v.Pending || len(v.Failed) != 1 || v.Failed[0] != *fail || len(v.Passed) != 1 || v.Passed[0] != "lint" {
+		t.Errorf("view %+v; want test failed and lint passed", v)
+	}
+	if act := Decide(v, Past{}, f.Config, "m1", 0); act.Do != React || act.Kind != CIFailed {
+		t.Errorf("Decide = %+v, want a ci_failed reaction", act)
+	}
+	f.Apply([]Fact{{Commit: "a1", Run: &Run{Name: "test", Order: 6}}}) // re-run
+	if v, _ := viewOf(t, f, 1); !v.Pending || len(v.Failed) != 0 || v.Running[0] != "test" {
+		t.Errorf("after a re-run: %+v, want test running", v)
+	}
+	if _, told := viewOf(t, f, 2); told || host.views[2] != 1 {
+		t.Errorf("#2, told of nothing: told %v, asked %d times; want asked once", told, host.views[2])
+	}
+}
+
+// A pull request waiting on a check deliveries told of is taken as told
+// only within Trust: past it, its checks are asked for, so a delivery
+// lost is made up for.
+func TestDeliveredRunsTrustedForAWhile(t *testing.T) {
+	f, host, now := fedFollower(t)
+	f.Apply([]Fact{{Commit: "a1", Run: &Run{Name: "test", Order: 5}}})
+	if _, told := viewOf(t, f, 1); !told || host.views[1] != 0 {
+		t.Fatalf("within Trust: told %v, asked %d; want taken", told, host.views[1])
+	}
+	*now = now.Add(31 * time.Minute)
+	if _, told := viewOf(t, f, 1); told || host.views[1] != 1 || host.fed[1] != 0 {
+		t.Errorf("past Trust: told %v, asked %d (%d without its checks); want its checks asked", told, host.views[1], host.fed[1])
+	}
+}
+
+// A new head a pull_request delivery tells of, once checks' deliveries
+// come in, awaits its checks from them: nothing is asked of it.
+func TestDeliveredHeadAwaitsItsChecks(t *testing.T) {
+	f, host, now := fedFollower(t)
+	f.Apply([]Fact{{Commit: "b1", Run: &Run{Name: "test", Order: 1, Done: true, Passed: true}}})
+	f.Apply([]Fact{{PR: 1, Pull: &Head{Number: 1, State: "open", Head: "a2", Base: "main", Updated: now.Add(time.Second)}}})
+	v, told := viewOf(t, f, 1)
+	if !told || host.views[1] != 0 || v.Head != "a2" || v.Checked || v.Pending {
+		t.Errorf("a new head: told %v, asked %d, view %+v; want a2 without checks, not asked", told, host.views[1], v)
+	}
+	f.Apply([]Fact{{Commit: "a2", Run: &Run{Name: "test", Order: 9, Done: true, Passed: true}}})
+	if v, _ := viewOf(t, f, 1); !v.Checked || v.Pending || len(v.Passed) != 1 {
+		t.Errorf("its check delivered: %+v", v)
+	}
+	// A review is asked about, but not the checks deliveries told.
+	f.Apply([]Fact{{PR: 1, Ask: true}})
+	if _, told := viewOf(t, f, 1); told || host.views[1] != 1 || host.fed[1] != 1 {
+		t.Errorf("a review: told %v, asked %d (%d without checks); want asked once, without its checks", told, host.views[1], host.fed[1])
+	}
+}
+
+// What deliveries say is never enough to merge: a head they make look
+// green and approved is asked about first, and not merged while GitHub
+// says its checks still run.
+func TestMergeAsksFirst(t *testing.T) {
+	ctx := context.Background()
+	f, host, _ := fedFollower(t)
+	host.prs[1].approved = true // approved, though its check still runs
+	f.Apply([]Fact{{PR: 1, Ask: true}})
+	if _, err := f.Woken(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.Apply([]Fact{{Commit: "a1", Run: &Run{Name: "test", Order: 5, Done: true, Passed: true}}})
+	host.views = map[int]int{}
+	if _, err := f.Woken(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if host.views[1] != 1 || host.merges != 0 {
+		t.Fatalf("green by a delivery, pending on GitHub: asked %d, merged %d; want asked once, not merged", host.views[1], host.merges)
+	}
+	host.prs[1].pending = false
+	f.Apply([]Fact{{Commit: "a1", Run: &Run{Name: "test", Order: 7, Done: true, Passed: true}}})
+	if tally, err := f.Woken(ctx); err != nil || host.merges != 1 || tally.Merged != 1 {
+		t.Fatalf("green on GitHub too: %+v, %v, merged %d; want merged", tally, err, host.merges)
+	}
+}

@@ -1,0 +1,60 @@
+package forgetest
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// The webhook payloads GitHub sends carry the same objects its REST API
+// serves: these build them from the fake's state, for tests that deliver
+// them to cadre watch --listen.
+
+// PullRequestHook is the body of a pull_request delivery with action
+// (synchronize, closed…) for pull request number as it now stands.
+func (s *Server) PullRequestHook(owner, name string, number int, action string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repo(owner, name)
+	rec := r.issues[number]
+	if rec == nil || rec.pr == nil {
+		s.t.Fatalf("forgetest: PullRequestHook: no pull request %s/%s#%d", owner, name, number)
+	}
+	return s.hook(r, map[string]any{"action": action, "number": number, "pull_request": s.prJSON(r, rec, true)})
+}
+
+// CheckRunHook is the body of a check_run delivery with action (created,
+// completed) for the run of commit sha named name, as it now stands; its
+// pull_requests are the open ones whose head is sha.
+func (s *Server) CheckRunHook(owner, name, sha, run, action string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repo(owner, name)
+	i := slices.IndexFunc(r.checkRuns[sha], func(cr CheckRun) bool { return cr.Name == run })
+	if i < 0 {
+		s.t.Fatalf("forgetest: CheckRunHook: no check run %q of %s", run, sha)
+	}
+	cr := s.checkRunJSON(r, sha, r.checkRuns[sha][i])
+	var prs []any
+	for _, rec := range r.issues {
+		if rec.pr != nil && rec.pr.State == "open" && s.headSHA(r, rec.pr) == sha {
+			prs = append(prs, map[string]any{"number": rec.pr.Number, "head": map[string]any{"ref": rec.pr.Head, "sha": sha},
+				"base": map[string]any{"ref": rec.pr.Base}})
+		}
+	}
+	if prs != nil {
+		cr["pull_requests"] = prs
+	}
+	return s.hook(r, map[string]any{"action": action, "check_run": cr})
+}
+
+// hook adds the repository and sender every delivery has.
+func (s *Server) hook(r *repo, body map[string]any) []byte {
+	body["repository"] = map[string]any{"id": 1296269, "name": r.name, "full_name": r.owner + "/" + r.name,
+		"owner": user(r.owner), "private": false, "default_branch": "main"}
+	body["sender"] = user(r.owner)
+	data, err := json.Marshal(body)
+	if err != nil {
+		s.t.Fatalf("forgetest: hook: %v", err)
+	}
+	return data
+}
