@@ -31,9 +31,6 @@ const listenReconcile = 30 * time.Minute
 // synchronize, check suites and statuses) into one pass.
 const wakeDelay = 300 * time.Millisecond
 
-// webhookReceived is the type of the event a delivery is journaled as.
-const webhookReceived = "webhookReceived"
-
 // deliveriesFile keeps the deliveries acted on, under the state directory.
 const deliveriesFile = "webhook-deliveries.json"
 
@@ -47,8 +44,14 @@ type listener struct {
 	wake chan struct{} // one pending wake-up is enough
 
 	mu    sync.Mutex
-	queue []webhook.Event
+	queue []heard
 	out   io.Writer
+}
+
+// heard is a delivery taken, and when.
+type heard struct {
+	webhook.Event
+	at time.Time
 }
 
 // webhookSecret is the secret of the watched forge's webhooks, from the
@@ -110,7 +113,7 @@ func (l *listener) close() {
 func (l *listener) accept(e webhook.Event) {
 	l.say("webhook " + describeHook(e))
 	l.mu.Lock()
-	l.queue = append(l.queue, e)
+	l.queue = append(l.queue, heard{e, time.Now()})
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
@@ -127,7 +130,7 @@ func (l *listener) say(msg string) {
 }
 
 // take empties the queue.
-func (l *listener) take() []webhook.Event {
+func (l *listener) take() []heard {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	q := l.queue
@@ -188,9 +191,13 @@ func (w *watcher) journalHooks(ctx context.Context, fl *app.Following) {
 	if w.hooks == nil {
 		return
 	}
-	events := w.hooks.take()
-	if len(events) == 0 {
+	taken := w.hooks.take()
+	if len(taken) == 0 {
 		return
+	}
+	events := make([]webhook.Event, len(taken))
+	for i, h := range taken {
+		events[i] = h.Event
 	}
 	items, err := fl.Items(ctx)
 	if err != nil {
@@ -200,9 +207,9 @@ func (w *watcher) journalHooks(ctx context.Context, fl *app.Following) {
 	// it without asking again what they said.
 	fl.Apply(fl.Host.Facts(events))
 	tips := w.branchTips(ctx, events)
-	for _, e := range events {
-		it := w.hookItem(ctx, fl, e, items, tips)
-		fl.Bus.Publish(event.Event{Run: it.Run, Item: it.ID, Type: webhookReceived, Message: e.Forge + " " + describeHook(e)})
+	for _, h := range taken {
+		it := w.hookItem(ctx, fl, h.Event, items, tips)
+		fl.Bus.Publish(event.Event{Run: it.Run, Item: it.ID, Type: event.WebhookReceived, Time: h.at.UTC(), Message: h.Forge + " " + describeHook(h.Event)})
 	}
 }
 

@@ -25,6 +25,9 @@ const (
 	ItemPaused     = "itemPaused"
 	ItemResumed    = "itemResumed"
 	Warning        = "warning"
+	// WebhookReceived is a forge's delivery cadre watch --listen took,
+	// at the time it came in.
+	WebhookReceived = "webhookReceived"
 )
 
 // Usage is the token and cost account of one step, the "usage" object of

@@ -48,6 +48,9 @@ type itemSpans struct {
 	status    string     // the status it ends with when the process does
 	steps     map[string]*stepSpan
 	reactions map[string]*reaction
+	// heard is when the latest delivery about the item came in: the
+	// next reaction's delay is counted from it.
+	heard time.Time
 }
 
 // reaction is a follow reaction's span: cadre watch's answer to a failed
@@ -100,6 +103,10 @@ func (s *sink) Handle(e event.Event) {
 	case event.ItemPaused:
 		if it := s.items(e.Run)[e.Item]; it != nil {
 			it.status = "paused"
+		}
+	case event.WebhookReceived:
+		if e.Item != "" {
+			s.item(e.Run, e.Item).heard = e.Time
 		}
 	case event.StepStarted:
 		s.stepStarted(e)

@@ -134,6 +134,11 @@ func (s *sink) reactionStarted(it *itemSpans, e event.Event, id, kind string) co
 			s.endReaction(it, other)
 		}
 		r = &reaction{kind: kind, start: e.Time, last: e.Time}
+		if !it.heard.IsZero() && s.m != nil {
+			s.m.delay.Record(context.Background(), e.Time.Sub(it.heard).Seconds(),
+				metric.WithAttributes(attribute.String("cadre.reaction.kind", word(kind))))
+		}
+		it.heard = time.Time{}
 		_, r.span = s.tracer.Start(itemContext(it, e.Run, e.Item), "reaction", trace.WithTimestamp(e.Time),
 			trace.WithAttributes(attribute.String("cadre.run", e.Run), attribute.String("cadre.item", e.Item),
 				attribute.String("cadre.reaction", id), attribute.String("cadre.reaction.kind", word(kind))))
@@ -193,18 +198,20 @@ func (s *sink) endReaction(it *itemSpans, id string) {
 type meters struct {
 	steps, tokens, failures metric.Int64Counter
 	cost                    metric.Float64Counter
-	latency                 metric.Float64Histogram
+	latency, delay          metric.Float64Histogram
 }
 
 func newMeters(m metric.Meter) (*meters, error) {
 	var out meters
-	var err [5]error
+	var err [6]error
 	out.steps, err[0] = m.Int64Counter("cadre.steps", metric.WithUnit("{step}"), metric.WithDescription("steps ended, by role and runner"))
 	out.tokens, err[1] = m.Int64Counter("cadre.tokens", metric.WithUnit("{token}"), metric.WithDescription("tokens used, by role, runner and direction"))
 	out.failures, err[2] = m.Int64Counter("cadre.failures", metric.WithUnit("{step}"), metric.WithDescription("steps failed, by role and runner"))
 	out.cost, err[3] = m.Float64Counter("cadre.cost_usd", metric.WithUnit("{USD}"), metric.WithDescription("cost in US dollars, by role and runner"))
 	out.latency, err[4] = m.Float64Histogram("cadre.reaction.latency", metric.WithUnit("s"),
 		metric.WithDescription("a cadre watch reaction's duration: its first step's start to its last step's end"))
+	out.delay, err[5] = m.Float64Histogram("cadre.reaction.delay", metric.WithUnit("s"),
+		metric.WithDescription("a cadre watch --listen reaction's wait: the item's latest webhook delivery to the reaction's first step"))
 	for _, e := range err {
 		if e != nil {
 			return nil, fmt.Errorf("telemetry metrics: %w", e)

@@ -179,13 +179,21 @@ func noText(t *testing.T, s *tpb.Span) {
 // TestReactionSpans: cadre watch's steps of a reaction are children of a
 // reaction span under the item's span as the run's process made it (the
 // ids are the run's, no run span here), and the reaction's duration is
-// recorded.
+// recorded, and its delay from the item's latest webhook delivery.
 func TestReactionSpans(t *testing.T) {
 	r := telemetrytest.Start(t)
 	tel := start(t, r, nil)
 	tel.sink.quiet = 10 * time.Millisecond
 	t0 := time.Now()
 	step := "gh-7/follow/ci_failed#1/fix-surgeon#1"
+	for _, e := range []event.Event{
+		{Type: event.WebhookReceived, Item: "gh-7", Time: t0.Add(-9 * time.Second)},
+		{Type: event.WebhookReceived, Item: "gh-7", Time: t0.Add(-1500 * time.Millisecond)}, // the latest
+		{Type: event.WebhookReceived, Item: "gh-8", Time: t0.Add(-time.Second)},
+	} {
+		e.Run = "r1"
+		tel.Sink().Handle(e)
+	}
 	for i, e := range []event.Event{
 		{Type: event.StepStarted, Step: step, Role: "fix-surgeon", Runner: "claude"},
 		{Type: event.StepCompleted, Step: step, Role: "fix-surgeon", Runner: "claude", Usage: &event.Usage{OutputTokens: 9}},
@@ -233,6 +241,17 @@ func TestReactionSpans(t *testing.T) {
 	}
 	if !latency {
 		t.Error("no cadre.reaction.latency point of 3s")
+	}
+	var delay []float64
+	for _, m := range r.Metrics() {
+		if m.Name == "cadre.reaction.delay" {
+			for _, p := range m.GetHistogram().GetDataPoints() {
+				delay = append(delay, p.GetSum())
+			}
+		}
+	}
+	if len(delay) == 0 || delay[len(delay)-1] != 1.5 {
+		t.Errorf("cadre.reaction.delay points %v, want 1.5s (the item's latest delivery to the reaction)", delay)
 	}
 }
 
