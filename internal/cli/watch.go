@@ -67,7 +67,7 @@ step, cadre stop --now at once. --once makes one pass and waits for what it star
 (signed with the secret in the variable github.webhook_secret_env or gitlab.webhook_secret_env
 names; without it the watch is refused): an issue labelled, a check or pipeline finished, a
 review, a push to the base, a pull request closed wakes the watch for a pass within a second.
-The passes go on as a slow reconcile: every 15m unless --interval or poll_interval says
+The passes go on as a slow reconcile: every 30m unless --interval or poll_interval says
 otherwise. See docs/webhooks.md.` + `
 
 EXIT STATUS
@@ -78,7 +78,7 @@ EXIT STATUS
 		Example: `  cadre watch                      # every minute, until cadre stop
   cadre watch --once --label cadre # one pass, for cron or CI
   cadre watch --interval 5m
-  cadre watch --listen :8080       # webhooks, and a pass every 15m besides`,
+  cadre watch --listen :8080       # webhooks, and a pass every 30m besides`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutputFlags(opts.JSON, opts.Plain); err != nil {
@@ -93,7 +93,7 @@ EXIT STATUS
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.Plain, "plain", false, "one line per event on stderr (what watch prints without --json; as run takes it)")
 	fl.BoolVar(&opts.Once, "once", false, "one pass, then exit 0, 1 (a failure) or 3 (waits for a human)")
-	fl.DurationVar(&opts.Interval, "interval", 0, "time between passes (default github.poll_interval; 15m with --listen)")
+	fl.DurationVar(&opts.Interval, "interval", 0, "time between passes (default github.poll_interval; 30m with --listen)")
 	fl.StringVar(&opts.Listen, "listen", "", "receive the forge's webhooks at this address (host:port) and pass at once on each")
 	fl.StringSliceVar(&opts.Query.Labels, "label", nil, "take up issues with this label (repeatable)")
 	fl.StringVar(&opts.Query.Assignee, "assignee", "", "take up issues assigned to this login")

@@ -25,7 +25,7 @@ import (
 // BenchmarkWebhookRequests follows 1,000 open pull requests for an hour
 // against the fake GitHub, twice: polling (a pass every 60 s) and with
 // webhooks (a pass woken by the deliveries, and a reconcile pass every
-// 15 min). In the hour, pushes come evenly spread; each push's check
+// 30 min). In the hour, pushes come evenly spread; each push's check
 // starts at once and finishes two minutes later, one in five failing (and
 // fixed by cadre, whose push is one more). A push is a pull_request
 // delivery, a check's start and end each a check_run one: signed bodies
@@ -102,7 +102,7 @@ func followHour(b *testing.B, pushes int, webhooks bool) hourCount {
 	}
 	sim.webhooks = webhooks
 	if webhooks {
-		for reconcile := 15 * time.Minute; reconcile <= time.Hour; reconcile += 15 * time.Minute {
+		for reconcile := listenReconcile; reconcile <= time.Hour; reconcile += listenReconcile {
 			sim.at(reconcile, func() { sim.pass(b, f.Pass) })
 		}
 	} else {
@@ -165,6 +165,10 @@ func (s *hourSim) deliver(b *testing.B, kind string, body []byte) {
 }
 
 var benchSecret = []byte("s3cret")
+
+// listenReconcile is the time between cadre watch --listen's passes by
+// the clock, by default.
+const listenReconcile = 30 * time.Minute
 
 // push moves pr's head, its check running for two minutes: then it
 // finishes, one in five failing.
@@ -276,7 +280,7 @@ func backlogOf(b *testing.B, n int) (*hourSim, *follow.Follower) {
 	}
 	sim.hooks = hooks
 	f := &follow.Follower{Store: st, Host: simHost{gh, sim, b}, Steps: sim, Trees: simTrees{tree}, Config: cfg.Follow, Base: "main",
-		Trust:   15 * time.Minute, // the reconcile's interval, as cadre watch --listen sets it
+		Trust:   listenReconcile, // as cadre watch --listen sets it
 		Pause:   func(context.Context, follow.Item, string) error { return nil },
 		Unpause: func(context.Context, follow.Item) error { return nil }}
 	sim.f = f
