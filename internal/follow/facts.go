@@ -184,6 +184,33 @@ func pruneFed(st *pollState) {
 	}
 }
 
+// prune drops what was seen of pull requests no item follows (those of
+// others deliveries told of), and what deliveries told of commits no
+// pull request is at, once Trust has passed: kept between processes,
+// neither may grow without end.
+func (f *Follower) prune(items []Item) {
+	st := f.state()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	followed := map[int]bool{}
+	for _, it := range items {
+		followed[it.PR] = true
+	}
+	heads := map[string]bool{}
+	for n, s := range st.PRs {
+		if !followed[n] {
+			delete(st.PRs, n)
+			continue
+		}
+		heads[s.View.Head] = true
+	}
+	for c, t := range st.Fed {
+		if !heads[c] && f.now().Sub(t.At) >= f.Trust {
+			delete(st.Fed, c)
+		}
+	}
+}
+
 // told says whether s is a view deliveries keep, to be taken as it
 // stands: an open pull request waiting on its checks is so only while
 // deliveries told of it within f.Trust (one lost is caught up then).

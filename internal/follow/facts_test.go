@@ -2,6 +2,9 @@ package follow
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -130,5 +133,31 @@ func TestMergeAsksFirst(t *testing.T) {
 	f.Apply([]Fact{{Commit: "a1", Run: &Run{Name: "test", Order: 7, Done: true, Passed: true}}})
 	if tally, err := f.Woken(ctx); err != nil || host.merges != 1 || tally.Merged != 1 {
 		t.Fatalf("green on GitHub too: %+v, %v, merged %d; want merged", tally, err, host.merges)
+	}
+}
+
+// Deliveries about pull requests no item follows, and about commits no
+// pull request is at, are not kept past a pass (and Trust): what the
+// passes saw stays the size of what is followed.
+func TestDeliveriesOfOthersAreNotKept(t *testing.T) {
+	f, _, now := fedFollower(t)
+	var facts []Fact
+	for n := 100; n < 150; n++ {
+		c := fmt.Sprint("c", n)
+		facts = append(facts, Fact{PR: n, Pull: &Head{Number: n, State: "open", Head: c, Base: "main", Updated: *now}},
+			Fact{PR: n, Commit: c, Run: &Run{Name: "test", Order: int64(n), Done: true, Passed: true}})
+	}
+	facts = append(facts, Fact{Commit: "a1", Run: &Run{Name: "test", Order: 1}})
+	f.Apply(facts)
+	*now = now.Add(31 * time.Minute)
+	if _, err := f.Woken(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := f.state()
+	if len(st.PRs) != 2 || st.PRs[1] == nil || st.PRs[2] == nil {
+		t.Errorf("kept pull requests %v, want #1 and #2 only", slices.Sorted(maps.Keys(st.PRs)))
+	}
+	if len(st.Fed) != 1 || st.Fed["a1"] == nil {
+		t.Errorf("kept commits %v, want a1 (#1's head) only", slices.Sorted(maps.Keys(st.Fed)))
 	}
 }

@@ -235,6 +235,7 @@ func (f *Follower) pass(ctx context.Context, look func(context.Context) *poll) (
 			f.say(it, "failed: "+err.Error())
 		}
 	}
+	f.prune(items)
 	return t, nil
 }
 
