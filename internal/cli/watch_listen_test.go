@@ -244,3 +244,29 @@ func TestWatchListenActsOnThePayload(t *testing.T) {
 		t.Fatalf("watch: exit %d", code)
 	}
 }
+
+// An issue labelled for the watch is taken up at the delivery that says
+// so, not at the next pass by the clock.
+func TestWatchListenIssueLabelled(t *testing.T) {
+	t.Setenv("CADRE_HOOK_SECRET", hookSecret)
+	g := listenRepo(t, "")
+	watch, url := startListening(t, g, "--interval", "1h")
+	n := g.fake.AddIssue("acme", "widgets", forgetest.Issue{Title: "Label me", Body: "Do it.", Author: "carol", Labels: []string{"cadre"}})
+	body := fmt.Sprintf(`{"action":"labeled","issue":{"number":%d,"title":"Label me","labels":[{"id":1,"name":"cadre"}],"state":"open"},`+
+		`"label":{"id":1,"name":"cadre"},"repository":{"full_name":"acme/widgets"},"sender":{"login":"carol"}}`, n)
+	if code := postBody(t, url, "issues", "8c2e7f10-cc78-11e3-81ab-4c9367dc0958", []byte(body)); code != http.StatusAccepted {
+		t.Fatalf("a signed webhook: %d, want 202", code)
+	}
+	want := fmt.Sprintf("taking up acme/widgets#%d", n)
+	waitFor(t, 60*time.Second, "the labelled issue taken up", func() bool {
+		out, _ := os.ReadFile(watch.log)
+		return strings.Contains(string(out), want)
+	})
+	waitFor(t, 60*time.Second, "its pull request opened", func() bool { return len(g.fake.PRs("acme", "widgets")) == 2 })
+	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
+		t.Fatalf("stop: exit %d\n%s", code, e)
+	}
+	if code := watch.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("watch: exit %d", code)
+	}
+}
