@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,37 +17,19 @@ import (
 func gitlabListenRepo(t *testing.T) *gitlabRepo {
 	t.Helper()
 	g := gitlabWatchRepo(t, "")
-	path := filepath.Join(g.dir, "cadre.yaml")
-	cfg, _ := os.ReadFile(path)
-	with := strings.Replace(string(cfg), "watch: {labels: [cadre]}}", "watch: {labels: [cadre]}, webhook_secret_env: CADRE_HOOK_SECRET}", 1)
-	if with == string(cfg) {
-		t.Fatalf("cadre.yaml has no gitlab: to add the secret's variable to:\n%s", cfg)
-	}
-	os.WriteFile(path, []byte(with), 0o644)
+	nameHookSecret(t, g.dir, "gitlab")
 	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
 	}
 	return g
 }
 
-var gitlabListening = regexp.MustCompile(`listening for gitlab webhooks at (http://\S+/webhooks/gitlab)`)
-
 // startGitLabListening starts cadre watch --listen on a free port with
 // args, and waits for its first pass; it returns the process and the URL.
 func startGitLabListening(t *testing.T, g *gitlabRepo, args ...string) (*cadreProc, string) {
 	t.Helper()
 	t.Setenv("GITLAB_TOKEN", glCanary)
-	tr := &temporalRepo{dir: g.dir, work: g.work, path: os.Getenv("PATH")}
-	watch := tr.start(t, "watch", append([]string{"watch", "--listen", "127.0.0.1:0"}, args...)...)
-	var url string
-	waitFor(t, 60*time.Second, "the watch listening and through its first pass", func() bool {
-		out, _ := os.ReadFile(watch.log)
-		if m := gitlabListening.FindSubmatch(out); m != nil {
-			url = string(m[1])
-		}
-		return url != "" && strings.Contains(string(out), "pull request(s) followed")
-	})
-	return watch, url
+	return listenIn(t, g.dir, g.work, "gitlab", args...)
 }
 
 // jobHook is a Job Hook's body as GitLab sends it when job id of project

@@ -73,7 +73,7 @@ func startWatchTB(b testing.TB, g *githubRepo, log string) string {
 	})
 	for start := time.Now(); time.Since(start) < time.Minute; time.Sleep(20 * time.Millisecond) {
 		out, _ := os.ReadFile(log)
-		if m := listening.FindSubmatch(out); m != nil && strings.Contains(string(out), "pull request(s) followed") {
+		if m := listeningOn("github").FindSubmatch(out); m != nil && strings.Contains(string(out), "pull request(s) followed") {
 			return string(m[1])
 		}
 	}

@@ -23,27 +23,47 @@ const hookSecret = "It's a Secret to Everybody"
 func listenRepo(t testing.TB, follow string) *githubRepo {
 	t.Helper()
 	g := watchRepo(t, follow)
-	path := filepath.Join(g.dir, "cadre.yaml")
-	cfg, _ := os.ReadFile(path)
-	with := strings.Replace(string(cfg), "watch: {labels: [cadre]}}", "watch: {labels: [cadre]}, webhook_secret_env: CADRE_HOOK_SECRET}", 1)
-	if with == string(cfg) {
-		t.Fatalf("cadre.yaml has no github: to add the secret's variable to:\n%s", cfg)
-	}
-	os.WriteFile(path, []byte(with), 0o644)
+	nameHookSecret(t, g.dir, "github")
 	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
 	}
 	return g
 }
 
-var listening = regexp.MustCompile(`listening for github webhooks at (http://\S+/webhooks/github)`)
+// nameHookSecret makes the forge's section of dir's cadre.yaml name
+// CADRE_HOOK_SECRET as the webhook secret's variable.
+func nameHookSecret(t testing.TB, dir, forge string) {
+	t.Helper()
+	path := filepath.Join(dir, "cadre.yaml")
+	cfg, _ := os.ReadFile(path)
+	with := strings.Replace(string(cfg), "watch: {labels: [cadre]}}", "watch: {labels: [cadre]}, webhook_secret_env: CADRE_HOOK_SECRET}", 1)
+	if with == string(cfg) {
+		t.Fatalf("cadre.yaml has no %s: to add the secret's variable to:\n%s", forge, cfg)
+	}
+	os.WriteFile(path, []byte(with), 0o644)
+}
 
 // startListening starts cadre watch --listen on a free port with args,
 // and waits for its first pass; it returns the process and the URL.
 func startListening(t *testing.T, g *githubRepo, args ...string) (*cadreProc, string) {
 	t.Helper()
-	tr := &temporalRepo{dir: g.dir, work: g.work, path: os.Getenv("PATH")}
+	return listenIn(t, g.dir, g.work, "github", args...)
+}
+
+// listeningOn matches the line cadre watch --listen says where forge's
+// webhooks are received at.
+func listeningOn(forge string) *regexp.Regexp {
+	return regexp.MustCompile(`listening for ` + forge + ` webhooks at (http://\S+/webhooks/` + forge + `)`)
+}
+
+// listenIn starts cadre watch --listen in dir on a free port with args,
+// and waits for its first pass; it returns the process and the URL of
+// forge's webhooks.
+func listenIn(t *testing.T, dir, work, forge string, args ...string) (*cadreProc, string) {
+	t.Helper()
+	tr := &temporalRepo{dir: dir, work: work, path: os.Getenv("PATH")}
 	watch := tr.start(t, "watch", append([]string{"watch", "--listen", "127.0.0.1:0"}, args...)...)
+	listening := listeningOn(forge)
 	var url string
 	waitFor(t, 60*time.Second, "the watch listening and through its first pass", func() bool {
 		out, _ := os.ReadFile(watch.log)
@@ -60,17 +80,7 @@ func postHook(t testing.TB, url, secret, delivery, head string, pr int) int {
 	t.Helper()
 	body := fmt.Sprintf(`{"action":"completed","check_run":{"id":77,"head_sha":%q,"status":"completed","conclusion":"failure","name":"test",`+
 		`"pull_requests":[{"number":%d,"head":{"sha":%q}}]},"repository":{"full_name":"acme/widgets"},"sender":{"login":"github-actions[bot]"}}`, head, pr, head)
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "check_run")
-	req.Header.Set("X-GitHub-Delivery", delivery)
-	req.Header.Set("X-Hub-Signature-256", webhook.Sign([]byte(secret), []byte(body)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("post the webhook: %v", err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return postSigned(t, url, secret, "check_run", delivery, []byte(body))
 }
 
 // A signed check_run webhook wakes a watch whose interval is an hour:
@@ -196,11 +206,18 @@ func TestWatchListenRerunFailure(t *testing.T) {
 // postBody sends a delivery of kind with body as GitHub does, signed.
 func postBody(t testing.TB, url, kind, delivery string, body []byte) int {
 	t.Helper()
+	return postSigned(t, url, hookSecret, kind, delivery, body)
+}
+
+// postSigned sends a delivery of kind with body as GitHub does, signed
+// with secret.
+func postSigned(t testing.TB, url, secret, kind, delivery string, body []byte) int {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", kind)
 	req.Header.Set("X-GitHub-Delivery", delivery)
-	req.Header.Set("X-Hub-Signature-256", webhook.Sign([]byte(hookSecret), body))
+	req.Header.Set("X-Hub-Signature-256", webhook.Sign([]byte(secret), body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("post the webhook: %v", err)
