@@ -287,3 +287,35 @@ func TestWatchListenIssueLabelled(t *testing.T) {
 		t.Fatalf("watch: exit %d", code)
 	}
 }
+
+// A review asking for changes is answered at its delivery (the reviews
+// asked again, the checks not), and a pull request closed ends its item
+// at the delivery that says so.
+func TestWatchListenReviewThenClosed(t *testing.T) {
+	t.Setenv("CADRE_HOOK_SECRET", hookSecret)
+	g := listenRepo(t, "")
+	const branch = "cadre/1-fix-the-frobnicator"
+	pr := g.fake.PRs("acme", "widgets")[0].Number
+	watch, url := startListening(t, g, "--interval", "1h")
+	before := g.commits(t, branch)
+	rv := g.fake.AddReview("acme", "widgets", pr, forgetest.Review{Author: "rita", Association: "MEMBER", State: "CHANGES_REQUESTED", Body: "Two things."})
+	if code := postBody(t, url, "pull_request_review", "31a6b2c4-cc78-11e3-81ab-4c9367dc0958", g.fake.ReviewHook("acme", "widgets", pr, rv, "submitted")); code != http.StatusAccepted {
+		t.Fatalf("a signed review webhook: %d, want 202", code)
+	}
+	waitFor(t, 60*time.Second, "the changes made and pushed", func() bool { return g.commits(t, branch) == before+1 })
+
+	g.fake.SetPRState("acme", "widgets", pr, "closed", false)
+	if code := postBody(t, url, "pull_request", "4b7c3d5e-cc78-11e3-81ab-4c9367dc0958", g.fake.PullRequestHook("acme", "widgets", pr, "closed")); code != http.StatusAccepted {
+		t.Fatalf("a signed pull_request webhook: %d, want 202", code)
+	}
+	waitFor(t, 60*time.Second, "the item ended closed", func() bool {
+		out, _ := os.ReadFile(watch.log)
+		return strings.Contains(string(out), "0 merged, 1 closed")
+	})
+	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
+		t.Fatalf("stop: exit %d\n%s", code, e)
+	}
+	if code := watch.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("watch: exit %d", code)
+	}
+}

@@ -3,6 +3,7 @@ package forgetest
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 )
 
 // The webhook payloads GitHub sends carry the same objects its REST API
@@ -45,6 +46,22 @@ func (s *Server) CheckRunHook(owner, name, sha, run, action string) []byte {
 		cr["pull_requests"] = prs
 	}
 	return s.hook(r, map[string]any{"action": action, "check_run": cr})
+}
+
+// ReviewHook is the body of a pull_request_review delivery with action
+// (submitted, dismissed) for review id of pull request number; as in
+// GitHub's deliveries, the review's state is lower-case there.
+func (s *Server) ReviewHook(owner, name string, number int, id int64, action string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, rec := s.pull(owner, name, number, "ReviewHook")
+	i := slices.IndexFunc(rec.reviews, func(rv Review) bool { return rv.ID == id })
+	if i < 0 {
+		s.t.Fatalf("forgetest: ReviewHook: no review %d of %s/%s#%d", id, owner, name, number)
+	}
+	rv := s.reviewJSON(r, rec, rec.reviews[i])
+	rv["state"] = strings.ToLower(rec.reviews[i].State)
+	return s.hook(r, map[string]any{"action": action, "review": rv, "pull_request": s.prJSON(r, rec, false)})
 }
 
 // hook adds the repository and sender every delivery has.
