@@ -249,6 +249,9 @@ func (f *Follower) Woken(ctx context.Context) (Tally, error) {
 			return f.Pass(ctx)
 		}
 		p.base = base
+		f.mu.Lock()
+		st.BaseMoved = false
+		f.mu.Unlock()
 	}
 	return f.pass(ctx, func(context.Context) *poll { return p })
 }

@@ -161,3 +161,33 @@ func TestDeliveriesOfOthersAreNotKept(t *testing.T) {
 		t.Errorf("kept commits %v, want a1 (#1's head) only", slices.Sorted(maps.Keys(st.Fed)))
 	}
 }
+
+// A push to the base fetches it at the next woken pass only: the ones
+// after take the commit fetched.
+func TestBasePushFetchedOnce(t *testing.T) {
+	f, _, _ := fedFollower(t)
+	trees := f.Trees.(*fakeTrees)
+	fetches := 0
+	f.Trees = countingTrees{trees, &fetches}
+	trees.base = "m2"
+	f.Apply([]Fact{{Base: true}})
+	for range 2 {
+		if _, err := f.Woken(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fetches != 1 || f.state().Base != "m2" {
+		t.Errorf("fetched %d times, base %q; want once, m2", fetches, f.state().Base)
+	}
+}
+
+// countingTrees counts the base's fetches.
+type countingTrees struct {
+	*fakeTrees
+	n *int
+}
+
+func (c countingTrees) BaseHead(ctx context.Context) (string, error) {
+	*c.n++
+	return c.fakeTrees.BaseHead(ctx)
+}
