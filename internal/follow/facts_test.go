@@ -191,3 +191,27 @@ func (c countingTrees) BaseHead(ctx context.Context) (string, error) {
 	*c.n++
 	return c.fakeTrees.BaseHead(ctx)
 }
+
+// What deliveries told a watch that stopped is not taken by the next
+// one: those that came while none listened are lost, so a pull request
+// waiting on its checks is asked about, checks and all.
+func TestToldBeforeARestartIsAsked(t *testing.T) {
+	f, host, now := fedFollower(t)
+	mem := &memFile{}
+	f.Memory = mem
+	f.Apply([]Fact{{Commit: "a1", Run: &Run{Name: "test", Order: 5}}})
+	if _, err := f.Woken(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if host.views[1] != 0 {
+		t.Fatalf("asked about #1 %d times before the restart, want 0", host.views[1])
+	}
+	again := &Follower{Store: f.Store, Host: host, Trees: f.Trees, Config: f.Config, Base: "main", Memory: mem,
+		Trust: f.Trust, Now: func() time.Time { return *now }}
+	if _, err := again.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if host.views[1] != 1 || host.fed[1] != 0 {
+		t.Errorf("after a restart #1 was asked %d times (%d without its checks), want once with them", host.views[1], host.fed[1])
+	}
+}

@@ -129,6 +129,14 @@ func (f *Follower) state() *pollState {
 		if f.seen.Fed == nil {
 			f.seen.Fed = map[string]*fed{}
 		}
+		// What deliveries told an earlier process is not taken as it
+		// stands: deliveries came and went unheard while none listened.
+		for _, s := range f.seen.PRs {
+			s.Fed = time.Time{}
+		}
+		for _, t := range f.seen.Fed {
+			t.At = time.Time{}
+		}
 	}
 	return f.seen
 }
