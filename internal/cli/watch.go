@@ -224,6 +224,12 @@ func (w *watcher) sleep(ctx context.Context) bool {
 		case <-ctx.Done():
 			return false
 		case <-tick.C:
+			if runstop.TakeWake(w.stateDir, watchRun) {
+				// cadre approve or retry: a pass on the journal, which a
+				// woken one is with --listen.
+				w.woken = w.hooks != nil
+				return true
+			}
 		case <-time.After(left):
 		case <-wake:
 			w.woken = true

@@ -319,3 +319,44 @@ func TestWatchListenReviewThenClosed(t *testing.T) {
 		t.Fatalf("watch: exit %d", code)
 	}
 }
+
+// A person's answer to what the watch waits on is a pass's work at once,
+// not at the reconcile: cadre approve wakes a listening watch whose
+// interval is an hour, and the reaction it granted runs.
+func TestWatchListenApproveWakes(t *testing.T) {
+	t.Setenv("CADRE_HOOK_SECRET", hookSecret)
+	g := listenRepo(t, "follow: {ci_failed: {rounds: 1}}\n")
+	const branch = "cadre/1-fix-the-frobnicator"
+	run := runOf(t, g)
+	watch, url := startListening(t, g, "--interval", "1h")
+	before := g.commits(t, branch)
+	for i, job := range []int64{81, 82} {
+		head := g.rev(t, branch)
+		g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{JobID: job, Name: "test", Conclusion: "failure", Title: "1 test failed"})
+		if code := postBody(t, url, "check_run", fmt.Sprint("c0ffee-", job), g.fake.CheckRunHook("acme", "widgets", head, "test", "completed")); code != http.StatusAccepted {
+			t.Fatalf("a signed webhook: %d, want 202", code)
+		}
+		if i == 0 {
+			waitFor(t, 60*time.Second, "the first failure fixed and pushed", func() bool { return g.commits(t, branch) == before+1 })
+		}
+	}
+	waitFor(t, 60*time.Second, "the second failure waiting for a human", func() bool {
+		st, err := store.Open(context.Background(), filepath.Join(g.dir, ".cadre", "cadre.db"))
+		if err != nil {
+			return false
+		}
+		defer st.Close()
+		it, err := st.GetItem(context.Background(), run, "1")
+		return err == nil && it.Status == store.ItemPaused
+	})
+	if code, _, e := g.cadre(t, "", "approve", run, "1"); code != 0 {
+		t.Fatalf("approve: exit %d\n%s", code, e)
+	}
+	waitFor(t, 30*time.Second, "the granted round pushed", func() bool { return g.commits(t, branch) == before+2 })
+	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
+		t.Fatalf("stop: exit %d\n%s", code, e)
+	}
+	if code := watch.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("watch: exit %d", code)
+	}
+}

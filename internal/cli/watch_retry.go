@@ -35,12 +35,26 @@ func handToWatch(ctx context.Context, f *Factory, ws workspaceCtx, st *store.Sto
 	if err != nil {
 		return false, err
 	}
+	wakeWatch(ctx, f)
 	if asked {
 		fmt.Fprintf(f.IO.ErrOut, "cadre: cadre watch (pid %d) holds the repository: it retries %s of run %s at its next pass\n", h.PID, item, run)
 	} else {
 		fmt.Fprintf(f.IO.ErrOut, "cadre: the retry of %s of run %s is asked already: cadre watch (pid %d) takes it up at its next pass\n", item, run, h.PID)
 	}
 	return true, nil
+}
+
+// wakeWatch asks a running cadre watch of this repository for a pass now;
+// none running, the request waits for the next to start, which makes a
+// pass at once anyway.
+func wakeWatch(ctx context.Context, f *Factory) {
+	root, err := f.repoRoot(ctx)
+	if err != nil {
+		return
+	}
+	if err := runstop.Wake(filepath.Join(root, workspace.StateDir), watchRun); err != nil {
+		fmt.Fprintf(f.IO.ErrOut, "cadre: warning: %v: cadre watch goes on at its next pass by the clock\n", err)
+	}
 }
 
 // retries takes up the retries cadre retry handed to the watch, each

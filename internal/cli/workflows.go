@@ -224,7 +224,9 @@ func runApprove(ctx context.Context, f *Factory, opts *ApproveOptions) error {
 		verb = "rejected"
 	}
 	if strings.Contains(step, "/follow/") {
-		// Asked by cadre watch about a pull request, not by a workflow.
+		// Asked by cadre watch about a pull request, not by a workflow:
+		// a running watch wakes for it, however long its interval.
+		wakeWatch(ctx, f)
 		fmt.Fprintf(f.IO.ErrOut, "cadre: %s %s; cadre watch goes on with it at its next pass\n", verb, step)
 		return nil
 	}

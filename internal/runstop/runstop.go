@@ -61,6 +61,21 @@ func RequestNow(stateDir, run string) error {
 	return nil
 }
 
+// Wake asks the process holding run (cadre watch) to make a pass now, not
+// at its next by the clock: a person answered what it waits on.
+func Wake(stateDir, run string) error {
+	if err := write(stateDir, run, "wake", []byte(time.Now().UTC().Format(time.RFC3339)+"\n")); err != nil {
+		return fmt.Errorf("wake %s: %w", run, err)
+	}
+	return nil
+}
+
+// TakeWake says whether a pass was asked of run's process (Wake), and
+// takes the request: it is answered once.
+func TakeWake(stateDir, run string) bool {
+	return os.Remove(path(stateDir, run, "wake")) == nil
+}
+
 // NowRequested says whether cadre stop --now asked run to stop at once.
 func NowRequested(stateDir, run string) bool { return exists(stateDir, run, "now") }
 

@@ -36,3 +36,17 @@ func TestStopAndHalt(t *testing.T) {
 		t.Error("the stop or the halt outlived Withdraw and Lift")
 	}
 }
+
+// A wake is taken once: the pass it asks for is made once.
+func TestWakeTakenOnce(t *testing.T) {
+	dir := t.TempDir()
+	if TakeWake(dir, "watch") {
+		t.Fatal("a wake taken before any was asked")
+	}
+	if err := Wake(dir, "watch"); err != nil {
+		t.Fatal(err)
+	}
+	if !TakeWake(dir, "watch") || TakeWake(dir, "watch") {
+		t.Error("a wake asked once was not taken exactly once")
+	}
+}

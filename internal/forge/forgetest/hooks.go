@@ -64,6 +64,32 @@ func (s *Server) ReviewHook(owner, name string, number int, id int64, action str
 	return s.hook(r, map[string]any{"action": action, "review": rv, "pull_request": s.prJSON(r, rec, false)})
 }
 
+// StatusHook is the body of a status delivery for the status of context
+// on commit sha as it now stands.
+func (s *Server) StatusHook(owner, name, sha, context string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repo(owner, name)
+	i := slices.IndexFunc(r.statuses[sha], func(st Status) bool { return st.Context == context })
+	if i < 0 {
+		s.t.Fatalf("forgetest: StatusHook: no status %q of %s", context, sha)
+	}
+	st := r.statuses[sha][i]
+	s.ids++ // a later status has a greater id
+	return s.hook(r, map[string]any{"id": s.ids, "sha": sha, "name": r.owner + "/" + r.name, "context": st.Context,
+		"state": st.State, "description": nullable(st.Description), "target_url": nullable(st.TargetURL), "branches": []any{},
+		"created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"})
+}
+
+// PushHook is the body of a push delivery moving branch from before to
+// after.
+func (s *Server) PushHook(owner, name, branch, before, after string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hook(s.repo(owner, name), map[string]any{"ref": "refs/heads/" + branch, "before": before, "after": after,
+		"created": false, "deleted": false, "forced": false, "commits": []any{}, "pusher": map[string]any{"name": owner}})
+}
+
 // hook adds the repository and sender every delivery has.
 func (s *Server) hook(r *repo, body map[string]any) []byte {
 	body["repository"] = map[string]any{"id": 1296269, "name": r.name, "full_name": r.owner + "/" + r.name,
