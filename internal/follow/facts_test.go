@@ -129,6 +129,16 @@ func TestMergeAsksFirst(t *testing.T) {
 	if host.views[1] != 1 || host.merges != 0 {
 		t.Fatalf("green by a delivery, pending on GitHub: asked %d, merged %d; want asked once, not merged", host.views[1], host.merges)
 	}
+	// Nor when the reviews were asked beside the delivered checks (a
+	// review's delivery with the check's).
+	f.Apply([]Fact{{Commit: "a1", Run: &Run{Name: "test", Order: 6, Done: true, Passed: true}}, {PR: 1, Ask: true}})
+	host.views, host.fed = map[int]int{}, map[int]int{}
+	if _, err := f.Woken(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if host.views[1] != 2 || host.fed[1] != 1 || host.merges != 0 {
+		t.Fatalf("reviews asked, checks delivered: asked %d (%d without checks), merged %d; want asked again whole, not merged", host.views[1], host.fed[1], host.merges)
+	}
 	host.prs[1].pending = false
 	f.Apply([]Fact{{Commit: "a1", Run: &Run{Name: "test", Order: 7, Done: true, Passed: true}}})
 	if tally, err := f.Woken(ctx); err != nil || host.merges != 1 || tally.Merged != 1 {

@@ -276,7 +276,7 @@ func (f *Follower) follow(ctx context.Context, it Item, t *Tally, p *poll) error
 	if act.Do == Merge && told {
 		// A merge goes by what the forge says now, not by deliveries: one
 		// lost or out of order must not merge a head that is not green.
-		if v, err = f.fresh(ctx, it, p, nil); err != nil {
+		if v, _, err = f.fresh(ctx, it, p, nil); err != nil {
 			return fmt.Errorf("read pull request #%d: %w", it.PR, err)
 		}
 		act = Decide(v, h.past, f.Config, base, f.unchecked(it, v))

@@ -160,9 +160,10 @@ func (f *Follower) remember(p *poll) {
 }
 
 // view is pull request it.PR as it stands: what the passes saw when
-// nothing it depends on changed since, or what webhooks told of it (told:
-// it was not asked), its mergeability computed here when the base moved;
-// else the forge's answer.
+// nothing it depends on changed since, or what webhooks told of it, its
+// mergeability computed here when the base moved; else the forge's answer
+// (its checks as webhooks told them, where they did lately). told says
+// some of it is the deliveries' word, not the forge's.
 func (f *Follower) view(ctx context.Context, it Item, p *poll) (v View, told bool, err error) {
 	if p == nil {
 		v, err = f.Host.View(ctx, it.PR, f.Config.Reviewers, nil)
@@ -184,7 +185,7 @@ func (f *Follower) view(ctx context.Context, it Item, p *poll) (v View, told boo
 		if v.State == "open" && (s.Base != p.base || v.Mergeable == nil) {
 			ok, err := f.Trees.Mergeable(ctx, it.Branch, v.Head, p.base)
 			if err != nil {
-				v, err = f.fresh(ctx, it, p, nil)
+				v, _, err = f.fresh(ctx, it, p, nil)
 				return v, false, err
 			}
 			v.Mergeable = &ok
@@ -200,8 +201,7 @@ func (f *Follower) view(ctx context.Context, it Item, p *poll) (v View, told boo
 	} else if s != nil {
 		known = &Head{Number: it.PR, State: s.View.State, Head: s.View.Head, Base: s.View.Base, Title: s.View.Title, Updated: s.Updated}
 	}
-	v, err = f.fresh(ctx, it, p, known)
-	return v, false, err
+	return f.fresh(ctx, it, p, known)
 }
 
 // cached says whether the view s holds, asked of the forge, still stands
@@ -213,9 +213,9 @@ func (f *Follower) cached(s *seen) bool {
 
 // fresh asks the forge about it's pull request (about all of it when
 // known is nil), computing its mergeability here. A head whose checks
-// deliveries told of lately is not asked about them; one they told of
-// long ago is, and what was told is replaced by the answer.
-func (f *Follower) fresh(ctx context.Context, it Item, p *poll, known *Head) (View, error) {
+// deliveries told of lately is not asked about them (told); one they told
+// of long ago is, and what was told is replaced by the answer.
+func (f *Follower) fresh(ctx context.Context, it Item, p *poll, known *Head) (v View, told bool, err error) {
 	st := f.state()
 	if known != nil {
 		f.mu.Lock()
@@ -223,9 +223,9 @@ func (f *Follower) fresh(ctx context.Context, it Item, p *poll, known *Head) (Vi
 		known.Fed = t != nil && f.Trust > 0 && f.now().Sub(t.At) < f.Trust
 		f.mu.Unlock()
 	}
-	v, err := f.Host.View(ctx, it.PR, f.Config.Reviewers, known)
+	v, err = f.Host.View(ctx, it.PR, f.Config.Reviewers, known)
 	if err != nil {
-		return v, err
+		return v, false, err
 	}
 	if known != nil && v.State == "open" {
 		if ok, err := f.Trees.Mergeable(ctx, it.Branch, v.Head, p.base); err == nil {
@@ -237,6 +237,7 @@ func (f *Follower) fresh(ctx context.Context, it Item, p *poll, known *Head) (Vi
 	if t := st.Fed[v.Head]; t != nil {
 		if known != nil && known.Fed {
 			t.apply(&v)
+			told = true
 		} else {
 			t.Runs, t.At = map[string]Run{}, f.now()
 			t.seed(v)
@@ -249,7 +250,7 @@ func (f *Follower) fresh(ctx context.Context, it Item, p *poll, known *Head) (Vi
 		updated = known.Updated
 	}
 	f.keep(it, updated, p.base, v, fedAt)
-	return v, nil
+	return v, told, nil
 }
 
 func (f *Follower) keep(it Item, updated time.Time, base string, v View, fedAt time.Time) {
