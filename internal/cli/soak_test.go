@@ -1,9 +1,12 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/cadre-dev/cadre/internal/forge/forgetest"
 	"github.com/cadre-dev/cadre/internal/store"
+	"github.com/cadre-dev/cadre/internal/webhook"
 )
 
 // soakScenario: the executor writes a file of the item's own, and every
@@ -44,6 +48,10 @@ type soakConfig struct {
 	limit    time.Duration // how long they may take, watch kills included
 	killsFor time.Duration // how long the watch is SIGKILLed now and then
 	seed     uint64
+	// hooks makes the watch listen (--interval 1h): CI, reviewers and
+	// merges are delivered to it as GitHub's webhooks, lost while it is
+	// down, and nothing but them, its start and cadre approve make a pass.
+	hooks bool
 }
 
 // soakResult is what a soak saw.
@@ -91,6 +99,10 @@ func requestKinds(calls []forgetest.Call) string {
 func soak(t testing.TB, cfg soakConfig) soakResult {
 	rng := rand.New(rand.NewPCG(cfg.seed, 7))
 	g := watchRepo(t, "follow: {merge: squash, ci_failed: {rounds: 3}, changes_requested: {rounds: 3}, conflict: {rounds: 3}}\n")
+	if cfg.hooks {
+		nameHookSecret(t, g.dir, "github")
+		t.Setenv("CADRE_HOOK_SECRET", hookSecret)
+	}
 	g.setScenario(t, soakScenario)
 	// Passes a second apart spend in minutes what a real watch spends in
 	// hours: the quota is counted (Charged), not enforced.
@@ -111,7 +123,13 @@ func soak(t testing.TB, cfg soakConfig) soakResult {
 	}
 	run := runOf(t, g)
 
-	w := &soakWorld{g: g, rng: rng, heads: map[int]*ciHead{}, reviewer: map[int]*reviewState{}}
+	w := &soakWorld{g: g, rng: rng, heads: map[int]*ciHead{}, reviewer: map[int]*reviewState{}, closed: map[int]bool{}}
+	args := []string{"--interval", "1s"}
+	if cfg.hooks {
+		addr := freeAddr(t)
+		w.hookURL = "http://" + addr + "/webhooks/github"
+		args = []string{"--listen", addr, "--interval", "1h"}
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -121,7 +139,7 @@ func soak(t testing.TB, cfg soakConfig) soakResult {
 	logPath := filepath.Join(g.work, "soak-watch.log")
 	start, res := time.Now(), soakResult{}
 	for time.Since(start) < cfg.limit && w.merged() < cfg.prs {
-		p := startWatch(t, g, logPath)
+		p := startWatch(t, g, logPath, args...)
 		if time.Since(start) < cfg.killsFor {
 			time.Sleep(time.Duration(200+rng.IntN(1800)) * time.Millisecond)
 			p.Process.Signal(syscall.SIGKILL)
@@ -182,14 +200,14 @@ func tail(s string, n int) string {
 
 // startWatch starts cadre watch in the background, its output appended
 // to logPath.
-func startWatch(t testing.TB, g *githubRepo, logPath string) *exec.Cmd {
+func startWatch(t testing.TB, g *githubRepo, logPath string, args ...string) *exec.Cmd {
 	t.Helper()
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	c := exec.Command("cadre", "watch", "--plain", "--interval", "1s")
+	c := exec.Command("cadre", append([]string{"watch", "--plain"}, args...)...)
 	c.Dir, c.Env = g.dir, append(os.Environ(), "GITHUB_TOKEN="+canary)
 	c.Stdout, c.Stderr = f, f
 	if err := c.Start(); err != nil {
@@ -206,6 +224,43 @@ type soakWorld struct {
 	heads    map[int]*ciHead // by pull request: its head as CI last saw it
 	reviewer map[int]*reviewState
 	jobs     int64
+	// hookURL is where a listening watch takes GitHub's deliveries ("":
+	// it polls); closed holds the pull requests whose close was
+	// delivered, base the base's commit last delivered.
+	hookURL    string
+	deliveries int
+	closed     map[int]bool
+	base       string
+}
+
+// freeAddr is a loopback address no one listens at now: the watch's,
+// kept across its restarts.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// deliver posts a delivery of kind to the listening watch, as GitHub
+// does: signed, once; lost when the watch is down.
+func (w *soakWorld) deliver(kind string, body []byte) {
+	if w.hookURL == "" {
+		return
+	}
+	w.deliveries++
+	req, _ := http.NewRequest(http.MethodPost, w.hookURL, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", kind)
+	req.Header.Set("X-GitHub-Delivery", fmt.Sprint("soak-", w.deliveries))
+	req.Header.Set("X-Hub-Signature-256", webhook.Sign([]byte(hookSecret), body))
+	c := http.Client{Timeout: 5 * time.Second}
+	if resp, err := c.Do(req); err == nil {
+		resp.Body.Close()
+	}
 }
 
 // ciHead is CI's work on one head: queued, running, done.
@@ -252,8 +307,20 @@ func (w *soakWorld) ci(stop <-chan struct{}) {
 			return
 		case <-time.After(100 * time.Millisecond):
 		}
+		if out, err := exec.Command("git", "-C", w.g.bare, "rev-parse", "refs/heads/main").Output(); err == nil {
+			if base := strings.TrimSpace(string(out)); base != w.base {
+				if w.base != "" {
+					w.deliver("push", w.g.fake.PushHook("acme", "widgets", "main", w.base, base))
+				}
+				w.base = base
+			}
+		}
 		for _, p := range w.g.fake.PRs("acme", "widgets") {
 			if p.State != "open" {
+				if !w.closed[p.Number] {
+					w.closed[p.Number] = true
+					w.deliver("pull_request", w.g.fake.PullRequestHook("acme", "widgets", p.Number, "closed"))
+				}
 				continue
 			}
 			out, err := exec.Command("git", "-C", w.g.bare, "rev-parse", "refs/heads/"+p.Head).Output()
@@ -263,10 +330,14 @@ func (w *soakWorld) ci(stop <-chan struct{}) {
 			sha := strings.TrimSpace(string(out))
 			h := w.heads[p.Number]
 			if h == nil || h.sha != sha {
+				if h != nil {
+					w.deliver("pull_request", w.g.fake.PullRequestHook("acme", "widgets", p.Number, "synchronize"))
+				}
 				w.jobs++
 				h = &ciHead{sha: sha, job: 1000 + w.jobs, since: time.Now(), fail: w.rand(3) == 0}
 				w.heads[p.Number] = h
 				w.g.fake.SetCheckRun("acme", "widgets", sha, forgetest.CheckRun{JobID: h.job, Name: "test", Status: "queued"})
+				w.deliver("check_run", w.g.fake.CheckRunHook("acme", "widgets", sha, "test", "created"))
 			}
 			w.advance(p.Number, h)
 			w.review(p.Number, sha)
@@ -289,9 +360,11 @@ func (w *soakWorld) advance(pr int, h *ciHead) {
 			}
 		}
 		w.g.fake.SetCheckRun("acme", "widgets", h.sha, forgetest.CheckRun{JobID: job, Name: "test", Conclusion: conclusion, Title: conclusion})
+		w.deliver("check_run", w.g.fake.CheckRunHook("acme", "widgets", h.sha, "test", "completed"))
 		h.stage = 2
 	case h.stage == 2 && age > 1500*time.Millisecond:
 		w.g.fake.SetStatus("acme", "widgets", h.sha, forgetest.Status{Context: "lint", State: "success"})
+		w.deliver("status", w.g.fake.StatusHook("acme", "widgets", h.sha, "lint"))
 		h.stage = 3
 	}
 }
@@ -316,15 +389,18 @@ func (w *soakWorld) review(pr int, sha string) {
 	case r.stage == 0 && w.rand(2) == 0:
 		id := w.g.fake.AddReview("acme", "widgets", pr, forgetest.Review{Author: "rita", Association: "MEMBER", State: "CHANGES_REQUESTED", Body: "Say more."})
 		w.g.fake.AddReviewComment("acme", "widgets", pr, forgetest.ReviewComment{ReviewID: id, Author: "rita", Association: "MEMBER", Path: "README", Line: 1, Body: "Why?"})
+		w.deliver("pull_request_review", w.g.fake.ReviewHook("acme", "widgets", pr, id, "submitted"))
 		r.stage, r.asked = 1, sha
 	case r.stage == 0 || r.stage == 1 && sha != r.asked || r.stage == 2 && sha != r.approved:
 		if !r.staleDone && len(r.heads) > 1 && w.rand(3) == 0 {
 			// An approval of the commit before: it must not merge this one.
-			w.g.fake.AddReview("acme", "widgets", pr, forgetest.Review{Author: "rita", Association: "MEMBER", State: "APPROVED", CommitID: r.heads[len(r.heads)-2]})
+			id := w.g.fake.AddReview("acme", "widgets", pr, forgetest.Review{Author: "rita", Association: "MEMBER", State: "APPROVED", CommitID: r.heads[len(r.heads)-2]})
+			w.deliver("pull_request_review", w.g.fake.ReviewHook("acme", "widgets", pr, id, "submitted"))
 			r.staleDone = true
 			return
 		}
-		w.g.fake.AddReview("acme", "widgets", pr, forgetest.Review{Author: "rita", Association: "MEMBER", State: "APPROVED", CommitID: sha})
+		id := w.g.fake.AddReview("acme", "widgets", pr, forgetest.Review{Author: "rita", Association: "MEMBER", State: "APPROVED", CommitID: sha})
+		w.deliver("pull_request_review", w.g.fake.ReviewHook("acme", "widgets", pr, id, "submitted"))
 		r.stage, r.approved = 2, sha
 	}
 }
@@ -465,6 +541,32 @@ func TestWatchSoak(t *testing.T) {
 		t.Error(res.unmerged)
 	}
 	t.Logf("%d merged, %d watch kills, %d passes, %d charged requests:\n%s", res.merged, res.kills, res.passes, res.requests, res.kinds)
+	if res.kills == 0 {
+		t.Error("the watch was never killed")
+	}
+}
+
+// The soak with the watch listening and its interval an hour: what CI,
+// the reviewers and the merges do reaches it only as deliveries (those
+// sent while it is killed are lost), and the same holds: every pull
+// request merged, none wrongly.
+func TestWatchSoakWebhooks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the soak takes a few minutes")
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("CADRE_SOAK_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (CADRE_SOAK_SEED repeats it)", seed)
+	res := soak(t, soakConfig{prs: 12, limit: 5 * time.Minute, killsFor: 5 * time.Second, seed: seed, hooks: true})
+	for _, w := range res.wrong {
+		t.Error(w)
+	}
+	if res.unmerged != "" {
+		t.Error(res.unmerged)
+	}
+	t.Logf("%d merged, %d watch kills, %d lists of the pull requests, %d charged requests:\n%s", res.merged, res.kills, res.passes, res.requests, res.kinds)
 	if res.kills == 0 {
 		t.Error("the watch was never killed")
 	}
