@@ -179,12 +179,7 @@ func TestGitLabWatchListenJobHookWakesPass(t *testing.T) {
 		t.Errorf("a resend: %d %q, want 200 seen before", code, answer)
 	}
 
-	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
-		t.Fatalf("stop: exit %d\n%s", code, e)
-	}
-	if code := watch.wait(t, 60*time.Second); code != 0 {
-		t.Fatalf("watch: exit %d", code)
-	}
+	stopWatching(t, g, watch)
 	if !journaled(t, g.dir, "gitlab job failed at "+head[:12]+" (delivery ") {
 		t.Error("the delivery is not in the item's journal")
 	}
@@ -219,12 +214,7 @@ func TestGitLabWatchListenPipelineHookRerunFailure(t *testing.T) {
 	if !strings.Contains(string(out), "cadre: watch: webhook "+want) {
 		t.Errorf("the watch did not say it took the webhook (%q):\n%s", want, out)
 	}
-	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
-		t.Fatalf("stop: exit %d\n%s", code, e)
-	}
-	if code := watch.wait(t, 60*time.Second); code != 0 {
-		t.Fatalf("watch: exit %d", code)
-	}
+	stopWatching(t, g, watch)
 	if !journaled(t, g.dir, "gitlab "+want) {
 		t.Error("the delivery is not in the item's journal")
 	}

@@ -521,6 +521,16 @@ func (w *soakWorld) audit(t testing.TB) []string {
 	return wrong
 }
 
+// soakSeed is $CADRE_SOAK_SEED, else a new seed: said, to be repeated.
+func soakSeed(t testing.TB) uint64 {
+	seed := uint64(time.Now().UnixNano())
+	if s, err := strconv.ParseUint(os.Getenv("CADRE_SOAK_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (CADRE_SOAK_SEED repeats it)", seed)
+	return seed
+}
+
 // A dozen pull requests followed to merge while the watch is SIGKILLed at
 // random: no conflict marker is ever pushed, no head merged that was not
 // green and approved at that commit, no write made twice.
@@ -528,11 +538,7 @@ func TestWatchSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the soak takes a few minutes")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("CADRE_SOAK_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (CADRE_SOAK_SEED repeats it)", seed)
+	seed := soakSeed(t)
 	res := soak(t, soakConfig{prs: 12, limit: 5 * time.Minute, killsFor: 30 * time.Second, seed: seed})
 	for _, w := range res.wrong {
 		t.Error(w)
@@ -554,11 +560,7 @@ func TestWatchSoakWebhooks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the soak takes a few minutes")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s, err := strconv.ParseUint(os.Getenv("CADRE_SOAK_SEED"), 10, 64); err == nil {
-		seed = s
-	}
-	t.Logf("seed %d (CADRE_SOAK_SEED repeats it)", seed)
+	seed := soakSeed(t)
 	res := soak(t, soakConfig{prs: 12, limit: 5 * time.Minute, killsFor: 5 * time.Second, seed: seed, hooks: true})
 	for _, w := range res.wrong {
 		t.Error(w)
@@ -579,11 +581,7 @@ func TestWatchSoakWebhooks(t *testing.T) {
 //	go test -run '^$' -bench WatchSoak -benchtime 1x ./internal/cli/
 func BenchmarkWatchSoak(b *testing.B) {
 	for b.Loop() {
-		seed := uint64(time.Now().UnixNano())
-		if s, err := strconv.ParseUint(os.Getenv("CADRE_SOAK_SEED"), 10, 64); err == nil {
-			seed = s
-		}
-		b.Logf("seed %d (CADRE_SOAK_SEED repeats it)", seed)
+		seed := soakSeed(b)
 		res := soak(b, soakConfig{prs: 30, limit: 15 * time.Minute, killsFor: 5 * time.Minute, seed: seed})
 		report := strings.Join(append(res.wrong, res.unmerged), "\n")
 		path := filepath.Join(os.TempDir(), "cadre-soak.txt")

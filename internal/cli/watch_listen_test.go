@@ -120,12 +120,7 @@ func TestWatchListenWebhookWakesPass(t *testing.T) {
 	if code := postHook(t, url, hookSecret, "72d3162e-cc78-11e3-81ab-4c9367dc0958", head, pr); code != http.StatusOK {
 		t.Errorf("the same delivery again: %d, want 200", code)
 	}
-	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
-		t.Fatalf("stop: exit %d\n%s", code, e)
-	}
-	if code := watch.wait(t, 60*time.Second); code != 0 {
-		t.Fatalf("watch: exit %d", code)
-	}
+	stopWatching(t, g, watch)
 	if !journaled(t, g.dir, "72d3162e") {
 		t.Error("the delivery is not in the item's journal")
 	}
@@ -195,12 +190,7 @@ func TestWatchListenRerunFailure(t *testing.T) {
 		t.Fatalf("a signed webhook: %d, want 202", code)
 	}
 	waitFor(t, 30*time.Second, "the re-run's failure fixed and pushed", func() bool { return g.commits(t, branch) == before+1 })
-	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
-		t.Fatalf("stop: exit %d\n%s", code, e)
-	}
-	if code := watch.wait(t, 60*time.Second); code != 0 {
-		t.Fatalf("watch: exit %d", code)
-	}
+	stopWatching(t, g, watch)
 }
 
 // postBody sends a delivery of kind with body as GitHub does, signed.
@@ -254,12 +244,7 @@ func TestWatchListenActsOnThePayload(t *testing.T) {
 	if !logRead {
 		t.Error("the failed job's log was not read")
 	}
-	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
-		t.Fatalf("stop: exit %d\n%s", code, e)
-	}
-	if code := watch.wait(t, 60*time.Second); code != 0 {
-		t.Fatalf("watch: exit %d", code)
-	}
+	stopWatching(t, g, watch)
 }
 
 // An issue labelled for the watch is taken up at the delivery that says
@@ -280,12 +265,7 @@ func TestWatchListenIssueLabelled(t *testing.T) {
 		return strings.Contains(string(out), want)
 	})
 	waitFor(t, 60*time.Second, "its pull request opened", func() bool { return len(g.fake.PRs("acme", "widgets")) == 2 })
-	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
-		t.Fatalf("stop: exit %d\n%s", code, e)
-	}
-	if code := watch.wait(t, 60*time.Second); code != 0 {
-		t.Fatalf("watch: exit %d", code)
-	}
+	stopWatching(t, g, watch)
 }
 
 // A review asking for changes is answered at its delivery (the reviews
@@ -312,12 +292,7 @@ func TestWatchListenReviewThenClosed(t *testing.T) {
 		out, _ := os.ReadFile(watch.log)
 		return strings.Contains(string(out), "0 merged, 1 closed")
 	})
-	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
-		t.Fatalf("stop: exit %d\n%s", code, e)
-	}
-	if code := watch.wait(t, 60*time.Second); code != 0 {
-		t.Fatalf("watch: exit %d", code)
-	}
+	stopWatching(t, g, watch)
 }
 
 // A person's answer to what the watch waits on is a pass's work at once,
@@ -353,6 +328,18 @@ func TestWatchListenApproveWakes(t *testing.T) {
 		t.Fatalf("approve: exit %d\n%s", code, e)
 	}
 	waitFor(t, 30*time.Second, "the granted round pushed", func() bool { return g.commits(t, branch) == before+2 })
+	stopWatching(t, g, watch)
+}
+
+// cadreIn is a repository cadre's commands run in, on either forge.
+type cadreIn interface {
+	cadre(t testing.TB, crashAt string, args ...string) (int, string, string)
+}
+
+// stopWatching stops the watch of g's repository with cadre stop and
+// waits for it to end well.
+func stopWatching(t *testing.T, g cadreIn, watch *cadreProc) {
+	t.Helper()
 	if code, _, e := g.cadre(t, "", "stop"); code != 0 {
 		t.Fatalf("stop: exit %d\n%s", code, e)
 	}
