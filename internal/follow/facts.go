@@ -91,6 +91,9 @@ func (f *Follower) applyPull(st *pollState, pr int, h Head, now time.Time) {
 		s = &seen{Ask: true}
 		st.PRs[pr] = s
 	}
+	if h.Updated.Before(s.Updated) {
+		return // an older delivery come late: what it says has changed since
+	}
 	v := &s.View
 	if v.Head != h.Head {
 		*v = View{Approved: v.Approved, Changes: v.Changes, Comments: v.Comments, Required: v.Required, Head: h.Head}

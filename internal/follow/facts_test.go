@@ -225,3 +225,17 @@ func TestToldBeforeARestartIsAsked(t *testing.T) {
 		t.Errorf("after a restart #1 was asked %d times (%d without its checks), want once with them", host.views[1], host.fed[1])
 	}
 }
+
+// A pull_request delivery older than what is known (deliveries may come
+// out of order) does not take the pull request back to its earlier head.
+func TestLateDeliveryOfAnOlderHead(t *testing.T) {
+	f, _, now := fedFollower(t)
+	f.Apply([]Fact{{Commit: "x", Run: &Run{Name: "test", Order: 1, Done: true, Passed: true}}}) // checks are delivered
+	f.Apply([]Fact{
+		{PR: 1, Pull: &Head{Number: 1, State: "open", Head: "a3", Base: "main", Updated: now.Add(2 * time.Second)}},
+		{PR: 1, Pull: &Head{Number: 1, State: "open", Head: "a2", Base: "main", Updated: now.Add(time.Second)}},
+	})
+	if v, _ := viewOf(t, f, 1); v.Head != "a3" {
+		t.Errorf("head %q after a late delivery of a2, want a3", v.Head)
+	}
+}
