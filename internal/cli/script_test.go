@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,6 +171,15 @@ func cmdCollect(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	files, err := filepath.Glob(ts.MkAbs(filepath.Join(".cadre", "runs", "*", "items", "*", "outputs", args[0])))
 	ts.Check(err)
+	// In the order they were last written: runs started in one second
+	// have ids in no order of time.
+	written := map[string]time.Time{}
+	for _, f := range files {
+		info, err := os.Stat(f)
+		ts.Check(err)
+		written[f] = info.ModTime()
+	}
+	slices.SortStableFunc(files, func(a, b string) int { return written[a].Compare(written[b]) })
 	dest := ts.MkAbs(args[1])
 	if len(files) == 0 {
 		ts.Check(os.RemoveAll(dest))
