@@ -57,12 +57,7 @@ func (g *GitHub) View(ctx context.Context, pr int, reviewers []string, known *fo
 			v.Failed = append(v.Failed, follow.Check{Name: c.Name, Conclusion: c.Conclusion, Summary: c.Summary, Text: c.Text, JobID: c.JobID})
 		}
 	}
-	counts := func(login, assoc string) bool {
-		if len(reviewers) > 0 {
-			return slices.Contains(reviewers, login)
-		}
-		return slices.Contains(permitted, assoc)
-	}
+	counts := counted(reviewers)
 	reviews, err := g.client.Reviews(ctx, owner, name, pr)
 	if err != nil {
 		return follow.View{}, err
@@ -102,6 +97,17 @@ func (g *GitHub) View(ctx context.Context, pr int, reviewers []string, known *fo
 		v.Comments = append(v.Comments, follow.Comment{ID: c.ID, Path: c.Path, Line: c.Line, Author: c.Author, Body: c.Body})
 	}
 	return v, nil
+}
+
+// counted says whose reviews and comments count: those follow.reviewers
+// names, else the repository's owners, members and collaborators'.
+func counted(reviewers []string) func(login, assoc string) bool {
+	return func(login, assoc string) bool {
+		if len(reviewers) > 0 {
+			return slices.Contains(reviewers, login)
+		}
+		return slices.Contains(permitted, assoc)
+	}
 }
 
 // Logs fills in the log tail of each failed GitHub Actions job; a log

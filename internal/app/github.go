@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -377,8 +378,11 @@ func (g *GitHub) PRStatus(ctx context.Context, number int) (codehost.PRStatus, e
 	if err != nil {
 		return codehost.PRStatus{}, err
 	}
+	// Only the reviews cadre watch would count: a stranger's approval
+	// does not make it approved.
+	counts := counted(g.cfg.Follow.Reviewers)
 	latest := map[string]string{}
-	for author, r := range latestVerdicts(reviews) {
+	for author, r := range latestVerdicts(slices.DeleteFunc(reviews, func(r forge.Review) bool { return !counts(r.Author, r.Association) })) {
 		latest[author] = r.State
 	}
 	out.Review = codehost.ReviewDecision(latest)
