@@ -97,6 +97,22 @@ func (p *project) mergeBase(a, b string) string {
 	return out
 }
 
+// isAncestor reports whether commit a is an ancestor of commit b (or b
+// itself). Commits never change, so the answer is kept.
+func (p *project) isAncestor(a, b string) bool {
+	key := [2]string{a, b}
+	if yes, ok := p.ancestors[key]; ok {
+		return yes
+	}
+	_, err := runGit(p.gitDir, nil, "", "merge-base", "--is-ancestor", a, b)
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+		return false // not kept: git failed, it did not answer
+	}
+	p.ancestors[key] = err == nil
+	return err == nil
+}
+
 // commitTree makes a commit of tree with parents, authored by the token's
 // user as GitLab authors its merge commits.
 func (p *project) commitTree(tree string, parents []string, msg, author string) (string, error) {
@@ -109,6 +125,69 @@ func (p *project) commitTree(tree string, parents []string, msg, author string) 
 		"GIT_COMMITTER_NAME=" + author, "GIT_COMMITTER_EMAIL=" + author + "@example.com",
 	}
 	return runGit(p.gitDir, env, msg, args...)
+}
+
+// rebase replays the commits of head that onto lacks on top of onto, one
+// by one and merges left out, as GitLab's rebase does, committed by
+// committer with each commit's author and message kept; a commit that
+// changes nothing any more is dropped. It returns the new head, or
+// errConflict when a commit does not apply.
+func (p *project) rebase(onto, head, committer string) (string, error) {
+	list, err := runGit(p.gitDir, nil, "", "rev-list", "--reverse", "--topo-order", "--no-merges", onto+".."+head)
+	if err != nil {
+		return "", err
+	}
+	at := onto
+	for _, commit := range strings.Fields(list) {
+		if at, err = p.pick(commit, at, committer); err != nil {
+			return "", err
+		}
+	}
+	return at, nil
+}
+
+// pick applies commit's change on top of onto, as a cherry-pick does, and
+// returns the commit made (onto itself when the change is there already).
+// A bare repository has no index to cherry-pick in: a stand-in commit of
+// onto's tree whose parent is commit's makes commit's parent the merge
+// base that git merge-tree merges from.
+func (p *project) pick(commit, onto, committer string) (string, error) {
+	parent, err := runGit(p.gitDir, nil, "", "rev-parse", "--verify", "--quiet", commit+"^")
+	if err != nil {
+		return "", fmt.Errorf("rebase %s: a root commit: %w", commit, errConflict)
+	}
+	ontoTree, err := runGit(p.gitDir, nil, "", "rev-parse", onto+"^{tree}")
+	if err != nil {
+		return "", err
+	}
+	standIn, err := p.commitTree(ontoTree, []string{parent}, "stand-in for "+onto, committer)
+	if err != nil {
+		return "", err
+	}
+	tree, err := p.mergeTree(standIn, commit)
+	if err != nil {
+		return "", err
+	}
+	if tree == ontoTree {
+		return onto, nil
+	}
+	info, err := runGit(p.gitDir, nil, "", "log", "-1", "--format=%an%n%ae%n%ad", "--date=raw", commit)
+	if err != nil {
+		return "", err
+	}
+	who := strings.SplitN(info, "\n", 3)
+	if len(who) != 3 {
+		return "", fmt.Errorf("rebase %s: cannot read its author from %q", commit, info)
+	}
+	msg, err := runGit(p.gitDir, nil, "", "log", "-1", "--format=%B", commit)
+	if err != nil {
+		return "", err
+	}
+	env := []string{
+		"GIT_AUTHOR_NAME=" + who[0], "GIT_AUTHOR_EMAIL=" + who[1], "GIT_AUTHOR_DATE=" + who[2],
+		"GIT_COMMITTER_NAME=" + committer, "GIT_COMMITTER_EMAIL=" + committer + "@example.com",
+	}
+	return runGit(p.gitDir, env, msg, "commit-tree", tree, "-p", onto, "-F", "-")
 }
 
 // fakeSHA makes a stable commit-like id from parts, for projects without a

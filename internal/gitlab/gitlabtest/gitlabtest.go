@@ -2,16 +2,21 @@
 // uses, served by httptest in GitLab's documented wire format: projects
 // (named by numeric id or by URL-encoded path, nested groups included),
 // issues and their notes, merge requests (listed, created, updated,
-// fetched, merged), their approvals, diff versions, notes and discussions
-// with diff positions, pipelines and jobs with their traces, project
-// members and users. Lists are paginated with X-Page, X-Next-Page, X-Total
+// fetched, merged, rebased), their approvals, diff versions, notes and
+// discussions with diff positions, pipelines and jobs with their traces,
+// project members and users. Lists are paginated with X-Page, X-Next-Page, X-Total
 // and Link; every answer carries the RateLimit-* headers.
 //
 // Given a real bare git repository (SetGitDir, GitRepo), merge requests
 // follow its branches: a push to a source branch moves the merge request's
-// sha and updated_at, adds a diff version and, when the project resets
-// approvals on push, drops them; conflicts are computed by git merge-tree;
-// and a merge makes a real merge (or squash) commit on the target branch.
+// sha and updated_at, adds a diff version, clears its merge_error and,
+// when the project resets approvals on push, drops them; conflicts are
+// computed by git merge-tree; and a merge makes a real merge (or squash)
+// commit on the target branch, or fast-forwards it. The project's merge
+// method (SetMergeMethod) is GitLab's: with "ff" or "rebase_merge" a
+// merge request whose source lacks the target's head needs a rebase
+// (need_rebase, its merge refused), which the rebase endpoint does in the
+// repository, commit by commit, failing on a conflict as GitLab does.
 //
 // Every GET answered 200 carries a weak ETag; one whose If-None-Match
 // names it is answered 304 without a body and counted apart (Counts), so a
@@ -165,6 +170,8 @@ type project struct {
 	gitDir            string
 	pipelineMustPass  bool
 	resetOnPush       bool
+	mergeMethod       string // merge, rebase_merge or ff
+	rebaseDelay       int    // requests a rebase stays in progress for
 	approvalsRequired int
 	issueIID, mrIID   int
 	issues            map[int]*issue
@@ -173,7 +180,8 @@ type project struct {
 	pipelines         []*pipeline      // oldest first
 	members           map[string]int   // access level by username
 	merges            map[[2]string]string
-	refs              map[string]string // branches, read once per request
+	ancestors         map[[2]string]bool // whether [0] is an ancestor of [1]
+	refs              map[string]string  // branches, read once per request
 }
 
 type issue struct {
@@ -197,6 +205,8 @@ type mr struct {
 	approvals   []approval
 	discussions []*discussion
 	checking    int // fetches left that answer "checking"
+	mergeError  string
+	rebasing    int // requests about it left before the rebase asked is done
 }
 
 type version struct {
@@ -281,7 +291,8 @@ func (s *Server) AddProject(path string) {
 	s.projects[path] = &project{
 		id: s.next("project"), path: path, defaultBranch: "main", created: time.Now(),
 		issues: map[int]*issue{}, mrs: map[int]*mr{}, milestones: map[string]int64{},
-		members: map[string]int{}, merges: map[[2]string]string{},
+		members: map[string]int{}, merges: map[[2]string]string{}, ancestors: map[[2]string]bool{},
+		mergeMethod: "merge",
 	}
 }
 
@@ -322,6 +333,29 @@ func (s *Server) SetPipelineMustSucceed(path string, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.project(path).pipelineMustPass = on
+}
+
+// SetMergeMethod sets the project's merge method as GitLab names it:
+// "merge" (a merge commit, the default), "rebase_merge" (a merge commit,
+// the source rebased first) or "ff" (fast-forward only).
+func (s *Server) SetMergeMethod(path, method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch method {
+	case "merge", "rebase_merge", "ff":
+	default:
+		s.t.Fatalf("gitlabtest: SetMergeMethod: %q is not a merge method of GitLab's", method)
+	}
+	s.project(path).mergeMethod = method
+}
+
+// SetRebaseDelay makes each rebase asked of project stay in progress for
+// the next n requests about its merge request, as GitLab's rebase runs
+// in the background; 0 (the default) rebases before the answer.
+func (s *Server) SetRebaseDelay(path string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.project(path).rebaseDelay = n
 }
 
 // AddMember makes username a member of project with access level access

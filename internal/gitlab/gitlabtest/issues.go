@@ -56,7 +56,7 @@ func (c *ctx) projectJSON() map[string]any {
 			"kind": "group", "full_path": ns, "web_url": c.s.URL + "/groups/" + ns,
 		},
 		"archived": false, "merge_requests_enabled": true, "issues_enabled": true, "jobs_enabled": true,
-		"merge_method": "merge", "squash_option": "default_off",
+		"merge_method": p.mergeMethod, "squash_option": "default_off",
 		"only_allow_merge_if_pipeline_succeeds":            p.pipelineMustPass,
 		"only_allow_merge_if_all_discussions_are_resolved": false,
 		"remove_source_branch_after_merge":                 true,

@@ -8,7 +8,8 @@ import (
 
 // merge serves PUT /projects/:id/merge_requests/:iid/merge, checking in
 // GitLab's order: the right to merge (401), a merge request that cannot be
-// merged now (405), conflicts (422), then a stale sha (409).
+// merged now (405), conflicts or a source to rebase first (422), then a
+// stale sha (409).
 func (c *ctx) merge(m *mr) answer {
 	if !c.canMerge() {
 		return message(http.StatusUnauthorized, "401 Unauthorized")
@@ -16,7 +17,7 @@ func (c *ctx) merge(m *mr) answer {
 	detailed, _, _ := c.mergeability(m, true)
 	switch detailed {
 	case "mergeable":
-	case "conflict":
+	case "conflict", "need_rebase":
 		return message(http.StatusUnprocessableEntity, "Branch cannot be merged")
 	default:
 		return message(http.StatusMethodNotAllowed, "405 Method Not Allowed")
@@ -47,7 +48,8 @@ func (c *ctx) merge(m *mr) answer {
 
 // mergeCommits makes the merge in the git directory: with squash, first a
 // commit of the source's tree on the merge base, then a merge commit of
-// that into the target, moved only if the target has not moved meanwhile.
+// that into the target, or, on a fast-forward-only project, the target
+// moved up to it; the target is moved only if it has not moved meanwhile.
 // Without a git directory the commits are made up.
 func (c *ctx) mergeCommits(m *mr, squash bool, mergeMsg, squashMsg string) error {
 	p := c.p
@@ -56,7 +58,9 @@ func (c *ctx) mergeCommits(m *mr, squash bool, mergeMsg, squashMsg string) error
 		if squash {
 			m.squashSHA = fakeSHA("squash", m.SHA)
 		}
-		m.MergeCommitSHA = fakeSHA("merge", m.SHA)
+		if p.mergeMethod != "ff" {
+			m.MergeCommitSHA = fakeSHA("merge", m.SHA)
+		}
 		return nil
 	}
 	head := m.SHA
@@ -68,6 +72,16 @@ func (c *ctx) mergeCommits(m *mr, squash bool, mergeMsg, squashMsg string) error
 		if head, err = p.commitTree(tree, []string{cmpOr(p.mergeBase(target, head), target)}, squashMsg, c.s.Username); err != nil {
 			return err
 		}
+	}
+	if p.mergeMethod == "ff" {
+		// No merge commit: GitLab leaves merge_commit_sha empty.
+		if _, err := runGit(p.gitDir, nil, "", "update-ref", "refs/heads/"+m.Target, head, target); err != nil {
+			return err
+		}
+		if squash {
+			m.squashSHA = head
+		}
+		return nil
 	}
 	tree, err := p.mergeTree(target, head)
 	if err != nil {
@@ -85,6 +99,66 @@ func (c *ctx) mergeCommits(m *mr, squash bool, mergeMsg, squashMsg string) error
 	}
 	m.MergeCommitSHA = commit
 	return nil
+}
+
+// rebaseError is what GitLab puts in merge_error when a rebase fails.
+const rebaseError = "Rebase failed: Rebase locally, resolve all conflicts, then push the branch."
+
+// rebaseMR serves PUT /projects/:id/merge_requests/:iid/rebase as GitLab
+// does: 403 without the right to push to the source, 409 when the merge
+// request is not open or a rebase of it is under way, else 202 with
+// {"rebase_in_progress": true}, the rebase done in the background (at
+// once, or after the project's rebase delay).
+func (c *ctx) rebaseMR(m *mr) answer {
+	if !c.canMerge() {
+		return message(http.StatusForbidden, "403 Forbidden - Cannot push to source branch")
+	}
+	if m.State != "opened" || m.rebasing > 0 {
+		return message(http.StatusConflict, "Failed to enqueue the rebase operation, possibly due to a long-lived transaction. Try again later.")
+	}
+	if c.p.rebaseDelay == 0 {
+		c.rebaseNow(m)
+	} else {
+		// Each request about m counts down before it is served: the
+		// rebase is done at the one after the delay's last.
+		m.rebasing = c.p.rebaseDelay + 1
+	}
+	return answer{status: http.StatusAccepted, body: map[string]any{"rebase_in_progress": true}}
+}
+
+// rebasingOn counts a request about m against a rebase under way, doing
+// the rebase when it was the last one it waited for.
+func (c *ctx) rebasingOn(m *mr) {
+	if m.rebasing == 0 {
+		return
+	}
+	if m.rebasing--; m.rebasing == 0 {
+		c.rebaseNow(m)
+	}
+}
+
+// rebaseNow rebases m's source onto its target in the git directory and
+// takes the new head in as a push; a rebase that does not apply leaves
+// the branch and says why in merge_error. A source holding the target
+// already, or without a git directory, nothing changes.
+func (c *ctx) rebaseNow(m *mr) {
+	p := c.p
+	target, found := p.rev(m.Target)
+	if !found || m.State != "opened" || p.isAncestor(target, m.SHA) {
+		return
+	}
+	head, err := p.rebase(target, m.SHA, c.s.Username)
+	if err == nil && head != m.SHA {
+		_, err = runGit(p.gitDir, nil, "", "update-ref", "refs/heads/"+m.Source, head, m.SHA)
+	}
+	p.refs = nil
+	if err != nil {
+		m.mergeError, m.updated = rebaseError, time.Now()
+		return
+	}
+	if head != m.SHA {
+		c.s.pushed(p, m, head)
+	}
 }
 
 // approvalsJSON is GET …/merge_requests/:iid/approvals.

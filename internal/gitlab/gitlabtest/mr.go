@@ -27,10 +27,11 @@ func (s *Server) sync(p *project) {
 }
 
 // pushed moves m's head to sha as a push does: a new diff version, a new
-// updated_at, and its approvals dropped when the project says so.
+// updated_at, its merge_error cleared (GitLab clears it on a push to the
+// source branch), and its approvals dropped when the project says so.
 func (s *Server) pushed(p *project, m *mr, sha string) {
 	now := time.Now()
-	m.SHA, m.updated = sha, now
+	m.SHA, m.updated, m.mergeError = sha, now, ""
 	s.addVersion(p, m, now)
 	if p.resetOnPush {
 		m.approvals = nil
@@ -70,6 +71,17 @@ func (c *ctx) conflicts(m *mr) bool {
 	return errors.Is(err, errConflict)
 }
 
+// needsRebase reports whether the project's merge method merges only a
+// source that holds the target's head (fast-forward, semi-linear) and m's
+// does not.
+func (c *ctx) needsRebase(m *mr) bool {
+	if c.p.mergeMethod != "ff" && c.p.mergeMethod != "rebase_merge" || m.State != "opened" {
+		return false
+	}
+	target, found := c.p.rev(m.Target)
+	return found && !c.p.isAncestor(target, m.SHA)
+}
+
 // headPipeline is the newest pipeline run on m's head.
 func (c *ctx) headPipeline(m *mr) *pipeline {
 	for i := len(c.p.pipelines) - 1; i >= 0; i-- {
@@ -83,6 +95,9 @@ func (c *ctx) headPipeline(m *mr) *pipeline {
 // mergeability is what GitLab says of merging m now: its
 // detailed_merge_status, its older merge_status, and has_conflicts. A
 // fetch (rather than a list) spends one of the "checking" answers set.
+// A source that needs a rebase is need_rebase after the checks of its
+// state and before its pipeline's, as GitLab orders them; merge_status,
+// which speaks only of conflicts, stays can_be_merged.
 func (c *ctx) mergeability(m *mr, fetch bool) (detailed, status string, conflicts bool) {
 	conflicts = c.conflicts(m)
 	status = "can_be_merged"
@@ -105,6 +120,8 @@ func (c *ctx) mergeability(m *mr, fetch bool) (detailed, status string, conflict
 		return "conflict", status, conflicts
 	case len(m.approvals) < c.p.approvalsRequired:
 		return "not_approved", status, conflicts
+	case c.needsRebase(m):
+		return "need_rebase", status, conflicts
 	}
 	if c.p.pipelineMustPass {
 		pl := c.headPipeline(m)
@@ -160,8 +177,12 @@ func (c *ctx) mrJSON(m *mr, full bool) map[string]any {
 	out["subscribed"] = false
 	out["changes_count"] = "1"
 	out["user"] = map[string]any{"can_merge": c.canMerge()}
-	out["merge_error"] = nil
-	out["rebase_in_progress"] = false
+	out["merge_error"] = nilIfEmpty(m.mergeError)
+	if c.q.boolean("include_rebase_in_progress") {
+		// GitLab says it only when asked: finding out costs it a look
+		// at its background jobs.
+		out["rebase_in_progress"] = m.rebasing > 0
+	}
 	out["diverged_commits_count"] = 0
 	out["first_contribution"] = false
 	out["latest_build_started_at"], out["latest_build_finished_at"] = nil, nil

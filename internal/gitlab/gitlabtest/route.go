@@ -101,6 +101,7 @@ func (c *ctx) routeMR(segs []string) answer {
 	}
 	get, post, put := c.req.Method == http.MethodGet, c.req.Method == http.MethodPost, c.req.Method == http.MethodPut
 	rest := segs[1:]
+	c.rebasingOn(m)
 	switch {
 	case len(rest) == 0 && get:
 		return ok(c.mrJSON(m, true))
@@ -108,6 +109,8 @@ func (c *ctx) routeMR(segs []string) answer {
 		return c.updateMR(m)
 	case is(rest, "merge") && put:
 		return c.merge(m)
+	case is(rest, "rebase") && put:
+		return c.rebaseMR(m)
 	case is(rest, "approvals") && get:
 		return ok(c.approvalsJSON(m))
 	case is(rest, "approval_state") && get:

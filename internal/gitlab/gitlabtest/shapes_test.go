@@ -103,7 +103,7 @@ func shapes(t *testing.T) (*gitlabtest.Server, map[string]reflect.Type) {
 	s.AddDiscussion(proj, iid, "alice", "diff", &gitlabtest.Position{Path: "a.txt", Line: 1})
 	s.AddDiscussion(proj, iid, "alice", "general", nil)
 	pid := s.SetPipeline(proj, g.Rev("feature"), "failed", gitlabtest.Job{Name: "test", Status: "failed", Trace: "boom"})
-	return s, map[string]reflect.Type{
+	paths := map[string]reflect.Type{
 		"":                                  reflect.TypeFor[gitlab.Project](),
 		"/approvals":                        reflect.TypeFor[gitlab.ProjectApprovals](),
 		"/issues":                           reflect.TypeFor[[]gitlab.Issue](),
@@ -123,6 +123,9 @@ func shapes(t *testing.T) (*gitlabtest.Server, map[string]reflect.Type) {
 		"/members/all":                      reflect.TypeFor[[]gitlab.ProjectMember](),
 		"/repository/branches/feature":      reflect.TypeFor[gitlab.Branch](),
 	}
+	// rebase_in_progress is sent only when asked for.
+	paths["/merge_requests/1?include_rebase_in_progress=true"] = reflect.TypeFor[gitlab.MergeRequest]()
+	return s, paths
 }
 
 func TestEveryShapeIsKnownToClientGo(t *testing.T) {
