@@ -147,6 +147,7 @@ func TestDevServer(t *testing.T) {
 	t.Run("CancelDuringBeginStopsTheItem", func(t *testing.T) { testCancelDuringBegin(t, c) })
 	t.Run("ContinueAsNew", func(t *testing.T) { testContinueAsNew(t, c) })
 	t.Run("LostStepLandsNothing", func(t *testing.T) { testLostStepLandsNothing(t, c) })
+	t.Run("NextRoutesTheLoop", func(t *testing.T) { testNextRoutesTheLoop(t, c) })
 }
 
 // recordedLimits are the history limits history-continued.json was

@@ -19,10 +19,11 @@ import (
 // fakeSteps records the activities the workflow calls and answers them as
 // the test says; it stands for the engine in a worker.
 type fakeSteps struct {
-	mu      sync.Mutex
-	calls   []string // "agent <id> visit <n>", "action <id>", ...
-	ends    []executor.Ending
-	answers []flow.Answer
+	mu       sync.Mutex
+	calls    []string // "agent <id> visit <n>", "action <id>", ...
+	ends     []executor.Ending
+	warnings []string // what the item's end was told to warn of
+	answers  []flow.Answer
 
 	workflow string
 	agent    func(ctx context.Context, in AgentInput) (flow.Outcome, error)
@@ -42,6 +43,9 @@ type fakeSteps struct {
 	states   []flow.State // the state each stage was asked in
 }
 
+// fakeLimits are the limits fakeSteps' Begin gives an item.
+var fakeLimits = flow.FlowLimits{EscalateBelowConfidence: 5, MaxReviewRounds: 2, AuditPassRating: 8, MaxAttempts: 2}
+
 func (f *fakeSteps) log(format string, args ...any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -58,7 +62,7 @@ func (f *fakeSteps) Begin(ctx context.Context, in ItemRef) (BeginResult, error) 
 	if f.begin != nil {
 		return BeginResult{}, f.begin
 	}
-	return BeginResult{Begun: executor.Begun{Workflow: f.workflow, Limits: flow.FlowLimits{EscalateBelowConfidence: 5, MaxReviewRounds: 2, AuditPassRating: 8, MaxAttempts: 2},
+	return BeginResult{Begun: executor.Begun{Workflow: f.workflow, Limits: fakeLimits,
 		Stage: f.stage, Attempts: f.attempts, Halted: f.halted, Items: f.items}}, nil
 }
 
@@ -136,6 +140,7 @@ func (f *fakeSteps) end1(in EndInput) (executor.Ended, error) {
 	f.log("end")
 	f.mu.Lock()
 	f.ends = append(f.ends, in.Ending)
+	f.warnings = append(f.warnings, in.Warnings...)
 	f.mu.Unlock()
 	end := in.Ending
 	ended := executor.Ended{Status: end.Result.Status, Reason: end.Result.Reason}
@@ -167,12 +172,14 @@ func (f *fakeSteps) end1(in EndInput) (executor.Ended, error) {
 func testWorkflows(t *testing.T) *Workflows {
 	t.Helper()
 	dir := t.TempDir()
-	data, err := os.ReadFile("testdata/fanout.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "fanout.yaml"), data, 0o644); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"fanout.yaml", "route.yaml"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	defs, err := flow.LoadDefs(dir, func(string) bool { return true })
 	if err != nil {

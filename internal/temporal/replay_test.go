@@ -65,6 +65,13 @@ import (
 //     of a stage-pipeline item whose history reached recordedLimits: the
 //     continue-as-new marker, then the workflow continued as new. It
 //     replays with those limits (every worker of a queue has the same).
+//   - history-route-next.json: written by TestDevServer too, the route
+//     workflow (testdata/route.yaml) with the route-next marker: its loop
+//     follows its steps' Next, the planner's Next: judge skipping the
+//     actor, the judge's failed round taken up again at the actor (Next:
+//     actor; the actor's Next: Done refused with a warning), then passed.
+//     Replayed as if recorded before that marker (every step of each
+//     round), it would not match.
 //
 // The histories recorded before the continue-as-new version replay even
 // with limits they went far past: the workflows that made them did not
@@ -74,7 +81,8 @@ func TestReplayRecordedHistory(t *testing.T) {
 		"testdata/history-halt.json", "testdata/history-halted.json", "testdata/history-halt-unversioned.json", "testdata/history-remote.json",
 		"testdata/history-journal-waits.json", "testdata/history-journal-unversioned.json",
 		"testdata/history-begin-failed.json", "testdata/history-begin-failed-unversioned.json",
-		"testdata/history-begin-stopped.json", "testdata/history-begin-stopped-unversioned.json"} {
+		"testdata/history-begin-stopped.json", "testdata/history-begin-stopped-unversioned.json",
+		"testdata/history-route-next.json"} {
 		t.Run(file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			RegisterWorkflow(r, testWorkflows(t))
