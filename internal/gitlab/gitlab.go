@@ -69,9 +69,20 @@ type MR struct {
 	// checking, unchecked, conflict, ci_must_pass, not_approved,
 	// discussions_not_resolved, draft_status, need_rebase…
 	MergeStatus string
-	Updated     time.Time
-	Author      string // username
+	// MergeError is why GitLab's last merge or rebase of it failed, ""
+	// when none did since the source was last pushed to. Set by MR only.
+	MergeError string
+	// RebaseInProgress says a rebase GitLab was asked for still runs.
+	// Set by MR only.
+	RebaseInProgress bool
+	Updated          time.Time
+	Author           string // username
 }
+
+// NeedRebase is the detailed_merge_status of a merge request the
+// project's merge method (fast-forward, semi-linear) merges only once its
+// source holds the target's head.
+const NeedRebase = "need_rebase"
 
 // NewMR is the merge request EnsureMR opens, or brings an existing one
 // for the same source branch up to.

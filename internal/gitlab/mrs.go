@@ -31,17 +31,45 @@ func mrOf(m *gl.BasicMergeRequest) MR {
 	return out
 }
 
-// MR fetches merge request iid as it stands.
+// MR fetches merge request iid as it stands, whether a rebase of it runs
+// included.
 func (c *Client) MR(ctx context.Context, project string, iid int) (MR, error) {
 	op := fmt.Sprintf("get merge request !%d of %s", iid, project)
 	if err := checkItem(project, iid); err != nil {
 		return MR{}, fmt.Errorf("gitlab: %s: %w", op, err)
 	}
-	m, _, err := c.api.MergeRequests.GetMergeRequest(project, int64(iid), nil, gl.WithContext(ctx))
+	opt := &gl.GetMergeRequestsOptions{IncludeRebaseInProgress: gl.Ptr(true)}
+	m, _, err := c.api.MergeRequests.GetMergeRequest(project, int64(iid), opt, gl.WithContext(ctx))
 	if err != nil {
 		return MR{}, c.fail(op, err)
 	}
-	return mrOf(&m.BasicMergeRequest), nil
+	out := mrOf(&m.BasicMergeRequest)
+	out.MergeError, out.RebaseInProgress = oneLine(c.scrub(m.MergeError)), m.RebaseInProgress
+	return out, nil
+}
+
+// Rebase asks GitLab to rebase merge request iid's source branch onto its
+// target. GitLab does it in the background (202): the merge request's
+// head moves when it is done, or its merge_error says why it could not
+// be. GitLab refuses with 409 while a rebase is under way (or the merge
+// request is no longer open): there is nothing to ask then, and what
+// GitLab says of the merge request next tells how it went.
+func (c *Client) Rebase(ctx context.Context, project string, iid int) error {
+	op := fmt.Sprintf("rebase merge request !%d of %s", iid, project)
+	if err := checkItem(project, iid); err != nil {
+		return fmt.Errorf("gitlab: %s: %w", op, err)
+	}
+	unlock, err := c.lockItem(ctx, op, fmt.Sprintf("%s!%d", project, iid))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	_, err = c.api.MergeRequests.RebaseMergeRequest(project, int64(iid), nil, gl.WithContext(ctx))
+	var e *Error
+	if err = c.fail(op, err); errors.As(err, &e) && e.Status == http.StatusConflict {
+		return nil
+	}
+	return err
 }
 
 // FindMR returns the newest merge request from source branch in any
