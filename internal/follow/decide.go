@@ -68,6 +68,11 @@ type View struct {
 	Running   []string // the names of those, where known
 	Checked   bool     // the head has a check or status at all
 	Passed    []string // the checks of the head that succeeded
+	// BaseNeeded says the code host merges the head only once the base is
+	// in it and could not bring it in itself (a GitLab project that merges
+	// fast-forward only, whose rebase failed): the conflict reaction
+	// merges the base in, however cleanly it merges.
+	BaseNeeded bool
 	// Required are the checks the base's protection requires, as far as
 	// they can be read.
 	Required []string
@@ -266,7 +271,7 @@ func need(v View, p Past, k Kind) (Feedback, bool) {
 	fb := Feedback{Kind: k, Head: v.Head}
 	switch k {
 	case Conflict:
-		if v.Mergeable == nil || *v.Mergeable {
+		if !v.BaseNeeded && (v.Mergeable == nil || *v.Mergeable) {
 			return fb, false
 		}
 		fb.Base = &BaseRef{Branch: v.Base}

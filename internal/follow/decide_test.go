@@ -53,6 +53,8 @@ func TestDecide(t *testing.T) {
 		{"red head out of rounds", View{State: "open", Head: "h2", Failed: red}, past(func(p *Past) { p.Rounds[CIFailed] = 2 }), cfg, Pause, CIFailed, 0},
 		{"conflict first", View{State: "open", Head: "h1", Failed: red, Mergeable: &no}, past(nil), cfg, React, Conflict, 0},
 		{"conflict out of rounds", View{State: "open", Mergeable: &no}, past(func(p *Past) { p.Rounds[Conflict] = 1 }), cfg, Pause, Conflict, 0},
+		{"base needed though it merges cleanly", green(func(v *View) { v.BaseNeeded = true }), past(nil), cfg, React, Conflict, 0},
+		{"base needed out of rounds", green(func(v *View) { v.BaseNeeded = true }), past(func(p *Past) { p.Rounds[Conflict] = 1 }), cfg, Pause, Conflict, 0},
 		{"change requested", View{State: "open", Changes: change}, past(nil), cfg, React, ChangesRequested, 0},
 		{"comments alone", View{State: "open", Comments: note}, past(nil), cfg, React, ChangesRequested, 0},
 		{"review answered", View{State: "open", Changes: change, Comments: note},

@@ -49,7 +49,8 @@ type Host interface {
 	Reply(ctx context.Context, pr int, comment int64, marker, body string) error
 	RequestReview(ctx context.Context, pr int, logins []string) error
 	// Merge merges pr by method provided its head is still head: one
-	// that moved is ErrHeadMoved.
+	// that moved, or that the code host is to move before it merges (a
+	// GitLab rebase), is ErrHeadMoved.
 	Merge(ctx context.Context, pr int, method, head, title string) error
 	Close(ctx context.Context, pr int) error
 	// Comment posts body on the pull request once per marker.
@@ -59,7 +60,8 @@ type Host interface {
 }
 
 // ErrHeadMoved is a merge refused because the head moved since it was
-// seen: it is looked at again at the next pass.
+// seen, or not made because the code host is moving it: it is looked at
+// again at the next pass, no failure.
 var ErrHeadMoved = errors.New("the head moved since it was seen")
 
 // Verifier checks a reaction's tree before its push: follow.verify's
@@ -338,11 +340,14 @@ func (f *Follower) begin(ctx context.Context, it Item, fb Feedback, h history, t
 }
 
 // merge merges the pull request at the head v saw; a head that moved
-// since is looked at again at the next pass.
+// since, or that the code host is moving, is looked at again at the next
+// pass.
 func (f *Follower) merge(ctx context.Context, it Item, v View, t *Tally) error {
 	err := f.Host.Merge(ctx, it.PR, f.Config.Merge, v.Head, v.Title)
 	if errors.Is(err, ErrHeadMoved) {
-		f.say(it, fmt.Sprintf("pull request #%d: the head moved from %s before the merge; looking again at the next pass", it.PR, short(v.Head)))
+		// The error says how: another push, or the code host asked to
+		// bring the base in first (a GitLab rebase).
+		f.say(it, fmt.Sprintf("pull request #%d not merged at %s: %v; looking again at the next pass", it.PR, short(v.Head), err))
 		return nil
 	}
 	if err != nil {
