@@ -47,13 +47,18 @@ type GitLab struct {
 	// saw it, for Reply (follow.Host names a comment by its id).
 	mu      sync.Mutex
 	threads map[int64]string
+	// rebased is the head each merge request was last asked to be
+	// rebased at, and when, so Merge does not ask again for it while
+	// GitLab has not yet shown the rebase running.
+	rebased map[int]rebaseAsk
 }
 
 // NewGitLab returns ws's GitLab; getenv reads the token's variable. opts
 // apply after cadre's own client options.
 func NewGitLab(ws Workspace, getenv func(string) string, opts ...gitlab.Option) *GitLab {
 	mask := redact.New(strings.TrimSpace(getenv(gitlabTokenEnv(ws.Config))))
-	return &GitLab{cfg: ws.Config, root: ws.Root, getenv: getenv, opts: opts, mask: mask, threads: map[int64]string{}}
+	return &GitLab{cfg: ws.Config, root: ws.Root, getenv: getenv, opts: opts, mask: mask, threads: map[int64]string{},
+		rebased: map[int]rebaseAsk{}}
 }
 
 // gitlabTokenEnv is the variable the GitLab token is read from.

@@ -30,7 +30,8 @@ func (g *GitLab) View(ctx context.Context, iid int, reviewers []string, known *f
 	if err != nil {
 		return follow.View{}, err
 	}
-	v := follow.View{State: mrState(mr.State), Head: mr.SHA, Base: mr.Target, Title: mr.Title, Mergeable: mergeable(mr)}
+	v := follow.View{State: mrState(mr.State), Head: mr.SHA, Base: mr.Target, Title: mr.Title, Mergeable: mergeable(mr),
+		BaseNeeded: rebaseFailed(mr)}
 	if v.State != "open" {
 		return v, nil
 	}
@@ -71,6 +72,14 @@ func mergeable(mr gitlab.MR) *bool {
 	}
 	clean := !mr.HasConflicts && mr.MergeStatus != "conflict"
 	return &clean
+}
+
+// rebaseFailed says GitLab could not rebase mr, which its project's merge
+// method merges only once rebased onto its target: a rebase replays the
+// source's commits one by one, and one may conflict where the merge of
+// the whole does not. GitLab clears merge_error on a push to the source.
+func rebaseFailed(mr gitlab.MR) bool {
+	return mr.State == "opened" && mr.MergeStatus == gitlab.NeedRebase && mr.MergeError != "" && !mr.RebaseInProgress
 }
 
 // pipelineInto fills v's checks from the head's newest pipeline.
@@ -257,11 +266,26 @@ func (g *GitLab) RequestReview(ctx context.Context, iid int, usernames []string)
 // Merge merges merge request iid provided its head is still head (GitLab's
 // sha), squashed for follow.merge squash with title as the commit's. The
 // project's merge method (merge commit, semi-linear, fast-forward) is
-// GitLab's to apply; rebase is refused before a watch starts.
+// GitLab's to apply; rebase is refused before a watch starts. One the
+// method merges only once rebased onto its target is rebased by GitLab
+// instead (see rebase): its new head merges when it passes the gate.
 func (g *GitLab) Merge(ctx context.Context, iid int, method, head, title string) error {
 	project, err := g.projectOf(ctx)
 	if err != nil {
 		return err
+	}
+	// The merge API refuses a merge request that needs a rebase in the
+	// words it has for conflicts and unfinished pipelines: what GitLab
+	// says of it just before the merge is what tells.
+	mr, err := g.client.MR(ctx, project, iid)
+	if err != nil {
+		return err
+	}
+	if mr.State == "opened" && mr.SHA != head {
+		return fmt.Errorf("%w: merge request !%d is at %s now", follow.ErrHeadMoved, iid, shortSHA(mr.SHA))
+	}
+	if mr.State == "opened" && (mr.MergeStatus == gitlab.NeedRebase || mr.RebaseInProgress) {
+		return g.rebase(ctx, project, mr)
 	}
 	msg := ""
 	if title != "" {
@@ -273,6 +297,51 @@ func (g *GitLab) Merge(ctx context.Context, iid int, method, head, title string)
 	}
 	return err
 }
+
+// rebaseAsk is a rebase Merge asked GitLab for.
+type rebaseAsk struct {
+	head string
+	at   time.Time
+}
+
+// rebaseWait is how long a rebase asked for a head is not asked again in
+// this process while GitLab shows it neither running nor failed: GitLab
+// may not have taken it up yet. Across processes, GitLab's own word
+// (rebase_in_progress, merge_error, the head moved) is what keeps it from
+// being asked twice.
+const rebaseWait = 10 * time.Minute
+
+// rebase has GitLab rebase mr onto its target, once a head, and says the
+// head is to move (follow.ErrHeadMoved) so the follower looks again at
+// the next pass, counting no failure. A rebase under way is waited for.
+// One GitLab could not do (merge_error) is not asked again: View says
+// BaseNeeded, and the conflict reaction merges the target in.
+func (g *GitLab) rebase(ctx context.Context, project string, mr gitlab.MR) error {
+	g.mu.Lock()
+	asked, ok := g.rebased[mr.IID]
+	g.mu.Unlock()
+	switch {
+	case mr.RebaseInProgress:
+		return fmt.Errorf("%w: GitLab is rebasing merge request !%d onto %s", follow.ErrHeadMoved, mr.IID, mr.Target)
+	case mr.MergeError != "":
+		return fmt.Errorf("%w: GitLab could not rebase merge request !%d onto %s (%s): %s is to be merged into it",
+			follow.ErrHeadMoved, mr.IID, mr.Target, mr.MergeError, mr.Target)
+	case ok && asked.head == mr.SHA && time.Since(asked.at) < rebaseWait:
+		return fmt.Errorf("%w: GitLab was asked to rebase merge request !%d onto %s at %s and has not started yet",
+			follow.ErrHeadMoved, mr.IID, mr.Target, shortSHA(mr.SHA))
+	}
+	if err := g.client.Rebase(ctx, project, mr.IID); err != nil {
+		return fmt.Errorf("merge request !%d needs a rebase onto %s: %w", mr.IID, mr.Target, err)
+	}
+	g.mu.Lock()
+	g.rebased[mr.IID] = rebaseAsk{head: mr.SHA, at: time.Now()}
+	g.mu.Unlock()
+	return fmt.Errorf("%w: merge request !%d is behind %s, and the project's merge method merges it only rebased: GitLab was asked to rebase it",
+		follow.ErrHeadMoved, mr.IID, mr.Target)
+}
+
+// shortSHA is a commit's id as cadre's messages show it.
+func shortSHA(sha string) string { return sha[:min(len(sha), 7)] }
 
 // Close closes merge request iid unmerged.
 func (g *GitLab) Close(ctx context.Context, iid int) error {
