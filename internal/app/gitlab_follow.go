@@ -312,8 +312,8 @@ type rebaseAsk struct {
 const rebaseWait = 10 * time.Minute
 
 // rebase has GitLab rebase mr onto its target, once a head, and says the
-// head is to move (follow.ErrHeadMoved) so the follower looks again at
-// the next pass, counting no failure. A rebase under way is waited for.
+// head is to move (an error wrapping follow.ErrHeadMoved) so the follower
+// looks again at the next pass, counting no failure. A rebase under way is waited for.
 // One GitLab could not do (merge_error) is not asked again: View says
 // BaseNeeded, and the conflict reaction merges the target in.
 func (g *GitLab) rebase(ctx context.Context, project string, mr gitlab.MR) error {
@@ -322,13 +322,13 @@ func (g *GitLab) rebase(ctx context.Context, project string, mr gitlab.MR) error
 	g.mu.Unlock()
 	switch {
 	case mr.RebaseInProgress:
-		return fmt.Errorf("%w: GitLab is rebasing merge request !%d onto %s", follow.ErrHeadMoved, mr.IID, mr.Target)
+		return moving(fmt.Sprintf("GitLab is rebasing merge request !%d onto %s", mr.IID, mr.Target))
 	case mr.MergeError != "":
-		return fmt.Errorf("%w: GitLab could not rebase merge request !%d onto %s (%s): %s is to be merged into it",
-			follow.ErrHeadMoved, mr.IID, mr.Target, mr.MergeError, mr.Target)
+		return moving(fmt.Sprintf("GitLab could not rebase merge request !%d onto %s (%s): %s is to be merged into it",
+			mr.IID, mr.Target, mr.MergeError, mr.Target))
 	case ok && asked.head == mr.SHA && time.Since(asked.at) < rebaseWait:
-		return fmt.Errorf("%w: GitLab was asked to rebase merge request !%d onto %s at %s and has not started yet",
-			follow.ErrHeadMoved, mr.IID, mr.Target, shortSHA(mr.SHA))
+		return moving(fmt.Sprintf("GitLab was asked to rebase merge request !%d onto %s at %s and has not started yet",
+			mr.IID, mr.Target, shortSHA(mr.SHA)))
 	}
 	if err := g.client.Rebase(ctx, project, mr.IID); err != nil {
 		return fmt.Errorf("merge request !%d needs a rebase onto %s: %w", mr.IID, mr.Target, err)
@@ -336,12 +336,20 @@ func (g *GitLab) rebase(ctx context.Context, project string, mr gitlab.MR) error
 	g.mu.Lock()
 	g.rebased[mr.IID] = rebaseAsk{head: mr.SHA, at: time.Now()}
 	g.mu.Unlock()
-	return fmt.Errorf("%w: merge request !%d is behind %s, and the project's merge method merges it only rebased: GitLab was asked to rebase it",
-		follow.ErrHeadMoved, mr.IID, mr.Target)
+	return moving(fmt.Sprintf("merge request !%d is behind %s, and the project's merge method merges it only rebased: GitLab was asked to rebase it",
+		mr.IID, mr.Target))
 }
 
+// moving is a merge not made because GitLab is to move the head first:
+// follow.ErrHeadMoved to the follower, which says it in these words
+// rather than as a head that moved.
+type moving string
+
+func (e moving) Error() string { return string(e) }
+func (e moving) Unwrap() error { return follow.ErrHeadMoved }
+
 // shortSHA is a commit's id as cadre's messages show it.
-func shortSHA(sha string) string { return sha[:min(len(sha), 7)] }
+func shortSHA(sha string) string { return sha[:min(len(sha), 12)] }
 
 // Close closes merge request iid unmerged.
 func (g *GitLab) Close(ctx context.Context, iid int) error {
