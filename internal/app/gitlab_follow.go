@@ -313,9 +313,10 @@ const rebaseWait = 10 * time.Minute
 
 // rebase has GitLab rebase mr onto its target, once a head, and says the
 // head is to move (an error wrapping follow.ErrHeadMoved) so the follower
-// looks again at the next pass, counting no failure. A rebase under way is waited for.
-// One GitLab could not do (merge_error) is not asked again: View says
-// BaseNeeded, and the conflict reaction merges the target in.
+// looks again at the next pass, counting no failure. A rebase under way
+// is waited for. One GitLab could not do (merge_error) is not asked
+// again: View says BaseNeeded, and the conflict reaction merges the
+// target in.
 func (g *GitLab) rebase(ctx context.Context, project string, mr gitlab.MR) error {
 	g.mu.Lock()
 	asked, ok := g.rebased[mr.IID]
@@ -324,8 +325,8 @@ func (g *GitLab) rebase(ctx context.Context, project string, mr gitlab.MR) error
 	case mr.RebaseInProgress:
 		return moving(fmt.Sprintf("GitLab is rebasing merge request !%d onto %s", mr.IID, mr.Target))
 	case mr.MergeError != "":
-		return moving(fmt.Sprintf("GitLab could not rebase merge request !%d onto %s (%s): %s is to be merged into it",
-			mr.IID, mr.Target, mr.MergeError, mr.Target))
+		return moving(fmt.Sprintf("GitLab's last rebase or merge of merge request !%d failed (%s): %s is to be merged into it",
+			mr.IID, mr.MergeError, mr.Target))
 	case ok && asked.head == mr.SHA && time.Since(asked.at) < rebaseWait:
 		return moving(fmt.Sprintf("GitLab was asked to rebase merge request !%d onto %s at %s and has not started yet",
 			mr.IID, mr.Target, shortSHA(mr.SHA)))

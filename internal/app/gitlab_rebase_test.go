@@ -151,7 +151,7 @@ func TestGitLabFailedRebaseGoesToTheConflictReaction(t *testing.T) {
 		t.Errorf("decided %+v, want the conflict reaction", act)
 	}
 	err = h.Merge(ctx, iid, "merge", head, "Add a")
-	if !errors.Is(err, follow.ErrHeadMoved) || !strings.Contains(err.Error(), "could not rebase") || rebasesAsked(w, iid) != 1 {
+	if !errors.Is(err, follow.ErrHeadMoved) || !strings.Contains(err.Error(), "Rebase failed") || rebasesAsked(w, iid) != 1 {
 		t.Fatalf("merge after the failed rebase: %v, %d rebases asked", err, rebasesAsked(w, iid))
 	}
 }
