@@ -387,8 +387,9 @@ func statusOf(t *testing.T, h app.Host, pr int) wantStatus {
 }
 
 // conformStatus: cadre status reads the same values for the same
-// situation on every forge: no checks, pending, failed, green, approved,
-// merged, and a conflicting one.
+// situation on every forge: no checks, pending, failed, green, a
+// stranger's approval (not counted), approved, merged, and a conflicting
+// one.
 func conformStatus(t *testing.T, w world) {
 	issue := w.addIssue("Widget breaks", "b")
 	pr, head := openPR(t, w, w.host(t), issue, "cadre/1-a", map[string]string{"widget.go": "package widget\n"})
@@ -403,6 +404,8 @@ func conformStatus(t *testing.T, w world) {
 		{"pending", func() { w.pendCheck(head, "test") }, wantStatus{"open", "pending", "none", "true"}},
 		{"failed", func() { w.failCheck(head, "test", "FAIL\n") }, wantStatus{"open", "failure", "none", "true"}},
 		{"green", func() { w.passChecks(head, "test") }, wantStatus{"open", "success", "none", "true"}},
+		// Only the approvals cadre watch counts: a stranger's is none.
+		{"a stranger's approval", func() { w.approve(pr, stranger) }, wantStatus{"open", "success", "none", "true"}},
 		{"approved", func() { w.approve(pr, reviewer) }, wantStatus{"open", "success", "approved", "true"}},
 		{"merged", func() {
 			if err := w.host(t).Merge(t.Context(), pr, "merge", head, ""); err != nil {

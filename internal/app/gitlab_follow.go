@@ -408,11 +408,16 @@ func (g *GitLab) PRStatus(ctx context.Context, iid int) (codehost.PRStatus, erro
 	default:
 		out.Checks = "success"
 	}
+	// Only the approvals cadre watch counts, as on GitHub.
+	counts, err := g.counter(ctx, project, g.cfg.Follow.Reviewers)
+	if err != nil {
+		return codehost.PRStatus{}, err
+	}
 	approvals, left, err := g.client.Approvals(ctx, project, iid)
 	if err != nil {
 		return codehost.PRStatus{}, err
 	}
-	if len(approvals) > 0 && left == 0 {
+	if left == 0 && slices.ContainsFunc(approvals, func(a gitlab.Approval) bool { return counts(a.Author) }) {
 		out.Review = "approved"
 	}
 	return out, nil
