@@ -263,21 +263,39 @@ var _ interface {
 // the token goes only to the GitHub host, never to a host a pushurl
 // names, which an unconfined agent could have set.
 func (g *GitHub) RemoteAuth(ctx context.Context, dir, remote string) (target, header string, err error) {
+	return httpsAuth(ctx, dir, remote, tokenHost{init: g.init, host: g.gitHost, token: func() string { return g.token },
+		user: "x-access-token", what: "the GitHub token is for (github.api_url)"})
+}
+
+// tokenHost is a forge as git reaches it over https with its token: the
+// token made ready (init), the host it is for, and the user name it goes
+// with.
+type tokenHost struct {
+	init  func(context.Context) error
+	host  func() string
+	token func() string
+	user  string
+	what  string // what the host is, as an error says it
+}
+
+// httpsAuth is where git reaches remote of the repository at dir, and the
+// header carrying h's token there. Only an https push URL on h's own host
+// takes the token; another (ssh, a path) is reached with git's own
+// credentials and gets none, and an https one elsewhere is refused.
+func httpsAuth(ctx context.Context, dir, remote string, h tokenHost) (target, header string, err error) {
 	repo := &workspace.Repo{Dir: dir}
-	target = remote
-	// Only an https remote takes the token; another (ssh, a path) is
-	// reached with git's own credentials, and needs no token.
-	if url, err := repo.Git(ctx, "remote", "get-url", "--push", remote); err == nil && strings.HasPrefix(strings.TrimSpace(url), "https://") {
-		if err := g.init(ctx); err != nil {
-			return "", "", err
-		}
-		target = strings.TrimSpace(url)
-		if host, want := urlHost(target), g.gitHost(); host != want {
-			return "", "", fmt.Errorf("push: %s's push URL is on %s, not on %s, where the GitHub token is for (github.api_url): cadre sends it nowhere else", remote, host, want)
-		}
-		header = "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+g.token))
+	url, err := repo.Git(ctx, "remote", "get-url", "--push", remote)
+	if err != nil || !strings.HasPrefix(strings.TrimSpace(url), "https://") {
+		return remote, "", nil
 	}
-	return target, header, nil
+	if err := h.init(ctx); err != nil {
+		return "", "", err
+	}
+	target = strings.TrimSpace(url)
+	if host, want := urlHost(target), h.host(); host != want {
+		return "", "", fmt.Errorf("push: %s's push URL is on %s, not on %s, where %s: cadre sends it nowhere else", remote, host, want, h.what)
+	}
+	return target, "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(h.user+":"+h.token())), nil
 }
 
 // gitHost is the host GitHub serves repositories from: the API's host

@@ -3,7 +3,6 @@ package app
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"strings"
@@ -226,20 +225,9 @@ func (g *GitLab) Push(ctx context.Context, dir, branch string) error {
 // the header carrying the token there: only an https push URL on the
 // GitLab host takes it.
 func (g *GitLab) RemoteAuth(ctx context.Context, dir, remote string) (target, header string, err error) {
-	repo := &workspace.Repo{Dir: dir}
-	target = remote
-	if url, err := repo.Git(ctx, "remote", "get-url", "--push", remote); err == nil && strings.HasPrefix(strings.TrimSpace(url), "https://") {
-		if err := g.init(ctx); err != nil {
-			return "", "", err
-		}
-		target = strings.TrimSpace(url)
-		if host, want := urlHost(target), g.gitHost(); host != want {
-			return "", "", fmt.Errorf("push: %s's push URL is on %s, not on %s, where the GitLab token is for (forge.url, gitlab.api_url): cadre sends it nowhere else", remote, host, want)
-		}
-		// GitLab takes an access token as the password of any user name.
-		header = "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("oauth2:"+g.token))
-	}
-	return target, header, nil
+	// GitLab takes an access token as the password of any user name.
+	return httpsAuth(ctx, dir, remote, tokenHost{init: g.init, host: g.gitHost, token: func() string { return g.token },
+		user: "oauth2", what: "the GitLab token is for (forge.url, gitlab.api_url)"})
 }
 
 // EnsurePR opens or adopts the merge request of the head branch.
