@@ -1,7 +1,10 @@
 package app_test
 
 import (
+	"encoding/base64"
 	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -35,6 +38,7 @@ func TestForgeConformance(t *testing.T) {
 		{"approval before a push", conformStaleApproval},
 		{"etags", conformETags},
 		{"status", conformStatus},
+		{"token only to the forge's host", conformRemoteAuth},
 	}
 	for _, f := range forges {
 		t.Run(f.name, func(t *testing.T) {
@@ -426,5 +430,44 @@ func conformStatus(t *testing.T, w world) {
 	want := wantStatus{"open", "none", "none", "false"}
 	if got := statusOf(t, w.host(t), other); got != want {
 		t.Errorf("conflicting: PRStatus = %+v, want %+v", got, want)
+	}
+}
+
+// conformRemoteAuth: git reaches an https remote on the forge's own host
+// with the forge's token as a Basic password; one on another host (a
+// pushurl an agent wrote, say) is refused naming both hosts, the token
+// sent nowhere; one not over https gets no token.
+func conformRemoteAuth(t *testing.T, w world) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	git("remote", "add", "origin", "https://127.0.0.1:1/"+w.project()+".git")
+	git("remote", "add", "elsewhere", "https://forge.example.com/"+w.project()+".git")
+	git("remote", "add", "local", filepath.Join(dir, "bare.git"))
+	h := w.host(t)
+	target, header, err := h.RemoteAuth(ctx, dir, "origin")
+	if err != nil {
+		t.Fatalf("RemoteAuth(origin): %v", err)
+	}
+	basic, _ := strings.CutPrefix(header, "Authorization: Basic ")
+	pair, _ := base64.StdEncoding.DecodeString(basic)
+	if target != "https://127.0.0.1:1/"+w.project()+".git" || !strings.HasSuffix(string(pair), ":tok") {
+		t.Errorf("RemoteAuth(origin) = %q, %q (%q); want the push URL and the token as the password", target, header, pair)
+	}
+	_, header, err = h.RemoteAuth(ctx, dir, "elsewhere")
+	if err == nil || header != "" || !strings.Contains(err.Error(), "is on forge.example.com, not on 127.0.0.1") || strings.Contains(err.Error(), basic) {
+		t.Errorf("RemoteAuth(elsewhere) = %q, %v; want it refused naming both hosts, no token", header, err)
+	}
+	if target, header, err := h.RemoteAuth(ctx, dir, "local"); err != nil || header != "" || target != "local" {
+		t.Errorf("RemoteAuth(local) = %q, %q, %v; want the remote by its name and no token", target, header, err)
 	}
 }
