@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cadre-dev/cadre/internal/config"
+	"github.com/cadre-dev/cadre/internal/store"
 )
 
 // fedFollower follows pull requests #1 and #2 (heads a1 and b1, their
@@ -105,8 +106,8 @@ func TestDeliveredHeadAwaitsItsChecks(t *testing.T) {
 	}
 	// A review is asked about, but not the checks deliveries told.
 	f.Apply([]Fact{{PR: 1, Ask: true}})
-	if _, told := viewOf(t, f, 1); told || host.views[1] != 1 || host.fed[1] != 1 {
-		t.Errorf("a review: told %v, asked %d (%d without checks); want asked once, without its checks", told, host.views[1], host.fed[1])
+	if _, told := viewOf(t, f, 1); !told || host.views[1] != 1 || host.fed[1] != 1 {
+		t.Errorf("a review: told %v, asked %d (%d without checks); want asked once, without its checks, which the deliveries told", told, host.views[1], host.fed[1])
 	}
 }
 
@@ -237,5 +238,38 @@ func TestLateDeliveryOfAnOlderHead(t *testing.T) {
 	})
 	if v, _ := viewOf(t, f, 1); v.Head != "a3" {
 		t.Errorf("head %q after a late delivery of a2, want a3", v.Head)
+	}
+}
+
+// A pass that does not look at a pull request (its item waits for a
+// person) though it lists it as changed does not leave what was seen of
+// it to be taken later: once the person answers, it is asked about, at
+// the head it moved to meanwhile.
+func TestUnlookedPullRequestIsAskedAgain(t *testing.T) {
+	ctx := context.Background()
+	f, host, now := fedFollower(t)
+	f.Unpause = func(context.Context, Item) error { return nil }
+	human := store.Step{RunID: "r", ItemID: "1", ID: "1/follow/ci_failed/human#1", Kind: "human"}
+	if err := f.Store.StartStep(ctx, human); err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(time.Minute)
+	host.prs[1].head, host.prs[1].updated, host.prs[1].pending = "a2", *now, false
+	if _, err := f.Pass(ctx); err != nil { // lists #1 as changed, waits for the person
+		t.Fatal(err)
+	}
+	human.Status, human.Result = store.StepCompleted, []byte(`{"approved": true}`)
+	if err := f.Store.FinishStep(ctx, human); err != nil {
+		t.Fatal(err)
+	}
+	host.views = map[int]int{}
+	if _, err := f.Woken(ctx); err != nil { // the answer's wake: nothing listed
+		t.Fatal(err)
+	}
+	if host.views[1] != 1 {
+		t.Errorf("after the answer #1 was asked about %d times, want once (its head moved while it waited)", host.views[1])
+	}
+	if v, _ := viewOf(t, f, 1); v.Head != "a2" {
+		t.Errorf("head %q, want a2", v.Head)
 	}
 }

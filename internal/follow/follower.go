@@ -250,6 +250,12 @@ func (f *Follower) follow(ctx context.Context, it Item, t *Tally, p *poll) error
 	if err != nil {
 		return err
 	}
+	if h.open != nil || h.asking != "" || h.rejected {
+		// Its pull request is not looked at now, though this pass may
+		// have listed it as changed (a crashed reaction's push): what was
+		// seen of it is not to be taken as it stands at the next pass.
+		f.forget(it)
+	}
 	if h.open != nil {
 		f.say(it, "taking up "+h.open.ID+", which was interrupted")
 		return f.react(ctx, it, h.open.ID, h.openFeedback, t)

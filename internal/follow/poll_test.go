@@ -47,6 +47,9 @@ func (h *fakeHost) View(_ context.Context, pr int, _ []string, known *Head) (Vie
 	h.views[pr]++
 	p := h.prs[pr]
 	v := View{State: "open", Head: p.head, Base: "main", Pending: p.pending, Checked: p.checks}
+	if known != nil {
+		v.Head = known.Head // taken as known, as GitHub's View does: one request fewer
+	}
 	if known != nil && known.Fed {
 		if h.fed == nil {
 			h.fed = map[int]int{}
