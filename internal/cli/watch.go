@@ -106,7 +106,10 @@ EXIT STATUS
 }
 
 // watchTally is what passes did, for --once's exit status.
-type watchTally struct{ failed, waiting int }
+type watchTally struct {
+	failed, waiting int
+	acted           int // reactions, merges and closes
+}
 
 func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 	if opts.Interval < 0 {
@@ -195,11 +198,43 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 		if !w.woken {
 			w.due = time.Now().Add(w.interval)
 		}
+		if w.followUp(t) {
+			// What the pass did calls for another look now, not at the
+			// reconcile: a failed round's pause, the next pull request's
+			// conflict with what merged.
+			if w.stopped() || !w.settle(ctx) {
+				fmt.Fprintln(f.IO.ErrOut, "cadre: watch stopped")
+				return nil
+			}
+			w.woken = true
+			continue
+		}
 		if !w.sleep(ctx) {
 			fmt.Fprintln(f.IO.ErrOut, "cadre: watch stopped")
 			return nil
 		}
 	}
+}
+
+// followUp says whether, with --listen, pass t is to be followed by a
+// woken pass at once: one that acted (a reaction, a merge, a close) is,
+// and one where something failed is, once, so that a failed round is
+// paused for a person without waiting for the reconcile, and an error
+// that lasts is not asked about again and again.
+func (w *watcher) followUp(t watchTally) bool {
+	if w.hooks == nil {
+		return false
+	}
+	switch {
+	case t.acted > 0:
+		w.retried = false
+		return true
+	case t.failed > 0 && !w.retried:
+		w.retried = true
+		return true
+	}
+	w.retried = false
+	return false
 }
 
 // sleep waits until the next pass is due, or until a webhook wakes the
@@ -297,9 +332,10 @@ type watcher struct {
 	passes    int
 	due       time.Time // when the next pass is due
 	// woken says the pass is a webhook's: it acts on what deliveries told
-	// without listing the pull requests.
-	woken     bool
-	badConfig string // the last invalid cadre.yaml's error, said once
+	// without listing the pull requests; retried, that it follows up one
+	// where something failed (followUp).
+	woken, retried bool
+	badConfig      string // the last invalid cadre.yaml's error, said once
 }
 
 // configure takes the interval and issue query from the configuration
@@ -493,6 +529,7 @@ func (w *watcher) follow(ctx context.Context, t *watchTally) error {
 	}
 	t.failed += len(tally.Failed)
 	t.waiting += len(tally.Waiting)
+	t.acted += tally.Reacted + tally.Merged + tally.Closed
 	w.report(tally)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
