@@ -347,3 +347,38 @@ func stopWatching(t *testing.T, g cadreIn, watch *cadreProc) {
 		t.Fatalf("watch: exit %d", code)
 	}
 }
+
+// A round that fails (its fix fails follow.verify) is paused for a person
+// within seconds under --listen, though no delivery announces the pass
+// that pauses it: a pass where a round failed is followed up at once.
+func TestWatchListenFailedRoundPauses(t *testing.T) {
+	t.Setenv("CADRE_HOOK_SECRET", hookSecret)
+	g := watchRepo(t, "commands: {test: \"test ! -e broken.txt\"}\nfollow: {ci_failed: {rounds: 2}}\n")
+	nameHookSecret(t, g.dir, "github")
+	g.setScenario(t, surgeon("echo oops > broken.txt", "SUCCESS"))
+	if code, out, errOut := g.cadre(t, "", "run", "1"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	const branch = "cadre/1-fix-the-frobnicator"
+	run := runOf(t, g)
+	watch, url := startListening(t, g, "--interval", "1h")
+	n := g.commits(t, branch)
+	head := g.rev(t, branch)
+	g.fake.SetCheckRun("acme", "widgets", head, forgetest.CheckRun{JobID: 83, Name: "test", Conclusion: "failure", Title: "1 test failed"})
+	if code := postBody(t, url, "check_run", "6d2f8a10-cc78-11e3-81ab-4c9367dc0958", g.fake.CheckRunHook("acme", "widgets", head, "test", "completed")); code != http.StatusAccepted {
+		t.Fatalf("a signed webhook: %d, want 202", code)
+	}
+	waitFor(t, 30*time.Second, "the failed round paused for a person", func() bool {
+		st, err := store.Open(context.Background(), filepath.Join(g.dir, ".cadre", "cadre.db"))
+		if err != nil {
+			return false
+		}
+		defer st.Close()
+		it, err := st.GetItem(context.Background(), run, "1")
+		return err == nil && it.Status == store.ItemPaused
+	})
+	if g.commits(t, branch) != n {
+		t.Error("a fix that fails follow.verify was pushed")
+	}
+	stopWatching(t, g, watch)
+}
