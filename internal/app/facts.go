@@ -32,8 +32,7 @@ func (g *GitHub) Facts(events []webhook.Event) []follow.Fact {
 // run is a delivered check run, job or status as the follower keeps it.
 func (g *GitHub) run(e webhook.Event) *follow.Run {
 	c := e.Check
-	read := forge.ReadDelivered(forge.Delivered{Status: e.Kind == "status", ID: c.ID, Name: c.Name, State: c.Status,
-		Conclusion: c.Conclusion, Title: c.Title, Summary: c.Summary, Text: c.Text, App: c.App, URL: c.URL})
+	read := forge.ReadDelivered(*c, e.Kind == "status")
 	r := &follow.Run{Name: c.Name, Order: c.ID, Done: len(read.Pending) == 0, Passed: len(read.Succeeded) > 0}
 	if len(read.Failed) > 0 {
 		f := read.Failed[0]

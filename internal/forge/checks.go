@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/cadre-dev/cadre/internal/webhook"
 )
 
 // Check is a check run or commit status of a commit that did not pass.
@@ -316,36 +318,22 @@ func lastLines(r io.Reader, n int) (string, error) {
 	return b.String(), nil
 }
 
-// Delivered is a check run, or a commit status (Status), as a webhook
-// delivered it.
-type Delivered struct {
-	Status     bool
-	ID         int64
-	Name       string // the run's name, the status's context
-	State      string // the run's status (queued, completed…), the status's state
-	Conclusion string
-	Title      string // the run's output title, the status's description
-	Summary    string
-	Text       string
-	App        string // the run's app slug
-	URL        string
-}
-
-// ReadDelivered reads a delivered check as FailedChecks reads the API's
-// answer: one of Failed, Pending or Succeeded, its output text cut alike.
-// Its texts are not masked: the caller masks what it knows.
-func ReadDelivered(d Delivered) Checks {
+// ReadDelivered reads a check run, or a commit status (status), as a
+// webhook delivered it, as FailedChecks reads the API's answer: one of
+// Failed, Pending or Succeeded, its output text cut alike. Its texts are
+// not masked: the caller masks what it knows.
+func ReadDelivered(c webhook.Check, status bool) Checks {
 	var out Checks
-	if d.Status {
-		out.addStatus(apiStatus{Context: d.Name, State: d.State, Description: &d.Title, TargetURL: &d.URL})
+	if status {
+		out.addStatus(apiStatus{Context: c.Name, State: c.Status, Description: &c.Title, TargetURL: &c.URL})
 		return out
 	}
-	cr := apiCheckRun{ID: d.ID, Name: d.Name, Status: d.State, Conclusion: &d.Conclusion, DetailsURL: d.URL}
-	cr.Output.Title, cr.Output.Summary, cr.Output.Text = &d.Title, &d.Summary, &d.Text
-	if d.App != "" {
+	cr := apiCheckRun{ID: c.ID, Name: c.Name, Status: c.Status, Conclusion: &c.Conclusion, DetailsURL: c.URL}
+	cr.Output.Title, cr.Output.Summary, cr.Output.Text = &c.Title, &c.Summary, &c.Text
+	if c.App != "" {
 		cr.App = &struct {
 			Slug string `json:"slug"`
-		}{d.App}
+		}{c.App}
 	}
 	out.add(cr)
 	return out
