@@ -35,7 +35,7 @@ func handToWatch(ctx context.Context, f *Factory, ws workspaceCtx, st *store.Sto
 	if err != nil {
 		return false, err
 	}
-	wakeWatch(ctx, f)
+	wakeWatch(f, ws.root)
 	if asked {
 		fmt.Fprintf(f.IO.ErrOut, "cadre: cadre watch (pid %d) holds the repository: it retries %s of run %s at its next pass\n", h.PID, item, run)
 	} else {
@@ -44,14 +44,10 @@ func handToWatch(ctx context.Context, f *Factory, ws workspaceCtx, st *store.Sto
 	return true, nil
 }
 
-// wakeWatch asks a running cadre watch of this repository for a pass now;
-// none running, the request waits for the next to start, which makes a
-// pass at once anyway.
-func wakeWatch(ctx context.Context, f *Factory) {
-	root, err := f.repoRoot(ctx)
-	if err != nil {
-		return
-	}
+// wakeWatch asks a running cadre watch of the repository at root for a
+// pass now; none running, the request waits for the next to start, which
+// makes a pass at once anyway.
+func wakeWatch(f *Factory, root string) {
 	if err := runstop.Wake(filepath.Join(root, workspace.StateDir), watchRun); err != nil {
 		fmt.Fprintf(f.IO.ErrOut, "cadre: warning: %v: cadre watch goes on at its next pass by the clock\n", err)
 	}

@@ -210,7 +210,7 @@ Temporal engine waits in its workflow, which the answer reaches as a signal: it 
 }
 
 func runApprove(ctx context.Context, f *Factory, opts *ApproveOptions) error {
-	st, run, err := f.openRun(ctx, opts.Run)
+	st, run, root, err := f.openRunAt(ctx, opts.Run)
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func runApprove(ctx context.Context, f *Factory, opts *ApproveOptions) error {
 	if strings.Contains(step, "/follow/") {
 		// Asked by cadre watch about a pull request, not by a workflow:
 		// a running watch wakes for it, however long its interval.
-		wakeWatch(ctx, f)
+		wakeWatch(f, root)
 		fmt.Fprintf(f.IO.ErrOut, "cadre: %s %s; cadre watch goes on with it at its next pass\n", verb, step)
 		return nil
 	}
