@@ -282,7 +282,7 @@ func (g *GitLab) Merge(ctx context.Context, iid int, method, head, title string)
 		return err
 	}
 	if mr.State == "opened" && mr.SHA != head {
-		return fmt.Errorf("%w: merge request !%d is at %s now", follow.ErrHeadMoved, iid, shortSHA(mr.SHA))
+		return fmt.Errorf("%w: merge request !%d is at %s now", follow.ErrHeadMoved, iid, follow.Short(mr.SHA))
 	}
 	if mr.State == "opened" && (mr.MergeStatus == gitlab.NeedRebase || mr.RebaseInProgress) {
 		return g.rebase(ctx, project, mr)
@@ -329,7 +329,7 @@ func (g *GitLab) rebase(ctx context.Context, project string, mr gitlab.MR) error
 			mr.IID, mr.MergeError, mr.Target))
 	case ok && asked.head == mr.SHA && time.Since(asked.at) < rebaseWait:
 		return moving(fmt.Sprintf("GitLab was asked to rebase merge request !%d onto %s at %s and has not started yet",
-			mr.IID, mr.Target, shortSHA(mr.SHA)))
+			mr.IID, mr.Target, follow.Short(mr.SHA)))
 	}
 	if err := g.client.Rebase(ctx, project, mr.IID); err != nil {
 		return fmt.Errorf("merge request !%d needs a rebase onto %s: %w", mr.IID, mr.Target, err)
@@ -348,9 +348,6 @@ type moving string
 
 func (e moving) Error() string { return string(e) }
 func (e moving) Unwrap() error { return follow.ErrHeadMoved }
-
-// shortSHA is a commit's id as cadre's messages show it.
-func shortSHA(sha string) string { return sha[:min(len(sha), 12)] }
 
 // Close closes merge request iid unmerged.
 func (g *GitLab) Close(ctx context.Context, iid int) error {

@@ -153,7 +153,7 @@ func describeHook(e webhook.Event) string {
 		parts = append(parts, fmt.Sprintf("issue #%d", e.Issue))
 	}
 	if e.Head != "" {
-		parts = append(parts, "at "+short(e.Head))
+		parts = append(parts, "at "+follow.Short(e.Head))
 	}
 	if len(e.Labels) > 0 {
 		parts = append(parts, "labels "+strings.Join(e.Labels, ","))
@@ -162,13 +162,6 @@ func describeHook(e webhook.Event) string {
 		parts = append(parts, "(delivery "+e.Delivery+")")
 	}
 	return strings.Join(parts, " ")
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 // settle waits for the deliveries that come with the one that woke the

@@ -219,7 +219,7 @@ func Decide(v View, p Past, cfg config.Follow, base string, unchecked time.Durat
 	}
 	if !v.Checked && !cfg.MergeWithoutChecks && unchecked >= time.Duration(cfg.ChecksTimeout) && cfg.ChecksTimeout > 0 {
 		return Action{Do: Pause, Kind: NoChecks,
-			Why: fmt.Sprintf("no check reported on the head %s within follow.checks_timeout (%s)", short(v.Head), time.Duration(cfg.ChecksTimeout))}
+			Why: fmt.Sprintf("no check reported on the head %s within follow.checks_timeout (%s)", Short(v.Head), time.Duration(cfg.ChecksTimeout))}
 	}
 	if ok, why := mergeGate(v, cfg); !ok {
 		return Action{Do: Wait, Why: why}

@@ -11,7 +11,7 @@ func (fb Feedback) Text(pr int) string {
 	var b strings.Builder
 	switch fb.Kind {
 	case CIFailed:
-		fmt.Fprintf(&b, "Checks failed on pull request #%d (commit %s). Make them pass: fix the cause in the code, never by weakening a check.\n", pr, short(fb.Head))
+		fmt.Fprintf(&b, "Checks failed on pull request #%d (commit %s). Make them pass: fix the cause in the code, never by weakening a check.\n", pr, Short(fb.Head))
 	case ChangesRequested:
 		fmt.Fprintf(&b, "A reviewer asked for changes on pull request #%d. Address the review and each comment below; where you disagree, leave the code and say why in your output.\n", pr)
 	case Conflict:
@@ -56,7 +56,9 @@ func defuse(s string) string {
 	return r.Replace(s)
 }
 
-func short(sha string) string {
+// Short is a commit's id as cadre's messages show it: its first 12
+// characters.
+func Short(sha string) string {
 	if len(sha) > 12 {
 		return sha[:12]
 	}

@@ -353,13 +353,13 @@ func (f *Follower) merge(ctx context.Context, it Item, v View, t *Tally) error {
 	if errors.Is(err, ErrHeadMoved) {
 		// The error says how: another push, or the code host asked to
 		// bring the base in first (a GitLab rebase).
-		f.say(it, fmt.Sprintf("pull request #%d not merged at %s: %v; looking again at the next pass", it.PR, short(v.Head), err))
+		f.say(it, fmt.Sprintf("pull request #%d not merged at %s: %v; looking again at the next pass", it.PR, Short(v.Head), err))
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("merge pull request #%d: %w", it.PR, err)
 	}
-	f.say(it, fmt.Sprintf("merged pull request #%d at %s (%s)", it.PR, short(v.Head), f.Config.Merge))
+	f.say(it, fmt.Sprintf("merged pull request #%d at %s (%s)", it.PR, Short(v.Head), f.Config.Merge))
 	t.Merged++
 	return f.end(ctx, it, "merged", "")
 }
@@ -440,9 +440,9 @@ func (f *Follower) react(ctx context.Context, it Item, id string, fb Feedback, t
 	}
 	t.Reacted++
 	if res.Pushed == "" {
-		f.say(it, fmt.Sprintf("%s answered: nothing to push (the branch stays at %s)", fb.Kind, short(head)))
+		f.say(it, fmt.Sprintf("%s answered: nothing to push (the branch stays at %s)", fb.Kind, Short(head)))
 	} else {
-		f.say(it, fmt.Sprintf("%s answered: pushed %s", fb.Kind, short(res.Pushed)))
+		f.say(it, fmt.Sprintf("%s answered: pushed %s", fb.Kind, Short(res.Pushed)))
 	}
 	return nil
 }
