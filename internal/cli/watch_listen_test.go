@@ -315,15 +315,7 @@ func TestWatchListenApproveWakes(t *testing.T) {
 			waitFor(t, 60*time.Second, "the first failure fixed and pushed", func() bool { return g.commits(t, branch) == before+1 })
 		}
 	}
-	waitFor(t, 60*time.Second, "the second failure waiting for a human", func() bool {
-		st, err := store.Open(context.Background(), filepath.Join(g.dir, ".cadre", "cadre.db"))
-		if err != nil {
-			return false
-		}
-		defer st.Close()
-		it, err := st.GetItem(context.Background(), run, "1")
-		return err == nil && it.Status == store.ItemPaused
-	})
+	waitFor(t, 60*time.Second, "the second failure waiting for a human", func() bool { return paused(g.dir, run, "1") })
 	if code, _, e := g.cadre(t, "", "approve", run, "1"); code != 0 {
 		t.Fatalf("approve: exit %d\n%s", code, e)
 	}
@@ -368,17 +360,21 @@ func TestWatchListenFailedRoundPauses(t *testing.T) {
 	if code := postBody(t, url, "check_run", "6d2f8a10-cc78-11e3-81ab-4c9367dc0958", g.fake.CheckRunHook("acme", "widgets", head, "test", "completed")); code != http.StatusAccepted {
 		t.Fatalf("a signed webhook: %d, want 202", code)
 	}
-	waitFor(t, 30*time.Second, "the failed round paused for a person", func() bool {
-		st, err := store.Open(context.Background(), filepath.Join(g.dir, ".cadre", "cadre.db"))
-		if err != nil {
-			return false
-		}
-		defer st.Close()
-		it, err := st.GetItem(context.Background(), run, "1")
-		return err == nil && it.Status == store.ItemPaused
-	})
+	waitFor(t, 30*time.Second, "the failed round paused for a person", func() bool { return paused(g.dir, run, "1") })
 	if g.commits(t, branch) != n {
 		t.Error("a fix that fails follow.verify was pushed")
 	}
 	stopWatching(t, g, watch)
+}
+
+// paused says whether item of run in the repository at dir is journaled
+// as waiting for a person.
+func paused(dir, run, item string) bool {
+	st, err := store.Open(context.Background(), filepath.Join(dir, ".cadre", "cadre.db"))
+	if err != nil {
+		return false
+	}
+	defer st.Close()
+	it, err := st.GetItem(context.Background(), run, item)
+	return err == nil && it.Status == store.ItemPaused
 }
