@@ -195,25 +195,31 @@ func runWatchCmd(ctx context.Context, f *Factory, opts *WatchOptions) error {
 			}
 			return nil
 		}
-		if !w.woken {
-			w.due = time.Now().Add(w.interval)
-		}
-		if w.followUp(t) {
-			// What the pass did calls for another look now, not at the
-			// reconcile: a failed round's pause, the next pull request's
-			// conflict with what merged.
-			if w.stopped() || !w.settle(ctx) {
-				fmt.Fprintln(f.IO.ErrOut, "cadre: watch stopped")
-				return nil
-			}
-			w.woken = true
-			continue
-		}
-		if !w.sleep(ctx) {
+		if !w.next(ctx, t) {
 			fmt.Fprintln(f.IO.ErrOut, "cadre: watch stopped")
 			return nil
 		}
 	}
+}
+
+// next waits for the pass after t: at once (once a change's deliveries
+// are gathered) when t calls for a follow-up, else until one is due or a
+// webhook wakes the watch. False: the watch is to stop.
+func (w *watcher) next(ctx context.Context, t watchTally) bool {
+	if !w.woken {
+		w.due = time.Now().Add(w.interval)
+	}
+	if w.followUp(t) {
+		// What the pass did calls for another look now, not at the
+		// reconcile: a failed round's pause, the next pull request's
+		// conflict with what merged.
+		if w.stopped() || !w.settle(ctx) {
+			return false
+		}
+		w.woken = true
+		return true
+	}
+	return w.sleep(ctx)
 }
 
 // followUp says whether, with --listen, pass t is to be followed by a
